@@ -1,0 +1,336 @@
+"""The SQLite ledger: the only store that is written first and trusted after a crash.
+
+Documents (with their git blob id), sections, chunks, passages, embeddings (float32 blobs keyed
+by the sha256 of the embedded text, so an unchanged paragraph is never embedded twice), the
+entity table, the model contract and a generation counter. The tantivy index and the hnswlib
+file are derived from these rows and record the generation they reflect; a mismatch at open
+means "rebuild me from the catalog" — without re-embedding.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    doc_type TEXT NOT NULL,
+    date TEXT,
+    title TEXT NOT NULL,
+    front_matter TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    stale INTEGER NOT NULL,
+    line_count INTEGER NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    title TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    date TEXT,
+    stale INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    body TEXT NOT NULL,
+    entities TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sections_doc ON sections(doc_id);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
+    part INTEGER NOT NULL,
+    nparts INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
+CREATE TABLE IF NOT EXISTS passages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    text_sha TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passages_section ON passages(section_id);
+CREATE INDEX IF NOT EXISTS passages_sha ON passages(text_sha);
+CREATE TABLE IF NOT EXISTS embeddings (text_sha TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS entities (
+    name TEXT NOT NULL,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    aliases TEXT NOT NULL,
+    PRIMARY KEY (name, doc_id)
+);
+"""
+
+
+@dataclass
+class SectionRow:
+    id: int
+    doc_id: int
+    path: str
+    heading: str
+    title: str
+    level: int
+    start_line: int
+    end_line: int
+    date: str | None
+    stale: bool
+    doc_type: str
+    doc_stale: bool
+    tags: list[str]
+    entities: list[str]
+    content: str
+    body: str
+
+
+SECTION_SELECT = """
+SELECT s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,
+       s.stale, d.doc_type, d.stale, d.tags, s.entities, s.content, s.body
+FROM sections s JOIN documents d ON d.id = s.doc_id
+"""
+
+
+def _section(row) -> SectionRow:
+    return SectionRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                      bool(row[9]), row[10], bool(row[11]), json.loads(row[12]), json.loads(row[13]),
+                      row[14], row[15])
+
+
+class Catalog:
+    def __init__(self, path: Path, readonly: bool = False):
+        self.path = path
+        self._maybe_orphaned: set[str] = set()
+        if readonly:
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            if self.get_meta("schema_version") is None:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=5000")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def model_contract(self) -> dict | None:
+        raw = self.get_meta("model_contract")
+        return json.loads(raw) if raw else None
+
+    # -- documents ----------------------------------------------------------------------------
+    def documents(self) -> dict[str, tuple[int, str, int, int]]:
+        """path → (id, content_hash, size, mtime_ns) for change detection."""
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in
+                self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
+
+    def document(self, path: str) -> dict | None:
+        cur = self.db.execute("SELECT * FROM documents WHERE path=?", (path,))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return dict(zip([c[0] for c in cur.description], row))
+
+    def document_by_hash(self, content_hash: str) -> dict | None:
+        cur = self.db.execute("SELECT * FROM documents WHERE content_hash=? LIMIT 1", (content_hash,))
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def touch_document(self, path: str, size: int, mtime_ns: int) -> None:
+        """Content unchanged but stat changed: remember the new stat so the next run skips the read."""
+        self.db.execute("UPDATE documents SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def known_shas(self, shas: list[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(shas), 500):
+            batch = shas[i:i + 500]
+            q = f"SELECT text_sha FROM embeddings WHERE text_sha IN ({','.join('?' * len(batch))})"
+            found.update(r[0] for r in self.db.execute(q, batch))
+        return found
+
+    def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
+                       entity: dict | None) -> tuple[list[int], list[int]]:
+        """Replace one document in a single transaction; returns (removed passage ids, added passage ids).
+
+        `sections` carry their chunks and passages; `new_vectors` holds embeddings for text shas
+        not yet stored. Embeddings no longer referenced by any passage are dropped.
+        """
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = self._delete_document(doc["path"])
+            for sha, vec in new_vectors.items():
+                db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
+                           (sha, np.asarray(vec, dtype=np.float32).tobytes()))
+            cur = db.execute(
+                "INSERT INTO documents(path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
+                " front_matter, tags, warnings, stale, line_count, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
+                 doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
+                 json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
+                 doc["line_count"], time.time()))
+            doc_id = cur.lastrowid
+            added: list[int] = []
+            for ord_, s in enumerate(sections):
+                sid = db.execute(
+                    "INSERT INTO sections(doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
+                    " content, body, entities) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (doc_id, ord_, s["heading"], s["title"], s["level"], s["start_line"], s["end_line"],
+                     s["date"], int(s["stale"]), s["content"], s["body"], json.dumps(s["entities"]))).lastrowid
+                for c in s["chunks"]:
+                    db.execute("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text)"
+                               " VALUES (?,?,?,?,?,?)",
+                               (sid, c.part, c.nparts, c.start_line, c.end_line, c.text))
+                for p_ord, (sha, ptext) in enumerate(s["passages"]):
+                    added.append(db.execute(
+                        "INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
+                        (sid, p_ord, sha, ptext)).lastrowid)
+            if entity is not None:
+                db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
+                           (entity["name"], doc_id, json.dumps(entity["aliases"])))
+            self._drop_orphan_embeddings()
+            self._bump_generation()
+            db.execute("COMMIT")
+            return removed, added
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._maybe_orphaned.clear()
+            raise
+
+    def delete_document(self, path: str) -> list[int]:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = self._delete_document(path)
+            self._drop_orphan_embeddings()
+            self._bump_generation()
+            db.execute("COMMIT")
+            return removed
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._maybe_orphaned.clear()
+            raise
+
+    def _delete_document(self, path: str) -> list[int]:
+        row = self.db.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
+        if row is None:
+            return []
+        rows = self.db.execute(
+            "SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id=?",
+            (row[0],)).fetchall()
+        self.db.execute("DELETE FROM documents WHERE id=?", (row[0],))
+        self._maybe_orphaned.update(r[1] for r in rows)
+        return [r[0] for r in rows]
+
+    def _drop_orphan_embeddings(self) -> None:
+        """Drop the embeddings of removed passages that no passage uses any more."""
+        shas, self._maybe_orphaned = list(self._maybe_orphaned), set()
+        for i in range(0, len(shas), 500):
+            batch = shas[i:i + 500]
+            self.db.execute(
+                f"DELETE FROM embeddings WHERE text_sha IN ({','.join('?' * len(batch))})"
+                " AND text_sha NOT IN (SELECT text_sha FROM passages WHERE text_sha = embeddings.text_sha)", batch)
+
+    def _bump_generation(self) -> None:
+        self.set_meta("generation", str(self.generation + 1))
+
+    def set_entity_mentions(self, mentions: dict[int, list[str]]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("UPDATE sections SET entities=? WHERE id=?",
+                                [(json.dumps(v), k) for k, v in mentions.items()])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # -- reads --------------------------------------------------------------------------------
+    def entities(self) -> list[tuple[str, str, list[str]]]:
+        return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
+            "SELECT e.name, d.rel, e.aliases FROM entities e JOIN documents d ON d.id = e.doc_id ORDER BY e.name")]
+
+    def sections(self, where: str = "", params: tuple = ()) -> list[SectionRow]:
+        sql = SECTION_SELECT + (f" WHERE {where}" if where else "") + " ORDER BY d.path, s.ord"
+        return [_section(r) for r in self.db.execute(sql, params)]
+
+    def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
+        out: dict[int, SectionRow] = {}
+        for i in range(0, len(ids), 500):
+            batch = ids[i:i + 500]
+            for r in self.db.execute(SECTION_SELECT + f" WHERE s.id IN ({','.join('?' * len(batch))})", batch):
+                out[r[0]] = _section(r)
+        return out
+
+    def all_chunks(self):
+        """(chunk id, section id, path, doc_type, heading, text) for rebuilding the full-text index."""
+        return self.db.execute(
+            "SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
+            " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id ORDER BY c.id")
+
+    def chunks_of(self, path: str):
+        return self.db.execute(
+            "SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
+            " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id"
+            " WHERE d.path=? ORDER BY c.id", (path,))
+
+    def passage_vectors(self, passage_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, vectors) for every passage (or the given ones), straight from the stored blobs."""
+        if passage_ids is None:
+            rows = self.db.execute("SELECT p.id, e.vector FROM passages p JOIN embeddings e ON e.text_sha = p.text_sha"
+                                   " ORDER BY p.id").fetchall()
+        else:
+            rows = []
+            for i in range(0, len(passage_ids), 500):
+                batch = passage_ids[i:i + 500]
+                rows += self.db.execute(
+                    "SELECT p.id, e.vector FROM passages p JOIN embeddings e ON e.text_sha = p.text_sha"
+                    f" WHERE p.id IN ({','.join('?' * len(batch))})", batch).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        labels = np.array([r[0] for r in rows], dtype=np.int64)
+        vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+        return labels, vectors
+
+    def passage_sections(self) -> dict[int, int]:
+        return dict(self.db.execute("SELECT id, section_id FROM passages"))
+
+    def counts(self) -> dict[str, int]:
+        q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731
+        return {"documents": q("documents"), "sections": q("sections"), "chunks": q("chunks"),
+                "passages": q("passages"), "vectors": q("embeddings")}

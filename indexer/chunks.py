@@ -1,0 +1,186 @@
+"""Sections → chunks (what BM25 sees) → passages (what gets embedded).
+
+A chunk is a section, or a part of an oversized one split at paragraph boundaries (never inside
+a code fence); every part keeps its section's breadcrumb. Passages are the section's blocks —
+paragraphs, list items, code blocks, table rows — merged greedily up to a size the model can see
+whole (it truncates at 256 tokens), because a question usually matches one passage of a
+section, and "best passage per section" beats one vector per section (FIELD-NOTES).
+Every embedded text starts with a context header `[type] path > H1 > H2` so a passage of a
+section called "Verify" still says whose it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+MAX_CHUNK_CHARS = 4000   # ≈1,000 tokens: one readable unit for an agent
+PASSAGE_CHARS = 700      # ≈175 tokens + header: fits the 256-token window
+MAX_PASSAGE_CHARS = 1000
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM_RE = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])\s")
+_TABLE_ROW_RE = re.compile(r"^\s*\|")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    part: int          # 1-based
+    nparts: int
+    start_line: int
+    end_line: int
+    text: str
+
+
+def context_header(doc_type: str, path: str, heading: str) -> str:
+    return f"[{doc_type}] {path}" + (f" > {heading}" if heading else "")
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate (≈4 chars a token) for budgets and outlines."""
+    return (len(text) + 3) // 4
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """Split lines into blocks [start, end) at blank lines outside fences; fences stay whole."""
+    blocks: list[tuple[int, int]] = []
+    start = None
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        m = _FENCE_RE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            if start is None:
+                start = i
+            continue
+        if not line.strip():
+            if start is not None:
+                blocks.append((start, i))
+                start = None
+        elif start is None:
+            start = i
+    if start is not None:
+        blocks.append((start, len(lines)))
+    return blocks
+
+
+def split_section(text: str, start_line: int, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+    """Split a section's text into parts of at most `max_chars`, at block boundaries when possible.
+
+    Joining the parts' texts with "\\n" gives back the section text verbatim (a single huge line
+    is cut inside the line; its parts then share the line number).
+    """
+    lines = text.split("\n")
+    if len(text) <= max_chars:
+        return [Chunk(1, 1, start_line, start_line + len(lines) - 1, text)]
+    pieces: list[tuple[int, str]] = []  # (line offset, text) of atomic units in order
+    cursor = 0
+    for b_start, b_end in _blocks(lines) + [(len(lines), len(lines))]:
+        for i in range(cursor, b_start):   # blank lines between blocks
+            pieces.append((i, lines[i]))
+        if b_start < b_end:
+            block = "\n".join(lines[b_start:b_end])
+            if len(block) <= max_chars:
+                pieces.append((b_start, block))
+            else:
+                for i in range(b_start, b_end):
+                    pieces.extend((i, seg) for seg in _cut_line(lines[i], max_chars))
+        cursor = b_end
+    return _pack(pieces, start_line, max_chars)
+
+
+def _cut_line(line: str, max_chars: int) -> list[str]:
+    if len(line) <= max_chars:
+        return [line]
+    out = []
+    while len(line) > max_chars:
+        cut = line.rfind(" ", max_chars // 2, max_chars)
+        cut = cut + 1 if cut > 0 else max_chars
+        out.append(line[:cut])
+        line = line[cut:]
+    out.append(line)
+    return out
+
+
+def _pack(pieces: list[tuple[int, str]], start_line: int, max_chars: int) -> list[Chunk]:
+    groups: list[list[tuple[int, str]]] = [[]]
+    size = 0
+    for off, piece in pieces:
+        if groups[-1] and size + len(piece) + 1 > max_chars:
+            groups.append([])
+            size = 0
+        groups[-1].append((off, piece))
+        size += len(piece) + 1
+    chunks = []
+    for n, g in enumerate(groups, 1):
+        # A piece cut out of one line joins its neighbours without a newline.
+        text = ""
+        prev_off = None
+        for off, piece in g:
+            if prev_off is None:
+                text = piece
+            else:
+                text += ("" if off == prev_off else "\n") + piece
+            prev_off = off
+        first, last = g[0][0], g[-1][0] + g[-1][1].count("\n")
+        chunks.append(Chunk(n, len(groups), start_line + first, start_line + last, text))
+    return chunks
+
+
+def passages(body: str) -> list[str]:
+    """Blocks of a section body merged greedily up to PASSAGE_CHARS; list items and table rows
+    are their own blocks so one item can carry the match."""
+    lines = body.split("\n")
+    units: list[str] = []
+    for b_start, b_end in _blocks(lines):
+        block_lines = lines[b_start:b_end]
+        if _FENCE_RE.match(block_lines[0]):
+            units.extend(_windows("\n".join(block_lines)))
+            continue
+        units.extend(_split_items(block_lines))
+    merged: list[str] = []
+    for u in units:
+        if merged and len(merged[-1]) + len(u) + 1 <= PASSAGE_CHARS:
+            merged[-1] += "\n" + u
+        else:
+            merged.append(u)
+    return [p for p in merged if p.strip()]
+
+
+def _split_items(block_lines: list[str]) -> list[str]:
+    items: list[list[str]] = []
+    for line in block_lines:
+        starts_item = bool(_LIST_ITEM_RE.match(line)) or bool(_TABLE_ROW_RE.match(line))
+        if starts_item or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    out: list[str] = []
+    for item in items:
+        out.extend(_windows("\n".join(item)))
+    return out
+
+
+def _windows(text: str) -> list[str]:
+    if len(text) <= MAX_PASSAGE_CHARS:
+        return [text]
+    out, cur = [], ""
+    for line in text.split("\n"):
+        for seg in _cut_line(line, MAX_PASSAGE_CHARS):
+            if cur and len(cur) + len(seg) + 1 > MAX_PASSAGE_CHARS:
+                out.append(cur)
+                cur = seg
+            else:
+                cur = f"{cur}\n{seg}" if cur else seg
+    if cur:
+        out.append(cur)
+    return out

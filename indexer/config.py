@@ -1,0 +1,163 @@
+"""Where things live and what the user configured.
+
+Paths follow platformdirs (DESIGN.md): config in the user config dir, one index per corpus under
+the user data dir, the daemon socket in the runtime dir. Each has an environment override so
+tests and odd setups never touch a real home directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from .errors import UserError
+
+APP = "remembrancer"
+
+DEFAULT_LAYOUT: tuple[tuple[str, str], ...] = (
+    ("journal/**", "journal"),
+    ("hosts/*", "host"),
+    ("services/*", "service"),
+    ("runbooks/**", "runbook"),
+    ("memory/*", "lesson"),
+    ("planning/**", "plan"),
+    ("*", "doc"),
+)
+DOC_TYPES = ("journal", "host", "service", "runbook", "lesson", "plan", "doc")
+# Types whose front matter defines entities (a host and its aliases/IPs).
+ENTITY_TYPES = ("host", "service")
+
+DEFAULT_EXCLUDES = (
+    ".git/", "node_modules/", ".venv/", "venv/", "env/", "__pycache__/", ".tox/", ".mypy_cache/",
+    ".pytest_cache/", ".cache/", "site-packages/", ".obsidian/", ".trash/",
+)
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+def config_path() -> Path:
+    env = os.environ.get("REMEMBRANCER_CONFIG")
+    return Path(env) if env else Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def data_dir() -> Path:
+    env = os.environ.get("REMEMBRANCER_DATA_DIR")
+    return Path(env) if env else Path(platformdirs.user_data_dir(APP))
+
+
+def socket_path() -> Path:
+    env = os.environ.get("REMEMBRANCER_SOCKET")
+    if env:
+        return Path(env)
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime else Path(platformdirs.user_runtime_dir(APP))
+    return base / APP / "daemon.sock"
+
+
+@dataclass(frozen=True)
+class Root:
+    """One corpus root: a git checkout or a plain folder."""
+
+    name: str
+    path: Path
+
+
+@dataclass
+class Config:
+    roots: list[Root] = field(default_factory=list)
+    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
+    max_file_bytes: int = MAX_FILE_BYTES
+    model: str | None = None  # None → the default packaged model; else a model directory
+    layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
+    source: Path | None = None
+
+    def index_dir(self) -> Path:
+        """One index per corpus: named after its roots so two corpora never share a catalog."""
+        key = "\n".join(sorted(str(r.path) for r in self.roots))
+        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+        label = "+".join(r.name for r in self.roots)[:40]
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+        return data_dir() / "indexes" / f"{safe}-{digest}"
+
+    @property
+    def doc_types(self) -> tuple[str, ...]:
+        seen = list(DOC_TYPES)
+        for _, t in self.layout:
+            if t not in seen:
+                seen.append(t)
+        return tuple(seen)
+
+
+def make_roots(paths: list[str | Path]) -> list[Root]:
+    """Resolve root folders; names are folder names, made unique when two collide."""
+    roots: list[Root] = []
+    names: set[str] = set()
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if not p.exists():
+            raise UserError(f"root not found: {raw}", hint="pass an existing folder with --root")
+        if not p.is_dir():
+            raise UserError(f"root is not a folder: {raw}", hint="--root takes a folder of Markdown files")
+        p = p.resolve()
+        if any(r.path == p for r in roots):
+            continue
+        name = p.name or "root"
+        n, i = name, 2
+        while n in names:
+            n, i = f"{name}-{i}", i + 1
+        names.add(n)
+        roots.append(Root(n, p))
+    return roots
+
+
+def load_config(root_args: list[str] | None = None) -> Config:
+    """Read the TOML config (if any); roots given on the command line win over configured ones."""
+    path = config_path()
+    raw: dict = {}
+    if path.exists():
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise UserError(f"invalid config {path}: {e}", hint="fix the TOML syntax or move the file away")
+    cfg = Config(source=path if path.exists() else None)
+    index = raw.get("index", {})
+    if not isinstance(index, dict):
+        raise UserError(f"invalid config {path}: [index] must be a table")
+    if root_args:
+        cfg.roots = make_roots(root_args)
+    elif raw.get("roots"):
+        roots = raw["roots"]
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            raise UserError(f"invalid config {path}: roots must be a list of folder paths")
+        cfg.roots = make_roots(roots)
+    excludes = index.get("exclude", [])
+    if not isinstance(excludes, list) or not all(isinstance(e, str) for e in excludes):
+        raise UserError(f"invalid config {path}: [index] exclude must be a list of gitignore patterns")
+    cfg.excludes = DEFAULT_EXCLUDES + tuple(excludes)
+    if "max_file_bytes" in index:
+        cfg.max_file_bytes = int(index["max_file_bytes"])
+    model = raw.get("model", {})
+    if isinstance(model, dict) and model.get("path"):
+        cfg.model = str(Path(model["path"]).expanduser())
+    layout = raw.get("layout")
+    if layout is not None:
+        cfg.layout = _parse_layout(layout, path)
+    return cfg
+
+
+def _parse_layout(layout: object, path: Path) -> tuple[tuple[str, str], ...]:
+    """`[[layout]] glob = "notes/**"  type = "doc"` rules; first match wins; a catch-all is kept last."""
+    if not isinstance(layout, list):
+        raise UserError(f"invalid config {path}: layout must be an array of tables [[layout]]")
+    rules = []
+    for item in layout:
+        if not isinstance(item, dict) or not isinstance(item.get("glob"), str) or not isinstance(item.get("type"), str):
+            raise UserError(f"invalid config {path}: each [[layout]] needs glob = \"...\" and type = \"...\"")
+        rules.append((item["glob"], item["type"]))
+    if not any(g in ("*", "**") for g, _ in rules):
+        rules.append(("*", "doc"))
+    return tuple(rules)

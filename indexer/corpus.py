@@ -1,0 +1,237 @@
+"""Walk the corpus roots: which Markdown files exist, and the git facts about them.
+
+Inside a git repository, git itself decides what is ignored (pygit2 reads every .gitignore,
+.git/info/exclude and core.excludesFile); in a plain folder the .gitignore files are read with
+pathspec. Configured excludes apply everywhere. Symlinked directories are not followed (loops,
+escapes); a symlinked file is indexed once, under its first path, and only if it stays inside
+its root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pathspec
+
+from .config import Root
+
+log = logging.getLogger(__name__)
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    root: Root
+    rel: str            # path relative to its root, with "/"
+    path: str           # corpus path: rel, or "<root-name>/<rel>" when there are several roots
+    abs_path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkResult:
+    files: list[CorpusFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failed_roots: list[str] = field(default_factory=list)  # roots that could not be read at all
+
+
+def corpus_path(root: Root, rel: str, multi: bool) -> str:
+    return f"{root.name}/{rel}" if multi else rel
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of the bytes: the same hash git uses, so a file's identity matches its commit."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def open_repo(path: Path):
+    """The git repository whose work tree contains `path`, or None for a plain folder."""
+    import pygit2
+
+    try:
+        found = pygit2.discover_repository(str(path))
+        if not found:
+            return None
+        repo = pygit2.Repository(found)
+        return None if repo.is_bare else repo
+    except (pygit2.GitError, KeyError, OSError):
+        return None
+
+
+def head_id(repo) -> str | None:
+    try:
+        return str(repo.head.target) if repo is not None and not repo.head_is_unborn else None
+    except Exception:  # detached/odd heads are reported as unknown, never fatal
+        return None
+
+
+class _Ignorer:
+    """Answers 'is this path ignored?' for one root, by git when it is a repo, else by .gitignore files."""
+
+    def __init__(self, root: Root, excludes: tuple[str, ...]):
+        self.root = root
+        self.excludes = pathspec.GitIgnoreSpec.from_lines(excludes)
+        self.repo = open_repo(root.path)
+        self.workdir = Path(self.repo.workdir).resolve() if self.repo is not None else None
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        probe = rel + "/" if is_dir else rel
+        if self.excludes.match_file(probe):
+            return True
+        if self.repo is not None:
+            try:
+                rel_repo = (self.root.path / rel).relative_to(self.workdir).as_posix()
+                return self.repo.path_is_ignored(rel_repo + ("/" if is_dir else ""))
+            except (ValueError, Exception):
+                return False
+        return self._plain_ignored(rel, is_dir)
+
+    def _plain_ignored(self, rel: str, is_dir: bool) -> bool:
+        parts = rel.split("/")
+        for i in range(len(parts)):
+            base = "/".join(parts[:i])
+            spec = self._spec_for(base)
+            if spec is not None:
+                sub = "/".join(parts[i:]) + ("/" if is_dir else "")
+                if spec.match_file(sub):
+                    return True
+        return False
+
+    def _spec_for(self, base: str):
+        if base not in self._specs:
+            f = self.root.path / base / ".gitignore"
+            try:
+                self._specs[base] = pathspec.GitIgnoreSpec.from_lines(f.read_text(errors="replace").splitlines())
+            except OSError:
+                self._specs[base] = None
+        return self._specs[base]
+
+
+def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> WalkResult:
+    """List the Markdown files of every root. Problems become warnings; only an unreadable root fails."""
+    result = WalkResult()
+    multi = len(roots) > 1
+    for root in roots:
+        if not root.path.is_dir() or not os.access(root.path, os.R_OK | os.X_OK):
+            result.failed_roots.append(root.name)
+            result.warnings.append(f"root {root.name} ({root.path}) cannot be read; its documents are kept as they were")
+            continue
+        _walk_root(root, _Ignorer(root, excludes), max_file_bytes, multi, result)
+    result.files.sort(key=lambda f: f.path)
+    return result
+
+
+def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, result: WalkResult) -> None:
+    seen_real: set[Path] = set()
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        abs_dir = root.path / rel_dir if rel_dir else root.path
+        try:
+            entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
+        except OSError as e:
+            result.warnings.append(f"{corpus_path(root, rel_dir or '.', multi)}: cannot list folder ({e.strerror})")
+            continue
+        subdirs = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                if entry.is_dir(follow_symlinks=False):
+                    if not ignorer.ignored(rel, True):
+                        subdirs.append(rel)
+                    continue
+                if is_link and entry.is_dir():
+                    continue  # symlinked directories are not followed
+            except OSError:
+                continue
+            if not entry.name.lower().endswith(MARKDOWN_SUFFIXES) or ignorer.ignored(rel, False):
+                continue
+            f = _stat_file(root, rel, Path(entry.path), is_link, max_bytes, multi, seen_real, result)
+            if f is not None:
+                result.files.append(f)
+        stack.extend(reversed(subdirs))
+
+
+def _stat_file(root, rel, abs_path: Path, is_link, max_bytes, multi, seen_real, result):
+    cp = corpus_path(root, rel, multi)
+    try:
+        real = abs_path.resolve(strict=True)
+        st = real.stat()
+    except (OSError, RuntimeError) as e:  # RuntimeError: symlink loop on some Pythons
+        result.warnings.append(f"{cp}: skipped, cannot be read ({getattr(e, 'strerror', None) or e})")
+        return None
+    if is_link:
+        try:
+            real.relative_to(root.path)
+        except ValueError:
+            result.warnings.append(f"{cp}: skipped, symlink points outside the root")
+            return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if real in seen_real:
+        return None  # the same file reached by a symlink: indexed once
+    seen_real.add(real)
+    if st.st_size > max_bytes:
+        result.warnings.append(f"{cp}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
+        return None
+    if not os.access(real, os.R_OK):
+        result.warnings.append(f"{cp}: skipped, permission denied")
+        return None
+    return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns)
+
+
+def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> dict[str, str]:
+    """Date (YYYY-MM-DD) of the newest commit touching each file, by one walk back from HEAD.
+
+    Used only for files with no better date (filename, front matter, heading). Bounded so a huge
+    history cannot stall an index run; files not found keep no commit date.
+    """
+    import pygit2
+
+    repo = open_repo(root.path)
+    if repo is None or repo.head_is_unborn or not rels:
+        return {}
+    workdir = Path(repo.workdir).resolve()
+    try:
+        prefix = root.path.relative_to(workdir).as_posix()
+    except ValueError:
+        return {}
+    prefix = "" if prefix == "." else prefix + "/"
+    want = {prefix + r: r for r in rels}
+    found: dict[str, str] = {}
+    try:
+        for i, commit in enumerate(repo.walk(repo.head.target, pygit2.enums.SortMode.TIME)):
+            if i >= max_commits or len(found) == len(want):
+                break
+            when = datetime.fromtimestamp(commit.commit_time, timezone.utc).strftime("%Y-%m-%d")
+            if commit.parents:
+                diff = repo.diff(commit.parents[0], commit)
+                paths = {d.delta.new_file.path for d in diff} | {d.delta.old_file.path for d in diff}
+            else:
+                paths = {p for p in want if _in_tree(commit.tree, p)}
+            for p in paths:
+                if p in want and want[p] not in found:
+                    found[want[p]] = when
+    except pygit2.GitError as e:
+        log.warning("git history of %s could not be read: %s", root.path, e)
+    return found
+
+
+def _in_tree(tree, path: str) -> bool:
+    try:
+        tree[path]
+        return True
+    except KeyError:
+        return False

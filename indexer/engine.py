@@ -1,0 +1,298 @@
+"""The engine: one corpus's catalog + full-text index + vector file, kept in agreement.
+
+Writes follow DESIGN.md's data flow: the catalog first (one transaction per document), then
+the derived stores. On open, a derived store whose generation differs from the catalog's is
+rebuilt from the catalog — never by re-embedding. The engine is a library; the CLI, the daemon
+and the tests all drive it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import corpus, ingest, meta
+from .catalog import Catalog
+from .config import Config
+from .errors import UserError
+from .fulltext import FullText
+from .vectors import Vectors
+
+log = logging.getLogger(__name__)
+
+EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
+SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class IndexReport:
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Engine:
+    def __init__(self, config: Config, *, embedder=None, readonly: bool = False):
+        if not config.roots:
+            raise UserError("no corpus roots given", hint="pass --root DIR (or set roots = [...] in the config)")
+        self.config = config
+        self.dir = config.index_dir()
+        self.readonly = readonly
+        self.layout = meta.Layout(config.layout)
+        self._embedder = embedder
+        self._embedder_error: str | None = None
+        if readonly and not (self.dir / "catalog.sqlite3").exists():
+            raise UserError(f"no index yet for {', '.join(str(r.path) for r in config.roots)}",
+                            hint="run `remembrancer index --root DIR` first", code="no_index")
+        self.catalog = Catalog(self.dir / "catalog.sqlite3", readonly=readonly)
+        self.fulltext = FullText(self.dir / "fulltext")
+        self.vectors: Vectors | None = None
+        self._p2s: tuple[int, dict[int, int]] = (-1, {})
+        self._open_vectors()
+        if not readonly:
+            self.repair()
+
+    # -- model ----------------------------------------------------------------------------------
+    @property
+    def embedder(self):
+        """The embedding model, loaded on first use (a no-change run never loads it)."""
+        if self._embedder is None and self._embedder_error is None:
+            from .embed import ModelError, load_embedder
+
+            try:
+                self._embedder = load_embedder(self.config.model)
+            except ModelError as e:
+                self._embedder_error = str(e)
+        return self._embedder
+
+    def contract_problem(self) -> str | None:
+        """Why the vector leg cannot be used, or None. A stored contract that differs is refused loudly."""
+        stored = self.catalog.model_contract()
+        emb = self.embedder
+        if emb is None:
+            return f"embedding model unavailable: {self._embedder_error}"
+        if stored is not None and stored != emb.contract.to_dict():
+            roots = " ".join(f"--root {r.path}" for r in self.config.roots)
+            return (f"index was embedded with {stored.get('name')} but the configured model is "
+                    f"{emb.contract.name} ({emb.contract.model_sha256[:12]}); re-embed with "
+                    f"`remembrancer index {roots} --reembed`")
+        return None
+
+    def _open_vectors(self) -> None:
+        stored = self.catalog.model_contract()
+        if stored is not None:
+            self.vectors = Vectors(self.dir / "vectors", int(stored["dim"]))
+
+    # -- consistency ----------------------------------------------------------------------------
+    def repair(self) -> list[str]:
+        """Rebuild any derived store that does not reflect the catalog's generation (no embedding)."""
+        done = []
+        gen = self.catalog.generation
+        if self.fulltext.generation != gen:
+            n = self.fulltext.rebuild(self.catalog.all_chunks(), gen)
+            done.append(f"full-text index rebuilt from the catalog ({n} chunks)")
+        if self.vectors is not None and self.vectors.generation != gen:
+            labels, vecs = self.catalog.passage_vectors()
+            self.vectors.rebuild(labels, vecs, gen)
+            done.append(f"vector file rebuilt from the catalog ({len(labels)} vectors)")
+        for d in done:
+            log.info(d)
+        return done
+
+    # -- indexing -------------------------------------------------------------------------------
+    def refresh(self, progress: ProgressFn | None = None, reembed: bool = False) -> IndexReport:
+        """Bring the index up to date with the files: only what changed is parsed and embedded."""
+        if self.readonly:
+            raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
+        t0 = time.monotonic()
+        report = IndexReport()
+        if reembed:
+            self._drop_vectors()
+        walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
+        report.warnings += walked.warnings
+        report.scanned = len(walked.files)
+        known = self.catalog.documents()
+        present = {f.path for f in walked.files}
+        failed_prefixes = tuple(f"{r}/" for r in walked.failed_roots)
+        single_failed = bool(walked.failed_roots) and len(self.config.roots) == 1
+        # A root that cannot be read keeps its documents: an unmounted disk must not empty the index.
+        gone = [p for p in known if p not in present and not single_failed and not p.startswith(failed_prefixes)]
+        changed = [f for f in walked.files if self._stat_changed(f, known.get(f.path))]
+        report.unchanged = len(walked.files) - len(changed)
+        entities_before = self.catalog.entities()
+        for p in gone:
+            self._remove(p)
+            report.removed += 1
+        self._ingest(changed, known, report, progress)
+        if self.catalog.entities() != entities_before or (changed and not entities_before):
+            self._retag_entities()
+        self._commit_derived()
+        self.catalog.set_meta("last_indexed_at", str(time.time()))
+        self.catalog.set_meta("heads", json.dumps(self.current_heads()))
+        self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def _stat_changed(self, f: corpus.CorpusFile, known) -> bool:
+        return known is None or known[2] != f.size or known[3] != f.mtime_ns
+
+    def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
+        matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
+        commit_dates = self._commit_dates([f for f in files if f.path not in known])
+        pending: list[ingest.Prepared] = []
+        pending_texts = 0
+        last_save = time.monotonic()
+        for i, f in enumerate(files, 1):
+            if progress:
+                progress(i, len(files), f.path)
+            try:
+                data = ingest.read_file(f)
+            except ingest.Skip as e:
+                report.warnings.append(str(e))
+                continue
+            old = known.get(f.path)
+            if old is not None and old[1] == corpus.blob_id(data):
+                self.catalog.touch_document(f.path, f.size, f.mtime_ns)
+                report.unchanged += 1
+                continue
+            try:
+                prepared = ingest.prepare(f, data, self.layout, matcher,
+                                          commit_dates.get(f.path) or ingest.mtime_date(f))
+            except ingest.Skip as e:
+                report.warnings.append(str(e))
+                continue
+            report.warnings += prepared.warnings
+            if old is None:
+                report.added += 1
+            else:
+                report.updated += 1
+            pending.append(prepared)
+            pending_texts += len(prepared.texts)
+            if pending_texts >= EMBED_GROUP:
+                self._write(pending, report)
+                pending, pending_texts = [], 0
+            if time.monotonic() - last_save > SAVE_EVERY_S:
+                self._commit_derived()
+                last_save = time.monotonic()
+        self._write(pending, report)
+
+    def _commit_dates(self, files) -> dict[str, str]:
+        out: dict[str, str] = {}
+        by_root: dict = {}
+        for f in files:
+            by_root.setdefault(f.root, []).append(f)
+        for root, fs in by_root.items():
+            dates = corpus.last_commit_dates(root, {f.rel for f in fs})
+            out.update({f.path: dates[f.rel] for f in fs if f.rel in dates})
+        return out
+
+    def _write(self, batch: list[ingest.Prepared], report: IndexReport) -> None:
+        """Embed the batch's new texts in one call, then write each document in its own transaction."""
+        if not batch:
+            return
+        wanted: dict[str, str] = {}
+        for p in batch:
+            wanted.update(p.texts)
+        new_vectors: dict[str, np.ndarray] = {}
+        emb = self.embedder
+        if emb is not None and self.contract_problem() is None:
+            missing = sorted(set(wanted) - self.catalog.known_shas(list(wanted)))
+            if missing:
+                vecs = emb.embed_passages([wanted[s] for s in missing])
+                new_vectors = dict(zip(missing, vecs))
+                report.embedded += len(missing)
+            if self.catalog.model_contract() is None:
+                self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
+                self._open_vectors()
+        elif not any("vectors skipped" in w for w in report.warnings):
+            report.warnings.append(f"vectors skipped: {self.contract_problem()}")
+        for p in batch:
+            removed, added = self.catalog.write_document(p.doc, p.sections, new_vectors, p.entity)
+            self.fulltext.replace_document(p.doc["path"], self.catalog.chunks_of(p.doc["path"]))
+            if self.vectors is not None:
+                labels, vecs = self.catalog.passage_vectors(added)
+                self.vectors.update(removed, list(labels), vecs)
+
+    def _remove(self, path: str) -> None:
+        removed = self.catalog.delete_document(path)
+        self.fulltext.delete_document(path)
+        if self.vectors is not None:
+            self.vectors.update(removed, [], np.zeros((0, self.vectors.dim), dtype=np.float32))
+
+    def _retag_entities(self) -> None:
+        """Entity definitions changed: recompute every section's mentions (text only, nothing re-embedded)."""
+        matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
+        mentions = {s.id: matcher.mentions(s.heading + "\n" + s.body) for s in self.catalog.sections()}
+        self.catalog.set_entity_mentions(mentions)
+
+    def _commit_derived(self) -> None:
+        gen = self.catalog.generation
+        self.fulltext.commit(gen)
+        if self.vectors is not None:
+            self.vectors.save(gen)
+
+    def _drop_vectors(self) -> None:
+        """--reembed: forget the stored contract and every embedding; documents are re-read."""
+        db = self.catalog.db
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("DELETE FROM embeddings")
+        db.execute("DELETE FROM meta WHERE key='model_contract'")
+        db.execute("UPDATE documents SET content_hash='', size=-1")
+        db.execute("COMMIT")
+        if self.vectors is not None:
+            for f in (self.vectors.file, self.vectors.meta_file):
+                Path(f).unlink(missing_ok=True)
+        self.vectors = None
+
+    def passage_sections(self) -> dict[int, int]:
+        """passage id → section id, cached per catalog generation (the vector leg maps labels with it)."""
+        gen = self.catalog.generation
+        if self._p2s[0] != gen:
+            self._p2s = (gen, self.catalog.passage_sections())
+        return self._p2s[1]
+
+    # -- facts ----------------------------------------------------------------------------------
+    def current_heads(self) -> dict[str, str | None]:
+        return {r.name: corpus.head_id(corpus.open_repo(r.path)) for r in self.config.roots}
+
+    def status(self) -> dict:
+        """Counts, model, freshness facts and the last run's warnings — what `status` prints."""
+        last = self.catalog.get_meta("last_indexed_at")
+        indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
+        current = self.current_heads()
+        contract = self.catalog.model_contract()
+        return {
+            "index_dir": str(self.dir),
+            "roots": [{"name": r.name, "path": str(r.path), "head_indexed": indexed_heads.get(r.name),
+                       "head_current": current.get(r.name)} for r in self.config.roots],
+            **self.catalog.counts(),
+            "generation": self.catalog.generation,
+            "fulltext_generation": self.fulltext.generation,
+            "vectors_generation": self.vectors.generation if self.vectors is not None else None,
+            "model": contract,
+            "last_indexed_at": float(last) if last else None,
+            "warnings": json.loads(self.catalog.get_meta("last_warnings") or "[]"),
+        }
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    def lock(self):
+        return self.vectors.lock if self.vectors is not None else nullcontext()

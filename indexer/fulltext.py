@@ -1,0 +1,157 @@
+"""The tantivy index (BM25), derived from the catalog: one tantivy document per chunk.
+
+Query text from agents never reaches tantivy's query parser raw: it is reduced to plain words
+(and identifier terms built as term queries), so `:`, quotes, `-x`, URLs and brackets can never
+raise a syntax error. Filters arrive as a set of allowed section ids and are applied as a
+zero-score clause, so they restrict without changing ranking.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import tantivy
+
+from . import terms
+
+log = logging.getLogger(__name__)
+
+WRITER_HEAP = 64_000_000
+HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (FIELD-NOTES); the heading also sits in the body
+IDENT_BOOST = 1.5     # a whole-identifier match is strong evidence
+
+
+def _schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_integer_field("chunk_id", stored=True, indexed=True, fast=True)
+    b.add_integer_field("section_id", stored=True, indexed=True, fast=True)
+    b.add_text_field("path", stored=False, tokenizer_name="raw")
+    b.add_text_field("heading", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("ident", stored=False, tokenizer_name="whitespace")
+    return b.build()
+
+
+class FullText:
+    """Open (or rebuild) the index at `directory`; `generation` says which catalog state it holds."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.schema = _schema()
+        self.index = self._open()
+        self._writer = None
+
+    def _open(self) -> tantivy.Index:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return tantivy.Index(self.schema, str(self.dir), reuse=True)
+        except Exception as e:  # corrupt or from an older schema: derived data, so start over
+            log.warning("full-text index at %s unusable (%s); it will be rebuilt from the catalog", self.dir, e)
+            self._wipe()
+            return tantivy.Index(self.schema, str(self.dir), reuse=False)
+
+    def _wipe(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def generation(self) -> int:
+        try:
+            return int((self.dir / "generation").read_text())
+        except (OSError, ValueError):
+            return -1
+
+    def _set_generation(self, gen: int) -> None:
+        tmp = self.dir / "generation.tmp"
+        tmp.write_text(str(gen))
+        os.replace(tmp, self.dir / "generation")
+
+    # -- writing ------------------------------------------------------------------------------
+    def writer(self):
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        return self._writer
+
+    def replace_document(self, path: str, chunks) -> None:
+        """Delete the document's chunks and add the new ones; visible together at the next commit."""
+        w = self.writer()
+        w.delete_documents_by_term("path", path)
+        for chunk_id, section_id, cpath, _doc_type, heading, text in chunks:
+            w.add_document(self._doc(chunk_id, section_id, cpath, heading, text))
+
+    def delete_document(self, path: str) -> None:
+        self.writer().delete_documents_by_term("path", path)
+
+    def _doc(self, chunk_id, section_id, path, heading, text) -> tantivy.Document:
+        return tantivy.Document(chunk_id=int(chunk_id), section_id=int(section_id), path=path,
+                                heading=heading.replace(" > ", " "), body=text,
+                                ident=" ".join(terms.identifier_terms(heading + "\n" + text)))
+
+    def commit(self, generation: int) -> None:
+        """Commit explicitly and check it (a `with` block swallows a failed commit — FIELD-NOTES)."""
+        if self._writer is not None:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+            self._writer = None
+        self._set_generation(generation)
+        self.index.reload()
+
+    def rebuild(self, chunks, generation: int) -> int:
+        """Drop everything and re-add every chunk from the catalog."""
+        self._writer = None
+        self._wipe()
+        self.index = tantivy.Index(self.schema, str(self.dir), reuse=False)
+        w = self.writer()
+        n = 0
+        for chunk_id, section_id, path, _doc_type, heading, text in chunks:
+            w.add_document(self._doc(chunk_id, section_id, path, heading, text))
+            n += 1
+        self.commit(generation)
+        return n
+
+    def num_docs(self) -> int:
+        return self.index.searcher().num_docs
+
+    # -- reading ------------------------------------------------------------------------------
+    def reload(self) -> None:
+        self.index.reload()
+
+    def search(self, text: str, limit: int, allowed_sections: set[int] | None = None) -> dict[int, float]:
+        """BM25 over heading, body and identifier terms → best chunk score per section id."""
+        query = self.build_query(text)
+        if query is None:
+            return {}
+        if allowed_sections is not None:
+            if not allowed_sections:
+                return {}
+            filt = tantivy.Query.term_set_query(self.schema, "section_id", sorted(allowed_sections))
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(filt, 0.0)),
+            ])
+        searcher = self.index.searcher()
+        best: dict[int, float] = {}
+        for score, addr in searcher.search(query, limit).hits:
+            sid = searcher.doc(addr)["section_id"][0]
+            if score > best.get(sid, 0.0):
+                best[sid] = score
+        return best
+
+    def build_query(self, text: str):
+        clauses = []
+        plain = " ".join(w for w in terms.words(text) if w.isascii() or w.isalnum())
+        if plain.strip():
+            try:
+                clauses.append((tantivy.Occur.Should, self.index.parse_query(
+                    plain, ["heading", "body"], field_boosts={"heading": HEADING_BOOST, "body": 1.0})))
+            except ValueError as e:  # cannot happen with plain words, but never let it reach the user
+                log.debug("query parse failed for %r: %s", plain, e)
+        for t in dict.fromkeys(terms.identifier_terms(text)):
+            q = tantivy.Query.term_query(self.schema, "ident", t)
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, IDENT_BOOST)))
+        if not clauses:
+            return None
+        return tantivy.Query.boolean_query(clauses)

@@ -1,0 +1,98 @@
+"""One file → the rows the catalog stores for it: parse, metadata, chunks, passages.
+
+Pure: no store is touched here, so the same function serves a first index, an incremental
+update, a daemon notification and a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from . import chunks as chunking
+from . import meta
+from .config import ENTITY_TYPES
+from .corpus import CorpusFile, blob_id
+from .markdown import parse_markdown
+
+BINARY_PROBE = 8192
+
+
+@dataclass
+class Prepared:
+    """A document ready to be written: its row, its sections, and the texts it needs embedded."""
+
+    doc: dict
+    sections: list[dict]
+    entity: dict | None
+    texts: dict[str, str] = field(default_factory=dict)   # text sha → embedded text
+    warnings: list[str] = field(default_factory=list)
+
+
+class Skip(Exception):
+    """The file is not indexable (binary, vanished); the message is the warning to show."""
+
+
+def read_file(f: CorpusFile) -> bytes:
+    try:
+        with open(f.abs_path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise Skip(f"{f.path}: vanished while being read") from None
+    except OSError as e:
+        raise Skip(f"{f.path}: cannot be read ({e.strerror})") from None
+
+
+def decode(path: str, data: bytes) -> tuple[str, list[str]]:
+    """UTF-8 text (BOM dropped); binary files refused; bad bytes replaced with a warning."""
+    if b"\0" in data[:BINARY_PROBE]:
+        raise Skip(f"{path}: skipped, looks binary (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError as e:
+        return data.decode("utf-8-sig", errors="replace"), [f"{path}: invalid UTF-8 at byte {e.start}; bad bytes replaced"]
+
+
+def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,
+            fallback_date: str | None) -> Prepared:
+    text, warnings = decode(f.path, data)
+    parsed = parse_markdown(text, f.path)
+    warnings += parsed.warnings
+    fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
+    doc_type = layout.type_of(f.rel)
+    doc_date = meta.document_date(f.rel, fm)
+    doc_stale = meta.document_is_stale(fm)
+    entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
+    doc = {
+        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
+        "size": f.size, "mtime_ns": f.mtime_ns, "doc_type": doc_type,
+        "date": doc_date or fallback_date, "title": parsed.title or f.rel.rsplit("/", 1)[-1],
+        "front_matter": fm, "tags": meta.tags_of(fm), "warnings": warnings, "stale": doc_stale,
+        "line_count": len(parsed.lines),
+    }
+    prepared = Prepared(doc, [], None if entity is None else
+                        {"name": entity.name, "aliases": entity.aliases}, warnings=warnings)
+    for s in parsed.sections:
+        chain = s.heading.split(" > ") if s.heading else []
+        header = chunking.context_header(doc_type, f.path, s.heading)
+        passages = []
+        for ptext in chunking.passages(s.body) or [""]:
+            embedded = f"{header}\n{ptext}" if ptext else header
+            sha = chunking.text_sha(embedded)
+            prepared.texts[sha] = embedded
+            passages.append((sha, embedded))
+        prepared.sections.append({
+            "heading": s.heading, "title": s.title, "level": s.level,
+            "start_line": s.start_line, "end_line": s.end_line,
+            "date": meta.heading_dates(chain) or doc["date"],
+            "stale": doc_stale or meta.section_is_stale(s.title, s.body),
+            "content": s.text, "body": s.body,
+            "entities": matcher.mentions(s.heading + "\n" + s.body),
+            "chunks": chunking.split_section(s.text, s.start_line),
+            "passages": passages,
+        })
+    return prepared
+
+
+def mtime_date(f: CorpusFile) -> str:
+    return datetime.fromtimestamp(f.mtime_ns / 1e9, timezone.utc).strftime("%Y-%m-%d")

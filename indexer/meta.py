@@ -1,0 +1,178 @@
+"""Metadata a memory corpus deserves: doc type by layout, dates, tags, entities, stale markers.
+
+Everything here is derived from the path, the front matter and the section text — never from
+the index — so a rebuild always gives the same answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+# "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
+_STALE_WORDS = r"(superseded|obsolete|deprecated|outdated|no longer (?:true|valid|used))"
+STALE_BODY_RE = re.compile(r"^\W{0,4}" + _STALE_WORDS + r"\b", re.IGNORECASE)
+STALE_HEADING_RE = re.compile(r"\b" + _STALE_WORDS + r"\b", re.IGNORECASE)
+STALE_STATUS = {"superseded", "obsolete", "deprecated", "archived", "outdated", "abandoned"}
+
+
+class Layout:
+    """Path globs → doc type, first match wins.
+
+    Globs are anchored at the root; `*` stays inside one folder (`hosts/*` is not
+    `hosts/old/x.md`), `**` crosses folders; a bare `*` is the catch-all for any file.
+    """
+
+    def __init__(self, rules: tuple[tuple[str, str], ...]):
+        self.rules = [(_glob_regex(g), t) for g, t in rules]
+
+    def type_of(self, rel: str) -> str:
+        for regex, doc_type in self.rules:
+            if regex.fullmatch(rel):
+                return doc_type
+        return "doc"
+
+
+def _glob_regex(glob: str) -> re.Pattern:
+    if glob in ("*", "**"):
+        return re.compile(r".*")
+    out, i = [], 0
+    glob = glob.lstrip("/")
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append(r"(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(r".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append(r"[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append(r"[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def parse_date(value: object) -> str | None:
+    """A YYYY-MM-DD string from a front matter value (date, datetime or string), else None."""
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        m = DATE_RE.search(value)
+        if m and _valid(m):
+            return m.group(0)
+    return None
+
+
+def date_in(text: str) -> str | None:
+    m = DATE_RE.search(text)
+    return m.group(0) if m and _valid(m) else None
+
+
+def _valid(m: re.Match) -> bool:
+    try:
+        dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return True
+    except ValueError:
+        return False
+
+
+def document_date(rel: str, front_matter: dict) -> str | None:
+    """Filename date first (a journal day), then front matter updated/date/created."""
+    name_date = date_in(rel.rsplit("/", 1)[-1])
+    if name_date:
+        return name_date
+    for key in ("updated", "date", "created"):
+        d = parse_date(front_matter.get(key))
+        if d:
+            return d
+    return None
+
+
+def heading_dates(heading_chain: list[str]) -> str | None:
+    """The date of the nearest dated heading in a breadcrumb (`## 2031-04-16 (session 1)` …)."""
+    for title in reversed(heading_chain):
+        d = date_in(title)
+        if d:
+            return d
+    return None
+
+
+def tags_of(front_matter: dict) -> list[str]:
+    raw = front_matter.get("tags", front_matter.get("tag", []))
+    if isinstance(raw, str):
+        raw = re.split(r"[,\s]+", raw)
+    if not isinstance(raw, list):
+        return []
+    return sorted({str(t).strip().lstrip("#").lower() for t in raw if str(t).strip()})
+
+
+def document_is_stale(front_matter: dict) -> bool:
+    status = front_matter.get("status")
+    return isinstance(status, str) and status.strip().lower() in STALE_STATUS
+
+
+def section_is_stale(title: str, body: str) -> bool:
+    """A section marked stale by its heading ("obsolete") or by its first body line ("(superseded …")."""
+    if STALE_HEADING_RE.search(title):
+        return True
+    first = body.lstrip().split("\n", 1)[0] if body else ""
+    return bool(STALE_BODY_RE.match(first))
+
+
+@dataclass
+class Entity:
+    """A host or service, by its canonical name and every name it goes by."""
+
+    name: str
+    path: str
+    aliases: list[str] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return [self.name, *self.aliases]
+
+
+def entity_from(doc_type: str, rel: str, front_matter: dict, entity_types: tuple[str, ...]) -> Entity | None:
+    if doc_type not in entity_types:
+        return None
+    stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    name = front_matter.get("host") or front_matter.get("service") or front_matter.get("name") or stem
+    aliases: list[str] = []
+    for key in ("aliases", "alias", "ips", "ip", "hostnames"):
+        v = front_matter.get(key)
+        if isinstance(v, (str, int, float)):
+            v = [v]
+        if isinstance(v, list):
+            aliases.extend(str(a).strip() for a in v if str(a).strip())
+    if str(stem) != str(name):
+        aliases.append(stem)
+    return Entity(str(name), rel, sorted(set(aliases) - {str(name)}))
+
+
+class EntityMatcher:
+    """Finds which entities a text mentions, by whole-word name, alias or IP."""
+
+    def __init__(self, entities: list[Entity]):
+        self.by_name: dict[str, str] = {}
+        for e in entities:
+            for n in e.names():
+                if len(n) >= 2:
+                    self.by_name.setdefault(n.lower(), e.name)
+        names = sorted(self.by_name, key=len, reverse=True)
+        self.regex = (
+            re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-]|\.\d)", re.IGNORECASE)
+            if names else None
+        )
+
+    def mentions(self, text: str) -> list[str]:
+        if self.regex is None:
+            return []
+        return sorted({self.by_name[m.group(1).lower()] for m in self.regex.finditer(text)})

@@ -1,0 +1,113 @@
+"""Open what a search pointed at: one section verbatim, a line range, an outline, or a page.
+
+Only documents the index knows can be read (so excludes and roots are a boundary, and `../`
+or absolute paths never reach the file system), and the file is re-read from disk so the
+answer is the current text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from .chunks import estimate_tokens
+from .errors import UserError
+from .ingest import Skip, decode
+from .markdown import parse_markdown
+
+DEFAULT_PAGE_CHARS = 20_000
+
+
+def resolve(engine, path: str) -> tuple[dict, Path]:
+    """A corpus path → its catalog row and absolute file, refusing anything outside the roots."""
+    clean = (path or "").strip().replace("\\", "/")
+    while clean.startswith("./"):
+        clean = clean[2:]
+    doc = engine.catalog.document(clean) if clean else None
+    if doc is None:
+        known = [r[0] for r in engine.catalog.db.execute("SELECT path FROM documents")]
+        close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
+        raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
+                        hint="paths are relative to the corpus root, as search results print them",
+                        code="not_found")
+    root = next((r for r in engine.config.roots if r.name == doc["root"]), None)
+    if root is None:
+        raise UserError(f"{path}: its root is not configured any more", param="path", code="not_found")
+    target = (root.path / doc["rel"])
+    try:
+        real = target.resolve(strict=True)
+        real.relative_to(root.path)
+    except (OSError, ValueError, RuntimeError):
+        raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
+                        code="outside_root") from None
+    return doc, real
+
+
+def _load(engine, path: str):
+    doc, real = resolve(engine, path)
+    try:
+        text, _ = decode(doc["path"], real.read_bytes())
+    except Skip as e:
+        raise UserError(str(e), param="path", code="unreadable") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot be read ({e.strerror})", param="path", code="unreadable") from None
+    return doc, parse_markdown(text, doc["path"])
+
+
+def find_section(sections, heading: str):
+    """Exact breadcrumb, then case-insensitive, then a unique trailing fragment (`Restore`)."""
+    for pred in (lambda s: s.heading == heading,
+                 lambda s: s.heading.lower() == heading.lower()):
+        hits = [s for s in sections if pred(s)]
+        if hits:
+            return hits[0]
+    frag = heading.lower().strip()
+    hits = [s for s in sections if s.heading.lower() == frag or s.heading.lower().endswith(" > " + frag)]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise UserError(f"heading {heading!r} is ambiguous", param="heading",
+                        options=[s.heading for s in hits], code="ambiguous")
+    return None
+
+
+def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
+         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> dict:
+    doc, parsed = _load(engine, path)
+    out = {"path": doc["path"], "type": doc["doc_type"], "date": doc["date"]}
+    if heading is not None:
+        s = find_section(parsed.sections, heading)
+        if s is None:
+            close = difflib.get_close_matches(heading, [x.heading for x in parsed.sections], n=5, cutoff=0.3)
+            raise UserError(f"no section {heading!r} in {doc['path']}", param="heading",
+                            options=close or [x.heading for x in parsed.sections][:20], code="not_found")
+        out.update(heading=s.heading, lines=[s.start_line, s.end_line])
+        text = s.text
+    elif lines is not None:
+        start, end = lines
+        n = len(parsed.lines)
+        if start < 1 or end < start:
+            raise UserError(f"lines must be START:END with 1 <= START <= END, got {start}:{end}", param="lines")
+        end = min(end, n)
+        out["lines"] = [start, end]
+        text = "\n".join(parsed.lines[start - 1:end])
+    else:
+        text = "\n".join(parsed.lines)
+    if offset < 0:
+        raise UserError("offset must be >= 0", param="offset")
+    page = text[offset:offset + max_chars]
+    out.update(content=page, total_chars=len(text), returned_chars=len(page), offset=offset,
+               truncated=offset + len(page) < len(text))
+    if out["truncated"]:
+        out["next_offset"] = offset + len(page)
+    return out
+
+
+def outline(engine, path: str) -> dict:
+    doc, parsed = _load(engine, path)
+    return {
+        "path": doc["path"], "type": doc["doc_type"], "date": doc["date"], "title": parsed.title,
+        "sections": [{"heading": s.heading, "level": s.level, "lines": [s.start_line, s.end_line],
+                      "tokens": estimate_tokens(s.text)} for s in parsed.sections],
+        "total_tokens": estimate_tokens("\n".join(parsed.lines)),
+    }

@@ -1,0 +1,272 @@
+"""A question → the one section that answers, plus pointers to the next few.
+
+query → legs (BM25, dense, literal) → fusion → rerank → one result per section → verdicts.
+Each step is a small function so it can be measured and explained on its own; docs/ranking.md
+records the figures behind every constant.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+
+from . import filters as flt
+from . import terms
+from .chunks import estimate_tokens
+from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+BM25_CANDIDATES = 200
+DENSE_CANDIDATES = 300
+W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
+W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
+STALE_FACTOR = 0.8
+SNIPPET_CHARS = 240
+MAX_LIMIT = 50
+
+
+@dataclass
+class SearchRequest:
+    query: str = ""
+    limit: int = 5
+    filters: flt.Filters = field(default_factory=flt.Filters)
+    exact: bool = False
+    explain: bool = False
+    budget_tokens: int = 4000
+
+
+@dataclass
+class Candidate:
+    section_id: int
+    bm25: float = 0.0
+    dense: float = 0.0
+    literal: int = 0
+    passage: str = ""
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+
+    @property
+    def provenance(self) -> str:
+        kw = self.bm25 > 0 or self.literal > 0
+        if kw and self.dense > 0:
+            return "both"
+        return "keyword" if kw else "semantic"
+
+
+def search(engine, req: SearchRequest) -> dict:
+    """Run one search; returns the DESIGN.md contract {results, no_strong_match, ...}."""
+    t0 = time.perf_counter()
+    if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
+        raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
+    query = (req.query or "").strip()
+    f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
+    allowed = _allowed_sections(engine, f) if f.active() else None
+    notes: list[str] = []
+    if not query:
+        if not f.active():
+            raise UserError("query is empty", param="query", hint="ask a question, or give filters to list sections")
+        cands = _newest(engine, allowed, req.limit)
+        mode = "filters"
+    elif req.exact:
+        cands = _literal_leg(engine, query, allowed, case_insensitive=True)
+        mode = "exact"
+    else:
+        cands, leg_notes = _hybrid(engine, query, allowed)
+        notes += leg_notes
+        mode = "hybrid"
+    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    rows = engine.catalog.sections_by_id([c.section_id for c in ranked[: max(req.limit * 4, 20)]])
+    ranked = [c for c in ranked if c.section_id in rows]
+    no_strong = mode == "hybrid" and _no_strong_match(engine, query, ranked, rows)
+    results = _results(ranked, rows, req, query, mode)
+    out = {
+        "query": query,
+        "mode": mode,
+        "results": [] if no_strong else results,
+        "no_strong_match": no_strong,
+        "took_ms": round((time.perf_counter() - t0) * 1000, 1),
+    }
+    if no_strong:
+        out["best_weak"] = results
+    if not results:
+        out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
+                          else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _allowed_sections(engine, f: flt.Filters) -> set[int]:
+    where, params = flt.sql(f)
+    return {r[0] for r in engine.catalog.db.execute(
+        f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
+
+
+def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate]:
+    """Filters without a query: matching sections newest first, nothing embedded."""
+    if not allowed:
+        return {}
+    ids = sorted(allowed)
+    rows = engine.catalog.sections_by_id(ids)
+    order = sorted(rows.values(), key=lambda s: (s.date or "", -s.start_line), reverse=True)
+    out = {}
+    for rank, s in enumerate(order[: max(limit * 4, 20)]):
+        out[s.id] = Candidate(s.id, score=1.0 / (1 + rank))
+    return out
+
+
+def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
+    """Sections containing the literal string; more occurrences and newer dates first."""
+    needle = query.lower() if case_insensitive else query
+    col = "lower(s.content)" if case_insensitive else "s.content"
+    rows = engine.catalog.db.execute(
+        f"SELECT s.id, s.date, (length({col}) - length(replace({col}, ?, ''))) / length(?) AS n"
+        f" FROM sections s WHERE instr({col}, ?) > 0", (needle, needle, needle)).fetchall()
+    out = {}
+    for sid, date, n in rows:
+        if allowed is not None and sid not in allowed:
+            continue
+        out[sid] = Candidate(sid, literal=int(n), score=float(n) + _date_tiebreak(date))
+    return out
+
+
+def _date_tiebreak(date: str | None) -> float:
+    if not date:
+        return 0.0
+    try:
+        y, m, d = (int(x) for x in date.split("-"))
+        return (y * 372 + m * 31 + d) / 1e7
+    except ValueError:
+        return 0.0
+
+
+def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Candidate], list[str]]:
+    notes: list[str] = []
+    cands: dict[int, Candidate] = {}
+
+    def cand(sid: int) -> Candidate:
+        c = cands.get(sid)
+        if c is None:
+            c = cands[sid] = Candidate(sid)
+        return c
+
+    for sid, score in engine.fulltext.search(query, BM25_CANDIDATES, allowed).items():
+        cand(sid).bm25 = score
+
+    problem = engine.contract_problem()
+    if problem is None and engine.vectors is not None and len(engine.vectors):
+        qvec = engine.embedder.embed_query(query)
+        allowed_labels = None
+        p2s = engine.passage_sections()
+        if allowed is not None:
+            allowed_labels = {p for p, s in p2s.items() if s in allowed}
+        for label, sim in engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels):
+            sid = p2s.get(label)
+            if sid is None:
+                continue
+            c = cand(sid)
+            if sim > c.dense:
+                c.dense = sim
+                c.passage = str(label)
+    elif problem:
+        notes.append(f"keyword search only: {problem}")
+
+    idents = [t for t in _query_tokens(query) if terms.is_identifier(t)]
+    for ident in idents:
+        for sid, lit in _literal_leg(engine, ident, allowed, case_insensitive=False).items():
+            cand(sid).literal += lit.literal and 1
+    _fuse(cands, identifier_query=bool(idents))
+    _rerank(engine, cands)
+    return cands, notes
+
+
+def _query_tokens(query: str) -> list[str]:
+    return [m.group(0).strip(".,;:!?()[]{}\"'`") for m in re.finditer(r"\S+", query)]
+
+
+def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
+    """Min-max weighted sum of the legs; a literal identifier hit adds a fixed share."""
+    if not cands:
+        return
+    bm_max = max(c.bm25 for c in cands.values()) or 1.0
+    dense_vals = [c.dense for c in cands.values() if c.dense > 0]
+    d_min, d_max = (min(dense_vals), max(dense_vals)) if dense_vals else (0.0, 1.0)
+    span = (d_max - d_min) or 1.0
+    w_dense = W_DENSE_IDENT if identifier_query else W_DENSE
+    if not dense_vals:
+        w_dense = 0.0
+    lit_max = max(c.literal for c in cands.values()) or 1
+    for c in cands.values():
+        bm = c.bm25 / bm_max
+        dn = (c.dense - d_min) / span if c.dense > 0 else 0.0
+        score = w_dense * dn + (1 - w_dense) * bm
+        if identifier_query:
+            score = 0.7 * score + 0.3 * (c.literal / lit_max)
+        c.score = score
+        c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal} fused={score:.3f}")
+
+
+def _rerank(engine, cands: dict[int, Candidate]) -> None:
+    if not cands:
+        return
+    rows = engine.catalog.sections_by_id(list(cands))
+    for sid, c in cands.items():
+        s = rows.get(sid)
+        if s is None:
+            continue
+        if s.stale or s.doc_stale:
+            c.score *= STALE_FACTOR
+            c.why.append(f"stale ×{STALE_FACTOR}")
+        c.score += _date_tiebreak(s.date) * 1e-3
+
+
+def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> bool:
+    """Nothing really matched: no candidate at all, or no keyword evidence and a weak dense match."""
+    if not ranked:
+        return False
+    top = ranked[0]
+    return top.bm25 == 0 and top.literal == 0 and top.dense < 0.35
+
+
+def _snippet(text: str, query: str) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    words = [w for w in terms.content_words(query) if len(w) > 2]
+    low = flat.lower()
+    pos = min((low.find(w) for w in words if low.find(w) >= 0), default=0)
+    start = max(0, pos - SNIPPET_CHARS // 3)
+    piece = flat[start:start + SNIPPET_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[dict]:
+    shown = ranked[: req.limit]
+    shown_ids = {c.section_id for c in shown}
+    results = []
+    for i, c in enumerate(shown):
+        s = rows[c.section_id]
+        r = {
+            "path": s.path, "heading": s.heading, "lines": [s.start_line, s.end_line],
+            "score": round(c.score, 4), "type": s.doc_type, "date": s.date,
+            "snippet": _snippet(s.body or s.heading, query),
+            "provenance": c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
+            "tokens": estimate_tokens(s.content),
+        }
+        if s.stale or s.doc_stale:
+            r["stale"] = True
+        also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])
+                if o.doc_id == s.doc_id and o.id not in shown_ids][:3]
+        if also:
+            r["also"] = also
+        if mode == "hybrid":
+            r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": c.literal}
+        if req.explain:
+            r["why"] = c.why
+        if i == 0:
+            r["content"] = s.content
+        results.append(r)
+    return results

@@ -1,0 +1,158 @@
+"""The hnswlib vector file, derived from the catalog's embedding blobs.
+
+Labels are passage ids (never reused: the catalog's AUTOINCREMENT), so a deleted passage is
+`mark_deleted` and a new one added. hnswlib's `save_index` writes in place, so saves go to a
+temp file, fsync, rename, fsync the folder: a crash leaves the previous file whole. Its `ef`
+is not saved and its `dim` is not checked at load — both are kept in a JSON sidecar and
+enforced here. Filtered searches over a small allowed set are exact (numpy) so a filter can
+never starve the result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+EF_SEARCH = 128
+M = 16
+EF_CONSTRUCTION = 200
+EXACT_BELOW = 20_000   # a filtered set smaller than this is searched exactly
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+class Vectors:
+    def __init__(self, directory: Path, dim: int):
+        self.dir = directory
+        self.dim = dim
+        self.file = directory / "vectors.hnsw"
+        self.meta_file = directory / "vectors.json"
+        self.lock = threading.RLock()   # hnswlib is not safe to add and query at once
+        self.index = None
+        self.live: set[int] = set()
+        self.generation = -1
+        self.dirty = False
+        self._load()
+
+    def _load(self) -> None:
+        import hnswlib
+
+        try:
+            meta = json.loads(self.meta_file.read_text())
+            if meta.get("dim") != self.dim:
+                raise ValueError(f"dim {meta.get('dim')} != {self.dim}")
+            idx = hnswlib.Index(space="ip", dim=self.dim)
+            idx.load_index(str(self.file), max_elements=max(int(meta["capacity"]), 1), allow_replace_deleted=False)
+            idx.set_ef(EF_SEARCH)
+            live = set(int(x) for x in meta["live"])
+            if idx.get_current_count() < len(live):
+                raise ValueError("file holds fewer vectors than recorded")
+            self.index, self.live, self.generation = idx, live, int(meta["generation"])
+        except FileNotFoundError:
+            self.index, self.live, self.generation = None, set(), -1
+        except Exception as e:  # truncated or foreign file: derived data, rebuilt by the caller
+            log.warning("vector file %s unusable (%s); it will be rebuilt from the catalog", self.file, e)
+            self.index, self.live, self.generation = None, set(), -1
+
+    def _new_index(self, capacity: int):
+        import hnswlib
+
+        idx = hnswlib.Index(space="ip", dim=self.dim)
+        idx.init_index(max_elements=max(capacity, 16), ef_construction=EF_CONSTRUCTION, M=M, random_seed=42)
+        idx.set_ef(EF_SEARCH)
+        return idx
+
+    def rebuild(self, labels: np.ndarray, vectors: np.ndarray, generation: int) -> None:
+        with self.lock:
+            self.index = self._new_index(int(len(labels) * 1.25) + 16)
+            if len(labels):
+                self.index.add_items(vectors, labels)
+            self.live = set(int(x) for x in labels)
+            self.dirty = True
+            self.save(generation)
+
+    def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
+        with self.lock:
+            if self.index is None:
+                self.index = self._new_index(len(labels) + 16)
+            for label in removed:
+                if label in self.live:
+                    self.index.mark_deleted(label)
+                    self.live.discard(label)
+            if labels:
+                need = self.index.get_current_count() + len(labels)
+                if need > self.index.get_max_elements():
+                    self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
+                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64))
+                self.live.update(int(x) for x in labels)
+            self.dirty = True
+
+    def save(self, generation: int) -> None:
+        """Atomic save: temp file, fsync, rename; then the sidecar the same way."""
+        with self.lock:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.index is None:
+                self.index = self._new_index(16)
+            tmp = self.file.with_suffix(".hnsw.tmp")
+            self.index.save_index(str(tmp))
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.file)
+            meta = {"dim": self.dim, "generation": generation, "capacity": self.index.get_max_elements(),
+                    "live": sorted(self.live)}
+            mtmp = self.meta_file.with_suffix(".json.tmp")
+            with open(mtmp, "w") as f:
+                json.dump(meta, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(mtmp, self.meta_file)
+            _fsync_dir(self.dir)
+            self.generation = generation
+            self.dirty = False
+
+    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """(label, cosine similarity) best first; `allowed` restricts labels."""
+        with self.lock:
+            if self.index is None or not self.live:
+                return []
+            pool = self.live if allowed is None else (allowed & self.live)
+            if not pool:
+                return []
+            k = min(k, len(pool))
+            q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+            if allowed is not None and len(pool) < EXACT_BELOW:
+                return self._exact(q[0], sorted(pool), k)
+            self.index.set_ef(max(EF_SEARCH, k))
+            try:
+                if allowed is None:
+                    labels, dists = self.index.knn_query(q, k=k)
+                else:
+                    labels, dists = self.index.knn_query(q, k=k, filter=lambda x: x in pool)
+            except RuntimeError:  # fewer than k reachable items: ask for what is there
+                return self._exact(q[0], sorted(pool), k)
+            return [(int(lbl), 1.0 - float(d)) for lbl, d in zip(labels[0], dists[0])]
+
+    def _exact(self, q: np.ndarray, labels: list[int], k: int) -> list[tuple[int, float]]:
+        vecs = np.asarray(self.index.get_items(labels), dtype=np.float32)
+        sims = vecs @ q
+        top = np.argsort(-sims)[:k]
+        return [(labels[i], float(sims[i])) for i in top]
+
+    def __len__(self) -> int:
+        return len(self.live)

@@ -1,0 +1,224 @@
+"""The engine end to end on real tantivy, hnswlib and onnxruntime (the tiny test model)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from indexer.errors import UserError
+from indexer.filters import Filters
+from indexer.search import SearchRequest, search
+from tests.corpus_helpers import EXAMPLES, engine_for, write
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, root)
+    return root
+
+
+@pytest.fixture
+def engine(corpus, tiny_embedder):
+    e = engine_for([corpus], tiny_embedder)
+    e.refresh()
+    yield e
+    e.close()
+
+
+def paths_in_fulltext(engine) -> set[str]:
+    searcher = engine.fulltext.index.searcher()
+    ids = {searcher.doc(a)["section_id"][0] for _, a in searcher.search(
+        __import__("tantivy").Query.all_query(), 100000).hits}
+    return {s.path for s in engine.catalog.sections_by_id(sorted(ids)).values()}
+
+
+def test_first_index_fills_all_three_stores(engine):
+    c = engine.catalog.counts()
+    assert c["documents"] == 9
+    assert c["sections"] > 20
+    assert c["passages"] >= c["sections"]
+    assert len(engine.vectors) == c["passages"]
+    assert engine.fulltext.num_docs() == c["chunks"]
+    assert engine.fulltext.generation == engine.vectors.generation == engine.catalog.generation
+
+
+def test_nothing_changed_embeds_nothing(engine, tiny_embedder):
+    before = tiny_embedder.texts_embedded
+    report = engine.refresh()
+    assert (report.added, report.updated, report.removed, report.embedded) == (0, 0, 0, 0)
+    assert report.unchanged == 9
+    assert tiny_embedder.texts_embedded == before
+
+
+def test_edit_one_paragraph_reembeds_only_that_passage(engine, corpus, tiny_embedder):
+    p = corpus / "journal/2030/2030-01-21.md"
+    p.write_text(p.read_text().replace("Fixed at 16:50.", "Fixed at 16:55 after a redeploy."))
+    before = tiny_embedder.texts_embedded
+    report = engine.refresh()
+    assert report.updated == 1 and report.added == 0
+    assert report.embedded == 1
+    assert tiny_embedder.texts_embedded - before == 1
+    hits = search(engine, SearchRequest("redeploy", limit=3))["results"]
+    assert hits and hits[0]["path"] == "journal/2030/2030-01-21.md"
+
+
+def test_touch_without_change_reads_but_does_not_reembed(engine, corpus, tiny_embedder):
+    p = corpus / "hosts/db2.md"
+    p.write_text(p.read_text())
+    import os
+    os.utime(p, ns=(1, 1))
+    before = tiny_embedder.texts_embedded
+    report = engine.refresh()
+    assert report.updated == 0 and report.unchanged == 9
+    assert tiny_embedder.texts_embedded == before
+
+
+def test_delete_removes_from_catalog_bm25_and_vectors(engine, corpus):
+    n_passages = engine.catalog.counts()["passages"]
+    doomed = len(engine.catalog.db.execute(
+        "SELECT p.id FROM passages p JOIN sections s ON s.id=p.section_id JOIN documents d ON d.id=s.doc_id"
+        " WHERE d.path='hosts/db2.md'").fetchall())
+    (corpus / "hosts/db2.md").unlink()
+    report = engine.refresh()
+    assert report.removed == 1
+    assert engine.catalog.document("hosts/db2.md") is None
+    assert "hosts/db2.md" not in paths_in_fulltext(engine)
+    assert len(engine.vectors) == n_passages - doomed
+    res = search(engine, SearchRequest("replica lag reports-db", limit=10))
+    assert all(r["path"] != "hosts/db2.md" for r in res["results"] + res.get("best_weak", []))
+
+
+def test_rename_moves_without_duplicates(engine, corpus):
+    (corpus / "memory/pgbouncer-transaction-pooling.md").rename(corpus / "memory/pooling.md")
+    engine.refresh()
+    paths = [r[0] for r in engine.catalog.db.execute("SELECT path FROM documents")]
+    assert "memory/pooling.md" in paths and "memory/pgbouncer-transaction-pooling.md" not in paths
+    assert len(paths) == len(set(paths)) == 9
+    res = search(engine, SearchRequest("server-side cursors transaction pooling", limit=10))["results"]
+    assert [r["path"] for r in res].count("memory/pooling.md") == 1
+    assert "memory/pgbouncer-transaction-pooling.md" not in paths_in_fulltext(engine)
+
+
+@pytest.mark.parametrize("damage", ["delete_fulltext", "truncate_vectors", "delete_vectors", "stale_generation"])
+def test_damaged_derived_store_is_rebuilt_without_embedding(corpus, tiny_embedder, damage):
+    e = engine_for([corpus], tiny_embedder)
+    e.refresh()
+    counts = e.catalog.counts()
+    d = e.dir
+    e.close()
+    if damage == "delete_fulltext":
+        shutil.rmtree(d / "fulltext")
+    elif damage == "truncate_vectors":
+        data = (d / "vectors/vectors.hnsw").read_bytes()
+        (d / "vectors/vectors.hnsw").write_bytes(data[: len(data) // 3])
+    elif damage == "delete_vectors":
+        (d / "vectors/vectors.hnsw").unlink()
+    else:
+        (d / "fulltext/generation").write_text("0")
+    before = tiny_embedder.texts_embedded
+    e2 = engine_for([corpus], tiny_embedder)
+    assert tiny_embedder.texts_embedded == before
+    assert e2.fulltext.num_docs() == counts["chunks"]
+    assert len(e2.vectors) == counts["passages"]
+    res = search(e2, SearchRequest("pgBackRest restore", limit=3))
+    assert res["results"] or res["best_weak"]
+    assert tiny_embedder.texts_embedded == before + 1  # only the query
+    e2.close()
+
+
+def test_model_contract_mismatch_is_refused_with_the_fix(engine, corpus):
+    engine.catalog.set_meta("model_contract", engine.catalog.get_meta("model_contract").replace(
+        engine.embedder.contract.model_sha256, "0" * 64))
+    problem = engine.contract_problem()
+    assert problem and "--reembed" in problem and "remembrancer index" in problem
+    res = search(engine, SearchRequest("pgBackRest restore", limit=3))
+    assert any("keyword search only" in n for n in res["notes"])
+    assert all(r["provenance"] == "keyword" for r in res["results"])
+    report = engine.refresh(reembed=True)
+    assert report.embedded > 0 and engine.contract_problem() is None
+
+
+def test_filters_combine_with_and(engine):
+    res = search(engine, SearchRequest("postgres", limit=20, filters=Filters(types=["host"], tags=["postgres"])))
+    assert res["results"] and {r["type"] for r in res["results"]} == {"host"}
+    res = search(engine, SearchRequest("postgres", limit=20,
+                                       filters=Filters(types=["journal"], since="2030-01-21", until="2030-01-21")))
+    assert res["results"] and {r["path"] for r in res["results"]} == {"journal/2030/2030-01-21.md"}
+    res = search(engine, SearchRequest("postgres", limit=20, filters=Filters(path="runbooks/")))
+    assert {r["path"] for r in res["results"]} == {"runbooks/postgres/restore.md"}
+    res = search(engine, SearchRequest("postgres", limit=20, filters=Filters(types=["journal"], tags=["runbook"])))
+    assert res["results"] == [] and "0 matches for filters" in res["message"]
+
+
+def test_filters_alone_list_newest_first(engine):
+    res = search(engine, SearchRequest("", limit=10, filters=Filters(types=["journal"])))
+    dates = [r["date"] for r in res["results"]]
+    assert dates and dates == sorted(dates, reverse=True)
+
+
+@pytest.mark.parametrize("bad,param", [
+    (Filters(types=["nope"]), "type"),
+    (Filters(since="last tuesday"), "since"),
+    (Filters(until="2030-13-45"), "until"),
+    (Filters(tags=["never-used"]), "tags"),
+    (Filters(path="../etc"), "path"),
+])
+def test_bad_filters_name_the_parameter(engine, bad, param):
+    with pytest.raises(UserError) as ei:
+        search(engine, SearchRequest("postgres", filters=bad))
+    assert ei.value.param == param
+    if param == "type":
+        assert "journal" in ei.value.options
+
+
+@pytest.mark.parametrize("q", [
+    '"unbalanced quote', "title:foo AND (bar", "-x --no-track", "https://example.com/a?b=c&d=[1]",
+    "rate(x[5m])", "]]][[{", "NOT OR AND", "*", "field:", "a:b:c", "\\", "''", "🙂 émoji", "x" * 5000,
+])
+def test_agent_style_queries_never_error(engine, q):
+    out = search(engine, SearchRequest(q, limit=5))
+    assert "results" in out and isinstance(out["no_strong_match"], bool)
+
+
+def test_empty_query_without_filters_is_a_clear_error(engine):
+    with pytest.raises(UserError) as ei:
+        search(engine, SearchRequest("   "))
+    assert ei.value.param == "query"
+
+
+def test_exact_matches_the_literal_string(engine):
+    res = search(engine, SearchRequest("too many clients already", exact=True, limit=10))
+    paths = {r["path"] for r in res["results"]}
+    assert paths == {"journal/2030/2030-01-20.md", "hosts/db1.md"}
+    assert search(engine, SearchRequest("too many clients alreadyX", exact=True))["results"] == []
+
+
+def test_result_contract(engine):
+    res = search(engine, SearchRequest("restore from backup to a point in time", limit=3))
+    first = res["results"][0]
+    for key in ("path", "heading", "lines", "score", "type", "date", "snippet", "provenance", "content"):
+        assert key in first
+    assert all("content" not in r for r in res["results"][1:])
+    assert first["provenance"] in ("keyword", "semantic", "both")
+
+
+def test_unreadable_root_keeps_its_documents(engine, corpus):
+    corpus.rename(corpus.with_name("moved-away"))
+    report = engine.refresh()
+    assert report.removed == 0
+    assert engine.catalog.counts()["documents"] == 9
+    assert any("cannot be read" in w for w in report.warnings)
+
+
+def test_multiple_roots_prefix_paths(tmp_path, monkeypatch, tiny_embedder):
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    a, b = tmp_path / "alpha", tmp_path / "beta"
+    write(a, "x.md", "# X\n\nalpha things\n")
+    write(b, "x.md", "# X\n\nbeta things\n")
+    e = engine_for([a, b], tiny_embedder)
+    e.refresh()
+    assert sorted(r[0] for r in e.catalog.db.execute("SELECT path FROM documents")) == ["alpha/x.md", "beta/x.md"]
+    e.close()
