@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 
@@ -70,6 +71,48 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("list", help="documents in the index, by path prefix and type")
+    _add_root(p)
+    p.add_argument("--path", help="path prefix")
+    p.add_argument("--type", action="append", default=[])
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
+    _add_root(p)
+    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+                   help="exit after this long without clients (daemons started on demand)")
+    p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS", help="periodic full rescan interval")
+
+    p = sub.add_parser("stop", help="stop the daemon serving this socket")
+
+    p = sub.add_parser("notify", help="tell the daemon something changed (used by the git hooks)")
+    p.add_argument("--root", help="work tree that changed")
+    p.add_argument("--event", default="manual")
+
+    p = sub.add_parser("hooks", help="install or remove the git hooks that notify the daemon")
+    hs = p.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
+    for name in ("install", "uninstall"):
+        hp = hs.add_parser(name)
+        hp.add_argument("repo", help="a git work tree")
+        hp.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop)")
+    _add_root(p)
+    p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
+                   help="idle timeout of a daemon started on demand")
+    p.add_argument("--instructions", default="", help="text appended to the server description")
+
+    p = sub.add_parser("service", help="install the daemon as a systemd user unit / launchd agent")
+    ss = p.add_subparsers(dest="service_command", required=True, metavar="ACTION")
+    for name in ("install", "uninstall"):
+        sp = ss.add_parser(name)
+        _add_root(sp)
+        sp.add_argument("--no-start", action="store_true", help="write the unit but do not enable/start it")
+
+    p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
+    _add_root(p)
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("eval", help="score retrieval on a labelled query set (JSONL)")
     p.add_argument("queries", help="a .jsonl query file (see ../shared/eval/README.md)")
     _add_root(p)
@@ -107,17 +150,12 @@ def _error(args, e: UserError) -> None:
     print(f"remembrancer: {e}", file=sys.stderr)
 
 
-def _engine(args, refresh: bool = True):
-    """Open the corpus's engine in-process and bring it up to date (fast when nothing changed)."""
+def _backend(args):
+    """The daemon serving this corpus if one runs; else the engine in-process, refreshed first."""
+    from daemon.connect import connect
     from indexer.config import load_config
-    from indexer.engine import Engine
 
-    config = load_config(args.root)
-    engine = Engine(config)
-    if refresh:
-        report = engine.refresh(progress=_progress_bar() if not getattr(args, "quiet", False) else None)
-        engine.last_report = report
-    return engine
+    return connect(load_config(args.root), start=False, readonly_fallback=False, progress=_progress_bar())
 
 
 def _progress_bar():
@@ -164,20 +202,11 @@ def cmd_index(args) -> int:
     return EXIT_OK
 
 
-def _filters(args):
-    from indexer.filters import Filters
-
-    return Filters(types=args.type, path=args.path, tags=args.tags, since=args.since, until=args.until)
-
-
 def cmd_search(args) -> int:
-    from indexer.search import SearchRequest, search
-
-    engine = _engine(args)
-    req = SearchRequest(query=args.query, limit=args.limit, filters=_filters(args), exact=args.exact,
-                        explain=args.explain)
-    out = search(engine, req)
-    out["index"] = freshness(engine)
+    backend = _backend(args)
+    out = backend.call("search", query=args.query, limit=args.limit, type=args.type, path=args.path,
+                       tags=args.tags, since=args.since, until=args.until, exact=args.exact,
+                       explain=args.explain)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -185,19 +214,11 @@ def cmd_search(args) -> int:
     return EXIT_OK if out["results"] else EXIT_NOTHING
 
 
-def freshness(engine) -> dict:
-    """The freshness verdict of an in-process answer: it was refreshed just now, so it is at disk state."""
-    st = engine.status()
-    report = getattr(engine, "last_report", None)
-    return {"verdict": "fresh", "detail": "re-checked against the files just now",
-            "documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
-            "last_indexed_at": st["last_indexed_at"],
-            "changes_applied": (report.added + report.updated + report.removed) if report else 0}
-
-
 def print_search(out: dict) -> None:
     idx = out.get("index", {})
-    print(f"[index {idx.get('verdict', '?')}: {idx.get('documents', '?')} documents, "
+    verdict = idx.get("verdict", "?")
+    extra = idx.get("reason") or idx.get("detail") or ""
+    print(f"[index {verdict}{': ' + extra if extra else ''} — {idx.get('documents', '?')} documents, "
           f"{idx.get('sections', '?')} sections]")
     for n in out.get("notes", []):
         print(f"note: {n}")
@@ -222,12 +243,11 @@ def print_search(out: dict) -> None:
             print("   also in this document: " + "; ".join(r["also"]))
         for w in r.get("why", []):
             print(f"   why: {w}")
+    for note in out.get("left_out", []):
+        print(f"(left out: {note})")
 
 
 def cmd_read(args) -> int:
-    from indexer.reader import read
-
-    engine = _engine(args, refresh=False)
     lines = None
     if args.lines:
         try:
@@ -235,7 +255,8 @@ def cmd_read(args) -> int:
             lines = (int(a), int(b))
         except ValueError:
             raise UserError(f"--lines must be START:END, got {args.lines!r}", param="lines") from None
-    out = read(engine, args.path, heading=args.heading, lines=lines, offset=args.offset, max_chars=args.max_chars)
+    out = _backend(args).call("read", path=args.path, heading=args.heading, lines=lines, offset=args.offset,
+                              max_chars=args.max_chars)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -247,9 +268,7 @@ def cmd_read(args) -> int:
 
 
 def cmd_outline(args) -> int:
-    from indexer.reader import outline
-
-    out = outline(_engine(args, refresh=False), args.path)
+    out = _backend(args).call("outline", path=args.path)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -262,12 +281,21 @@ def cmd_outline(args) -> int:
 
 
 def cmd_status(args) -> int:
-    engine = _engine(args, refresh=False)
-    st = engine.status()
+    st = _backend(args).call("status")
     if args.json:
         print(json.dumps(st, indent=2, ensure_ascii=False))
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"])) if st["last_indexed_at"] else "never"
+    d = st.get("daemon")
+    if d:
+        print(f"daemon: up, pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
+              f"model loaded {d['model_loads']}x; queue {d['queued_changes']}"
+              + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
+    else:
+        print("daemon: not running (answered in-process)")
+    fr = st.get("freshness") or {}
+    print(f"freshness: {fr.get('verdict', '?')}" + (f" — {fr.get('reason') or fr.get('detail')}"
+                                                    if fr.get("reason") or fr.get("detail") else ""))
     print(f"index: {st['index_dir']}")
     for r in st["roots"]:
         head = ""
@@ -295,9 +323,103 @@ def cmd_eval(args) -> int:
     return EXIT_OK
 
 
+def cmd_list(args) -> int:
+    out = _backend(args).call("list", path=args.path, type=args.type)
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        for d in out["documents"]:
+            print(f"{d['path']}  {d['type']}  {d['date'] or ''}  {d['sections']} sections  ~{d['tokens']} tokens")
+        print(f"{out['total']} documents")
+    return EXIT_OK
+
+
+def cmd_serve(args) -> int:
+    from daemon.server import Daemon
+    from indexer.config import load_config
+
+    logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
+    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan)
+    d.serve_forever()
+    return EXIT_OK
+
+
+def cmd_stop(args) -> int:
+    from daemon.client import Client, DaemonUnavailable
+    from indexer.config import socket_path
+
+    sock = socket_path()
+    try:
+        with Client(sock, timeout=5) as c:
+            pid = c.call("status")["daemon"]["pid"]
+            c.call("stop")
+    except DaemonUnavailable:
+        print(f"no daemon running on {sock}")
+        return EXIT_OK
+    for _ in range(100):
+        if not sock.exists():
+            break
+        time.sleep(0.1)
+    print(f"stopped daemon pid {pid}")
+    return EXIT_OK
+
+
+def cmd_notify(args) -> int:
+    from hooks.notify import notify
+
+    notify(args.root or os.getcwd(), args.event, timeout=2.0)
+    return EXIT_OK
+
+
+def cmd_hooks(args) -> int:
+    from hooks.install import install_hooks, uninstall_hooks
+
+    fn = install_hooks if args.hooks_command == "install" else uninstall_hooks
+    report = fn(args.repo)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"hooks dir: {report['hooks_dir']}")
+        for name, what in report["hooks"].items():
+            print(f"  {name}: {what}")
+    return EXIT_OK
+
+
+def cmd_mcp(args) -> int:
+    from mcp_server.server import run
+
+    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions)
+
+
+def cmd_service(args) -> int:
+    from daemon.service import install_service, uninstall_service
+    from indexer.config import load_config
+
+    if args.service_command == "install":
+        report = install_service(load_config(args.root), start=not args.no_start)
+    else:
+        report = uninstall_service()
+    for line in report:
+        print(line)
+    return EXIT_OK
+
+
+def cmd_doctor(args) -> int:
+    from daemon.doctor import run_checks
+
+    checks = run_checks(args.root)
+    if args.json:
+        print(json.dumps(checks, indent=2))
+    else:
+        for c in checks:
+            print(f"[{c['status']:>4}] {c['check']}: {c['detail']}" + (f"\n       fix: {c['fix']}" if c.get("fix") else ""))
+    return EXIT_OK if all(c["status"] != "FAIL" for c in checks) else EXIT_USER
+
+
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "read": cmd_read, "outline": cmd_outline,
-    "status": cmd_status, "eval": cmd_eval,
+    "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
+    "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
 }
 
 if __name__ == "__main__":

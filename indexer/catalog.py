@@ -283,7 +283,7 @@ class Catalog:
     # -- reads --------------------------------------------------------------------------------
     def entities(self) -> list[tuple[str, str, list[str]]]:
         return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
-            "SELECT e.name, d.rel, e.aliases FROM entities e JOIN documents d ON d.id = e.doc_id ORDER BY e.name")]
+            "SELECT e.name, d.path, e.aliases FROM entities e JOIN documents d ON d.id = e.doc_id ORDER BY e.name")]
 
     def sections(self, where: str = "", params: tuple = ()) -> list[SectionRow]:
         sql = SECTION_SELECT + (f" WHERE {where}" if where else "") + " ORDER BY d.path, s.ord"

@@ -16,6 +16,7 @@ from pathlib import Path
 import platformdirs
 
 from .errors import UserError
+from .rank import RankingConfig
 
 APP = "remembrancer"
 
@@ -54,7 +55,7 @@ def socket_path() -> Path:
     if env:
         return Path(env)
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime else Path(platformdirs.user_runtime_dir(APP))
+    base = Path(runtime) if runtime else Path(platformdirs.user_runtime_dir())
     return base / APP / "daemon.sock"
 
 
@@ -73,6 +74,7 @@ class Config:
     max_file_bytes: int = MAX_FILE_BYTES
     model: str | None = None  # None → the default packaged model; else a model directory
     layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
+    ranking: RankingConfig = field(default_factory=RankingConfig)
     source: Path | None = None
 
     def index_dir(self) -> Path:
@@ -143,6 +145,11 @@ def load_config(root_args: list[str] | None = None) -> Config:
     model = raw.get("model", {})
     if isinstance(model, dict) and model.get("path"):
         cfg.model = str(Path(model["path"]).expanduser())
+    ranking = raw.get("ranking")
+    if ranking is not None:
+        if not isinstance(ranking, dict):
+            raise UserError(f"invalid config {path}: [ranking] must be a table")
+        cfg.ranking = RankingConfig.from_dict(ranking)
     layout = raw.get("layout")
     if layout is not None:
         cfg.layout = _parse_layout(layout, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -58,28 +59,55 @@ class Engine:
         self.layout = meta.Layout(config.layout)
         self._embedder = embedder
         self._embedder_error: str | None = None
+        self.model_loads = 0
+        self._embedder_lock = threading.Lock()
         if readonly and not (self.dir / "catalog.sqlite3").exists():
             raise UserError(f"no index yet for {', '.join(str(r.path) for r in config.roots)}",
                             hint="run `remembrancer index --root DIR` first", code="no_index")
-        self.catalog = Catalog(self.dir / "catalog.sqlite3", readonly=readonly)
+        self._catalog = Catalog(self.dir / "catalog.sqlite3", readonly=readonly)
+        self._writer_thread = threading.get_ident()
+        self._readers = threading.local()
+        self.stop_requested = threading.Event()
         self.fulltext = FullText(self.dir / "fulltext")
         self.vectors: Vectors | None = None
         self._p2s: tuple[int, dict[int, int]] = (-1, {})
+        self._entities: tuple[int, tuple] = (-1, (None, {}))
         self._open_vectors()
         if not readonly:
             self.repair()
+
+    @property
+    def catalog(self) -> Catalog:
+        """The writer's connection on the writing thread; a read-only one per other thread.
+
+        SQLite in WAL mode gives each reader a consistent snapshot, so a search running while
+        a document is being replaced sees the old document or the new one, never half of it.
+        """
+        if threading.get_ident() == self._writer_thread:
+            return self._catalog
+        cat = getattr(self._readers, "catalog", None)
+        if cat is None:
+            cat = self._readers.catalog = Catalog(self._catalog.path, readonly=True)
+        return cat
+
+    def claim_writer(self) -> None:
+        """Make the calling thread the one that writes (the daemon's ingest thread)."""
+        self._writer_thread = threading.get_ident()
 
     # -- model ----------------------------------------------------------------------------------
     @property
     def embedder(self):
         """The embedding model, loaded on first use (a no-change run never loads it)."""
         if self._embedder is None and self._embedder_error is None:
-            from .embed import ModelError, load_embedder
+            with self._embedder_lock:  # request threads may all ask at once: load once
+                if self._embedder is None and self._embedder_error is None:
+                    from .embed import ModelError, load_embedder
 
-            try:
-                self._embedder = load_embedder(self.config.model)
-            except ModelError as e:
-                self._embedder_error = str(e)
+                    try:
+                        self._embedder = load_embedder(self.config.model)
+                        self.model_loads += 1
+                    except ModelError as e:
+                        self._embedder_error = str(e)
         return self._embedder
 
     def contract_problem(self) -> str | None:
@@ -160,6 +188,8 @@ class Engine:
         pending_texts = 0
         last_save = time.monotonic()
         for i, f in enumerate(files, 1):
+            if self.stop_requested.is_set():
+                break  # SIGTERM: what is written is whole; the rest waits for the next run
             if progress:
                 progress(i, len(files), f.path)
             try:
@@ -268,6 +298,15 @@ class Engine:
             self._p2s = (gen, self.catalog.passage_sections())
         return self._p2s[1]
 
+    def entities(self):
+        """(EntityMatcher, entity name → path of its record), cached per catalog generation."""
+        gen = self.catalog.generation
+        if self._entities[0] != gen:
+            rows = self.catalog.entities()
+            matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows])
+            self._entities = (gen, (matcher, {n: p for n, p, _ in rows}))
+        return self._entities[1]
+
     # -- facts ----------------------------------------------------------------------------------
     def current_heads(self) -> dict[str, str | None]:
         return {r.name: corpus.head_id(corpus.open_repo(r.path)) for r in self.config.roots}
@@ -292,7 +331,7 @@ class Engine:
         }
 
     def close(self) -> None:
-        self.catalog.close()
+        self._catalog.close()
 
     def lock(self):
         return self.vectors.lock if self.vectors is not None else nullcontext()

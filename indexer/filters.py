@@ -53,7 +53,10 @@ def validate(f: Filters, catalog, doc_types: tuple[str, ...]) -> Filters:
     for t in types:
         if t not in doc_types:
             raise UserError(f"unknown type {t!r}", param="type", options=list(doc_types))
-    path = (f.path or "").strip().replace("\\", "/").lstrip("./") or None
+    path = (f.path or "").strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    path = path or None
     if path is not None and (".." in path.split("/") or path.startswith("/")):
         raise UserError(f"path filter must be a prefix inside the corpus, got {f.path!r}", param="path")
     tags = sorted({t.strip().lstrip("#").lower() for t in f.tags if t and t.strip()})

@@ -165,8 +165,9 @@ def _yaml_error_detail(exc: Exception) -> str:
 
 # --- markdown-it and fence repair ------------------------------------------------------------
 
-_MAX_NESTING = 100  # markdown-it drops everything after nesting this deep; 20 is too shallow
-_MD = MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).enable("table")
+# markdown-it drops the rest of the text below this nesting depth; its default (20 levels,
+# i.e. 10 nested list items) is too shallow, while ~1 stack frame a level bounds it above.
+_MD = MarkdownIt("commonmark", {"maxNesting": 256}).enable("table")
 _MD_SHALLOW = MarkdownIt("commonmark").enable("table")  # fallback when the stack runs out
 
 _SAMPLE_LANGUAGES = frozenset({"", "md", "markdown", "gfm", "text", "txt", "plain", "plaintext"})
@@ -193,6 +194,7 @@ class _Parsed:
 
     tokens: list[Token]
     virtual: list[int]  # sorted indexes of inserted closing-fence lines in the parsed text
+    max_nesting: int = 0  # the parser's limit, to tell when it truncated
 
     def line(self, index: int, body_start: int) -> int:
         """1-based document line of a parsed-text line index (or of the line after it)."""
@@ -219,7 +221,7 @@ def _parse_body(body: list[str], path: str, body_start: int, warnings: list[str]
     virtual: list[int] = []
     start = 0
     budget = _REPAIR_BUDGET_FACTOR * len(body) + _REPAIR_BUDGET_FLOOR
-    tokens = _tokenize("\n".join(work))
+    tokens, max_nesting = _tokenize("\n".join(work))
     while True:
         fence, cut = _first_repair(tokens, work, start)
         if fence is None or cut is None:
@@ -236,19 +238,22 @@ def _parse_body(body: list[str], path: str, body_start: int, warnings: list[str]
             f"looks unclosed; closed it before line {parsed.line(cut + 1, body_start)}"
         )
         start = cut + 1
-        tokens = _tokenize("\n".join(work[start:]))
+        tokens, max_nesting = _tokenize("\n".join(work[start:]))
     if virtual:
-        tokens = _tokenize("\n".join(work))
-    parsed = _Parsed(tokens, virtual)
+        tokens, max_nesting = _tokenize("\n".join(work))
+    parsed = _Parsed(tokens, virtual, max_nesting)
     _warn_about_leftovers(parsed, work, path, body_start, warnings)
     return parsed
 
 
-def _tokenize(text: str) -> list[Token]:
-    try:
-        return _MD.parse(text)
-    except RecursionError:  # deep nesting with an already deep caller stack
-        return _MD_SHALLOW.parse(text)
+def _tokenize(text: str) -> tuple[list[Token], int]:
+    """Block and inline tokens, and the nesting limit of the parser that produced them."""
+    for md in (_MD, _MD_SHALLOW):
+        try:
+            return md.parse(text), md.options["maxNesting"]
+        except RecursionError:  # deep nesting with an already deep caller stack
+            continue
+    return [], 0  # only when the caller left no stack at all
 
 
 def _top_level_fences(tokens: list[Token], lines: list[str], offset: int) -> Iterator[_Fence]:
@@ -260,7 +265,9 @@ def _top_level_fences(tokens: list[Token], lines: list[str], offset: int) -> Ite
             yield _Fence(start, end, token.markup, _language(token.info), closed)
 
 
-def _first_repair(tokens: list[Token], lines: list[str], offset: int) -> tuple[_Fence | None, int | None]:
+def _first_repair(
+    tokens: list[Token], lines: list[str], offset: int
+) -> tuple[_Fence | None, int | None]:
     for fence in _top_level_fences(tokens, lines, offset):
         cut = _cut_point(fence, lines)
         if cut is not None:
@@ -325,11 +332,12 @@ def _warn_about_leftovers(parsed: _Parsed, lines: list[str], path: str, body_sta
                           warnings: list[str]) -> None:
     """Say so when a fence still runs to the end, or when deep nesting truncated the parse."""
     fences = list(_top_level_fences(parsed.tokens, lines, 0))
-    if fences and not fences[-1].closed and fences[-1].end >= len(lines):
+    if fences and not fences[-1].closed:  # only the last fence can be left open
         line = parsed.line(fences[-1].start, body_start)
         warnings.append(f"{path}: code fence opened at line {line} is never closed")
-    if any(token.level >= _MAX_NESTING - 1 for token in parsed.tokens):
-        warnings.append(f"{path}: blocks nested over {_MAX_NESTING} levels deep; "
+    limit = parsed.max_nesting
+    if any(token.nesting == 1 and token.level >= limit - 1 for token in parsed.tokens):
+        warnings.append(f"{path}: blocks nested over {limit} levels deep; "
                         "text after them may not be split into sections")
 
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import filters as flt
+from . import rank
 from . import terms
 from .chunks import estimate_tokens
 from .errors import UserError
@@ -23,7 +24,6 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
-STALE_FACTOR = 0.8
 SNIPPET_CHARS = 240
 MAX_LIMIT = 50
 
@@ -179,7 +179,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
         for sid, lit in _literal_leg(engine, ident, allowed, case_insensitive=False).items():
             cand(sid).literal += lit.literal and 1
     _fuse(cands, identifier_query=bool(idents))
-    _rerank(engine, cands)
+    _rerank(engine, query, cands)
     return cands, notes
 
 
@@ -209,18 +209,12 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal} fused={score:.3f}")
 
 
-def _rerank(engine, cands: dict[int, Candidate]) -> None:
+def _rerank(engine, query: str, cands: dict[int, Candidate]) -> None:
     if not cands:
         return
     rows = engine.catalog.sections_by_id(list(cands))
-    for sid, c in cands.items():
-        s = rows.get(sid)
-        if s is None:
-            continue
-        if s.stale or s.doc_stale:
-            c.score *= STALE_FACTOR
-            c.why.append(f"stale ×{STALE_FACTOR}")
-        c.score += _date_tiebreak(s.date) * 1e-3
+    matcher, entity_paths = engine.entities()
+    rank.rerank(cands, rows, rank.intent(query, matcher), engine.config.ranking, entity_paths)
 
 
 def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> bool:

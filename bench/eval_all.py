@@ -1,0 +1,49 @@
+"""Score every dev set in one run and print one comparable table (ranking before/after).
+
+    .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--json out.json]
+
+Uses `remembrancer eval`'s code path (indexer.evaluate.run_eval → the MCP search path). Indexes
+live in REMEMBRANCER_DATA_DIR (set it to keep them between runs: only the first run embeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from indexer.evaluate import run_eval  # noqa: E402
+
+SETS = ("mm-v1.dev", "mm-v2.dev", "memory-dev", "qmd")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "eval"))
+    ap.add_argument("--json")
+    ap.add_argument("--sets", nargs="*", default=list(SETS))
+    args = ap.parse_args()
+    rows, reports = [], {}
+    for name in args.sets:
+        t0 = time.perf_counter()
+        r = run_eval(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None)
+        reports[name] = r
+        o = r["overall"]
+        ab = r["abstention"]
+        strata = " ".join(f"{k}={v['top1'] * 100:.0f}" for k, v in r["strata"].items())
+        rows.append(f"{name:<11} Top1 {o['top1'] * 100:5.1f}  Top3 {o['top3'] * 100:5.1f}  Top5 {o['top5'] * 100:5.1f}"
+                    f"  MRR {o['mrr']:.3f}  abst {ab['abstained']}/{ab['unanswerable']}"
+                    f"  false {ab['false_abstentions']}/{ab['answerable']}"
+                    f"  p95 {r['latency_ms']['p95']:.0f}ms  [{strata}]  ({time.perf_counter() - t0:.0f}s)")
+    print("\n".join(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(reports, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""How a client (the CLI or the MCP server) reaches the index: the daemon if one serves this
+corpus, a daemon started on demand, or the engine in-process.
+
+Both backends answer `call(method, **params)` with the same dicts, so callers never care which
+one they got — except that the in-process answer says so in its freshness verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from indexer import api
+from indexer.config import Config, data_dir, socket_path
+from indexer.errors import UserError
+
+from .client import Client, DaemonError, DaemonUnavailable, ping
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 60.0
+DEFAULT_IDLE_EXIT_S = 600.0
+
+
+class DaemonBackend:
+    kind = "daemon"
+
+    def __init__(self, sock: Path, status: dict):
+        self.sock = sock
+        self.status_at_connect = status
+        self.client = Client(sock, timeout=120.0)
+
+    def call(self, method: str, **params) -> dict:
+        try:
+            return self.client.call(method, **params)
+        except DaemonError as e:
+            err = e.error
+            raise UserError(err.get("message", "daemon error"), param=err.get("param"),
+                            options=err.get("valid_options"), hint=err.get("hint", ""),
+                            code=err.get("code", "daemon_error")) from None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class LocalBackend:
+    """The engine in this process. Writable: refreshed before each search (the CLI without a
+    daemon). Read-only: the last index as it is, and every answer says it may be stale."""
+
+    kind = "local"
+
+    def __init__(self, config: Config, readonly: bool, reason: str = "", embedder=None, progress=None):
+        from indexer.engine import Engine
+
+        self.readonly = readonly
+        self.reason = reason
+        self.engine = Engine(config, readonly=readonly, embedder=embedder)
+        self.progress = progress
+        self.last_report = None
+
+    def refresh(self):
+        if not self.readonly:
+            self.last_report = self.engine.refresh(progress=self.progress)
+        return self.last_report
+
+    def freshness(self) -> dict:
+        st = self.engine.status()
+        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
+                "last_indexed_at": st["last_indexed_at"]}
+        if self.readonly:
+            return {**base, "verdict": "stale", "reason": self.reason or "daemon down: answering read-only "
+                    "from the last index; changes since then are not seen"}
+        problem = self.engine.contract_problem() if self.engine._embedder is not None else None
+        if problem:
+            return {**base, "verdict": "stale", "reason": problem}
+        return {**base, "verdict": "fresh", "detail": "re-checked against the files just now"}
+
+    def call(self, method: str, **params) -> dict:
+        if method == "search":
+            self.refresh()
+        out = api.dispatch_read(self.engine, method, params, self.freshness)
+        if out is not None:
+            return out
+        if method == "status":
+            return {**self.engine.status(), "daemon": None, "freshness": self.freshness()}
+        if method in ("notify", "reindex"):
+            if self.readonly:
+                raise UserError("no daemon is running to reindex", hint="run `remembrancer index`", code="no_daemon")
+            return self.refresh().to_dict()
+        raise UserError(f"{method} needs a running daemon", hint="start one with `remembrancer serve`", code="no_daemon")
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def same_roots(status: dict, config: Config) -> bool:
+    served = {r.get("path") for r in status.get("roots", [])}
+    return served == {str(r.path) for r in config.roots}
+
+
+def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | None:
+    """The running daemon if it serves exactly this corpus."""
+    sock = Path(sock or socket_path())
+    st = ping(sock)
+    if st is None:
+        return None
+    if not same_roots(st, config):
+        log.info("daemon on %s serves other roots; not using it", sock)
+        return None
+    return DaemonBackend(sock, st)
+
+
+def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = DEFAULT_IDLE_EXIT_S) -> DaemonBackend:
+    """Start a daemon in the background for this corpus (it exits after `idle_exit_s` without clients)."""
+    sock = Path(sock or socket_path())
+    log_dir = data_dir()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "cli.main", "serve", "--idle-exit", str(idle_exit_s)]
+    for r in config.roots:
+        cmd += ["--root", str(r.path)]
+    env = {**os.environ, "REMEMBRANCER_SOCKET": str(sock)}
+    project = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = project + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log_dir / "daemon.log", "ab") as logf:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                                start_new_session=True, env=env)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        st = ping(sock, timeout=1.0)
+        if st is not None:
+            if not same_roots(st, config):
+                raise DaemonUnavailable(f"a daemon for other roots already serves {sock}")
+            return DaemonBackend(sock, st)
+        # Exit code 2 with a daemon starting elsewhere: another client won the race; wait for it.
+        if proc.poll() is not None and not (proc.returncode == 2 and _lock_held(sock)):
+            raise DaemonUnavailable(f"daemon exited with code {proc.returncode}; see {log_dir / 'daemon.log'}")
+        time.sleep(0.1)
+    raise DaemonUnavailable(f"daemon did not answer within {START_TIMEOUT_S:.0f}s; see {log_dir / 'daemon.log'}")
+
+
+def _lock_held(sock: Path) -> bool:
+    """Whether some daemon holds the socket's lock (it may still be loading before it binds)."""
+    import fcntl
+
+    try:
+        with open(str(sock) + ".lock", "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
+def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path | None = None,
+            idle_exit_s: float = DEFAULT_IDLE_EXIT_S, progress=None):
+    """The best backend: a running daemon; else (start=True) a new one; else the local engine.
+
+    With no roots given or configured, whatever daemon runs is the answer."""
+    if not config.roots:
+        st = ping(Path(sock or socket_path()))
+        if st is not None:
+            return DaemonBackend(Path(sock or socket_path()), st)
+        raise UserError("no corpus roots given and no daemon running",
+                        hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
+    found = find_daemon(config, sock)
+    if found is not None:
+        return found
+    if start:
+        try:
+            return start_daemon(config, sock, idle_exit_s)
+        except (DaemonUnavailable, OSError) as e:
+            log.warning("could not start a daemon (%s); answering in-process, read-only", e)
+            if not readonly_fallback:
+                raise UserError(f"could not start the daemon: {e}", code="no_daemon") from None
+            return LocalBackend(config, readonly=True, reason=f"daemon could not start ({e}); answering "
+                                "read-only from the last index")
+    return LocalBackend(config, readonly=readonly_fallback, progress=progress)

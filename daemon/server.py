@@ -1,0 +1,280 @@
+"""The per-user daemon: the only index writer, the only loaded model, served on a Unix socket.
+
+Threads: one ingest thread (the single writer) that waits for debounced changes and applies
+them through the engine; one thread per client connection answering requests from read-only
+catalog snapshots; watchdog's observer. Nothing polls: the ingest thread sleeps on a condition
+until an event, a notification, the slow periodic rescan, or the idle-exit deadline.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import signal
+import socket
+import socketserver
+import threading
+import time
+from pathlib import Path
+
+from indexer import api
+from indexer.config import Config, socket_path
+from indexer.engine import Engine
+from indexer.errors import UserError
+
+from . import protocol
+from .client import ping
+from .watch import ChangeQueue, Watcher
+
+log = logging.getLogger(__name__)
+
+RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
+ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
+
+
+class AlreadyRunning(UserError):
+    pass
+
+
+class Daemon:
+    def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
+                 embedder=None, rescan_s: float = RESCAN_S):
+        self.config = config
+        self.sock_path = Path(sock or socket_path())
+        self.idle_exit_s = idle_exit_s
+        self.rescan_s = rescan_s
+        self.queue = ChangeQueue()
+        self.started_at = time.time()
+        self.stopping = threading.Event()
+        self.clients = 0
+        self.requests = 0
+        self.last_activity = time.monotonic()
+        self.last_error: str | None = None
+        self.last_ingest: dict | None = None
+        self.ingesting = False
+        self.model_loads = 0
+        self._lock = threading.Lock()
+        self._lockfile = None
+        self._server: socketserver.UnixStreamServer | None = None
+        self._acquire()
+        self.engine = Engine(config, embedder=embedder)
+        self.watcher = Watcher([r.path for r in config.roots], self.queue)
+
+    # -- single instance --------------------------------------------------------------------------
+    def _acquire(self) -> None:
+        """One daemon per socket: an flock next to it; a dead daemon's socket is replaced."""
+        d = self.sock_path.parent
+        try:
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if d.stat().st_uid != os.getuid():
+                raise UserError(f"socket folder {d} belongs to another user", code="bad_socket",
+                                hint="set REMEMBRANCER_SOCKET to a path in a folder of your own")
+            os.chmod(d, 0o700)
+            self._lockfile = open(str(self.sock_path) + ".lock", "a+")
+        except OSError as e:
+            raise UserError(f"cannot use socket folder {d}: {e.strerror or e}", code="bad_socket",
+                            hint="set REMEMBRANCER_SOCKET to a writable path") from None
+        try:
+            fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                st = ping(self.sock_path)
+                pid = st.get("daemon", {}).get("pid") if st else "?"
+                raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
+                                     hint="use it, or stop it with `remembrancer stop`", code="already_running")
+            raise
+        self._lockfile.seek(0)
+        self._lockfile.truncate()
+        self._lockfile.write(str(os.getpid()))
+        self._lockfile.flush()
+        if self.sock_path.exists() or self.sock_path.is_symlink():
+            self.sock_path.unlink()  # stale: we hold the lock, so nobody serves it
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        self._bind()
+        signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        signal.signal(signal.SIGINT, lambda *_: self.stop())
+        self.watcher.start()
+        self.queue.put(full=True)  # catch up with whatever changed while we were down
+        accept = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
+                                  name="accept", daemon=True)
+        accept.start()
+        log.info("serving %s on %s", ", ".join(str(r.path) for r in self.config.roots), self.sock_path)
+        try:
+            self._ingest_loop()
+        finally:
+            self._shutdown()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.engine.stop_requested.set()
+        self.queue.close()
+
+    def _bind(self) -> None:
+        daemon = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            timeout = protocol.IDLE_TIMEOUT_S
+
+            def handle(self):
+                daemon._client(+1)
+                try:
+                    while not daemon.stopping.is_set():
+                        try:
+                            line = self.rfile.readline(protocol.MAX_REQUEST_BYTES + 1)
+                        except (socket.timeout, OSError):
+                            return
+                        if not line:
+                            return
+                        self.wfile.write(protocol.encode(daemon.handle_line(line)))
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                finally:
+                    daemon._client(-1)
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        old_umask = os.umask(0o177)
+        try:
+            self._server = Server(str(self.sock_path), Handler)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.sock_path, 0o600)
+
+    def _client(self, delta: int) -> None:
+        with self._lock:
+            self.clients += delta
+            self.last_activity = time.monotonic()
+        if delta < 0:
+            with self.queue._cond:
+                self.queue._cond.notify_all()  # let the ingest loop re-check the idle deadline
+
+    def _shutdown(self) -> None:
+        self.watcher.stop()
+        if self._server is not None:
+            # No shutdown(): its handshake would wait out the accept loop's select timeout. The
+            # accept and client threads are daemon threads; closing the socket is enough.
+            self._server.server_close()
+        try:
+            self.sock_path.unlink()
+        except FileNotFoundError:
+            pass
+        self.engine.close()
+        log.info("daemon stopped")
+
+    # -- the single writer ------------------------------------------------------------------------
+    def _ingest_loop(self) -> None:
+        self.engine.claim_writer()
+        self.engine.repair()
+        next_rescan = time.monotonic() + self.rescan_s
+        root_check_s = min(ROOT_CHECK_S, self.rescan_s)
+        next_root_check = time.monotonic() + root_check_s
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            wake = min(next_rescan, next_root_check)
+            if self.idle_exit_s is not None:
+                wake = min(wake, self.last_activity + self.idle_exit_s)
+            batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
+            if self.stopping.is_set():
+                break
+            now = time.monotonic()
+            if batch is not None:
+                self._apply()
+            if now >= next_root_check:
+                self.watcher.ensure()
+                next_root_check = now + root_check_s
+            if now >= next_rescan:
+                self._apply()
+                next_rescan = now + self.rescan_s
+            if self._idle_expired():
+                log.info("no clients for %.0fs: exiting (started on demand)", self.idle_exit_s)
+                break
+
+    def _idle_expired(self) -> bool:
+        with self._lock:
+            return (self.idle_exit_s is not None and self.clients == 0
+                    and time.monotonic() - self.last_activity >= self.idle_exit_s)
+
+    def _apply(self) -> None:
+        """Bring the index up to date: a stat walk finds what changed; only that is read and embedded."""
+        self.ingesting = True
+        try:
+            report = self.engine.refresh()
+            self.last_ingest = {"at": time.time(), **report.to_dict()}
+            self.last_error = None
+        except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
+            log.exception("ingest failed")
+            self.last_error = f"{type(e).__name__}: {e}"
+        finally:
+            self.ingesting = False
+
+    # -- requests ---------------------------------------------------------------------------------
+    def handle_line(self, line: bytes) -> dict:
+        rid = None
+        try:
+            rid, method, params = protocol.decode_request(line.rstrip(b"\n"))
+            with self._lock:
+                self.requests += 1
+                self.last_activity = time.monotonic()
+            return {"id": rid, "ok": True, "result": self.dispatch(method, params)}
+        except protocol.ProtocolError as e:
+            return {"id": rid, "ok": False, "error": {"code": e.code, "message": e.message}}
+        except UserError as e:
+            return {"id": rid, "ok": False, "error": e.to_dict()}
+        except Exception as e:  # a bug must not kill the daemon or leak a traceback to a client
+            log.exception("request failed")
+            return {"id": rid, "ok": False, "error": {"code": "internal", "message": f"{type(e).__name__}: {e}"}}
+
+    def dispatch(self, method: str, params: dict) -> dict:
+        out = api.dispatch_read(self.engine, method, params, self.freshness)
+        if out is not None:
+            return out
+        if method == "status":
+            return self.status()
+        if method == "notify":
+            self.queue.put(str(params.get("root") or ""), full=True)
+            return {"queued": self.queue.pending()[0]}
+        if method == "reindex":
+            self.queue.put(full=True)
+            return {"queued": self.queue.pending()[0]}
+        if method == "stop":
+            threading.Timer(0.05, self.stop).start()
+            return {"stopping": True}
+        raise UserError(f"unknown method {method!r}")  # protocol.decode_request already filters
+
+    def freshness(self) -> dict:
+        """One verdict for every answer: fresh, catching up, or STALE with the reason."""
+        queued, behind = self.queue.pending()
+        st = self.engine.status()
+        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
+                "last_indexed_at": st["last_indexed_at"]}
+        problem = self.engine.contract_problem()
+        if self.last_error:
+            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
+        if problem:
+            return {**base, "verdict": "stale", "reason": problem}
+        if queued or self.ingesting:
+            return {**base, "verdict": "catching_up", "queued_changes": queued,
+                    "seconds_behind": round(behind or 0.0, 1)}
+        heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
+        if heads:
+            return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
+        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state"}
+
+    def status(self) -> dict:
+        st = self.engine.status()
+        queued, behind = self.queue.pending()
+        return {
+            **st,
+            "daemon": {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
+                       "clients": self.clients, "requests": self.requests, "queued_changes": queued,
+                       "seconds_behind": behind, "ingesting": self.ingesting, "last_error": self.last_error,
+                       "last_ingest": self.last_ingest, "idle_exit_s": self.idle_exit_s,
+                       "model_loads": self.engine.model_loads},
+            "freshness": self.freshness(),
+        }

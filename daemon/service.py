@@ -1,0 +1,120 @@
+"""Install the daemon as a systemd user unit (Linux) or a launchd agent (macOS).
+
+Everything is written with absolute paths: desktop apps and service managers do not inherit
+the shell's PATH or virtualenv. Templates live in the project's `systemd/` folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from indexer.config import Config, data_dir
+from indexer.errors import UserError
+
+PROJECT = Path(__file__).resolve().parent.parent
+TEMPLATES = PROJECT / "systemd"
+UNIT_NAME = "remembrancer.service"
+PLIST_NAME = "dev.remembrancer.daemon.plist"
+PASSED_ENV = ("REMEMBRANCER_CONFIG", "REMEMBRANCER_DATA_DIR", "REMEMBRANCER_SOCKET", "REMEMBRANCER_SECRET_HASHES")
+
+
+def exec_argv() -> list[str]:
+    """The absolute command that runs `remembrancer`: the venv's script, else python -m cli.main."""
+    script = Path(sys.executable).parent / "remembrancer"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "cli.main"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
+    env["PYTHONPATH"] = str(PROJECT)
+    return env
+
+
+def unit_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user" / UNIT_NAME
+
+
+def plist_path() -> Path:
+    return Path.home() / "Library" / "LaunchAgents" / PLIST_NAME
+
+
+def render_unit(config: Config) -> str:
+    roots = " ".join(f'--root "{r.path}"' for r in config.roots)
+    env = "\n".join(f'Environment="{k}={v}"' for k, v in _env().items())
+    text = (TEMPLATES / "remembrancer.service.in").read_text()
+    return (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
+            .replace("@ROOTS@", roots).replace("@ENV@", env).replace("@PROJECT@", str(PROJECT)))
+
+
+def render_plist(config: Config) -> str:
+    args = exec_argv() + ["serve"] + [x for r in config.roots for x in ("--root", str(r.path))]
+    text = (TEMPLATES / "dev.remembrancer.daemon.plist.in").read_text()
+    return (text.replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
+            .replace("@ENV@", "\n".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>"
+                                        for k, v in _env().items()))
+            .replace("@LOG@", escape(str(data_dir() / "daemon.log"))))
+
+
+def _run(cmd: list[str]) -> tuple[bool, str]:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return p.returncode == 0, (p.stderr or p.stdout).strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+
+
+def install_service(config: Config, start: bool = True) -> list[str]:
+    if not config.roots:
+        raise UserError("no roots to serve", hint="pass --root DIR (or set roots in the config)")
+    if sys.platform == "darwin":
+        path, text = plist_path(), render_plist(config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out = [f"wrote {path}"]
+        if start:
+            ok, msg = _run(["launchctl", "load", "-w", str(path)])
+            out.append("loaded with launchctl" if ok else f"launchctl load failed: {msg}")
+        return out
+    path, text = unit_path(), render_unit(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    out = [f"wrote {path}"]
+    if start:
+        if shutil.which("systemctl") is None:
+            out.append("systemctl not found: start the daemon yourself with `remembrancer serve`")
+            return out
+        for cmd in (["systemctl", "--user", "daemon-reload"],
+                    ["systemctl", "--user", "enable", "--now", UNIT_NAME]):
+            ok, msg = _run(cmd)
+            if not ok:
+                out.append(f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'} — the unit is written; "
+                           "enable it from a login session with `systemctl --user enable --now remembrancer`")
+                return out
+        out.append("enabled and started (systemctl --user status remembrancer)")
+    return out
+
+
+def uninstall_service() -> list[str]:
+    out = []
+    if sys.platform == "darwin":
+        p = plist_path()
+        if p.exists():
+            _run(["launchctl", "unload", "-w", str(p)])
+            p.unlink()
+            out.append(f"removed {p}")
+    else:
+        p = unit_path()
+        if p.exists():
+            if shutil.which("systemctl"):
+                _run(["systemctl", "--user", "disable", "--now", UNIT_NAME])
+            p.unlink()
+            out.append(f"removed {p}")
+    return out or ["no service installed"]

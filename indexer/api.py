@@ -1,0 +1,159 @@
+"""Request parameters (as JSON) → engine calls → response dicts.
+
+One place turns untrusted parameters into typed calls, so the daemon, the in-process fallback
+of the MCP server and the CLI give the same answers and the same structured errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import reader
+from .chunks import estimate_tokens
+from .errors import UserError
+from .filters import Filters
+from .search import SearchRequest, search
+
+DEFAULT_BUDGET_TOKENS = 4000
+
+
+def _str(params: dict, name: str, default: str | None = None) -> str | None:
+    v = params.get(name, default)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise UserError(f"{name} must be a string", param=name)
+    return v
+
+
+def _list(params: dict, name: str) -> list[str]:
+    v = params.get(name)
+    if v is None or v == "":
+        return []
+    if isinstance(v, str):
+        return [x for x in (s.strip() for s in v.split(",")) if x]
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return v
+    raise UserError(f"{name} must be a string or a list of strings", param=name)
+
+
+def _int(params: dict, name: str, default: int, lo: int, hi: int) -> int:
+    v = params.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise UserError(f"{name} must be an integer from {lo} to {hi}, got {v!r}", param=name)
+    return v
+
+
+def filters_from(params: dict) -> Filters:
+    return Filters(types=_list(params, "type"), path=_str(params, "path"), tags=_list(params, "tags"),
+                   since=_str(params, "since"), until=_str(params, "until"))
+
+
+def do_search(engine, params: dict) -> dict:
+    req = SearchRequest(
+        query=_str(params, "query", "") or "",
+        limit=_int(params, "limit", 5, 1, 50),
+        filters=filters_from(params),
+        exact=bool(params.get("exact", False)),
+        explain=bool(params.get("explain", False)),
+        budget_tokens=_int(params, "budget_tokens", DEFAULT_BUDGET_TOKENS, 200, 50_000),
+    )
+    return fit_budget(search(engine, req), req.budget_tokens)
+
+
+def fit_budget(out: dict, budget_tokens: int) -> dict:
+    """Keep a response under its token budget: snippets shrink first, then the full content is
+    cut, then trailing pointers drop — and the response says what was left out."""
+    key = "best_weak" if out.get("no_strong_match") else "results"
+    results = out.get(key) or []
+    left_out: list[str] = []
+
+    def size() -> int:
+        return estimate_tokens(json.dumps(out, ensure_ascii=False))
+
+    for width in (160, 80):
+        if size() <= budget_tokens:
+            break
+        for r in results:
+            if len(r.get("snippet", "")) > width:
+                r["snippet"] = r["snippet"][:width] + "…"
+        left_out.append(f"snippets shortened to {width} chars")
+    if results and "content" in results[0] and size() > budget_tokens:
+        over = (size() - budget_tokens) * 4 + 200
+        content = results[0]["content"]
+        keep = max(len(content) - over, 400)
+        if keep < len(content):
+            results[0]["content"] = content[:keep]
+            results[0]["content_truncated"] = True
+            left_out.append(f"first result cut to {keep} of {len(content)} chars (use read for the rest)")
+    while len(results) > 1 and size() > budget_tokens:
+        dropped = results.pop()
+        left_out.append(f"dropped {dropped['path']} § {dropped['heading'] or '(preamble)'}")
+    if left_out:
+        out["left_out"] = left_out
+    return out
+
+
+def do_read(engine, params: dict) -> dict:
+    path = _str(params, "path")
+    if not path:
+        raise UserError("path is required", param="path")
+    heading = _str(params, "heading")
+    lines = params.get("lines")
+    if lines is not None:
+        if isinstance(lines, str) and ":" in lines:
+            lines = lines.split(":", 1)
+        try:
+            lines = (int(lines[0]), int(lines[1]))
+        except (TypeError, ValueError, IndexError):
+            raise UserError("lines must be [start, end] or \"start:end\"", param="lines") from None
+    if heading is not None and lines is not None:
+        raise UserError("give heading or lines, not both", param="lines")
+    if params.get("outline"):
+        return reader.outline(engine, path)
+    return reader.read(engine, path, heading=heading, lines=lines,
+                       offset=_int(params, "offset", 0, 0, 1 << 40),
+                       max_chars=_int(params, "max_chars", reader.DEFAULT_PAGE_CHARS, 100, 200_000))
+
+
+def do_outline(engine, params: dict) -> dict:
+    path = _str(params, "path")
+    if not path:
+        raise UserError("path is required", param="path")
+    return reader.outline(engine, path)
+
+
+def do_list(engine, params: dict) -> dict:
+    f = filters_from({"path": params.get("path"), "type": params.get("type")})
+    from .filters import sql, validate
+
+    f = validate(f, engine.catalog, engine.config.doc_types)
+    where, args = sql(f)
+    rows = engine.catalog.db.execute(
+        "SELECT d.path, d.doc_type, d.date, d.title, COUNT(s.id), SUM(length(s.content)), d.tags"
+        f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
+        " GROUP BY d.id ORDER BY d.path", args).fetchall()
+    limit = _int(params, "limit", 200, 1, 5000)
+    docs = [{"path": p, "type": t, "date": dt, "title": title, "sections": n, "tokens": (chars or 0) // 4,
+             "tags": json.loads(tags)} for p, t, dt, title, n, chars, tags in rows]
+    out = {"documents": docs[:limit], "total": len(docs)}
+    if len(docs) > limit:
+        out["truncated"] = True
+    return out
+
+
+READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list}
+
+
+def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
+    """Answer a read-only method (search/read/outline/list), or None if `method` is not one.
+
+    `freshness` is a callable giving the verdict the caller can vouch for (a daemon knows its
+    queue; an in-process engine knows whether it just refreshed)."""
+    fn = READ_METHODS.get(method)
+    if fn is None:
+        return None
+    out = fn(engine, params)
+    if method == "search":
+        out["index"] = freshness()
+    return out

@@ -1,0 +1,110 @@
+"""Rules a memory corpus deserves, applied after fusion: relevance first, then what kind of
+record a section is and when it was true.
+
+Every rule is a small multiplier (or, for time, a bounded bonus) so relevance still decides
+between clearly different sections; the rules decide among near ties. The defaults below were
+measured on the dev sets — docs/ranking.md has the before/after figures — and every one is
+overridable in the config file's [ranking] table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Questions about how to do something want the section that holds the procedure.
+HOWTO_RE = re.compile(
+    r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
+    r"safe way to|walk me through|what's the way to)\b", re.IGNORECASE)
+# Questions about the present state want the newest word on it.
+CURRENT_RE = re.compile(
+    r"\b(still|yet|any ?more|these days|at the moment|currently|current|now|latest|today|"
+    r"actually|finished|go ahead|end up|ended up)\b", re.IGNORECASE)
+_STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
+
+
+@dataclass
+class RankingConfig:
+    stale_factor: float = 0.75
+    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
+    recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
+    recency_bonus_current: float = 0.08  # the same when the question asks about the present
+    entity_record_boost: float = 1.15    # the record of an entity the question names
+    howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
+    enabled: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RankingConfig":
+        cfg = cls()
+        for k, v in d.items():
+            if not hasattr(cfg, k):
+                from .errors import UserError
+
+                raise UserError(f"unknown [ranking] key {k!r}", param="ranking",
+                                options=sorted(cls.__dataclass_fields__))
+            if k == "type_weights":
+                cfg.type_weights = {**cfg.type_weights, **{str(t): float(w) for t, w in v.items()}}
+            else:
+                setattr(cfg, k, type(getattr(cfg, k))(v))
+        return cfg
+
+
+@dataclass
+class Intent:
+    howto: bool
+    current: bool
+    entities: list[str]
+
+
+def intent(query: str, entity_matcher) -> Intent:
+    return Intent(bool(HOWTO_RE.search(query)), bool(CURRENT_RE.search(query)),
+                  entity_matcher.mentions(query) if entity_matcher is not None else [])
+
+
+def has_steps(content: str) -> bool:
+    return len(_STEPS_RE.findall(content)) >= 2
+
+
+def date_value(date: str | None) -> int | None:
+    if not date:
+        return None
+    try:
+        y, m, d = (int(x) for x in date.split("-"))
+        return y * 372 + m * 31 + d
+    except ValueError:
+        return None
+
+
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow; `entity_paths`
+    maps an entity name to the path of its own record."""
+    if not cfg.enabled or not cands:
+        return
+    own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
+    dates = [v for v in (date_value(rows[s].date) for s in cands if s in rows) if v is not None]
+    lo, hi = (min(dates), max(dates)) if dates else (0, 0)
+    bonus = cfg.recency_bonus_current if it.current else cfg.recency_bonus
+    for sid, c in cands.items():
+        s = rows.get(sid)
+        if s is None:
+            continue
+        factor = 1.0
+        if s.stale or s.doc_stale:
+            factor *= cfg.stale_factor
+            c.why.append(f"stale ×{cfg.stale_factor}")
+        w = cfg.type_weights.get(s.doc_type, 1.0)
+        if w != 1.0:
+            factor *= w
+            c.why.append(f"type {s.doc_type} ×{w}")
+        if s.path in own_records:
+            factor *= cfg.entity_record_boost
+            c.why.append(f"record of {', '.join(it.entities)} ×{cfg.entity_record_boost}")
+        if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
+            factor *= cfg.howto_steps_boost
+            c.why.append(f"how-to question, section has steps ×{cfg.howto_steps_boost}")
+        c.score *= factor
+        v = date_value(s.date)
+        if v is not None and hi > lo and bonus:
+            b = bonus * (v - lo) / (hi - lo)
+            c.score += b
+            c.why.append(f"recency +{b:.3f}")

@@ -1,0 +1,182 @@
+"""The MCP server's way to the index, kept alive for a whole session.
+
+At start-up it takes what `daemon.connect.connect` gives (the running daemon for this corpus, a
+daemon started on demand, or the engine in-process read-only). During the session:
+
+* the daemon closes idle connections (protocol.IDLE_TIMEOUT_S) and exits after `idle_exit_s`
+  without requests, so a lost connection is normal: the call is sent again on a new one, to the
+  same daemon if it still answers, else to a daemon started again;
+* if no daemon can be had, the call is answered by the read-only local engine, whose freshness
+  verdict says STALE and why; every RETRY_S the daemon is looked for (and started) again.
+
+Calls are serialised: tool functions run on worker threads, and the socket client is not
+thread-safe.
+"""
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from daemon import connect as dconnect
+from daemon.client import DaemonUnavailable, ping
+from daemon.protocol import IDLE_TIMEOUT_S
+from indexer.config import Config, socket_path
+from indexer.errors import UserError
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 60.0          # how often a read-only fallback tries to get a daemon again
+STARTING_WAIT_S = 60.0  # how long to wait for a daemon another process is starting
+
+
+class Link:
+    def __init__(self, config: Config | None, idle_exit_s: float, *, config_error: UserError | None = None):
+        self.config = config
+        self.config_error = config_error
+        self.idle_exit_s = idle_exit_s
+        self.backend = None
+        self.start_problem: str | None = None   # why start-up found nothing to answer from
+        self.lock = threading.RLock()
+        self._last_attempt = 0.0
+        self._last_call = time.monotonic()
+
+    # -- connecting -------------------------------------------------------------------------------
+    @property
+    def kind(self) -> str | None:
+        return getattr(self.backend, "kind", None)
+
+    def open(self) -> None:
+        """Connect now (start-up); raises UserError when there is nothing to answer from."""
+        with self.lock:
+            if self.backend is None:
+                self._connect()
+
+    def _connect(self) -> None:
+        if self.config_error is not None:
+            raise self.config_error
+        self._last_attempt = time.monotonic()
+        error: UserError | None = None
+        try:
+            backend = dconnect.connect(self.config, start=True, readonly_fallback=True,
+                                       idle_exit_s=self.idle_exit_s)
+        except UserError as e:
+            backend, error = None, e
+        if (backend is None or backend.kind == "local") and self.config.roots:
+            # Our daemon may have lost the start-up race to one another client is starting.
+            found = self._await_starting_daemon()
+            if found is not None:
+                if backend is not None:
+                    backend.close()
+                backend = found
+        if backend is None:
+            raise error
+        if backend.kind == "local":
+            log.info("no daemon: answering read-only from the last index (%s)", backend.reason)
+        else:
+            log.info("using the daemon on %s", backend.sock)
+        self.backend = backend
+
+    def _await_starting_daemon(self) -> dconnect.DaemonBackend | None:
+        """A daemon holding the socket's lock but not answering yet is starting: wait for it.
+
+        The lock file holds the pid of the daemon that last took it; a live pid means one is
+        running or starting (a dead one is a leftover). Reading it never takes the lock, so this
+        cannot make a real daemon's start fail."""
+        sock = Path(socket_path())
+        lockfile = Path(str(sock) + ".lock")
+        try:
+            pid = int(lockfile.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return None
+        if pid <= 0 or pid == os.getpid() or not _alive(pid):
+            return None
+        log.info("daemon pid %d holds %s; waiting for it to answer", pid, lockfile)
+        deadline = time.monotonic() + STARTING_WAIT_S
+        while time.monotonic() < deadline and _alive(pid):
+            st = ping(sock, timeout=1.0)
+            if st is not None:
+                if not dconnect.same_roots(st, self.config):
+                    return None
+                return dconnect.DaemonBackend(sock, st)
+            time.sleep(0.2)
+        return None
+
+    def _retry_daemon(self) -> None:
+        """From a read-only fallback, switch to a daemon again when one can be had."""
+        now = time.monotonic()
+        found = dconnect.find_daemon(self.config)
+        if found is None and now - self._last_attempt >= RETRY_S:
+            self._last_attempt = now
+            try:
+                found = dconnect.start_daemon(self.config, idle_exit_s=self.idle_exit_s)
+            except (DaemonUnavailable, OSError) as e:
+                log.info("daemon still unavailable: %s", e)
+        if found is not None:
+            log.info("daemon back on %s; leaving the read-only fallback", found.sock)
+            self.backend.close()
+            self.backend = found
+
+    def _drop(self) -> None:
+        if self.backend is not None:
+            try:
+                self.backend.close()
+            except Exception:  # closing a dead connection must not hide the real problem
+                log.debug("closing the backend failed", exc_info=True)
+        self.backend = None
+
+    # -- calls ------------------------------------------------------------------------------------
+    def call(self, method: str, **params) -> dict:
+        with self.lock:
+            if self.backend is None:
+                self._connect()
+            elif self.backend.kind == "local" and getattr(self.backend, "readonly", False) and self.config.roots:
+                self._retry_daemon()
+            elif self.backend.kind == "daemon" and time.monotonic() - self._last_call > IDLE_TIMEOUT_S - 2:
+                self.backend.client.close()   # the daemon has closed (or is about to close) this idle connection
+            try:
+                return self._send(method, params)
+            except DaemonUnavailable as e:
+                lost = e
+            self._drop()
+            again = self._reattach()
+            if again is not None:
+                log.info("reconnected to the daemon (%s)", lost)
+                self.backend = again
+            else:
+                log.warning("lost the daemon (%s); starting it again", lost)
+                self._connect()
+            return self._send(method, params)
+
+    def _send(self, method: str, params: dict) -> dict:
+        out = self.backend.call(method, **params)
+        self._last_call = time.monotonic()
+        return out
+
+    def _reattach(self) -> dconnect.DaemonBackend | None:
+        """The same daemon on a new connection, if it still answers for this corpus."""
+        sock = Path(socket_path())
+        st = ping(sock)
+        if st is None or (self.config.roots and not dconnect.same_roots(st, self.config)):
+            return None
+        return dconnect.DaemonBackend(sock, st)
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
+
+
+def _alive(pid: int) -> bool:
+    """A running process (a zombie — exited, not yet reaped — counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True

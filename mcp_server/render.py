@@ -1,0 +1,159 @@
+"""Text for the MCP tools' content blocks: what the model reads.
+
+Every rendering shows only what the structured response holds (the api already trimmed that to
+its token budget), so the text can never be larger than the data it describes.
+"""
+
+import json
+import time
+
+
+def freshness_line(idx: dict | None) -> str:
+    """One line: fresh / catching up: N changes queued, S s behind / STALE: reason."""
+    idx = idx or {}
+    v = idx.get("verdict")
+    size = ""
+    if idx.get("documents") is not None:
+        size = f" ({idx['documents']} documents, {idx.get('sections', '?')} sections)"
+    if v == "fresh":
+        detail = idx.get("detail")
+        return f"Index fresh{size}" + (f": {detail}." if detail else ".")
+    if v == "catching_up":
+        if idx.get("queued_changes"):
+            what = f"{idx['queued_changes']} changes queued, {idx.get('seconds_behind') or 0:g} s behind"
+        else:
+            what = idx.get("reason") or "updating"
+        return f"Index catching up: {what}{size} — the newest edits may be missing."
+    if v == "stale":
+        return f"Index STALE: {idx.get('reason') or 'unknown reason'}{size} — recent changes may be missing."
+    return "Index freshness unknown."
+
+
+def _loc(r: dict) -> str:
+    lines = r.get("lines") or ["?", "?"]
+    return f"lines {lines[0]}-{lines[1]}"
+
+
+def _head(r: dict) -> str:
+    return r.get("heading") or "(preamble)"
+
+
+def _facts(r: dict) -> str:
+    bits = [_loc(r), r.get("type") or "?"]
+    if r.get("date"):
+        bits.append(r["date"])
+    bits.append(f"~{r.get('tokens', '?')} tokens")
+    if r.get("stale"):
+        bits.append("marked stale/superseded")
+    return ", ".join(bits)
+
+
+def _pointer(i: int, r: dict) -> str:
+    out = f"{i}. {r['path']} § {_head(r)} — {_facts(r)}"
+    if r.get("snippet"):
+        out += f"\n   {r['snippet']}"
+    return out
+
+
+def search_text(out: dict) -> str:
+    parts = [freshness_line(out.get("index"))]
+    for n in out.get("notes") or []:
+        parts.append(f"Note: {n}")
+    results = out.get("results") or []
+    if out.get("no_strong_match"):
+        weak = out.get("best_weak") or []
+        parts.append(f"No strong match for {out.get('query', '')!r}. The candidates below are weak and may not "
+                     "answer the question; that is not proof the memory lacks it — rephrase, drop filters, or "
+                     "try exact=true for literal strings.")
+        parts += [_pointer(i, r) for i, r in enumerate(weak, 1)]
+    elif not results:
+        parts.append((out.get("message") or "No section matches.") + " An empty result is not proof of absence: "
+                     "rephrase, widen the filters, or try exact=true for literal strings.")
+    else:
+        best = results[0]
+        head = f"Best match: {best['path']} § {_head(best)} — {_facts(best)}, {best.get('provenance', '?')}"
+        body = best.get("content")
+        if body is None:
+            parts.append(head + (f"\n{best['snippet']}" if best.get("snippet") else ""))
+        else:
+            body = body.rstrip("\n")
+            if best.get("content_truncated"):
+                body += (f"\n[… cut to fit the response; read(path={best['path']!r}, heading={best['heading']!r}) "
+                         "gives the whole section]")
+            parts.append(f"{head}\n\n{body}")
+        if best.get("also"):
+            parts.append("Also in this document: " + "; ".join(best["also"]))
+        if len(results) > 1:
+            parts.append("Other matches (open one with read(path, heading)):\n"
+                         + "\n".join(_pointer(i, r) for i, r in enumerate(results[1:], 2)))
+    if out.get("left_out"):
+        parts.append("Left out to fit the budget: " + "; ".join(out["left_out"]))
+    return "\n\n".join(parts)
+
+
+def read_text(out: dict) -> str:
+    where = out["path"]
+    if out.get("heading") is not None:
+        where += f" § {out['heading'] or '(preamble)'}"
+    if out.get("lines"):
+        where += f" ({_loc(out)})"
+    head = f"{where} — {out.get('type') or '?'}{', ' + out['date'] if out.get('date') else ''}; " \
+           f"chars {out['offset']}-{out['offset'] + out['returned_chars']} of {out['total_chars']}"
+    text = f"{head}\n\n{out['content']}"
+    if out.get("truncated"):
+        rest = out["total_chars"] - out["offset"] - out["returned_chars"]
+        text += f"\n\n[… {rest} more chars: continue with offset={out['next_offset']}]"
+    return text
+
+
+def outline_text(out: dict) -> str:
+    lines = [f"{out['path']} — {out.get('type') or '?'}, {out.get('date') or 'undated'}, "
+             f"~{out['total_tokens']} tokens, {len(out['sections'])} sections"]
+    for s in out["sections"]:
+        indent = "  " * max(s["level"] - 1, 0)
+        name = s["heading"].split(" > ")[-1] if s["heading"] else "(preamble)"
+        lines.append(f"{indent}- {name} [lines {s['lines'][0]}-{s['lines'][1]}, ~{s['tokens']} tokens]")
+    lines.append("Open a section with read(path, heading=<its name or breadcrumb>).")
+    return "\n".join(lines)
+
+
+def list_text(out: dict) -> str:
+    lines = [f"{d['path']} — {d['type']}, {d.get('date') or 'undated'}, {d['sections']} sections, "
+             f"~{d['tokens']} tokens" + (f": {d['title']}" if d.get("title") else "")
+             for d in out["documents"]]
+    n = len(out["documents"])
+    if out.get("truncated"):
+        lines.append(f"(first {n} of {out['total']} documents; narrow with path= or type=)")
+    else:
+        lines.append(f"{out['total']} documents")
+    return "\n".join(lines)
+
+
+def status_text(st: dict) -> str:
+    lines = [freshness_line(st.get("freshness"))]
+    d = st.get("daemon")
+    if d:
+        lines.append(f"Daemon: pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
+                     f"model loaded {d['model_loads']}x, {d['queued_changes']} changes queued"
+                     + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
+    else:
+        lines.append("Daemon: none — answered by the engine inside the MCP server (read-only).")
+    for r in st.get("roots", []):
+        head = ""
+        if r.get("head_current"):
+            same = r.get("head_indexed") == r["head_current"]
+            head = f", HEAD {r['head_current'][:10]} ({'indexed' if same else 'not indexed yet'})"
+        lines.append(f"Root {r['name']}: {r['path']}{head}")
+    when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"]))
+            if st.get("last_indexed_at") else "never")
+    lines.append(f"{st.get('documents', '?')} documents, {st.get('sections', '?')} sections, "
+                 f"{st.get('vectors', '?')} vectors; generation {st.get('generation', '?')}; last indexed {when}")
+    m = st.get("model")
+    lines.append(f"Model: {m['name']} ({m['dim']} dims)" if m else "Model: none yet")
+    for w in st.get("warnings") or []:
+        lines.append(f"Warning: {w}")
+    return "\n".join(lines)
+
+
+def error_text(err: dict) -> str:
+    return json.dumps({"error": err}, ensure_ascii=False)

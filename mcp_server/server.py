@@ -1,0 +1,277 @@
+"""The stdio MCP server: search, read, list_documents and index_status over the memory index.
+
+A client of the daemon (started on demand when none serves this corpus; a read-only engine
+in-process when none can start). Tool descriptions are written at start-up from the live index.
+stdout is the JSON-RPC stream: logs go to stderr, and nothing else may write to fd 1.
+
+No `from __future__ import annotations` here: the SDK reads the tool signatures at run time.
+"""
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from indexer.config import DOC_TYPES, load_config
+from indexer.errors import UserError
+
+from . import describe, render
+from .link import Link
+
+log = logging.getLogger("remembrancer.mcp")
+
+SERVER_NAME = "remembrancer"
+INITIAL_INDEX_WAIT_S = 20.0   # a daemon just started on a never-indexed corpus: wait this long for it
+LIST_LIMIT = 100              # list_documents rows per answer (~4000 tokens with the structured copy)
+
+Result = Annotated[CallToolResult, dict[str, Any]]
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+
+BASE_INSTRUCTIONS = (
+    "remembrancer: the team's working memory, a folder of Markdown (journal, host/service records, "
+    "runbooks, lessons, plans, docs). Use `search` first — it returns the best section in full and "
+    "pointers to others; open a pointer with `read(path, heading)`. Every search answer starts with the "
+    "index's freshness verdict; if it says STALE, recent edits may be missing. Journal entries are "
+    "observations on a date (newest wins); host/service records are current state; plans are intentions.")
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+def ok(text: str, data: dict) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def fail(err: dict) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=render.error_text(err))],
+                          structured_content={"error": err}, is_error=True)
+
+
+def guarded(tool: str, fn) -> CallToolResult:
+    """Run one tool body: UserError → structured error; anything else → one line, details to stderr."""
+    try:
+        return fn()
+    except UserError as e:
+        return fail(e.to_dict())
+    except Exception as e:
+        log.exception("tool %s failed", tool)
+        first = str(e).splitlines()[0] if str(e) else ""
+        return fail({"code": "internal", "message": f"internal error in {tool}: {type(e).__name__}"
+                     + (f": {first}" if first else "") + " (details in the server log on stderr)"})
+
+
+def validation_error(tool: str, exc: ValidationError) -> dict:
+    """Pydantic's complaint about the arguments as the same structured error the engine gives."""
+    errs = exc.errors()
+    first = errs[0] if errs else {}
+    loc = [str(p) for p in first.get("loc", ())]
+    param = loc[0] if loc else None
+    msg = first.get("msg", "invalid argument")
+    message = f"{param}: {msg}" if param else msg
+    if param and "input" in first and not isinstance(first["input"], dict):
+        got = repr(first["input"])
+        message += f", got {got if len(got) <= 80 else got[:77] + '...'}"
+    err: dict = {"code": "bad_input", "message": message}
+    if param:
+        err["param"] = param
+    ctx = first.get("ctx") or {}
+    if "expected" in ctx:
+        err["valid_options"] = [x.strip(" '\"") for x in str(ctx["expected"]).replace(" or ", ",").split(",")
+                                if x.strip(" '\"")]
+    others = sorted({str(e["loc"][0]) for e in errs[1:] if e.get("loc")} - {param})
+    if others:
+        err["hint"] = "also invalid: " + ", ".join(others)
+    return err
+
+
+class RememberServer(MCPServer):
+    """MCPServer whose argument errors are structured like the engine's (code, message, param)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                return fail(validation_error(name, e.__cause__))
+            raise
+
+
+# -- the server ------------------------------------------------------------------------------------
+
+def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] = DOC_TYPES) -> MCPServer:
+    """The MCP server over `link`, with descriptions from the index as it is now."""
+    facts = describe.gather(link.call) if link.backend is not None else describe.IndexFacts(
+        warning=link.start_problem or "no index available")
+    if facts.warning:
+        log.warning("remembrancer MCP: %s", facts.warning)
+    server_instructions = BASE_INSTRUCTIONS
+    if facts.warning:
+        server_instructions += f"\nWARNING: {facts.warning}."
+    if instructions:
+        server_instructions += "\n\n" + instructions.strip()
+    server = RememberServer(SERVER_NAME, description="Hybrid search over a Markdown working memory.",
+                            instructions=server_instructions, version=_version())
+
+    def search(
+        query: Annotated[str, Field(description="The question or keywords, in plain words. May be empty when "
+                                    "filters are given (then: matching sections, newest first).")],
+        limit: Annotated[int, Field(ge=1, le=50, description="How many sections to return (1-50); the first "
+                                    "comes in full, the rest as pointers.")] = 5,
+        type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
+                                                      "'runbook' or ['host', 'journal'].")] = None,
+        path: Annotated[str | None, Field(description="Only documents under this path prefix, e.g. 'runbooks/'.",
+                                          max_length=1000)] = None,
+        tags: Annotated[str | list[str] | None, Field(description="Only documents having ALL these front "
+                                                      "matter tags.")] = None,
+        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
+                                           max_length=40)] = None,
+        until: Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.",
+                                           max_length=40)] = None,
+        exact: Annotated[bool, Field(description="Literal, case-insensitive string match only — for error "
+                                     "messages, identifiers, paths.")] = False,
+    ) -> Result:
+        def body():
+            out = link.call("search", query=query, limit=limit, type=type, path=path, tags=tags,
+                            since=since, until=until, exact=exact)
+            return ok(render.search_text(out), out)
+        return guarded("search", body)
+
+    def read(
+        path: Annotated[str, Field(description="Document path as search/list_documents print it, e.g. "
+                                   "'runbooks/postgres/restore.md'.", min_length=1, max_length=1000)],
+        heading: Annotated[str | None, Field(description="A section: its breadcrumb 'H1 > H2' or a unique last "
+                                             "part, e.g. 'Restore'.")] = None,
+        lines: Annotated[list[int] | str | None, Field(description="A line range [start, end] (1-based, "
+                                                       "inclusive) or 'start:end'.")] = None,
+        outline: Annotated[bool, Field(description="Return the document's sections with line ranges and "
+                                       "token sizes instead of text.")] = False,
+        offset: Annotated[int, Field(ge=0, description="Character offset to start from (paging: use "
+                                     "next_offset from the previous answer).")] = 0,
+        max_chars: Annotated[int, Field(ge=100, le=200_000, description="Most characters to return in "
+                                        "this page.")] = 20_000,
+    ) -> Result:
+        def body():
+            if outline:
+                out = link.call("outline", path=path)
+                return ok(render.outline_text(out), out)
+            out = link.call("read", path=path, heading=heading, lines=lines, offset=offset, max_chars=max_chars)
+            return ok(render.read_text(out), out)
+        return guarded("read", body)
+
+    def list_documents(
+        path: Annotated[str | None, Field(description="Path prefix, e.g. 'hosts/'.", max_length=1000)] = None,
+        type: Annotated[str | list[str] | None, Field(description="Only these doc types.")] = None,
+    ) -> Result:
+        def body():
+            out = link.call("list", path=path, type=type, limit=LIST_LIMIT)
+            return ok(render.list_text(out), out)
+        return guarded("list_documents", body)
+
+    def index_status() -> Result:
+        def body():
+            st = link.call("status")
+            return ok(render.status_text(st), st)
+        return guarded("index_status", body)
+
+    server.add_tool(search, description=describe.index_map(facts), annotations=READ_ONLY,
+                    title="Search the memory")
+    server.add_tool(read, description=describe.read_description(facts), annotations=READ_ONLY,
+                    title="Read a section, outline or page")
+    server.add_tool(list_documents, description=describe.list_description(facts, doc_types),
+                    annotations=READ_ONLY, title="List documents")
+    server.add_tool(index_status, description=describe.status_description(), annotations=READ_ONLY,
+                    title="Index status and freshness")
+    return server
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("remembrancer")
+    except Exception:
+        return ""
+
+
+def wait_for_first_index(link: Link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
+    """A daemon just started on a corpus never indexed has nothing to describe yet: give its first
+    pass a little time, so the tool descriptions show the corpus rather than an empty index."""
+    if link.kind != "daemon":
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        st = link.call("status")
+        fr = st.get("freshness") or {}
+        building = st.get("documents", 0) == 0 and (st.get("last_indexed_at") is None
+                                                    or fr.get("verdict") == "catching_up")
+        if not building:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("the first index is still being built; tool descriptions show what is there now")
+            return
+        time.sleep(0.25)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """While setting up, fd 1 (the future JSON-RPC stream) points at stderr, for C libraries and
+    child processes too; sys.stdout is swapped for the same reason. Restored on exit — the SDK's
+    stdio transport then takes fd 1 over and diverts it again while it serves."""
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    saved_stdout = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            saved_stdout.flush()
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+        sys.stdout = saved_stdout
+
+
+def _ensure_stderr_logging() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                            format="%(levelname)s %(name)s: %(message)s")
+    for h in root.handlers:
+        if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stdout:
+            h.setStream(sys.stderr)
+
+
+def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "") -> int:
+    """`remembrancer mcp`: connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
+    _ensure_stderr_logging()
+    with stdout_to_stderr():
+        config, config_error = None, None
+        try:
+            config = load_config(root_args)
+        except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
+            config_error = e
+        link = Link(config, idle_exit_s, config_error=config_error)
+        try:
+            link.open()
+            wait_for_first_index(link)
+        except UserError as e:
+            link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
+        except Exception as e:  # the server still starts; each call retries and reports
+            link.start_problem = f"{type(e).__name__}: {e}"
+            log.exception("remembrancer MCP: connecting to the index failed")
+        server = build_server(link, instructions, config.doc_types if config else DOC_TYPES)
+    try:
+        server.run("stdio")
+    finally:
+        with stdout_to_stderr():
+            link.close()
+    return 0

@@ -1,0 +1,259 @@
+"""The real daemon process on a real Unix socket (the tiny model keeps it fast)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from daemon.client import Client, DaemonError
+from tests.corpus_helpers import EXAMPLES, git, git_init, write
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(pred, timeout=20.0, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("condition not met in time")
+
+
+class DaemonProc:
+    def __init__(self, tmp: Path, roots: list[Path], model_dir: Path, extra=()):
+        self.sock = tmp / "run" / "d.sock"
+        self.env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_SOCKET": str(self.sock),
+                    "REMEMBRANCER_CONFIG": str(tmp / "config.toml"), "PYTHONPATH": str(PROJECT)}
+        (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
+        self.cmd = [sys.executable, "-m", "cli.main", "serve", *extra]
+        for r in roots:
+            self.cmd += ["--root", str(r)]
+        self.log = tmp / "daemon.log"
+        self.proc = None
+
+    def start(self, wait=True):
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        if wait:
+            wait_for(lambda: self.sock.exists() and self.ping())
+            self.wait_fresh()
+        return self
+
+    def ping(self):
+        try:
+            return self.call("status")
+        except Exception:
+            return None
+
+    def call(self, method, **params):
+        with Client(self.sock, timeout=30) as c:
+            return c.call(method, **params)
+
+    def wait_fresh(self, timeout=30.0):
+        def fresh():
+            st = self.ping()
+            return st if st and st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"] else None
+        return wait_for(fresh, timeout)
+
+    def search(self, q, **kw):
+        return self.call("search", query=q, **kw)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture
+def notes(tmp_path):
+    root = tmp_path / "notes"
+    import shutil
+    shutil.copytree(EXAMPLES, root)
+    return root
+
+
+@pytest.fixture
+def daemon(tmp_path, notes, tiny_model_dir):
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
+    yield d
+    d.stop()
+
+
+def consistent(d: DaemonProc) -> dict:
+    """Catalog, tantivy and hnswlib agree: same sections, same passages, no duplicates."""
+    st = d.call("status")
+    db = sqlite3.connect(f"file:{st['index_dir']}/catalog.sqlite3?mode=ro", uri=True)
+    paths = [r[0] for r in db.execute("SELECT path FROM documents")]
+    assert len(paths) == len(set(paths))
+    passages = {r[0] for r in db.execute("SELECT id FROM passages")}
+    chunks = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    missing_vec = db.execute("SELECT COUNT(*) FROM passages p LEFT JOIN embeddings e ON e.text_sha=p.text_sha"
+                             " WHERE e.text_sha IS NULL").fetchone()[0]
+    gen = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+    meta = json.loads(Path(st["index_dir"], "vectors/vectors.json").read_text())
+    assert set(meta["live"]) == passages
+    assert missing_vec == 0
+    assert st["fulltext_generation"] == st["vectors_generation"] == gen
+    import tantivy
+    idx = tantivy.Index.open(str(Path(st["index_dir"]) / "fulltext"))
+    assert idx.searcher().num_docs == chunks
+    db.close()
+    return {"documents": len(paths), "passages": len(passages)}
+
+
+def test_socket_is_private_and_a_second_daemon_is_refused(daemon, tmp_path, notes, tiny_model_dir):
+    assert oct(daemon.sock.stat().st_mode & 0o777) == "0o600"
+    assert oct(daemon.sock.parent.stat().st_mode & 0o777) == "0o700"
+    second = DaemonProc(tmp_path, [notes], tiny_model_dir)
+    p = subprocess.run(second.cmd, env=second.env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "already serves" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_stale_socket_is_replaced(tmp_path, notes, tiny_model_dir):
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir)
+    d.sock.parent.mkdir(parents=True, mode=0o700)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(d.sock))
+    s.close()  # a socket file nobody listens on, as after a crash
+    d.start()
+    try:
+        assert d.search("pgBackRest")["results"]
+    finally:
+        d.stop()
+
+
+def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(daemon.sock))
+    f = s.makefile("rwb")
+    for bad in (b"not json\n", b"[1,2]\n", b'{"method": "drop_tables"}\n', b'{"method": "search", "params": 5}\n',
+                b"\xff\xfe\n", b"x" * 1_100_000 + b"\n"):
+        f.write(bad)
+        f.flush()
+        resp = json.loads(f.readline())
+        assert resp["ok"] is False and resp["error"]["code"] in ("malformed", "unknown_method", "too_large")
+    s.close()
+    with pytest.raises(DaemonError) as ei:
+        daemon.call("search", query="x", limit=0)
+    assert ei.value.error["param"] == "limit"
+    assert daemon.search("pgBackRest restore")["results"]
+
+
+def test_atomic_save_becomes_searchable_without_commit(daemon, notes):
+    target = notes / "memory/zebra.md"
+    tmp = notes / "memory/.zebra.md.tmp"
+    tmp.write_text("# Zebra crossings\n\nThe quokka protocol needs xylophone tuning.\n")
+    os.replace(tmp, target)
+    hit = wait_for(lambda: [r for r in daemon.search("quokka xylophone")["results"] if r["path"] == "memory/zebra.md"])
+    assert hit
+    # vim-style save: move original away, write new, delete backup
+    os.rename(target, notes / "memory/zebra.md~")
+    target.write_text("# Zebra crossings\n\nThe wombat protocol replaced it.\n")
+    (notes / "memory/zebra.md~").unlink()
+    wait_for(lambda: any(r["path"] == "memory/zebra.md" for r in daemon.search("wombat protocol")["results"]))
+    st = daemon.wait_fresh()
+    assert not any(r.startswith("memory/zebra.md~") for r in json.dumps(st))
+    consistent(daemon)
+
+
+def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo, "a.md", "# Alpha\n\nThe capybara runbook.\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    d = DaemonProc(tmp_path, [repo], tiny_model_dir).start()
+    try:
+        from hooks.install import install_hooks
+        install_hooks(repo)
+        git(repo, "checkout", "-qb", "feature")
+        write(repo, "b.md", "# Beta\n\nThe pangolin procedure.\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "two")
+        wait_for(lambda: any(r["path"] == "b.md" for r in d.search("pangolin procedure")["results"]))
+        git(repo, "checkout", "-q", "main")
+        def equal_to_tree():
+            st = d.wait_fresh()
+            docs = {x["path"] for x in d.call("list")["documents"]}
+            return docs == {"a.md"} and st
+        st = wait_for(equal_to_tree)
+        assert st["roots"][0]["head_indexed"] == git(repo, "rev-parse", "HEAD")
+        consistent(d)
+    finally:
+        d.stop()
+
+
+def test_sigterm_exits_cleanly(daemon):
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(10) == 0
+    assert not daemon.sock.exists()
+
+
+def test_root_that_vanishes_and_returns(tmp_path, notes, tiny_model_dir):
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir, extra=("--rescan", "1")).start()
+    try:
+        n = d.call("status")["documents"]
+        away = notes.with_name("away")
+        notes.rename(away)
+        time.sleep(2.5)
+        st = d.call("status")
+        assert st["documents"] == n  # an unreadable root keeps its documents
+        away.rename(notes)
+        write(notes, "new.md", "# New\n\nThe okapi arrived.\n")
+        wait_for(lambda: any(r["path"] == "new.md" for r in d.search("okapi arrived")["results"]), timeout=30)
+    finally:
+        d.stop()
+
+
+def test_idle_exit(tmp_path, notes, tiny_model_dir):
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir, extra=("--idle-exit", "1.5")).start()
+    assert d.proc.wait(30) == 0
+    assert not d.sock.exists()
+
+
+def test_kill_9_during_reindex_then_restart_is_consistent(tmp_path, tiny_model_dir):
+    root = tmp_path / "big"
+    for i in range(400):
+        write(root, f"d{i:03}.md", f"# Doc {i}\n\n" + "\n\n".join(
+            f"Paragraph {j} of document {i} talks about topic{i % 17} and item{j}." for j in range(12)))
+    d = DaemonProc(tmp_path, [root], tiny_model_dir)
+    d.start(wait=False)
+    db_path = None
+
+    def some_indexed():
+        nonlocal db_path
+        st = d.ping()
+        if st and 20 < st["documents"] < 400:
+            db_path = Path(st["index_dir"]) / "catalog.sqlite3"
+            return True
+        return False
+
+    wait_for(some_indexed, timeout=60, step=0.02)
+    d.proc.kill()
+    d.proc.wait()
+    db = sqlite3.connect(db_path)
+    done_docs = db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    done_vecs = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    db.close()
+    assert 0 < done_docs < 400
+    d.start()
+    st = d.wait_fresh(60)
+    assert st["documents"] == 400
+    counts = consistent(d)
+    assert counts["documents"] == 400
+    assert st["daemon"]["last_ingest"]["embedded"] == counts["passages"] - done_vecs
+    d.stop()
