@@ -2,11 +2,14 @@
 
 A chunk is a section, or a part of an oversized one split at paragraph boundaries (never inside
 a code fence); every part keeps its section's breadcrumb. Passages are the section's blocks —
-paragraphs, list items, code blocks, table rows — merged greedily up to a size the model can see
-whole (it truncates at 256 tokens), because a question usually matches one passage of a
-section, and "best passage per section" beats one vector per section (FIELD-NOTES).
-Every embedded text starts with a context header `[type] path > H1 > H2` so a passage of a
-section called "Verify" still says whose it is.
+paragraphs, list items, code blocks, table rows — each on its own (long ones cut into windows
+the model sees whole: it truncates at 256 tokens), because a question usually matches one
+block of a section. Every embedded text starts with a context header `[type] H1 > H2 > H3` so a
+passage of a section called "Verify" still says whose it is.
+
+Measured on the dev sets (dense leg alone, Top-1): one block per passage beat blocks merged to
+~700 chars (mm-v1 61 vs 46 %, memory-dev 38 vs 29 %, mm-v2 53 vs 47 %), and a header without
+the file path beat one with it (the path's tokens are noise to the model). docs/ranking.md.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import re
 from dataclasses import dataclass
 
 MAX_CHUNK_CHARS = 4000   # ≈1,000 tokens: one readable unit for an agent
-PASSAGE_CHARS = 700      # ≈175 tokens + header: fits the 256-token window
-MAX_PASSAGE_CHARS = 1000
+MAX_PASSAGE_CHARS = 1000  # ≈250 tokens: a longer block is cut into windows
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM_RE = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])\s")
@@ -33,8 +35,9 @@ class Chunk:
     text: str
 
 
-def context_header(doc_type: str, path: str, heading: str) -> str:
-    return f"[{doc_type}] {path}" + (f" > {heading}" if heading else "")
+def context_header(doc_type: str, title: str, heading: str) -> str:
+    """`[type] H1 > H2` — the breadcrumb names whose section it is; `title` stands in for a preamble."""
+    return f"[{doc_type}] {heading or title}"
 
 
 def text_sha(text: str) -> str:
@@ -137,8 +140,8 @@ def _pack(pieces: list[tuple[int, str]], start_line: int, max_chars: int) -> lis
 
 
 def passages(body: str) -> list[str]:
-    """Blocks of a section body merged greedily up to PASSAGE_CHARS; list items and table rows
-    are their own blocks so one item can carry the match."""
+    """The blocks of a section body: paragraphs, code blocks, and each list item and table row
+    on its own, so one item can carry the match."""
     lines = body.split("\n")
     units: list[str] = []
     for b_start, b_end in _blocks(lines):
@@ -147,16 +150,17 @@ def passages(body: str) -> list[str]:
             units.extend(_windows("\n".join(block_lines)))
             continue
         units.extend(_split_items(block_lines))
-    merged: list[str] = []
-    for u in units:
-        if merged and len(merged[-1]) + len(u) + 1 <= PASSAGE_CHARS:
-            merged[-1] += "\n" + u
-        else:
-            merged.append(u)
-    return [p for p in merged if p.strip()]
+    return [u for u in units if u.strip()]
+
+
+_TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{2,}")
 
 
 def _split_items(block_lines: list[str]) -> list[str]:
+    if len(block_lines) >= 3 and _TABLE_ROW_RE.match(block_lines[0]) and _TABLE_SEP_RE.match(block_lines[1]):
+        # A table row means little without its column names: each row carries the header row.
+        header = block_lines[0]
+        return [w for row in block_lines[2:] if row.strip() for w in _windows(f"{header}\n{row}")]
     items: list[list[str]] = []
     for line in block_lines:
         starts_item = bool(_LIST_ITEM_RE.match(line)) or bool(_TABLE_ROW_RE.match(line))

@@ -17,6 +17,7 @@ import platformdirs
 
 from .errors import UserError
 from .rank import RankingConfig
+from .redact import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
 
 APP = "remembrancer"
 
@@ -75,6 +76,7 @@ class Config:
     model: str | None = None  # None → the default packaged model; else a model directory
     layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    redact: RedactionPolicy = field(default_factory=RedactionPolicy)  # see indexer/redact.py
     source: Path | None = None
 
     def index_dir(self) -> Path:
@@ -153,6 +155,8 @@ def load_config(root_args: list[str] | None = None) -> Config:
     layout = raw.get("layout")
     if layout is not None:
         cfg.layout = _parse_layout(layout, path)
+    if raw.get("redact") is not None:  # [redact] disable / secret_hashes / deny (indexer/redact.py)
+        cfg.redact = RedactionPolicy.from_config(raw["redact"], path)
     return cfg
 
 

@@ -95,7 +95,7 @@ class Embedder:
 
     def __init__(self, session, tokenizer, contract: ModelContract) -> None:
         self.contract = contract
-        self.texts_embedded = 0  # passages only: queries are not counted (tests diff this around indexing)
+        self.texts_embedded = 0  # passages + queries; tests diff it to prove what was (not) re-embedded
         self._session = session
         self._tokenizer = tokenizer
         self._inputs = [i.name for i in session.get_inputs()]
@@ -130,7 +130,9 @@ class Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """float32 (dim,) for a search query (the model's query prefix, if any, is prepended)."""
-        return self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0]
+        vec = self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0]
+        self.texts_embedded += 1
+        return vec
 
     def _run(self, encodings) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
@@ -194,7 +196,7 @@ def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> E
         raise ModelError(f"cannot load ONNX model {model_path}: {e}") from e
 
     embedder = Embedder(session, tokenizer, contract)
-    embedder.embed_query("probe")  # raises ModelError on a dim mismatch
+    embedder._run([tokenizer.encode("probe")])  # raises ModelError on a dim mismatch; not counted
     log.info("loaded embedding model %s in %.2fs", contract.describe(), time.perf_counter() - t0)
     return embedder
 

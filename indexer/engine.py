@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 import time
 from contextlib import nullcontext
@@ -24,6 +25,7 @@ from .catalog import Catalog
 from .config import Config
 from .errors import UserError
 from .fulltext import FullText
+from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
 from .vectors import Vectors
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ class Engine:
         self.dir = config.index_dir()
         self.readonly = readonly
         self.layout = meta.Layout(config.layout)
+        # Redaction policy, loaded once (reloaded only if the hash file changes). It fails closed at
+        # refresh/search/read (RedactionError), not here, so `status` can still say why.
+        self.redaction = RedactorSource(config.redact)
         self._embedder = embedder
         self._embedder_error: str | None = None
         self.model_loads = 0
@@ -72,6 +77,7 @@ class Engine:
         self.vectors: Vectors | None = None
         self._p2s: tuple[int, dict[int, int]] = (-1, {})
         self._entities: tuple[int, tuple] = (-1, (None, {}))
+        self._lowered: tuple[int, list] = (-1, [])
         self._open_vectors()
         if not readonly:
             self.repair()
@@ -151,9 +157,12 @@ class Engine:
             raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
         t0 = time.monotonic()
         report = IndexReport()
+        redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
+        policy = self._redaction_policy_check(redactor)
         if reembed:
             self._drop_vectors()
         walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
+        walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
         report.warnings += walked.warnings
         report.scanned = len(walked.files)
         known = self.catalog.documents()
@@ -172,6 +181,8 @@ class Engine:
         if self.catalog.entities() != entities_before or (changed and not entities_before):
             self._retag_entities()
         self._commit_derived()
+        if policy and not self.stop_requested.is_set():
+            self._redaction_policy_applied(redactor, scrub=policy == "changed")
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
         self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
@@ -183,6 +194,7 @@ class Engine:
 
     def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
         matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
+        redactor = self.redaction.current()
         commit_dates = self._commit_dates([f for f in files if f.path not in known])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
@@ -204,7 +216,13 @@ class Engine:
                 continue
             try:
                 prepared = ingest.prepare(f, data, self.layout, matcher,
-                                          commit_dates.get(f.path) or ingest.mtime_date(f))
+                                          commit_dates.get(f.path), redactor=redactor)
+            except ingest.Excluded as e:  # front matter `secret: true`: an older copy must go too
+                report.warnings.append(str(e))
+                if old is not None:
+                    self._remove(f.path)
+                    report.removed += 1
+                continue
             except ingest.Skip as e:
                 report.warnings.append(str(e))
                 continue
@@ -291,12 +309,51 @@ class Engine:
                 Path(f).unlink(missing_ok=True)
         self.vectors = None
 
+    # -- redaction policy (indexer/redact.py) -----------------------------------------------------
+    def _redaction_policy_check(self, redactor: Redactor) -> str | None:
+        """None if the stored policy fingerprint is current; else every document is read again
+        (unchanged passages keep their embeddings). "first" for an empty catalog, else "changed"."""
+        if self.catalog.get_meta("redaction_policy") == redactor.policy_fingerprint():
+            return None
+        if not self.catalog.documents():
+            return "first"
+        self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+        return "changed"
+
+    def _redaction_policy_applied(self, redactor: Redactor, scrub: bool) -> None:
+        """Record the policy once a run completed under it. After a change, no pre-change text may
+        survive under the index dir: derived stores are rebuilt from the re-redacted catalog and
+        SQLite's free pages and WAL are emptied."""
+        if scrub:
+            gen = self.catalog.generation
+            self.fulltext.rebuild(self.catalog.all_chunks(), gen)
+            if self.vectors is not None:
+                labels, vecs = self.catalog.passage_vectors()
+                self.vectors.rebuild(labels, vecs, gen)
+        self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
+        if scrub:
+            try:
+                self.catalog.db.execute("VACUUM")
+                self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as e:
+                log.warning("catalog not compacted after a redaction-policy change (%s); "
+                            "old text may stay in free pages until the next change", e)
+
     def passage_sections(self) -> dict[int, int]:
         """passage id → section id, cached per catalog generation (the vector leg maps labels with it)."""
         gen = self.catalog.generation
         if self._p2s[0] != gen:
             self._p2s = (gen, self.catalog.passage_sections())
         return self._p2s[1]
+
+    def lowered_sections(self) -> list[tuple[int, str, str]]:
+        """(section id, lower-cased heading, lower-cased content), cached per generation: the
+        literal leg scans it for identifiers without asking SQLite to lower-case the corpus."""
+        gen = self.catalog.generation
+        if self._lowered[0] != gen:
+            rows = self.catalog.db.execute("SELECT id, heading, content FROM sections").fetchall()
+            self._lowered = (gen, [(i, h.lower(), c.lower()) for i, h, c in rows])
+        return self._lowered[1]
 
     def entities(self):
         """(EntityMatcher, entity name → path of its record), cached per catalog generation."""
@@ -327,7 +384,9 @@ class Engine:
             "vectors_generation": self.vectors.generation if self.vectors is not None else None,
             "model": contract,
             "last_indexed_at": float(last) if last else None,
-            "warnings": json.loads(self.catalog.get_meta("last_warnings") or "[]"),
+            "warnings": ([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
+                         + json.loads(self.catalog.get_meta("last_warnings") or "[]")),
+            "redaction": self.redaction.status(),  # families, hash file — or why it fails closed
         }
 
     def close(self) -> None:

@@ -142,6 +142,13 @@ class FullText:
                 best[sid] = score
         return best
 
+    def doc_freq(self, word: str) -> int:
+        """In how many chunks a plain word occurs (exact, lower-cased) — 0 means nowhere."""
+        try:
+            return self.index.searcher().doc_freq("body", word.lower())
+        except ValueError:
+            return 0
+
     def build_query(self, text: str):
         clauses = []
         plain = " ".join(w for w in terms.words(text) if w.isascii() or w.isalnum())

@@ -7,13 +7,13 @@ update, a daemon notification and a test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from . import chunks as chunking
 from . import meta
 from .config import ENTITY_TYPES
 from .corpus import CorpusFile, blob_id
 from .markdown import parse_markdown
+from .redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 
 BINARY_PROBE = 8192
 
@@ -31,6 +31,10 @@ class Prepared:
 
 class Skip(Exception):
     """The file is not indexable (binary, vanished); the message is the warning to show."""
+
+
+class Excluded(Skip):
+    """The file must not be in the index at all (front matter `secret: true`): drop any old copy."""
 
 
 def read_file(f: CorpusFile) -> bytes:
@@ -54,9 +58,16 @@ def decode(path: str, data: bytes) -> tuple[str, list[str]]:
 
 
 def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,
-            fallback_date: str | None) -> Prepared:
+            fallback_date: str | None, redactor: Redactor | None = None) -> Prepared:
     text, warnings = decode(f.path, data)
+    # Redaction runs before parsing (indexer/redact.py): no row, chunk, warning or log line sees a
+    # secret. Line structure is kept, so section line ranges stay true for the file on disk.
+    text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
     parsed = parse_markdown(text, f.path)
+    if is_secret_document(parsed.front_matter, text):
+        raise Excluded(f"{f.path}: not indexed (front matter secret: true)")
+    if redacted:
+        warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
     doc_type = layout.type_of(f.rel)
@@ -74,7 +85,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
                         {"name": entity.name, "aliases": entity.aliases}, warnings=warnings)
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
-        header = chunking.context_header(doc_type, f.path, s.heading)
+        header = chunking.context_header(doc_type, doc["title"], s.heading)
         passages = []
         for ptext in chunking.passages(s.body) or [""]:
             embedded = f"{header}\n{ptext}" if ptext else header
@@ -92,7 +103,3 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
             "passages": passages,
         })
     return prepared
-
-
-def mtime_date(f: CorpusFile) -> str:
-    return datetime.fromtimestamp(f.mtime_ns / 1e9, timezone.utc).strftime("%Y-%m-%d")

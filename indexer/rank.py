@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 HOWTO_RE = re.compile(
     r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
     r"safe way to|walk me through|what's the way to)\b", re.IGNORECASE)
-# Questions about the present state want the newest word on it.
+# "Did it happen / is it done yet?" wants the newest account of the event (a journal entry),
+# not the plan that announced it.
+OUTCOME_RE = re.compile(
+    r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed)\b", re.IGNORECASE)
+# "What is it now?" wants the record that holds the current state (host/service records).
 CURRENT_RE = re.compile(
-    r"\b(still|yet|any ?more|these days|at the moment|currently|current|now|latest|today|"
-    r"actually|finished|go ahead|end up|ended up)\b", re.IGNORECASE)
+    r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
+    r"end up|ended up)\b", re.IGNORECASE)
+RECORD_TYPES = ("host", "service")
+RECENCY_POOL = 30
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 
 
@@ -28,9 +35,13 @@ class RankingConfig:
     stale_factor: float = 0.75
     type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
     recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
-    recency_bonus_current: float = 0.08  # the same when the question asks about the present
+    recency_bonus_outcome: float = 0.08  # the same when the question asks whether something happened
+    outcome_plan_factor: float = 0.8     # … and then a plan is the least trustworthy answer
+    current_record_boost: float = 1.2    # "what is it now?": host/service records hold the current state
     entity_record_boost: float = 1.15    # the record of an entity the question names
+    other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
+    overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
     @classmethod
@@ -52,12 +63,14 @@ class RankingConfig:
 @dataclass
 class Intent:
     howto: bool
+    outcome: bool
     current: bool
     entities: list[str]
 
 
 def intent(query: str, entity_matcher) -> Intent:
-    return Intent(bool(HOWTO_RE.search(query)), bool(CURRENT_RE.search(query)),
+    outcome = bool(OUTCOME_RE.search(query))
+    return Intent(bool(HOWTO_RE.search(query)), outcome, not outcome and bool(CURRENT_RE.search(query)),
                   entity_matcher.mentions(query) if entity_matcher is not None else [])
 
 
@@ -80,10 +93,14 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     maps an entity name to the path of its own record."""
     if not cfg.enabled or not cands:
         return
+    multi_section_docs = {rows[s].path for s in cands if s in rows and rows[s].level >= 2}
     own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
-    dates = [v for v in (date_value(rows[s].date) for s in cands if s in rows) if v is not None]
+    all_records = set(entity_paths.values())
+    # Time is judged among the contenders only: the top candidates by relevance.
+    top = sorted(cands, key=lambda s: -cands[s].score)[:RECENCY_POOL]
+    dates = [v for v in (date_value(rows[s].date) for s in top if s in rows) if v is not None]
     lo, hi = (min(dates), max(dates)) if dates else (0, 0)
-    bonus = cfg.recency_bonus_current if it.current else cfg.recency_bonus
+    bonus = cfg.recency_bonus_outcome if it.outcome else cfg.recency_bonus
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -93,15 +110,25 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= cfg.stale_factor
             c.why.append(f"stale ×{cfg.stale_factor}")
         w = cfg.type_weights.get(s.doc_type, 1.0)
+        if it.outcome and s.doc_type == "plan":
+            w = min(w, cfg.outcome_plan_factor)
+        if it.current and s.doc_type in RECORD_TYPES:
+            w *= cfg.current_record_boost
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")
         if s.path in own_records:
             factor *= cfg.entity_record_boost
             c.why.append(f"record of {', '.join(it.entities)} ×{cfg.entity_record_boost}")
+        elif own_records and s.path in all_records:
+            factor *= cfg.other_record_factor
+            c.why.append(f"record of another entity ×{cfg.other_record_factor}")
         if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
             factor *= cfg.howto_steps_boost
             c.why.append(f"how-to question, section has steps ×{cfg.howto_steps_boost}")
+        if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
+            factor *= cfg.overview_factor
+            c.why.append(f"overview section ×{cfg.overview_factor}")
         c.score *= factor
         v = date_value(s.date)
         if v is not None and hi > lo and bonus:

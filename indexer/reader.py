@@ -14,6 +14,7 @@ from .chunks import estimate_tokens
 from .errors import UserError
 from .ingest import Skip, decode
 from .markdown import parse_markdown
+from .redact import is_secret_document
 
 DEFAULT_PAGE_CHARS = 20_000
 
@@ -44,14 +45,23 @@ def resolve(engine, path: str) -> tuple[dict, Path]:
 
 
 def _load(engine, path: str):
+    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     doc, real = resolve(engine, path)
+    if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
+        raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
     try:
         text, _ = decode(doc["path"], real.read_bytes())
     except Skip as e:
         raise UserError(str(e), param="path", code="unreadable") from None
     except OSError as e:
         raise UserError(f"{path}: cannot be read ({e.strerror})", param="path", code="unreadable") from None
-    return doc, parse_markdown(text, doc["path"])
+    # Redact what is read from disk before anything is cut from it: sections, line ranges, pages
+    # and outlines all come from the redacted text (same line count), so no page holds a secret.
+    text, _ = redactor.redact(text)
+    parsed = parse_markdown(text, doc["path"])
+    if is_secret_document(parsed.front_matter, text):
+        raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
+    return doc, parsed
 
 
 def find_section(sections, heading: str):

@@ -8,6 +8,7 @@ records the figures behind every constant.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ DENSE_CANDIDATES = 300
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
 SNIPPET_CHARS = 240
+ABSTAIN_DENSE = 0.45   # see _no_strong_match and docs/ranking.md
 MAX_LIMIT = 50
 
 
@@ -43,7 +45,7 @@ class Candidate:
     section_id: int
     bm25: float = 0.0
     dense: float = 0.0
-    literal: int = 0
+    literal: float = 0.0
     passage: str = ""
     score: float = 0.0
     why: list[str] = field(default_factory=list)
@@ -59,6 +61,7 @@ class Candidate:
 def search(engine, req: SearchRequest) -> dict:
     """Run one search; returns the DESIGN.md contract {results, no_strong_match, ...}."""
     t0 = time.perf_counter()
+    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
         raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
     query = (req.query or "").strip()
@@ -80,7 +83,7 @@ def search(engine, req: SearchRequest) -> dict:
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     rows = engine.catalog.sections_by_id([c.section_id for c in ranked[: max(req.limit * 4, 20)]])
     ranked = [c for c in ranked if c.section_id in rows]
-    no_strong = mode == "hybrid" and _no_strong_match(engine, query, ranked, rows)
+    no_strong, reasons = _no_strong_match(engine, query, ranked, rows) if mode == "hybrid" else (False, [])
     results = _results(ranked, rows, req, query, mode)
     out = {
         "query": query,
@@ -91,12 +94,13 @@ def search(engine, req: SearchRequest) -> dict:
     }
     if no_strong:
         out["best_weak"] = results
+        out["why_no_strong_match"] = reasons
     if not results:
         out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
                           else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
     if notes:
         out["notes"] = notes
-    return out
+    return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
 
 
 def _allowed_sections(engine, f: flt.Filters) -> set[int]:
@@ -174,17 +178,32 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     elif problem:
         notes.append(f"keyword search only: {problem}")
 
-    idents = [t for t in _query_tokens(query) if terms.is_identifier(t)]
-    for ident in idents:
-        for sid, lit in _literal_leg(engine, ident, allowed, case_insensitive=False).items():
-            cand(sid).literal += lit.literal and 1
-    _fuse(cands, identifier_query=bool(idents))
+    probes = terms.literal_probes(query)
+    for sid, weight in _probe_leg(engine, probes, allowed).items():
+        cand(sid).literal = weight
+    _fuse(cands, identifier_query=bool(probes))
     _rerank(engine, query, cands)
     return cands, notes
 
 
-def _query_tokens(query: str) -> list[str]:
-    return [m.group(0).strip(".,;:!?()[]{}\"'`") for m in re.finditer(r"\S+", query)]
+def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int, float]:
+    """Literal evidence for identifier-shaped probes: each probe found in a section adds its
+    IDF (a probe in every section says nothing), doubled when it is in the section's heading."""
+    if not probes:
+        return {}
+    sections = engine.lowered_sections()
+    total = len(sections) or 1
+    out: dict[int, float] = {}
+    for probe in probes:
+        p = probe.lower()
+        rows = [(sid, p in head) for sid, head, content in sections if p in content]
+        if not rows:
+            continue
+        idf = math.log(1 + total / len(rows))
+        for sid, in_heading in rows:
+            if allowed is None or sid in allowed:
+                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
+    return out
 
 
 def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
@@ -206,7 +225,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         if identifier_query:
             score = 0.7 * score + 0.3 * (c.literal / lit_max)
         c.score = score
-        c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal} fused={score:.3f}")
+        c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
 
 
 def _rerank(engine, query: str, cands: dict[int, Candidate]) -> None:
@@ -217,12 +236,34 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> None:
     rank.rerank(cands, rows, rank.intent(query, matcher), engine.config.ranking, entity_paths)
 
 
-def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> bool:
-    """Nothing really matched: no candidate at all, or no keyword evidence and a weak dense match."""
+def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple[bool, list[str]]:
+    """Whether nothing really answers, with the reasons. docs/ranking.md derives the constants.
+
+    Two signals, because no single score threshold separates answerable from unanswerable
+    questions (their score distributions overlap):
+    - an identifier the question is about (`--enable-tls`, `kf4`) occurs nowhere in the corpus;
+    - a name the question uses (a capitalised or all-caps word: `Okta`, `Stripe`, `SLA`) occurs
+      nowhere, and the best semantic match is weak too (a paraphrase can miss every word of the
+      corpus; it rarely also misses on meaning).
+    """
+    reasons = []
+    missing = [p for p in terms.literal_probes(query)
+               if terms.is_identifier(p) and not any(c in p for c in "([ ") and not _occurs(engine, p)]
+    if missing:
+        reasons.append("not in the corpus: " + ", ".join(missing))
+    names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
+    absent = [w for w in names if engine.fulltext.doc_freq(w) == 0]
+    top_dense = max((c.dense for c in ranked), default=0.0)
+    if absent and top_dense < ABSTAIN_DENSE:
+        reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {ABSTAIN_DENSE}")
     if not ranked:
-        return False
-    top = ranked[0]
-    return top.bm25 == 0 and top.literal == 0 and top.dense < 0.35
+        reasons.append("no section shares a word or meaning with the question")
+    return bool(reasons), reasons
+
+
+def _occurs(engine, probe: str) -> bool:
+    p = probe.lower()
+    return any(p in content for _, _, content in engine.lowered_sections())
 
 
 def _snippet(text: str, query: str) -> str:
@@ -257,7 +298,7 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
         if also:
             r["also"] = also
         if mode == "hybrid":
-            r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": c.literal}
+            r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": round(c.literal, 3)}
         if req.explain:
             r["why"] = c.why
         if i == 0:

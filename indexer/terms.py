@@ -27,13 +27,24 @@ know tell find show see use used using make made way need
 
 
 def is_identifier(token: str) -> bool:
-    """Identifier-shaped: inner punctuation (`a_b`, `a.b`, `--x`, `a/b`), camelCase, or letters+digits."""
+    """Identifier-shaped: a flag (`--x`), inner `_ . : @` (`max_conn`, `events.raw`), a path
+    (`/etc/x`, `a/b/c`), camelCase, CONSTANT_CASE, or letters with digits (`pg1`, `HTTP-2`).
+    English stays English: `cut-over`, `mid-April` and `cache/queue` are not identifiers."""
     core = token.strip("-")
-    if any(c in core for c in "_./:@") or token.startswith("-") or "-" in core:
+    if not core or not re.search(r"[A-Za-z0-9]", core):
+        return False
+    if token.startswith("-") and re.match(r"^--?[A-Za-z]", token):
         return True
-    if re.search(r"[a-z][A-Z]", core) or (re.search(r"[A-Z]{2,}", core) and len(core) > 3):
+    if any(c in core for c in "_.:@"):
         return True
-    return bool(re.search(r"[A-Za-z]", core) and re.search(r"\d", core))
+    if "/" in core:
+        return core.startswith(("/", "~", ".")) or core.count("/") >= 2
+    if re.search(r"[a-z][A-Z]", core):
+        return True
+    letters, digits = re.search(r"[A-Za-z]", core), re.search(r"\d", core)
+    if letters and digits:
+        return True
+    return core.isupper() and len(core) > 3 and "-" not in core
 
 
 def identifier_terms(text: str) -> list[str]:
@@ -47,6 +58,40 @@ def identifier_terms(text: str) -> list[str]:
         parts = [p.lower() for p in _CAMEL_RE.findall(tok)]
         if len(parts) > 1:
             out.extend(parts)
+    return out
+
+
+_CALL_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
+_QUOTED_RE = re.compile(r"`([^`]{2,80})`|\"([^\"]{2,80})\"")
+
+
+def literal_probes(query: str) -> list[str]:
+    """Strings worth finding verbatim: quoted spans, call names (`rate(` from `rate(x[5m])`),
+    and identifier-shaped tokens."""
+    probes: list[str] = []
+    for m in _QUOTED_RE.finditer(query):
+        probes.append((m.group(1) or m.group(2)).strip())
+    for m in _CALL_RE.finditer(query):
+        probes.append(m.group(1) + "(")
+    for raw in query.split():
+        tok = raw.strip(".,;:!?()[]{}\"'`")
+        if "(" in tok:
+            continue  # call syntax: its name is probed above
+        tok = re.sub(r"'s$", "", tok)
+        if is_identifier(tok) and len(tok) >= 2:
+            probes.append(tok)
+    return list(dict.fromkeys(p for p in probes if p))
+
+
+def name_words(query: str) -> list[str]:
+    """Words used as names: Capitalised after the first word, or ALL-CAPS (`Okta`, `SLA`)."""
+    out = []
+    for i, m in enumerate(re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]+(?![A-Za-z0-9_])", query)):
+        w = m.group(0)
+        if w.lower() in STOPWORDS:
+            continue
+        if (w[0].isupper() and i > 0) or (w.isupper() and len(w) >= 2):
+            out.append(w)
     return out
 
 

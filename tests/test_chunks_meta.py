@@ -45,16 +45,18 @@ def test_one_huge_line_is_cut_and_reassembles_verbatim():
     assert joined == s.text
 
 
-def test_passages_split_list_items_and_cap_size():
-    body = "Intro paragraph.\n\n" + "\n".join(f"- item {i} " + "x " * 300 for i in range(6))
+def test_passages_are_blocks_items_and_rows():
+    body = ("Intro paragraph.\n\n- item one\n  continued\n- item two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+            "```sh\necho hi\n\necho there\n```\n\n" + "long " * 400)
     ps = chunks.passages(body)
-    assert len(ps) >= 3
+    assert ps[:3] == ["Intro paragraph.", "- item one\n  continued", "- item two"]
+    assert "| a | b |\n| 1 | 2 |" in ps and "|---|---|" not in "".join(ps) and "```sh\necho hi\n\necho there\n```" in ps
     assert all(len(p) <= chunks.MAX_PASSAGE_CHARS for p in ps)
-    assert "Intro paragraph." in ps[0]
+    assert len([p for p in ps if p.startswith("long")]) == 2
 
 
 def test_context_header():
-    assert chunks.context_header("runbook", "runbooks/pg.md", "Restore > Verify") == "[runbook] runbooks/pg.md > Restore > Verify"
+    assert chunks.context_header("runbook", "Restore", "Restore > Verify") == "[runbook] Restore > Verify"
     assert chunks.context_header("doc", "a.md", "") == "[doc] a.md"
 
 

@@ -1,0 +1,605 @@
+"""Secrets never reach the index or an answer: redaction before storing and again before serving.
+
+Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
+
+* **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
+  keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
+  / ``password: …`` secrets, long hex). Each family can be disabled in the config
+  (``[redact] disable = ["long_hex"]``); an unknown name is refused.
+* **A secret-hash file** naming live secrets without containing them::
+
+      salt 3f9c…            # hex; the salt BYTES are bytes.fromhex(<hex>)
+      <sha256 hex>\t<name>  # sha256(salt_bytes + value.encode("utf-8")).hexdigest()
+
+  Every candidate token of the text (whitespace/quote/delimiter-separated tokens, the value
+  part of ``key=value`` / ``key: value``, the pieces of a URL) whose salted hash is listed
+  becomes ``[REDACTED:<name>]`` — whatever its shape. The file is named by ``[redact]
+  secret_hashes`` or by ``REMEMBRANCER_SECRET_HASHES`` (which wins). Once configured it is
+  required: missing, malformed or empty → :class:`RedactionError` (fail closed).
+
+Line structure is kept: replacements happen within lines, and a multi-line private-key block
+becomes one marker line followed by empty lines, so every section's line range stays true.
+Redaction is idempotent, so serving can redact stored text again with the policy in force.
+
+The engine stores :meth:`Redactor.policy_fingerprint` in the catalog; when it changes, every
+document is read again (unchanged paragraphs are not re-embedded) and the derived stores are
+rebuilt so no old text survives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import UserError
+from .meta import _glob_regex
+
+# Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
+REDACTOR_VERSION = 1
+ENV_SECRET_HASHES = "REMEMBRANCER_SECRET_HASHES"
+MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,40}\Z")
+HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class RedactionError(UserError):
+    """The redaction policy cannot be applied: indexing and serving stop until it is fixed."""
+
+    def __init__(self, message: str, *, hint: str = ""):
+        super().__init__(message, hint=hint or "fix or re-create the secret-hash file "
+                         "(`remembrancer secrets hash --out FILE`), or remove the setting",
+                         param="secret_hashes", code="redaction_unavailable")
+
+
+def marker(label: str) -> str:
+    return f"[REDACTED:{label}]"
+
+
+# -- helpers for the pattern families ----------------------------------------------------------
+
+_PLACEHOLDER_START = ("$", "<", "{", "[", "%", "*", "…", "(")
+_PLACEHOLDER_WORDS = {"true", "false", "yes", "no", "none", "null", "nil", "on", "off", "required",
+                      "optional", "redacted", "changeme", "password", "secret", "token", "example"}
+
+
+def _placeholder(value: str) -> bool:
+    v = value.strip("\"'`")
+    return (not v or v.startswith(_PLACEHOLDER_START) or v.lower() in _PLACEHOLDER_WORDS
+            or set(v) <= set("*xX.-_") or v.startswith(("/", "~/", "./", "../")))
+
+
+def _looks_secret(value: str, min_len: int = 8) -> bool:
+    """A value that is not a word, a number, a date or a path: long enough, with a digit or mixed case."""
+    if len(value) < min_len or _placeholder(value):
+        return False
+    if value.isdigit() or re.fullmatch(r"[\d.:/T Z+-]+", value):
+        return False  # numbers, dates, times, versions
+    has_digit = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return has_digit or mixed
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str
+    doc: str
+    apply: Callable[[str], tuple[str, int]]
+
+
+def _sub(pattern: re.Pattern, label: str, group: str | int = 0, check: Callable[[str], bool] | None = None):
+    """Replace `group` of every match (the rest of the match is kept) when `check` accepts it."""
+
+    def apply(text: str) -> tuple[str, int]:
+        n = 0
+
+        def repl(m: re.Match) -> str:
+            nonlocal n
+            value = m.group(group)
+            if value is None or (check is not None and not check(value)):
+                return m.group(0)
+            n += 1
+            s, e = m.start(group) - m.start(0), m.end(group) - m.start(0)
+            whole = m.group(0)
+            return whole[:s] + marker(label) + whole[e:]
+
+        return pattern.sub(repl, text), n
+
+    return apply
+
+
+def _multi(*parts):
+    def apply(text: str) -> tuple[str, int]:
+        total = 0
+        for p in parts:
+            text, n = p(text)
+            total += n
+        return text, total
+    return apply
+
+
+# private keys: the whole block, padded with empty lines so the line count stays the same
+_PEM = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+                  re.DOTALL)
+_PEM_OPEN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*")
+_PEM_BODY_LINE = re.compile(r"[ \t>]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*)?[ \t\\\"',]*\Z")
+
+
+def _private_keys(text: str) -> tuple[str, int]:
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        n += 1
+        return marker("private_key") + "\n" * m.group(0).count("\n")
+
+    text = _PEM.sub(repl, text)
+    # A truncated paste (no END line): the BEGIN line and the base64 lines after it.
+    while True:
+        m = _PEM_OPEN.search(text)
+        if m is None:
+            break
+        end = m.end()
+        rest = text[end:]
+        lines = rest.split("\n")
+        consumed = 0
+        for i, line in enumerate(lines[1:], 1):
+            if not _PEM_BODY_LINE.match(line):
+                break
+            consumed = i
+        block_end = end + sum(len(x) + 1 for x in lines[1:consumed + 1])
+        n += 1
+        text = text[:m.start()] + marker("private_key") + "\n" * consumed + text[block_end:]
+    return text, n
+
+
+_H = r"[^\S\n]"  # horizontal whitespace: no pattern crosses a line
+_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'\"<>]+:(?P<pw>[^\s/?#@'\"<>]+)@")
+_GITHUB = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
+_SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
+_SLACK_HOOK = re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
+_AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_TELEGRAM = re.compile(r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b")
+_VENDOR = re.compile(
+    r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"          # Grafana service account
+    r"|glc_[A-Za-z0-9+/=]{32,}"                           # Grafana Cloud
+    r"|glpat-[A-Za-z0-9_-]{20,}"                          # GitLab
+    r"|AIza[0-9A-Za-z_-]{35}"                             # Google API key
+    r"|npm_[A-Za-z0-9]{36}"                               # npm
+    r"|pypi-AgE[A-Za-z0-9_-]{50,}"                        # PyPI
+    r"|hf_[A-Za-z0-9]{34,}"                               # Hugging Face
+    r"|do[opr]_v1_[a-f0-9]{64}"                           # DigitalOcean
+    r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"          # SendGrid
+    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"                # Shopify
+    r"|dckr_pat_[A-Za-z0-9_-]{27,}"                       # Docker Hub
+    r"|hv[sb]\.[A-Za-z0-9_-]{24,}"                        # HashiCorp Vault
+    r")")
+_SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
+                 r"[A-Za-z0-9_-]{20,}")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+_BEARER = re.compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
+_AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
+                          r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
+_SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+               r"private[_-]?key|auth[_-]?key|credentials?)s?")
+_KEY_VALUE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-])*" + _SECRET_KEY + r")(?![A-Za-z0-9])"
+    r"[\"'*`]*" + _H + r"*[:=]" + _H + r"*[*\"'`]*" + _H + r"*(?P<v>[^\s\"'`*]+)")
+_CLI_FLAG = re.compile(
+    r"(?i)(?<![A-Za-z0-9-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|secret|api-?key|"
+    r"access-key|secret-key|auth-token|client-secret)(?:=|" + _H + r"+)[\"']?(?P<v>[^\s\"'`]+)")
+_LONG_HEX = re.compile(r"(?<![0-9A-Za-z])(?P<pre>(?:sha\d*|md5|blake2[bs]?)[:=])?(?:0x)?(?P<v>[0-9a-f]{32,}|[0-9A-F]{32,})"
+                       r"(?![0-9A-Za-z])")
+
+
+def _kv_value(value: str) -> bool:
+    return _looks_secret(value.rstrip(".,;:)]}"))
+
+
+def _key_value(text: str) -> tuple[str, int]:
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        raw = m.group("v")
+        value = raw.rstrip(".,;:)]}>")  # keep closing punctuation: it is not the secret
+        if not _looks_secret(value):
+            return m.group(0)
+        n += 1
+        s = m.start("v") - m.start(0)
+        return m.group(0)[:s] + marker("key_value") + raw[len(value):]
+
+    text = _KEY_VALUE.sub(repl, text)
+    text, k = _sub(_CLI_FLAG, "key_value", "v", _kv_value)(text)
+    return text, n + k
+
+
+def _aws(text: str) -> tuple[str, int]:
+    """Key ids anywhere; a 40-char secret key on a line that carries a key id."""
+    out, n = [], 0
+    for line in text.split("\n"):
+        if _AWS_ID.search(line):
+            line, k = _AWS_ID.subn(marker("aws"), line)
+            n += k
+            line, k = _sub(_AWS_SECRET, "aws", 0, lambda v: _looks_secret(v, 40))(line)
+            n += k
+        out.append(line)
+    return "\n".join(out), n
+
+
+def _long_hex(text: str) -> tuple[str, int]:
+    """32+ hex digits, except 40-digit ones (git commit ids) and labelled digests (`sha256:…`)."""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        v = m.group("v")
+        if m.group("pre") or len(v) == 40 or v.isdigit() or not any(c.isdigit() for c in v):
+            return m.group(0)
+        n += 1
+        return marker("long_hex")
+
+    return _LONG_HEX.sub(repl, text), n
+
+
+# Order matters: specific shapes first, so their labels win over the generic ones.
+FAMILIES: tuple[_Family, ...] = (
+    _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys),
+    _Family("url_credentials", "the password in scheme://user:password@host",
+            _sub(_URL_CREDS, "url_credentials", "pw", lambda v: not _placeholder(v))),
+    _Family("github", "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)", _sub(_GITHUB, "github")),
+    _Family("slack", "Slack tokens (xox?-, xapp-) and webhook URLs",
+            _multi(_sub(_SLACK_TOKEN, "slack"), _sub(_SLACK_HOOK, "slack", "v"))),
+    _Family("aws", "AWS access key ids (AKIA…) and the 40-char secret key on the same line", _aws),
+    _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram")),
+    _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
+            "Shopify, Docker Hub, Vault tokens", _sub(_VENDOR, "vendor_token")),
+    _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
+            _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v))),
+    _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _sub(_JWT, "jwt")),
+    _Family("bearer", "Authorization: Bearer/Basic/Token credentials",
+            _multi(_sub(_BEARER, "bearer", "v", lambda v: _looks_secret(v, 16)),
+                   _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v)))),
+    _Family("key_value", "values of password/secret/token/api_key keys (key=value, key: value, --token v)",
+            _key_value),
+    _Family("long_hex", "32+ hex digits (not 40-digit git commit ids, not sha256:… digests)", _long_hex),
+)
+FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
+
+
+# -- the secret-hash file ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SecretHashes:
+    path: Path
+    salt: bytes                  # bytes.fromhex(<the hex on the salt line>)
+    digests: dict[str, str]      # sha256 hex → name
+    file_sha256: str
+
+    def digest(self, value: str) -> str:
+        return salted_sha256(self.salt, value)
+
+
+def salted_sha256(salt: bytes, value: str) -> str:
+    """The one hash both sides use: sha256(salt_bytes + utf-8 value), lowercase hex."""
+    return hashlib.sha256(salt + value.encode("utf-8")).hexdigest()
+
+
+def parse_hash_file(text: str, path: Path) -> SecretHashes:
+    """`salt <hex>` then `<sha256>\\t<name>` lines; `#` comments and blank lines are allowed.
+
+    Errors name the line number, never its content."""
+    salt: bytes | None = None
+    digests: dict[str, str] = {}
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("salt"):
+            parts = line.split()
+            if salt is not None:
+                raise RedactionError(f"secret-hash file {path}: line {no}: a second salt line")
+            if len(parts) != 2:
+                raise RedactionError(f"secret-hash file {path}: line {no}: expected `salt <hex>`")
+            try:
+                salt = bytes.fromhex(parts[1])
+            except ValueError:
+                raise RedactionError(f"secret-hash file {path}: line {no}: the salt is not hex") from None
+            if len(salt) < 8:
+                raise RedactionError(f"secret-hash file {path}: line {no}: the salt is shorter than 8 bytes")
+            continue
+        if salt is None:
+            raise RedactionError(f"secret-hash file {path}: line {no}: the first line must be `salt <hex>`")
+        parts = line.split("\t") if "\t" in line else line.split()
+        if len(parts) != 2 or not HEX64_RE.match(parts[0].lower()) or not NAME_RE.match(parts[1]):
+            raise RedactionError(f"secret-hash file {path}: line {no}: expected `<sha256 hex>\\t<name>` "
+                                 "(name: letters, digits, _ . -, up to 40)")
+        digests[parts[0].lower()] = parts[1]
+    if salt is None or not digests:
+        raise RedactionError(f"secret-hash file {path} is empty: it lists no secret hashes")
+    return SecretHashes(path, salt, digests, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def load_hash_file(path: Path) -> SecretHashes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RedactionError(f"secret-hash file {path} is missing") from None
+    except OSError as e:
+        raise RedactionError(f"secret-hash file {path} cannot be read ({e.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RedactionError(f"secret-hash file {path} is not UTF-8 text") from None
+    return parse_hash_file(text, path)
+
+
+# Candidate tokens for hash matching (all within one line).
+_WS_TOKEN = re.compile(r"\S+")
+_DELIMS = re.compile(r"[\"'`,;()\[\]{}<>|]+")
+_INNER = re.compile(r"[=:@/&?#]")
+_EDGE_OPEN = "\"'`([{<*"
+_EDGE_CLOSE = "\"'`)]}>.,;:!?*"
+
+
+def _candidates(line: str) -> set[tuple[int, int]]:
+    spans: set[tuple[int, int]] = set()
+
+    def add(s: int, e: int) -> None:
+        if e - s >= MIN_SECRET_CHARS:
+            spans.add((s, e))
+
+    for m in _WS_TOKEN.finditer(line):
+        s, e = m.span()
+        add(s, e)
+        tok = m.group(0)
+        a, b = 0, len(tok)
+        while a < b and tok[a] in _EDGE_OPEN:
+            a += 1
+        while b > a and tok[b - 1] in _EDGE_CLOSE:
+            b -= 1
+        add(s + a, s + b)
+        pos = s
+        for piece in _DELIMS.split(tok):
+            ps = line.index(piece, pos) if piece else pos
+            pe = ps + len(piece)
+            pos = pe
+            add(ps, pe)
+            for sep in "=:":  # the value part of key=value / key: value
+                k = piece.find(sep)
+                if k >= 0:
+                    add(ps + k + 1, pe)
+            start = ps
+            for im in _INNER.finditer(piece):
+                add(start, ps + im.start())
+                start = ps + im.end()
+            add(start, pe)
+    return spans
+
+
+# -- the redactor ------------------------------------------------------------------------------
+
+class Redactor:
+    """Pattern families (all but `disable`d ones) plus an optional secret-hash file."""
+
+    def __init__(self, families: tuple[str, ...] | None = None, hashes: SecretHashes | None = None,
+                 deny: tuple[str, ...] = ()):
+        names = FAMILY_NAMES if families is None else tuple(families)
+        unknown = [n for n in names if n not in FAMILY_NAMES]
+        if unknown:
+            raise UserError(f"unknown redaction family {unknown[0]!r}", param="redact.disable",
+                            options=list(FAMILY_NAMES))
+        self.families = tuple(f for f in FAMILIES if f.name in names)
+        self.hashes = hashes
+        self.deny = tuple(deny)
+        self._deny_res = [_glob_regex(g) for g in self.deny]
+
+    # -- text --
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        """Text with every secret replaced by [REDACTED:<label>], and the count per label."""
+        counts: dict[str, int] = {}
+        if self.hashes is not None:
+            text = self._redact_hashes(text, counts)
+        for fam in self.families:
+            text, n = fam.apply(text)
+            if n:
+                counts[fam.name] = counts.get(fam.name, 0) + n
+        return text, counts
+
+    def redact_text(self, text: str) -> str:
+        return self.redact(text)[0]
+
+    def redact_obj(self, obj):
+        """Every string in a JSON-like structure (a response) redacted; other values as they are."""
+        if isinstance(obj, str):
+            return self.redact(obj)[0]
+        if isinstance(obj, dict):
+            return {k: self.redact_obj(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.redact_obj(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.redact_obj(v) for v in obj)
+        return obj
+
+    def _redact_hashes(self, text: str, counts: dict[str, int]) -> str:
+        hashes = self.hashes
+        out = []
+        for line in text.split("\n"):
+            hits: list[tuple[int, int, str]] = []
+            for s, e in _candidates(line):
+                name = hashes.digests.get(hashes.digest(line[s:e]))
+                if name is not None:
+                    hits.append((s, e, name))
+            if hits:
+                # longest first, then non-overlapping, then replace right to left
+                hits.sort(key=lambda h: (h[0] - h[1], h[0]))
+                chosen: list[tuple[int, int, str]] = []
+                for h in hits:
+                    if all(h[1] <= c[0] or h[0] >= c[1] for c in chosen):
+                        chosen.append(h)
+                for s, e, name in sorted(chosen, reverse=True):
+                    line = line[:s] + marker(name) + line[e:]
+                    counts[name] = counts.get(name, 0) + 1
+            out.append(line)
+        return "\n".join(out)
+
+    # -- paths --
+    def denied(self, *paths: str) -> bool:
+        """A path (corpus path or root-relative) matched by a `[redact] deny` glob: never indexed or read."""
+        return any(r.fullmatch(p) for r in self._deny_res for p in paths if p)
+
+    # -- identity --
+    def policy_fingerprint(self) -> str:
+        """Changes whenever what gets redacted changes: code version, enabled families, hash file."""
+        key = {"version": REDACTOR_VERSION, "families": [f.name for f in self.families],
+               "hashes": self.hashes.file_sha256 if self.hashes else None}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+    def describe(self) -> dict:
+        return {"ok": True, "families": [f.name for f in self.families],
+                "disabled": [n for n in FAMILY_NAMES if n not in {f.name for f in self.families}],
+                "secret_hashes": str(self.hashes.path) if self.hashes else None,
+                "hash_count": len(self.hashes.digests) if self.hashes else 0,
+                "deny": list(self.deny), "fingerprint": self.policy_fingerprint()[:16]}
+
+
+DEFAULT_REDACTOR = Redactor()
+
+
+def redact(text: str) -> tuple[str, dict[str, int]]:
+    """Default families, no hash file (the engine uses its configured Redactor)."""
+    return DEFAULT_REDACTOR.redact(text)
+
+
+# -- documents that must not be indexed at all ---------------------------------------------------
+
+_TRUE = {"true", "yes", "on", "1"}
+_FM_SECRET_LINE = re.compile(r"(?im)^secret[ \t]*:[ \t]*['\"]?(?:true|yes|on|1)['\"]?[ \t]*(?:#.*)?$")
+
+
+def is_secret_document(front_matter: object, text: str) -> bool:
+    """Front matter `secret: true` — also when the YAML around it is broken (fail closed)."""
+    if isinstance(front_matter, dict) and "secret" in front_matter:
+        v = front_matter["secret"]
+        return v is True or (isinstance(v, (str, int)) and str(v).strip().lower() in _TRUE)
+    lines = text.lstrip("\ufeff").split("\n", 200)
+    if not lines or lines[0].strip() != "---":
+        return False
+    for line in lines[1:]:
+        if line.strip() in ("---", "..."):
+            break
+        if _FM_SECRET_LINE.match(line):
+            return True
+    return False
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """`[redact]` in the config: `disable = [...]`, `secret_hashes = "path"`, `deny = ["private/**"]`."""
+
+    disable: tuple[str, ...] = ()
+    secret_hashes: str | None = None   # as configured (relative paths: to the config file's folder)
+    deny: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, raw: object, source: Path | None = None) -> RedactionPolicy:
+        where = f"invalid config {source}" if source else "invalid config"
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: [redact] must be a table")
+        unknown_keys = sorted(set(raw) - {"disable", "secret_hashes", "deny"})
+        if unknown_keys:
+            raise UserError(f"{where}: unknown [redact] setting {unknown_keys[0]!r}", param="redact",
+                            options=["disable", "secret_hashes", "deny"])
+        disable = raw.get("disable", [])
+        if not isinstance(disable, list) or not all(isinstance(x, str) for x in disable):
+            raise UserError(f"{where}: [redact] disable must be a list of family names", param="redact.disable",
+                            options=list(FAMILY_NAMES))
+        for name in disable:
+            if name not in FAMILY_NAMES:
+                raise UserError(f"{where}: [redact] disable names unknown family {name!r}",
+                                param="redact.disable", options=list(FAMILY_NAMES))
+        deny = raw.get("deny", [])
+        if not isinstance(deny, list) or not all(isinstance(x, str) for x in deny):
+            raise UserError(f"{where}: [redact] deny must be a list of path globs", param="redact.deny")
+        hashes = raw.get("secret_hashes")
+        if hashes is not None:
+            if not isinstance(hashes, str) or not hashes.strip():
+                raise UserError(f"{where}: [redact] secret_hashes must be a file path", param="redact.secret_hashes")
+            p = Path(hashes).expanduser()
+            if not p.is_absolute() and source is not None:
+                p = source.parent / p
+            hashes = str(p)
+        return cls(tuple(disable), hashes, tuple(deny))
+
+    def hash_file(self) -> Path | None:
+        """REMEMBRANCER_SECRET_HASHES wins over the config; None when neither names a file."""
+        env = os.environ.get(ENV_SECRET_HASHES, "").strip()
+        if env:
+            return Path(env).expanduser()
+        return Path(self.secret_hashes) if self.secret_hashes else None
+
+    def build(self) -> Redactor:
+        """The Redactor this policy describes; RedactionError when a configured hash file is unusable."""
+        path = self.hash_file()
+        hashes = load_hash_file(path) if path is not None else None
+        return Redactor(tuple(n for n in FAMILY_NAMES if n not in self.disable), hashes, self.deny)
+
+
+@dataclass
+class RedactorSource:
+    """The engine's view of the policy: built once, rebuilt only when the hash file changes on disk.
+
+    `current()` raises RedactionError while the hash file is unusable, so every caller that
+    indexes or serves fails closed; `status()` says why without raising."""
+
+    policy: RedactionPolicy = field(default_factory=RedactionPolicy)
+    _key: tuple | None = None
+    _redactor: Redactor | None = None
+    _error: RedactionError | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _stat_key(self) -> tuple:
+        path = self.policy.hash_file()
+        if path is None:
+            return (None,)
+        try:
+            st = path.stat()
+            return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError as e:
+            return (str(path), "error", e.errno)
+
+    def current(self) -> Redactor:
+        key = self._stat_key()
+        if key != self._key:
+            with self._lock:
+                if key != self._key:
+                    try:
+                        self._redactor, self._error = self.policy.build(), None
+                    except RedactionError as e:
+                        self._redactor, self._error = None, e
+                    self._key = key
+        if self._error is not None:
+            raise self._error
+        return self._redactor
+
+    def problem(self) -> str | None:
+        try:
+            self.current()
+        except RedactionError as e:
+            return str(e.message)
+        return None
+
+    def status(self) -> dict:
+        try:
+            return self.current().describe()
+        except RedactionError as e:
+            return {"ok": False, "error": e.message,
+                    "effect": "indexing and serving are stopped until the secret-hash file is fixed"}
