@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
+    from cli.secrets_cmd import add_parser as add_secrets_parser
+
+    add_secrets_parser(sub)
+
     p = sub.add_parser("eval", help="score retrieval on a labelled query set (JSONL)")
     p.add_argument("queries", help="a .jsonl query file (see ../shared/eval/README.md)")
     _add_root(p)
@@ -416,10 +420,17 @@ def cmd_doctor(args) -> int:
     return EXIT_OK if all(c["status"] != "FAIL" for c in checks) else EXIT_USER
 
 
+def cmd_secrets(args) -> int:
+    from cli.secrets_cmd import main as secrets_main
+
+    return secrets_main(args)
+
+
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "read": cmd_read, "outline": cmd_outline,
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
+    "secrets": cmd_secrets,
 }
 
 if __name__ == "__main__":

@@ -253,7 +253,7 @@ class Daemon:
         st = self.engine.status()
         base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
                 "last_indexed_at": st["last_indexed_at"]}
-        problem = self.engine.contract_problem()
+        problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
             return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
         if problem:

@@ -124,6 +124,7 @@ def do_outline(engine, params: dict) -> dict:
 
 
 def do_list(engine, params: dict) -> dict:
+    engine.redaction.current()  # fail closed: a broken redaction policy serves nothing
     f = filters_from({"path": params.get("path"), "type": params.get("type")})
     from .filters import sql, validate
 

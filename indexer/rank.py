@@ -36,7 +36,6 @@ class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
     recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
     recency_bonus_outcome: float = 0.08  # the same when the question asks whether something happened
-    outcome_plan_factor: float = 0.8     # … and then a plan is the least trustworthy answer
     current_record_boost: float = 1.2    # "what is it now?": host/service records hold the current state
     entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
@@ -110,8 +109,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= cfg.stale_factor
             c.why.append(f"stale ×{cfg.stale_factor}")
         w = cfg.type_weights.get(s.doc_type, 1.0)
-        if it.outcome and s.doc_type == "plan":
-            w = min(w, cfg.outcome_plan_factor)
         if it.current and s.doc_type in RECORD_TYPES:
             w *= cfg.current_record_boost
         if w != 1.0:

@@ -1,4 +1,4 @@
-"""Secrets never reach the index or an answer (indexer/redact.py, cli/secrets.py).
+"""Secrets never reach the index or an answer (indexer/redact.py, cli/secrets_cmd.py).
 
 The leak tests plant known fake secrets — in many shapes, plus one that only the secret-hash
 file knows — in a fixture corpus, index it with a real engine (tiny model), and then look for
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import secrets as secrets_cli
+from cli import secrets_cmd as secrets_cli
 from indexer import api, reader
 from indexer.config import Config, load_config, make_roots
 from indexer.engine import Engine

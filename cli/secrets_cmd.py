@@ -9,14 +9,14 @@ end up in shell history or in `ps`. The output is the file indexer/redact.py rea
 With --out FILE the hashes are appended to FILE (created 0600 with a new salt if missing; an
 existing file keeps its salt). Without --out the whole file is printed to stdout.
 
-Note: this module is `cli.secrets`; it deliberately does not import the standard library's
+Note: this module is `cli.secrets_cmd` (not `cli.secrets`, which would shadow the standard
+library module when `cli/` is on sys.path); it deliberately does not import the standard library's
 `secrets` (random bytes come from os.urandom), so running `python cli/main.py` — which puts
 cli/ on sys.path — cannot confuse the two.
 """
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import os
 import sys
