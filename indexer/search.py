@@ -178,10 +178,19 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     elif problem:
         notes.append(f"keyword search only: {problem}")
 
+    # An entity's name or IP (`pg1`, `10.40.1.12`) is literal evidence for its own record only
+    # (its front matter defines it); elsewhere it is a passing mention, weighed by rank.py.
+    matcher, entity_paths = engine.entities()
     probes = terms.literal_probes(query)
+    own = {entity_paths.get(matcher.by_name[p.lower()]) for p in probes if p.lower() in matcher.by_name}
+    probes = [p for p in probes if p.lower() not in matcher.by_name]
     for sid, weight in _probe_leg(engine, probes, allowed).items():
         cand(sid).literal = weight
-    _fuse(cands, identifier_query=bool(probes))
+    if own:
+        for s in engine.catalog.sections(f"d.path IN ({','.join('?' * len(own))})", tuple(own)):
+            if allowed is None or s.id in allowed:
+                cand(s.id).literal += 1.0
+    _fuse(cands, identifier_query=bool(probes or own))
     _rerank(engine, query, cands)
     return cands, notes
 
@@ -262,8 +271,10 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple
 
 
 def _occurs(engine, probe: str) -> bool:
+    """In some section's text, or a name/alias/IP of an entity (front matter is not section text)."""
     p = probe.lower()
-    return any(p in content for _, _, content in engine.lowered_sections())
+    matcher, _ = engine.entities()
+    return p in matcher.by_name or any(p in content for _, _, content in engine.lowered_sections())
 
 
 def _snippet(text: str, query: str) -> str:

@@ -1,0 +1,143 @@
+"""Each ranking rule on its own (unit), then together on the sample corpus with the real model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from indexer import rank, terms
+from indexer.catalog import SectionRow
+from indexer.config import Config, make_roots
+from indexer.embed import load_default_embedder
+from indexer.engine import Engine
+from indexer.meta import Entity, EntityMatcher
+from indexer.search import Candidate, SearchRequest, search
+from tests.corpus_helpers import EXAMPLES, write
+
+
+def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, content="text"):
+    return SectionRow(sid, sid, path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
+                      False, [], [], content, content)
+
+
+def ranked(rows, scores, query, entities=(), cfg=None):
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    matcher = EntityMatcher([Entity(n, p, a) for n, p, a in entities])
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query, matcher), cfg or rank.RankingConfig(),
+                {n: p for n, p, _ in entities})
+    return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
+
+
+def test_superseded_section_loses_a_near_tie_to_its_replacement():
+    rows = [row(1, "hosts/db1.md", "db1 > Backups (obsolete)", stale=True), row(2, "hosts/db1.md", "db1 > Backups")]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, "how are backups taken") == [2, 1]
+    assert ranked(rows, {1: 0.80, 2: 0.40}, "how are backups taken") == [1, 2]  # relevance still rules
+
+
+def test_record_of_the_named_entity_beats_a_journal_mention():
+    ents = [("db1", "hosts/db1.md", ["pg-primary", "10.20.1.11"]), ("db2", "hosts/db2.md", [])]
+    rows = [row(1, "journal/2030/2030-01-20.md", "2030-01-20 > 09:40 outage", doc_type="journal", date="2030-01-20"),
+            row(2, "hosts/db1.md", "db1 > Services", doc_type="host", date="2030-02-03"),
+            row(3, "hosts/db2.md", "db2 > Services", doc_type="host", date="2030-02-03")]
+    order = ranked(rows, {1: 0.80, 2: 0.72, 3: 0.78}, "what port does pg-primary listen on", ents)
+    assert order[0] == 2 and order[-1] == 3
+
+
+def test_current_state_questions_prefer_records():
+    rows = [row(1, "journal/2030/2030-01-21.md", "2030-01-21 > pool raised", doc_type="journal", date="2030-01-21"),
+            row(2, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-21")]
+    assert ranked(rows, {1: 0.80, 2: 0.70}, "what is the pool size at the moment?") == [2, 1]
+    assert ranked(rows, {1: 0.80, 2: 0.70}, "what is the pool size?")[0] == 1
+
+
+def test_outcome_questions_prefer_the_newest_account():
+    rows = [row(1, "journal/a.md", "plan day", doc_type="journal", date="2030-01-01"),
+            row(2, "journal/b.md", "done day", doc_type="journal", date="2030-03-01")]
+    assert ranked(rows, {1: 0.80, 2: 0.76}, "did the migration actually happen?") == [2, 1]
+    assert ranked(rows, {1: 0.80, 2: 0.76}, "how does the migration work") == [1, 2]
+
+
+def test_howto_questions_prefer_the_section_with_steps():
+    rows = [row(1, "runbooks/r.md", "Restore", level=1, content="Use this when data is lost."),
+            row(2, "runbooks/r.md", "Restore > Steps", content="1. stop\n2. restore\n```\nx\n```")]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, "how do I restore the database?") == [2, 1]
+
+
+def test_plan_loses_a_near_tie():
+    rows = [row(1, "planning/q1.md", "Plan > Backups", doc_type="plan"), row(2, "notes/b.md", "Backups")]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, "backups") == [2, 1]
+
+
+def test_rules_can_be_switched_off():
+    rows = [row(1, "a.md", "A", stale=True), row(2, "a.md", "B")]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, "q", cfg=rank.RankingConfig(enabled=False)) == [1, 2]
+
+
+def test_unknown_ranking_key_is_refused():
+    from indexer.errors import UserError
+
+    with pytest.raises(UserError) as ei:
+        rank.RankingConfig.from_dict({"stale_factr": 0.5})
+    assert "stale_factor" in ei.value.options
+
+
+@pytest.mark.parametrize("query,probes", [
+    ("rate(x[5m])", ["rate("]), ("--no-track", ["--no-track"]), ("did the cut-over happen", []),
+    ("pg1's backups", ["pg1"]), ("CARGO_INSTALL_ROOT", ["CARGO_INSTALL_ROOT"]), ("`max_connections = 300`",
+                                                                              ["max_connections = 300", "max_connections"]),
+])
+def test_literal_probes(query, probes):
+    assert terms.literal_probes(query) == probes
+
+
+# -- together, on the sample corpus, with the real model (meaning matters here) ---------------------
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ranking")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
+    root = tmp / "notes"
+    shutil.copytree(EXAMPLES, root)
+    write(root, "journal/2030/2030-02-10.md", "# 2030-02-10 (Mon)\n\n## 10:00 backups check\n\n"
+          "Looked at db1's backups: pgBackRest full ran on Sunday as planned.\n")
+    e = Engine(Config(roots=make_roots([root])), embedder=load_default_embedder())
+    e.refresh()
+    yield e
+    e.close()
+    mp.undo()
+
+
+def top(engine, q, **kw):
+    out = search(engine, SearchRequest(q, limit=5, **kw))
+    return out, (out["results"] or out.get("best_weak") or [None])[0]
+
+
+def test_e2e_replacement_beats_superseded_and_record_beats_journal(real):
+    out, first = top(real, "how are db1's backups taken these days?")
+    assert (first["path"], first["heading"]) == ("hosts/db1.md", "db1 — PostgreSQL primary > Backups")
+    stale = [r for r in out["results"] if r["heading"].endswith("Backups (obsolete)")]
+    assert all(r.get("stale") for r in stale)
+
+
+def test_e2e_identifier_query_finds_the_literal(real):
+    _, first = top(real, "DISABLE_SERVER_SIDE_CURSORS")
+    assert "DISABLE_SERVER_SIDE_CURSORS" in real.catalog.sections("d.path = ?", (first["path"],))[0].content or \
+        first["path"] in ("memory/pgbouncer-transaction-pooling.md", "journal/2030/2030-01-21.md")
+    out, first = top(real, "sorry, too many clients already", exact=True)
+    assert {r["path"] for r in out["results"]} == {"journal/2030/2030-01-20.md", "hosts/db1.md"}
+
+
+def test_e2e_unanswerable_abstains(real):
+    for q in ("how do I configure single sign-on with Okta?", "--enable-tls", "what is KAFKA_BROKER_RACK set to?"):
+        out, _ = top(real, q)
+        assert out["no_strong_match"] is True, q
+        assert out["results"] == [] and out["best_weak"] and out["why_no_strong_match"]
+
+
+def test_e2e_answerable_does_not_abstain(real):
+    for q in ("how do I restore the database from a backup", "why were customers getting 500s on checkout?",
+              "what is 10.20.1.12?", "Celery workers connection count"):
+        out, _ = top(real, q)
+        assert out["no_strong_match"] is False, q
