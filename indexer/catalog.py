@@ -81,6 +81,20 @@ CREATE TABLE IF NOT EXISTS entities (
     aliases TEXT NOT NULL,
     PRIMARY KEY (name, doc_id)
 );
+-- [[wikilinks]] and relative Markdown links (indexer/links.py); `resolved` is the target's path or
+-- NULL, re-resolved when documents come and go, so backlinks are a query on it.
+CREATE TABLE IF NOT EXISTS links (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    target TEXT NOT NULL,
+    anchor TEXT,
+    kind TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    resolved TEXT
+);
+CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
+CREATE INDEX IF NOT EXISTS links_resolved ON links(resolved);
 """
 
 
@@ -184,7 +198,7 @@ class Catalog:
         return found
 
     def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
-                       entity: dict | None) -> tuple[list[int], list[int]]:
+                       entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
         """Replace one document in a single transaction; returns (removed passage ids, added passage ids).
 
         `sections` carry their chunks and passages; `new_vectors` holds embeddings for text shas
@@ -224,6 +238,10 @@ class Catalog:
             if entity is not None:
                 db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
                            (entity["name"], doc_id, json.dumps(entity["aliases"])))
+            for lk in links or ():
+                db.execute("INSERT INTO links(doc_id, target, anchor, kind, line, text, resolved)"
+                           " VALUES (?,?,?,?,?,?,?)", (doc_id, lk["target"], lk.get("anchor"), lk["kind"],
+                                                       lk["line"], lk.get("text") or "", lk.get("resolved")))
             self._drop_orphan_embeddings()
             self._bump_generation()
             db.execute("COMMIT")
@@ -280,7 +298,26 @@ class Catalog:
             self.db.execute("ROLLBACK")
             raise
 
+    def set_link_resolutions(self, changes: list[tuple[str | None, int]]) -> None:
+        """(resolved path or None, link id) pairs, in one transaction (links only: no generation bump)."""
+        if not changes:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("UPDATE links SET resolved=? WHERE id=?", changes)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
     # -- reads --------------------------------------------------------------------------------
+    def link_rows(self, where: str = "", params: tuple = ()) -> list[dict]:
+        """Links with their source document: id, source, target, anchor, kind, line, text, resolved."""
+        sql = ("SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, l.resolved FROM links l"
+               " JOIN documents d ON d.id = l.doc_id" + (f" WHERE {where}" if where else "") + " ORDER BY d.path, l.line, l.id")
+        keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
+        return [dict(zip(keys, r)) for r in self.db.execute(sql, params)]
+
     def entities(self) -> list[tuple[str, str, list[str]]]:
         return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
             "SELECT e.name, d.path, e.aliases FROM entities e JOIN documents d ON d.id = e.doc_id ORDER BY e.name")]

@@ -77,6 +77,10 @@ class Config:
     layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
     ranking: RankingConfig = field(default_factory=RankingConfig)
     redact: RedactionPolicy = field(default_factory=RedactionPolicy)  # see indexer/redact.py
+    log_queries: bool = True              # [log] queries: the local query log (indexer/querylog.py), opt-out
+    query_log: Path | None = None         # [log] path; default <data dir>/logs/queries.jsonl
+    verify_repos: list[Path] = field(default_factory=list)  # [verify] repos: more git repos `verify` checks
+    metrics_textfile: Path | None = None  # [metrics] textfile: Prometheus metrics after each ingest
     source: Path | None = None
 
     def index_dir(self) -> Path:
@@ -157,7 +161,38 @@ def load_config(root_args: list[str] | None = None) -> Config:
         cfg.layout = _parse_layout(layout, path)
     if raw.get("redact") is not None:  # [redact] disable / secret_hashes / deny (indexer/redact.py)
         cfg.redact = RedactionPolicy.from_config(raw["redact"], path)
+    _memory_tool_settings(cfg, raw, path)
     return cfg
+
+
+def _memory_tool_settings(cfg: Config, raw: dict, path: Path) -> None:
+    """[log] queries / path, [verify] repos, [metrics] textfile."""
+    def table(name: str) -> dict:
+        t = raw.get(name, {})
+        if not isinstance(t, dict):
+            raise UserError(f"invalid config {path}: [{name}] must be a table")
+        return t
+
+    def a_path(value: object, what: str) -> Path:
+        if not isinstance(value, str) or not value.strip():
+            raise UserError(f"invalid config {path}: {what} must be a path string")
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (path.parent / p)
+
+    log_t = table("log")
+    if "queries" in log_t:
+        if not isinstance(log_t["queries"], bool):
+            raise UserError(f"invalid config {path}: [log] queries must be true or false")
+        cfg.log_queries = log_t["queries"]
+    if "path" in log_t:
+        cfg.query_log = a_path(log_t["path"], "[log] path")
+    repos = table("verify").get("repos", [])
+    if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
+        raise UserError(f"invalid config {path}: [verify] repos must be a list of git repository paths")
+    cfg.verify_repos = [a_path(r, "[verify] repos") for r in repos]
+    metrics_t = table("metrics")
+    if "textfile" in metrics_t:
+        cfg.metrics_textfile = a_path(metrics_t["textfile"], "[metrics] textfile")
 
 
 def _parse_layout(layout: object, path: Path) -> tuple[tuple[str, str], ...]:

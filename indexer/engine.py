@@ -8,6 +8,7 @@ and the tests all drive it the same way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sqlite3
@@ -20,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, meta
+from . import corpus, ingest, links, meta
 from .catalog import Catalog
 from .config import Config
 from .errors import UserError
@@ -30,6 +31,7 @@ from .vectors import Vectors
 
 log = logging.getLogger(__name__)
 
+LINKS_VERSION = 1   # bump when link parsing changes: every document is read again (not re-embedded)
 EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
 SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
 
@@ -152,13 +154,30 @@ class Engine:
 
     # -- indexing -------------------------------------------------------------------------------
     def refresh(self, progress: ProgressFn | None = None, reembed: bool = False) -> IndexReport:
-        """Bring the index up to date with the files: only what changed is parsed and embedded."""
+        """Bring the index up to date with the files: only what changed is parsed and embedded.
+
+        With `[metrics] textfile` configured, Prometheus metrics are written after every run,
+        failed ones included (indexer/metrics.py)."""
+        if not self.config.metrics_textfile or self.readonly:
+            return self._refresh(progress, reembed)
+        from . import metrics
+
+        try:
+            report = self._refresh(progress, reembed)
+        except Exception as e:
+            metrics.after_ingest(self, None, e)
+            raise
+        metrics.after_ingest(self, report, None)
+        return report
+
+    def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
         if self.readonly:
             raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
         t0 = time.monotonic()
         report = IndexReport()
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
         policy = self._redaction_policy_check(redactor)
+        links_backfill = self._links_backfill_check()
         if reembed:
             self._drop_vectors()
         walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
@@ -180,9 +199,12 @@ class Engine:
         self._ingest(changed, known, report, progress)
         if self.catalog.entities() != entities_before or (changed and not entities_before):
             self._retag_entities()
+        self._resolve_links()
         self._commit_derived()
         if policy and not self.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
+        if links_backfill and not self.stop_requested.is_set():
+            self.catalog.set_meta("links_version", str(LINKS_VERSION))
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
         self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
@@ -271,8 +293,11 @@ class Engine:
                 self._open_vectors()
         elif not any("vectors skipped" in w for w in report.warnings):
             report.warnings.append(f"vectors skipped: {self.contract_problem()}")
+        resolver = self._link_resolver(extra=[p.doc for p in batch])
         for p in batch:
-            removed, added = self.catalog.write_document(p.doc, p.sections, new_vectors, p.entity)
+            for lk in p.links:
+                lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
+            removed, added = self.catalog.write_document(p.doc, p.sections, new_vectors, p.entity, p.links)
             self.fulltext.replace_document(p.doc["path"], self.catalog.chunks_of(p.doc["path"]))
             if self.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)
@@ -289,6 +314,37 @@ class Engine:
         matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
         mentions = {s.id: matcher.mentions(s.heading + "\n" + s.body) for s in self.catalog.sections()}
         self.catalog.set_entity_mentions(mentions)
+
+    # -- links (indexer/links.py) ------------------------------------------------------------------
+    def _links_backfill_check(self) -> bool:
+        """An index built before links were parsed: read every document again (nothing is re-embedded)."""
+        if self.catalog.get_meta("links_version") == str(LINKS_VERSION):
+            return False
+        if self.catalog.documents():
+            self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+        return True
+
+    def _link_resolver(self, extra: list[dict] = ()) -> links.Resolver:
+        rows = self.catalog.db.execute("SELECT path, rel, root, title FROM documents").fetchall()
+        rows += [(d["path"], d["rel"], d["root"], d["title"]) for d in extra]
+        return links.Resolver(rows, self.catalog.entities(), multi_root=len(self.config.roots) > 1)
+
+    def _resolve_links(self) -> None:
+        """Re-resolve every link when the documents a link can name (paths, titles, entity names)
+        changed: a renamed or deleted target updates its backlinks without re-reading the sources."""
+        rows = self.catalog.db.execute("SELECT path, title FROM documents ORDER BY path").fetchall()
+        key = json.dumps([rows, self.catalog.entities()])
+        fp = hashlib.sha256(key.encode()).hexdigest()
+        if self.catalog.get_meta("link_targets") == fp:
+            return
+        resolver = self._link_resolver()
+        changes = []
+        for lk in self.catalog.link_rows():
+            r = resolver.resolve(lk["target"], lk["kind"], lk["source"])
+            if r != lk["resolved"]:
+                changes.append((r, lk["id"]))
+        self.catalog.set_link_resolutions(changes)
+        self.catalog.set_meta("link_targets", fp)
 
     def _commit_derived(self) -> None:
         gen = self.catalog.generation

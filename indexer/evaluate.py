@@ -276,7 +276,8 @@ def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5) -> 
     from .config import load_config
     from .engine import Engine
     from .reader import read
-    from .search import MAX_LIMIT, SearchRequest, search
+    from .api import do_search
+    from .search import MAX_LIMIT
 
     if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}", param="limit")
@@ -300,12 +301,12 @@ def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5) -> 
 
         # The first search loads the embedding model; time it apart so p50/p95 are steady-state.
         t0 = time.perf_counter()
-        search(engine, SearchRequest(query=cases[0].query, limit=limit))
+        do_search(engine, {"query": cases[0].query, "limit": limit})
         warmup_ms = (time.perf_counter() - t0) * 1000
         outcomes = []
         for case in cases:
             t0 = time.perf_counter()
-            out = search(engine, SearchRequest(query=case.query, limit=limit))
+            out = do_search(engine, {"query": case.query, "limit": limit})  # the MCP tool's path
             ms = (time.perf_counter() - t0) * 1000
             outcomes.append(_outcome(case, out, ms, document_text))
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import chunks as chunking
+from . import links as linking
 from . import meta
 from .config import ENTITY_TYPES
 from .corpus import CorpusFile, blob_id
@@ -27,6 +28,7 @@ class Prepared:
     entity: dict | None
     texts: dict[str, str] = field(default_factory=dict)   # text sha → embedded text
     warnings: list[str] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)       # indexer/links.py, resolved when written
 
 
 class Skip(Exception):
@@ -82,7 +84,8 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         "line_count": len(parsed.lines),
     }
     prepared = Prepared(doc, [], None if entity is None else
-                        {"name": entity.name, "aliases": entity.aliases}, warnings=warnings)
+                        {"name": entity.name, "aliases": entity.aliases}, warnings=warnings,
+                        links=[lk.to_dict() for lk in linking.parse_links(text, f.path)])
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc["title"], s.heading)

@@ -40,6 +40,7 @@ class RankingConfig:
     entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
+    howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
@@ -111,6 +112,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if it.current and s.doc_type in RECORD_TYPES:
             w *= cfg.current_record_boost
+        if it.howto and s.doc_type == "runbook":
+            w *= cfg.howto_runbook_boost
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")

@@ -1,0 +1,168 @@
+"""Links between documents: `[[wikilinks]]` and relative Markdown links, parsed at index time.
+
+Parsing is pure (text → links with their line numbers); resolution maps a link's target text to
+an indexed document path by, in order: exact path (with or without `.md`, relative to the
+linking file's root), file stem, document title, then the name or alias of a host/service
+record — all case-insensitive. The catalog keeps every link with its resolved path (or NULL);
+backlinks are a query on that column, and links are re-resolved whenever the set of documents
+or their titles changes, so a renamed or deleted target updates its backlinks on the next
+refresh without re-reading the linking files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+# [[target]], [[target|alias]], [[target#heading]], [[target#heading|alias]], ![[embed]]
+_WIKI_RE = re.compile(r"(!?)\[\[([^\[\]\n|]+?)(?:\|([^\[\]\n]*))?\]\]")
+# [text](dest "title") — dest without spaces, or <dest with spaces>; images (![..](..)) skipped.
+_MD_RE = re.compile(r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]+>|[^\s()<>]+(?:\([^\s()]*\)[^\s()<>]*)*)"
+                    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)")
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_INLINE_CODE_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str          # wikilink: the text as written; markdown: the normalised corpus path
+    anchor: str | None   # the heading after '#', if any
+    kind: str            # "wikilink" | "markdown"
+    line: int            # 1-based line in the file
+    text: str = ""       # alias / link text
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "anchor": self.anchor, "kind": self.kind, "line": self.line,
+                "text": self.text}
+
+
+def parse_links(text: str, source_path: str) -> list[Link]:
+    """Every link of a document, in order. Code (fenced blocks, inline code spans) is skipped;
+    external URLs, pure in-page anchors and links to non-Markdown files are not document links."""
+    out: list[Link] = []
+    fence: str | None = None
+    base = posixpath.dirname(source_path)
+    for n, line in enumerate(text.split("\n"), 1):
+        m = _FENCE_RE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip(" `~"):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        if "[" not in line:
+            continue
+        plain = _INLINE_CODE_RE.sub(lambda x: " " * len(x.group(0)), line)
+        for w in _WIKI_RE.finditer(plain):
+            raw, alias = w.group(2).strip(), (w.group(3) or "").strip()
+            target, _, anchor = raw.partition("#")
+            target = target.strip()
+            if not target:
+                continue  # [[#heading]]: a link inside the same page
+            out.append(Link(target, anchor.strip() or None, "wikilink", n, alias))
+        for md in _MD_RE.finditer(_WIKI_RE.sub(lambda x: " " * len(x.group(0)), plain)):
+            dest = md.group(2).strip()
+            if dest.startswith("<") and dest.endswith(">"):
+                dest = dest[1:-1].strip()
+            target = markdown_target(dest, base)
+            if target is None:
+                continue
+            path, anchor = target
+            out.append(Link(path, anchor, "markdown", n, md.group(1).strip()))
+    return out
+
+
+def markdown_target(dest: str, base_dir: str) -> tuple[str, str | None] | None:
+    """A relative Markdown link destination → (corpus path, anchor), or None if it is not a
+    link to a Markdown document (a URL, a mail address, an image, `#anchor` alone)."""
+    if not dest or dest.startswith("#") or _SCHEME_RE.match(dest) or dest.startswith("//"):
+        return None
+    path, _, anchor = dest.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    if not path.lower().endswith(MARKDOWN_SUFFIXES):
+        return None
+    if path.startswith("/"):
+        joined = path.lstrip("/")
+    else:
+        joined = posixpath.join(base_dir, path) if base_dir else path
+    norm = posixpath.normpath(joined)  # a path escaping the root keeps its "../" and never resolves
+    return norm, (unquote(anchor).strip() or None)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip()).casefold()
+
+
+def _strip_suffix(p: str) -> str:
+    low = p.lower()
+    for suf in MARKDOWN_SUFFIXES:
+        if low.endswith(suf):
+            return p[: -len(suf)]
+    return p
+
+
+class Resolver:
+    """Maps link targets to indexed document paths.
+
+    `documents` are (path, rel, root name, title) rows; `entities` are (name, record path,
+    aliases). Several roots: a path is looked up under the linking file's root first."""
+
+    def __init__(self, documents: list[tuple[str, str, str, str]],
+                 entities: list[tuple[str, str, list[str]]] = (), multi_root: bool = False):
+        self.multi = multi_root
+        self.paths: dict[str, str] = {}                   # casefolded corpus path (and without suffix) → path
+        self.stems: dict[str, list[str]] = {}
+        self.titles: dict[str, list[str]] = {}
+        self.names: dict[str, str] = {}
+        self.root_of: dict[str, str] = {}
+        for path, rel, root, title in documents:
+            self.root_of[path] = root
+            for key in {path, _strip_suffix(path)}:
+                self.paths.setdefault(key.casefold(), path)
+            stem = _strip_suffix(rel.rsplit("/", 1)[-1])
+            self.stems.setdefault(_norm(stem), []).append(path)
+            if title:
+                self.titles.setdefault(_norm(title), []).append(path)
+        for name, path, aliases in entities:
+            for n in [name, *aliases]:
+                self.names.setdefault(_norm(str(n)), path)
+
+    def resolve(self, link_target: str, kind: str, source_path: str) -> str | None:
+        target = link_target.strip().replace("\\", "/")
+        if not target:
+            return None
+        root = self.root_of.get(source_path)
+        prefixes = [f"{root}/"] if (self.multi and root) else []
+        prefixes.append("")
+        for pre in prefixes:
+            for cand in (pre + target, pre + target.lstrip("/")):
+                hit = self.paths.get(cand.casefold()) or self.paths.get(_strip_suffix(cand).casefold())
+                if hit:
+                    return hit
+        if kind == "markdown":
+            return None  # a relative path either exists or the link is broken
+        key = _norm(_strip_suffix(target.rsplit("/", 1)[-1]) if "/" in target else _strip_suffix(target))
+        for table in (self.stems, self.titles):
+            found = table.get(key) or (table.get(_norm(target)) if table is self.titles else None)
+            if found:
+                return self._prefer(found, source_path, target)
+        return self.names.get(_norm(target))
+
+    def _prefer(self, paths: list[str], source_path: str, target: str) -> str:
+        """Several documents share the stem or title: same root, then a path ending with what
+        was written, then the shortest path."""
+        if len(paths) == 1:
+            return paths[0]
+        root = self.root_of.get(source_path)
+        tail = _strip_suffix(target).casefold()
+
+        def key(p: str):
+            return (self.root_of.get(p) != root, not _strip_suffix(p).casefold().endswith(tail),
+                    p.count("/"), len(p), p)
+        return min(paths, key=key)
