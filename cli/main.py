@@ -117,6 +117,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_secrets_parser(sub)
 
+    p = sub.add_parser("history", help="everything about one host/service, newest first (time, not relevance)")
+    p.add_argument("entity", help="name, alias or IP from a host/service record")
+    _add_root(p)
+    p.add_argument("--topic", help="only the sections about this, still in date order")
+    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
+    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+    p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
+    p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
+    _add_root(p)
+    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
+    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+    p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
+    p.add_argument("--path", help="path prefix inside the corpus")
+    p.add_argument("-n", "--limit", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
+    p.add_argument("path")
+    _add_root(p)
+    p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("verify", help="check the commit SHAs a document cites (or text on stdin) in git")
+    p.add_argument("path", nargs="?", help="a document; omit and pass --text (or - to read stdin)")
+    _add_root(p)
+    p.add_argument("--heading", help="only this section of the document")
+    p.add_argument("--text", help="text to scan instead of a document ('-' reads stdin)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("report", help="summarise the local query log: most asked, abstentions, slow queries")
+    p.add_argument("--log", help="query log file (default: [log] path, or the data dir's logs/queries.jsonl)")
+    p.add_argument("--since", help="only entries on or after YYYY-MM-DD")
+    p.add_argument("--slow-ms", type=float, default=1000.0, help="what counts as slow")
+    p.add_argument("--top", type=int, default=10, help="rows per list")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("eval", help="score retrieval on a labelled query set (JSONL)")
     p.add_argument("queries", help="a .jsonl query file (see ../shared/eval/README.md)")
     _add_root(p)
@@ -327,6 +366,86 @@ def cmd_eval(args) -> int:
     return EXIT_OK
 
 
+def _memory_call(args, tool: str, **params) -> dict:
+    """One memory-tool call through the backend, written to the local query log."""
+    from indexer.config import load_config
+    from indexer.querylog import QueryLog
+
+    backend = _backend(args)
+    qlog = QueryLog.for_config(load_config(args.root))
+    t0 = time.perf_counter()
+    try:
+        out = backend.call(tool, **params)
+    except UserError as e:
+        if qlog is not None:
+            qlog.record(tool, params, None, (time.perf_counter() - t0) * 1000, error=e.to_dict(), client="cli")
+        raise
+    if qlog is not None:
+        qlog.record(tool, params, out, (time.perf_counter() - t0) * 1000, client="cli")
+    return out
+
+
+def _print_memory(args, out: dict, render_fn) -> None:
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        print(render_fn(out))
+
+
+def cmd_history(args) -> int:
+    from mcp_server.render import history_text
+
+    out = _memory_call(args, "history", entity=args.entity, topic=args.topic, since=args.since,
+                       until=args.until, limit=args.limit)
+    _print_memory(args, out, history_text)
+    return EXIT_OK if out["results"] else EXIT_NOTHING
+
+
+def cmd_latest(args) -> int:
+    from mcp_server.render import latest_text
+
+    out = _memory_call(args, "latest", terms=args.terms, since=args.since, until=args.until, type=args.type,
+                       path=args.path, limit=args.limit)
+    _print_memory(args, out, latest_text)
+    return EXIT_OK if out["results"] and not out.get("relaxed") else EXIT_NOTHING
+
+
+def cmd_neighbors(args) -> int:
+    from mcp_server.render import neighbors_text
+
+    out = _memory_call(args, "neighbors", path=args.path, limit=args.limit)
+    _print_memory(args, out, neighbors_text)
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    from mcp_server.render import verify_text
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    out = _memory_call(args, "verify", path=args.path, heading=args.heading, text=text)
+    _print_memory(args, out, verify_text)
+    commits = out.get("commits") or []
+    return EXIT_OK if commits and all(c["verdict"] == "landed" for c in commits) else EXIT_NOTHING
+
+
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from indexer.config import load_config
+    from indexer.filters import _date
+    from indexer.querylog import format_report, path_for, read_entries, summarise
+
+    path = Path(args.log).expanduser() if args.log else path_for(load_config(None))
+    since = _date("since", args.since)
+    rep = summarise(read_entries(path, since), slow_ms=args.slow_ms, top=args.top)
+    rep["log"] = str(path)
+    if args.json:
+        print(json.dumps(rep, indent=2, ensure_ascii=False))
+    else:
+        print(format_report(rep, path))
+    return EXIT_OK
+
+
 def cmd_list(args) -> int:
     out = _backend(args).call("list", path=args.path, type=args.type)
     if args.json:
@@ -430,7 +549,8 @@ COMMANDS = {
     "index": cmd_index, "search": cmd_search, "read": cmd_read, "outline": cmd_outline,
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
-    "secrets": cmd_secrets,
+    "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
+    "verify": cmd_verify, "report": cmd_report,
 }
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ class LocalBackend:
         return {**base, "verdict": "fresh", "detail": "re-checked against the files just now"}
 
     def call(self, method: str, **params) -> dict:
-        if method == "search":
+        if method in api.FRESHNESS_METHODS:
             self.refresh()
         out = api.dispatch_read(self.engine, method, params, self.freshness)
         if out is not None:

@@ -9,6 +9,10 @@ Methods (params → result):
     read     path, heading | lines [a, b], offset, max_chars               → section / page
     outline  path                                                         → sections with sizes
     list     path (prefix), type                                          → documents
+    history  entity, topic, since, until, limit                           → an entity's sections, newest first
+    latest   terms, since, until, type, path, limit                       → sections with ALL terms, newest first
+    neighbors path, limit                                                 → links out/in, unresolved, similar
+    verify   path [+ heading] | text                                      → cited commit SHAs checked in git
     status   —                                                            → daemon + index facts
     notify   root (path), event ("post-commit", "save", …)                → {"queued": n}
     reindex  full (bool)                                                  → {"queued": n}
@@ -23,7 +27,8 @@ import json
 
 MAX_REQUEST_BYTES = 1_000_000
 IDLE_TIMEOUT_S = 30.0
-METHODS = ("search", "read", "outline", "list", "status", "notify", "reindex", "stop")
+METHODS = ("search", "read", "outline", "list", "history", "latest", "neighbors", "verify",
+           "status", "notify", "reindex", "stop")
 
 
 class ProtocolError(Exception):

@@ -54,7 +54,8 @@ class Daemon:
         self.last_error: str | None = None
         self.last_ingest: dict | None = None
         self.ingesting = False
-        self.model_loads = 0
+        self.notifications = 0
+        self.last_notification: dict | None = None
         self._lock = threading.Lock()
         self._lockfile = None
         self._server: socketserver.UnixStreamServer | None = None
@@ -237,6 +238,9 @@ class Daemon:
         if method == "status":
             return self.status()
         if method == "notify":
+            self.notifications += 1
+            self.last_notification = {"event": str(params.get("event") or ""), "root": str(params.get("root") or ""),
+                                      "at": time.time()}
             self.queue.put(str(params.get("root") or ""), full=True)
             return {"queued": self.queue.pending()[0]}
         if method == "reindex":
@@ -275,6 +279,7 @@ class Daemon:
                        "clients": self.clients, "requests": self.requests, "queued_changes": queued,
                        "seconds_behind": behind, "ingesting": self.ingesting, "last_error": self.last_error,
                        "last_ingest": self.last_ingest, "idle_exit_s": self.idle_exit_s,
-                       "model_loads": self.engine.model_loads},
+                       "model_loads": self.engine.model_loads, "notifications": self.notifications,
+                       "last_notification": self.last_notification},
             "freshness": self.freshness(),
         }

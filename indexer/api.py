@@ -143,11 +143,60 @@ def do_list(engine, params: dict) -> dict:
     return out
 
 
-READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list}
+def _bool(params: dict, name: str, default: bool) -> bool:
+    v = params.get(name, default)
+    if not isinstance(v, bool):
+        raise UserError(f"{name} must be true or false", param=name)
+    return v
+
+
+def _terms(params: dict) -> list[str] | str:
+    v = params.get("terms")
+    if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+        return v
+    if v is None:
+        return []
+    raise UserError("terms must be a string or a list of strings", param="terms")
+
+
+def do_history(engine, params: dict) -> dict:
+    from .memory import HISTORY_LIMIT, MAX_LIMIT, history
+
+    return history(engine, _str(params, "entity") or "", topic=_str(params, "topic"),
+                   since=_str(params, "since"), until=_str(params, "until"),
+                   limit=_int(params, "limit", HISTORY_LIMIT, 1, MAX_LIMIT),
+                   check_commits=_bool(params, "verify_commits", True))
+
+
+def do_latest(engine, params: dict) -> dict:
+    from .memory import LATEST_LIMIT, MAX_LIMIT, latest
+
+    return latest(engine, _terms(params), since=_str(params, "since"), until=_str(params, "until"),
+                  types=_list(params, "type"), path=_str(params, "path"),
+                  limit=_int(params, "limit", LATEST_LIMIT, 1, MAX_LIMIT),
+                  check_commits=_bool(params, "verify_commits", True))
+
+
+def do_neighbors(engine, params: dict) -> dict:
+    from .memory import MAX_LIMIT, NEIGHBOR_LIMIT, neighbors
+
+    return neighbors(engine, _str(params, "path") or "", limit=_int(params, "limit", NEIGHBOR_LIMIT, 1, MAX_LIMIT))
+
+
+def do_verify(engine, params: dict) -> dict:
+    from .memory import verify
+
+    return verify(engine, path=_str(params, "path"), heading=_str(params, "heading"), text=_str(params, "text"))
+
+
+READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
+                "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
+# Answers about the index's content carry its freshness verdict; a local engine refreshes first.
+FRESHNESS_METHODS = ("search", "history", "latest", "neighbors", "verify")
 
 
 def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
-    """Answer a read-only method (search/read/outline/list), or None if `method` is not one.
+    """Answer a read-only method (READ_METHODS), or None if `method` is not one.
 
     `freshness` is a callable giving the verdict the caller can vouch for (a daemon knows its
     queue; an in-process engine knows whether it just refreshed)."""
@@ -155,6 +204,6 @@ def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
     if fn is None:
         return None
     out = fn(engine, params)
-    if method == "search":
+    if method in FRESHNESS_METHODS:
         out["index"] = freshness()
     return out

@@ -207,7 +207,7 @@ class CommitChecker:
                 out["replaced_by"] = twin
             where = f"on {', '.join(out['branches'])}" if out["branches"] else "on no branch"
             out["reason"] = (f"exists in {r.name} but is not on {branch or 'a default branch'} ({where})"
-                             + (f"; {branch} has {twin['commit'][:12]} with the same author date and subject — "
+                             + (f"; {branch} has {twin['commit'][:12]} by the same author at the same author time — "
                                 "probably amended or rebased" if twin else ""))
         return out
 

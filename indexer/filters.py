@@ -71,6 +71,54 @@ def validate(f: Filters, catalog, doc_types: tuple[str, ...]) -> Filters:
     return Filters(types, path, tags, since, until)
 
 
+def atoms(f: Filters) -> list[tuple[str, str, Filters]]:
+    """Each active filter on its own: (param, "name=value", the filters without it). Types are one
+    filter (any of them); every tag is its own (all of them)."""
+    out = []
+    if f.types:
+        out.append(("type", "type=" + ",".join(f.types), Filters([], f.path, f.tags, f.since, f.until)))
+    if f.path:
+        out.append(("path", f"path={f.path}", Filters(f.types, None, f.tags, f.since, f.until)))
+    for t in f.tags:
+        out.append(("tags", f"tags={t}", Filters(f.types, f.path, [x for x in f.tags if x != t], f.since, f.until)))
+    if f.since:
+        out.append(("since", f"since={f.since}", Filters(f.types, f.path, f.tags, None, f.until)))
+    if f.until:
+        out.append(("until", f"until={f.until}", Filters(f.types, f.path, f.tags, f.since, None)))
+    return out
+
+
+def only(f: Filters, param: str, label: str) -> Filters:
+    """The one filter `label` of `f`, alone."""
+    if param == "type":
+        return Filters(types=f.types)
+    if param == "path":
+        return Filters(path=f.path)
+    if param == "tags":
+        return Filters(tags=[label.split("=", 1)[1]])
+    return Filters(since=f.since) if param == "since" else Filters(until=f.until)
+
+
+def emptied_by(f: Filters, count) -> tuple[list[dict], str]:
+    """Which filter emptied a filtered result: each one dropped in turn (`count(filters)` gives the
+    number of sections matching). Returns (rows, a sentence for the message)."""
+    rows = []
+    for param, label, rest in atoms(f):
+        rows.append({"param": param, "filter": label, "matches_without_it": count(rest) if rest.active() else None,
+                     "matches_alone": count(only(f, param, label))})
+    if len(rows) == 1:
+        r = rows[0]
+        return rows, f"{r['filter']} matches no section"
+    culprits = [r for r in rows if r["matches_alone"] == 0]
+    if culprits:
+        return rows, "; ".join(f"{r['filter']} matches no section on its own" for r in culprits)
+    freeing = sorted((r for r in rows if r["matches_without_it"]), key=lambda r: -r["matches_without_it"])
+    if freeing:
+        return rows, "; ".join(f"without {r['filter']}: {r['matches_without_it']} sections" for r in freeing)
+    return rows, ("no single filter empties it — they exclude each other together; alone: "
+                  + ", ".join(f"{r['filter']} {r['matches_alone']}" for r in rows))
+
+
 def _known_tags(catalog) -> set[str]:
     out: set[str] = set()
     for (raw,) in catalog.db.execute("SELECT DISTINCT tags FROM documents"):

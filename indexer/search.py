@@ -98,6 +98,9 @@ def search(engine, req: SearchRequest) -> dict:
     if not results:
         out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
                           else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
+        if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
+            out["emptied_by"], why = flt.emptied_by(f, lambda g: len(_allowed_sections(engine, g)))
+            out["message"] += f" — {why}"
     if notes:
         out["notes"] = notes
     return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now

@@ -138,7 +138,52 @@ def index_map(facts: IndexFacts) -> str:
     lines.append("An empty or weak result is not proof of absence: rephrase, drop filters, or use exact=true for "
                  "error strings and IDs. Search to find; read(path, heading) to open a pointer, "
                  "read(path, outline=true) for a document's map.")
+    lines.append(WHICH_TOOL)
     return "\n".join(lines)
+
+
+# One line every memory tool's description shares: which axis each tool answers.
+WHICH_TOOL = ("Search ranks by relevance (what do we know about X). Other axes: history = one host/service "
+              "over time; latest = exact strings, newest first; neighbors = links; verify = cited commits.")
+
+
+def history_description(facts: IndexFacts) -> str:
+    return ("TIME, for one host or service: everything the memory says about it — its journal entries and "
+            "its own record's sections — newest first by the section's date, NOT by relevance. Use it for "
+            "'what have we already done on db1', 'what changed on X since Tuesday'. `entity` is a name, alias or "
+            "IP from the host/service records (an unknown one returns the close names); `topic` keeps only the "
+            "sections about it (still in date order); since/until bound the dates. Rows citing commit SHAs carry "
+            "verified_commits. For 'what do we know about X' use search; for exact strings use latest."
+            + (" " + _entities_hint(facts) if facts.documents else ""))
+
+
+def _entities_hint(facts: IndexFacts) -> str:
+    n = facts.types.get("host", 0) + facts.types.get("service", 0)
+    return f"{n} host/service records are indexed." if n else "No host/service records are indexed yet."
+
+
+def latest_description(facts: IndexFacts) -> str:
+    return ("EXACT TERMS, newest first: the sections that contain ALL the given terms — identifiers, commit "
+            "SHAs (any abbreviation matches), --flags, error strings, numbers — ordered by date, no ranking. Use "
+            "it for 'did the migration finish', 'where did we see this error last', 'what mentions 6432'. "
+            "`terms` is a list (each kept verbatim) or one string (quote phrases: '\"lock timeout\" 0042'). Case-"
+            "insensitive, whole words at the edges (db1 is not db10). When no section has them all it relaxes "
+            "and names the dropped terms, and says which term occurs nowhere. For meaning use search.")
+
+
+def neighbors_description(facts: IndexFacts) -> str:
+    return ("LINKS of one document: what it links to ([[wikilinks]] and relative Markdown links), what links to "
+            "it (backlinks), its broken links, and the sections closest in meaning that nobody linked yet. Use it "
+            "to follow a runbook's references, to see what depends on a record before changing it, or to find "
+            "notes that should be linked. `path` as search prints it.")
+
+
+def verify_description(facts: IndexFacts) -> str:
+    return ("COMMITS: finds commit-SHA-shaped tokens (7-40 hex, or repo@sha) in a document/section (path, "
+            "heading) or in given text, and checks each in git: exists? landed on the default branch? date, "
+            "subject, files touched. Existence and landing are separate answers; an amended-away or unmerged "
+            "commit 'exists, NOT landed'; hex that is no commit says so; a repository that cannot be read gives "
+            "UNKNOWN, never 'absent'. Use it before trusting 'fixed in abc1234' from the journal.")
 
 
 def read_description(facts: IndexFacts) -> str:

@@ -1,4 +1,5 @@
-"""The stdio MCP server: search, read, list_documents and index_status over the memory index.
+"""The stdio MCP server over the memory index: search, read, list_documents, index_status, and the
+memory-native tools history (time), latest (exact terms), neighbors (links) and verify (commits).
 
 A client of the daemon (started on demand when none serves this corpus; a read-only engine
 in-process when none can start). Tool descriptions are written at start-up from the live index.
@@ -21,6 +22,7 @@ from pydantic import Field, ValidationError
 
 from indexer.config import DOC_TYPES, load_config
 from indexer.errors import UserError
+from indexer.querylog import LOGGED_TOOLS, QueryLog
 
 from . import describe, render
 from .link import Link
@@ -40,7 +42,11 @@ BASE_INSTRUCTIONS = (
     "runbooks, lessons, plans, docs). Use `search` first — it returns the best section in full and "
     "pointers to others; open a pointer with `read(path, heading)`. Every search answer starts with the "
     "index's freshness verdict; if it says STALE, recent edits may be missing. Journal entries are "
-    "observations on a date (newest wins); host/service records are current state; plans are intentions.")
+    "observations on a date (newest wins); host/service records are current state; plans are intentions.\n"
+    "Which tool: relevance ('what do we know about X', 'how do I …') → search; time for one host or service "
+    "('what have we done on db1', 'what changed since Tuesday') → history; exact strings — SHAs, flags, error "
+    "text, numbers — newest first ('did the migration finish') → latest; links and backlinks → neighbors; "
+    "'did that commit really land' → verify.")
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -105,8 +111,10 @@ class RememberServer(MCPServer):
 
 # -- the server ------------------------------------------------------------------------------------
 
-def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] = DOC_TYPES) -> MCPServer:
-    """The MCP server over `link`, with descriptions from the index as it is now."""
+def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] = DOC_TYPES,
+                 querylog: QueryLog | None = None) -> MCPServer:
+    """The MCP server over `link`, with descriptions from the index as it is now. With a
+    `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
     facts = describe.gather(link.call) if link.backend is not None else describe.IndexFacts(
         warning=link.start_problem or "no index available")
     if facts.warning:
@@ -118,6 +126,23 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         server_instructions += "\n\n" + instructions.strip()
     server = RememberServer(SERVER_NAME, description="Hybrid search over a Markdown working memory.",
                             instructions=server_instructions, version=_version())
+
+    def call(tool: str, method: str, **params) -> dict:
+        """link.call, timed and written to the query log (answers and errors alike)."""
+        if querylog is None or tool not in LOGGED_TOOLS:
+            return link.call(method, **params)
+        t0 = time.perf_counter()
+        try:
+            out = link.call(method, **params)
+        except UserError as e:
+            querylog.record(tool, params, None, (time.perf_counter() - t0) * 1000, error=e.to_dict())
+            raise
+        except Exception as e:
+            querylog.record(tool, params, None, (time.perf_counter() - t0) * 1000,
+                            error={"code": "internal", "message": type(e).__name__})
+            raise
+        querylog.record(tool, params, out, (time.perf_counter() - t0) * 1000)
+        return out
 
     def search(
         query: Annotated[str, Field(description="The question or keywords, in plain words. May be empty when "
@@ -138,10 +163,65 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                                      "messages, identifiers, paths.")] = False,
     ) -> Result:
         def body():
-            out = link.call("search", query=query, limit=limit, type=type, path=path, tags=tags,
-                            since=since, until=until, exact=exact)
+            out = call("search", "search", query=query, limit=limit, type=type, path=path, tags=tags,
+                       since=since, until=until, exact=exact)
             return ok(render.search_text(out), out)
         return guarded("search", body)
+
+    def history(
+        entity: Annotated[str, Field(description="A host or service: its name, an alias or an IP, e.g. 'db1', "
+                                     "'pg-primary', '10.20.1.11'.", min_length=1, max_length=200)],
+        topic: Annotated[str | None, Field(description="Only the sections about this (keyword + semantic match), "
+                                           "still in date order, e.g. 'backups'.", max_length=1000)] = None,
+        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
+                                           max_length=40)] = None,
+        until: Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.",
+                                           max_length=40)] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 20,
+    ) -> Result:
+        def body():
+            out = call("history", "history", entity=entity, topic=topic, since=since, until=until, limit=limit)
+            return ok(render.history_text(out), out)
+        return guarded("history", body)
+
+    def latest(
+        terms: Annotated[str | list[str], Field(description="The exact strings a section must ALL contain: a "
+                                                "list (each verbatim), or one string split on spaces with "
+                                                "\"quoted phrases\" kept whole. SHAs, --flags, error text, numbers, "
+                                                "identifiers.")],
+        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
+                                           max_length=40)] = None,
+        type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
+                                                      "'journal'.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 10,
+    ) -> Result:
+        def body():
+            out = call("latest", "latest", terms=terms, since=since, type=type, limit=limit)
+            return ok(render.latest_text(out), out)
+        return guarded("latest", body)
+
+    def neighbors(
+        path: Annotated[str, Field(description="Document path as search prints it, e.g. 'hosts/db1.md'.",
+                                   min_length=1, max_length=1000)],
+        limit: Annotated[int, Field(ge=1, le=100, description="How many unlinked similar sections (1-100).")] = 5,
+    ) -> Result:
+        def body():
+            out = call("neighbors", "neighbors", path=path, limit=limit)
+            return ok(render.neighbors_text(out), out)
+        return guarded("neighbors", body)
+
+    def verify(
+        path: Annotated[str | None, Field(description="A document whose cited commit SHAs to check, e.g. "
+                                          "'journal/2030/2030-02-12.md'.", max_length=1000)] = None,
+        heading: Annotated[str | None, Field(description="Only this section of `path` (breadcrumb or a unique "
+                                             "last part).", max_length=1000)] = None,
+        text: Annotated[str | None, Field(description="Or: text to scan for SHAs instead of a document, e.g. "
+                                          "'fixed in app@4f2a9c1'.", max_length=200_000)] = None,
+    ) -> Result:
+        def body():
+            out = call("verify", "verify", path=path, heading=heading, text=text)
+            return ok(render.verify_text(out), out)
+        return guarded("verify", body)
 
     def read(
         path: Annotated[str, Field(description="Document path as search/list_documents print it, e.g. "
@@ -188,6 +268,14 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                     annotations=READ_ONLY, title="List documents")
     server.add_tool(index_status, description=describe.status_description(), annotations=READ_ONLY,
                     title="Index status and freshness")
+    server.add_tool(history, description=describe.history_description(facts), annotations=READ_ONLY,
+                    title="History of a host or service, newest first")
+    server.add_tool(latest, description=describe.latest_description(facts), annotations=READ_ONLY,
+                    title="Sections with exact terms, newest first")
+    server.add_tool(neighbors, description=describe.neighbors_description(facts), annotations=READ_ONLY,
+                    title="Links, backlinks and unlinked neighbours")
+    server.add_tool(verify, description=describe.verify_description(facts), annotations=READ_ONLY,
+                    title="Check cited commit SHAs in git")
     return server
 
 
@@ -268,7 +356,8 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         except Exception as e:  # the server still starts; each call retries and reports
             link.start_problem = f"{type(e).__name__}: {e}"
             log.exception("remembrancer MCP: connecting to the index failed")
-        server = build_server(link, instructions, config.doc_types if config else DOC_TYPES)
+        server = build_server(link, instructions, config.doc_types if config else DOC_TYPES,
+                              querylog=QueryLog.for_config(config))
     try:
         server.run("stdio")
     finally:

@@ -339,6 +339,37 @@ def test_atomic_save_becomes_searchable_without_commit(indexed):
         target.unlink(missing_ok=True)
 
 
+def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
+    """hooks install → git commit with the git CLI → the post-commit hook notifies the daemon →
+    the MCP search tool returns the new section."""
+    from hooks.install import install_hooks
+
+    corpus, env = indexed["corpus"], indexed["env"]
+    install_hooks(corpus)
+    home = Path(env["HOME"])
+
+    async def go(c):
+        await c.call_tool("index_status", {})
+        (corpus / "memory" / "wombat.md").write_text(
+            "# Wombat cache warming\n\nWarm the wombat cache with `make warm` before a release.\n", encoding="utf-8")
+        git_env = {"REMEMBRANCER_SOCKET": env["REMEMBRANCER_SOCKET"], "PYTHONPATH": env["PYTHONPATH"]}
+        subprocess.run(["git", "add", "-A"], cwd=corpus, check=True, env={**os.environ, **git_env})
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m",
+                        "wombat lesson"], cwd=corpus, check=True, env={**os.environ, **git_env, "HOME": str(home)})
+        deadline = time.monotonic() + 10
+        while True:
+            r = await c.call_tool("search", {"query": "how do I warm the wombat cache"})
+            paths = [x["path"] for x in r.structured_content.get("results", [])]
+            st = (await c.call_tool("index_status", {})).structured_content
+            if "memory/wombat.md" in paths or time.monotonic() > deadline:
+                return paths, st
+
+    paths, st = session(params(indexed), go)
+    assert paths and paths[0] == "memory/wombat.md", paths
+    assert st["daemon"]["notifications"] >= 1
+    assert st["daemon"]["last_notification"]["event"] in ("post-commit", "post-checkout", "post-merge")
+
+
 # -- 8. no daemon possible: read-only and STALE ------------------------------------------------
 
 def test_readonly_fallback_when_no_daemon_can_start(indexed, tmp_path):
