@@ -28,9 +28,14 @@ DEFAULT_LAYOUT: tuple[tuple[str, str], ...] = (
     ("runbooks/**", "runbook"),
     ("memory/*", "lesson"),
     ("planning/**", "plan"),
+    ("**/CHANGELOG*", "changelog"),
+    ("**/CHANGES*", "changelog"),
+    ("**/HISTORY*", "changelog"),
+    ("**/NEWS*", "changelog"),
+    ("**/RELEASE-NOTES*", "changelog"),
     ("*", "doc"),
 )
-DOC_TYPES = ("journal", "host", "service", "runbook", "lesson", "plan", "doc")
+DOC_TYPES = ("journal", "host", "service", "runbook", "lesson", "plan", "changelog", "doc")
 # Types whose front matter defines entities (a host and its aliases/IPs).
 ENTITY_TYPES = ("host", "service")
 

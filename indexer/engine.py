@@ -177,6 +177,7 @@ class Engine:
         report = IndexReport()
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
         policy = self._redaction_policy_check(redactor)
+        self._layout_check()
         links_backfill = self._links_backfill_check()
         if reembed:
             self._drop_vectors()
@@ -366,6 +367,15 @@ class Engine:
         self.vectors = None
 
     # -- redaction policy (indexer/redact.py) -----------------------------------------------------
+    def _layout_check(self) -> None:
+        """A changed layout (path globs → doc types) changes types and embedded headers: every
+        document is read again (passages whose text did not change keep their embeddings)."""
+        layout = json.dumps(self.config.layout)
+        if self.catalog.get_meta("layout") != layout:
+            if self.catalog.documents():
+                self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+            self.catalog.set_meta("layout", layout)
+
     def _redaction_policy_check(self, redactor: Redactor) -> str | None:
         """None if the stored policy fingerprint is current; else every document is read again
         (unchanged passages keep their embeddings). "first" for an empty catalog, else "changed"."""

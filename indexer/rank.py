@@ -33,7 +33,7 @@ _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 @dataclass
 class RankingConfig:
     stale_factor: float = 0.6
-    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
+    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85, "changelog": 0.8})
     recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
     recency_bonus_outcome: float = 0.08  # the same when the question asks whether something happened
     current_record_boost: float = 1.2    # "what is it now?": host/service records hold the current state

@@ -30,7 +30,7 @@ from mcp_server import render
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples" / "notes"
 IDLE_EXIT = 5
-TOOLS = {"search", "read", "list_documents", "index_status"}
+TOOLS = {"search", "read", "list_documents", "index_status", "history", "latest", "neighbors", "verify"}
 FRESHNESS_LINE = re.compile(r"^Index (fresh|catching up: .+|STALE: .+)")
 SHARED: dict = {}
 
