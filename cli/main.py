@@ -246,8 +246,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    backend = _backend(args)
-    out = backend.call("search", query=args.query, limit=args.limit, type=args.type, path=args.path,
+    out = _memory_call(args, "search", query=args.query, limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
                        explain=args.explain)
     if args.json:
@@ -367,7 +366,7 @@ def cmd_eval(args) -> int:
 
 
 def _memory_call(args, tool: str, **params) -> dict:
-    """One memory-tool call through the backend, written to the local query log."""
+    """One question (search or a memory tool) through the backend, written to the local query log."""
     from indexer.config import load_config
     from indexer.querylog import QueryLog
 
@@ -435,7 +434,15 @@ def cmd_report(args) -> int:
     from indexer.filters import _date
     from indexer.querylog import format_report, path_for, read_entries, summarise
 
-    path = Path(args.log).expanduser() if args.log else path_for(load_config(None))
+    if args.log:
+        path = Path(args.log).expanduser()
+    else:
+        try:
+            path = path_for(load_config(None))
+        except UserError:  # a config whose roots are gone must not hide the log
+            from indexer.querylog import default_path
+
+            path = default_path()
     since = _date("since", args.since)
     rep = summarise(read_entries(path, since), slow_ms=args.slow_ms, top=args.top)
     rep["log"] = str(path)

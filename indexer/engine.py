@@ -218,7 +218,8 @@ class Engine:
     def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
         matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
         redactor = self.redaction.current()
-        commit_dates = self._commit_dates([f for f in files if f.path not in known])
+        # The fallback date of an undated file, new or edited (a dated filename needs none).
+        commit_dates = self._commit_dates([f for f in files if not meta.date_in(f.rel.rsplit("/", 1)[-1])])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
         last_save = time.monotonic()

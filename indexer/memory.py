@@ -214,9 +214,11 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
         rows = {sid: s for sid, s in rows.items() if sid in scores}
     records = set(record_paths)
     # Newest first; on one date the record (current state) before other evidence, live sections
-    # before superseded ones, and later sections of a day before earlier ones.
-    order = sorted(rows.values(), key=lambda s: (dated[s.id][0] or "", s.path in records,
-                                                 not (s.stale or s.doc_stale), s.path, s.start_line), reverse=True)
+    # before superseded ones, a record in reading order, and later entries of a day first.
+    # A heading with no text of its own (its subsections hold it) says nothing: left out.
+    order = sorted((s for s in rows.values() if (s.body or "").strip()),
+                   key=lambda s: (dated[s.id][0] or "", s.path in records, not (s.stale or s.doc_stale), s.path,
+                                  -s.start_line if s.path in records else s.start_line), reverse=True)
     names = [name, *aliases]
     out_rows = []
     for s in order[:limit]:

@@ -119,6 +119,8 @@ def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate
     ids = sorted(allowed)
     rows = engine.catalog.sections_by_id(ids)
     order = sorted(rows.values(), key=lambda s: (s.date or "", -s.start_line), reverse=True)
+    # A heading with no text of its own (a journal day's "# 2030-02-17 (Mon)") lists nothing.
+    order = [s for s in order if (s.body or "").strip()] or order
     out = {}
     for rank, s in enumerate(order[: max(limit * 4, 20)]):
         out[s.id] = Candidate(s.id, score=1.0 / (1 + rank))

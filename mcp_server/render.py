@@ -274,7 +274,7 @@ def verify_text(out: dict) -> str:
     if not rows:
         parts.append(out.get("message") or "No commit SHA found.")
     for c in rows:
-        exists = {True: "exists", False: "does not exist", None: "UNKNOWN"}[c.get("exists")]
+        exists = {True: "exists", False: "does not exist", None: "cannot be checked"}[c.get("exists")]
         landed = {True: "landed", False: "NOT landed", None: "landed: unknown"}[c.get("landed")]
         line = f"- {c['cited_as']} (line {', '.join(map(str, c.get('lines') or []))}): {c['verdict'].upper()} — {exists}"
         if c.get("exists"):

@@ -156,7 +156,7 @@ def test_memory_tools_over_mcp_stdio(world):
     tools_logged = [e["tool"] for e in entries]
     assert tools_logged.count("history") == 3
     assert tools_logged.count("latest") == 3                 # err_limit failed validation before any call
-    assert tools_logged.count("verify") == 2 and tools_logged.count("neighbors") == 2
+    assert tools_logged.count("verify") == 3 and tools_logged.count("neighbors") == 2
     assert tools_logged.count("search") == 1
     assert all(e["client"] == "mcp" and e["latency_ms"] >= 0 for e in entries)
     verdicts = {(e["tool"], e["query"]): e["verdict"] for e in entries}
