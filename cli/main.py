@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
                    help="idle timeout of a daemon started on demand")
     p.add_argument("--instructions", default="", help="text appended to the server description")
+    p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
+                   help="only documents under this path prefix exist for the agent (repeatable)")
 
     p = sub.add_parser("service", help="install the daemon as a systemd user unit / launchd agent")
     ss = p.add_subparsers(dest="service_command", required=True, metavar="ACTION")
@@ -518,7 +520,7 @@ def cmd_hooks(args) -> int:
 def cmd_mcp(args) -> int:
     from mcp_server.server import run
 
-    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions)
+    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope)
 
 
 def cmd_service(args) -> int:

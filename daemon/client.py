@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import socket
+import struct
 from pathlib import Path
 
 from . import protocol
@@ -42,6 +43,11 @@ class Client:
             except OSError as e:
                 s.close()
                 raise DaemonUnavailable(f"no daemon on {self.path} ({e.strerror or e})") from None
+            uid = peer_uid(s)  # the file's owner can be raced or faked; the listening process cannot
+            if uid is not None and uid != os.getuid():
+                s.close()
+                raise DaemonUnavailable(f"the process serving {self.path} runs as uid {uid}, not you; "
+                                        "refusing to use it")
             self._sock = s
         return self._sock
 
@@ -62,7 +68,7 @@ class Client:
         s = self._connect()
         rid = next(self._ids)
         try:
-            s.sendall(protocol.encode({"id": rid, "method": method, "params": params}))
+            s.sendall(encode_ascii_safe({"id": rid, "method": method, "params": params}))
             while b"\n" not in self._buf:
                 chunk = s.recv(1 << 16)
                 if not chunk:
@@ -93,6 +99,27 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def encode_ascii_safe(obj: dict) -> bytes:
+    """One protocol line; text that UTF-8 cannot carry (a lone surrogate) goes as a JSON escape,
+    so the other side answers it with a structured error instead of this side crashing."""
+    try:
+        return protocol.encode(obj)
+    except UnicodeEncodeError:
+        return (json.dumps(obj, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (Linux), else None."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    except OSError:
+        return None
+    return uid
 
 
 def check_socket_owner(path: Path) -> None:

@@ -86,7 +86,8 @@ class LocalBackend:
         if out is not None:
             return out
         if method == "status":
-            return {**self.engine.status(), "daemon": None, "freshness": self.freshness()}
+            with self.engine.scoped(params.get("scope") or ()):
+                return {**self.engine.status(), "daemon": None, "freshness": self.freshness()}
         if method in ("notify", "reindex"):
             if self.readonly:
                 raise UserError("no daemon is running to reindex", hint="run `remembrancer index`", code="no_daemon")

@@ -25,26 +25,110 @@ from indexer.engine import Engine
 from indexer.errors import UserError
 
 from . import protocol
-from .client import ping
+from .client import encode_ascii_safe, peer_uid, ping
 from .watch import ChangeQueue, Watcher
 
 log = logging.getLogger(__name__)
 
 RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
+REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
 
 
 class AlreadyRunning(UserError):
     pass
 
 
+class _TooLarge(Exception):
+    def __init__(self, ended: bool):
+        super().__init__()
+        self.ended = ended  # its newline was read: the stream is already at the next request
+
+
+def _read_request(sock: socket.socket, buf: bytearray, idle_s: float, request_s: float) -> bytes | None:
+    """The next request line (buffered in `buf`), or None to drop the client: it hung up, sent
+    nothing for `idle_s`, or took over `request_s` to send one line (a slow drip holds no thread
+    for long). Past MAX_REQUEST_BYTES it raises _TooLarge at once, without waiting for a newline."""
+    deadline = time.monotonic() + request_s if buf else None
+    scanned = 0
+    while True:
+        nl = buf.find(b"\n", scanned)
+        if nl >= 0:
+            line = bytes(buf[:nl])
+            del buf[:nl + 1]
+            if len(line) > protocol.MAX_REQUEST_BYTES:
+                raise _TooLarge(ended=True)
+            return line
+        if len(buf) > protocol.MAX_REQUEST_BYTES:
+            raise _TooLarge(ended=False)
+        scanned = len(buf)
+        now = time.monotonic()
+        if deadline is None and buf:
+            deadline = now + request_s
+        left = idle_s if deadline is None else deadline - now
+        if left <= 0:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(1 << 16)
+        except OSError:  # includes the timeout
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+
+
+def _skip_line(sock: socket.socket, buf: bytearray, request_s: float) -> bool:
+    """Discard the rest of an oversized line; False if its newline does not come in time."""
+    deadline = time.monotonic() + request_s
+    while True:
+        nl = buf.find(b"\n")
+        if nl >= 0:
+            del buf[:nl + 1]
+            return True
+        buf.clear()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(1 << 16)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        buf += chunk
+
+
+def _check_text(params: dict) -> None:
+    """Every string must be Unicode text: a lone surrogate ("\\ud800" is valid JSON) would reach
+    tokenizers, tantivy and SQLite, which refuse it with exceptions of their own."""
+    for name, value in params.items():
+        stack = [name, value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise UserError(f"{name} is not valid Unicode text (it holds a lone surrogate)",
+                                    param=str(name)) from None
+            elif isinstance(v, dict):
+                stack += [*v.keys(), *v.values()]
+            elif isinstance(v, list):
+                stack += v
+
+
 class Daemon:
     def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
-                 embedder=None, rescan_s: float = RESCAN_S):
+                 embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = protocol.IDLE_TIMEOUT_S,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S):
         self.config = config
         self.sock_path = Path(sock or socket_path())
         self.idle_exit_s = idle_exit_s
         self.rescan_s = rescan_s
+        self.client_timeout_s = client_timeout_s    # a connection idle this long is closed
+        self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
         self.queue = ChangeQueue()
         self.started_at = time.time()
         self.stopping = threading.Event()
@@ -117,22 +201,35 @@ class Daemon:
     def _bind(self) -> None:
         daemon = self
 
-        class Handler(socketserver.StreamRequestHandler):
-            timeout = protocol.IDLE_TIMEOUT_S
+        class Handler(socketserver.BaseRequestHandler):
+            def send(self, obj: dict) -> None:
+                self.request.settimeout(daemon.request_timeout_s)  # a client that never reads is dropped
+                self.request.sendall(encode_ascii_safe(obj))
 
             def handle(self):
+                sock: socket.socket = self.request
                 daemon._client(+1)
                 try:
+                    uid = peer_uid(sock)  # 0600 in a 0700 folder already; this holds if someone loosens them
+                    if uid is not None and uid not in (os.getuid(), 0):
+                        log.warning("refused a client running as uid %s", uid)
+                        self.send({"id": None, "ok": False, "error": {
+                            "code": "forbidden", "message": f"uid {uid} may not use the daemon of uid {os.getuid()}"}})
+                        return
+                    buf = bytearray()
                     while not daemon.stopping.is_set():
                         try:
-                            line = self.rfile.readline(protocol.MAX_REQUEST_BYTES + 1)
-                        except (socket.timeout, OSError):
+                            line = _read_request(sock, buf, daemon.client_timeout_s, daemon.request_timeout_s)
+                        except _TooLarge as e:
+                            self.send({"id": None, "ok": False, "error": {
+                                "code": "too_large", "message": f"request over {protocol.MAX_REQUEST_BYTES} bytes"}})
+                            if e.ended or _skip_line(sock, buf, daemon.request_timeout_s):
+                                continue  # one error for one request; the next line is answered
                             return
-                        if not line:
+                        if line is None:
                             return
-                        self.wfile.write(protocol.encode(daemon.handle_line(line)))
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
+                        self.send(daemon.handle_line(line))
+                except OSError:  # the client went away or stopped reading
                     return
                 finally:
                     daemon._client(-1)
@@ -218,7 +315,11 @@ class Daemon:
     def handle_line(self, line: bytes) -> dict:
         rid = None
         try:
-            rid, method, params = protocol.decode_request(line.rstrip(b"\n"))
+            try:
+                rid, method, params = protocol.decode_request(line.rstrip(b"\n"))
+            except RecursionError:  # JSON nested deeper than the decoder recurses
+                raise protocol.ProtocolError("malformed", "request is nested too deeply") from None
+            _check_text(params)
             with self._lock:
                 self.requests += 1
                 self.last_activity = time.monotonic()
@@ -236,7 +337,8 @@ class Daemon:
         if out is not None:
             return out
         if method == "status":
-            return self.status()
+            with self.engine.scoped(params.get("scope") or ()):
+                return self.status()
         if method == "notify":
             self.notifications += 1
             self.last_notification = {"event": str(params.get("event") or ""), "root": str(params.get("root") or ""),

@@ -203,7 +203,9 @@ def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
     fn = READ_METHODS.get(method)
     if fn is None:
         return None
-    out = fn(engine, params)
-    if method in FRESHNESS_METHODS:
-        out["index"] = freshness()
+    params = dict(params)
+    with engine.scoped(params.pop("scope", None) or ()):
+        out = fn(engine, params)
+        if method in FRESHNESS_METHODS:
+            out["index"] = freshness()
     return out

@@ -318,9 +318,11 @@ class Catalog:
         keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
         return [dict(zip(keys, r)) for r in self.db.execute(sql, params)]
 
-    def entities(self) -> list[tuple[str, str, list[str]]]:
+    def entities(self, schema: str = "") -> list[tuple[str, str, list[str]]]:
+        """(name, record path, aliases); schema "main." reads past a scope's views (caches do)."""
         return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
-            "SELECT e.name, d.path, e.aliases FROM entities e JOIN documents d ON d.id = e.doc_id ORDER BY e.name")]
+            f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
+            " ORDER BY e.name")]
 
     def sections(self, where: str = "", params: tuple = ()) -> list[SectionRow]:
         sql = SECTION_SELECT + (f" WHERE {where}" if where else "") + " ORDER BY d.path, s.ord"
@@ -365,7 +367,7 @@ class Catalog:
         return labels, vectors
 
     def passage_sections(self) -> dict[int, int]:
-        return dict(self.db.execute("SELECT id, section_id FROM passages"))
+        return dict(self.db.execute("SELECT id, section_id FROM main.passages"))  # global: engine caches it
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731

@@ -14,14 +14,14 @@ import logging
 import sqlite3
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, links, meta
+from . import corpus, ingest, links, meta, scope
 from .catalog import Catalog
 from .config import Config
 from .errors import UserError
@@ -78,7 +78,8 @@ class Engine:
         self.fulltext = FullText(self.dir / "fulltext")
         self.vectors: Vectors | None = None
         self._p2s: tuple[int, dict[int, int]] = (-1, {})
-        self._entities: tuple[int, tuple] = (-1, (None, {}))
+        self._entities: tuple = (-1, {}, [])
+        self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
         self._open_vectors()
         if not readonly:
@@ -173,6 +174,10 @@ class Engine:
     def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
         if self.readonly:
             raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
+        # A run that failed half-way (disk full, a bug) may have left a derived store without some
+        # of the catalog's writes; the next commit would stamp it current. Catch up first (a no-op
+        # when the generations agree, which is always the case after a run that completed).
+        self.repair()
         t0 = time.monotonic()
         report = IndexReport()
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
@@ -414,22 +419,46 @@ class Engine:
         return self._p2s[1]
 
     def lowered_sections(self) -> list[tuple[int, str, str]]:
-        """(section id, lower-cased heading, lower-cased content), cached per generation: the
-        literal leg scans it for identifiers without asking SQLite to lower-case the corpus."""
+        """(section id, lower-cased heading, lower-cased content) of the visible sections, cached
+        per generation: the literal leg scans it without asking SQLite to lower-case the corpus."""
         gen = self.catalog.generation
         if self._lowered[0] != gen:
-            rows = self.catalog.db.execute("SELECT id, heading, content FROM sections").fetchall()
-            self._lowered = (gen, [(i, h.lower(), c.lower()) for i, h, c in rows])
-        return self._lowered[1]
+            rows = self.catalog.db.execute(
+                "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
+                " JOIN main.documents d ON d.id = s.doc_id").fetchall()
+            self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
+        prefixes = self.scope
+        return [(i, h, c) for i, h, c, p in self._lowered[1] if scope.contains(prefixes, p)]
 
     def entities(self):
-        """(EntityMatcher, entity name → path of its record), cached per catalog generation."""
+        """(EntityMatcher, entity name → path of its record) for the visible records, cached."""
         gen = self.catalog.generation
         if self._entities[0] != gen:
-            rows = self.catalog.entities()
+            self._entities = (gen, {}, self.catalog.entities(schema="main."))
+        prefixes = self.scope
+        if prefixes not in self._entities[1]:
+            rows = [r for r in self._entities[2] if scope.contains(prefixes, r[1])]
             matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows])
-            self._entities = (gen, (matcher, {n: p for n, p, _ in rows}))
-        return self._entities[1]
+            self._entities[1][prefixes] = (matcher, {n: p for n, p, _ in rows})
+        return self._entities[1][prefixes]
+
+    # -- scopes -----------------------------------------------------------------------------------
+    @property
+    def scope(self) -> tuple[str, ...]:
+        """The path prefixes the current request may see (empty: everything)."""
+        return getattr(self._scope, "prefixes", ())
+
+    @contextmanager
+    def scoped(self, prefixes):
+        """Serve one request as if only documents under `prefixes` existed (indexer/scope.py)."""
+        prefixes = scope.normalize(prefixes)
+        before = self.scope
+        self._scope.prefixes = prefixes
+        try:
+            with scope.applied(self.catalog.db, prefixes):
+                yield
+        finally:
+            self._scope.prefixes = before
 
     # -- facts ----------------------------------------------------------------------------------
     def current_heads(self) -> dict[str, str | None]:
@@ -441,7 +470,7 @@ class Engine:
         indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
         current = self.current_heads()
         contract = self.catalog.model_contract()
-        return {
+        out = {
             "index_dir": str(self.dir),
             "roots": [{"name": r.name, "path": str(r.path), "head_indexed": indexed_heads.get(r.name),
                        "head_current": current.get(r.name)} for r in self.config.roots],
@@ -455,6 +484,11 @@ class Engine:
                          + json.loads(self.catalog.get_meta("last_warnings") or "[]")),
             "redaction": self.redaction.status(),  # families, hash file — or why it fails closed
         }
+        if self.scope:  # nothing outside the scope: its warnings, its vector count
+            out["warnings"] = [w for w in out["warnings"] if scope.contains(self.scope, w.split(":", 1)[0])]
+            out["vectors"] = out["passages"]
+            out["scope"] = list(self.scope)
+        return out
 
     def close(self) -> None:
         self._catalog.close()

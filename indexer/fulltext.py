@@ -45,6 +45,7 @@ class FullText:
         self.schema = _schema()
         self.index = self._open()
         self._writer = None
+        self._lost = False   # a commit failed: pending writes are gone until a rebuild
 
     def _open(self) -> tantivy.Index:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -95,15 +96,26 @@ class FullText:
     def commit(self, generation: int) -> None:
         """Commit explicitly and check it (a `with` block swallows a failed commit — FIELD-NOTES)."""
         if self._writer is not None:
-            self._writer.commit()
-            self._writer.wait_merging_threads()
+            try:
+                self._writer.commit()
+                self._writer.wait_merging_threads()
+            except BaseException:
+                # A writer whose commit failed is broken and its pending writes are lost (FIELD-NOTES):
+                # the index matches no catalog generation any more, now or after a restart, until
+                # it is rebuilt — later commits must not stamp it current.
+                self._writer = None
+                self._lost = True
+                (self.dir / "generation").unlink(missing_ok=True)
+                raise
             self._writer = None
-        self._set_generation(generation)
+        if not self._lost:
+            self._set_generation(generation)
         self.index.reload()
 
     def rebuild(self, chunks, generation: int) -> int:
         """Drop everything and re-add every chunk from the catalog."""
         self._writer = None
+        self._lost = False
         self._wipe()
         self.index = tantivy.Index(self.schema, str(self.dir), reuse=False)
         w = self.writer()
@@ -141,13 +153,6 @@ class FullText:
             if score > best.get(sid, 0.0):
                 best[sid] = score
         return best
-
-    def doc_freq(self, word: str) -> int:
-        """In how many chunks a plain word occurs (exact, lower-cased) — 0 means nowhere."""
-        try:
-            return self.index.searcher().doc_freq("body", word.lower())
-        except ValueError:
-            return 0
 
     def build_query(self, text: str):
         clauses = []

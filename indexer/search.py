@@ -66,7 +66,7 @@ def search(engine, req: SearchRequest) -> dict:
         raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
     query = (req.query or "").strip()
     f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
-    allowed = _allowed_sections(engine, f) if f.active() else None
+    allowed = _allowed_sections(engine, f) if (f.active() or engine.scope) else None
     notes: list[str] = []
     if not query:
         if not f.active():
@@ -266,13 +266,22 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple
     if missing:
         reasons.append("not in the corpus: " + ", ".join(missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
-    absent = [w for w in names if engine.fulltext.doc_freq(w) == 0]
+    absent = [w for w in names if not _word_occurs(engine, w)]
     top_dense = max((c.dense for c in ranked), default=0.0)
     if absent and top_dense < ABSTAIN_DENSE:
         reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {ABSTAIN_DENSE}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons
+
+
+def _word_occurs(engine, word: str) -> bool:
+    """The word, whole, in some visible section (or an entity's name)."""
+    w = word.lower()
+    if w in engine.entities()[0].by_name:
+        return True
+    rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
+    return any(rx.search(content) for _, _, content in engine.lowered_sections())
 
 
 def _occurs(engine, probe: str) -> bool:

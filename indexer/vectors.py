@@ -10,6 +10,7 @@ never starve the result.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -104,24 +105,36 @@ class Vectors:
             self.dirty = True
 
     def save(self, generation: int) -> None:
-        """Atomic save: temp file, fsync, rename; then the sidecar the same way."""
+        """Atomic save: both temp files written, checked and fsynced, then renamed over the old pair.
+
+        hnswlib writes through an unchecked std::ofstream: on a full disk `save_index` returns
+        normally with a short file. So its size is checked against what hnswlib meant to write;
+        a failed save removes its temp files and leaves the previous pair as it was."""
         with self.lock:
             self.dir.mkdir(parents=True, exist_ok=True)
             if self.index is None:
                 self.index = self._new_index(16)
             tmp = self.file.with_suffix(".hnsw.tmp")
-            self.index.save_index(str(tmp))
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, self.file)
-            meta = {"dim": self.dim, "generation": generation, "capacity": self.index.get_max_elements(),
-                    "live": sorted(self.live)}
             mtmp = self.meta_file.with_suffix(".json.tmp")
-            with open(mtmp, "w") as f:
-                json.dump(meta, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(mtmp, self.meta_file)
+            try:
+                self.index.save_index(str(tmp))
+                if os.path.getsize(tmp) != self.index.index_file_size():
+                    raise OSError(errno.ENOSPC, f"short write of {tmp.name} ({os.path.getsize(tmp)} of "
+                                                f"{self.index.index_file_size()} bytes): disk full?")
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+                meta = {"dim": self.dim, "generation": generation, "capacity": self.index.get_max_elements(),
+                        "live": sorted(self.live)}
+                with open(mtmp, "w") as f:
+                    json.dump(meta, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except BaseException:
+                for t in (tmp, mtmp):
+                    t.unlink(missing_ok=True)
+                raise
+            os.replace(tmp, self.file)
+            os.replace(mtmp, self.meta_file)  # a crash between the two: old generation → rebuilt at open
             _fsync_dir(self.dir)
             self.generation = generation
             self.dirty = False

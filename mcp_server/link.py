@@ -32,8 +32,10 @@ STARTING_WAIT_S = 60.0  # how long to wait for a daemon another process is start
 
 
 class Link:
-    def __init__(self, config: Config | None, idle_exit_s: float, *, config_error: UserError | None = None):
+    def __init__(self, config: Config | None, idle_exit_s: float, *, config_error: UserError | None = None,
+                 scope: tuple[str, ...] = ()):
         self.config = config
+        self.scope = scope   # path prefixes: every call carries them; the engine enforces them
         self.config_error = config_error
         self.idle_exit_s = idle_exit_s
         self.backend = None
@@ -150,6 +152,8 @@ class Link:
             return self._send(method, params)
 
     def _send(self, method: str, params: dict) -> dict:
+        if self.scope:
+            params = {**params, "scope": list(self.scope)}
         out = self.backend.call(method, **params)
         self._last_call = time.monotonic()
         return out

@@ -338,7 +338,8 @@ def _ensure_stderr_logging() -> None:
             h.setStream(sys.stderr)
 
 
-def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "") -> int:
+def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
+        scopes: list[str] | None = None) -> int:
     """`remembrancer mcp`: connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
     with stdout_to_stderr():
@@ -347,7 +348,14 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
             config = load_config(root_args)
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
             config_error = e
-        link = Link(config, idle_exit_s, config_error=config_error)
+        from indexer.scope import normalize
+
+        try:
+            scope = normalize(scopes)
+        except UserError as e:
+            print(f"remembrancer mcp: {e}", file=sys.stderr)
+            return 2
+        link = Link(config, idle_exit_s, config_error=config_error, scope=scope)
         try:
             link.open()
             wait_for_first_index(link)

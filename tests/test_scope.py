@@ -1,0 +1,145 @@
+"""Scopes are a hard boundary: outside the prefixes nothing exists — no names, counts, tags,
+folders or dates leak from any tool, description or error."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from indexer import api
+from indexer.errors import UserError
+from tests.corpus_helpers import EXAMPLES, engine_for
+
+PROJECT = Path(__file__).resolve().parent.parent
+SCOPE = ["journal/", "runbooks/"]
+# Strings that exist only outside the scope (host and lesson and plan files, their front matter).
+OUTSIDE = ["hosts/", "memory/", "planning/", "pg-replica", "reports-db", "10.20.1.12", "Connection slots exhausted",
+           "2030-01-06", "2030-01-28", "Django behind PgBouncer", "Plan, Q1 2030"]
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch, tiny_embedder):
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, root)
+    e = engine_for([root], tiny_embedder)
+    e.refresh()
+    yield e
+    e.close()
+
+
+def leaks(obj, echo: dict | None = None) -> list[str]:
+    """Outside-only strings found in `obj`, after removing the caller's own words (`echo`): an
+    answer may repeat the question or the path asked for; it must add nothing from outside."""
+    text = json.dumps(obj, ensure_ascii=False)
+    for v in (echo or {}).values():
+        for piece in (v if isinstance(v, list) else [v]):
+            if isinstance(piece, str) and piece:
+                text = text.replace(json.dumps(piece)[1:-1], "")
+                for word in piece.split():
+                    text = text.replace(word, "")
+    return [s for s in OUTSIDE if s.lower() in text.lower()]
+
+
+def call(engine, method, **params):
+    return api.dispatch_read(engine, method, {**params, "scope": SCOPE}, lambda: {"verdict": "fresh"})
+
+
+def test_every_read_method_sees_only_the_scope(engine):
+    asks = [
+        ("search", {"query": "replica lag reports-db pg-replica"}),
+        ("search", {"query": "django server-side cursors"}),
+        ("search", {"query": "", "type": "journal"}),
+        ("search", {"query": "too many clients", "exact": True}),
+        ("list", {}),
+        ("outline", {"path": "runbooks/postgres/restore.md"}),
+        ("latest", {"terms": ["PgBouncer"]}),
+    ]
+    outs = [call(engine, m, **p) for m, p in asks]
+    for (m, p), out in zip(asks, outs):
+        assert not leaks(out, p), (m, leaks(out, p))
+    paths = {d["path"] for d in outs[4]["documents"]}
+    assert paths and all(p.startswith(("journal/", "runbooks/")) for p in paths)
+    results = outs[0]["results"] + outs[0].get("best_weak", [])
+    assert all(r["path"].startswith(("journal/", "runbooks/")) for r in results)
+    with engine.scoped(SCOPE):
+        st = engine.status()
+    assert st["documents"] == 4 and not leaks(st)
+
+
+@pytest.mark.parametrize("method,params", [
+    ("read", {"path": "hosts/db1.md"}),
+    ("read", {"path": "hosts/db"}),
+    ("outline", {"path": "memory/pgbouncer-transaction-pooling.md"}),
+    ("search", {"query": "x", "tags": ["database"]}),
+    ("search", {"query": "x", "type": "host"}),
+    ("history", {"entity": "db2"}),
+    ("neighbors", {"path": "hosts/db1.md"}),
+])
+def test_errors_do_not_name_what_is_outside(engine, method, params):
+    try:
+        out = call(engine, method, **params)
+    except UserError as e:
+        assert not leaks(e.to_dict(), params), e.to_dict()
+        return
+    assert not leaks(out, params), leaks(out, params)
+    assert not out.get("results") and not out.get("documents")
+
+
+def test_outside_looks_exactly_like_nonexistent(engine):
+    def err(path):
+        with pytest.raises(UserError) as ei:
+            call(engine, "read", path=path)
+        return ei.value.code, ei.value.message.replace(path, "<p>")
+    assert err("hosts/db1.md") == err("hosts/never-was.md")
+
+
+def test_bad_scopes_are_refused(engine):
+    for bad in (["../etc"], ["/abs"], [""], [3]):
+        with pytest.raises(UserError) as ei:
+            api.dispatch_read(engine, "search", {"query": "x", "scope": bad}, dict)
+        assert ei.value.param == "scope"
+
+
+def test_scope_does_not_stick_to_the_connection(engine):
+    call(engine, "list")
+    everything = api.dispatch_read(engine, "list", {}, dict)
+    assert any(d["path"].startswith("hosts/") for d in everything["documents"])
+
+
+def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    root = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, root)
+    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    sock = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmb-scope-{os.getpid()}.sock"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(PROJECT),
+           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
+           "REMEMBRANCER_SOCKET": str(sock)}
+    args = ["-m", "cli.main", "mcp", "--root", str(root), "--idle-exit", "2"] + [x for s in SCOPE for x in ("--scope", s)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(PROJECT))
+
+    async def go():
+        async with Client(params, read_timeout_seconds=120) as c:
+            tools = await c.list_tools()
+            outs = [([t.description for t in tools.tools], {})]
+            for name, a in (("search", {"query": "replica reports-db django"}), ("list_documents", {}),
+                            ("index_status", {}), ("read", {"path": "hosts/db2.md"}),
+                            ("search", {"query": "", "tags": ["database"]})):
+                r = await c.call_tool(name, a)
+                outs.append(([x.text for x in r.content], a))
+                outs.append((r.structured_content, a))
+            return outs
+
+    outs = anyio.run(go)
+    for out, asked in outs:
+        assert not leaks(out, asked), (asked, leaks(out, asked), out)
+    assert "runbooks/postgres/restore.md" in json.dumps([o for o, _ in outs])
