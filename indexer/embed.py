@@ -35,11 +35,12 @@ MODEL_TOML = "remembrancer-model.toml"
 POOLINGS = ("mean", "cls")
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
-# comes first, a passage count or a padded-token budget. Short passages then run in large, fast
-# batches while ~256-token passages run 8 at a time, which keeps attention buffers (batch × seq²)
-# and with them the process's peak RSS small.
-MAX_BATCH = 64
-MAX_BATCH_TOKENS = 2048
+# comes first, a passage count or a padded-token budget, so ~256-token passages run 4 at a time
+# and attention buffers (batch × seq²) — with them the process's peak RSS — stay small. Indexing
+# mm-v2/prometheus (2,517 passages): 2048 tokens × 64 → 39 passages per CPU-second, peak RSS
+# 559 MB; 1024 × 64 → 45/s, 496 MB; 1024 × 16 → 46/s, 405 MB (kept).
+MAX_BATCH = 16
+MAX_BATCH_TOKENS = 1024
 
 
 class ModelError(Exception):
