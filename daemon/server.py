@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import socketserver
+import stat
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,17 @@ REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its
 
 class AlreadyRunning(UserError):
     pass
+
+
+def release_memory() -> None:
+    """Give freed heap back to the OS after an ingest: glibc keeps what embedding batches and
+    parsing freed, so an idle daemon would otherwise sit at its indexing peak."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+        pass
 
 
 class _TooLarge(Exception):
@@ -153,10 +165,17 @@ class Daemon:
         d = self.sock_path.parent
         try:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if d.stat().st_uid != os.getuid():
+            st = d.stat()
+            if st.st_uid != os.getuid():
                 raise UserError(f"socket folder {d} belongs to another user", code="bad_socket",
                                 hint="set REMEMBRANCER_SOCKET to a path in a folder of your own")
-            os.chmod(d, 0o700)
+            if st.st_mode & (stat.S_ISVTX | stat.S_IWOTH):
+                # A shared folder such as /tmp (REMEMBRANCER_SOCKET=/tmp/x.sock): making it 0700 would
+                # lock every other user out of it (as root: out of /tmp). The socket is still 0600,
+                # and clients check who listens on it.
+                log.warning("socket folder %s is shared; only the socket itself is private", d)
+            else:
+                os.chmod(d, 0o700)
             self._lockfile = open(str(self.sock_path) + ".lock", "a+")
         except OSError as e:
             raise UserError(f"cannot use socket folder {d}: {e.strerror or e}", code="bad_socket",
@@ -232,10 +251,14 @@ class Daemon:
                 except OSError:  # the client went away or stopped reading
                     return
                 finally:
+                    daemon.engine.release_reader()
                     daemon._client(-1)
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
+            # socketserver's default backlog is 5: a burst of clients (hooks, MCP servers, searches)
+            # got EAGAIN from connect() on a busy daemon
+            request_queue_size = socket.SOMAXCONN
 
         old_umask = os.umask(0o177)
         try:
@@ -285,6 +308,7 @@ class Daemon:
                 self._apply()
             if now >= next_root_check:
                 self.watcher.ensure()
+                release_memory()  # what searches freed, too
                 next_root_check = now + root_check_s
             if now >= next_rescan:
                 self._apply()
@@ -310,6 +334,7 @@ class Daemon:
             self.last_error = f"{type(e).__name__}: {e}"
         finally:
             self.ingesting = False
+            release_memory()
 
     # -- requests ---------------------------------------------------------------------------------
     def handle_line(self, line: bytes) -> dict:
