@@ -23,6 +23,10 @@ def _str(params: dict, name: str, default: str | None = None) -> str | None:
         return None
     if not isinstance(v, str):
         raise UserError(f"{name} must be a string", param=name)
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (valid as a JSON escape, not as text)
+        raise UserError(f"{name} is not valid text (lone surrogate)", param=name) from None
     return v
 
 

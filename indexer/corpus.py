@@ -154,7 +154,9 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                     continue
                 if is_link and entry.is_dir():
                     continue  # symlinked directories are not followed
-            except OSError:
+            except OSError as e:  # a symlink loop (ELOOP) or an entry that vanished
+                if entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+                    result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, cannot be read ({e.strerror or e})")
                 continue
             if not entry.name.lower().endswith(MARKDOWN_SUFFIXES) or ignorer.ignored(rel, False):
                 continue

@@ -103,6 +103,14 @@ class Engine:
         """Make the calling thread the one that writes (the daemon's ingest thread)."""
         self._writer_thread = threading.get_ident()
 
+    def release_reader(self) -> None:
+        """Close the calling thread's read-only connection (the daemon's client thread is ending):
+        left to the garbage collector, one SQLite connection per finished client piled up."""
+        cat = getattr(self._readers, "catalog", None)
+        if cat is not None and threading.get_ident() != self._writer_thread:
+            self._readers.catalog = None
+            cat.close()
+
     # -- model ----------------------------------------------------------------------------------
     @property
     def embedder(self):

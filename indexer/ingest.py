@@ -6,6 +6,9 @@ update, a daemon notification and a test.
 
 from __future__ import annotations
 
+import os
+import stat
+
 from dataclasses import dataclass, field
 
 from . import chunks as chunking
@@ -40,8 +43,13 @@ class Excluded(Skip):
 
 
 def read_file(f: CorpusFile) -> bytes:
+    """The file's bytes. Opened non-blocking and checked to be a regular file: a path swapped for
+    a FIFO after the walk must not hang the ingest until some writer opens it."""
     try:
-        with open(f.abs_path, "rb") as fh:
+        fd = os.open(f.abs_path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise Skip(f"{f.path}: skipped, not a regular file")
             return fh.read()
     except FileNotFoundError:
         raise Skip(f"{f.path}: vanished while being read") from None

@@ -167,8 +167,12 @@ def _yaml_error_detail(exc: Exception) -> str:
 
 # markdown-it drops the rest of the text below this nesting depth; its default (20 levels,
 # i.e. 10 nested list items) is too shallow, while ~1 stack frame a level bounds it above.
-_MD = MarkdownIt("commonmark", {"maxNesting": 256}).enable("table")
-_MD_SHALLOW = MarkdownIt("commonmark").enable("table")  # fallback when the stack runs out
+# Only block structure is needed from the full parse; heading titles get their inline parse
+# alone (_title). The inline rules over every paragraph cost time and are quadratic on some text
+# (markdown-it-py rescans from each unclosed `[`: 48 KB of "[a [a …" took 5 s).
+_MD = MarkdownIt("commonmark", {"maxNesting": 256}).enable("table").disable(["inline", "text_join"])
+_MD_SHALLOW = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])  # when the stack runs out
+_MD_INLINE = MarkdownIt("commonmark")
 
 _SAMPLE_LANGUAGES = frozenset({"", "md", "markdown", "gfm", "text", "txt", "plain", "plaintext"})
 _HASH_COMMENT_LANGUAGES = frozenset(
@@ -357,13 +361,18 @@ def _headings(parsed: _Parsed, body_start: int) -> Iterator[_Heading]:
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
             inline = tokens[index + 1] if index + 1 < len(tokens) else None
-            children = inline.children if inline is not None and inline.children else []
+            children = _title_tokens(inline.content) if inline is not None and inline.content else []
             yield _Heading(
                 start=parsed.line(token.map[0], body_start),
                 last=parsed.line(token.map[1], body_start) - 1,
                 level=int(token.tag[1:]),
                 title=" ".join(_plain_text(children).split()),
             )
+
+
+def _title_tokens(content: str) -> list[Token]:
+    parsed = _MD_INLINE.parseInline(content)
+    return parsed[0].children or [] if parsed else []
 
 
 _FORMATTING_TAGS = frozenset(

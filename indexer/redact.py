@@ -189,7 +189,7 @@ _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]
 _SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
                r"private[_-]?key|auth[_-]?key|credentials?)s?")
 _KEY_VALUE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-])*" + _SECRET_KEY + r")(?![A-Za-z0-9])"
+    r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-]){0,8}" + _SECRET_KEY + r")(?![A-Za-z0-9])"
     r"[\"'*`]*" + _H + r"*[:=]" + _H + r"*[*\"'`]*" + _H + r"*(?P<v>[^\s\"'`*]+)")
 _CLI_FLAG = re.compile(
     r"(?i)(?<![A-Za-z0-9-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|secret|api-?key|"

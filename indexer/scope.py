@@ -19,9 +19,13 @@ TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 def normalize(prefixes) -> tuple[str, ...]:
     """Clean prefixes ('journal/', 'runbooks'); refuse `..`, absolute paths and empty ones."""
+    if isinstance(prefixes, str):
+        prefixes = [prefixes]
+    if prefixes is not None and not isinstance(prefixes, (list, tuple)):
+        raise UserError("scope must be a list of path prefixes", param="scope")
     out = []
     for raw in prefixes or ():
-        if not isinstance(raw, str):
+        if not isinstance(raw, str) or "\x00" in raw:
             raise UserError("scope must be a list of path prefixes", param="scope")
         p = raw.strip().replace("\\", "/")
         while p.startswith("./"):

@@ -1,0 +1,556 @@
+"""Robustness benchmark (issue: hardening): run on demand, never in CI.
+
+    .venv/bin/python bench/bench_robustness.py [--parser 20000] [--mutations 5000] [--queries 5000]
+        [--protocol 5000] [--kills 50] [--faults 200] [--clients 16] [--docs 1000] [--big]
+        [--only parser,queries,...] [--json out.json]
+
+Runs the checks of tests/test_hardening.py many more times, on the real stores and a real daemon
+process (the tiny test model: this measures robustness, not ranking), and prints:
+- parser: inputs tried (hypothesis-generated Markdown in broken encodings, random bytes, and
+  mutations of the eval corpora's real files) through decode → redact → parse → chunks → passages;
+  crashes (any exception but a named Skip) and broken invariants (sections must tile the document)
+- query path: (query, filters) pairs tried through indexer.api.do_search; results vs structured
+  errors; other exceptions; slowest answer
+- protocol: request lines sent to the daemon's socket (random bytes, random JSON, random params);
+  each must get exactly one response and the daemon must keep serving
+- crash injection: kill -9 of the daemon at random moments of a reindex (a corpus of --kill-docs
+  generated files changed between rounds), restart, and a full check of catalog vs tantivy vs
+  hnswlib vs the files; plus in-process faults (a store call raising at a random point) followed by
+  recovery in the same engine or a new one. Inconsistencies found, per kind
+- concurrency: --clients connections searching while the daemon reindexes --docs documents; all
+  answered? any torn result (a section that belongs to no single version of its document)?
+  latency p50/p95/max; a burst of 256 simultaneous connections; the daemon's open fds before/after
+- --big: the full-size hostile corpus (a 10 MB line, 100,000 headings) through a real refresh
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+EVAL = PROJECT.parent / "shared" / "eval"
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests import test_hardening as H  # noqa: E402
+from tests.corpus_helpers import EXAMPLES, engine_for, write  # noqa: E402
+from tests.test_daemon import DaemonProc, wait_for  # noqa: E402
+from tests.tiny_model import build_tiny_model  # noqa: E402
+
+FUZZ = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck), print_blob=False)
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else 0.0
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Tally:
+    """Counts outcomes; keeps the first few failures with a reproducer."""
+
+    def __init__(self, name: str, keep_dir: Path):
+        self.name = name
+        self.counts: dict[str, int] = {}
+        self.failures: list[str] = []
+        self.keep_dir = keep_dir
+        self.slowest = 0.0
+        self.slow: list[tuple] = []
+
+    def add(self, outcome: str) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+
+    def fail(self, what: str, data: bytes | str | None = None) -> None:
+        self.add("FAILED")
+        if len(self.failures) < 10:
+            if data is not None:
+                self.keep_dir.mkdir(parents=True, exist_ok=True)
+                f = self.keep_dir / f"{self.name}-{len(self.failures)}.bin"
+                f.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+                what += f" (input kept in {f})"
+            self.failures.append(what)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+SLOW_S = 2.0   # one document taking longer than this is reported (a stuck ingest starts here)
+
+
+def _check_bytes(tally: Tally, data: bytes) -> None:
+    t = time.perf_counter()
+    try:
+        tally.add(H.check_document_bytes(data))
+    except Exception as e:  # a crash or a broken invariant
+        tally.fail(f"{type(e).__name__}: {str(e)[:200]}", data)
+    dt = time.perf_counter() - t
+    tally.slowest = max(tally.slowest, dt)
+    if dt > SLOW_S:
+        tally.slow.append((round(dt, 1), len(data), data[:60]))
+
+
+def _corpus_files() -> list[bytes]:
+    files = [p.read_bytes() for p in sorted(EXAMPLES.rglob("*.md"))]
+    if (EVAL / "corpora").is_dir():
+        files += [p.read_bytes() for p in sorted((EVAL / "corpora").rglob("*.md"))]
+    return files
+
+
+_JUNK = [b"\x00", b"\xff", b"\xfe\xff", b"\xef\xbb\xbf", b"\xc3", b"\xe2\x82", b"\r", b"\r\n", b"\n",
+         b"```", b"~~~", b"---\n", b"# ", b"\n#", b"> ", b"- ", b"    ", b"<!--", b"-->", b"|", b"\t",
+         b"\xed\xa0\x80", b"\x1b", b"[[", b"]]", b"](", b"\\", b"*", b"_", b"=====\n"]
+
+
+def mutate(rng: random.Random, files: list[bytes]) -> bytes:
+    data = bytearray(rng.choice(files))
+    for _ in range(rng.randint(1, 8)):
+        op = rng.randrange(8)
+        pos = rng.randint(0, len(data))
+        if op == 0 and data:      # flip bytes
+            for _ in range(rng.randint(1, 16)):
+                i = rng.randrange(len(data))
+                data[i] = rng.randrange(256)
+        elif op == 1:             # insert markup or a broken encoding
+            data[pos:pos] = rng.choice(_JUNK) * rng.randint(1, 50)
+        elif op == 2:             # truncate
+            del data[pos:]
+        elif op == 3 and data:    # repeat a slice many times (huge lines, many headings)
+            a = rng.randrange(len(data))
+            piece = data[a:a + rng.randint(1, 80)]
+            data[pos:pos] = piece * rng.randint(2, 2000)
+        elif op == 4:             # splice another file in
+            other = rng.choice(files)
+            data[pos:pos] = other[rng.randrange(len(other) + 1):]
+        elif op == 5:             # convert line endings
+            data = bytearray(bytes(data).replace(b"\n", rng.choice([b"\r\n", b"\r", b"\n\n"])))
+        elif op == 6:             # deep nesting
+            data[pos:pos] = rng.choice([b"  ", b">", b"- ", b"1. "]) * rng.randint(50, 3000) + b"x\n"
+        else:                     # drop a slice
+            del data[pos:pos + rng.randint(1, 500)]
+    return bytes(data)
+
+
+def _worker(conn) -> None:
+    """A child that checks documents one by one (so a hang can be timed out and killed)."""
+    while True:
+        data = conn.recv_bytes()
+        t = time.perf_counter()
+        try:
+            out, err = H.check_document_bytes(data), None
+        except Exception as e:
+            out, err = None, f"{type(e).__name__}: {str(e)[:200]}"
+        conn.send((out, err, time.perf_counter() - t))
+
+
+class Checker:
+    """check_document_bytes in a child process with a deadline per document."""
+
+    def __init__(self, timeout: float):
+        import multiprocessing
+
+        self.ctx = multiprocessing.get_context("fork")
+        self.timeout = timeout
+        self._start()
+
+    def _start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker, args=(child,), daemon=True)
+        self.proc.start()
+
+    def check(self, data: bytes) -> tuple[str | None, str | None, float]:
+        self.conn.send_bytes(data)
+        if self.conn.poll(self.timeout):
+            return self.conn.recv()
+        self.proc.kill()
+        self.proc.join()
+        self._start()
+        return None, "TIMEOUT", self.timeout
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.join()
+
+
+def bench_parser(n: int, n_mut: int, keep: Path, timeout: float) -> dict:
+    t0 = time.monotonic()
+    gen, rnd, mut = Tally("parser-generated", keep), Tally("parser-binary", keep), Tally("parser-mutated", keep)
+
+    @settings(FUZZ, max_examples=n)
+    @given(H.markdown_bytes())
+    def generated(data):
+        _check_bytes(gen, data)
+
+    @settings(FUZZ, max_examples=max(n // 4, 1))
+    @given(st.binary(max_size=20_000))
+    def binary(data):
+        _check_bytes(rnd, data)
+
+    for fn in (generated, binary):
+        try:
+            fn()
+        except Exception as e:  # only if hypothesis itself gives up
+            log(f"hypothesis stopped: {e}")
+    # Mutated real files can be large (a slice repeated 2,000 times): each runs in a child with a
+    # deadline, so an input that would stall an ingest is counted (and kept) instead of stalling this.
+    rng = random.Random(1)
+    files = _corpus_files()
+    checker = Checker(timeout)
+    hangs = []
+    try:
+        for i in range(n_mut):
+            data = mutate(rng, files)
+            out, err, dt = checker.check(data)
+            mut.slowest = max(mut.slowest, dt)
+            if err == "TIMEOUT":
+                mut.add("TIMEOUT")
+                hangs.append(len(data))
+                if len(mut.failures) < 10:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    f = keep / f"hang-{len(hangs)}.md"
+                    f.write_bytes(data)
+                    mut.failures.append(f"no answer in {timeout:.0f}s for {len(data):,} bytes (kept in {f})")
+            elif err:
+                mut.fail(err, data)
+            else:
+                mut.add(out)
+                if dt > SLOW_S:
+                    mut.slow.append((round(dt, 1), len(data), data[:60]))
+            if i and i % 500 == 0:
+                log(f"  parser mutations {i}/{n_mut} ({mut.counts})")
+    finally:
+        checker.close()
+    tallies = [gen, rnd, mut]
+    return {"inputs": sum(t.total for t in tallies), "by_source": {t.name: t.counts for t in tallies},
+            "crashes_or_broken_invariants": sum(t.counts.get("FAILED", 0) for t in tallies),
+            f"no_answer_within_{timeout:.0f}s": mut.counts.get("TIMEOUT", 0), "hang_input_sizes": hangs[:20],
+            "failures": [f for t in tallies for f in t.failures], "corpus_files": len(files),
+            "slowest_input_s": round(max(t.slowest for t in tallies), 2),
+            f"inputs_over_{SLOW_S:.0f}s": [x for t in tallies for x in t.slow][:10],
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+# -- query path --------------------------------------------------------------------------------
+
+def bench_queries(n: int, embedder, keep: Path, corpus: Path) -> dict:
+    t0 = time.monotonic()
+    tally = Tally("query", keep)
+    lat: list[float] = []
+    e = engine_for([corpus], embedder)
+    e.refresh()
+
+    def one(query, params):
+        t = time.perf_counter()
+        try:
+            tally.add(H.check_query(e, query, params))
+        except Exception as ex:
+            tally.fail(f"{type(ex).__name__}: {str(ex)[:200]} for query={query!r:.80} params={params!r:.200}",
+                       json.dumps({"query": query, "params": params}, default=repr))
+        lat.append(time.perf_counter() - t)
+
+    @settings(FUZZ, max_examples=n)
+    @given(query=H._QUERY, params=H._PARAMS)
+    def fuzz(query, params):
+        one(query, params)
+
+    @settings(FUZZ, max_examples=max(n // 10, 1))
+    @given(query=H._JSONISH, params=H._PARAMS)
+    def fuzz_types(query, params):
+        one(query, params)
+
+    for fn in (fuzz, fuzz_types):
+        try:
+            fn()
+        except Exception as ex:
+            log(f"hypothesis stopped: {ex}")
+    e.close()
+    return {"inputs": tally.total, "outcomes": tally.counts,
+            "other_exceptions": tally.counts.get("FAILED", 0), "failures": tally.failures,
+            "latency_ms": {"p50": round(pct(lat, 0.5) * 1000, 1), "p99": round(pct(lat, 0.99) * 1000, 1),
+                           "max": round(max(lat, default=0) * 1000, 1)},
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+# -- protocol ----------------------------------------------------------------------------------
+
+_PIECES = [b"{", b"}", b"[", b"]", b'"', b":", b",", b"method", b"search", b"params", b"query", b"id",
+           b"\\u0000", b"\\ud800", b"\xff", b"\x00", b"1e999", b"-", b"null", b"true", b"status", b" ",
+           b"\\", b"\\n", b"read", b"path", b"../", b"limit", b"NaN", b"\xc3"]
+_STRINGS = ["restore", "pgBackRest", "", " ", "\x00", "\ud800", "\udfff x", "../../etc/passwd", "/etc/passwd",
+            "hosts/db1.md", "journal", "2030-01-21", "bad-date", "a" * 5000, "🙂", "%", "*", "rate(x[5m])"]
+_METHODS = ["search", "read", "outline", "list", "status", "nope", "", 5, None]
+
+
+def _rand_value(rng: random.Random, depth=0):
+    r = rng.random()
+    if depth < 3 and r < 0.1:
+        return [_rand_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if depth < 3 and r < 0.15:
+        return {rng.choice(["query", "x", "\ud800"]): _rand_value(rng, depth + 1)}
+    if r < 0.6:
+        return rng.choice(_STRINGS)
+    return rng.choice([0, -1, 1, 5, 51, 10**30, 1.5, True, False, None])
+
+
+def random_line(rng: random.Random) -> bytes:
+    kind = rng.random()
+    if kind < 0.3:
+        line = b"".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 60)))
+    elif kind < 0.4:
+        line = bytes(rng.randrange(256) for _ in range(rng.randint(0, 300)))
+    else:
+        params = {k: _rand_value(rng) for k in rng.sample(["query", "limit", "type", "path", "tags", "since",
+                                                           "until", "exact", "explain", "budget_tokens",
+                                                           "heading", "lines", "offset", "max_chars", "outline",
+                                                           "scope"], rng.randint(0, 5))}
+        req = {"id": _rand_value(rng), "method": rng.choice(_METHODS), "params": params}
+        if rng.random() < 0.1:
+            req["params"] = _rand_value(rng)
+        line = json.dumps(req).encode()
+    return line.replace(b"\n", b"")
+
+
+def bench_protocol(n: int, tmp: Path, model: Path, notes: Path) -> dict:
+    t0 = time.monotonic()
+    d = H.TimeoutDaemon(tmp, [notes], model, idle_s=30.0, request_s=30.0).start()
+    codes: dict[str, int] = {}
+    missing, broken, internal = 0, [], []
+    rng = random.Random(2)
+    try:
+        s = H.raw(d.sock, timeout=60)
+        for i in range(n):
+            line = random_line(rng)
+            try:
+                s.sendall(line + b"\n")
+                out, closed = H.read_lines(s, 1, timeout=60)
+            except OSError as e:
+                out, closed = [], True
+                broken.append(f"{type(e).__name__}: {e}")
+            if not out:
+                missing += 1
+                broken.append(f"no response to {line[:80]!r}")
+                s.close()
+                s = H.raw(d.sock, timeout=60)
+                continue
+            r = out[0]
+            key = "ok" if r.get("ok") else r.get("error", {}).get("code", "?")
+            codes[key] = codes.get(key, 0) + 1
+            if key == "internal" and len(internal) < 8:   # an exception the code did not expect
+                internal.append(f"{line[:160]!r} → {r['error']['message'][:120]}")
+            if i and i % 1000 == 0:
+                log(f"  protocol {i}/{n}")
+        s.close()
+        alive = bool(d.call("status")["documents"])
+    finally:
+        d.stop()
+    return {"lines": n, "responses_by_code": codes, "lines_without_exactly_one_response": missing,
+            "problems": broken[:10], "internal_error_samples": internal, "daemon_alive_after": alive,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+# -- crash injection ---------------------------------------------------------------------------
+
+def bench_kills(n: int, n_docs: int, tmp: Path, model: Path) -> dict:
+    t0 = time.monotonic()
+    corpus = H.VersionedCorpus(tmp / "corpus", n_docs, seed=11)
+    d = DaemonProc(tmp, [corpus.root], model)
+    index_dir = H.index_dir_for(tmp / "data", [corpus.root])
+    t = time.monotonic()
+    d.start()                      # calibrate: start → fresh over the whole corpus
+    full = time.monotonic() - t
+    d.stop()
+    rng = random.Random(5)
+    inconsistencies, rounds, during = [], 0, 0
+    for i in range(n):
+        try:
+            r = H.crash_round(d, corpus, rng, index_dir, max_delay=full * 1.2)
+        except Exception as e:  # the daemon did not come back fresh: that is a failure too
+            r = {"problems": [f"round failed: {type(e).__name__}: {e}"], "killed_while_ingesting": False,
+                 "delay": None}
+            d.stop()
+        rounds += 1
+        during += r["killed_while_ingesting"]
+        if r["problems"]:
+            inconsistencies.append({"round": i, "delay": r["delay"], "problems": r["problems"][:5]})
+        log(f"  kill -9 round {i + 1}/{n}: at {r['delay']}s, ingesting={r['killed_while_ingesting']}, "
+            f"problems={len(r['problems'])}")
+    return {"iterations": rounds, "killed_while_ingesting": during, "rounds_with_inconsistencies": len(inconsistencies),
+            "inconsistencies": inconsistencies[:10], "documents": n_docs,
+            "full_index_seconds": round(full, 1), "seconds": round(time.monotonic() - t0, 1)}
+
+
+def bench_faults(n: int, embedder, tmp: Path) -> dict:
+    t0 = time.monotonic()
+    root = tmp / "faults"
+    corpus = H.VersionedCorpus(root, 60, seed=1)
+    engine_for([root], embedder).refresh()
+    rng = random.Random(9)
+    fired, bad, points = 0, [], {}
+    for i in range(n):
+        r = H.fault_round(root, corpus, embedder, rng, fresh_engine=bool(i % 2))
+        fired += r["fired"]
+        name = r["point"].split("#")[0]
+        points[name] = points.get(name, 0) + r["fired"]
+        if r["problems"]:
+            bad.append(r)
+    return {"rounds": n, "faults_fired": fired, "fired_per_store_call": points,
+            "rounds_with_inconsistencies": len(bad), "inconsistencies": bad[:10],
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict:
+    t0 = time.monotonic()
+    root = tmp / "corpus"
+    for i in range(n_docs):
+        write(root, H.doc_path(i), H.doc_text(i, 1))
+    d = DaemonProc(tmp, [root], model).start()
+    try:
+        fds_before = _fds(d.proc.pid)
+        expected = H.expected_sections(range(1, 3), n_docs)
+        stop = threading.Event()
+        run = H.hammer(d.sock, clients, stop, expected, n_docs, min_each=5)
+        time.sleep(1.0)
+        for i in range(n_docs):
+            write(root, H.doc_path(i), H.doc_text(i, 2))
+        d.call("reindex")
+        t_reindex = time.monotonic()
+        st = d.wait_fresh(1800)
+        reindex_s = time.monotonic() - t_reindex
+        stop.set()
+        for t in run["threads"]:
+            t.join(300)
+        stats = run["stats"]
+        problems = H.check_index(Path(st["index_dir"]), H.corpus_files(root))["problems"]
+        # a burst of simultaneous connections, each with one request
+        burst = [H.raw(d.sock, timeout=60) for _ in range(256)]
+        for s in burst:
+            s.sendall(b'{"id": 1, "method": "status"}\n')
+        answered = sum(1 for s in burst if H.read_lines(s, 1, timeout=60)[0])
+        for s in burst:
+            s.close()
+        wait_for(lambda: d.call("status")["daemon"]["clients"] <= 1, timeout=30)
+        fds_after = _fds(d.proc.pid)
+    finally:
+        d.stop()
+    lat = stats["latencies"]
+    return {"clients": clients, "documents_reindexed": n_docs, "reindex_seconds": round(reindex_s, 1),
+            "searches": stats["searches"], "searches_during_reindex": stats["during_ingest"],
+            "errors": len(stats["errors"]), "error_samples": stats["errors"][:5],
+            "torn_results": len(stats["torn"]), "torn_samples": stats["torn"][:5],
+            "latency_ms": {"p50": round(pct(lat, 0.5) * 1000, 1), "p95": round(pct(lat, 0.95) * 1000, 1),
+                           "max": round(max(lat, default=0) * 1000, 1)},
+            "stores_consistent_after": not problems, "store_problems": problems[:5],
+            "burst_connections": 256, "burst_answered": answered, "daemon_fds_before": fds_before,
+            "daemon_fds_after": fds_after, "seconds": round(time.monotonic() - t0, 1)}
+
+
+# -- full-size hostile corpus ------------------------------------------------------------------
+
+def bench_big(embedder, tmp: Path) -> dict:
+    root = tmp / "hostile"
+    expect = H.hostile_corpus(root, big_line_bytes=10_000_000, headings=100_000)
+    e = engine_for([root], embedder)
+
+    def progress(i, n, path):
+        if path == "vanish.md":
+            (root / "vanish.md").unlink()
+
+    t = time.monotonic()
+    report = e.refresh(progress=progress)
+    seconds = time.monotonic() - t
+    docs = e.catalog.documents()
+    indexed = sorted(p for p, w in expect.items() if w == "indexed" and p in docs)
+    files = {p: (root / p).read_bytes() for p, w in expect.items() if w == "indexed" or p == "bad-utf8.md"}
+    out = {"seconds": round(seconds, 1), "documents": len(docs), "expected_indexed": sum(
+        1 for w in expect.values() if w == "indexed"), "indexed": len(indexed),
+        "sections": e.catalog.counts()["sections"], "warnings": report.warnings,
+        "store_problems": H.check_index(e.dir, files)["problems"]}
+    e.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parser", type=int, default=20_000, help="hypothesis-generated documents")
+    ap.add_argument("--mutations", type=int, default=5_000, help="mutated real corpus files")
+    ap.add_argument("--doc-timeout", type=float, default=5.0, help="seconds one mutated document may take")
+    ap.add_argument("--queries", type=int, default=5_000)
+    ap.add_argument("--protocol", type=int, default=5_000)
+    ap.add_argument("--kills", type=int, default=50)
+    ap.add_argument("--kill-docs", type=int, default=300)
+    ap.add_argument("--faults", type=int, default=200)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--big", action="store_true", help="also the 10 MB line / 100k headings corpus")
+    ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,concurrency,big")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(","))) or {"parser", "queries", "protocol", "faults", "kills",
+                                                      "concurrency"} | ({"big"} if args.big else set())
+    base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
+    os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
+    model = build_tiny_model(base / "model")
+    from indexer.embed import load_embedder_from_dir
+
+    embedder = load_embedder_from_dir(model)
+    notes = base / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    results: dict = {}
+    steps = [
+        ("parser", lambda: bench_parser(args.parser, args.mutations, base / "failures", args.doc_timeout)),
+        ("queries", lambda: bench_queries(args.queries, embedder, base / "failures", notes)),
+        ("protocol", lambda: bench_protocol(args.protocol, base / "protocol", model, notes)),
+        ("faults", lambda: bench_faults(args.faults, embedder, base)),
+        ("kills", lambda: bench_kills(args.kills, args.kill_docs, base / "kills", model)),
+        ("concurrency", lambda: bench_concurrency(args.clients, args.docs, base / "concurrency", model)),
+        ("big", lambda: bench_big(embedder, base)),
+    ]
+    try:
+        for name, fn in steps:
+            if name not in only:
+                continue
+            log(f"== {name}")
+            (base / name).mkdir(exist_ok=True)
+            try:
+                results[name] = fn()
+            except Exception:
+                results[name] = {"error": traceback.format_exc()}
+            log(json.dumps(results[name], indent=1, default=str)[:3000])
+    finally:
+        if any(r.get("failures") for r in results.values() if isinstance(r, dict)):
+            log(f"failing inputs kept in {base / 'failures'}")
+            for name in ("data", "model", "notes", "kills", "concurrency", "protocol", "faults", "hostile"):
+                shutil.rmtree(base / name, ignore_errors=True)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(results, indent=1, default=str))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
