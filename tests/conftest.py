@@ -17,3 +17,15 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_embedder(tiny_model_dir):
     return load_embedder_from_dir(tiny_model_dir)
+
+
+@pytest.fixture
+def notes(tmp_path):
+    """A private copy of the sample corpus (examples/notes) that a test may edit."""
+    import shutil
+
+    from tests.corpus_helpers import EXAMPLES
+
+    root = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, root)
+    return root

@@ -78,14 +78,6 @@ class DaemonProc:
 
 
 @pytest.fixture
-def notes(tmp_path):
-    root = tmp_path / "notes"
-    import shutil
-    shutil.copytree(EXAMPLES, root)
-    return root
-
-
-@pytest.fixture
 def daemon(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
     yield d

@@ -1168,13 +1168,6 @@ class TimeoutDaemon(DaemonProc):
 
 
 @pytest.fixture
-def notes(tmp_path):
-    root = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, root)
-    return root
-
-
-@pytest.fixture
 def quick_daemon(tmp_path, notes, tiny_model_dir):
     d = TimeoutDaemon(tmp_path, [notes], tiny_model_dir).start()
     yield d
