@@ -252,39 +252,47 @@ def bench_parser(n: int, n_mut: int, keep: Path, timeout: float) -> dict:
 def bench_queries(n: int, embedder, keep: Path, corpus: Path) -> dict:
     t0 = time.monotonic()
     tally = Tally("query", keep)
-    lat: list[float] = []
+    lat: dict[str, list[float]] = {"results": [], "error": []}
     e = engine_for([corpus], embedder)
     e.refresh()
 
     def one(query, params):
         t = time.perf_counter()
         try:
-            tally.add(H.check_query(e, query, params))
+            outcome = H.check_query(e, query, params)
+            tally.add(outcome)
+            lat[outcome].append(time.perf_counter() - t)
         except Exception as ex:
             tally.fail(f"{type(ex).__name__}: {str(ex)[:200]} for query={query!r:.80} params={params!r:.200}",
                        json.dumps({"query": query, "params": params}, default=repr))
-        lat.append(time.perf_counter() - t)
+
+    @settings(FUZZ, max_examples=n)
+    @given(query=H._QUERY)
+    def fuzz_text(query):            # any text, no filters: a search runs
+        one(query, {})
 
     @settings(FUZZ, max_examples=n)
     @given(query=H._QUERY, params=H._PARAMS)
-    def fuzz(query, params):
+    def fuzz(query, params):         # any text with any filter values (mostly invalid)
         one(query, params)
 
     @settings(FUZZ, max_examples=max(n // 10, 1))
     @given(query=H._JSONISH, params=H._PARAMS)
-    def fuzz_types(query, params):
+    def fuzz_types(query, params):   # a query that is not a string at all
         one(query, params)
 
-    for fn in (fuzz, fuzz_types):
+    for fn in (fuzz_text, fuzz, fuzz_types):
         try:
             fn()
         except Exception as ex:
             log(f"hypothesis stopped: {ex}")
     e.close()
+    ms = lambda xs, q: round(pct(xs, q) * 1000, 1)  # noqa: E731
     return {"inputs": tally.total, "outcomes": tally.counts,
             "other_exceptions": tally.counts.get("FAILED", 0), "failures": tally.failures,
-            "latency_ms": {"p50": round(pct(lat, 0.5) * 1000, 1), "p99": round(pct(lat, 0.99) * 1000, 1),
-                           "max": round(max(lat, default=0) * 1000, 1)},
+            "latency_ms_results": {"p50": ms(lat["results"], 0.5), "p99": ms(lat["results"], 0.99),
+                                   "max": round(max(lat["results"], default=0) * 1000, 1)},
+            "latency_ms_errors": {"p50": ms(lat["error"], 0.5), "max": round(max(lat["error"], default=0) * 1000, 1)},
             "seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -421,6 +429,18 @@ def _fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def _fd_kinds(pid: int) -> list:
+    kinds: dict[str, int] = {}
+    for f in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{f}")
+        except OSError:
+            continue
+        k = target.rsplit("/", 1)[-1] if target.startswith("/") else target.split(":")[0]
+        kinds[k] = kinds.get(k, 0) + 1
+    return sorted(kinds.items(), key=lambda kv: -kv[1])[:6]
+
+
 def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict:
     t0 = time.monotonic()
     root = tmp / "corpus"
@@ -453,6 +473,7 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
             s.close()
         wait_for(lambda: d.call("status")["daemon"]["clients"] <= 1, timeout=30)
         fds_after = _fds(d.proc.pid)
+        fd_kinds = _fd_kinds(d.proc.pid)
     finally:
         d.stop()
     lat = stats["latencies"]
@@ -464,7 +485,8 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
                            "max": round(max(lat, default=0) * 1000, 1)},
             "stores_consistent_after": not problems, "store_problems": problems[:5],
             "burst_connections": 256, "burst_answered": answered, "daemon_fds_before": fds_before,
-            "daemon_fds_after": fds_after, "seconds": round(time.monotonic() - t0, 1)}
+            "daemon_fds_after": fds_after, "daemon_fd_kinds_after": fd_kinds,
+            "seconds": round(time.monotonic() - t0, 1)}
 
 
 # -- full-size hostile corpus ------------------------------------------------------------------

@@ -117,7 +117,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")
-        if s.path in own_records:
+        if s.path in own_records and not it.howto:  # a procedure lives in a runbook, not the record
             factor *= cfg.entity_record_boost
             c.why.append(f"record of {', '.join(it.entities)} ×{cfg.entity_record_boost}")
         elif own_records and s.path in all_records:
