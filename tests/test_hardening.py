@@ -430,7 +430,7 @@ def test_hostile_files_are_indexed_or_skipped_with_a_named_warning(data_env, tin
 
 def test_the_daemon_keeps_answering_while_it_indexes_hostile_files(tmp_path, tiny_model_dir):
     root = tmp_path / "hostile"
-    expect = hostile_corpus(root, big_line_bytes=2_000_000, headings=20_000)
+    expect = hostile_corpus(root, big_line_bytes=1_000_000, headings=10_000)  # full size: bench --big
     expect["vanish.md"] = "indexed"   # nothing deletes it here
     d = DaemonProc(tmp_path, [root], tiny_model_dir)
     d.start(wait=False)
