@@ -35,12 +35,14 @@ MODEL_TOML = "remembrancer-model.toml"
 POOLINGS = ("mean", "cls")
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
-# comes first, a passage count or a padded-token budget, so ~256-token passages run 4 at a time
-# and attention buffers (batch × seq²) — with them the process's peak RSS — stay small. Indexing
-# mm-v2/prometheus (2,517 passages): 2048 tokens × 64 → 39 passages per CPU-second, peak RSS
-# 559 MB; 1024 × 64 → 45/s, 496 MB; 1024 × 16 → 46/s, 405 MB (kept).
+# comes first, a passage count or a padded-token budget, so ~256-token passages run 2 at a time
+# and attention buffers (batch × seq²) — with them the process's peak RSS — stay small; the graph
+# is compute-bound, so small batches cost no throughput. Indexing mm-v2/prometheus (2,517
+# passages): 2048 tokens × 64 → 39 passages per CPU-second, peak RSS 559 MB; 1024 × 64 → 45/s,
+# 496 MB; 1024 × 16 → 43-47/s, 399-440 MB; 512 × 16 → 45-47/s, 367-375 MB. All of mm-v2 (7,513):
+# 1024 × 16 → 36/s, 509 MB; 512 × 16 → 42/s, 451 MB (kept).
 MAX_BATCH = 16
-MAX_BATCH_TOKENS = 1024
+MAX_BATCH_TOKENS = 512
 
 
 class ModelError(Exception):
@@ -193,9 +195,10 @@ def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> E
     # No busy-waiting after each run: an idle daemon must sit at 0 % CPU (same throughput).
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    # Measured (whole process, 256-token batches of 8): the default arena + memory pattern peaks at
-    # ~530 MB and keeps it; arena off ~575-650 MB (malloc fragmentation) and slower. Arena on, pattern
-    # off, and the arena shrunk after every run (see Embedder) peaks ~400 MB and idles at ~250 MB.
+    # Memory plan, measured: ORT's default (arena + memory pattern) keeps the largest batch's buffers
+    # for good (idle RSS stays at the peak); arena off is no faster, faults more pages and fragments
+    # malloc (higher peak at equal batches). Arena on, pattern off, arena shrunk after every run
+    # (Embedder._run_options) gives the lowest peak and returns to ~250 MB idle.
     opts.enable_mem_pattern = False
     opts.log_severity_level = 3
     try:
