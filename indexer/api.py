@@ -54,15 +54,15 @@ def filters_from(params: dict) -> Filters:
 
 
 def do_search(engine, params: dict) -> dict:
+    budget = _int(params, "budget_tokens", DEFAULT_BUDGET_TOKENS, 200, 50_000)
     req = SearchRequest(
         query=_str(params, "query", "") or "",
         limit=_int(params, "limit", 5, 1, 50),
         filters=filters_from(params),
         exact=bool(params.get("exact", False)),
         explain=bool(params.get("explain", False)),
-        budget_tokens=_int(params, "budget_tokens", DEFAULT_BUDGET_TOKENS, 200, 50_000),
     )
-    return fit_budget(search(engine, req), req.budget_tokens)
+    return fit_budget(search(engine, req), budget)
 
 
 def fit_budget(out: dict, budget_tokens: int) -> dict:

@@ -14,7 +14,7 @@ import logging
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -500,6 +500,3 @@ class Engine:
 
     def close(self) -> None:
         self._catalog.close()
-
-    def lock(self):
-        return self.vectors.lock if self.vectors is not None else nullcontext()

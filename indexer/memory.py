@@ -204,7 +204,7 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     if topic and rows:
         from .search import _hybrid
 
-        cands, leg_notes = _hybrid(engine, topic, set(rows))
+        cands, leg_notes, _ = _hybrid(engine, topic, set(rows))
         notes += leg_notes
         ranked = sorted((c for c in cands.values() if c.section_id in rows), key=lambda c: -c.score)
         keep = _topic_matches(ranked)[:limit]

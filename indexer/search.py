@@ -37,7 +37,6 @@ class SearchRequest:
     filters: flt.Filters = field(default_factory=flt.Filters)
     exact: bool = False
     explain: bool = False
-    budget_tokens: int = 4000
 
 
 @dataclass
@@ -46,7 +45,6 @@ class Candidate:
     bm25: float = 0.0
     dense: float = 0.0
     literal: float = 0.0
-    passage: str = ""
     score: float = 0.0
     why: list[str] = field(default_factory=list)
 
@@ -68,6 +66,7 @@ def search(engine, req: SearchRequest) -> dict:
     f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
     allowed = _allowed_sections(engine, f) if (f.active() or engine.scope) else None
     notes: list[str] = []
+    rows: dict = {}  # section rows already read (the hybrid rerank reads every candidate's)
     if not query:
         if not f.active():
             raise UserError("query is empty", param="query", hint="ask a question, or give filters to list sections")
@@ -77,11 +76,14 @@ def search(engine, req: SearchRequest) -> dict:
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
     else:
-        cands, leg_notes = _hybrid(engine, query, allowed)
+        cands, leg_notes, rows = _hybrid(engine, query, allowed)
         notes += leg_notes
         mode = "hybrid"
     ranked = sorted(cands.values(), key=lambda c: -c.score)
-    rows = engine.catalog.sections_by_id([c.section_id for c in ranked[: max(req.limit * 4, 20)]])
+    top_ids = [c.section_id for c in ranked[: max(req.limit * 4, 20)]]
+    missing = [i for i in top_ids if i not in rows]
+    if missing:
+        rows = {**rows, **engine.catalog.sections_by_id(missing)}
     ranked = [c for c in ranked if c.section_id in rows]
     no_strong, reasons = _no_strong_match(engine, query, ranked, rows) if mode == "hybrid" else (False, [])
     results = _results(ranked, rows, req, query, mode)
@@ -138,21 +140,12 @@ def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive:
     for sid, date, n in rows:
         if allowed is not None and sid not in allowed:
             continue
-        out[sid] = Candidate(sid, literal=int(n), score=float(n) + _date_tiebreak(date))
+        # More occurrences first; among equals the newer section (a date adds < 1).
+        out[sid] = Candidate(sid, literal=int(n), score=float(n) + (rank.date_value(date) or 0) / 1e7)
     return out
 
 
-def _date_tiebreak(date: str | None) -> float:
-    if not date:
-        return 0.0
-    try:
-        y, m, d = (int(x) for x in date.split("-"))
-        return (y * 372 + m * 31 + d) / 1e7
-    except ValueError:
-        return 0.0
-
-
-def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Candidate], list[str]]:
+def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Candidate], list[str], dict]:
     notes: list[str] = []
     cands: dict[int, Candidate] = {}
 
@@ -177,9 +170,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
             if sid is None:
                 continue
             c = cand(sid)
-            if sim > c.dense:
-                c.dense = sim
-                c.passage = str(label)
+            c.dense = max(c.dense, sim)
     elif problem:
         notes.append(f"keyword search only: {problem}")
 
@@ -192,12 +183,14 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     for sid, weight in _probe_leg(engine, probes, allowed).items():
         cand(sid).literal = weight
     if own:
-        for s in engine.catalog.sections(f"d.path IN ({','.join('?' * len(own))})", tuple(own)):
-            if allowed is None or s.id in allowed:
-                cand(s.id).literal += 1.0
+        for (sid,) in engine.catalog.db.execute(
+                "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                f" WHERE d.path IN ({','.join('?' * len(own))})", tuple(own)):
+            if allowed is None or sid in allowed:
+                cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
-    _rerank(engine, query, cands)
-    return cands, notes
+    rows = _rerank(engine, query, cands)
+    return cands, notes, rows
 
 
 def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int, float]:
@@ -242,12 +235,14 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
 
 
-def _rerank(engine, query: str, cands: dict[int, Candidate]) -> None:
+def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
+    """Apply the memory rules (rank.py); returns the section rows it read, for the results."""
     if not cands:
-        return
+        return {}
     rows = engine.catalog.sections_by_id(list(cands))
     matcher, entity_paths = engine.entities()
     rank.rerank(cands, rows, rank.intent(query, matcher), engine.config.ranking, entity_paths)
+    return rows
 
 
 def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple[bool, list[str]]:

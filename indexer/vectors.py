@@ -48,7 +48,6 @@ class Vectors:
         self.index = None
         self.live: set[int] = set()
         self.generation = -1
-        self.dirty = False
         self._load()
 
     def _load(self) -> None:
@@ -85,7 +84,6 @@ class Vectors:
             if len(labels):
                 self.index.add_items(vectors, labels)
             self.live = set(int(x) for x in labels)
-            self.dirty = True
             self.save(generation)
 
     def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
@@ -102,7 +100,6 @@ class Vectors:
                     self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
                 self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64))
                 self.live.update(int(x) for x in labels)
-            self.dirty = True
 
     def save(self, generation: int) -> None:
         """Atomic save: both temp files written, checked and fsynced, then renamed over the old pair.
@@ -137,8 +134,7 @@ class Vectors:
             os.replace(mtmp, self.meta_file)  # a crash between the two: old generation → rebuilt at open
             _fsync_dir(self.dir)
             self.generation = generation
-            self.dirty = False
-
+    
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """(label, cosine similarity) best first; `allowed` restricts labels."""
         with self.lock:
