@@ -26,14 +26,11 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from daemon.client import Client  # noqa: E402
 
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
 def rss_mb(pid: int) -> float:
@@ -135,7 +132,7 @@ def main() -> int:
         git(root, "commit", "-qam", f"edit {i}")
         commits.append(until_found(c, word))
     for name, xs in (("save → searchable", saves), ("commit → searchable", commits)):
-        print(f"{name:<20} p50 {pct(xs, .5) * 1000:6.0f} ms  p95 {pct(xs, .95) * 1000:6.0f} ms  (n={len(xs)})")
+        print(f"{name:<20} p50 {percentile(xs, 50) * 1000:6.0f} ms  p95 {percentile(xs, 95) * 1000:6.0f} ms  (n={len(xs)})")
 
     queries = [json.loads(line)["query"] for line in open(args.queries) if line.strip()]
     direct = []
@@ -144,8 +141,8 @@ def main() -> int:
         c.call("search", query=q)
         direct.append((time.perf_counter() - t) * 1000)
     mcp = asyncio.run(mcp_round_trips(env, root, len(queries), queries))
-    print(f"socket search        p50 {pct(direct, .5):6.1f} ms  p95 {pct(direct, .95):6.1f} ms  (baseline)")
-    print(f"MCP search (stdio)   p50 {pct(mcp, .5):6.1f} ms  p95 {pct(mcp, .95):6.1f} ms  "
+    print(f"socket search        p50 {percentile(direct, 50):6.1f} ms  p95 {percentile(direct, 95):6.1f} ms  (baseline)")
+    print(f"MCP search (stdio)   p50 {percentile(mcp, 50):6.1f} ms  p95 {percentile(mcp, 95):6.1f} ms  "
           f"({statistics.median(mcp) / statistics.median(direct):.2f}× the socket p50)")
 
     c.close()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 
@@ -56,10 +57,6 @@ c = e.catalog.counts()
 print(json.dumps({{"seconds": time.perf_counter() - t0, "embedded": r.embedded, **c}}))
 """
 
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
 def grep_baseline(root: Path, queries: list[str]) -> list[float]:
@@ -127,8 +124,8 @@ def main() -> int:
     grep = grep_baseline(root, queries)
     base = statistics.median(grep)
     for name, xs in (("hybrid", hybrid), ("bm25-only", bm25), ("grep-style", grep)):
-        print(f"search {name:<10} p50 {pct(xs, .5):6.2f} ms  p95 {pct(xs, .95):6.2f} ms  "
-              f"({pct(xs, .5) / base:.2f}× grep p50)  n={len(xs)}")
+        print(f"search {name:<10} p50 {percentile(xs, 50):6.2f} ms  p95 {percentile(xs, 95):6.2f} ms  "
+              f"({percentile(xs, 50) / base:.2f}× grep p50)  n={len(xs)}")
     e.close()
     shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -39,6 +39,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -51,10 +52,6 @@ from tests.tiny_model import build_tiny_model  # noqa: E402
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck), print_blob=False)
 
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else 0.0
 
 
 def log(msg: str) -> None:
@@ -287,7 +284,7 @@ def bench_queries(n: int, embedder, keep: Path, corpus: Path) -> dict:
         except Exception as ex:
             log(f"hypothesis stopped: {ex}")
     e.close()
-    ms = lambda xs, q: round(pct(xs, q) * 1000, 1)  # noqa: E731
+    ms = lambda xs, q: round(percentile(xs, q * 100) * 1000, 1)  # noqa: E731
     return {"inputs": tally.total, "outcomes": tally.counts,
             "other_exceptions": tally.counts.get("FAILED", 0), "failures": tally.failures,
             "latency_ms_results": {"p50": ms(lat["results"], 0.5), "p99": ms(lat["results"], 0.99),
@@ -481,7 +478,7 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
             "searches": stats["searches"], "searches_during_reindex": stats["during_ingest"],
             "errors": len(stats["errors"]), "error_samples": stats["errors"][:5],
             "torn_results": len(stats["torn"]), "torn_samples": stats["torn"][:5],
-            "latency_ms": {"p50": round(pct(lat, 0.5) * 1000, 1), "p95": round(pct(lat, 0.95) * 1000, 1),
+            "latency_ms": {"p50": round(percentile(lat, 50) * 1000, 1), "p95": round(percentile(lat, 95) * 1000, 1),
                            "max": round(max(lat, default=0) * 1000, 1)},
             "stores_consistent_after": not problems, "store_problems": problems[:5],
             "burst_connections": 256, "burst_answered": answered, "daemon_fds_before": fds_before,

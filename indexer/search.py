@@ -124,8 +124,8 @@ def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate
     # A heading with no text of its own (a journal day's "# 2030-02-17 (Mon)") lists nothing.
     order = [s for s in order if (s.body or "").strip()] or order
     out = {}
-    for rank, s in enumerate(order[: max(limit * 4, 20)]):
-        out[s.id] = Candidate(s.id, score=1.0 / (1 + rank))
+    for i, s in enumerate(order[: max(limit * 4, 20)]):
+        out[s.id] = Candidate(s.id, score=1.0 / (1 + i))
     return out
 
 

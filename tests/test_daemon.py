@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from daemon.client import Client, DaemonError
-from tests.corpus_helpers import EXAMPLES, git, git_init, write
+from tests.corpus_helpers import git, git_init, write
 
 PROJECT = Path(__file__).resolve().parent.parent
 
