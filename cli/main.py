@@ -26,12 +26,16 @@ def _add_root(p: argparse.ArgumentParser) -> None:
                    help="corpus root (repeatable; default: roots from the config file)")
 
 
+def _add_dates(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
+    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+
+
 def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus, e.g. runbooks/")
     p.add_argument("--tag", action="append", default=[], dest="tags", help="front matter tag (repeatable: all of them)")
-    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
-    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+    _add_dates(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,16 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("entity", help="name, alias or IP from a host/service record")
     _add_root(p)
     p.add_argument("--topic", help="only the sections about this, still in date order")
-    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
-    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+    _add_dates(p)
     p.add_argument("-n", "--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
-    p.add_argument("--since", help="section date on or after YYYY-MM-DD")
-    p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+    _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
     p.add_argument("-n", "--limit", type=int, default=10)

@@ -34,6 +34,8 @@ INITIAL_INDEX_WAIT_S = 20.0   # a daemon just started on a never-indexed corpus:
 LIST_LIMIT = 100              # list_documents rows per answer (~4000 tokens with the structured copy)
 
 Result = Annotated[CallToolResult, dict[str, Any]]
+Since = Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.", max_length=40)]
+Until = Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.", max_length=40)]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 
@@ -144,6 +146,13 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         querylog.record(tool, params, out, (time.perf_counter() - t0) * 1000)
         return out
 
+    def answer(tool: str, render_text, **params) -> Result:
+        """One read-only tool call: the index's dict as structured content, its rendering as text."""
+        def body():
+            out = call(tool, tool, **params)
+            return ok(render_text(out), out)
+        return guarded(tool, body)
+
     def search(
         query: Annotated[str, Field(description="The question or keywords, in plain words. May be empty when "
                                     "filters are given (then: matching sections, newest first).")],
@@ -155,60 +164,44 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                                           max_length=1000)] = None,
         tags: Annotated[str | list[str] | None, Field(description="Only documents having ALL these front "
                                                       "matter tags.")] = None,
-        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
-                                           max_length=40)] = None,
-        until: Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.",
-                                           max_length=40)] = None,
+        since: Since = None,
+        until: Until = None,
         exact: Annotated[bool, Field(description="Literal, case-insensitive string match only — for error "
                                      "messages, identifiers, paths.")] = False,
     ) -> Result:
-        def body():
-            out = call("search", "search", query=query, limit=limit, type=type, path=path, tags=tags,
-                       since=since, until=until, exact=exact)
-            return ok(render.search_text(out), out)
-        return guarded("search", body)
+        return answer("search", render.search_text, query=query, limit=limit, type=type, path=path, tags=tags,
+                      since=since, until=until, exact=exact)
 
     def history(
         entity: Annotated[str, Field(description="A host or service: its name, an alias or an IP, e.g. 'db1', "
                                      "'pg-primary', '10.20.1.11'.", min_length=1, max_length=200)],
         topic: Annotated[str | None, Field(description="Only the sections about this (keyword + semantic match), "
                                            "still in date order, e.g. 'backups'.", max_length=1000)] = None,
-        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
-                                           max_length=40)] = None,
-        until: Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.",
-                                           max_length=40)] = None,
+        since: Since = None,
+        until: Until = None,
         limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 20,
     ) -> Result:
-        def body():
-            out = call("history", "history", entity=entity, topic=topic, since=since, until=until, limit=limit)
-            return ok(render.history_text(out), out)
-        return guarded("history", body)
+        return answer("history", render.history_text, entity=entity, topic=topic, since=since, until=until,
+                      limit=limit)
 
     def latest(
         terms: Annotated[str | list[str], Field(description="The exact strings a section must ALL contain: a "
                                                 "list (each verbatim), or one string split on spaces with "
                                                 "\"quoted phrases\" kept whole. SHAs, --flags, error text, numbers, "
                                                 "identifiers.")],
-        since: Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.",
-                                           max_length=40)] = None,
+        since: Since = None,
         type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
                                                       "'journal'.")] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 10,
     ) -> Result:
-        def body():
-            out = call("latest", "latest", terms=terms, since=since, type=type, limit=limit)
-            return ok(render.latest_text(out), out)
-        return guarded("latest", body)
+        return answer("latest", render.latest_text, terms=terms, since=since, type=type, limit=limit)
 
     def neighbors(
         path: Annotated[str, Field(description="Document path as search prints it, e.g. 'hosts/db1.md'.",
                                    min_length=1, max_length=1000)],
         limit: Annotated[int, Field(ge=1, le=100, description="How many unlinked similar sections (1-100).")] = 5,
     ) -> Result:
-        def body():
-            out = call("neighbors", "neighbors", path=path, limit=limit)
-            return ok(render.neighbors_text(out), out)
-        return guarded("neighbors", body)
+        return answer("neighbors", render.neighbors_text, path=path, limit=limit)
 
     def verify(
         path: Annotated[str | None, Field(description="A document whose cited commit SHAs to check, e.g. "
@@ -218,10 +211,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         text: Annotated[str | None, Field(description="Or: text to scan for SHAs instead of a document, e.g. "
                                           "'fixed in app@4f2a9c1'.", max_length=200_000)] = None,
     ) -> Result:
-        def body():
-            out = call("verify", "verify", path=path, heading=heading, text=text)
-            return ok(render.verify_text(out), out)
-        return guarded("verify", body)
+        return answer("verify", render.verify_text, path=path, heading=heading, text=text)
 
     def read(
         path: Annotated[str, Field(description="Document path as search/list_documents print it, e.g. "
