@@ -1,6 +1,10 @@
 """Score every dev set in one run and print one comparable table (ranking before/after).
 
     .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--json out.json]
+                                       [--ranking stale_factor=1.0 --ranking enabled=false …]
+
+`--ranking KEY=VALUE` overrides one `[ranking]` setting (indexer/rank.py) for the run — how the
+ablation table of docs/ranking.md is reproduced (`type_weights={plan=1.0}` takes a TOML inline table).
 
 Uses `remembrancer eval`'s code path (indexer.evaluate.run_eval → the MCP search path). Indexes
 live in REMEMBRANCER_DATA_DIR (set it to keep them between runs: only the first run embeds).
@@ -10,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +32,14 @@ def main() -> int:
     ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "eval"))
     ap.add_argument("--json")
     ap.add_argument("--sets", nargs="*", default=list(SETS))
+    ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a [ranking] setting, e.g. stale_factor=1.0 (repeatable)")
     args = ap.parse_args()
+    if args.ranking:
+        # Through a config file, so the override takes the same path (and validation) as a user's.
+        cfg = Path(tempfile.mkdtemp(prefix="eval-all-")) / "config.toml"
+        cfg.write_text("[ranking]\n" + "\n".join(args.ranking) + "\n")
+        os.environ["REMEMBRANCER_CONFIG"] = str(cfg)
     rows, reports = [], {}
     for name in args.sets:
         t0 = time.perf_counter()
