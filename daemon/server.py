@@ -272,8 +272,7 @@ class Daemon:
             self.clients += delta
             self.last_activity = time.monotonic()
         if delta < 0:
-            with self.queue._cond:
-                self.queue._cond.notify_all()  # let the ingest loop re-check the idle deadline
+            self.queue.wake()  # let the ingest loop re-check the idle deadline
 
     def _shutdown(self) -> None:
         self.watcher.stop()

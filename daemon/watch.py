@@ -64,6 +64,11 @@ class ChangeQueue:
                 return 0, None
             return max(len(self._paths), 1), time.monotonic() - self._first
 
+    def wake(self) -> None:
+        """Wake a waiting `wait_batch` without queueing anything (it re-checks its deadline)."""
+        with self._cond:
+            self._cond.notify_all()
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
