@@ -21,13 +21,25 @@ HOWTO_RE = re.compile(
 OUTCOME_RE = re.compile(
     r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
     r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed)\b", re.IGNORECASE)
-# "What is it now?" wants the record that holds the current state (host/service records).
+# "Is it still planned?" asks whether an intention survived: the newest decision answers it.
+PLAN_STATUS_RE = re.compile(r"\b(still|any ?more)\b.*\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE)
+# "What happened / why did it break?" asks about an event: the journal is the record of what was
+# seen, the host/service records only summarise it.
+PAST_RE = re.compile(
+    r"\b(did|was|were|had|went|happened|decided|wasn't|weren't|didn't|couldn't|hadn't|back when|"
+    r"that time|last (week|month|time)|the (first|last) time)\b", re.IGNORECASE)
+# "What is it now?" — with FACT_RE, a question about the present: the journal is history there.
 CURRENT_RE = re.compile(
     r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
     r"end up|ended up)\b", re.IGNORECASE)
-RECORD_TYPES = ("host", "service")
+# A question in the present tense ("which port does …", "what's the retention …") asks for a fact
+# as it stands; an error string pasted without a question word asks where it was seen.
+FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
+                     r"when (does|do|is|are))\b", re.IGNORECASE)
 RECENCY_POOL = 30
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
+_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
+_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 
 
 @dataclass
@@ -35,12 +47,14 @@ class RankingConfig:
     stale_factor: float = 0.6
     type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85, "changelog": 0.8})
     recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
-    recency_bonus_outcome: float = 0.08  # the same when the question asks whether something happened
-    current_record_boost: float = 1.2    # "what is it now?": host/service records hold the current state
+    outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
+    event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
+    fact_journal_factor: float = 0.8     # "what is it?" in the present tense: the journal is history
     entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
+    howto_procedure_lift: bool = True    # how-to questions: a runbook answers with its numbered steps
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
@@ -62,20 +76,30 @@ class RankingConfig:
 
 @dataclass
 class Intent:
-    howto: bool
-    outcome: bool
-    current: bool
+    howto: bool     # a procedure
+    outcome: bool   # whether something happened / is done / is still planned
+    past: bool      # an event: what happened, why it broke
+    fact: bool      # a fact as it stands now
     entities: list[str]
 
 
 def intent(query: str, entity_matcher) -> Intent:
-    outcome = bool(OUTCOME_RE.search(query))
-    return Intent(bool(HOWTO_RE.search(query)), outcome, not outcome and bool(CURRENT_RE.search(query)),
-                  entity_matcher.mentions(query) if entity_matcher is not None else [])
+    """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
+    event in the past, or a fact as it stands now (the precedence is that order)."""
+    howto = bool(HOWTO_RE.search(query))
+    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query))
+    past = not outcome and bool(PAST_RE.search(query))
+    fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
+    return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [])
 
 
 def has_steps(content: str) -> bool:
     return len(_STEPS_RE.findall(content)) >= 2
+
+
+def is_procedure(content: str) -> bool:
+    """A numbered list of at least two steps (outside code): where a runbook keeps its procedure."""
+    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", content))) >= 2
 
 
 def date_value(date: str | None) -> int | None:
@@ -86,6 +110,21 @@ def date_value(date: str | None) -> int | None:
         return y * 372 + m * 31 + d
     except ValueError:
         return None
+
+
+def _lift_procedures(cands: dict, rows: dict) -> None:
+    """A how-to question that lands on a runbook is answered by its procedure, whichever section
+    (when to use, troubleshooting) matched the words best: the procedure takes the runbook's best score."""
+    best: dict[int, float] = {}
+    for sid, c in cands.items():
+        s = rows.get(sid)
+        if s is not None and s.doc_type == "runbook":
+            best[s.doc_id] = max(best.get(s.doc_id, 0.0), c.score)
+    for sid, c in cands.items():
+        s = rows.get(sid)
+        if s is not None and s.doc_id in best and c.score < best[s.doc_id] and is_procedure(s.content):
+            c.score = best[s.doc_id]
+            c.why.append("the procedure of the runbook that matched best")
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
@@ -100,7 +139,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     top = sorted(cands, key=lambda s: -cands[s].score)[:RECENCY_POOL]
     dates = [v for v in (date_value(rows[s].date) for s in top if s in rows) if v is not None]
     lo, hi = (min(dates), max(dates)) if dates else (0, 0)
-    bonus = cfg.recency_bonus_outcome if it.outcome else cfg.recency_bonus
+    bonus = cfg.recency_bonus
+    if it.howto and cfg.howto_procedure_lift:
+        _lift_procedures(cands, rows)
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -110,10 +151,13 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= cfg.stale_factor
             c.why.append(f"stale ×{cfg.stale_factor}")
         w = cfg.type_weights.get(s.doc_type, 1.0)
-        if it.current and s.doc_type in RECORD_TYPES:
-            w *= cfg.current_record_boost
         if it.howto and s.doc_type == "runbook":
             w *= cfg.howto_runbook_boost
+        if s.doc_type == "journal":
+            if it.outcome or it.past:
+                w *= cfg.event_journal_boost
+            elif it.fact:
+                w *= cfg.fact_journal_factor
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")
@@ -135,3 +179,20 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             b = bonus * (v - lo) / (hi - lo)
             c.score += b
             c.why.append(f"recency +{b:.3f}")
+    if it.outcome and cfg.outcome_tie_margin:
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
+
+
+def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:
+    """Whether something happened is settled by the newest account of it: among the sections
+    within `margin` of the best score, the newest dated one goes first (the rest keep their order)."""
+    best = max(c.score for c in cands.values())
+    near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin)
+            and sid in rows and date_value(rows[sid].date) is not None]
+    if len(near) < 2:
+        return
+    newest = max(near, key=lambda sid: (date_value(rows[sid].date), cands[sid].score))
+    c = cands[newest]
+    if c.score < best:
+        c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
+        c.score = best + 1e-6

@@ -16,8 +16,11 @@ from indexer.search import Candidate, SearchRequest, search
 from tests.corpus_helpers import EXAMPLES, write
 
 
+_DOC_IDS: dict[str, int] = {}
+
+
 def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, content="text"):
-    return SectionRow(sid, sid, path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
+    return SectionRow(sid, _DOC_IDS.setdefault(path, len(_DOC_IDS) + 1), path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
                       False, [], [], content, content)
 
 
@@ -40,22 +43,52 @@ def test_record_of_the_named_entity_beats_a_journal_mention():
     rows = [row(1, "journal/2030/2030-01-20.md", "2030-01-20 > 09:40 outage", doc_type="journal", date="2030-01-20"),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host", date="2030-02-03"),
             row(3, "hosts/db2.md", "db2 > Services", doc_type="host", date="2030-02-03")]
-    order = ranked(rows, {1: 0.80, 2: 0.72, 3: 0.78}, "what port does pg-primary listen on", ents)
-    assert order[0] == 2 and order[-1] == 3
+    order = ranked(rows, {1: 0.80, 2: 0.72, 3: 0.78}, "pg-primary port", ents)
+    assert order == [2, 1, 3]
 
 
-def test_current_state_questions_prefer_records():
+def test_questions_about_now_prefer_records_and_questions_about_events_the_journal():
     rows = [row(1, "journal/2030/2030-01-21.md", "2030-01-21 > pool raised", doc_type="journal", date="2030-01-21"),
             row(2, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-21")]
-    assert ranked(rows, {1: 0.80, 2: 0.70}, "what is the pool size at the moment?") == [2, 1]
-    assert ranked(rows, {1: 0.80, 2: 0.70}, "what is the pool size?")[0] == 1
+    scores = {1: 0.80, 2: 0.70}
+    assert ranked(rows, scores, "what is the pool size at the moment?") == [2, 1]
+    assert ranked(rows, scores, "which pool size does PgBouncer use?") == [2, 1]
+    assert ranked(rows, {1: 0.70, 2: 0.80}, "why did we raise the pool size?") == [1, 2]
+    assert ranked(rows, scores, "pool size error: no more connections allowed") == [1, 2]  # no tense: relevance
+    assert ranked(rows, {1: 0.90, 2: 0.60}, "what is the pool size?") == [1, 2]  # relevance still rules
 
 
-def test_outcome_questions_prefer_the_newest_account():
+def test_outcome_questions_prefer_the_newest_of_near_ties():
     rows = [row(1, "journal/a.md", "plan day", doc_type="journal", date="2030-01-01"),
-            row(2, "journal/b.md", "done day", doc_type="journal", date="2030-03-01")]
-    assert ranked(rows, {1: 0.80, 2: 0.76}, "did the migration actually happen?") == [2, 1]
-    assert ranked(rows, {1: 0.80, 2: 0.76}, "how does the migration work") == [1, 2]
+            row(2, "journal/b.md", "done day", doc_type="journal", date="2030-03-01"),
+            row(3, "journal/c.md", "mention", doc_type="journal", date="2030-04-01")]
+    scores = {1: 0.80, 2: 0.76, 3: 0.50}
+    assert ranked(rows, scores, "did the migration actually happen?") == [2, 1, 3]
+    assert ranked(rows, scores, "are we still planning the migration?") == [2, 1, 3]
+    assert ranked(rows, scores, "how does the migration work") == [1, 2, 3]
+
+
+def test_intent_precedence():
+    it = rank.intent("did the cut-over actually happen?", None)
+    assert (it.howto, it.outcome, it.past, it.fact) == (False, True, False, False)
+    it = rank.intent("how long did the first backup take?", None)
+    assert (it.outcome, it.past, it.fact) == (False, True, False)
+    it = rank.intent("how do I restore pg1?", None)
+    assert (it.howto, it.past, it.fact) == (True, False, False)
+    it = rank.intent("ERROR: requested WAL segment has already been removed", None)
+    assert (it.howto, it.outcome, it.past, it.fact) == (False, False, False, False)
+
+
+def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
+    rows = [row(1, "runbooks/certs.md", "Rotate > Troubleshooting", doc_type="runbook",
+                content="If kubectl says x509: certificate has expired, see Steps."),
+            row(2, "runbooks/certs.md", "Rotate > Steps", doc_type="runbook",
+                content="1. stop the server\n2. rotate\n\n```bash\n1. not a step\n```"),
+            row(3, "runbooks/certs.md", "Rotate > Verify", doc_type="runbook", content="```\nopenssl x509\n```")]
+    scores = {1: 0.90, 2: 0.40, 3: 0.70}
+    assert ranked(rows, scores, "x509 certificate has expired - what's the procedure to fix it?")[0] == 2
+    assert ranked(rows, scores, "what does x509 certificate has expired mean?")[0] == 1
+    assert not rank.is_procedure("intro\n```\n1. a\n2. b\n```")   # numbered lines inside code are not steps
 
 
 def test_howto_questions_prefer_the_section_with_steps():
