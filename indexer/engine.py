@@ -31,7 +31,9 @@ from .vectors import Vectors
 
 log = logging.getLogger(__name__)
 
-LINKS_VERSION = 1   # bump when link parsing changes: every document is read again (not re-embedded)
+# Bump when what is read from a document changes (links, stale markers, dates): every document is
+# read again on the next refresh, and nothing whose text is unchanged is re-embedded.
+PARSE_VERSION = 2
 EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
 SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
 
@@ -191,7 +193,7 @@ class Engine:
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
         policy = self._redaction_policy_check(redactor)
         self._layout_check()
-        links_backfill = self._links_backfill_check()
+        reparse = self._reparse_check()
         if reembed:
             self._drop_vectors()
         walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
@@ -217,8 +219,8 @@ class Engine:
         self._commit_derived()
         if policy and not self.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
-        if links_backfill and not self.stop_requested.is_set():
-            self.catalog.set_meta("links_version", str(LINKS_VERSION))
+        if reparse and not self.stop_requested.is_set():
+            self.catalog.set_meta("parse_version", str(PARSE_VERSION))
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
         self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
@@ -331,9 +333,9 @@ class Engine:
         self.catalog.set_entity_mentions(mentions)
 
     # -- links (indexer/links.py) ------------------------------------------------------------------
-    def _links_backfill_check(self) -> bool:
-        """An index built before links were parsed: read every document again (nothing is re-embedded)."""
-        if self.catalog.get_meta("links_version") == str(LINKS_VERSION):
+    def _reparse_check(self) -> bool:
+        """An index built by an older parser: read every document again (nothing is re-embedded)."""
+        if self.catalog.get_meta("parse_version") == str(PARSE_VERSION):
             return False
         if self.catalog.documents():
             self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")

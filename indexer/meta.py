@@ -14,7 +14,8 @@ DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
 _STALE_WORDS = r"(superseded|obsolete|deprecated|outdated|no longer (?:true|valid|used))"
 STALE_BODY_RE = re.compile(r"^\W{0,4}" + _STALE_WORDS + r"\b", re.IGNORECASE)
-STALE_HEADING_RE = re.compile(r"\b" + _STALE_WORDS + r"\b", re.IGNORECASE)
+# A heading that files its section as the old way: "Older method: pg_basebackup", "Legacy setup".
+STALE_HEADING_RE = re.compile(r"\b" + _STALE_WORDS + r"\b|^\W*(old|older|legacy|former|previous)\b", re.IGNORECASE)
 STALE_STATUS = {"superseded", "obsolete", "deprecated", "archived", "outdated", "abandoned"}
 
 

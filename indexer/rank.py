@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import terms
+
 # Questions about how to do something want the section that holds the procedure.
 HOWTO_RE = re.compile(
     r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
@@ -28,6 +30,11 @@ PLAN_STATUS_RE = re.compile(r"\b(still|any ?more)\b.*\b(plan|planning|planned|go
 PAST_RE = re.compile(
     r"\b(did|was|were|had|went|happened|decided|wasn't|weren't|didn't|couldn't|hadn't|back when|"
     r"that time|last (week|month|time)|the (first|last) time)\b", re.IGNORECASE)
+# A log or error line pasted as it is (no question word, no "?") asks where it was seen before: the
+# journal keeps what was seen.
+ERROR_WORDS_RE = re.compile(r"\b(error|err|fatal|panic|exception|failed|failure|refused|denied|forbidden|cannot|"
+                            r"can't|unable|not allowed|exceeded|timed out|timeout|no such|not found|invalid)\b",
+                            re.IGNORECASE)
 # "What is it now?" — with FACT_RE, a question about the present: the journal is history there.
 CURRENT_RE = re.compile(
     r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
@@ -36,6 +43,18 @@ CURRENT_RE = re.compile(
 # as it stands; an error string pasted without a question word asks where it was seen.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
                      r"when (does|do|is|are))\b", re.IGNORECASE)
+# A how-to question asks for one part of a runbook (the conventions name them: When to use,
+# Before you start, Steps, a Verify under Steps, Rollback): undoing, checking, or else the steps.
+ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
+VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
+                         r"correct|came out|healthy)\b", re.IGNORECASE)
+ROLE_HEADING_RE = {"rollback": re.compile(r"\broll ?back\b", re.IGNORECASE),
+                   "verify": re.compile(r"\b(verify|verification|check)\b", re.IGNORECASE)}
+# Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
+# history, like the journal, when the question asks about the present.
+HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
+HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
+RECORD_TYPES = ("host", "service")
 RECENCY_POOL = 30
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -49,12 +68,13 @@ class RankingConfig:
     recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
     outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
     event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
-    fact_journal_factor: float = 0.8     # "what is it?" in the present tense: the journal is history
+    fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
+                                         # Known issues / History are history
     entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
-    howto_procedure_lift: bool = True    # how-to questions: a runbook answers with its numbered steps
+    howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
@@ -76,21 +96,29 @@ class RankingConfig:
 
 @dataclass
 class Intent:
-    howto: bool     # a procedure
+    howto: str      # a procedure: "steps", "verify" or "rollback" ("" when the question is not a how-to)
     outcome: bool   # whether something happened / is done / is still planned
-    past: bool      # an event: what happened, why it broke
+    past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     entities: list[str]
+    history: bool = False  # it asks about issues/history itself
 
 
 def intent(query: str, entity_matcher) -> Intent:
     """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
     event in the past, or a fact as it stands now (the precedence is that order)."""
-    howto = bool(HOWTO_RE.search(query))
+    howto = ""
+    if HOWTO_RE.search(query):
+        howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
     outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query))
-    past = not outcome and bool(PAST_RE.search(query))
+    question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
+    history = bool(HISTORY_Q_RE.search(query))
+    log_line = not question and len(query.split()) >= 3 and bool(ERROR_WORDS_RE.search(query) or
+                                                                 terms.literal_probes(query))
+    past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [])
+    return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
+                  history)
 
 
 def has_steps(content: str) -> bool:
@@ -100,6 +128,10 @@ def has_steps(content: str) -> bool:
 def is_procedure(content: str) -> bool:
     """A numbered list of at least two steps (outside code): where a runbook keeps its procedure."""
     return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", content))) >= 2
+
+
+def _in_history(heading: str) -> bool:
+    return any(HISTORY_HEADING_RE.match(part) for part in heading.split(" > ")[1:])
 
 
 def date_value(date: str | None) -> int | None:
@@ -112,9 +144,17 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def _lift_procedures(cands: dict, rows: dict) -> None:
-    """A how-to question that lands on a runbook is answered by its procedure, whichever section
-    (when to use, troubleshooting) matched the words best: the procedure takes the runbook's best score."""
+def plays_role(s, role: str) -> bool:
+    """Whether a runbook section is the part a how-to question asks for."""
+    if role == "steps":
+        return is_procedure(s.content)
+    return bool(ROLE_HEADING_RE[role].search(s.title))
+
+
+def _lift_procedures(cands: dict, rows: dict, role: str) -> None:
+    """A how-to question that lands on a runbook is answered by the part it asks for (its steps,
+    its Verify, its Rollback), whichever section (when to use, troubleshooting) matched the words
+    best: that part goes just above the runbook's best score."""
     best: dict[int, float] = {}
     for sid, c in cands.items():
         s = rows.get(sid)
@@ -122,9 +162,9 @@ def _lift_procedures(cands: dict, rows: dict) -> None:
             best[s.doc_id] = max(best.get(s.doc_id, 0.0), c.score)
     for sid, c in cands.items():
         s = rows.get(sid)
-        if s is not None and s.doc_id in best and c.score < best[s.doc_id] and is_procedure(s.content):
-            c.score = best[s.doc_id]
-            c.why.append("the procedure of the runbook that matched best")
+        if s is not None and s.doc_id in best and c.score < best[s.doc_id] and plays_role(s, role):
+            c.score = best[s.doc_id] + 1e-6
+            c.why.append(f"the {role} of the runbook that matched best")
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
@@ -141,7 +181,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     lo, hi = (min(dates), max(dates)) if dates else (0, 0)
     bonus = cfg.recency_bonus
     if it.howto and cfg.howto_procedure_lift:
-        _lift_procedures(cands, rows)
+        _lift_procedures(cands, rows, it.howto)
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -157,7 +197,10 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             if it.outcome or it.past:
                 w *= cfg.event_journal_boost
             elif it.fact:
-                w *= cfg.fact_journal_factor
+                w *= cfg.fact_history_factor
+        elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
+            factor *= cfg.fact_history_factor
+            c.why.append(f"the record's history, for a question about now ×{cfg.fact_history_factor}")
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")
@@ -167,7 +210,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         elif own_records and s.path in all_records:
             factor *= cfg.other_record_factor
             c.why.append(f"record of another entity ×{cfg.other_record_factor}")
-        if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
+        lifted = cfg.howto_procedure_lift and s.doc_type == "runbook"  # the lift chose within a runbook
+        if it.howto and cfg.howto_steps_boost != 1.0 and not lifted and has_steps(s.content):
             factor *= cfg.howto_steps_boost
             c.why.append(f"how-to question, section has steps ×{cfg.howto_steps_boost}")
         if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:

@@ -93,6 +93,10 @@ def test_stale_markers():
     assert meta.section_is_stale("Backups", "(superseded 2030-02-03: see § Backups)\n\nold")
     assert meta.section_is_stale("Backups", "**Deprecated:** use the other one")
     assert not meta.section_is_stale("Backups", "This replaced the superseded setup.")
+    assert meta.section_is_stale("Older method: pg_basebackup", "Until June we rebuilt with a base backup.")
+    assert meta.section_is_stale("Legacy setup", "text")
+    assert not meta.section_is_stale("Dropping events_old", "text")
+    assert not meta.section_is_stale("How old backups expire", "text")
     assert meta.document_is_stale({"status": "Superseded"})
 
 

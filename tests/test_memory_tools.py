@@ -376,7 +376,7 @@ def test_renamed_and_deleted_targets_update_their_backlinks(own):
 def test_an_index_built_before_links_is_backfilled_without_embedding(own, tiny_embedder):
     e, _ = own
     e.catalog.db.execute("DELETE FROM links")
-    e.catalog.db.execute("DELETE FROM meta WHERE key IN ('links_version', 'link_targets')")
+    e.catalog.db.execute("DELETE FROM meta WHERE key IN ('parse_version', 'link_targets')")
     before = tiny_embedder.texts_embedded
     report = e.refresh()
     assert report.embedded == 0 and tiny_embedder.texts_embedded == before

@@ -68,15 +68,33 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     assert ranked(rows, scores, "how does the migration work") == [1, 2, 3]
 
 
-def test_intent_precedence():
-    it = rank.intent("did the cut-over actually happen?", None)
-    assert (it.howto, it.outcome, it.past, it.fact) == (False, True, False, False)
-    it = rank.intent("how long did the first backup take?", None)
-    assert (it.outcome, it.past, it.fact) == (False, True, False)
-    it = rank.intent("how do I restore pg1?", None)
-    assert (it.howto, it.past, it.fact) == (True, False, False)
-    it = rank.intent("ERROR: requested WAL segment has already been removed", None)
-    assert (it.howto, it.outcome, it.past, it.fact) == (False, False, False, False)
+@pytest.mark.parametrize("query,kind", [
+    ("did the cut-over actually happen?", "outcome"),
+    ("are we still planning to move to Redis Cluster?", "outcome"),
+    ("how long did the first backup take?", "past"),
+    ("why were the logs missing in May?", "past"),
+    ("ERROR: no partition of relation found for row", "past"),          # a pasted log line: where was it seen
+    ("requested WAL segment 0000000100000C1E00000042 has already been removed", "past"),
+    ("which port does the bastion's SSH listen on?", "fact"),
+    ("how many days of logs does Loki keep?", "fact"),
+    ("how do I restore pg1?", "steps"),
+    ("how do I check that the restore came out right?", "verify"),
+    ("how do I roll back the upgrade?", "rollback"),
+    ("pg_basebackup or pgBackRest?", ""),
+])
+def test_intent_kinds(query, kind):
+    it = rank.intent(query, None)
+    got = [k for k, on in (("outcome", it.outcome), ("past", it.past), ("fact", it.fact)) if on]
+    assert got == ([kind] if kind in ("outcome", "past", "fact") else [])
+    assert it.howto == (kind if kind in ("steps", "verify", "rollback") else "")
+
+
+def test_questions_about_now_put_a_records_history_below_its_current_sections():
+    rows = [row(1, "hosts/minio1.md", "minio1 > Known issues > Versioned bucket kept deleted files", doc_type="host"),
+            row(2, "hosts/minio1.md", "minio1 > Buckets", doc_type="host")]
+    scores = {1: 0.80, 2: 0.75}
+    assert ranked(rows, scores, "which buckets live on minio1?") == [2, 1]
+    assert ranked(rows, scores, "which known issues does minio1 have with buckets?") == [1, 2]
 
 
 def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
@@ -88,6 +106,7 @@ def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
     scores = {1: 0.90, 2: 0.40, 3: 0.70}
     assert ranked(rows, scores, "x509 certificate has expired - what's the procedure to fix it?")[0] == 2
     assert ranked(rows, scores, "what does x509 certificate has expired mean?")[0] == 1
+    assert ranked(rows, scores, "how do I verify the rotation worked?")[0] == 3
     assert not rank.is_procedure("intro\n```\n1. a\n2. b\n```")   # numbered lines inside code are not steps
 
 
