@@ -75,6 +75,10 @@ class RankingConfig:
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
     howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
+    # A huge section (a FAQ under one heading, a long changelog) has so many passages that one of
+    # them matches almost anything: beyond this size its score shrinks as (chars/size)^power.
+    long_section_chars: int = 4000
+    long_section_power: float = 0.2
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
@@ -217,6 +221,10 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
             factor *= cfg.overview_factor
             c.why.append(f"overview section ×{cfg.overview_factor}")
+        if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
+            f = (cfg.long_section_chars / len(s.content)) ** cfg.long_section_power
+            factor *= f
+            c.why.append(f"long section ({len(s.content)} chars) ×{f:.2f}")
         c.score *= factor
         v = date_value(s.date)
         if v is not None and hi > lo and bonus:

@@ -116,6 +116,13 @@ def test_howto_questions_prefer_the_section_with_steps():
     assert ranked(rows, {1: 0.80, 2: 0.75}, "how do I restore the database?") == [2, 1]
 
 
+def test_a_huge_section_loses_a_near_tie_to_a_focused_one():
+    faq = "Q and A. " * 2000           # 18,000 chars: one heading over a whole FAQ
+    rows = [row(1, "FAQ.md", "FAQ", content=faq), row(2, "GUIDE.md", "Guide > Configuration file")]
+    assert ranked(rows, {1: 0.80, 2: 0.72}, "config file path") == [2, 1]
+    assert ranked(rows, {1: 0.80, 2: 0.50}, "config file path") == [1, 2]   # relevance still rules
+
+
 def test_plan_loses_a_near_tie():
     rows = [row(1, "planning/q1.md", "Plan > Backups", doc_type="plan"), row(2, "notes/b.md", "Backups")]
     assert ranked(rows, {1: 0.80, 2: 0.75}, "backups") == [2, 1]
