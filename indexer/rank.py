@@ -48,8 +48,8 @@ FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|of
 ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
 VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
                          r"correct|came out|healthy)\b", re.IGNORECASE)
-ROLE_HEADING_RE = {"rollback": re.compile(r"\broll ?back\b", re.IGNORECASE),
-                   "verify": re.compile(r"\b(verify|verification|check)\b", re.IGNORECASE)}
+ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w*)\b", re.IGNORECASE),
+                   "verify": re.compile(r"\b(verif\w*|check\w*)\b", re.IGNORECASE)}
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
@@ -156,13 +156,13 @@ def plays_role(s, role: str) -> bool:
 
 
 def _lift_procedures(cands: dict, rows: dict, role: str) -> None:
-    """A how-to question that lands on a runbook is answered by the part it asks for (its steps,
-    its Verify, its Rollback), whichever section (when to use, troubleshooting) matched the words
-    best: that part goes just above the runbook's best score."""
+    """A how-to question is answered by the part of a document it asks for — a runbook's numbered
+    steps, or any document's Verify / Rollback section — whichever section (when to use,
+    troubleshooting) matched the words best: that part goes just above its document's best score."""
     best: dict[int, float] = {}
     for sid, c in cands.items():
         s = rows.get(sid)
-        if s is not None and s.doc_type == "runbook":
+        if s is not None and (s.doc_type == "runbook" or role != "steps"):
             best[s.doc_id] = max(best.get(s.doc_id, 0.0), c.score)
     for sid, c in cands.items():
         s = rows.get(sid)
@@ -184,8 +184,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     dates = [v for v in (date_value(rows[s].date) for s in top if s in rows) if v is not None]
     lo, hi = (min(dates), max(dates)) if dates else (0, 0)
     bonus = cfg.recency_bonus
-    if it.howto and cfg.howto_procedure_lift:
-        _lift_procedures(cands, rows, it.howto)
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -214,8 +212,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         elif own_records and s.path in all_records:
             factor *= cfg.other_record_factor
             c.why.append(f"record of another entity ×{cfg.other_record_factor}")
-        lifted = cfg.howto_procedure_lift and s.doc_type == "runbook"  # the lift chose within a runbook
-        if it.howto and cfg.howto_steps_boost != 1.0 and not lifted and has_steps(s.content):
+        if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
             factor *= cfg.howto_steps_boost
             c.why.append(f"how-to question, section has steps ×{cfg.howto_steps_boost}")
         if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
@@ -231,6 +228,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             b = bonus * (v - lo) / (hi - lo)
             c.score += b
             c.why.append(f"recency +{b:.3f}")
+    if it.howto and cfg.howto_procedure_lift:
+        _lift_procedures(cands, rows, it.howto)
     if it.outcome and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
 
