@@ -26,7 +26,9 @@ DENSE_CANDIDATES = 300
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
 SNIPPET_CHARS = 240
-ABSTAIN_DENSE = 0.45   # see _no_strong_match and docs/ranking.md
+ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
+ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
 
 
@@ -253,7 +255,10 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple
     - an identifier the question is about (`--enable-tls`, `kf4`) occurs nowhere in the corpus;
     - a name the question uses (a capitalised or all-caps word: `Okta`, `Stripe`, `SLA`) occurs
       nowhere, and the best semantic match is weak too (a paraphrase can miss every word of the
-      corpus; it rarely also misses on meaning).
+      corpus; it rarely also misses on meaning). When the question is that specific — it uses an
+      absent name, or names an entity the corpus keeps a record of — its other words count too
+      ("the hardware *lease* on pg1"), and several absent words, or one about a known entity,
+      are stronger evidence: the semantic bar is higher.
     """
     reasons = []
     missing = [p for p in terms.literal_probes(query)
@@ -262,9 +267,15 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple
         reasons.append("not in the corpus: " + ", ".join(missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
     absent = [w for w in names if not _word_occurs(engine, w)]
-    top_dense = max((c.dense for c in ranked), default=0.0)
-    if absent and top_dense < ABSTAIN_DENSE:
-        reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {ABSTAIN_DENSE}")
+    entity_named = bool(engine.entities()[0].mentions(query))
+    if absent or entity_named:
+        seen = {w.lower() for w in absent} | {m.lower() for m in missing}
+        absent += [w for w in dict.fromkeys(terms.content_words(query))
+                   if len(w) >= 4 and w not in seen and not _word_occurs(engine, w)]
+    bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
+    top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if absent and top_dense < bar:
+        reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons
