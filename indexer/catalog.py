@@ -366,8 +366,10 @@ class Catalog:
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
 
-    def passage_sections(self) -> dict[int, int]:
-        return dict(self.db.execute("SELECT id, section_id FROM main.passages"))  # global: engine caches it
+    def passage_sections(self) -> tuple[dict[int, int], set[int]]:
+        """passage id → section id, and the ids of heading-only passages (each section's first)."""
+        rows = self.db.execute("SELECT id, section_id, ord FROM main.passages").fetchall()  # global: engine caches it
+        return {p: s for p, s, _ in rows}, {p for p, _, o in rows if o == 0}
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731

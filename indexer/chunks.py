@@ -5,7 +5,9 @@ a code fence); every part keeps its section's breadcrumb. Passages are the secti
 paragraphs, list items, code blocks, table rows — each on its own (long ones cut into windows
 the model sees whole: it truncates at 256 tokens), because a question usually matches one
 block of a section. Every embedded text starts with a context header `[type] H1 > H2 > H3` so a
-passage of a section called "Verify" still says whose it is.
+passage of a section called "Verify" still says whose it is. The first passage of every section
+is that header alone: a heading names the topic in words a paraphrase shares ("Graceful Shutdown"
+for "stop the server without dropping requests"); search weighs it below the text's passages.
 
 Measured on the dev sets (dense leg alone, Top-1): one block per passage beat blocks merged to
 ~700 chars (mm-v1 61 vs 46 %, memory-dev 38 vs 29 %, mm-v2 53 vs 47 %), and a header without
@@ -141,6 +143,11 @@ def _pack(pieces: list[tuple[int, str]], start_line: int, max_chars: int) -> lis
         first, last = g[0][0], g[-1][0] + g[-1][1].count("\n")
         chunks.append(Chunk(n, len(groups), start_line + first, start_line + last, text))
     return chunks
+
+
+def embedded_texts(header: str, body: str) -> list[str]:
+    """What a section embeds: its context header alone, then each block under the header."""
+    return [header] + [f"{header}\n{p}" for p in passages(body)]
 
 
 def passages(body: str) -> list[str]:

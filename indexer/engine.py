@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-PARSE_VERSION = 2
+PARSE_VERSION = 3
 EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
 SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
 
@@ -79,7 +79,7 @@ class Engine:
         self.stop_requested = threading.Event()
         self.fulltext = FullText(self.dir / "fulltext")
         self.vectors: Vectors | None = None
-        self._p2s: tuple[int, dict[int, int]] = (-1, {})
+        self._p2s: tuple[int, tuple[dict[int, int], set[int]]] = (-1, ({}, set()))
         self._entities: tuple = (-1, {}, [])
         self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
@@ -423,6 +423,13 @@ class Engine:
 
     def passage_sections(self) -> dict[int, int]:
         """passage id → section id, cached per catalog generation (the vector leg maps labels with it)."""
+        return self._passage_map()[0]
+
+    def heading_passages(self) -> set[int]:
+        """Ids of the passages that embed a section's heading alone (search weighs them lower)."""
+        return self._passage_map()[1]
+
+    def _passage_map(self) -> tuple[dict[int, int], set[int]]:
         gen = self.catalog.generation
         if self._p2s[0] != gen:
             self._p2s = (gen, self.catalog.passage_sections())

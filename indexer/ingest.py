@@ -98,8 +98,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc["title"], s.heading)
         passages = []
-        for ptext in chunking.passages(s.body) or [""]:
-            embedded = f"{header}\n{ptext}" if ptext else header
+        for embedded in chunking.embedded_texts(header, s.body):
             sha = chunking.text_sha(embedded)
             prepared.texts[sha] = embedded
             passages.append((sha, embedded))

@@ -490,12 +490,14 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
     labels, vecs = engine.catalog.passage_vectors(pids)
     if not len(labels):
         return [], []
-    p2s = engine.passage_sections()
+    p2s, heading_only = engine.passage_sections(), engine.heading_passages()
     best: dict[int, tuple[float, int]] = {}
     own = set(int(x) for x in labels)
     for label, vec in zip(labels, vecs):
+        if int(label) in heading_only:   # similar text, not similar titles
+            continue
         for other, sim in engine.vectors.search(vec, SIMILAR_PER_PASSAGE):
-            if other in own:
+            if other in own or other in heading_only:
                 continue
             sid = p2s.get(other)
             if sid is None:

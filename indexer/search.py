@@ -26,6 +26,10 @@ DENSE_CANDIDATES = 300
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
 SNIPPET_CHARS = 240
+# A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
+# without dropping requests") but says less than a passage of its text: its similarity counts at
+# this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
+HEADING_PASSAGE_WEIGHT = 0.88
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
@@ -164,13 +168,15 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     if problem is None and engine.vectors is not None and len(engine.vectors):
         qvec = engine.embedder.embed_query(query)
         allowed_labels = None
-        p2s = engine.passage_sections()
+        p2s, heading_only = engine.passage_sections(), engine.heading_passages()
         if allowed is not None:
             allowed_labels = {p for p, s in p2s.items() if s in allowed}
         for label, sim in engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels):
             sid = p2s.get(label)
             if sid is None:
                 continue
+            if label in heading_only:
+                sim *= HEADING_PASSAGE_WEIGHT
             c = cand(sid)
             c.dense = max(c.dense, sim)
     elif problem:

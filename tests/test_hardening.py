@@ -215,7 +215,7 @@ class VersionedCorpus:
 def expected_shape(text: str) -> tuple[int, int]:
     """(sections, passages) that a whole write of this text stores."""
     sections = parse_markdown(text).sections
-    return len(sections), sum(max(1, len(chunking.passages(s.body))) for s in sections)
+    return len(sections), sum(len(chunking.embedded_texts("", s.body)) for s in sections)
 
 
 def whole_documents(index_dir: Path, corpus: VersionedCorpus) -> list[str]:
