@@ -55,6 +55,10 @@ ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
+# Sections that illustrate or point elsewhere (a reference page's Examples, Synopsis, Name, See
+# also) repeat a question's words without explaining them — unless an example is what is asked.
+ASIDE_HEADING_RE = re.compile(r"^\W*(examples?|synopsis|usage|name|see also)\W*$", re.IGNORECASE)
+EXAMPLE_Q_RE = re.compile(r"\b(examples?|samples?|usage|synopsis|see also)\b", re.IGNORECASE)
 RECENCY_POOL = 30
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -79,6 +83,7 @@ class RankingConfig:
     # them matches almost anything: beyond this size its score shrinks as (chars/size)^power.
     long_section_chars: int = 4000
     long_section_power: float = 0.2
+    aside_factor: float = 0.8            # Examples / Synopsis / Name / See also sections
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 
@@ -106,6 +111,7 @@ class Intent:
     fact: bool      # a fact as it stands now
     entities: list[str]
     history: bool = False  # it asks about issues/history itself
+    example: bool = False  # it asks for an example / the usage
 
 
 def intent(query: str, entity_matcher) -> Intent:
@@ -122,7 +128,7 @@ def intent(query: str, entity_matcher) -> Intent:
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
-                  history)
+                  history, bool(EXAMPLE_Q_RE.search(query)))
 
 
 def has_steps(content: str) -> bool:
@@ -218,6 +224,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
             factor *= cfg.overview_factor
             c.why.append(f"overview section ×{cfg.overview_factor}")
+        if not it.example and cfg.aside_factor != 1.0 and ASIDE_HEADING_RE.match(s.title):
+            factor *= cfg.aside_factor
+            c.why.append(f"{s.title}: illustrates, does not explain ×{cfg.aside_factor}")
         if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
             f = (cfg.long_section_chars / len(s.content)) ** cfg.long_section_power
             factor *= f

@@ -123,6 +123,13 @@ def test_a_huge_section_loses_a_near_tie_to_a_focused_one():
     assert ranked(rows, {1: 0.80, 2: 0.50}, "config file path") == [1, 2]   # relevance still rules
 
 
+def test_examples_and_synopsis_lose_a_near_tie_unless_an_example_is_asked_for():
+    rows = [row(1, "cargo-run.md", "cargo-run(1) > EXAMPLES"), row(2, "cargo-run.md", "cargo-run(1) > DESCRIPTION")]
+    scores = {1: 0.80, 2: 0.70}
+    assert ranked(rows, scores, "how do I pass arguments to the program cargo runs?") == [2, 1]
+    assert ranked(rows, scores, "an example of passing arguments to cargo run") == [1, 2]
+
+
 def test_plan_loses_a_near_tie():
     rows = [row(1, "planning/q1.md", "Plan > Backups", doc_type="plan"), row(2, "notes/b.md", "Backups")]
     assert ranked(rows, {1: 0.80, 2: 0.75}, "backups") == [2, 1]
