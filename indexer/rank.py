@@ -1,7 +1,7 @@
 """Rules a memory corpus deserves, applied after fusion: relevance first, then what kind of
 record a section is and when it was true.
 
-Every rule is a small multiplier (or, for time, a bounded bonus) so relevance still decides
+Every rule is a small multiplier (or, for time, an order among near ties) so relevance still decides
 between clearly different sections; the rules decide among near ties. The defaults below were
 measured on the dev sets — docs/ranking.md has the before/after figures — and every one is
 overridable in the config file's [ranking] table.
@@ -59,7 +59,6 @@ RECORD_TYPES = ("host", "service")
 # also) repeat a question's words without explaining them — unless an example is what is asked.
 ASIDE_HEADING_RE = re.compile(r"^\W*(examples?|synopsis|usage|name|see also)\W*$", re.IGNORECASE)
 EXAMPLE_Q_RE = re.compile(r"\b(examples?|samples?|usage|synopsis|see also)\b", re.IGNORECASE)
-RECENCY_POOL = 30
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
 _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
@@ -69,7 +68,6 @@ _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 class RankingConfig:
     stale_factor: float = 0.6
     type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85, "changelog": 0.8})
-    recency_bonus: float = 0.02          # share of the score the newest candidate gains over the oldest
     outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
     event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
@@ -185,11 +183,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     multi_section_docs = {rows[s].path for s in cands if s in rows and rows[s].level >= 2}
     own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
     all_records = set(entity_paths.values())
-    # Time is judged among the contenders only: the top candidates by relevance.
-    top = sorted(cands, key=lambda s: -cands[s].score)[:RECENCY_POOL]
-    dates = [v for v in (date_value(rows[s].date) for s in top if s in rows) if v is not None]
-    lo, hi = (min(dates), max(dates)) if dates else (0, 0)
-    bonus = cfg.recency_bonus
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -232,11 +225,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= f
             c.why.append(f"long section ({len(s.content)} chars) ×{f:.2f}")
         c.score *= factor
-        v = date_value(s.date)
-        if v is not None and hi > lo and bonus:
-            b = bonus * (v - lo) / (hi - lo)
-            c.score += b
-            c.why.append(f"recency +{b:.3f}")
     if it.howto and cfg.howto_procedure_lift:
         _lift_procedures(cands, rows, it.howto)
     if it.outcome and cfg.outcome_tie_margin:
