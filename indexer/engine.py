@@ -435,17 +435,18 @@ class Engine:
             self._p2s = (gen, self.catalog.passage_sections())
         return self._p2s[1]
 
-    def lowered_sections(self) -> list[tuple[int, str, str]]:
-        """(section id, lower-cased heading, lower-cased content) of the visible sections, cached
-        per generation: the literal leg scans it without asking SQLite to lower-case the corpus."""
+    def lowered_sections(self) -> list[tuple[int, str, str, str]]:
+        """(section id, lower-cased heading, lower-cased content, path) of the visible sections in
+        document order, cached per generation: the literal leg scans it without asking SQLite to
+        lower-case the corpus."""
         gen = self.catalog.generation
         if self._lowered[0] != gen:
             rows = self.catalog.db.execute(
                 "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
-                " JOIN main.documents d ON d.id = s.doc_id").fetchall()
+                " JOIN main.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord").fetchall()
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
         prefixes = self.scope
-        return [(i, h, c) for i, h, c, p in self._lowered[1] if scope.contains(prefixes, p)]
+        return [row for row in self._lowered[1] if scope.contains(prefixes, row[3])]
 
     def entities(self):
         """(EntityMatcher, entity name → path of its record) for the visible records, cached."""

@@ -324,7 +324,7 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
     anywhere = [False] * len(items)
     in_scope = [False] * len(items)
     matched: dict[int, list[int]] = {}
-    for sid, head, content in engine.lowered_sections():
+    for sid, head, content, _ in engine.lowered_sections():
         hit = [i for i, m in enumerate(matchers) if m.matches(content) or m.matches(head)]
         if not hit:
             continue

@@ -30,6 +30,7 @@ SNIPPET_CHARS = 240
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
 HEADING_PASSAGE_WEIGHT = 0.88
+FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
@@ -203,7 +204,9 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
 
 def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int, float]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
-    IDF (a probe in every section says nothing), doubled when it is in the section's heading."""
+    IDF (a probe in every section says nothing), doubled when it is in the section's heading, and
+    ×1.5 in the section that introduces it — its first mention in a document, where it is
+    explained (later mentions use it)."""
     if not probes:
         return {}
     sections = engine.lowered_sections()
@@ -211,13 +214,16 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int,
     out: dict[int, float] = {}
     for probe in probes:
         p = probe.lower()
-        rows = [(sid, p in head) for sid, head, content in sections if p in content]
+        rows = [(sid, p in head, path) for sid, head, content, path in sections if p in content]
         if not rows:
             continue
         idf = math.log(1 + total / len(rows))
-        for sid, in_heading in rows:
+        introduced: set[str] = set()
+        for sid, in_heading, path in rows:   # document order
+            first = path not in introduced
+            introduced.add(path)
             if allowed is None or sid in allowed:
-                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
+                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0) * (FIRST_MENTION if first else 1.0)
     return out
 
 
@@ -293,14 +299,14 @@ def _word_occurs(engine, word: str) -> bool:
     if w in engine.entities()[0].by_name:
         return True
     rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
-    return any(rx.search(content) for _, _, content in engine.lowered_sections())
+    return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
 
 
 def _occurs(engine, probe: str) -> bool:
     """In some section's text, or a name/alias/IP of an entity (front matter is not section text)."""
     p = probe.lower()
     matcher, _ = engine.entities()
-    return p in matcher.by_name or any(p in content for _, _, content in engine.lowered_sections())
+    return p in matcher.by_name or any(p in content for _, _, content, _ in engine.lowered_sections())
 
 
 def _snippet(text: str, query: str) -> str:

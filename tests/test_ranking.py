@@ -208,3 +208,18 @@ def test_e2e_answerable_does_not_abstain(real):
               "what is 10.20.1.12?", "Celery workers connection count"):
         out, _ = top(real, q)
         assert out["no_strong_match"] is False, q
+
+
+def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, monkeypatch, tiny_embedder):
+    from indexer.search import _probe_leg
+
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "docs"
+    write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nRun a command on each file with `--pre CMD`.\n\n"
+          "### Overhead\n\nEvery file spawns a process under `--pre`; narrow it with a glob.\n")
+    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
+    e.refresh()
+    ids = {h: i for i, h, _, _ in e.lowered_sections()}
+    weights = _probe_leg(e, ["--pre"], None)
+    assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
+    e.close()
