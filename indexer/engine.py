@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, links, meta, scope
+from . import corpus, ingest, links, meta, scope, terms
 from .catalog import Catalog
 from .config import Config
 from .errors import UserError
@@ -83,6 +83,7 @@ class Engine:
         self._entities: tuple = (-1, {}, [])
         self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
+        self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._open_vectors()
         if not readonly:
             self.repair()
@@ -447,6 +448,14 @@ class Engine:
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
         prefixes = self.scope
         return [row for row in self._lowered[1] if scope.contains(prefixes, row[3])]
+
+    def corpus_words(self) -> frozenset[str]:
+        """Every lower-cased run of letters and digits in the visible sections, cached per
+        generation and scope: "does the corpus ever use this word?" in O(1)."""
+        key = (self.catalog.generation, self.scope)
+        if self._words[0] != key:
+            self._words = (key, frozenset(w for _, _, c, _ in self.lowered_sections() for w in terms.WORD_RUN_RE.findall(c)))
+        return self._words[1]
 
     def entities(self):
         """(EntityMatcher, entity name → path of its record) for the visible records, cached."""

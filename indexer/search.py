@@ -298,6 +298,8 @@ def _word_occurs(engine, word: str) -> bool:
     w = word.lower()
     if w in engine.entities()[0].by_name:
         return True
+    if terms.WORD_RUN_RE.fullmatch(w):
+        return w in engine.corpus_words()
     rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
     return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
 

@@ -13,6 +13,8 @@ import re
 _TOKEN_RE = re.compile(r"-{0,2}[A-Za-z0-9_][A-Za-z0-9_.\-/:@]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 WORD_RE = re.compile(r"\w+", re.UNICODE)
+# A whole word for "does the corpus use it?": the same boundaries as a `(?<![a-z0-9])w(?![a-z0-9])` scan.
+WORD_RUN_RE = re.compile(r"[a-z0-9]+")
 
 # Words too common to say anything about which section answers (used by coverage measures,
 # never to drop words from the BM25 query, where IDF already handles them).
