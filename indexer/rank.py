@@ -40,7 +40,7 @@ CURRENT_RE = re.compile(
     r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
     r"end up|ended up)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
-# as it stands; an error string pasted without a question word asks where it was seen.
+# as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
                      r"when (does|do|is|are))\b", re.IGNORECASE)
 # A how-to question asks for one part of a runbook (the conventions name them: When to use,
@@ -153,7 +153,7 @@ def date_value(date: str | None) -> int | None:
 
 
 def plays_role(s, role: str) -> bool:
-    """Whether a runbook section is the part a how-to question asks for."""
+    """Whether a section is the part a how-to question asks for (numbered steps, Verify, Rollback)."""
     if role == "steps":
         return is_procedure(s.content)
     return bool(ROLE_HEADING_RE[role].search(s.title))
@@ -172,7 +172,7 @@ def _lift_procedures(cands: dict, rows: dict, role: str) -> None:
         s = rows.get(sid)
         if s is not None and s.doc_id in best and c.score < best[s.doc_id] and plays_role(s, role):
             c.score = best[s.doc_id] + 1e-6
-            c.why.append(f"the {role} of the runbook that matched best")
+            c.why.append(f"the {role} part of a document that matched (lifted to its best section)")
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
