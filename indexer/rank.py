@@ -205,7 +205,12 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if w != 1.0:
             factor *= w
             c.why.append(f"type {s.doc_type} ×{w}")
-        if s.path in own_records and not it.howto:  # a procedure lives in a runbook, not the record
+        if s.path in own_records and (it.howto or it.outcome or it.past):
+            # The named entity's record is the wrong kind of answer for a procedure or an event:
+            # those live in runbooks and the journal. It steps back like another entity's record.
+            factor *= cfg.other_record_factor
+            c.why.append(f"record of {', '.join(it.entities)}, but a procedure/event is asked ×{cfg.other_record_factor}")
+        elif s.path in own_records:
             factor *= cfg.entity_record_boost
             c.why.append(f"record of {', '.join(it.entities)} ×{cfg.entity_record_boost}")
         elif own_records and s.path in all_records:

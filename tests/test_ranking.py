@@ -47,6 +47,16 @@ def test_record_of_the_named_entity_beats_a_journal_mention():
     assert order == [2, 1, 3]
 
 
+def test_the_named_entitys_record_steps_back_when_a_procedure_or_an_event_is_asked():
+    ents = [("db1", "hosts/db1.md", [])]
+    rows = [row(1, "hosts/db1.md", "db1 > Replication", doc_type="host"),
+            row(2, "notes/replication.md", "Replication > Rebuild")]
+    scores = {1: 0.80, 2: 0.75}
+    assert ranked(rows, scores, "which replication slot does db1 use?", ents) == [1, 2]
+    assert ranked(rows, scores, "how do I rebuild replication on db1?", ents) == [2, 1]
+    assert ranked(rows, scores, "did the rebuild of db1 actually work?", ents) == [2, 1]
+
+
 def test_questions_about_now_prefer_records_and_questions_about_events_the_journal():
     rows = [row(1, "journal/2030/2030-01-21.md", "2030-01-21 > pool raised", doc_type="journal", date="2030-01-21"),
             row(2, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-21")]
