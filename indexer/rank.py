@@ -33,7 +33,8 @@ PAST_RE = re.compile(
 # A log or error line pasted as it is (no question word, no "?") asks where it was seen before: the
 # journal keeps what was seen.
 ERROR_WORDS_RE = re.compile(r"\b(error|err|fatal|panic|exception|failed|failure|refused|denied|forbidden|cannot|"
-                            r"can't|unable|not allowed|exceeded|timed out|timeout|no such|not found|invalid)\b",
+                            r"can't|unable|not allowed|exceeded|timed out|timeout|no such|not found|invalid|"
+                            r"rejected|unavailable|deprecated|oom|killed|crash\w*)\b",
                             re.IGNORECASE)
 # "What is it now?" — with FACT_RE, a question about the present: the journal is history there.
 CURRENT_RE = re.compile(
@@ -121,8 +122,10 @@ def intent(query: str, entity_matcher) -> Intent:
     outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query))
     question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
     history = bool(HISTORY_Q_RE.search(query))
-    log_line = not question and len(query.split()) >= 3 and bool(ERROR_WORDS_RE.search(query) or
-                                                                 terms.literal_probes(query))
+    # A log line is a statement with an error word, or a sentence (not a few keywords) holding an identifier.
+    n_words = len(query.split())
+    log_line = not question and ((n_words >= 3 and bool(ERROR_WORDS_RE.search(query))) or
+                                 (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],

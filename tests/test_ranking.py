@@ -91,6 +91,8 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     ("how do I check that the restore came out right?", "verify"),
     ("how do I roll back the upgrade?", "rollback"),
     ("pg_basebackup or pgBackRest?", ""),
+    ("pgbouncer default_pool_size pg1", ""),                              # keywords, not a log line
+    ("celery worker: OOM command not allowed when used memory > maxmemory", "past"),
 ])
 def test_intent_kinds(query, kind):
     it = rank.intent(query, None)
