@@ -50,15 +50,16 @@ ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECA
 VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
                          r"correct|came out|healthy)\b", re.IGNORECASE)
 ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w*)\b", re.IGNORECASE),
-                   "verify": re.compile(r"\b(verif\w*|check\w*)\b", re.IGNORECASE)}
+                   "verify": re.compile(r"\bverif\w*", re.IGNORECASE)}
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-# Sections that illustrate or point elsewhere (a reference page's Examples, Synopsis, Name, See
+# Sections that illustrate or point elsewhere (a reference page's Examples, Synopsis, NAME, See
 # also) repeat a question's words without explaining them — unless an example is what is asked.
-ASIDE_HEADING_RE = re.compile(r"^\W*(examples?|synopsis|usage|name|see also)\W*$", re.IGNORECASE)
+# (a man page's NAME is upper-case; a lower-case "name" heading is a field that deserves its place)
+ASIDE_HEADING_RE = re.compile(r"^\W*((?i:examples?|synopsis|usage|see also)|NAME)\W*$")
 EXAMPLE_Q_RE = re.compile(r"\b(examples?|samples?|usage|synopsis|see also)\b", re.IGNORECASE)
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -82,7 +83,7 @@ class RankingConfig:
     # them matches almost anything: beyond this size its score shrinks as (chars/size)^power.
     long_section_chars: int = 4000
     long_section_power: float = 0.2
-    aside_factor: float = 0.8            # Examples / Synopsis / Name / See also sections
+    aside_factor: float = 0.8            # Examples / Synopsis / Usage / See also / NAME sections
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
     enabled: bool = True
 

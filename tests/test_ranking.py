@@ -140,6 +140,8 @@ def test_examples_and_synopsis_lose_a_near_tie_unless_an_example_is_asked_for():
     scores = {1: 0.80, 2: 0.70}
     assert ranked(rows, scores, "how do I pass arguments to the program cargo runs?") == [2, 1]
     assert ranked(rows, scores, "an example of passing arguments to cargo run") == [1, 2]
+    field = [row(1, "compose.md", "Compose > name"), row(2, "compose.md", "Compose > project")]
+    assert ranked(field, scores, "how is the project name set?") == [1, 2]   # a field called name keeps its place
 
 
 def test_plan_loses_a_near_tie():
