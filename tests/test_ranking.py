@@ -20,7 +20,8 @@ _DOC_IDS: dict[str, int] = {}
 
 
 def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, content="text"):
-    return SectionRow(sid, _DOC_IDS.setdefault(path, len(_DOC_IDS) + 1), path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
+    doc_id = _DOC_IDS.setdefault(path, len(_DOC_IDS) + 1)   # sections of one path share a document
+    return SectionRow(sid, doc_id, path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
                       False, [], [], content, content)
 
 
@@ -64,7 +65,7 @@ def test_questions_about_now_prefer_records_and_questions_about_events_the_journ
     assert ranked(rows, scores, "what is the pool size at the moment?") == [2, 1]
     assert ranked(rows, scores, "which pool size does PgBouncer use?") == [2, 1]
     assert ranked(rows, {1: 0.70, 2: 0.80}, "why did we raise the pool size?") == [1, 2]
-    assert ranked(rows, scores, "pool size error: no more connections allowed") == [1, 2]  # no tense: relevance
+    assert ranked(rows, {1: 0.70, 2: 0.80}, "pool size error: no more connections allowed") == [1, 2]  # a log line
     assert ranked(rows, {1: 0.90, 2: 0.60}, "what is the pool size?") == [1, 2]  # relevance still rules
 
 
