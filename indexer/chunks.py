@@ -8,6 +8,9 @@ block of a section. Every embedded text starts with a context header `[type] H1 
 passage of a section called "Verify" still says whose it is. The first passage of every section
 is that header alone: a heading names the topic in words a paraphrase shares ("Graceful Shutdown"
 for "stop the server without dropping requests"); search weighs it below the text's passages.
+HTML layout tags (a man page's `<dl>` of options) are dropped from passages: the model should
+read "--dry-run: Don't actually write the manifest", not attribute soup. BM25 and the literal leg
+keep the raw text (the tags' attributes carry identifiers such as option anchors).
 
 Measured on the dev sets (dense leg alone, Top-1): one block per passage beat blocks merged to
 ~700 chars (mm-v1 61 vs 46 %, memory-dev 38 vs 29 %, mm-v2 53 vs 47 %), and a header without
@@ -17,6 +20,7 @@ the file path beat one with it (the path's tokens are noise to the model). docs/
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from dataclasses import dataclass
 
@@ -26,6 +30,13 @@ MAX_PASSAGE_CHARS = 1000  # ≈250 tokens: a longer block is cut into windows
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM_RE = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])\s")
 _TABLE_ROW_RE = re.compile(r"^\s*\|")
+# HTML elements that Markdown files embed for layout (a man page's <dl> of options, <h3> anchors,
+# <a>/<code>/<em> inline). Their tags are markup, not words: passages drop them before embedding.
+# Only these names: a `<duration>` or `Option<T>` placeholder is text and stays.
+_HTML_TAG_RE = re.compile(
+    r"</?(?:a|abbr|b|blockquote|br|code|dd|del|details|div|dl|dt|em|h[1-6]|hr|i|img|ins|kbd|li|ol|p|pre|"
+    r"s|section|small|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul|var)(?:\s[^<>]*)?/?>",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -160,8 +171,15 @@ def passages(body: str) -> list[str]:
         if _FENCE_RE.match(block_lines[0]):
             units.extend(_windows("\n".join(block_lines)))
             continue
-        units.extend(_split_items(block_lines))
+        units.extend(readable(u) for u in _split_items(block_lines))
     return [u for u in units if u.strip()]
+
+
+def readable(text: str) -> str:
+    """Text without HTML layout tags and with entities decoded (`&lt;` → `<`), as a reader sees it."""
+    if "<" not in text and "&" not in text:
+        return text
+    return html.unescape(_HTML_TAG_RE.sub("", text))
 
 
 _TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{2,}")

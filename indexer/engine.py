@@ -31,9 +31,9 @@ from .vectors import Vectors
 
 log = logging.getLogger(__name__)
 
-# Bump when what is read from a document changes (links, stale markers, dates): every document is
+# Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-PARSE_VERSION = 3
+PARSE_VERSION = 4
 EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
 SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
 

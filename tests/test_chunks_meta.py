@@ -55,6 +55,18 @@ def test_passages_are_blocks_items_and_rows():
     assert len([p for p in ps if p.startswith("long")]) == 2
 
 
+def test_passages_drop_html_layout_tags_but_keep_placeholders_and_code():
+    body = ('<dl>\n\n<dt class="option-term" id="opt-dry-run"><a href="#opt"><code>--dry-run</code></a></dt>\n'
+            '<dd class="option-desc"><p>Don&rsquo;t actually write the manifest</p>\n</dd>\n\n'
+            "Set `scrape_interval: <duration>` on an `Option<T>`; a &lt;b&gt; tag.\n\n"
+            "```html\n<p>kept in code</p>\n```")
+    ps = chunks.passages(body)
+    assert "--dry-run\nDon\u2019t actually write the manifest\n" in ps
+    assert "Set `scrape_interval: <duration>` on an `Option<T>`; a <b> tag." in ps
+    assert "```html\n<p>kept in code</p>\n```" in ps
+    assert chunks.readable("no markup here") == "no markup here"
+
+
 def test_context_header():
     assert chunks.context_header("runbook", "Restore", "Restore > Verify") == "[runbook] Restore > Verify"
     assert chunks.context_header("doc", "a.md", "") == "[doc] a.md"
