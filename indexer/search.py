@@ -30,6 +30,7 @@ SNIPPET_CHARS = 240
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
 HEADING_PASSAGE_WEIGHT = 0.88
+BARE_IDENTIFIER_MISSING = 0.7  # docs/ranking.md: 0.6–0.8 measured alike
 FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
@@ -198,6 +199,15 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
+    lowered_probes = [p.lower() for p in probes]
+    words = terms.content_words(query)
+    if probes and words and all(any(w in p for p in lowered_probes) for w in words):
+        # The question is nothing but an identifier (`--pre`, `CARGO_INSTALL_ROOT`): a section that
+        # does not contain it is not an answer, however its words split (`pre_start`).
+        for c in cands.values():
+            if c.literal == 0:
+                c.score *= BARE_IDENTIFIER_MISSING
+                c.why.append(f"does not contain the identifier asked for ×{BARE_IDENTIFIER_MISSING}")
     rows = _rerank(engine, query, cands)
     return cands, notes, rows
 

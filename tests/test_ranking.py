@@ -238,3 +238,18 @@ def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path,
     weights = _probe_leg(e, ["--pre"], None)
     assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
     e.close()
+
+
+def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, monkeypatch, tiny_embedder):
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "docs"
+    write(root, "compose.md", "# Services\n\n## pre_start\n\npre_start: pre hooks, pre checks, pre pulls.\n")
+    write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nEach file searched is first handed to a command given with "
+          "`--pre CMD`, whose output is searched instead of the file's bytes; slow commands slow everything.\n")
+    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
+    e.refresh()
+    out = search(e, SearchRequest("--pre", limit=5, explain=True))
+    assert out["results"][0]["heading"] == "Guide > Preprocessor"
+    other = next(r for r in out["results"] if r["heading"] == "Services > pre_start")
+    assert any("does not contain the identifier" in w for w in other["why"])
+    e.close()
