@@ -48,6 +48,8 @@ class FullText:
         self._lost = False   # a commit failed: pending writes are gone until a rebuild
 
     def _open(self) -> tantivy.Index:
+        for leftover in (self._building, self._retired):   # a rebuild interrupted by a crash
+            shutil.rmtree(leftover, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             return tantivy.Index(self.schema, str(self.dir), reuse=True)
@@ -61,16 +63,25 @@ class FullText:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @property
+    def _building(self) -> Path:
+        return self.dir.with_name(self.dir.name + ".building")
+
+    @property
+    def _retired(self) -> Path:
+        return self.dir.with_name(self.dir.name + ".old")
+
+    @property
     def generation(self) -> int:
         try:
             return int((self.dir / "generation").read_text())
         except (OSError, ValueError):
             return -1
 
-    def _set_generation(self, gen: int) -> None:
-        tmp = self.dir / "generation.tmp"
+    def _set_generation(self, gen: int, directory: Path | None = None) -> None:
+        d = directory or self.dir
+        tmp = d / "generation.tmp"
         tmp.write_text(str(gen))
-        os.replace(tmp, self.dir / "generation")
+        os.replace(tmp, d / "generation")
 
     # -- writing ------------------------------------------------------------------------------
     def writer(self):
@@ -113,17 +124,34 @@ class FullText:
         self.index.reload()
 
     def rebuild(self, chunks, generation: int) -> int:
-        """Drop everything and re-add every chunk from the catalog."""
+        """Re-add every chunk from the catalog into a fresh index beside the live one, then swap
+        it in: searches keep the old index until the new one is whole (an index changes only by
+        swaps). The old files are deleted right after the swap (a redaction change relies on it)."""
         self._writer = None
+        building = self._building
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        try:
+            index = tantivy.Index(self.schema, str(building), reuse=False)
+            w = index.writer(heap_size=WRITER_HEAP, num_threads=1)
+            n = 0
+            for chunk_id, section_id, path, _doc_type, heading, text in chunks:
+                w.add_document(self._doc(chunk_id, section_id, path, heading, text))
+                n += 1
+            w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
+            w.wait_merging_threads()
+            self._set_generation(generation, building)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        retired = self._retired
+        shutil.rmtree(retired, ignore_errors=True)
+        if self.dir.exists():
+            os.rename(self.dir, retired)
+        os.rename(building, self.dir)
+        self.index = tantivy.Index(self.schema, str(self.dir), reuse=True)
         self._lost = False
-        self._wipe()
-        self.index = tantivy.Index(self.schema, str(self.dir), reuse=False)
-        w = self.writer()
-        n = 0
-        for chunk_id, section_id, path, _doc_type, heading, text in chunks:
-            w.add_document(self._doc(chunk_id, section_id, path, heading, text))
-            n += 1
-        self.commit(generation)
+        shutil.rmtree(retired, ignore_errors=True)
         return n
 
     def num_docs(self) -> int:

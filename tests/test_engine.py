@@ -222,3 +222,33 @@ def test_multiple_roots_prefix_paths(tmp_path, monkeypatch, tiny_embedder):
     e.refresh()
     assert sorted(r[0] for r in e.catalog.db.execute("SELECT path FROM documents")) == ["alpha/x.md", "beta/x.md"]
     e.close()
+
+
+def test_a_fulltext_rebuild_keeps_the_live_index_answering_until_it_swaps(tmp_path):
+    from indexer.fulltext import FullText
+
+    ft = FullText(tmp_path / "fulltext")
+    chunk = lambda i, word: (i, i, f"doc{i}.md", "doc", f"Doc {i}", f"{word} text {i}")  # noqa: E731
+    ft.rebuild([chunk(1, "alpha"), chunk(2, "alpha")], generation=1)
+    seen_during = []
+
+    def chunks():
+        yield chunk(1, "beta")
+        seen_during.append(set(ft.search("alpha", 10)))   # mid-rebuild: the old index still answers
+        yield chunk(2, "beta")
+
+    assert ft.rebuild(chunks(), generation=2) == 2
+    assert seen_during == [{1, 2}]
+    assert ft.search("alpha", 10) == {} and set(ft.search("beta", 10)) == {1, 2}
+    assert ft.generation == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fulltext"]   # nothing left beside it
+
+
+def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
+    from indexer.fulltext import FullText
+
+    (tmp_path / "fulltext.building" / "x").mkdir(parents=True)   # a rebuild killed half-way
+    (tmp_path / "fulltext.old").mkdir()
+    ft = FullText(tmp_path / "fulltext")
+    assert ft.generation == -1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fulltext"]
