@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
+LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
 SNIPPET_CHARS = 240
@@ -190,7 +191,10 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     probes = terms.literal_probes(query)
     own = {entity_paths.get(matcher.by_name[p.lower()]) for p in probes if p.lower() in matcher.by_name}
     probes = [p for p in probes if p.lower() not in matcher.by_name]
-    for sid, weight in _probe_leg(engine, probes, allowed).items():
+    literal = _probe_leg(engine, probes, allowed)
+    # Like the other legs, the literal leg nominates its best sections only: a probe found in
+    # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
+    for sid, weight in sorted(literal.items(), key=lambda kv: -kv[1])[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     if own:
         for (sid,) in engine.catalog.db.execute(
@@ -204,8 +208,8 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     if probes and words and all(any(w in p for p in lowered_probes) for w in words):
         # The question is nothing but an identifier (`--pre`, `CARGO_INSTALL_ROOT`): a section that
         # does not contain it is not an answer, however its words split (`pre_start`).
-        for c in cands.values():
-            if c.literal == 0:
+        for sid, c in cands.items():
+            if sid not in literal:
                 c.score *= BARE_IDENTIFIER_MISSING
                 c.why.append(f"does not contain the identifier asked for ×{BARE_IDENTIFIER_MISSING}")
     rows = _rerank(engine, query, cands)

@@ -253,3 +253,20 @@ def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, m
     other = next(r for r in out["results"] if r["heading"] == "Services > pre_start")
     assert any("does not contain the identifier" in w for w in other["why"])
     e.close()
+
+
+def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_embedder):
+    from indexer import search as S
+
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "docs"
+    for i in range(40):
+        write(root, f"d{i:02}.md", f"# Doc {i}\n\n## Part\n\nitem1 appears in every document; this is number {i}.\n")
+    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
+    e.refresh()
+    for name in ("BM25_CANDIDATES", "DENSE_CANDIDATES", "LITERAL_CANDIDATES"):
+        monkeypatch.setattr(S, name, 5)
+    cands, _, _ = S._hybrid(e, "item1", None)
+    assert 5 <= len(cands) <= 15          # each leg nominates its best five, not all 80 sections
+    assert sum(1 for c in cands.values() if c.literal > 0) == 5
+    e.close()
