@@ -366,10 +366,28 @@ class Catalog:
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
 
-    def passage_sections(self) -> tuple[dict[int, int], set[int]]:
-        """passage id → section id, and the ids of heading-only passages (each section's first)."""
-        rows = self.db.execute("SELECT id, section_id, ord FROM main.passages").fetchall()  # global: engine caches it
-        return {p: s for p, s, _ in rows}, {p for p, _, o in rows if o == 0}
+    def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
+        """passage id → (section id, heading only?) for the given passages — a vector search's hits.
+        Looked up per search rather than cached: during a long ingest the catalog changes with
+        every document, and rebuilding a map of every passage per search cost more than the search."""
+        ids = [int(p) for p in passage_ids]
+        out: dict[int, tuple[int, bool]] = {}
+        for i in range(0, len(ids), 500):
+            batch = ids[i:i + 500]
+            for pid, sid, ord_ in self.db.execute(
+                    f"SELECT id, section_id, ord FROM passages WHERE id IN ({','.join('?' * len(batch))})", batch):
+                out[pid] = (sid, ord_ == 0)   # each section's first passage is its heading alone
+        return out
+
+    def passage_ids_in(self, section_ids) -> set[int]:
+        """The passages of the given sections (a filtered vector search may return only these)."""
+        ids = [int(s) for s in section_ids]
+        out: set[int] = set()
+        for i in range(0, len(ids), 500):
+            batch = ids[i:i + 500]
+            out.update(r[0] for r in self.db.execute(
+                f"SELECT id FROM passages WHERE section_id IN ({','.join('?' * len(batch))})", batch))
+        return out
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731

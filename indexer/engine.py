@@ -79,7 +79,6 @@ class Engine:
         self.stop_requested = threading.Event()
         self.fulltext = FullText(self.dir / "fulltext")
         self.vectors: Vectors | None = None
-        self._p2s: tuple[int, tuple[dict[int, int], set[int]]] = (-1, ({}, set()))
         self._entities: tuple = (-1, {}, [])
         self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
@@ -421,20 +420,6 @@ class Engine:
             except sqlite3.OperationalError as e:
                 log.warning("catalog not compacted after a redaction-policy change (%s); "
                             "old text may stay in free pages until the next change", e)
-
-    def passage_sections(self) -> dict[int, int]:
-        """passage id → section id, cached per catalog generation (the vector leg maps labels with it)."""
-        return self._passage_map()[0]
-
-    def heading_passages(self) -> set[int]:
-        """Ids of the passages that embed a section's heading alone (search weighs them lower)."""
-        return self._passage_map()[1]
-
-    def _passage_map(self) -> tuple[dict[int, int], set[int]]:
-        gen = self.catalog.generation
-        if self._p2s[0] != gen:
-            self._p2s = (gen, self.catalog.passage_sections())
-        return self._p2s[1]
 
     def lowered_sections(self) -> list[tuple[int, str, str, str]]:
         """(section id, lower-cased heading, lower-cased content, path) of the visible sections in

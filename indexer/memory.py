@@ -490,20 +490,19 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
     labels, vecs = engine.catalog.passage_vectors(pids)
     if not len(labels):
         return [], []
-    p2s, heading_only = engine.passage_sections(), engine.heading_passages()
-    best: dict[int, tuple[float, int]] = {}
+    mine_info = engine.catalog.passages_by_id(labels)
+    hits = [(int(label), engine.vectors.search(vec, SIMILAR_PER_PASSAGE)) for label, vec in zip(labels, vecs)
+            if not mine_info.get(int(label), (0, True))[1]]   # similar text, not similar titles
     own = set(int(x) for x in labels)
-    for label, vec in zip(labels, vecs):
-        if int(label) in heading_only:   # similar text, not similar titles
-            continue
-        for other, sim in engine.vectors.search(vec, SIMILAR_PER_PASSAGE):
-            if other in own or other in heading_only:
+    info = engine.catalog.passages_by_id({o for _, found in hits for o, _ in found if o not in own})
+    best: dict[int, tuple[float, int]] = {}
+    for label, found in hits:
+        for other, sim in found:
+            if other not in info or info[other][1]:
                 continue
-            sid = p2s.get(other)
-            if sid is None:
-                continue
+            sid = info[other][0]
             if sim > best.get(sid, (-2.0, 0))[0]:
-                best[sid] = (sim, p2s.get(int(label)))
+                best[sid] = (sim, mine_info[label][0])
     rows = engine.catalog.sections_by_id(list(best))
     mine = engine.catalog.sections_by_id([s for _, s in best.values() if s is not None])
     out, seen_docs = [], set()

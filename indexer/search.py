@@ -170,15 +170,14 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     problem = engine.contract_problem()
     if problem is None and engine.vectors is not None and len(engine.vectors):
         qvec = engine.embedder.embed_query(query)
-        allowed_labels = None
-        p2s, heading_only = engine.passage_sections(), engine.heading_passages()
-        if allowed is not None:
-            allowed_labels = {p for p, s in p2s.items() if s in allowed}
-        for label, sim in engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels):
-            sid = p2s.get(label)
-            if sid is None:
+        allowed_labels = None if allowed is None else engine.catalog.passage_ids_in(allowed)
+        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels)
+        info = engine.catalog.passages_by_id(label for label, _ in hits)
+        for label, sim in hits:
+            if label not in info:   # written to the vector file, not yet (or no longer) in the catalog
                 continue
-            if label in heading_only:
+            sid, heading_only = info[label]
+            if heading_only:
                 sim *= HEADING_PASSAGE_WEIGHT
             c = cand(sid)
             c.dense = max(c.dense, sim)
