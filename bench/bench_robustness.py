@@ -344,9 +344,9 @@ def bench_protocol(n: int, tmp: Path, model: Path, notes: Path) -> dict:
             line = random_line(rng)
             try:
                 s.sendall(line + b"\n")
-                out, closed = H.read_lines(s, 1, timeout=60)
+                out, _ = H.read_lines(s, 1, timeout=60)
             except OSError as e:
-                out, closed = [], True
+                out = []
                 broken.append(f"{type(e).__name__}: {e}")
             if not out:
                 missing += 1

@@ -29,3 +29,39 @@ def notes(tmp_path):
     root = tmp_path / "notes"
     shutil.copytree(EXAMPLES, root)
     return root
+
+
+@pytest.fixture
+def data_env(tmp_path, monkeypatch):
+    """Index data under this test's tmp dir (never the user's)."""
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.fixture
+def notes_engine(notes, data_env, tiny_embedder):
+    """An engine over the private sample-corpus copy, indexed with the tiny model."""
+    from tests.corpus_helpers import engine_for
+
+    e = engine_for([notes], tiny_embedder)
+    e.refresh()
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def tiny_engine(data_env, tiny_embedder):
+    """Build, index and (at teardown) close an engine over the given roots with the tiny model."""
+    from tests.corpus_helpers import engine_for
+
+    made = []
+
+    def make(*roots):
+        e = engine_for(list(roots), tiny_embedder)
+        e.refresh()
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        e.close()

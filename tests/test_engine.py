@@ -9,23 +9,17 @@ import pytest
 from indexer.errors import UserError
 from indexer.filters import Filters
 from indexer.search import SearchRequest, search
-from tests.corpus_helpers import EXAMPLES, engine_for, write
+from tests.corpus_helpers import engine_for, write
 
 
 @pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
-    root = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, root)
-    return root
+def corpus(notes, data_env):
+    return notes
 
 
 @pytest.fixture
-def engine(corpus, tiny_embedder):
-    e = engine_for([corpus], tiny_embedder)
-    e.refresh()
-    yield e
-    e.close()
+def engine(notes_engine):
+    return notes_engine
 
 
 def paths_in_fulltext(engine) -> set[str]:

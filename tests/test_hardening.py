@@ -243,27 +243,6 @@ def whole_documents(index_dir: Path, corpus: VersionedCorpus) -> list[str]:
 # 1. Hostile and broken input
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def data_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
-
-
-@pytest.fixture
-def examples(data_env):
-    root = data_env / "notes"
-    shutil.copytree(EXAMPLES, root)
-    return root
-
-
-@pytest.fixture
-def examples_engine(examples, tiny_embedder):
-    e = engine_for([examples], tiny_embedder)
-    e.refresh()
-    yield e
-    e.close()
-
-
 TRAVERSALS = [
     "../outside/secret.md", "/etc/passwd", "outside/secret.md", "..", "../", "./../outside/secret.md",
     "notes/../../outside/secret.md", "hosts/../../outside/secret.md", "hosts/../../../etc/passwd",
@@ -276,41 +255,41 @@ TRAVERSALS = [
 
 
 @pytest.mark.parametrize("path", TRAVERSALS)
-def test_read_refuses_paths_outside_the_roots(examples_engine, examples, path):
-    secret = examples.parent / "outside" / "secret.md"
+def test_read_refuses_paths_outside_the_roots(notes_engine, notes, path):
+    secret = notes.parent / "outside" / "secret.md"
     write(secret.parent, "secret.md", "# Secret\n\nTOP-SECRET-OUTSIDE\n")
     for fn in (api.do_read, api.do_outline):
         with pytest.raises(UserError) as ei:
-            fn(examples_engine, {"path": path})
+            fn(notes_engine, {"path": path})
         assert ei.value.code in ("not_found", "outside_root", "bad_input")
         assert "TOP-SECRET-OUTSIDE" not in json.dumps(ei.value.to_dict())
     if path.startswith(("/", "../")):  # the same forms as a list/search path filter
         for fn in (api.do_list, api.do_search):
             with pytest.raises(UserError) as ei:
-                fn(examples_engine, {"query": "secret", "path": path})
+                fn(notes_engine, {"query": "secret", "path": path})
             assert ei.value.param == "path"
 
 
-def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(examples_engine, examples):
-    outside = examples.parent / "outside"
+def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine, notes):
+    outside = notes.parent / "outside"
     write(outside, "db1.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
     write(outside, "hosts/db2.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
-    assert api.do_read(examples_engine, {"path": "hosts/db1.md"})["content"]
+    assert api.do_read(notes_engine, {"path": "hosts/db1.md"})["content"]
     # the file itself becomes a symlink out of the root
-    (examples / "hosts/db1.md").unlink()
-    (examples / "hosts/db1.md").symlink_to(outside / "db1.md")
+    (notes / "hosts/db1.md").unlink()
+    (notes / "hosts/db1.md").symlink_to(outside / "db1.md")
     # its folder becomes a symlink out of the root (the catalog still knows hosts/db2.md)
-    shutil.move(str(examples / "hosts"), str(examples.parent / "hosts-away"))
-    (examples / "hosts").symlink_to(outside / "hosts")
+    shutil.move(str(notes / "hosts"), str(notes.parent / "hosts-away"))
+    (notes / "hosts").symlink_to(outside / "hosts")
     for path in ("hosts/db1.md", "hosts/db2.md"):
         for fn in (api.do_read, api.do_outline):
             with pytest.raises(UserError) as ei:
-                fn(examples_engine, {"path": path})
+                fn(notes_engine, {"path": path})
             assert ei.value.code == "outside_root", path
             assert "TOP-SECRET" not in str(ei.value)
     # and the next refresh drops them: a symlinked folder is not followed
-    examples_engine.refresh()
-    assert examples_engine.catalog.document("hosts/db2.md") is None
+    notes_engine.refresh()
+    assert notes_engine.catalog.document("hosts/db2.md") is None
 
 
 def test_symlinks_out_of_the_root_and_loops_are_skipped_with_warnings(data_env, tiny_embedder):
@@ -900,11 +879,10 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("store", ["vectors", "fulltext"])
-def test_disk_full_while_saving_keeps_the_previous_files(data_env, tiny_model_dir, store):
+def test_disk_full_while_saving_keeps_the_previous_files(data_env, notes, tiny_model_dir, store):
     """A real short write: RLIMIT_FSIZE makes the save fail with EFBIG part-way (hnswlib's writer
     does not report it by itself)."""
-    root = data_env / "notes"
-    shutil.copytree(EXAMPLES, root)
+    root = notes
     env = {**os.environ, "PYTHONPATH": str(PROJECT), "REMEMBRANCER_DATA_DIR": str(data_env / "data")}
     p = subprocess.run([sys.executable, "-c", DISK_FULL, str(root), str(tiny_model_dir), store], env=env,
                        capture_output=True, text=True, timeout=300, cwd=str(PROJECT))

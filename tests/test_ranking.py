@@ -225,48 +225,38 @@ def test_e2e_answerable_does_not_abstain(real):
         assert out["no_strong_match"] is False, q
 
 
-def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, monkeypatch, tiny_embedder):
+def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, tiny_engine):
     from indexer.search import _probe_leg
 
-    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
     root = tmp_path / "docs"
     write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nRun a command on each file with `--pre CMD`.\n\n"
           "### Overhead\n\nEvery file spawns a process under `--pre`; narrow it with a glob.\n")
-    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
-    e.refresh()
+    e = tiny_engine(root)
     ids = {h: i for i, h, _, _ in e.lowered_sections()}
     weights = _probe_leg(e, ["--pre"], None)
     assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
-    e.close()
 
 
-def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, monkeypatch, tiny_embedder):
-    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, tiny_engine):
     root = tmp_path / "docs"
     write(root, "compose.md", "# Services\n\n## pre_start\n\npre_start: pre hooks, pre checks, pre pulls.\n")
     write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nEach file searched is first handed to a command given with "
           "`--pre CMD`, whose output is searched instead of the file's bytes; slow commands slow everything.\n")
-    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
-    e.refresh()
-    out = search(e, SearchRequest("--pre", limit=5, explain=True))
+    out = search(tiny_engine(root), SearchRequest("--pre", limit=5, explain=True))
     assert out["results"][0]["heading"] == "Guide > Preprocessor"
     other = next(r for r in out["results"] if r["heading"] == "Services > pre_start")
     assert any("does not contain the identifier" in w for w in other["why"])
-    e.close()
 
 
-def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_embedder):
+def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_engine):
     from indexer import search as S
 
-    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
     root = tmp_path / "docs"
     for i in range(40):
         write(root, f"d{i:02}.md", f"# Doc {i}\n\n## Part\n\nitem1 appears in every document; this is number {i}.\n")
-    e = Engine(Config(roots=make_roots([root])), embedder=tiny_embedder)
-    e.refresh()
+    e = tiny_engine(root)
     for name in ("BM25_CANDIDATES", "DENSE_CANDIDATES", "LITERAL_CANDIDATES"):
         monkeypatch.setattr(S, name, 5)
     cands, _, _ = S._hybrid(e, "item1", None)
     assert 5 <= len(cands) <= 15          # each leg nominates its best five, not all 80 sections
     assert sum(1 for c in cands.values() if c.literal > 0) == 5
-    e.close()
