@@ -204,8 +204,9 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     if topic and rows:
         from .search import _hybrid
 
-        cands, leg_notes, _ = _hybrid(engine, topic, set(rows))
-        notes += leg_notes
+        legs = _hybrid(engine, topic, set(rows))
+        cands = legs.cands
+        notes += legs.notes
         ranked = sorted((c for c in cands.values() if c.section_id in rows), key=lambda c: -c.score)
         keep = _topic_matches(ranked)[:limit]
         if keep and not any(c.bm25 > 0 or c.literal > 0 for c in keep):

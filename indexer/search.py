@@ -12,6 +12,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import filters as flt
 from . import rank
@@ -85,8 +86,9 @@ def search(engine, req: SearchRequest) -> dict:
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
     else:
-        cands, leg_notes, rows = _hybrid(engine, query, allowed)
-        notes += leg_notes
+        legs = _hybrid(engine, query, allowed)
+        cands, rows = legs.cands, legs.rows
+        notes += legs.notes
         mode = "hybrid"
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     top_ids = [c.section_id for c in ranked[: max(req.limit * 4, 20)]]
@@ -94,7 +96,7 @@ def search(engine, req: SearchRequest) -> dict:
     if missing:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
     ranked = [c for c in ranked if c.section_id in rows]
-    no_strong, reasons = _no_strong_match(engine, query, ranked, rows) if mode == "hybrid" else (False, [])
+    no_strong, reasons = _no_strong_match(engine, query, ranked, legs.probes_found) if mode == "hybrid" else (False, [])
     results = _results(ranked, rows, req, query, mode)
     out = {
         "query": query,
@@ -154,7 +156,14 @@ def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive:
     return out
 
 
-def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Candidate], list[str], dict]:
+class Hybrid(NamedTuple):
+    cands: dict[int, Candidate]
+    notes: list[str]
+    rows: dict            # section rows the rerank read
+    probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
+
+
+def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
     notes: list[str] = []
     cands: dict[int, Candidate] = {}
 
@@ -190,7 +199,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
     probes = terms.literal_probes(query)
     own = {entity_paths.get(matcher.by_name[p.lower()]) for p in probes if p.lower() in matcher.by_name}
     probes = [p for p in probes if p.lower() not in matcher.by_name]
-    literal = _probe_leg(engine, probes, allowed)
+    literal, probes_found = _probe_leg(engine, probes, allowed)
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: -kv[1])[:LITERAL_CANDIDATES]:
@@ -212,16 +221,18 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> tuple[dict[int, Can
                 c.score *= BARE_IDENTIFIER_MISSING
                 c.why.append(f"does not contain the identifier asked for ×{BARE_IDENTIFIER_MISSING}")
     rows = _rerank(engine, query, cands)
-    return cands, notes, rows
+    return Hybrid(cands, notes, rows, probes_found)
 
 
-def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int, float]:
+def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading, and
     ×1.5 in the section that introduces it — its first mention in a document, where it is
-    explained (later mentions use it)."""
+    explained (later mentions use it). Also returns the probes found in any visible section
+    (filters aside): the scan abstention would otherwise repeat."""
+    found: set[str] = set()
     if not probes:
-        return {}
+        return {}, found
     sections = engine.lowered_sections()
     total = len(sections) or 1
     out: dict[int, float] = {}
@@ -230,6 +241,7 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int,
         rows = [(sid, p in head, path) for sid, head, content, path in sections if p in content]
         if not rows:
             continue
+        found.add(probe)
         idf = math.log(1 + total / len(rows))
         introduced: set[str] = set()
         for sid, in_heading, path in rows:   # document order
@@ -237,7 +249,7 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> dict[int,
             introduced.add(path)
             if allowed is None or sid in allowed:
                 out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0) * (FIRST_MENTION if first else 1.0)
-    return out
+    return out, found
 
 
 def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
@@ -272,7 +284,7 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
     return rows
 
 
-def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple[bool, list[str]]:
+def _no_strong_match(engine, query: str, ranked: list[Candidate], probes_found: set[str]) -> tuple[bool, list[str]]:
     """Whether nothing really answers, with the reasons. docs/ranking.md derives the constants.
 
     Two signals, because no single score threshold separates answerable from unanswerable
@@ -286,8 +298,10 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], rows) -> tuple
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
+    by_name = engine.entities()[0].by_name   # an entity's name or alias is present (front matter is not text)
     missing = [p for p in terms.literal_probes(query)
-               if terms.is_identifier(p) and not any(c in p for c in "([ ") and not _occurs(engine, p)]
+               if terms.is_identifier(p) and not any(c in p for c in "([ ")
+               and p not in probes_found and p.lower() not in by_name]
     if missing:
         reasons.append("not in the corpus: " + ", ".join(missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
@@ -315,13 +329,6 @@ def _word_occurs(engine, word: str) -> bool:
         return w in engine.corpus_words()
     rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
     return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
-
-
-def _occurs(engine, probe: str) -> bool:
-    """In some section's text, or a name/alias/IP of an entity (front matter is not section text)."""
-    p = probe.lower()
-    matcher, _ = engine.entities()
-    return p in matcher.by_name or any(p in content for _, _, content, _ in engine.lowered_sections())
 
 
 def _snippet(text: str, query: str) -> str:

@@ -233,7 +233,8 @@ def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path,
           "### Overhead\n\nEvery file spawns a process under `--pre`; narrow it with a glob.\n")
     e = tiny_engine(root)
     ids = {h: i for i, h, _, _ in e.lowered_sections()}
-    weights = _probe_leg(e, ["--pre"], None)
+    weights, found = _probe_leg(e, ["--pre", "--absent-flag"], None)
+    assert found == {"--pre"}
     assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
 
 
@@ -257,6 +258,6 @@ def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, mon
     e = tiny_engine(root)
     for name in ("BM25_CANDIDATES", "DENSE_CANDIDATES", "LITERAL_CANDIDATES"):
         monkeypatch.setattr(S, name, 5)
-    cands, _, _ = S._hybrid(e, "item1", None)
+    cands = S._hybrid(e, "item1", None).cands
     assert 5 <= len(cands) <= 15          # each leg nominates its best five, not all 80 sections
     assert sum(1 for c in cands.values() if c.literal > 0) == 5
