@@ -192,9 +192,14 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if s is None:
             continue
         factor = 1.0
+
+        def scale(f: float, why: str) -> None:
+            nonlocal factor
+            factor *= f
+            c.why.append(f"{why} ×{round(f, 2):g}")
+
         if s.stale or s.doc_stale:
-            factor *= cfg.stale_factor
-            c.why.append(f"stale ×{cfg.stale_factor}")
+            scale(cfg.stale_factor, "stale")
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if it.howto and s.doc_type == "runbook":
             w *= cfg.howto_runbook_boost
@@ -204,35 +209,26 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             elif it.fact:
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
-            factor *= cfg.fact_history_factor
-            c.why.append(f"the record's history, for a question about now ×{cfg.fact_history_factor}")
+            scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
-            factor *= w
-            c.why.append(f"type {s.doc_type} ×{w}")
+            scale(w, f"type {s.doc_type}")
         if s.path in own_records and (it.howto or it.outcome or it.past):
             # The named entity's record is the wrong kind of answer for a procedure or an event:
             # those live in runbooks and the journal. It steps back like another entity's record.
-            factor *= cfg.other_record_factor
-            c.why.append(f"record of {', '.join(it.entities)}, but a procedure/event is asked ×{cfg.other_record_factor}")
+            scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
         elif s.path in own_records:
-            factor *= cfg.entity_record_boost
-            c.why.append(f"record of {', '.join(it.entities)} ×{cfg.entity_record_boost}")
+            scale(cfg.entity_record_boost, f"record of {', '.join(it.entities)}")
         elif own_records and s.path in all_records:
-            factor *= cfg.other_record_factor
-            c.why.append(f"record of another entity ×{cfg.other_record_factor}")
+            scale(cfg.other_record_factor, "record of another entity")
         if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
-            factor *= cfg.howto_steps_boost
-            c.why.append(f"how-to question, section has steps ×{cfg.howto_steps_boost}")
+            scale(cfg.howto_steps_boost, "how-to question, section has steps")
         if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
-            factor *= cfg.overview_factor
-            c.why.append(f"overview section ×{cfg.overview_factor}")
+            scale(cfg.overview_factor, "overview section")
         if not it.example and cfg.aside_factor != 1.0 and ASIDE_HEADING_RE.match(s.title):
-            factor *= cfg.aside_factor
-            c.why.append(f"{s.title}: illustrates, does not explain ×{cfg.aside_factor}")
+            scale(cfg.aside_factor, f"{s.title}: illustrates, does not explain")
         if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
-            f = (cfg.long_section_chars / len(s.content)) ** cfg.long_section_power
-            factor *= f
-            c.why.append(f"long section ({len(s.content)} chars) ×{f:.2f}")
+            scale((cfg.long_section_chars / len(s.content)) ** cfg.long_section_power,
+                  f"long section ({len(s.content)} chars)")
         c.score *= factor
     if it.howto and cfg.howto_procedure_lift:
         _lift_procedures(cands, rows, it.howto)
