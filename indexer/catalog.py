@@ -366,6 +366,11 @@ class Catalog:
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
 
+    def read_all_again(self) -> None:
+        """Make every document look changed, so the next refresh reads it again (its unchanged
+        passages keep their embeddings): a parser, layout or redaction change needs this."""
+        self.db.execute("UPDATE documents SET content_hash='', size=-1")
+
     def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
         """passage id → (section id, heading only?) for the given passages — a vector search's hits.
         Looked up per search rather than cached: during a long ingest the catalog changes with

@@ -337,8 +337,7 @@ class Engine:
         """An index built by an older parser: read every document again (nothing is re-embedded)."""
         if self.catalog.get_meta("parse_version") == str(PARSE_VERSION):
             return False
-        if self.catalog.documents():
-            self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+        self.catalog.read_all_again()
         return True
 
     def _link_resolver(self, extra: list[dict] = ()) -> links.Resolver:
@@ -375,7 +374,7 @@ class Engine:
         db.execute("BEGIN IMMEDIATE")
         db.execute("DELETE FROM embeddings")
         db.execute("DELETE FROM meta WHERE key='model_contract'")
-        db.execute("UPDATE documents SET content_hash='', size=-1")
+        self.catalog.read_all_again()
         db.execute("COMMIT")
         if self.vectors is not None:
             for f in (self.vectors.file, self.vectors.meta_file):
@@ -388,8 +387,7 @@ class Engine:
         document is read again (passages whose text did not change keep their embeddings)."""
         layout = json.dumps(self.config.layout)
         if self.catalog.get_meta("layout") != layout:
-            if self.catalog.documents():
-                self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+            self.catalog.read_all_again()
             self.catalog.set_meta("layout", layout)
 
     def _redaction_policy_check(self, redactor: Redactor) -> str | None:
@@ -399,7 +397,7 @@ class Engine:
             return None
         if not self.catalog.documents():
             return "first"
-        self.catalog.db.execute("UPDATE documents SET content_hash='', size=-1")
+        self.catalog.read_all_again()
         return "changed"
 
     def _redaction_policy_applied(self, redactor: Redactor, scrub: bool) -> None:
