@@ -14,10 +14,12 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 SCHEMA_VERSION = 1
+IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -190,12 +192,7 @@ class Catalog:
         self.db.execute("UPDATE documents SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
     def known_shas(self, shas: list[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(shas), 500):
-            batch = shas[i:i + 500]
-            q = f"SELECT text_sha FROM embeddings WHERE text_sha IN ({','.join('?' * len(batch))})"
-            found.update(r[0] for r in self.db.execute(q, batch))
-        return found
+        return {r[0] for r in self._rows_in("SELECT text_sha FROM embeddings WHERE text_sha IN ({marks})", shas)}
 
     def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
                        entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
@@ -279,11 +276,9 @@ class Catalog:
     def _drop_orphan_embeddings(self) -> None:
         """Drop the embeddings of removed passages that no passage uses any more."""
         shas, self._maybe_orphaned = list(self._maybe_orphaned), set()
-        for i in range(0, len(shas), 500):
-            batch = shas[i:i + 500]
-            self.db.execute(
-                f"DELETE FROM embeddings WHERE text_sha IN ({','.join('?' * len(batch))})"
-                " AND text_sha NOT IN (SELECT text_sha FROM passages WHERE text_sha = embeddings.text_sha)", batch)
+        list(self._rows_in(   # a DELETE yields no rows; listing runs every batch
+            "DELETE FROM embeddings WHERE text_sha IN ({marks})"
+            " AND text_sha NOT IN (SELECT text_sha FROM passages WHERE text_sha = embeddings.text_sha)", shas))
 
     def _bump_generation(self) -> None:
         self.set_meta("generation", str(self.generation + 1))
@@ -329,12 +324,7 @@ class Catalog:
         return [_section(r) for r in self.db.execute(sql, params)]
 
     def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
-        out: dict[int, SectionRow] = {}
-        for i in range(0, len(ids), 500):
-            batch = ids[i:i + 500]
-            for r in self.db.execute(SECTION_SELECT + f" WHERE s.id IN ({','.join('?' * len(batch))})", batch):
-                out[r[0]] = _section(r)
-        return out
+        return {r[0]: _section(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
 
     def all_chunks(self):
         """(chunk id, section id, path, doc_type, heading, text) for rebuilding the full-text index."""
@@ -354,17 +344,21 @@ class Catalog:
             rows = self.db.execute("SELECT p.id, e.vector FROM passages p JOIN embeddings e ON e.text_sha = p.text_sha"
                                    " ORDER BY p.id").fetchall()
         else:
-            rows = []
-            for i in range(0, len(passage_ids), 500):
-                batch = passage_ids[i:i + 500]
-                rows += self.db.execute(
-                    "SELECT p.id, e.vector FROM passages p JOIN embeddings e ON e.text_sha = p.text_sha"
-                    f" WHERE p.id IN ({','.join('?' * len(batch))})", batch).fetchall()
+            rows = list(self._rows_in("SELECT p.id, e.vector FROM passages p JOIN embeddings e"
+                                      " ON e.text_sha = p.text_sha WHERE p.id IN ({marks})", passage_ids))
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
         labels = np.array([r[0] for r in rows], dtype=np.int64)
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
+
+    def _rows_in(self, sql: str, values) -> Iterator[tuple]:
+        """Run `sql` for `values` in its `IN ({marks})`, in batches under SQLite's limit on bound
+        parameters, yielding every row."""
+        values = list(values)
+        for i in range(0, len(values), IN_BATCH):
+            batch = values[i:i + IN_BATCH]
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(batch))), batch)
 
     def read_all_again(self) -> None:
         """Make every document look changed, so the next refresh reads it again (its unchanged
@@ -375,24 +369,12 @@ class Catalog:
         """passage id → (section id, heading only?) for the given passages — a vector search's hits.
         Looked up per search rather than cached: during a long ingest the catalog changes with
         every document, and rebuilding a map of every passage per search cost more than the search."""
-        ids = [int(p) for p in passage_ids]
-        out: dict[int, tuple[int, bool]] = {}
-        for i in range(0, len(ids), 500):
-            batch = ids[i:i + 500]
-            for pid, sid, ord_ in self.db.execute(
-                    f"SELECT id, section_id, ord FROM passages WHERE id IN ({','.join('?' * len(batch))})", batch):
-                out[pid] = (sid, ord_ == 0)   # each section's first passage is its heading alone
-        return out
+        rows = self._rows_in("SELECT id, section_id, ord FROM passages WHERE id IN ({marks})", map(int, passage_ids))
+        return {pid: (sid, ord_ == 0) for pid, sid, ord_ in rows}   # a section's first passage: its heading alone
 
     def passage_ids_in(self, section_ids) -> set[int]:
         """The passages of the given sections (a filtered vector search may return only these)."""
-        ids = [int(s) for s in section_ids]
-        out: set[int] = set()
-        for i in range(0, len(ids), 500):
-            batch = ids[i:i + 500]
-            out.update(r[0] for r in self.db.execute(
-                f"SELECT id FROM passages WHERE section_id IN ({','.join('?' * len(batch))})", batch))
-        return out
+        return {r[0] for r in self._rows_in("SELECT id FROM passages WHERE section_id IN ({marks})", map(int, section_ids))}
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731
