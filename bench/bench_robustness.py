@@ -17,6 +17,8 @@ process (the tiny test model: this measures robustness, not ranking), and prints
   generated files changed between rounds), restart, and a full check of catalog vs tantivy vs
   hnswlib vs the files; plus in-process faults (a store call raising at a random point) followed by
   recovery in the same engine or a new one. Inconsistencies found, per kind
+- churn: one client's search latency on --docs generated documents, settled and with the catalog
+  generation moving before every search (as during an ingest); p50/p95 of both and their ratio
 - concurrency: --clients connections searching while the daemon reindexes --docs documents; all
   answered? any torn result (a section that belongs to no single version of its document)?
   latency p50/p95/max; a burst of 256 simultaneous connections; the daemon's open fds before/after
@@ -420,6 +422,45 @@ def bench_faults(n: int, embedder, tmp: Path) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+# -- search under churn ------------------------------------------------------------------------
+
+def bench_churn(n_docs: int, embedder, tmp: Path, n_searches: int = 200) -> dict:
+    """One client, in process: search latency on a settled index, then with the catalog generation
+    moving before every search — as during an ingest, which commits one document at a time and so
+    invalidates every per-generation cache. The ratio is what the churn costs a search."""
+    from indexer.api import do_search
+
+    root = tmp / "corpus"
+    for i in range(n_docs):
+        write(root, H.doc_path(i), H.doc_text(i, 1))
+    e = engine_for([root], embedder)
+    e.refresh()
+    rng = random.Random(3)
+
+    def run(churn: bool) -> list[float]:
+        lat = []
+        for _ in range(n_searches):
+            if churn:
+                e.catalog.set_meta("generation", str(e.catalog.generation + 1))
+            i = rng.randrange(n_docs)
+            q = rng.choice([f"Doc {i} part {rng.randrange(4)}", f"topic{rng.randrange(17)} item{rng.randrange(3)}",
+                            f"paragraph document {i}", "kind1 intro"])
+            t0 = time.perf_counter()
+            do_search(e, {"query": q, "limit": 5})
+            lat.append((time.perf_counter() - t0) * 1000)
+        return lat
+
+    try:
+        run(False)   # warm: model session, caches
+        steady, churn = run(False), run(True)
+    finally:
+        e.close()
+    p = {name: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)}
+         for name, v in (("steady", steady), ("generation_moving", churn))}
+    return {"documents": n_docs, "searches_each": n_searches, "latency_ms": p,
+            "ratio_p50": round(p["generation_moving"]["p50"] / max(p["steady"]["p50"], 0.01), 2)}
+
+
 # -- concurrency -------------------------------------------------------------------------------
 
 def _fds(pid: int) -> int:
@@ -524,11 +565,12 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--big", action="store_true", help="also the 10 MB line / 100k headings corpus")
-    ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,concurrency,big")
+    ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,"
+                                               "concurrency,big")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"parser", "queries", "protocol", "faults", "kills",
-                                                      "concurrency"} | ({"big"} if args.big else set())
+                                                      "churn", "concurrency"} | ({"big"} if args.big else set())
     base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
     os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
     model = build_tiny_model(base / "model")
@@ -544,6 +586,7 @@ def main() -> int:
         ("protocol", lambda: bench_protocol(args.protocol, base / "protocol", model, notes)),
         ("faults", lambda: bench_faults(args.faults, embedder, base)),
         ("kills", lambda: bench_kills(args.kills, args.kill_docs, base / "kills", model)),
+        ("churn", lambda: bench_churn(args.docs, embedder, base / "churn")),
         ("concurrency", lambda: bench_concurrency(args.clients, args.docs, base / "concurrency", model)),
         ("big", lambda: bench_big(embedder, base)),
     ]
@@ -561,7 +604,7 @@ def main() -> int:
     finally:
         if any(r.get("failures") for r in results.values() if isinstance(r, dict)):
             log(f"failing inputs kept in {base / 'failures'}")
-            for name in ("data", "model", "notes", "kills", "concurrency", "protocol", "faults", "hostile"):
+            for name in ("data", "model", "notes", "kills", "churn", "concurrency", "protocol", "faults", "hostile"):
                 shutil.rmtree(base / name, ignore_errors=True)
         else:
             shutil.rmtree(base, ignore_errors=True)
