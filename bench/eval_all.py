@@ -3,6 +3,8 @@
     .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--json out.json]
                                        [--ranking stale_factor=1.0 --ranking enabled=false …]
 
+`--const NAME=VALUE` overrides a constant of indexer/search.py (the heading-passage weight, the
+literal leg's first-mention credit, candidate counts, fusion weights) for the run.
 `--ranking KEY=VALUE` overrides one `[ranking]` setting (indexer/rank.py) for the run — how the
 ablation table of docs/ranking.md is reproduced (`type_weights={plan=1.0}` takes a TOML inline table).
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from indexer import search  # noqa: E402
 from indexer.evaluate import run_eval  # noqa: E402
 
 SETS = ("mm-v1.dev", "mm-v2.dev", "memory-dev", "qmd")
@@ -34,7 +37,15 @@ def main() -> int:
     ap.add_argument("--sets", nargs="*", default=list(SETS))
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
                     help="override a [ranking] setting, e.g. stale_factor=1.0 (repeatable)")
+    ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a search constant that is not a [ranking] setting, e.g. "
+                         "HEADING_PASSAGE_WEIGHT=1.0 or DENSE_CANDIDATES=600 (indexer/search.py; repeatable)")
     args = ap.parse_args()
+    for kv in args.const:
+        name, _, value = kv.partition("=")
+        if not hasattr(search, name) or not name.isupper():
+            ap.error(f"--const: no constant {name!r} in indexer/search.py")
+        setattr(search, name, type(getattr(search, name))(value))
     if args.ranking:
         # Through a config file, so the override takes the same path (and validation) as a user's.
         cfg = Path(tempfile.mkdtemp(prefix="eval-all-")) / "config.toml"
