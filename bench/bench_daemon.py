@@ -26,10 +26,10 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
-from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
-from daemon.client import Client  # noqa: E402
+from remembrancer.daemon.client import Client  # noqa: E402
 
 
 
@@ -72,7 +72,7 @@ async def mcp_round_trips(env: dict, root: Path, n: int, queries: list[str]) -> 
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cli.main", "mcp", "--root", str(root)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--root", str(root)],
                                    env=env, cwd=str(PROJECT))
     times = []
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
@@ -99,12 +99,12 @@ def main() -> int:
     git(root, "commit", "-qm", "import")
     sock = tmp / "run" / "d.sock"
     env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_SOCKET": str(sock),
-           "REMEMBRANCER_CONFIG": str(tmp / "none.toml"), "PYTHONPATH": str(PROJECT)}
+           "REMEMBRANCER_CONFIG": str(tmp / "none.toml")}
     os.environ.update(env)
-    from hooks.install import install_hooks
+    from remembrancer.hooks.install import install_hooks
 
     install_hooks(root)
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--root", str(root)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--root", str(root)], env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp / "daemon.log", "w"))
     t0 = time.perf_counter()
     while not sock.exists():

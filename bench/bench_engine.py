@@ -29,7 +29,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
-from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 
@@ -48,8 +48,8 @@ def child(code: str, env: dict) -> tuple[dict, float, float]:
 INDEX_CODE = """
 import json, sys, time
 sys.path.insert(0, {project!r})
-from indexer.config import load_config
-from indexer.engine import Engine
+from remembrancer.indexer.config import load_config
+from remembrancer.indexer.engine import Engine
 t0 = time.perf_counter()
 e = Engine(load_config([{root!r}]))
 r = e.refresh()
@@ -101,9 +101,9 @@ def main() -> int:
     print(f"one-file edit   {edit['seconds']:7.2f} s   ({victim.relative_to(root)}: {edit['embedded']} vectors re-embedded)")
 
     os.environ.update(env)
-    from indexer.config import load_config
-    from indexer.engine import Engine
-    from indexer.search import SearchRequest, search
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.search import SearchRequest, search
 
     queries = [json.loads(line)["query"] for line in open(args.queries) if line.strip()]
     e = Engine(load_config([str(root)]))

@@ -41,7 +41,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
-from indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -428,7 +428,7 @@ def bench_churn(n_docs: int, embedder, tmp: Path, n_searches: int = 200) -> dict
     """One client, in process: search latency on a settled index, then with the catalog generation
     moving before every search — as during an ingest, which commits one document at a time and so
     invalidates every per-generation cache. The ratio is what the churn costs a search."""
-    from indexer.api import do_search
+    from remembrancer.indexer.api import do_search
 
     root = tmp / "corpus"
     for i in range(n_docs):
@@ -574,7 +574,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
     os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
     model = build_tiny_model(base / "model")
-    from indexer.embed import load_embedder_from_dir
+    from remembrancer.indexer.embed import load_embedder_from_dir
 
     embedder = load_embedder_from_dir(model)
     notes = base / "notes"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from indexer import search  # noqa: E402
-from indexer.evaluate import run_eval  # noqa: E402
+from remembrancer.indexer import search  # noqa: E402
+from remembrancer.indexer.evaluate import run_eval  # noqa: E402
 
 SETS = ("mm-v1.dev", "mm-v2.dev", "memory-dev", "qmd")
 

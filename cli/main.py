@@ -14,7 +14,8 @@ import os
 import sys
 import time
 
-from indexer.errors import UserError
+from remembrancer import __version__
+from remembrancer.indexer.errors import UserError
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 
@@ -41,6 +42,7 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
+    ap.add_argument("--version", action="version", version=f"remembrancer {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
@@ -119,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
-    from cli.secrets_cmd import add_parser as add_secrets_parser
+    from remembrancer.cli.secrets_cmd import add_parser as add_secrets_parser
 
     add_secrets_parser(sub)
 
@@ -199,8 +201,8 @@ def _error(args, e: UserError) -> None:
 
 def _backend(args):
     """The daemon serving this corpus if one runs; else the engine in-process, refreshed first."""
-    from daemon.connect import connect
-    from indexer.config import load_config
+    from remembrancer.daemon.connect import connect
+    from remembrancer.indexer.config import load_config
 
     return connect(load_config(args.root), start=False, readonly_fallback=False, progress=_progress_bar())
 
@@ -231,8 +233,8 @@ def _progress_bar():
 # -- commands --------------------------------------------------------------------------------------
 
 def cmd_index(args) -> int:
-    from indexer.config import load_config
-    from indexer.engine import Engine
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.engine import Engine
 
     engine = Engine(load_config(args.root))
     report = engine.refresh(progress=_progress_bar(), reembed=args.reembed)
@@ -359,7 +361,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from indexer.evaluate import format_report, run_eval
+    from remembrancer.indexer.evaluate import format_report, run_eval
 
     report = run_eval(args.queries, args.root, limit=args.limit)
     if args.json:
@@ -371,8 +373,8 @@ def cmd_eval(args) -> int:
 
 def _memory_call(args, tool: str, **params) -> dict:
     """One question (search or a memory tool) through the backend, written to the local query log."""
-    from indexer.config import load_config
-    from indexer.querylog import QueryLog
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.querylog import QueryLog
 
     backend = _backend(args)
     qlog = QueryLog.for_config(load_config(args.root))
@@ -396,7 +398,7 @@ def _print_memory(args, out: dict, render_fn) -> None:
 
 
 def cmd_history(args) -> int:
-    from mcp_server.render import history_text
+    from remembrancer.mcp_server.render import history_text
 
     out = _memory_call(args, "history", entity=args.entity, topic=args.topic, since=args.since,
                        until=args.until, limit=args.limit)
@@ -405,7 +407,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_latest(args) -> int:
-    from mcp_server.render import latest_text
+    from remembrancer.mcp_server.render import latest_text
 
     out = _memory_call(args, "latest", terms=args.terms, since=args.since, until=args.until, type=args.type,
                        path=args.path, limit=args.limit)
@@ -414,7 +416,7 @@ def cmd_latest(args) -> int:
 
 
 def cmd_neighbors(args) -> int:
-    from mcp_server.render import neighbors_text
+    from remembrancer.mcp_server.render import neighbors_text
 
     out = _memory_call(args, "neighbors", path=args.path, limit=args.limit)
     _print_memory(args, out, neighbors_text)
@@ -422,7 +424,7 @@ def cmd_neighbors(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from mcp_server.render import verify_text
+    from remembrancer.mcp_server.render import verify_text
 
     text = sys.stdin.read() if args.text == "-" else args.text
     out = _memory_call(args, "verify", path=args.path, heading=args.heading, text=text)
@@ -434,9 +436,9 @@ def cmd_verify(args) -> int:
 def cmd_report(args) -> int:
     from pathlib import Path
 
-    from indexer.config import load_config
-    from indexer.filters import _date
-    from indexer.querylog import format_report, path_for, read_entries, summarise
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.filters import _date
+    from remembrancer.indexer.querylog import format_report, path_for, read_entries, summarise
 
     if args.log:
         path = Path(args.log).expanduser()
@@ -444,7 +446,7 @@ def cmd_report(args) -> int:
         try:
             path = path_for(load_config(None))
         except UserError:  # a config whose roots are gone must not hide the log
-            from indexer.querylog import default_path
+            from remembrancer.indexer.querylog import default_path
 
             path = default_path()
     since = _date("since", args.since)
@@ -469,8 +471,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from daemon.server import Daemon
-    from indexer.config import load_config
+    from remembrancer.daemon.server import Daemon
+    from remembrancer.indexer.config import load_config
 
     logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
     d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan)
@@ -479,8 +481,8 @@ def cmd_serve(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from daemon.client import Client, DaemonUnavailable
-    from indexer.config import socket_path
+    from remembrancer.daemon.client import Client, DaemonUnavailable
+    from remembrancer.indexer.config import socket_path
 
     sock = socket_path()
     try:
@@ -499,14 +501,14 @@ def cmd_stop(args) -> int:
 
 
 def cmd_notify(args) -> int:
-    from hooks.notify import notify
+    from remembrancer.hooks.notify import notify
 
     notify(args.root or os.getcwd(), args.event, timeout=2.0)
     return EXIT_OK
 
 
 def cmd_hooks(args) -> int:
-    from hooks.install import install_hooks, uninstall_hooks
+    from remembrancer.hooks.install import install_hooks, uninstall_hooks
 
     fn = install_hooks if args.hooks_command == "install" else uninstall_hooks
     report = fn(args.repo)
@@ -520,14 +522,14 @@ def cmd_hooks(args) -> int:
 
 
 def cmd_mcp(args) -> int:
-    from mcp_server.server import run
+    from remembrancer.mcp_server.server import run
 
     return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope)
 
 
 def cmd_service(args) -> int:
-    from daemon.service import install_service, uninstall_service
-    from indexer.config import load_config
+    from remembrancer.daemon.service import install_service, uninstall_service
+    from remembrancer.indexer.config import load_config
 
     if args.service_command == "install":
         report = install_service(load_config(args.root), start=not args.no_start)
@@ -539,7 +541,7 @@ def cmd_service(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from daemon.doctor import run_checks
+    from remembrancer.daemon.doctor import run_checks
 
     checks = run_checks(args.root)
     if args.json:
@@ -551,7 +553,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_secrets(args) -> int:
-    from cli.secrets_cmd import main as secrets_main
+    from remembrancer.cli.secrets_cmd import main as secrets_main
 
     return secrets_main(args)
 

@@ -22,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-from indexer.errors import UserError
-from indexer.redact import (MIN_SECRET_CHARS, NAME_RE, RedactionError, load_hash_file,
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact import (MIN_SECRET_CHARS, NAME_RE, RedactionError, load_hash_file,
                             salted_sha256)
 
 DEFAULT_NAME = "secret"

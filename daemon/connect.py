@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from indexer import api
-from indexer.config import Config, data_dir, socket_path
-from indexer.errors import UserError
+from remembrancer.indexer import api
+from remembrancer.indexer.config import Config, data_dir, socket_path
+from remembrancer.indexer.errors import UserError
 
 from .client import Client, DaemonError, DaemonUnavailable, ping
 
@@ -54,7 +54,7 @@ class LocalBackend:
     kind = "local"
 
     def __init__(self, config: Config, readonly: bool, reason: str = "", embedder=None, progress=None):
-        from indexer.engine import Engine
+        from remembrancer.indexer.engine import Engine
 
         self.readonly = readonly
         self.reason = reason
@@ -120,12 +120,10 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
     sock = Path(sock or socket_path())
     log_dir = data_dir()
     log_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "cli.main", "serve", "--idle-exit", str(idle_exit_s)]
+    cmd = [sys.executable, "-m", "remembrancer", "serve", "--idle-exit", str(idle_exit_s)]
     for r in config.roots:
         cmd += ["--root", str(r.path)]
     env = {**os.environ, "REMEMBRANCER_SOCKET": str(sock)}
-    project = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = project + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_dir / "daemon.log", "ab") as logf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
                                 start_new_session=True, env=env)

@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from indexer.config import config_path, data_dir, load_config, socket_path
-from indexer.errors import UserError
+from remembrancer.indexer.config import config_path, data_dir, load_config, socket_path
+from remembrancer.indexer.errors import UserError
 
 from .client import DaemonUnavailable, check_socket_owner, ping
 from .service import plist_path, unit_path
@@ -27,7 +27,7 @@ def run_checks(root_args: list[str] | None) -> list[dict]:
         except Exception as e:
             out.append(_check(f"import {mod}", "FAIL", str(e), "run `make install` (or pip install -e .)"))
     try:
-        from indexer.embed import load_default_embedder
+        from remembrancer.indexer.embed import load_default_embedder
 
         emb = load_default_embedder()
         out.append(_check("model", "OK", emb.contract.describe()))
@@ -72,7 +72,7 @@ def _socket_check() -> dict:
 
 
 def _hooks_checks(cfg) -> list[dict]:
-    from indexer.corpus import open_repo
+    from remembrancer.indexer.corpus import open_repo
 
     out = []
     for r in cfg.roots:
@@ -81,7 +81,7 @@ def _hooks_checks(cfg) -> list[dict]:
             out.append(_check(f"hooks {r.name}", "OK", "plain folder: watched, no git hooks needed"))
             continue
         try:
-            from hooks.install import hooks_dir
+            from remembrancer.hooks.install import hooks_dir
 
             hd = Path(hooks_dir(r.path))
         except Exception as e:  # the installer owns hook discovery; report, don't crash

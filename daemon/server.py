@@ -20,10 +20,10 @@ import threading
 import time
 from pathlib import Path
 
-from indexer import api
-from indexer.config import Config, socket_path
-from indexer.engine import Engine
-from indexer.errors import UserError
+from remembrancer.indexer import api
+from remembrancer.indexer.config import Config, socket_path
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
 
 from . import protocol
 from .client import encode_ascii_safe, peer_uid, ping

@@ -1,7 +1,9 @@
 """Install the daemon as a systemd user unit (Linux) or a launchd agent (macOS).
 
 Everything is written with absolute paths: desktop apps and service managers do not inherit
-the shell's PATH or virtualenv. Templates live in the project's `systemd/` folder.
+the shell's PATH or virtualenv, and no PYTHONPATH is needed: the unit runs the installed entry point.
+Templates are package data of `remembrancer.systemd`, read through importlib.resources, so a wheel
+in any venv renders the same unit as the checkout.
 """
 
 from __future__ import annotations
@@ -10,31 +12,29 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.resources import files
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from indexer.config import Config, data_dir
-from indexer.errors import UserError
+from remembrancer.indexer.config import Config, data_dir
+from remembrancer.indexer.errors import UserError
 
-PROJECT = Path(__file__).resolve().parent.parent
-TEMPLATES = PROJECT / "systemd"
+TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"
 PLIST_NAME = "dev.remembrancer.daemon.plist"
 PASSED_ENV = ("REMEMBRANCER_CONFIG", "REMEMBRANCER_DATA_DIR", "REMEMBRANCER_SOCKET", "REMEMBRANCER_SECRET_HASHES")
 
 
 def exec_argv() -> list[str]:
-    """The absolute command that runs `remembrancer`: the venv's script, else python -m cli.main."""
+    """The absolute command that runs `remembrancer`: the venv's script, else python -m remembrancer."""
     script = Path(sys.executable).parent / "remembrancer"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "cli.main"]
+    return [sys.executable, "-m", "remembrancer"]
 
 
 def _env() -> dict[str, str]:
-    env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
-    env["PYTHONPATH"] = str(PROJECT)
-    return env
+    return {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
 
 
 def unit_path() -> Path:
@@ -49,14 +49,14 @@ def plist_path() -> Path:
 def render_unit(config: Config) -> str:
     roots = " ".join(f'--root "{r.path}"' for r in config.roots)
     env = "\n".join(f'Environment="{k}={v}"' for k, v in _env().items())
-    text = (TEMPLATES / "remembrancer.service.in").read_text()
+    text = TEMPLATES.joinpath("remembrancer.service.in").read_text(encoding="utf-8")
     return (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
-            .replace("@ROOTS@", roots).replace("@ENV@", env).replace("@PROJECT@", str(PROJECT)))
+            .replace("@ROOTS@", roots).replace("@ENV@", env))
 
 
 def render_plist(config: Config) -> str:
     args = exec_argv() + ["serve"] + [x for r in config.roots for x in ("--root", str(r.path))]
-    text = (TEMPLATES / "dev.remembrancer.daemon.plist.in").read_text()
+    text = TEMPLATES.joinpath("dev.remembrancer.daemon.plist.in").read_text(encoding="utf-8")
     return (text.replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
             .replace("@ENV@", "\n".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>"
                                         for k, v in _env().items()))

@@ -16,7 +16,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from indexer.corpus import MARKDOWN_SUFFIXES
+from remembrancer.indexer.corpus import MARKDOWN_SUFFIXES
 
 log = logging.getLogger(__name__)
 

@@ -20,18 +20,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from indexer.errors import UserError
+from remembrancer.indexer.errors import UserError
 
 MARKER = "# remembrancer-hook v1"
 HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 CHAINED_SUFFIX = ".pre-remembrancer"
-PROJECT_DIR = Path(__file__).resolve().parent.parent  # the directory that contains `hooks/`
 
 # Repo-selecting variables would make git ignore the path we were given (e.g. when run from a hook).
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 
-# `-P` keeps the hook's cwd (the user's work tree) off sys.path: a corpus with its own `hooks/`
-# folder must not shadow ours. PYTHONPATH makes `hooks.notify` importable even if not installed.
+# The hook runs the absolute interpreter of the remembrancer install (no PYTHONPATH: the package is
+# installed there). `-P` keeps the hook's cwd (the user's work tree) off sys.path, so a corpus
+# holding a folder named `remembrancer` cannot shadow the package.
 TEMPLATE = """\
 #!/bin/sh
 {marker}
@@ -44,7 +44,7 @@ if [ -x "$chained" ]; then
     status=$?
 fi
 if root=$(git rev-parse --show-toplevel 2>/dev/null) && [ -n "$root" ]; then
-    PYTHONPATH={project}${{PYTHONPATH:+:$PYTHONPATH}} {python} -P -m hooks.notify \\
+    {python} -P -m remembrancer.hooks.notify \\
         --root "$root" --event {name} </dev/null >/dev/null 2>&1 &
 fi
 exit $status
@@ -58,7 +58,7 @@ def hook_script(name: str, python: str | None = None) -> str:
         raise UserError("cannot tell which Python runs remembrancer (sys.executable is empty)",
                         hint="run the installer with the Python interpreter of your remembrancer install")
     return TEMPLATE.format(marker=MARKER, name=name, suffix=CHAINED_SUFFIX,
-                           project=shlex.quote(str(PROJECT_DIR)), python=shlex.quote(os.path.abspath(python)))
+                           python=shlex.quote(os.path.abspath(python)))
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -9,7 +9,7 @@ A notification is a hint, never a requirement: the daemon also watches files and
 `main` never fails and never prints — no daemon, a stale socket or a slow daemon must not disturb
 a commit.
 
-    python -m hooks.notify --root /path/to/work/tree --event post-commit
+    python -m remembrancer.hooks.notify --root /path/to/work/tree --event post-commit
 """
 
 from __future__ import annotations

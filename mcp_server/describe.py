@@ -9,7 +9,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
-from indexer.errors import UserError
+from remembrancer.indexer.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ import threading
 import time
 from pathlib import Path
 
-from daemon import connect as dconnect
-from daemon.client import DaemonUnavailable, ping
-from daemon.protocol import IDLE_TIMEOUT_S
-from indexer.config import Config, socket_path
-from indexer.errors import UserError
+from remembrancer.daemon import connect as dconnect
+from remembrancer.daemon.client import DaemonUnavailable, ping
+from remembrancer.daemon.protocol import IDLE_TIMEOUT_S
+from remembrancer.indexer.config import Config, socket_path
+from remembrancer.indexer.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from indexer.config import DOC_TYPES, load_config
-from indexer.errors import UserError
-from indexer.querylog import LOGGED_TOOLS, QueryLog
+from remembrancer.indexer.config import DOC_TYPES, load_config
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
 
 from . import describe, render
 from .link import Link
@@ -338,7 +338,7 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
             config = load_config(root_args)
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
             config_error = e
-        from indexer.scope import normalize
+        from remembrancer.indexer.scope import normalize
 
         try:
             scope = normalize(scopes)

@@ -1,6 +1,6 @@
 import pytest
 
-from indexer.embed import load_embedder_from_dir
+from remembrancer.indexer.embed import load_embedder_from_dir
 from tests.tiny_model import build_tiny_model
 
 

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from indexer.config import Config, make_roots
-from indexer.engine import Engine
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.engine import Engine
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 

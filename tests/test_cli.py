@@ -23,10 +23,10 @@ def cli(tmp_path_factory, tiny_model_dir):
     shutil.copytree(EXAMPLES, notes)
     (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
     env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp / "no-daemon.sock"), "PYTHONPATH": str(PROJECT)}
+           "REMEMBRANCER_SOCKET": str(tmp / "no-daemon.sock")}
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
                               timeout=120)
 
     run.notes = notes

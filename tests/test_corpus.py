@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from indexer.config import DEFAULT_EXCLUDES, make_roots
-from indexer.corpus import blob_id, last_commit_dates, walk
+from remembrancer.indexer.config import DEFAULT_EXCLUDES, make_roots
+from remembrancer.indexer.corpus import blob_id, last_commit_dates, walk
 from tests.corpus_helpers import git, git_init, write
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.client import Client, DaemonError
+from remembrancer.daemon.client import Client, DaemonError
 from tests.corpus_helpers import git, git_init, write
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -34,9 +34,9 @@ class DaemonProc:
     def __init__(self, tmp: Path, roots: list[Path], model_dir: Path, extra=()):
         self.sock = tmp / "run" / "d.sock"
         self.env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_SOCKET": str(self.sock),
-                    "REMEMBRANCER_CONFIG": str(tmp / "config.toml"), "PYTHONPATH": str(PROJECT)}
+                    "REMEMBRANCER_CONFIG": str(tmp / "config.toml")}
         (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
-        self.cmd = [sys.executable, "-m", "cli.main", "serve", *extra]
+        self.cmd = [sys.executable, "-m", "remembrancer", "serve", *extra]
         for r in roots:
             self.cmd += ["--root", str(r)]
         self.log = tmp / "daemon.log"
@@ -170,7 +170,7 @@ def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
     git(repo, "commit", "-qm", "one")
     d = DaemonProc(tmp_path, [repo], tiny_model_dir).start()
     try:
-        from hooks.install import install_hooks
+        from remembrancer.hooks.install import install_hooks
         install_hooks(repo)
         git(repo, "checkout", "-qb", "feature")
         write(repo, "b.md", "# Beta\n\nThe pangolin procedure.\n")

@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-import indexer.embed as embed
-from indexer.embed import ModelContract, ModelError, load_embedder, load_embedder_from_dir
+import remembrancer.indexer.embed as embed
+from remembrancer.indexer.embed import ModelContract, ModelError, load_embedder, load_embedder_from_dir
 from tests.tiny_model import DIM, build_tiny_model
 
 TEXTS = [

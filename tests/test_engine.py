@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from indexer.errors import UserError
-from indexer.filters import Filters
-from indexer.search import SearchRequest, search
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.filters import Filters
+from remembrancer.indexer.search import SearchRequest, search
 from tests.corpus_helpers import engine_for, write
 
 
@@ -219,7 +219,7 @@ def test_multiple_roots_prefix_paths(tmp_path, monkeypatch, tiny_embedder):
 
 
 def test_a_fulltext_rebuild_keeps_the_live_index_answering_until_it_swaps(tmp_path):
-    from indexer.fulltext import FullText
+    from remembrancer.indexer.fulltext import FullText
 
     ft = FullText(tmp_path / "fulltext")
     chunk = lambda i, word: (i, i, f"doc{i}.md", "doc", f"Doc {i}", f"{word} text {i}")  # noqa: E731
@@ -239,7 +239,7 @@ def test_a_fulltext_rebuild_keeps_the_live_index_answering_until_it_swaps(tmp_pa
 
 
 def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
-    from indexer.fulltext import FullText
+    from remembrancer.indexer.fulltext import FullText
 
     (tmp_path / "fulltext.building" / "x").mkdir(parents=True)   # a rebuild killed half-way
     (tmp_path / "fulltext.old").mkdir()

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from indexer.errors import UserError
-from indexer.evaluate import (
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.evaluate import (
     Case, Label, aggregate, build_report, corpus_dir, first_rank, format_report, heading_key, is_hit,
     judge, load_cases, percentile, primary_labels, quotes_query, recall_labels,
 )

@@ -35,16 +35,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon import protocol
-from daemon.client import Client, DaemonError, DaemonUnavailable, ping
-from indexer import api, chunks as chunking, ingest, meta
-from indexer.catalog import Catalog
-from indexer.config import DEFAULT_LAYOUT, Root
-from indexer.corpus import CorpusFile, blob_id
-from indexer.errors import UserError
-from indexer.fulltext import FullText
-from indexer.markdown import parse_markdown
-from indexer.vectors import Vectors
+from remembrancer.daemon import protocol
+from remembrancer.daemon.client import Client, DaemonError, DaemonUnavailable, ping
+from remembrancer.indexer import api, chunks as chunking, ingest, meta
+from remembrancer.indexer.catalog import Catalog
+from remembrancer.indexer.config import DEFAULT_LAYOUT, Root
+from remembrancer.indexer.corpus import CorpusFile, blob_id
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.fulltext import FullText
+from remembrancer.indexer.markdown import parse_markdown
+from remembrancer.indexer.vectors import Vectors
 from tests.corpus_helpers import EXAMPLES, engine_for, write
 from tests.test_daemon import DaemonProc, wait_for
 from tests.test_markdown import _assert_tiling, _markdownish
@@ -478,8 +478,8 @@ def _without_dac_override():
 UNPRIVILEGED_REFRESH = r"""
 import json, os, sys
 from pathlib import Path
-from indexer.config import Config, make_roots
-from indexer.engine import Engine
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.engine import Engine
 root, model = Path(sys.argv[1]), sys.argv[2]
 try:
     open(root / "secret.md", "rb").close()
@@ -506,7 +506,7 @@ def test_permission_denied_is_a_named_warning(tmp_path, tiny_model_dir):
     write(root, "private/inside.md", "# Inside\n\nTOP-SECRET-THREE\n")
     (root / "secret.md").chmod(0)
     (root / "private").chmod(0)
-    env = {**os.environ, "PYTHONPATH": str(PROJECT), "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")}
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")}
     try:
         p = subprocess.run([sys.executable, "-c", UNPRIVILEGED_REFRESH, str(root), str(tiny_model_dir)], env=env,
                            capture_output=True, text=True, timeout=120, preexec_fn=_without_dac_override)
@@ -584,7 +584,7 @@ def check_document_bytes(data: bytes, rel: str = "notes/fuzz.md") -> str:
         assert str(e).startswith(rel + ":")
         return "skipped"
     text, _ = ingest.decode(rel, data)
-    from indexer.redact import DEFAULT_REDACTOR
+    from remembrancer.indexer.redact import DEFAULT_REDACTOR
 
     doc = parse_markdown(DEFAULT_REDACTOR.redact(text)[0], rel)
     _assert_tiling(doc)
@@ -716,7 +716,7 @@ def test_a_bad_scope_is_a_structured_error(query_engine, scope):
 
 @pytest.mark.parametrize("unit", ["a_", "a.", "-a"])
 def test_redaction_is_linear_on_separator_chains(unit):
-    from indexer.redact import DEFAULT_REDACTOR
+    from remembrancer.indexer.redact import DEFAULT_REDACTOR
 
     t0 = time.monotonic()
     DEFAULT_REDACTOR.redact(unit * 4000)   # 8 KB; quadratic here is ~1.7 s, linear is ~2 ms
@@ -766,7 +766,7 @@ def fault_round(root: Path, corpus: VersionedCorpus, embedder, rng: random.Rando
     """Change the corpus, fail one store call during the refresh, then recover — either by the same
     engine refreshing again (what the daemon does after a failed ingest) or by a new engine over
     the same data (a restart). Returns what happened and the problems found."""
-    import indexer.engine as engine_mod
+    import remembrancer.indexer.engine as engine_mod
 
     corpus.mutate(0.25)
     cls, name = rng.choice(FAULT_POINTS)
@@ -831,10 +831,10 @@ from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # a write past the limit fails with EFBIG instead
 from tests.corpus_helpers import engine_for, write
 from tests.test_hardening import check_index, corpus_files
-from indexer.embed import load_embedder_from_dir
-from indexer.fulltext import FullText
-from indexer.vectors import Vectors
-from indexer import api
+from remembrancer.indexer.embed import load_embedder_from_dir
+from remembrancer.indexer.fulltext import FullText
+from remembrancer.indexer.vectors import Vectors
+from remembrancer.indexer import api
 root, model, store = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 emb = load_embedder_from_dir(model)
 e = engine_for([root], emb)
@@ -883,7 +883,7 @@ def test_disk_full_while_saving_keeps_the_previous_files(data_env, notes, tiny_m
     """A real short write: RLIMIT_FSIZE makes the save fail with EFBIG part-way (hnswlib's writer
     does not report it by itself)."""
     root = notes
-    env = {**os.environ, "PYTHONPATH": str(PROJECT), "REMEMBRANCER_DATA_DIR": str(data_env / "data")}
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(data_env / "data")}
     p = subprocess.run([sys.executable, "-c", DISK_FULL, str(root), str(tiny_model_dir), store], env=env,
                        capture_output=True, text=True, timeout=300, cwd=str(PROJECT))
     assert p.returncode == 0, p.stderr[-3000:]
@@ -905,7 +905,7 @@ def test_fulltext_never_claims_a_generation_after_a_failed_commit(tmp_path):
 import json, resource, signal, sys
 from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-from indexer.fulltext import FullText
+from remembrancer.indexer.fulltext import FullText
 ft = FullText(Path(sys.argv[1]))
 ft.replace_document("a.md", [(1, 1, "a.md", "doc", "A", "alpha words")]); ft.commit(1)
 ft.replace_document("b.md", [(2, 2, "b.md", "doc", "B", "beta " * 20000)])
@@ -921,7 +921,7 @@ ft.reload()
 print(json.dumps({"failed": failed, "generation": ft.generation, "docs": ft.num_docs(),
                   "reopened": FullText(Path(sys.argv[1])).generation}))
 """
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    env = {**os.environ}
     p = subprocess.run([sys.executable, "-c", script, str(tmp_path / "ft")], env=env, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -993,7 +993,7 @@ def crash_round(d: DaemonProc, corpus: VersionedCorpus, rng: random.Random, inde
 
 
 def index_dir_for(data: Path, roots: list[Path]) -> Path:
-    from indexer.config import Config, make_roots
+    from remembrancer.indexer.config import Config, make_roots
 
     old = os.environ.get("REMEMBRANCER_DATA_DIR")
     os.environ["REMEMBRANCER_DATA_DIR"] = str(data)
@@ -1127,8 +1127,8 @@ def test_many_clients_search_while_a_large_reindex_runs(tmp_path, tiny_model_dir
 SERVE = r"""
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-from daemon.server import Daemon
-from indexer.config import load_config
+from remembrancer.daemon.server import Daemon
+from remembrancer.indexer.config import load_config
 d = Daemon(load_config(sys.argv[3:]), client_timeout_s=float(sys.argv[1]), request_timeout_s=float(sys.argv[2]))
 d.serve_forever()
 """

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from hooks import notify as notify_mod
-from hooks.install import CHAINED_SUFFIX, HOOK_NAMES, MARKER, install_hooks, uninstall_hooks
-from indexer.errors import UserError
+from remembrancer.hooks import notify as notify_mod
+from remembrancer.hooks.install import CHAINED_SUFFIX, HOOK_NAMES, MARKER, install_hooks, uninstall_hooks
+from remembrancer.indexer.errors import UserError
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +166,7 @@ def test_install_refreshes_our_hooks_for_a_new_interpreter(tmp_path, monkeypatch
     install_hooks(repo)
     monkeypatch.setattr("sys.executable", "/opt/other venv/bin/python")
     assert install_hooks(repo)["hooks"] == {n: "updated" for n in HOOK_NAMES}
-    assert "'/opt/other venv/bin/python' -P -m hooks.notify" in (repo / ".git/hooks/post-commit").read_text()
+    assert "'/opt/other venv/bin/python' -P -m remembrancer.hooks.notify" in (repo / ".git/hooks/post-commit").read_text()
     assert not list((repo / ".git/hooks").glob("*" + CHAINED_SUFFIX))  # our old script is not "chained"
 
 
@@ -346,7 +346,7 @@ def test_notify_function(tmp_path, git_env):
 def test_socket_path_matches_indexer_config(monkeypatch, tmp_path):
     import warnings
 
-    from indexer.config import socket_path
+    from remembrancer.indexer.config import socket_path
 
     monkeypatch.delenv("REMEMBRANCER_SOCKET")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))

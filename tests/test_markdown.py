@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.markdown import (
+from remembrancer.indexer.markdown import (
     PREAMBLE_HEADING,
     UNTITLED_HEADING,
     ParsedDocument,
@@ -976,7 +976,7 @@ def test_robustness_case(case: Case) -> None:
     if case.id in CHUNKER_CASES:
         # Split parts are the chunker's: every part keeps the section's breadcrumb (our
         # "Release Notes", part 1 of n, for the peer's "Release Notes (Part 1)").
-        from indexer.chunks import split_section
+        from remembrancer.indexer.chunks import split_section
 
         s = doc.sections[0]
         parts = split_section(s.text, s.start_line)

@@ -23,9 +23,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from daemon.client import ping
-from indexer.chunks import estimate_tokens
-from mcp_server import render
+from remembrancer.daemon.client import ping
+from remembrancer.indexer.chunks import estimate_tokens
+from remembrancer.mcp_server import render
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples" / "notes"
@@ -60,7 +60,6 @@ def world(tmp_path_factory):
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
-        "PYTHONPATH": str(PROJECT),
         "REMEMBRANCER_DATA_DIR": str(base / "data"),
         "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
         "REMEMBRANCER_CONFIG": str(base / "config.toml"),   # absent: no configured roots
@@ -75,7 +74,7 @@ def world(tmp_path_factory):
 
 
 def params(world, *, env: dict | None = None, roots: bool = True) -> StdioServerParameters:
-    args = ["-m", "cli.main", "mcp", "--idle-exit", str(IDLE_EXIT)]
+    args = ["-m", "remembrancer", "mcp", "--idle-exit", str(IDLE_EXIT)]
     if roots:
         args += ["--root", str(world["corpus"])]
     return StdioServerParameters(command=sys.executable, args=args, env={**world["env"], **(env or {})},
@@ -342,7 +341,7 @@ def test_atomic_save_becomes_searchable_without_commit(indexed):
 def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
     """hooks install → git commit with the git CLI → the post-commit hook notifies the daemon →
     the MCP search tool returns the new section."""
-    from hooks.install import install_hooks
+    from remembrancer.hooks.install import install_hooks
 
     corpus, env = indexed["corpus"], indexed["env"]
     install_hooks(corpus)
@@ -352,7 +351,7 @@ def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
         await c.call_tool("index_status", {})
         (corpus / "memory" / "wombat.md").write_text(
             "# Wombat cache warming\n\nWarm the wombat cache with `make warm` before a release.\n", encoding="utf-8")
-        git_env = {"REMEMBRANCER_SOCKET": env["REMEMBRANCER_SOCKET"], "PYTHONPATH": env["PYTHONPATH"]}
+        git_env = {"REMEMBRANCER_SOCKET": env["REMEMBRANCER_SOCKET"]}
         subprocess.run(["git", "add", "-A"], cwd=corpus, check=True, env={**os.environ, **git_env})
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m",
                         "wombat lesson"], cwd=corpus, check=True, env={**os.environ, **git_env, "HOME": str(home)})
@@ -472,7 +471,7 @@ def test_stdout_carries_only_json_rpc(indexed):
 
 
 def test_setup_output_is_diverted_to_stderr(capfd):
-    from mcp_server.server import stdout_to_stderr
+    from remembrancer.mcp_server.server import stdout_to_stderr
 
     with stdout_to_stderr():
         print("stray print")
@@ -522,7 +521,7 @@ class FakeLink:
         self.failure = failure
 
     def call(self, method: str, **params) -> dict:
-        from indexer.errors import UserError
+        from remembrancer.indexer.errors import UserError
 
         if method == "status":
             return {"roots": [{"name": "n", "path": "/n"}], "sections": 2 * len(self.documents),
@@ -536,7 +535,7 @@ class FakeLink:
 
 
 def _in_process(link, calls):
-    from mcp_server.server import build_server
+    from remembrancer.mcp_server.server import build_server
 
     server = build_server(link)
 
@@ -559,7 +558,7 @@ def test_internal_errors_are_one_line_without_traceback(caplog):
 
 
 def test_user_errors_keep_their_structure():
-    from indexer.errors import UserError
+    from remembrancer.indexer.errors import UserError
 
     failure = UserError("no section 'X'", param="heading", options=["A > B"], hint="pick one", code="not_found")
     _, (r,) = _in_process(FakeLink([], failure), [("read", {"path": "a.md", "heading": "X"})])

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from daemon.client import ping
+from remembrancer.daemon.client import ping
 from tests import memory_fixture as mf
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def world(tmp_path_factory):
     cfg = base / "config.toml"
     cfg.write_text(f'[verify]\nrepos = ["{fx["app"]}"]\n[log]\npath = "{log}"\n')
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-mem-", dir="/tmp"))   # AF_UNIX paths must stay short
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONPATH": str(PROJECT),
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
            "REMEMBRANCER_DATA_DIR": str(base / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
            "REMEMBRANCER_CONFIG": str(cfg)}
     w = {**fx, "env": env, "sock": sockdir / "daemon.sock", "log": log}
@@ -57,7 +57,7 @@ def world(tmp_path_factory):
 
 def session(world, fn):
     p = StdioServerParameters(command=sys.executable,
-                              args=["-m", "cli.main", "mcp", "--idle-exit", "30", "--root", str(world["notes"])],
+                              args=["-m", "remembrancer", "mcp", "--idle-exit", "30", "--root", str(world["notes"])],
                               env=world["env"], cwd=str(PROJECT))
 
     async def main():
@@ -163,7 +163,7 @@ def test_memory_tools_over_mcp_stdio(world):
     assert verdicts[("latest", "0042 zzqx-nothing")] == "relaxed"
     assert verdicts[("history", "db3")] == "error" and verdicts[("search", "")] == "empty"
 
-    rep = subprocess.run([sys.executable, "-m", "cli.main", "report", "--json"], cwd=PROJECT, env=world["env"],
+    rep = subprocess.run([sys.executable, "-m", "remembrancer", "report", "--json"], cwd=PROJECT, env=world["env"],
                          capture_output=True, text=True, timeout=60)
     assert rep.returncode == 0, rep.stderr
     summary = json.loads(rep.stdout)

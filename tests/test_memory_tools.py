@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from indexer import commits as cm
-from indexer import links, memory, metrics, querylog
-from indexer.config import Config, load_config, make_roots
-from indexer.engine import Engine
-from indexer.errors import UserError
-from indexer.filters import Filters
-from indexer.search import SearchRequest, search
+from remembrancer.indexer import commits as cm
+from remembrancer.indexer import links, memory, metrics, querylog
+from remembrancer.indexer.config import Config, load_config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.filters import Filters
+from remembrancer.indexer.search import SearchRequest, search
 from tests import memory_fixture as mf
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_history_rows_carry_verified_commits(eng, fx):
 @pytest.fixture(scope="module")
 def real_eng(fx, tmp_path_factory):
     """The fixture with the real default model: a topic is matched by meaning too."""
-    from indexer.embed import load_default_embedder
+    from remembrancer.indexer.embed import load_default_embedder
 
     mp = pytest.MonkeyPatch()
     mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path_factory.mktemp("memreal")))
@@ -485,7 +485,7 @@ def test_a_repo_that_is_not_configured_or_no_repo_at_all_is_unknown(fx, tiny_emb
 # -- the query log and `report` ---------------------------------------------------------------------
 
 def _cli(argv, capsys):
-    from cli.main import main
+    from remembrancer.cli.main import main
 
     rc = main(argv)
     out = capsys.readouterr().out
@@ -620,8 +620,8 @@ def test_config_tables_for_the_memory_tools(tmp_path, monkeypatch):
 # -- api / daemon protocol -------------------------------------------------------------------------------
 
 def test_api_dispatches_the_memory_methods_with_freshness(eng):
-    from daemon.protocol import METHODS
-    from indexer import api
+    from remembrancer.daemon.protocol import METHODS
+    from remembrancer.indexer import api
 
     assert {"history", "latest", "neighbors", "verify"} <= set(METHODS)
     fresh = lambda: {"verdict": "fresh"}  # noqa: E731
@@ -654,16 +654,16 @@ def test_eval_yaml_cases_end_to_end(fx, tmp_path):
   - q: what is our Kubernetes ingress controller
     answerable: false
 """)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PYTHONPATH": str(PROJECT),
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
            "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml"),
            "REMEMBRANCER_SOCKET": str(tmp_path / "s.sock")}
-    p = subprocess.run([sys.executable, "-m", "cli.main", "eval", str(cases), "--root", str(fx["notes"]), "--json"],
+    p = subprocess.run([sys.executable, "-m", "remembrancer", "eval", str(cases), "--root", str(fx["notes"]), "--json"],
                        cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["queries_total"] == 4 and rep["overall"]["n"] == 3
     assert rep["overall"]["top3"] == 1.0, rep["misses"]
     assert rep["abstention"]["unanswerable"] == 1
-    text = subprocess.run([sys.executable, "-m", "cli.main", "eval", str(cases), "--root", str(fx["notes"])],
+    text = subprocess.run([sys.executable, "-m", "remembrancer", "eval", str(cases), "--root", str(fx["notes"])],
                           cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
     assert text.returncode == 0 and "top" in text.stdout.lower()

@@ -6,13 +6,13 @@ import shutil
 
 import pytest
 
-from indexer import rank, terms
-from indexer.catalog import SectionRow
-from indexer.config import Config, make_roots
-from indexer.embed import load_default_embedder
-from indexer.engine import Engine
-from indexer.meta import Entity, EntityMatcher
-from indexer.search import Candidate, SearchRequest, search
+from remembrancer.indexer import rank, terms
+from remembrancer.indexer.catalog import SectionRow
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.embed import load_default_embedder
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.meta import Entity, EntityMatcher
+from remembrancer.indexer.search import Candidate, SearchRequest, search
 from tests.corpus_helpers import EXAMPLES, write
 
 
@@ -156,7 +156,7 @@ def test_rules_can_be_switched_off():
 
 
 def test_unknown_ranking_key_is_refused():
-    from indexer.errors import UserError
+    from remembrancer.indexer.errors import UserError
 
     with pytest.raises(UserError) as ei:
         rank.RankingConfig.from_dict({"stale_factr": 0.5})
@@ -226,7 +226,7 @@ def test_e2e_answerable_does_not_abstain(real):
 
 
 def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, tiny_engine):
-    from indexer.search import _probe_leg
+    from remembrancer.indexer.search import _probe_leg
 
     root = tmp_path / "docs"
     write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nRun a command on each file with `--pre CMD`.\n\n"
@@ -250,7 +250,7 @@ def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, t
 
 
 def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_engine):
-    from indexer import search as S
+    from remembrancer.indexer import search as S
 
     root = tmp_path / "docs"
     for i in range(40):

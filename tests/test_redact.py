@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from cli import secrets_cmd as secrets_cli
-from indexer import api, reader
-from indexer.config import Config, load_config, make_roots
-from indexer.engine import Engine
-from indexer.errors import UserError
-from indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
+from remembrancer.cli import secrets_cmd as secrets_cli
+from remembrancer.indexer import api, reader
+from remembrancer.indexer.config import Config, load_config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
                             Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
                             salted_sha256)
-from indexer.search import SearchRequest, search
-from mcp_server import render
+from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.mcp_server import render
 from tests.corpus_helpers import write
 
 # -- planted fake secrets (random, seeded: never issued by anyone) ------------------------------------

@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from indexer import api
-from indexer.errors import UserError
+from remembrancer.indexer import api
+from remembrancer.indexer.errors import UserError
 from tests.corpus_helpers import EXAMPLES, engine_for
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -121,10 +121,10 @@ def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
     shutil.copytree(EXAMPLES, root)
     (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
     sock = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmb-scope-{os.getpid()}.sock"
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(PROJECT),
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
            "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
            "REMEMBRANCER_SOCKET": str(sock)}
-    args = ["-m", "cli.main", "mcp", "--root", str(root), "--idle-exit", "2"] + [x for s in SCOPE for x in ("--scope", s)]
+    args = ["-m", "remembrancer", "mcp", "--root", str(root), "--idle-exit", "2"] + [x for s in SCOPE for x in ("--scope", s)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(PROJECT))
 
     async def go():

@@ -11,9 +11,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 
 def run(tmp_path, *args):
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "PYTHONPATH": str(PROJECT),
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml")}
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
                           timeout=60)
 
 
