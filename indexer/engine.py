@@ -132,6 +132,10 @@ class Engine:
         if emb is None:
             return f"embedding model unavailable: {self._embedder_error}"
         if stored is not None and stored != emb.contract.to_dict():
+            if self.store.kind != "local":   # a reader of a shared store cannot re-embed it
+                return (f"the store was embedded with {stored.get('name')} ({str(stored.get('model_sha256'))[:12]}) "
+                        f"but this machine's model is {emb.contract.name} ({emb.contract.model_sha256[:12]}); "
+                        "install and configure the store's model here (`model` in the config)")
             roots = " ".join(f"--root {r.path}" for r in self.config.roots)
             return (f"index was embedded with {stored.get('name')} but the configured model is "
                     f"{emb.contract.name} ({emb.contract.model_sha256[:12]}); re-embed with "

@@ -65,3 +65,21 @@ def tiny_engine(data_env, tiny_embedder):
     yield make
     for e in made:
         e.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector (pgserver), stopped at the end of the session."""
+    from tests.pg_helpers import server
+
+    srv = server(tmp_path_factory.mktemp("pg"))
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of an empty database of its own on the session's server."""
+    from tests.pg_helpers import fresh_database
+
+    return fresh_database(pg_server.get_uri())
