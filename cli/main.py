@@ -27,6 +27,11 @@ def _add_root(p: argparse.ArgumentParser) -> None:
                    help="corpus root (repeatable; default: roots from the config file)")
 
 
+def _add_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="URL", default=os.environ.get("REMEMBRANCER_STORE") or None,
+                   help="team memory: a postgresql:// URL (default $REMEMBRANCER_STORE); see README 'Team memory'")
+
+
 def _add_dates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--since", help="section date on or after YYYY-MM-DD")
     p.add_argument("--until", help="section date on or before YYYY-MM-DD")
@@ -46,11 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--reembed", action="store_true", help="drop stored vectors and embed everything again")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("search", help="hybrid search: the best section in full, pointers to the rest")
+    _add_store(p)
     p.add_argument("query", nargs="?", default="", help="the question (may be empty when filters are given)")
     _add_root(p)
     _add_filters(p)
@@ -60,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("read", help="print one section, a line range, or a page of a document")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
@@ -69,25 +77,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("outline", help="a document's sections with line ranges and sizes")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("status", help="what is indexed, with which model, and how fresh")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("list", help="documents in the index, by path prefix and type")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[])
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long without clients (daemons started on demand)")
     p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS", help="periodic full rescan interval")
+    p.add_argument("--pull-every", type=float, default=60.0, metavar="SECONDS",
+                   help="with --store: git fetch + fast-forward and index this often (SIGHUP: now)")
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
@@ -103,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         hp.add_argument("--json", action="store_true")
 
     p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop)")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
                    help="idle timeout of a daemon started on demand")
@@ -118,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-start", action="store_true", help="write the unit but do not enable/start it")
 
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
@@ -126,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_secrets_parser(sub)
 
     p = sub.add_parser("history", help="everything about one host/service, newest first (time, not relevance)")
+    _add_store(p)
     p.add_argument("entity", help="name, alias or IP from a host/service record")
     _add_root(p)
     p.add_argument("--topic", help="only the sections about this, still in date order")
@@ -134,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
+    _add_store(p)
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
     _add_dates(p)
@@ -143,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
@@ -204,6 +223,11 @@ def _backend(args):
     from remembrancer.daemon.connect import connect
     from remembrancer.indexer.config import load_config
 
+    if getattr(args, "store", None):   # a reader of the team store: no local index
+        from remembrancer.indexer.pg_team import TeamReader, reader_config
+
+        config, checkout = reader_config(args.store, args.root)
+        return TeamReader(args.store, config, checkout=checkout)
     return connect(load_config(args.root), start=False, readonly_fallback=False, progress=_progress_bar())
 
 
@@ -236,7 +260,13 @@ def cmd_index(args) -> int:
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.engine import Engine
 
-    engine = Engine(load_config(args.root))
+    if args.store:   # one pass of the team store's writer (refused while `serve --store` runs)
+        from remembrancer.indexer.pg_team import Writer
+
+        writer = Writer(load_config(args.root), args.store)
+        engine = writer.engine
+    else:
+        engine = Engine(load_config(args.root))
     report = engine.refresh(progress=_progress_bar(), reembed=args.reembed)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -344,7 +374,11 @@ def cmd_status(args) -> int:
     fr = st.get("freshness") or {}
     print(f"freshness: {fr.get('verdict', '?')}" + (f" — {fr.get('reason') or fr.get('detail')}"
                                                     if fr.get("reason") or fr.get("detail") else ""))
-    print(f"index: {st['index_dir']}")
+    store = st.get("store") or {}
+    if store.get("kind") == "postgresql":
+        print(f"store: {store['url']} (schema {store['schema_version']}, keyword ranking {store['keyword_ranking']})")
+    else:
+        print(f"index: {st['index_dir']}")
     for r in st["roots"]:
         head = ""
         if r["head_current"]:
@@ -475,6 +509,15 @@ def cmd_serve(args) -> int:
     from remembrancer.indexer.config import load_config
 
     logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
+    if args.store:   # the team store's one writer (indexer/pg_team.py)
+        from remembrancer.indexer.pg_team import Writer
+
+        w = Writer(load_config(args.root), args.store)
+        try:
+            w.serve(interval_s=args.pull_every)
+        finally:
+            w.close()
+        return EXIT_OK
     d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan)
     d.serve_forever()
     return EXIT_OK
@@ -524,7 +567,8 @@ def cmd_hooks(args) -> int:
 def cmd_mcp(args) -> int:
     from remembrancer.mcp_server.server import run
 
-    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope)
+    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope,
+               store=args.store)
 
 
 def cmd_service(args) -> int:
@@ -544,6 +588,10 @@ def cmd_doctor(args) -> int:
     from remembrancer.daemon.doctor import run_checks
 
     checks = run_checks(args.root)
+    if args.store:
+        from remembrancer.indexer.pg_team import store_checks
+
+        checks += store_checks(args.store, args.root)
     if args.json:
         print(json.dumps(checks, indent=2))
     else:

@@ -216,3 +216,35 @@ class Writer:
     def close(self) -> None:
         self.engine.close()
 
+
+
+def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
+    """`doctor --store URL`: reachable, schema, writer, model contract against this machine's model."""
+    def check(name: str, status: str, detail: str, fix: str = "") -> dict:
+        return {"check": name, "status": status, "detail": detail, **({"fix": fix} if fix else {})}
+
+    try:
+        store = PgStore(url, readonly=True)
+    except UserError as e:
+        return [check("store", "FAIL", str(e), e.hint)]
+    out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
+    led = store.open_ledger(readonly=True)
+    try:
+        out.append(check("store writer", "OK" if led.writer_running() else "WARN",
+                         "a writer holds the store's lock" if led.writer_running() else "no writer is running",
+                         "" if led.writer_running() else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        stored = led.model_contract()
+    finally:
+        led.close()
+    try:
+        from .embed import load_embedder
+
+        cfg = load_config(root_args) if root_args or _has_config_roots() else Config()
+        mine = load_embedder(cfg.model).contract.to_dict()
+        same = stored is None or stored == mine
+        out.append(check("store model", "OK" if same else "FAIL",
+                         f"store {stored.get('name') if stored else 'none yet'}; here {mine['name']}",
+                         "" if same else "install and configure the store's model here (`model` in the config)"))
+    except Exception as e:  # noqa: BLE001 — the model check above already says why
+        out.append(check("store model", "WARN", f"cannot compare: {e}"))
+    return out

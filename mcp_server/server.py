@@ -329,7 +329,7 @@ def _ensure_stderr_logging() -> None:
 
 
 def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
-        scopes: list[str] | None = None) -> int:
+        scopes: list[str] | None = None, store: str | None = None) -> int:
     """`remembrancer mcp`: connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
     with stdout_to_stderr():
@@ -347,10 +347,19 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
             return 2
         link = Link(config, idle_exit_s, config_error=config_error, scope=scope)
         try:
+            if store:   # a reader of the team store (indexer/pg_team.py): no daemon, no local index
+                from remembrancer.indexer.pg_team import TeamReader, reader_config
+
+                link.config, checkout = reader_config(store, root_args)
+                link.config_error = None
+                config = link.config
+                link.backend = TeamReader(store, config, checkout=checkout)
             link.open()
             wait_for_first_index(link)
         except UserError as e:
             link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
+            if store:   # never fall back to a local daemon: every call says what is wrong with the store
+                link.config_error = e
         except Exception as e:  # the server still starts; each call retries and reports
             link.start_problem = f"{type(e).__name__}: {e}"
             log.exception("remembrancer MCP: connecting to the index failed")
