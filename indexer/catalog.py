@@ -404,6 +404,11 @@ class Catalog:
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
 
+    def embeddings_for(self, shas) -> dict[str, np.ndarray]:
+        """Stored vectors by text sha (a second store can be filled without embedding again)."""
+        return {sha: np.frombuffer(blob, dtype=np.float32) for sha, blob in
+                self._rows_in("SELECT text_sha, vector FROM embeddings WHERE text_sha IN ({marks})", shas)}
+
     def _rows_in(self, sql: str, values) -> Iterator[tuple]:
         """Run `sql` for `values` in its `IN ({marks})`, in batches under SQLite's limit on bound
         parameters, yielding every row."""

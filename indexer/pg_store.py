@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
 WRITER_APP = "remembrancer-writer"
+BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
@@ -68,7 +69,8 @@ def safe_url(url: str) -> str:
 
 
 def _vec_text(v) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, dtype=np.float32)) + "]"
+    """pgvector's text form (float32 values widened to Python floats: exact, and fast to format)."""
+    return "[" + ",".join(map(repr, np.asarray(v, dtype=np.float32).tolist())) + "]"
 
 
 def _vec_parse(text: str) -> np.ndarray:
@@ -106,22 +108,40 @@ class PgLedger:
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
 
     def __init__(self, store: "PgStore", readonly: bool):
-        psycopg = _psycopg()
         self.store = store
         self.readonly = readonly
-        app = f"{WRITER_APP} {socket.gethostname()} pid {os.getpid()}" if not readonly else "remembrancer-reader"
-        try:
-            self.conn = psycopg.connect(store.url, autocommit=True, prepare_threshold=None, application_name=app)
-        except psycopg.OperationalError as e:
-            raise UserError(f"cannot connect to the store {safe_url(store.url)}: {str(e).strip()}",
-                            param="store", hint="check the URL, the server and the role's password",
-                            code="store_unreachable") from None
-        self.conn.execute("SET search_path TO public")
+        self.conn = self._connect()
         self._in_request = False
         self._ef: int | None = None
         self._maybe_orphaned: set[str] = set()
+        self._bulk = False
         if not readonly:
             self._take_writer_lock()
+            # A first pass into an empty store builds the HNSW index once at the end (pgvector
+            # builds it far faster than it inserts one vector at a time); until then readers
+            # search exactly, which is correct, only slower.
+            self._bulk = self._q("SELECT NOT EXISTS (SELECT 1 FROM documents)").fetchone()[0]
+            if self._bulk:
+                self._q("DROP INDEX IF EXISTS passages_embedding_hnsw")
+
+    def _connect(self):
+        psycopg = _psycopg()
+        app = f"{WRITER_APP} {socket.gethostname()} pid {os.getpid()}" if not self.readonly else "remembrancer-reader"
+        try:
+            conn = psycopg.connect(self.store.url, autocommit=True, prepare_threshold=None, application_name=app)
+        except psycopg.OperationalError as e:
+            raise UserError(f"cannot connect to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", hint="check the URL, the server and the role's password",
+                            code="store_unreachable") from None
+        conn.execute("SET search_path TO public")
+        return conn
+
+    def _reconnect_if_lost(self) -> None:
+        """A reader whose connection died (server restart, network) connects again between
+        requests; the writer never does (its lock went with the connection)."""
+        if self.readonly and self.conn.broken:
+            self.conn = self._connect()
+            self._ef = None
 
     def _take_writer_lock(self) -> None:
         got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()[0]
@@ -152,12 +172,19 @@ class PgLedger:
     def set_meta(self, key: str, value: str) -> None:
         self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                 (key, value))
-        if key == "model_contract":   # the vector index can only be built once the dimension is known
+        if key == "model_contract" and not self._bulk:   # the index needs the dimension
             self._ensure_vector_index(int(json.loads(value)["dim"]))
+        elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
+            self._bulk = False
+            contract = self.model_contract()
+            if contract:
+                self._ensure_vector_index(int(contract["dim"]))
 
     def _ensure_vector_index(self, dim: int) -> None:
+        self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
         self._q(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
                 f" ((embedding::vector({dim})) vector_cosine_ops)")
+        self._q("RESET maintenance_work_mem")
 
     @property
     def generation(self) -> int:
@@ -218,11 +245,13 @@ class PgLedger:
         in one transaction; returns (removed passage ids, added passage ids)."""
         with self.conn.transaction():
             removed = self._delete_document(doc["path"])
-            if new_vectors:
-                self.conn.cursor().executemany(
-                    "INSERT INTO embeddings(text_sha, vector) VALUES (%s, %s::vector)"
-                    " ON CONFLICT (text_sha) DO UPDATE SET vector = EXCLUDED.vector",
-                    [(sha, _vec_text(v)) for sha, v in new_vectors.items()])
+            # The batch's new vectors that this document uses and the store lacks (another document
+            # of the batch may have stored a shared one already).
+            mine = list({sha for sec in sections for sha, _ in sec["passages"]} & new_vectors.keys())
+            if mine:
+                have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
+                self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
+                           [(sha, _vec_text(new_vectors[sha])) for sha in mine if sha not in have])
             doc_id = self._q(
                 "INSERT INTO documents(path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
                 " front_matter, tags, warnings, stale, line_count, indexed_at)"
@@ -255,16 +284,21 @@ class PgLedger:
                             postings.append((f, term, cid, sid, tf, kw.quantized_length(lens[f])))
                             df[(f, term)] += 1
                 for p_ord, (sha, ptext) in enumerate(s["passages"]):
-                    passage_rows.append((next(pid_iter), sid, p_ord, sha, ptext))
+                    passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
+            # Each passage is written once, with its vector (new, or already in the store).
+            vec_text = {sha: _vec_text(v) for sha, v in new_vectors.items() if sha in mine}
+            stored = list({r[3] for r in passage_rows} - vec_text.keys())
+            if stored:
+                vec_text.update(self._q("SELECT text_sha, vector::text FROM embeddings WHERE text_sha = ANY(%s)",
+                                        (stored,)).fetchall())
+            for r in passage_rows:
+                r[5] = vec_text.get(r[3])
             cur = self.conn.cursor()
             self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
                             " content, body, entities)", sec_rows)
             self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
-            self._copy(cur, "passages(id, section_id, ord, text_sha, text)", passage_rows)
+            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows)
             self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings)
-            if passage_rows:
-                self._q("UPDATE passages p SET embedding = e.vector FROM embeddings e"
-                        " WHERE p.id = ANY(%s) AND e.text_sha = p.text_sha", (pids,))
             self._add_stats(df, len(chunk_rows), tokens, +1)
             if entity is not None:
                 self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
@@ -541,6 +575,7 @@ class PgLedger:
             yield
             return
         psycopg = _psycopg()
+        self._reconnect_if_lost()
         self._in_request = True
         try:
             with self.conn.transaction():
@@ -549,6 +584,9 @@ class PgLedger:
                     self._q(sql_text)
                 yield
                 raise psycopg.Rollback()
+        except psycopg.OperationalError as e:   # the server went away mid-request: say so; reconnect next time
+            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", code="store_unreachable", hint="retry; check the server") from None
         finally:
             self._in_request = False
 

@@ -93,6 +93,9 @@ def test_edits_and_deletes_keep_the_store_consistent(notes, data_env, tiny_embed
             assert c.execute("SELECT count(*) FROM embeddings e WHERE NOT EXISTS"
                              " (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)").fetchone()[0] == 0
             assert c.execute("SELECT count(*) FROM passages WHERE embedding IS NULL").fetchone()[0] == 0
+            # the first pass built the HNSW index once at its end; later passes keep it
+            assert c.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'passages_embedding_hnsw'"
+                             ).fetchone()[0].endswith(f"vector({tiny_embedder.contract.dim})) vector_cosine_ops)")
     finally:
         writer.close()
 
@@ -275,3 +278,23 @@ def test_a_wrong_url_is_a_clear_error(tmp_path):
     with pytest.raises(UserError) as e:
         PgStore(database_url(f"postgresql://nobody@/x?host={tmp_path}", "nothing"), readonly=True)
     assert e.value.code == "store_unreachable"
+
+
+def test_a_reader_whose_connection_died_connects_again(notes, data_env, tiny_embedder, pg_url):
+    cfg = Config(roots=make_roots([notes]))
+    w = Writer(cfg, pg_url, embedder=tiny_embedder)
+    w.pass_once()
+    w.close()
+    reader = TeamReader(pg_url, cfg, embedder=tiny_embedder)
+    try:
+        assert reader.call("search", query="restart postgres")["results"]
+        with psycopg.connect(pg_url, autocommit=True) as c:   # the server drops every reader session
+            n = c.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                          " WHERE application_name = 'remembrancer-reader'").fetchone()[0]
+        assert n >= 1
+        with pytest.raises(UserError) as e:   # the request that finds it dead says so …
+            reader.call("search", query="restart postgres")
+        assert e.value.code == "store_unreachable"
+        assert reader.call("search", query="restart postgres")["results"]   # … the next one reconnects
+    finally:
+        reader.close()
