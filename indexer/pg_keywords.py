@@ -69,14 +69,14 @@ def chunk_terms(heading: str, text: str) -> dict[int, Counter]:
 
 
 def query_terms(text: str) -> dict[tuple[int, str], float]:
-    """(field, term) → summed boost for a question, the clauses of `FullText.build_query`."""
+    """(field, term) → boost for a question, the clauses of `FullText.build_query`."""
     out: dict[tuple[int, str], float] = {}
 
     def add(field: int, term: str, boost: float) -> None:
         out[(field, term)] = out.get((field, term), 0.0) + boost
 
     plain = " ".join(w for w in terms.words(text) if w.isascii() or w.isalnum())
-    for word in plain.split():
+    for word in dict.fromkeys(plain.split()):   # tantivy's parser counts a repeated word once
         for t in _DEFAULT.analyze(word):
             add(HEADING, t, HEADING_BOOST)
             add(BODY, t, 1.0)

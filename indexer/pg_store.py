@@ -484,6 +484,32 @@ class PgLedger:
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
+    def consistency_problems(self) -> list[str]:
+        """What a crash could have left inconsistent, were a transaction not whole: term statistics
+        that disagree with the postings, passages without vectors, vectors no passage uses."""
+        checks = {
+            "term statistics disagree with the postings": (
+                "SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings GROUP BY 1, 2) p"
+                " FULL JOIN term_stats t USING (field, term) WHERE p.n IS DISTINCT FROM t.df"),
+            "field totals disagree with the chunks": (
+                "SELECT count(*) FROM field_stats f WHERE f.docs <> (SELECT count(*) FROM chunks)"
+                " OR f.tokens <> (SELECT coalesce(sum(lens[f.field + 1]), 0) FROM chunks)"),
+            "chunks without postings": (
+                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.chunk_id = c.id)"
+                " AND c.lens <> '{0,0,0,0}'"),
+            "passages without a vector (model contract set)": (
+                "SELECT count(*) FROM passages WHERE embedding IS NULL"
+                " AND EXISTS (SELECT 1 FROM meta WHERE key = 'model_contract')"),
+            "vectors no passage uses": (
+                "SELECT count(*) FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)"),
+        }
+        out = []
+        for what, sql_text in checks.items():
+            n = self._q(sql_text).fetchone()[0]
+            if n:
+                out.append(f"{what}: {n}")
+        return out
+
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """Best chunk score per section, tantivy's BM25 from stored statistics (indexer/pg_keywords.py)."""
