@@ -117,6 +117,9 @@ class PgLedger:
         self._bulk = False
         if not readonly:
             self._take_writer_lock()
+            # The files are canonical: a transaction lost to a server crash (never a torn one) is
+            # re-read on the next pass, so the writer need not wait for each commit's WAL flush.
+            self._q("SET synchronous_commit TO off")
             # A first pass into an empty store builds the HNSW index once at the end (pgvector
             # builds it far faster than it inserts one vector at a time); until then readers
             # search exactly, which is correct, only slower.
