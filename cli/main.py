@@ -369,6 +369,8 @@ def cmd_status(args) -> int:
         print(f"daemon: up, pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
               f"model loaded {d['model_loads']}x; queue {d['queued_changes']}"
               + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
+    elif (st.get("store") or {}).get("kind") == "postgresql":
+        print("daemon: none (a reader of the team store)")
     else:
         print("daemon: not running (answered in-process)")
     fr = st.get("freshness") or {}

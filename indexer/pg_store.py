@@ -153,6 +153,7 @@ class PgLedger:
         holder = self.conn.execute(
             "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
             " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.classid = 0"
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND l.objid = %s AND l.granted LIMIT 1", (WRITER_LOCK,)).fetchone()
         self.conn.close()
         who = f"{holder[0]} (since {holder[2]:%Y-%m-%d %H:%M:%S %Z})" if holder else "another process"
@@ -212,6 +213,10 @@ class PgLedger:
         cur = self._q(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE path = %s", (path,))
         row = cur.fetchone()
         return dict(zip([c.name for c in cur.description], row)) if row else None
+
+    def root_names(self) -> list[str]:
+        """The roots the stored documents came from (what a reader without a checkout calls them)."""
+        return [r[0] for r in self._q("SELECT DISTINCT root FROM documents ORDER BY root")]
 
     def document_paths(self) -> list[str]:
         return [r[0] for r in self._q("SELECT path FROM documents")]
@@ -559,6 +564,7 @@ class PgLedger:
     def writer_running(self) -> bool:
         """Whether some session holds the writer's lock (any role may see pg_locks)."""
         return bool(self._q("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0"
+                            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
                             " AND objid = %s AND granted)", (WRITER_LOCK,)).fetchone()[0])
 
     def live_vectors(self) -> int:

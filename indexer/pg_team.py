@@ -139,7 +139,7 @@ def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
     store = PgStore(url, readonly=True)
     led = store.open_ledger(readonly=True)
     try:
-        names = json.loads(led.get_meta("roots") or "[]")
+        names = json.loads(led.get_meta("roots") or "[]") or led.root_names()
     finally:
         led.close()
     if not names:

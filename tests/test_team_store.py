@@ -354,3 +354,25 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
     finally:
         reader.close()
         local.close()
+
+
+def test_the_writer_lock_is_per_database(notes, data_env, tiny_embedder, pg_server, pg_url):
+    from tests.pg_helpers import fresh_database
+
+    other = fresh_database(pg_server.get_uri())
+    cfg = Config(roots=make_roots([notes]))
+    a = Writer(cfg, pg_url, embedder=tiny_embedder)
+    try:
+        a.pass_once()
+        b = Writer(cfg, other, embedder=tiny_embedder)   # another store on the same server: its own writer
+        b.close()
+        reader = TeamReader(pg_url, cfg, embedder=tiny_embedder)
+        assert reader.engine.catalog.writer_running()
+        reader.close()
+    finally:
+        a.close()
+    reader = TeamReader(pg_url, cfg, embedder=tiny_embedder)
+    try:
+        assert not reader.engine.catalog.writer_running()
+    finally:
+        reader.close()
