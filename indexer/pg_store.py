@@ -112,6 +112,7 @@ class PgLedger:
         self.readonly = readonly
         self.conn = self._connect()
         self._in_request = False
+        self._meta: dict[str, str | None] = {}
         self._ef: int | None = None
         self._maybe_orphaned: set[str] = set()
         self._bulk = False
@@ -170,8 +171,13 @@ class PgLedger:
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        if self._in_request and key in self._meta:   # one snapshot per request: meta cannot change in it
+            return self._meta[key]
         row = self._q("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else None
+        value = row[0] if row else None
+        if self._in_request:
+            self._meta[key] = value
+        return value
 
     def set_meta(self, key: str, value: str) -> None:
         self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -612,6 +618,7 @@ class PgLedger:
         psycopg = _psycopg()
         self._reconnect_if_lost()
         self._in_request = True
+        self._meta = {}
         try:
             with self.conn.transaction():
                 self._q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
