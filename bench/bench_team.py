@@ -14,6 +14,7 @@
   is detected. Errors and torn answers are counted.
 - throughput: the writer's documents/s into each store for the same generated corpus, with the
   hash embedder (embedding excluded), as a ratio.
+- crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
 
 Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6).
 """
@@ -329,9 +330,56 @@ def concurrency(tmp: Path, base_url: str, readers: int = 8, sections: int = 2000
     return out
 
 
+# -- crash safety ------------------------------------------------------------------------------------
+
+def crash(tmp: Path, base_url: str, rounds: int = 80, sections: int = 3000) -> dict:
+    """kill -9 of a writer process (the engine with the hash embedder, in a child Python) at
+    `rounds` random points of its pass; a restarted pass resumes where the last whole
+    transaction left it, and after every kill the store must be consistent."""
+    import signal
+    import subprocess
+
+    root = tmp / "corpus-crash"
+    generate_corpus(root, sections, seed=13)
+    url = new_database(base_url, "crash")
+    child = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+             "import remembrancer.indexer.engine; from bench_team import HashEmbedder; "
+             "from remembrancer.indexer.config import Config, make_roots; "
+             "from remembrancer.indexer.pg_team import Writer; "
+             f"w = Writer(Config(roots=make_roots([{str(root)!r}])), {url!r}, embedder=HashEmbedder()); "
+             "w.pass_once(); w.close()")
+    rng = random.Random(21)
+    problems, kills, completed, early, gens = [], 0, 0, 0, [0]
+    led = None
+    for i in range(rounds):
+        p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(5.0, 12.0))   # past the start-up (imports, lock, walk), into the pass
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+            kills += 1
+        p.wait()
+        gen_now = (led or PgStore(url, readonly=True).open_ledger(readonly=True)).generation
+        if p.returncode != 0 and gen_now == gens[-1]:
+            early += 1   # killed before its first transaction: not a mid-pass kill
+        gens.append(gen_now)
+        if p.returncode == 0:
+            completed += 1
+            generate_corpus(root, sections, seed=13, version=i + 1)   # more work for the next rounds
+        led = led or PgStore(url, readonly=True).open_ledger(readonly=True)
+        problems += [f"round {i}: {x}" for x in led.consistency_problems()]
+    led.close()
+    out = {"rounds": rounds, "kills": kills, "kills_before_any_write": early, "completed_passes": completed,
+           "generation": gens[-1], "inconsistencies": len(problems),
+           "samples": problems[:5]}
+    print(f"crash safety: {kills} kill -9 of the writer ({kills - early} mid-pass, {early} before its first "
+          f"write; {completed} passes completed between; generation {gens[-1]}), "
+          f"{len(problems)} inconsistencies after restart" + (f" — {problems[:3]}" if problems else ""), flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="parity,latency,concurrency,throughput")
+    ap.add_argument("--only", default="parity,latency,concurrency,throughput,crash")
     ap.add_argument("--eval-dir", default="/work/shared/eval")
     ap.add_argument("--sections", type=int, default=100_000, help="generated sections for the latency figure")
     ap.add_argument("--throughput-sections", type=int, default=5000)
@@ -353,6 +401,8 @@ def main() -> int:
             report["throughput"] = throughput(tmp, url, args.throughput_sections)
         if "concurrency" in only:
             report["concurrency"] = concurrency(tmp, url)
+        if "crash" in only:
+            report["crash"] = crash(tmp, url)
         if "latency" in only:
             report["latency"] = latency(tmp, url, args.sections)
     finally:
