@@ -77,13 +77,17 @@ class TeamReader:
         self.config = config
         self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
         self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
+        self._counts: tuple[tuple, dict] = ((), {})
 
     def freshness(self) -> dict:
         """Which commit the store holds, its age, and how this reader's checkout compares."""
         cat = self.engine.catalog
         heads = json.loads(cat.get_meta("heads") or "{}")
         last = cat.get_meta("last_indexed_at")
-        counts = cat.counts()
+        key = (cat.generation, self.engine.scope)
+        if self._counts[0] != key:   # counting 100k rows per answer would cost more than the search
+            self._counts = (key, cat.counts())
+        counts = self._counts[1]
         base = {"documents": counts["documents"], "sections": counts["sections"], "generation": cat.generation,
                 "last_indexed_at": float(last) if last else None, "store": safe_url(self.store.url),
                 "indexed_heads": heads}
