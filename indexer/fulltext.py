@@ -133,13 +133,7 @@ class FullText:
         building.mkdir(parents=True)
         try:
             index = tantivy.Index(self.schema, str(building), reuse=False)
-            w = index.writer(heap_size=WRITER_HEAP, num_threads=1)
-            n = 0
-            for chunk_id, section_id, path, _doc_type, heading, text in chunks:
-                w.add_document(self._doc(chunk_id, section_id, path, heading, text))
-                n += 1
-            w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
-            w.wait_merging_threads()
+            n = self._fill(index, chunks)
             self._set_generation(generation, building)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
@@ -153,6 +147,27 @@ class FullText:
         self._lost = False
         shutil.rmtree(retired, ignore_errors=True)
         return n
+
+    def _fill(self, index: tantivy.Index, chunks) -> int:
+        w = index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        n = 0
+        for chunk_id, section_id, path, _doc_type, heading, text in chunks:
+            w.add_document(self._doc(chunk_id, section_id, path, heading, text))
+            n += 1
+        w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
+        w.wait_merging_threads()
+        return n
+
+    @classmethod
+    def in_memory(cls, chunks) -> FullText:
+        """A derived index of `chunks` held in memory, searched like the main one: a scope's own
+        BM25 statistics (indexer/scope.py KeywordIndexes)."""
+        self = cls.__new__(cls)
+        self.dir, self.schema, self._writer, self._lost = None, _schema(), None, False
+        self.index = tantivy.Index(self.schema)
+        self._fill(self.index, chunks)
+        self.index.reload()
+        return self
 
     def num_docs(self) -> int:
         return self.index.searcher().num_docs
