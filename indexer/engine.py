@@ -111,6 +111,7 @@ class Engine:
         self._keyword_indexes = scope.KeywordIndexes()
         self.last_report: IndexReport | None = None
         self._scoped_links: tuple | None = None
+        self._lowered_scoped: tuple | None = None   # the last scope's visible rows of _lowered
         self._lowered: tuple[int, list] = (-1, [])
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._open_vectors()
@@ -503,8 +504,12 @@ class Engine:
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
         if not self.scope:
             return self._lowered[1]
-        sees = self.wall.sees
-        return [row for row in self._lowered[1] if sees(row[3])]
+        key = (gen, self.scope, tuple(sorted(self.wall.symlinks.items())))
+        got = self._lowered_scoped
+        if got is None or got[0] != key:
+            sees = self.wall.sees
+            got = self._lowered_scoped = (key, [row for row in self._lowered[1] if sees(row[3])])
+        return got[1]
 
     def corpus_words(self) -> frozenset[str]:
         """Every lower-cased run of letters and digits in the visible sections, cached per
@@ -557,7 +562,7 @@ class Engine:
         statistics are those of the scoped chunks only (indexer/scope.py KeywordIndexes)."""
         if not self.scope:
             return self.fulltext
-        return self._keyword_indexes.get(self.scope, self.catalog.generation, self.catalog.all_chunks)
+        return self._keyword_indexes.get(self.scope, self.fulltext.generation, self.catalog.all_chunks)
 
     def last_run(self, report: IndexReport | None = None) -> dict | None:
         """The last index run's report as this request's scope sees it."""

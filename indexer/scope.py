@@ -109,18 +109,27 @@ def _has_symlinks_table(db) -> bool:
 
 
 def _views(prefixes: tuple[str, ...], symlinks: bool) -> list[str]:
+    """Each view keeps a row whose document is visible, checked per row through the primary key
+    (a correlated EXISTS): a lookup by id stays a lookup, where `IN (SELECT …)` re-listed the
+    whole scope for every statement."""
     visible = _predicate(prefixes, "d.path")
     if symlinks:
         visible += (f" AND NOT EXISTS (SELECT 1 FROM main.{SYMLINKS} t WHERE t.path = d.path"
                     f" AND NOT {_predicate(prefixes, 't.target')})")
-    docs = f"SELECT d.id FROM main.documents d WHERE {visible}"
+
+    def doc_visible(doc_id: str) -> str:
+        return f"EXISTS (SELECT 1 FROM main.documents d WHERE d.id = {doc_id} AND {visible})"
+
+    def section_visible(section_id: str) -> str:
+        return (f"EXISTS (SELECT 1 FROM main.sections s2 JOIN main.documents d ON d.id = s2.doc_id"
+                f" WHERE s2.id = {section_id} AND {visible})")
     return [
         f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {visible}",
-        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE s.doc_id IN ({docs})",
-        "CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE c.section_id IN (SELECT id FROM sections)",
-        "CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE p.section_id IN (SELECT id FROM sections)",
-        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE e.doc_id IN ({docs})",
-        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE l.doc_id IN ({docs})",
+        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE {doc_visible('s.doc_id')}",
+        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {section_visible('c.section_id')}",
+        f"CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE {section_visible('p.section_id')}",
+        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE {doc_visible('e.doc_id')}",
+        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE {doc_visible('l.doc_id')}",
     ]
 
 
@@ -246,28 +255,39 @@ class KeywordIndexes:
     """BM25 over a scope's chunks only. A keyword index's statistics (document count, average
     length, document frequencies) are corpus-wide, so filtering the main index changes scores and
     even the top section: each scope gets a derived in-memory index of its own chunks, rebuilt from
-    the catalog when the catalog's generation moved (an incrementally updated index keeps deleted
-    documents in its statistics until segments merge; a fresh one equals a fresh build of a corpus
-    holding only the scoped files). The few most recent scopes are kept."""
+    the catalog whenever the main index moved to a new generation (so it is never staler than the
+    main one; during an ingest that is at most every few seconds). A rebuild, not an update: an
+    updated index keeps deleted documents in its statistics until segments merge, while a fresh
+    one equals a fresh index of a corpus holding only the scoped files. Chunks' identifier terms
+    are kept between rebuilds (splitting them is most of a build's cost); the few most recent
+    scopes are kept."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._by_scope: dict[tuple[str, ...], tuple[int, object]] = {}
+        self._by_scope: dict[tuple[str, ...], tuple[int, object, dict]] = {}
         self.builds = 0
 
     def get(self, prefixes: tuple[str, ...], generation: int, chunks):
         """The index for `prefixes` at `generation`; `chunks()` yields the scoped chunk rows."""
-        from .fulltext import FullText
+        from .fulltext import FullText, idents
 
         with self._lock:
-            got = self._by_scope.get(prefixes)
+            got = self._by_scope.pop(prefixes, None)
             if got is not None and got[0] == generation:
-                self._by_scope[prefixes] = self._by_scope.pop(prefixes)   # most recently used last
+                self._by_scope[prefixes] = got   # most recently used last
                 return got[1]
-            index = FullText.in_memory(chunks())
+            old = got[2] if got is not None else {}
+            cache: dict[int, str] = {}
+
+            def ident_of(chunk_id, heading, text):
+                got_ident = old.get(chunk_id)
+                if got_ident is None:
+                    got_ident = idents(heading, text)
+                cache[chunk_id] = got_ident
+                return got_ident
+            index = FullText.in_memory(chunks(), ident_of)
             self.builds += 1
-            self._by_scope.pop(prefixes, None)
-            self._by_scope[prefixes] = (generation, index)
+            self._by_scope[prefixes] = (generation, index, cache)
             while len(self._by_scope) > KEYWORD_INDEXES_KEPT:
                 self._by_scope.pop(next(iter(self._by_scope)))
             return index
