@@ -246,7 +246,9 @@ def repo_paths(root, repo_workdir, prefixes: tuple[str, ...], multi: bool) -> li
 def warning_path(warning: str) -> str | None:
     """The corpus path a warning is about (`journal/x.md: skipped, …`), or None for a run-wide one."""
     head, sep, _ = warning.partition(": ")
-    if not sep or not head or any(c.isspace() for c in head):
+    if not sep or not head:
+        return None
+    if any(c.isspace() for c in head) and not head.lower().endswith((".md", ".markdown")):
         return None
     return posixpath.normpath(head)
 
