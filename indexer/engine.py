@@ -562,7 +562,7 @@ class Engine:
         statistics are those of the scoped chunks only (indexer/scope.py KeywordIndexes)."""
         if not self.scope:
             return self.fulltext
-        return self._keyword_indexes.get(self.scope, self.fulltext.generation, self.catalog.all_chunks)
+        return self._keyword_indexes.get(self.scope, self.fulltext.generation, self.catalog.db, self.catalog.all_chunks)
 
     def last_run(self, report: IndexReport | None = None) -> dict | None:
         """The last index run's report as this request's scope sees it."""

@@ -17,9 +17,11 @@ A symlinked file is judged by its target too: `journal/db1.md -> ../hosts/db1.md
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import posixpath
 import threading
+from array import array
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -253,12 +255,20 @@ def warning_path(warning: str) -> str | None:
     return posixpath.normpath(head)
 
 
+def chunk_signature(db) -> str:
+    """A digest of the visible chunk ids: equal digests, equal chunk texts."""
+    ids = array("q", (r[0] for r in db.execute("SELECT id FROM chunks ORDER BY id")))
+    return hashlib.sha1(ids.tobytes()).hexdigest()
+
+
 class KeywordIndexes:
     """BM25 over a scope's chunks only. A keyword index's statistics (document count, average
     length, document frequencies) are corpus-wide, so filtering the main index changes scores and
     even the top section: each scope gets a derived in-memory index of its own chunks, rebuilt from
-    the catalog whenever the main index moved to a new generation (so it is never staler than the
-    main one; during an ingest that is at most every few seconds). A rebuild, not an update: an
+    the catalog when the main index moved to a new generation (so it is never staler than the main
+    one; during an ingest that is at most every few seconds) and the scope's chunks are not the
+    ones it holds (chunk ids are never reused: the same ids are the same texts, so a change
+    outside the scope costs one id listing, not a rebuild). A rebuild, not an update: an
     updated index keeps deleted documents in its statistics until segments merge, while a fresh
     one equals a fresh index of a corpus holding only the scoped files. Chunks' identifier terms
     are kept between rebuilds (splitting them is most of a build's cost); the few most recent
@@ -266,17 +276,22 @@ class KeywordIndexes:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._by_scope: dict[tuple[str, ...], tuple[int, object, dict]] = {}
+        self._by_scope: dict[tuple[str, ...], tuple[int, object, dict, str]] = {}
         self.builds = 0
 
-    def get(self, prefixes: tuple[str, ...], generation: int, chunks):
-        """The index for `prefixes` at `generation`; `chunks()` yields the scoped chunk rows."""
+    def get(self, prefixes: tuple[str, ...], generation: int, db, chunks):
+        """The index for `prefixes` at `generation`; `db` is the scoped connection, `chunks()`
+        yields the scoped chunk rows."""
         from .fulltext import FullText, idents
 
         with self._lock:
             got = self._by_scope.pop(prefixes, None)
             if got is not None and got[0] == generation:
                 self._by_scope[prefixes] = got   # most recently used last
+                return got[1]
+            sig = chunk_signature(db)
+            if got is not None and got[3] == sig:
+                self._by_scope[prefixes] = (generation, got[1], got[2], sig)
                 return got[1]
             old = got[2] if got is not None else {}
             cache: dict[int, str] = {}
@@ -289,7 +304,7 @@ class KeywordIndexes:
                 return got_ident
             index = FullText.in_memory(chunks(), ident_of)
             self.builds += 1
-            self._by_scope[prefixes] = (generation, index, cache)
+            self._by_scope[prefixes] = (generation, index, cache, sig)
             while len(self._by_scope) > KEYWORD_INDEXES_KEPT:
                 self._by_scope.pop(next(iter(self._by_scope)))
             return index
