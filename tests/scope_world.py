@@ -1,15 +1,16 @@
 """Two corpora for the scope differential: a full one served with a scope, and one holding only
 the scoped files — with the history of the scoped files.
 
-The full corpus (`<base>/full/mem`, a git repository) has `journal/` (the scope), `hosts/`,
+The full corpus (`<base>/full/mem`, a git repository) has `journal/` and `services/` (the
+scope), `hosts/`,
 `runbooks/`, the case look-alike `JOURNAL/` and the prefix look-alike `journal-archive/`, links
 across them, symlinks from inside the scope to outside (and the other way), files with warnings
 inside and outside, and a history of commits touching both sides (one on an unmerged branch).
 
 The only-scoped corpus (`<base>/only/mem`) holds the scoped files, and its history is the full
-history restricted to the scope — each commit's tree cut down to `journal/`, commits that change
-nothing there dropped, same authors, dates and messages (what `git filter-repo --path journal/`
-makes). Commit ids therefore differ; `ids` maps each full commit to its scoped twin, and the
+history restricted to the scope — each commit's tree cut down to `journal/` and `services/`,
+commits that change nothing there dropped, same authors, dates and messages (what
+`git filter-repo --path journal/ --path services/` makes). Commit ids therefore differ; `ids` maps each full commit to its scoped twin, and the
 comparison reads the only-scoped answers with their ids mapped back. Cited commits live in a
 third repository (`app`, configured as `[verify] repos` in both), so the files' text is identical.
 """
@@ -21,7 +22,7 @@ import re
 import subprocess
 from pathlib import Path
 
-SCOPE = "journal"
+SCOPE = ("journal", "services")   # the scope: two folders
 
 # (date, message, {path: text or None to delete}) — applied in order on main; "wip" branches off.
 APP_COMMITS = [("2030-01-20T10:00:00+00:00", "app: pool size 40"), ("2030-01-21T10:00:00+00:00", "app: retry reads")]
@@ -121,6 +122,17 @@ ARCHIVE = """# 2029-12-01 (Sat)
 journal-archive look-alike: replication lag archived in December, backup restore.
 """
 
+QUEUE = """---
+service: queue
+aliases: [pg-primary, mq]
+tags: [ops]
+---
+# queue
+
+The job queue (a service record inside the scope). Its alias pg-primary collides with the
+db1 host's. Replication of the queue's state is nightly; the backup restore is untested.
+"""
+
 WIP = """# 2030-02-12 (Tue)
 
 ## Work in progress
@@ -175,7 +187,7 @@ def build(base: Path) -> dict:
          {"journal/2030-02-10.md": J10.format(app1=a1), "hosts/db1.md": HOST_DB1 + "\nLag incident 2030-02-10.\n"}),
         ("2030-02-11T09:00:00+00:00", "journal follow-up, look-alike folders",
          {"journal/2030-02-11.md": J11.format(app2=a2), "journal/db1-log.md": J_DB1_LOG,
-          "journal/pool.md": J_UNDATED, "journal/broken.md": J_BAD_YAML, "JOURNAL/shout.md": UPPER,
+          "journal/pool.md": J_UNDATED, "journal/broken.md": J_BAD_YAML, "services/queue.md": QUEUE, "JOURNAL/shout.md": UPPER,
           "journal-archive/2029-12-01.md": ARCHIVE, "hosts/broken.md": HOST_BAD_YAML}),
         ("2030-02-12T09:00:00+00:00", "pg1 record (outside only)", {"hosts/pg1.md": HOST_PG1}),
     ]
@@ -205,14 +217,15 @@ def _filtered_history(full: Path, only: Path, branches: list[str]) -> dict[str, 
     for c in order:
         parents = _git(full, "rev-list", "--parents", "-n", "1", c).split()[1:]
         parent_image = image[parents[0]] if parents else None
-        try:
-            sub = _git(full, "rev-parse", f"{c}:{SCOPE}")
-        except subprocess.CalledProcessError:
-            sub = None
+        entries = []
+        for folder in SCOPE:
+            try:
+                entries.append(f"040000 tree {_git(full, 'rev-parse', f'{c}:{folder}')}\t{folder}\n")
+            except subprocess.CalledProcessError:
+                pass
         before = _git(full, "rev-parse", f"{parent_image}^{{tree}}") if parent_image else None
-        tree = _git(full, "mktree", input=f"040000 tree {sub}\t{SCOPE}\n") if sub else \
-            _git(full, "mktree", input="")
-        if tree == before or (parent_image is None and sub is None):
+        tree = _git(full, "mktree", input="".join(entries))
+        if tree == before or (parent_image is None and not entries):
             image[c] = parent_image
             continue
         msg = _git(full, "log", "-1", "--format=%B", c)

@@ -1,8 +1,8 @@
 """The scope differential: a scoped server answers exactly as a corpus of only the scoped files.
 
 Every MCP tool (listed from the server itself) is called with the same arguments against (a) the
-full corpus served with `--scope journal/` and (b) a corpus holding only `journal/`, with the
-history of `journal/` (tests/scope_world.py), and the answers — text and structured content,
+full corpus served with `--scope journal/ --scope services/` and (b) a corpus holding only those
+folders, with their history (tests/scope_world.py), and the answers — text and structured content,
 scores included — are compared field by field. What may legitimately differ is normalised, and
 only that: absolute paths of the roots and index folders, timestamps and durations, the catalog's
 generation counters (opaque version stamps: each catalog counts its own writes), the scoped
@@ -34,7 +34,7 @@ QUERIES = ["replication lag on db1", "backup restore", "too many clients", "how 
            "pgbackrest", "what happened on 2030-02-10", "Okta SSO login", "wip replication tuning draft",
            "broken front matter", "10.9.0.11", "pg-primary"]
 SCOPED_DOCS = ["journal/2030-02-10.md", "journal/2030-02-11.md", "journal/db1-log.md", "journal/pool.md",
-               "journal/broken.md"]
+               "journal/broken.md", "services/queue.md"]
 OUTSIDE = ["hosts/db1.md", "JOURNAL/shout.md", "journal-archive/2029-12-01.md", "journal/host-db1.md",
            "runbooks/restore.md", "hosts/incident.md", "journal/follow-up.md", "Journal/2030-02-10.md"]
 
@@ -69,6 +69,10 @@ def calls_for(world) -> list[tuple[str, dict]]:
         ("history", {"entity": "db1"}),
         ("history", {"entity": "pg1", "topic": "replication"}),
         ("history", {"entity": "10.9.0.11"}),
+        ("history", {"entity": "queue"}),
+        ("history", {"entity": "pg-primary", "topic": "replication"}),
+        ("history", {"entity": "mq", "since": "2030-02-11"}),
+        ("search", {"query": "pg-primary replication", "limit": 8}),
         ("verify", {"text": f"fixed in app@{world['app_ids'][0][:10]} and {world['app_ids'][1][:7]}"}),
         ("verify", {"path": "journal/2030-02-10.md", "heading": "db1 replication lag"}),
         ("verify", {}),
@@ -189,7 +193,8 @@ def _run_all(server, calls):
     return anyio.run(go)
 
 
-@pytest.mark.parametrize("scope", [["journal/"], ["journal"]])   # without the slash: never journal-archive/
+# Without the slash too: `journal` never holds journal-archive/ (nor JOURNAL/).
+@pytest.mark.parametrize("scope", [["journal/", "services/"], ["journal", "./services"]])
 def test_scoped_server_answers_exactly_like_a_corpus_of_only_the_scope(world, tiny_embedder, tmp_path, monkeypatch,
                                                                         scope):
     monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
@@ -275,7 +280,7 @@ def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):
                 out.append({"is_error": bool(r.is_error), "structured": st})
             return out
 
-    a = anyio.run(go, params("full", ["journal/"]), calls)
+    a = anyio.run(go, params("full", ["journal/", "services/"]), calls)
     b = anyio.run(go, params("only", []), [(n, to_scoped_ids(x, world["ids"])) for n, x in calls])
     diffs = []
     for (name, args), x, y in zip(calls, a, b):
