@@ -86,7 +86,7 @@ def build(root: Path, rng: random.Random, n_case: int = 12) -> dict:
             "inside": inside}
 
 
-def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 14) -> dict:
+def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 14, cost: bool = True) -> dict:
     from remembrancer.indexer import api
     from remembrancer.indexer.errors import UserError
     from tests.corpus_helpers import engine_for
@@ -149,7 +149,8 @@ def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 1
             leaks.append(f"crash scope={bad!r}: {type(e).__name__}: {e}")
     engine.close()
     return {**counts, "canaries": len(world["canaries"]), "outside_paths": len(world["outside_paths"]),
-            "examples": leaks, "keyword_index": keyword_index_cost(tmp / "cost", embedder, docs, searches)}
+            "examples": leaks, **({"keyword_index": keyword_index_cost(tmp / "cost", embedder, docs, searches)}
+                                  if cost else {})}
 
 
 def keyword_index_cost(tmp: Path, embedder, docs: int, searches: int) -> dict:

@@ -74,8 +74,8 @@ def check_exists(roots, prefixes: tuple[str, ...]) -> None:
         for i, seg in enumerate(rest):
             try:
                 names = os.listdir(base)
-            except OSError:
-                names = []
+            except OSError:   # an unreadable root keeps its documents (engine refresh): no verdict
+                break
             if seg not in names:
                 done = "/".join(parts[: len(parts) - len(rest) + i])
                 _unknown(p, [f"{done}/{n}" if done else n for n in names], seg)
