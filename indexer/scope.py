@@ -1,9 +1,9 @@
-"""Scopes: folders (or files) of the corpus outside which nothing exists — a wall, enforced in SQLite.
+"""Scopes: folders (or files) of the corpus outside which nothing exists — a wall, enforced by the store.
 
 A scoped request must be answered exactly as a corpus holding only the scoped files would answer
-it. For such a request, the reader's connection gets TEMP views named like the catalog's tables
-(`documents`, `sections`, `chunks`, `passages`, `entities`, `links`) that hold only the rows of
-visible documents. SQLite resolves an unqualified table name to the temp schema first, so every
+it. For such a request, the local store's connection gets TEMP views (`Catalog.scoped`) named
+like the catalog's tables (`documents`, `sections`, `chunks`, `passages`, `entities`, `links`)
+that hold only the rows of visible documents. SQLite resolves an unqualified table name to the temp schema first, so every
 query of the engine sees the scoped corpus without knowing about scopes. What is not a table row
 — the keyword index's statistics, link resolution, commits, the last run's report — is scoped by
 the code that owns it, through `Wall` (what a scope sees) and `keyword_index` (BM25 over it).
@@ -17,18 +17,13 @@ A symlinked file is judged by its target too: `journal/db1.md -> ../hosts/db1.md
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import posixpath
 import threading
-from array import array
-from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import UserError
 
-TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
-SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path of its target
 KEYWORD_INDEXES_KEPT = 4      # distinct scopes whose derived keyword index is kept in memory
 
 
@@ -91,93 +86,6 @@ def _unknown(value: str, siblings: list[str], segment: str | None = None) -> Non
                     hint="give a folder relative to the corpus root, e.g. --scope journal/")
 
 
-# -- SQL ------------------------------------------------------------------------------------------
-
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _predicate(prefixes: tuple[str, ...], col: str) -> str:
-    """`col` under a prefix, on whole segments and case-sensitively: equal, or in the byte range
-    ['p/', 'p0') — exactly the strings starting with 'p/' ('0' follows '/'), served by the index."""
-    parts = [f"({col} = {_quote(p)} OR ({col} >= {_quote(p + '/')} AND {col} < {_quote(p + '0')}))"
-             for p in prefixes]
-    return "(" + " OR ".join(parts) + ")"
-
-
-def _has_symlinks_table(db) -> bool:
-    return db.execute("SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?", (SYMLINKS,)).fetchone() \
-        is not None
-
-
-def _views(prefixes: tuple[str, ...], symlinks: bool) -> list[str]:
-    """Each view keeps a row whose document is visible, checked per row through the primary key
-    (a correlated EXISTS): a lookup by id stays a lookup, where `IN (SELECT …)` re-listed the
-    whole scope for every statement."""
-    visible = _predicate(prefixes, "d.path")
-    if symlinks:
-        visible += (f" AND NOT EXISTS (SELECT 1 FROM main.{SYMLINKS} t WHERE t.path = d.path"
-                    f" AND NOT {_predicate(prefixes, 't.target')})")
-
-    def doc_visible(doc_id: str) -> str:
-        return f"EXISTS (SELECT 1 FROM main.documents d WHERE d.id = {doc_id} AND {visible})"
-
-    def section_visible(section_id: str) -> str:
-        return (f"EXISTS (SELECT 1 FROM main.sections s2 JOIN main.documents d ON d.id = s2.doc_id"
-                f" WHERE s2.id = {section_id} AND {visible})")
-    return [
-        f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {visible}",
-        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE {doc_visible('s.doc_id')}",
-        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {section_visible('c.section_id')}",
-        f"CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE {section_visible('p.section_id')}",
-        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE {doc_visible('e.doc_id')}",
-        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE {doc_visible('l.doc_id')}",
-    ]
-
-
-@contextmanager
-def applied(db, prefixes: tuple[str, ...]):
-    """Shadow the catalog's tables on connection `db` for the duration of one request."""
-    if not prefixes:
-        yield
-        return
-    _drop(db)
-    symlinks = _has_symlinks_table(db)
-    for sql in _views(prefixes, symlinks):
-        db.execute(sql)
-    try:
-        yield
-    finally:
-        _drop(db)
-
-
-def _drop(db) -> None:
-    for t in TABLES:
-        db.execute(f"DROP VIEW IF EXISTS temp.{t}")
-
-
-def record_symlinks(db, targets: dict[str, str]) -> None:
-    """Remember which indexed files are symlinks, and to what (corpus paths), after a walk."""
-    db.execute(f"CREATE TABLE IF NOT EXISTS main.{SYMLINKS} (path TEXT PRIMARY KEY, target TEXT NOT NULL)")
-    have = dict(db.execute(f"SELECT path, target FROM main.{SYMLINKS}").fetchall())
-    if have == targets:
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute(f"DELETE FROM main.{SYMLINKS}")
-        db.executemany(f"INSERT INTO main.{SYMLINKS}(path, target) VALUES (?, ?)", sorted(targets.items()))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def symlink_targets(db) -> dict[str, str]:
-    if not _has_symlinks_table(db):
-        return {}
-    return dict(db.execute(f"SELECT path, target FROM main.{SYMLINKS}").fetchall())
-
-
 # -- what a scope sees beyond the tables -----------------------------------------------------------
 
 class Wall:
@@ -216,12 +124,6 @@ def visible_warnings(wall: Wall, warnings: list[str], paths: list | None) -> lis
     return out
 
 
-def vector_count(db) -> int:
-    """Stored vectors the visible passages use (the embeddings table is shared by every scope)."""
-    return db.execute("SELECT COUNT(DISTINCT text_sha) FROM passages"
-                      " WHERE text_sha IN (SELECT text_sha FROM main.embeddings)").fetchone()[0]
-
-
 def repo_paths(root, repo_workdir, prefixes: tuple[str, ...], multi: bool) -> list[str] | None:
     """The scope as paths inside the git repository holding `root`: None when the whole
     repository is visible, [] when none of it is."""
@@ -255,12 +157,6 @@ def warning_path(warning: str) -> str | None:
     return posixpath.normpath(head)
 
 
-def chunk_signature(db) -> str:
-    """A digest of the visible chunk ids: equal digests, equal chunk texts."""
-    ids = array("q", (r[0] for r in db.execute("SELECT id FROM chunks ORDER BY id")))
-    return hashlib.sha1(ids.tobytes()).hexdigest()
-
-
 class KeywordIndexes:
     """BM25 over a scope's chunks only. A keyword index's statistics (document count, average
     length, document frequencies) are corpus-wide, so filtering the main index changes scores and
@@ -279,9 +175,9 @@ class KeywordIndexes:
         self._by_scope: dict[tuple[str, ...], tuple[int, object, dict, str]] = {}
         self.builds = 0
 
-    def get(self, prefixes: tuple[str, ...], generation: int, db, chunks):
-        """The index for `prefixes` at `generation`; `db` is the scoped connection, `chunks()`
-        yields the scoped chunk rows."""
+    def get(self, prefixes: tuple[str, ...], generation: int, signature, chunks):
+        """The index for `prefixes` at `generation`; `signature()` digests the scope's chunk ids,
+        `chunks()` yields its chunk rows (both read through the scoped catalog)."""
         from .fulltext import FullText, idents
 
         with self._lock:
@@ -289,7 +185,7 @@ class KeywordIndexes:
             if got is not None and got[0] == generation:
                 self._by_scope[prefixes] = got   # most recently used last
                 return got[1]
-            sig = chunk_signature(db)
+            sig = signature()
             if got is not None and got[3] == sig:
                 self._by_scope[prefixes] = (generation, got[1], got[2], sig)
                 return got[1]
