@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -280,8 +281,11 @@ def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):
                 out.append({"is_error": bool(r.is_error), "structured": st})
             return out
 
-    a = anyio.run(go, params("full", ["journal/", "services/"]), calls)
-    b = anyio.run(go, params("only", []), [(n, to_scoped_ids(x, world["ids"])) for n, x in calls])
+    try:
+        a = anyio.run(go, params("full", ["journal/", "services/"]), calls)
+        b = anyio.run(go, params("only", []), [(n, to_scoped_ids(x, world["ids"])) for n, x in calls])
+    finally:   # the daemons exit on their own (--idle-exit 2); their sockets' folder goes now
+        shutil.rmtree(sockdir, ignore_errors=True)
     diffs = []
     for (name, args), x, y in zip(calls, a, b):
         diffs += differences(normalise(x, world, "full"), normalise(y, world, "only"), name)
