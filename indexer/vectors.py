@@ -106,8 +106,10 @@ class Vectors:
             self._update_matrix(removed, labels, vectors)
 
     def _update_matrix(self, removed, labels, vectors) -> None:
-        """Keep the exact-search copy in step with an update (dropped and rebuilt if out of order)."""
-        if self._matrix is None:
+        """Keep the exact-search copy in step with an update (dropped and rebuilt if out of order,
+        dropped for good once the index is too big to be searched exactly)."""
+        if self._matrix is None or len(self.live) >= EXACT_BELOW:
+            self._matrix = None
             return
         have, mat = self._matrix
         if len(removed):
@@ -181,13 +183,17 @@ class Vectors:
     def _exact(self, q: np.ndarray, pool: set[int] | None, k: int) -> list[tuple[int, float]]:
         """Similarities computed row by row (einsum, not BLAS: a row's value must not depend on
         which other rows are searched with it), best first, ties by label."""
-        if self._matrix is None or len(self._matrix[0]) != len(self.live):
-            labels = np.array(sorted(self.live), dtype=np.int64)
-            self._matrix = (labels, np.asarray(self.index.get_items(labels), dtype=np.float32).reshape(-1, self.dim))
-        labels, mat = self._matrix
-        if pool is not None:
-            rows = np.searchsorted(labels, np.array(sorted(pool), dtype=np.int64))
-            labels, mat = labels[rows], mat[rows]
+        if len(self.live) >= EXACT_BELOW:   # a big index, a small pool: fetch just the pool's vectors
+            labels = np.array(sorted(self.live if pool is None else pool), dtype=np.int64)
+            mat = np.asarray(self.index.get_items(labels), dtype=np.float32).reshape(-1, self.dim)
+        else:   # a copy of every vector (fetching them costs more than the search), kept in step by update()
+            if self._matrix is None or len(self._matrix[0]) != len(self.live):
+                labels = np.array(sorted(self.live), dtype=np.int64)
+                self._matrix = (labels, np.asarray(self.index.get_items(labels), dtype=np.float32).reshape(-1, self.dim))
+            labels, mat = self._matrix
+            if pool is not None:
+                rows = np.searchsorted(labels, np.array(sorted(pool), dtype=np.int64))
+                labels, mat = labels[rows], mat[rows]
         sims = np.einsum("ij,j->i", mat, np.asarray(q, dtype=np.float32))
         top = np.argsort(-sims, kind="stable")[:k]
         return [(int(labels[i]), float(sims[i])) for i in top]

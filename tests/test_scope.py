@@ -237,3 +237,27 @@ def test_outside_edits_cannot_move_scoped_answers(engine):
     assert engine._keyword_indexes.builds == builds + 1
     assert hits["journal/zz-new.md"]["scores"]["bm25"] > 0
     assert all(r["scores"]["bm25"] == 0 for p, r in hits.items() if p != "journal/zz-new.md")
+
+
+def test_a_vector_search_of_a_subset_computes_the_same_similarities(tmp_path, monkeypatch):
+    """A scope's dense leg searches its passages; each similarity must be the one a corpus of only
+    those passages computes (exact search, row by row), whatever else the index holds."""
+    import numpy as np
+
+    from remembrancer.indexer import vectors as V
+
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((500, 24)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    big = V.Vectors(tmp_path / "big", 24)
+    big.rebuild(np.arange(1, 501), X, 1)
+    small = V.Vectors(tmp_path / "small", 24)
+    keep = np.arange(1, 501, 3)
+    small.rebuild(keep, X[keep - 1], 1)
+    for q in X[:20]:
+        assert big.search(q, 60, set(keep.tolist())) == small.search(q, 60)
+    big.update([1, 4], [901], X[:1])   # kept in step with updates
+    assert big.search(X[0], 5, {901, 7})[0] == (901, small.search(X[0], 1)[0][1])
+    monkeypatch.setattr(V, "EXACT_BELOW", 100)   # a big index: only the pool's vectors are fetched
+    pool = set(keep[2:].tolist())
+    assert big.search(X[3], 30, pool) == small.search(X[3], 30, pool)
