@@ -326,7 +326,7 @@ class Daemon:
         self.ingesting = True
         try:
             report = self.engine.refresh()
-            self.last_ingest = {"at": time.time(), **report.to_dict()}
+            self.last_ingest = {"at": time.time(), "report": report}
             self.last_error = None
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
             log.exception("ingest failed")
@@ -396,6 +396,11 @@ class Daemon:
             return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
         return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state"}
 
+    def _last_ingest(self) -> dict | None:
+        """The last run's report, as the request's scope sees it (indexer/engine.py IndexReport.scoped)."""
+        got = self.last_ingest
+        return None if got is None else {"at": got["at"], **self.engine.last_run(got["report"])}
+
     def status(self) -> dict:
         st = self.engine.status()
         queued, behind = self.queue.pending()
@@ -404,7 +409,7 @@ class Daemon:
             "daemon": {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
                        "clients": self.clients, "requests": self.requests, "queued_changes": queued,
                        "seconds_behind": behind, "ingesting": self.ingesting, "last_error": self.last_error,
-                       "last_ingest": self.last_ingest, "idle_exit_s": self.idle_exit_s,
+                       "last_ingest": self._last_ingest(), "idle_exit_s": self.idle_exit_s,
                        "model_loads": self.engine.model_loads, "notifications": self.notifications,
                        "last_notification": self.last_notification},
             "freshness": self.freshness(),

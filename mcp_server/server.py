@@ -338,10 +338,12 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
             config = load_config(root_args)
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
             config_error = e
-        from remembrancer.indexer.scope import normalize
+        from remembrancer.indexer.scope import check_exists, normalize
 
         try:
             scope = normalize(scopes)
+            if scope and config is not None and config.roots:
+                check_exists(config.roots, scope)   # a typo must not serve an empty corpus
         except UserError as e:
             print(f"remembrancer mcp: {e}", file=sys.stderr)
             return 2
