@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long without clients (daemons started on demand)")
     p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS", help="periodic full rescan interval")
+    p.add_argument("--corpus-idle", type=float, default=900.0, metavar="SECONDS",
+                   help="a corpus without requests this long releases its memory (reopened on demand)")
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
@@ -475,7 +477,8 @@ def cmd_serve(args) -> int:
     from remembrancer.indexer.config import load_config
 
     logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
-    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan)
+    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan,
+               corpus_idle_s=args.corpus_idle if args.corpus_idle > 0 else None)
     d.serve_forever()
     return EXIT_OK
 
