@@ -208,6 +208,19 @@ class Corpora:
             c.last_used = time.monotonic()
             return c
 
+    def acquire_within(self, path: str) -> Corpus:
+        """The open corpus holding folder `path` (the most specific one), marked in use; never
+        opens one: a light client (the Claude Code hook) must not start indexing a folder."""
+        p = Path(path).expanduser().resolve()
+        with self._lock:
+            hit = sorted(self.holding(p), key=lambda c: -max(len(str(r.path)) for r in c.config.roots))
+            if not hit:
+                raise UserError(f"no open corpus holds {p}", param="within", code="no_corpus",
+                                hint="a client naming the corpus by its roots (the MCP server) opens it")
+            hit[0].in_use += 1
+            hit[0].last_used = time.monotonic()
+            return hit[0]
+
     def release(self, c: Corpus) -> None:
         with self._lock:
             c.in_use -= 1
@@ -265,6 +278,14 @@ class Corpora:
                 except Exception:  # one corpus failing to close must not keep the others open
                     log.exception("closing %s failed", c.key)
             self.open.clear()
+
+
+def within_param(params: dict) -> str | None:
+    """`within`: a folder; the request is for the open corpus holding it (see acquire_within)."""
+    within = params.pop("within", None)
+    if within is not None and (not isinstance(within, str) or not within):
+        raise UserError("within must be a folder path", param="within")
+    return within
 
 
 def roots_param(params: dict) -> list[str] | None:

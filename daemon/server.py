@@ -31,7 +31,8 @@ from remembrancer.indexer.errors import UserError
 
 from . import protocol
 from .client import encode_ascii_safe, peer_uid, ping
-from .corpora import CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, release_memory, roots_param
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, release_memory, roots_param,
+                      within_param)
 
 log = logging.getLogger(__name__)
 
@@ -328,18 +329,19 @@ class Daemon:
     def dispatch(self, method: str, params: dict) -> dict:
         params = dict(params)
         roots = roots_param(params)
+        within = within_param(params)
         if method == "notify":
             return self._notify(params)
         if method == "stop":
             threading.Timer(0.05, self.stop).start()
             return {"stopping": True}
-        if method == "status" and roots is None and not self._default_open():
+        if method == "status" and roots is None and within is None and not self._default_open():
             return self.status(None)  # a ping: never reopens a closed corpus
         if method == "reindex" and roots is None and self.default_key is None:
             for c in list(self.corpora.open.values()):
                 c.queue.put(full=True)
             return {"queued": len(self.corpora.open)}
-        corpus = self._corpus(roots)
+        corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
         try:
             if not hasattr(self._touched, "engines"):
                 self._touched.engines = set()

@@ -59,6 +59,6 @@ def choose_corpus(root_args: list[str] | None, client_roots: list[str] | None = 
         return load_config([str(d) for d in dirs]), source
     if configured.roots:
         return configured, "the config file's roots"
-    raise UserError("no corpus to serve: no --root, no MCP client roots, no CLAUDE_PROJECT_DIR and no "
+    raise UserError("no corpus roots given: no --root, no MCP client roots, no CLAUDE_PROJECT_DIR and no "
                     "roots in the config file", param="root",
                     hint="pass --root DIR to `remembrancer mcp`, or set roots = [\"~/notes\"] in the config file")

@@ -451,17 +451,16 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None
     then tool descriptions written from it."""
     try:
         config, source = choose_corpus(None, client_roots)
-    except UserError as e:
-        link.config_error, link.start_problem = e, str(e)
-        log.warning("remembrancer MCP: %s", e)
-        return
-    log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
-    link.config = config
-    open_link(link)
+    except UserError as e:   # every tool answers with it; the descriptions say it
+        config, link.config_error, link.start_problem = None, e, str(e)
+    else:
+        log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
+        link.config = config
+        open_link(link)
     facts = index_facts(link)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
-    for name, text in tool_descriptions(facts, config.doc_types).items():
+    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES).items():
         tool = server._tool_manager.get_tool(name)
         if tool is not None:
             tool.description = text

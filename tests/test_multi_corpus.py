@@ -197,4 +197,4 @@ def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
         async with Client(mcp_params(world, world["tmp"]), read_timeout_seconds=60) as c:
             return await c.call_tool("search", {"query": "x"})
     res = anyio.run(main)
-    assert res.is_error and "no corpus to serve" in res.content[0].text and "--root" in res.content[0].text
+    assert res.is_error and "no corpus roots given" in res.content[0].text and "--root" in res.content[0].text
