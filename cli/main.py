@@ -442,6 +442,12 @@ def cmd_status(args) -> int:
 def cmd_eval(args) -> int:
     from remembrancer.indexer.evaluate import format_report, run_eval
 
+    from pathlib import Path
+
+    if not Path(args.queries).exists() and "shared/eval" in args.queries:
+        raise UserError(f"{args.queries} not found: the evaluation query sets live in ../shared/eval, beside the "
+                        "checkout, and are not part of this repository", param="queries",
+                        hint="put them there, or pass a labelled query file of your own (.jsonl or .yaml)")
     report = run_eval(args.queries, args.root, limit=args.limit)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -369,9 +369,9 @@ class Daemon:
     def _corpus(self, roots: list[str] | None) -> Corpus:
         if roots is None:
             if self.default_key is None:
-                raise UserError("this daemon has no default corpus: name one", param="roots",
-                                hint="pass roots = [corpus folders] with the request (clients of this "
-                                     "version do), or start the daemon with --root")
+                raise UserError("no corpus named, and this daemon has no default one", param="roots",
+                                hint="pass --root DIR (or set roots = [\"~/notes\"] in the config file); "
+                                     "over the socket: \"roots\": [folders] in the params")
             return self.corpora.acquire(self.default_key, self.config)
         return self.corpora.acquire(roots)
 

@@ -142,3 +142,23 @@ def test_cli_output_uses_cli_wording(cli):
     r = cli("latest", "db1", "--root", str(cli.notes))
     assert r.returncode == 0, r.stderr
     assert "read(path, heading)" not in r.stdout and "remembrancer read PATH --heading" in r.stdout
+
+
+# -- bench / eval without ../shared ------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("goal", ["bench", "eval"])
+def test_make_bench_and_eval_say_what_they_need_without_shared(tmp_path, goal):
+    clone = tmp_path / "clone"   # a plain clone: no ../shared beside it
+    clone.mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "Makefile", clone / "Makefile")
+    r = subprocess.run(["make", "-s", goal], cwd=clone, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stdout + r.stderr
+    assert f"make {goal} needs the evaluation corpora and query sets in ../shared/eval" in r.stdout
+    assert not (clone / ".venv").exists()   # it said so before installing anything
+
+
+def test_eval_without_shared_says_what_it_needs(cli):
+    r = cli("eval", "../shared/eval/queries/mm-v2.dev.jsonl", "--root", str(cli.notes))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "not part of this repository" in r.stderr
