@@ -92,6 +92,7 @@ class Corpus:
         self.last_ingest: dict | None = None
         self.opened_at = time.time()
         self._thread: threading.Thread | None = None
+        self._claimed = threading.Event()
 
     def start(self) -> None:
         self.watcher.start()
@@ -99,6 +100,9 @@ class Corpus:
         self._thread = threading.Thread(target=self._ingest_loop, name=f"ingest {self.config.roots[0].name}",
                                         daemon=True)
         self._thread.start()
+        # Until the ingest thread claims the writer connection, the opening (client) thread holds
+        # it: wait, so no request ever shares the writer's connection with the writer.
+        self._claimed.wait(timeout=10)
 
     def stop(self) -> None:
         """Stop the writer (an ingest in progress stops at its next file), the watches, the engine."""
@@ -113,6 +117,7 @@ class Corpus:
     # -- the single writer ------------------------------------------------------------------------
     def _ingest_loop(self) -> None:
         self.engine.claim_writer()
+        self._claimed.set()
         try:
             self.engine.repair()
         except Exception as e:  # recorded: status says it; searches still answer from what is there
@@ -250,6 +255,7 @@ class Corpora:
                 if c.in_use or c.ingesting or now - c.last_used < self.idle_s:
                     continue
                 summary = c.summary()
+                c.engine.release_reader()   # the one summary() just opened on this thread
                 c.stop()
                 self.model_loads_closed += c.engine.model_loads
                 del self.open[key]
@@ -265,9 +271,12 @@ class Corpora:
         with self._lock:
             return self.model.loads + self.model_loads_closed + sum(c.engine.model_loads for c in self.open.values())
 
-    def summaries(self) -> list[dict]:
+    def summaries(self, touched: set | None = None) -> list[dict]:
+        """Every corpus's line; the engines read from are added to `touched` (to release later)."""
         with self._lock:
             out = [c.summary() for c in self.open.values()] + list(self.closed.values())
+            if touched is not None:
+                touched.update(c.engine for c in self.open.values())
         return sorted(out, key=lambda s: s["roots"])
 
     def close_all(self) -> None:

@@ -13,6 +13,7 @@ idle-exit deadline or the next check for idle corpora.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -245,6 +246,10 @@ class Daemon:
                     uid = peer_uid(sock)  # 0600 in a 0700 folder already; this holds if someone loosens them
                     if uid is not None and uid not in (os.getuid(), 0):
                         log.warning("refused a client running as uid %s", uid)
+                        # its request is read (briefly) first: closing on an unread request made the
+                        # client's send fail with EPIPE instead of showing it this answer
+                        with contextlib.suppress(_TooLarge):
+                            _read_request(sock, bytearray(), 1.0, 1.0)
                         self.send({"id": None, "ok": False, "error": {
                             "code": "forbidden", "message": f"uid {uid} may not use the daemon of uid {os.getuid()}"}})
                         return
@@ -286,6 +291,11 @@ class Daemon:
             self.last_activity = time.monotonic()
         if delta < 0:
             self._wake.set()  # let the main loop re-check the idle deadline
+
+    def _touched_engines(self) -> set:
+        if not hasattr(self._touched, "engines"):
+            self._touched.engines = set()
+        return self._touched.engines
 
     def _release_readers(self) -> None:
         """Close this client thread's read-only connections (left to the GC, they piled up)."""
@@ -343,9 +353,7 @@ class Daemon:
             return {"queued": len(self.corpora.open)}
         corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
         try:
-            if not hasattr(self._touched, "engines"):
-                self._touched.engines = set()
-            self._touched.engines.add(corpus.engine)
+            self._touched_engines().add(corpus.engine)
             out = api.dispatch_read(corpus.engine, method, params, corpus.freshness)
             if out is not None:
                 return out
@@ -408,11 +416,11 @@ class Daemon:
         if corpus is None:
             return {"roots": [], "daemon": {**d, "queued_changes": 0, "seconds_behind": None, "ingesting": False,
                                             "last_error": None, "last_ingest": None},
-                    "corpora": self.corpora.summaries()}
+                    "corpora": self.corpora.summaries(self._touched_engines())}
         st = corpus.engine.status()
         queued, behind = corpus.queue.pending()
         return {**st,
                 "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": corpus.ingesting,
                            "last_error": corpus.last_error, "last_ingest": corpus.last_ingest},
                 "freshness": corpus.freshness(),
-                "corpora": self.corpora.summaries()}
+                "corpora": self.corpora.summaries(self._touched_engines())}
