@@ -19,6 +19,7 @@ from remembrancer import __version__
 from remembrancer.indexer.errors import UserError
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
+FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
 
@@ -235,21 +236,31 @@ def _error(args, e: UserError) -> None:
 def _backend(args, missing: str = "ok"):
     """The daemon if one runs; else the engine in-process, refreshed first.
 
-    With no index built yet and no daemon: `missing="build"` says on stderr that it builds one
-    now (with progress), "error" refuses with exit 3 (reads have nothing to read), "ok" goes on."""
-    from remembrancer.daemon.connect import connect, find_daemon
+    With no index built yet: `missing="build"` says on stderr that it is built now — in-process
+    with a progress bar, or by the daemon, waited for — "error" refuses with exit 3 (reads have
+    nothing to read), "ok" goes on."""
+    from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
     from remembrancer.indexer.config import load_config
 
     config = load_config(args.root)
-    if (missing != "ok" and config.roots and not (config.index_dir() / "catalog.sqlite3").exists()
-            and find_daemon(config) is None):
-        roots = " ".join(f"--root {r.path}" for r in config.roots)
-        if missing == "error":
-            raise UserError(f"no index yet for {', '.join(str(r.path) for r in config.roots)}", code="no_index",
-                            hint=f"build it with `remembrancer index {roots}` (or run a search: it builds one)")
-        print(f"remembrancer: no index yet for {', '.join(str(r.path) for r in config.roots)}: building it now "
-              "(only this once; `remembrancer serve` or the service keeps it fresh)", file=sys.stderr)
-    return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+    if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
+        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+    where = ", ".join(str(r.path) for r in config.roots)
+    daemon = find_daemon(config)
+    if missing == "error":
+        if daemon is not None:
+            daemon.close()
+        raise UserError(f"no index yet for {where}", code="no_index",
+                        hint="build it with `remembrancer index " + " ".join(f"--root {r.path}" for r in config.roots)
+                             + "` (or run a search: it builds one)")
+    if daemon is None:
+        print(f"remembrancer: no index yet for {where}: building it now (only this once; `remembrancer "
+              "serve` or the service keeps it fresh)", file=sys.stderr)
+        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+    print(f"remembrancer: no index yet for {where}: the daemon is building it now; waiting for it",
+          file=sys.stderr)
+    wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
+    return daemon
 
 
 def corpus_path(path: str, root_args) -> str:

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0
 DEFAULT_IDLE_EXIT_S = 600.0
+INITIAL_INDEX_WAIT_S = 20.0   # a daemon just opened a never-indexed corpus: wait this long for its first pass
 
 
 class DaemonBackend:
@@ -153,6 +154,25 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
             raise DaemonUnavailable(f"daemon exited with code {proc.returncode}; see {log_dir / 'daemon.log'}")
         time.sleep(0.1)
     raise DaemonUnavailable(f"daemon did not answer within {START_TIMEOUT_S:.0f}s; see {log_dir / 'daemon.log'}")
+
+
+def wait_for_first_index(link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
+    """A daemon just started on a corpus never indexed has nothing to describe yet: give its first
+    pass a little time, so the tool descriptions show the corpus rather than an empty index."""
+    if link.kind != "daemon":
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        st = link.call("status")
+        fr = st.get("freshness") or {}
+        building = st.get("documents", 0) == 0 and (st.get("last_indexed_at") is None
+                                                    or fr.get("verdict") == "catching_up")
+        if not building:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("the first index is still being built; tool descriptions show what is there now")
+            return
+        time.sleep(0.25)
 
 
 def _lock_held(sock: Path) -> bool:

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
@@ -32,7 +33,6 @@ log = logging.getLogger("remembrancer.mcp")
 
 SERVER_NAME = "remembrancer"
 ROOTS_WAIT_S = 2.0            # how long the client may take to answer roots/list
-INITIAL_INDEX_WAIT_S = 20.0   # a daemon just started on a never-indexed corpus: wait this long for it
 LIST_LIMIT = 100              # list_documents rows per answer (~4000 tokens with the structured copy)
 
 Result = Annotated[CallToolResult, dict[str, Any]]
@@ -347,25 +347,6 @@ def _version() -> str:
         return version("remembrancer")
     except Exception:
         return ""
-
-
-def wait_for_first_index(link: Link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
-    """A daemon just started on a corpus never indexed has nothing to describe yet: give its first
-    pass a little time, so the tool descriptions show the corpus rather than an empty index."""
-    if link.kind != "daemon":
-        return
-    deadline = time.monotonic() + timeout_s
-    while True:
-        st = link.call("status")
-        fr = st.get("freshness") or {}
-        building = st.get("documents", 0) == 0 and (st.get("last_indexed_at") is None
-                                                    or fr.get("verdict") == "catching_up")
-        if not building:
-            return
-        if time.monotonic() >= deadline:
-            log.warning("the first index is still being built; tool descriptions show what is there now")
-            return
-        time.sleep(0.25)
 
 
 @contextlib.contextmanager

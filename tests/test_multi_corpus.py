@@ -198,3 +198,15 @@ def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
             return await c.call_tool("search", {"query": "x"})
     res = anyio.run(main)
     assert res.is_error and "no corpus roots given" in res.content[0].text and "--root" in res.content[0].text
+
+
+def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_projects, serve):
+    """The daemon takes any corpus: a first CLI search of one says it is being built and answers
+    from the finished index (not an empty 'catching up' answer)."""
+    world, d = two_projects, serve()
+    beta = world["repos"]["beta"]
+    r = subprocess.run([sys.executable, "-m", "remembrancer", "search", "kafka consumers rebalance broker",
+                        "--root", str(beta)], env=world["env"], capture_output=True, text=True, timeout=120)
+    assert "no index yet" in r.stderr and "the daemon is building it now" in r.stderr
+    assert "notes.md" in r.stdout and "0 documents" not in r.stdout
+    assert d.status(beta)["daemon"]["pid"] == d.proc.pid
