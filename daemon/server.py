@@ -32,7 +32,7 @@ from remembrancer.indexer.errors import UserError
 
 from . import protocol
 from .client import encode_ascii_safe, peer_uid, ping
-from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, release_memory, roots_param,
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, roots_param,
                       within_param)
 
 log = logging.getLogger(__name__)

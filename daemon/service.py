@@ -17,7 +17,6 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from remembrancer.indexer.config import Config, data_dir
-from remembrancer.indexer.errors import UserError
 
 TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"

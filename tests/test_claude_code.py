@@ -153,3 +153,12 @@ def test_mcp_config_prints_absolute_paths_and_install_merges(tmp_path):
     assert Path(ours["command"]).exists() and ours["args"][-3:] == ["mcp", "--root", str(notes.resolve())]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "already installed" in again.stdout and json.loads(desktop.read_text()) == data
+
+
+def test_the_hook_script_stays_light():
+    """It runs before every prompt: stdlib and the socket only, never the engine or the MCP SDK."""
+    code = ("import sys, remembrancer.hooks.claude_code; heavy = ('tantivy', 'onnxruntime', 'numpy', 'hnswlib', "
+            "'tokenizers', 'mcp', 'pydantic', 'platformdirs'); print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in heavy or m.startswith(('remembrancer.indexer', 'remembrancer.daemon'))))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
