@@ -196,22 +196,42 @@ class Corpora:
         self.open: dict[tuple[str, ...], Corpus] = {}
         self.closed: dict[tuple[str, ...], dict] = {}   # key → its last summary, for status
         self.model_loads_closed = 0  # loads done by engines since closed (their own fallback loads)
+        self._opening: dict[tuple[str, ...], threading.Event] = {}   # corpora being opened right now
         self._lock = threading.RLock()
 
     def acquire(self, roots, config: Config | None = None) -> Corpus:
-        """The open corpus for these roots (opened now if needed), marked in use until `release`."""
+        """The open corpus for these roots (opened now if needed), marked in use until `release`.
+
+        Opening (an engine, maybe a repair, the model's first load) happens outside the registry
+        lock: the other corpora keep answering meanwhile; a second request for the same corpus
+        waits for the first one's open instead of opening it twice."""
         key = corpus_key(roots)
+        while True:
+            with self._lock:
+                c = self.open.get(key)
+                if c is not None:
+                    c.in_use += 1
+                    c.last_used = time.monotonic()
+                    return c
+                opening = self._opening.get(key)
+                if opening is None:
+                    opening = self._opening[key] = threading.Event()
+                    break
+            opening.wait()
+        try:
+            c = Corpus(config or load_config(list(key)), self.model, self.rescan_s)
+            c.start()
+        except BaseException:
+            with self._lock:
+                self._opening.pop(key).set()
+            raise
         with self._lock:
-            c = self.open.get(key)
-            if c is None:
-                c = Corpus(config or load_config(list(key)), self.model, self.rescan_s)
-                c.start()
-                self.open[key] = c
-                self.closed.pop(key, None)
-                log.info("opened corpus %s", ", ".join(key))
             c.in_use += 1
-            c.last_used = time.monotonic()
-            return c
+            self.open[key] = c
+            self.closed.pop(key, None)
+            self._opening.pop(key).set()
+        log.info("opened corpus %s", ", ".join(key))
+        return c
 
     def acquire_within(self, path: str) -> Corpus:
         """The open corpus holding folder `path` (the most specific one), marked in use; never

@@ -49,6 +49,7 @@ def test_prompt_hook_adds_the_top_section_only_for_a_strong_match(two_projects, 
     r, _ = run_hook(world, prompt(alpha / "src", STRONG))
     assert "pg_restore" in r.stdout
 
+    d.wait_fresh(alpha, 1)   # the new folder was a change the watcher reported
     line, _ = run_hook(world, {"hook_event_name": "SessionStart", "cwd": str(alpha), "source": "startup"})
     assert line.returncode == 0 and line.stdout.count("\n") == 1
     assert str(alpha) in line.stdout and "index fresh" in line.stdout and "1 documents" in line.stdout

@@ -210,3 +210,23 @@ def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_project
     assert "no index yet" in r.stderr and "the daemon is building it now" in r.stderr
     assert "notes.md" in r.stdout and "0 documents" not in r.stdout
     assert d.status(beta)["daemon"]["pid"] == d.proc.pid
+
+
+def test_a_corpus_asked_for_by_many_clients_at_once_is_opened_once(two_projects, serve):
+    import threading
+
+    world, d = two_projects, serve()
+    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    d.wait_fresh(alpha, 1)
+    answers: list = []
+    threads = [threading.Thread(target=lambda: answers.append(d.status(beta))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(answers) == 8 and all(a and a["roots"][0]["path"] == str(beta) for a in answers)
+    assert len({a["index_dir"] for a in answers}) == 1
+    assert sorted(tuple(c["roots"]) for c in d.call("status")["corpora"]) == [(str(alpha),), (str(beta),)]
+    log = (world["tmp"] / "daemon.log").read_text()
+    assert log.count(f"opened corpus {beta}") == 1
+    assert d.call("status")["daemon"]["model_loads"] == 1
