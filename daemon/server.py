@@ -361,8 +361,8 @@ class Daemon:
                 scope = params.get("scope") or ()
                 with corpus.engine.scoped(scope):
                     st = self.status(corpus)
-                if scope:  # a scoped client sees its corpus only
-                    st.pop("corpora", None)
+                    if scope:  # a scoped client sees its own corpus only, as the scope sees it
+                        st["corpora"] = [corpus.summary()]
                 return st
             if method == "reindex":
                 corpus.queue.put(full=True)
