@@ -271,6 +271,11 @@ def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):
 
     async def go(p, cs):
         async with Client(p, read_timeout_seconds=120) as c:
+            for _ in range(240):   # the daemon's first index run must be over (a loaded machine is slow)
+                st = (await c.call_tool("index_status", {})).structured_content or {}
+                if (st.get("freshness") or {}).get("verdict") == "fresh" and (st.get("daemon") or {}).get("last_ingest"):
+                    break
+                await anyio.sleep(0.25)
             out = []
             for name, args in cs:
                 r = await c.call_tool(name, args)
