@@ -35,16 +35,18 @@ def _is_ours(hook: object) -> bool:
     return isinstance(hook, dict) and MODULE in str(hook.get("command", ""))
 
 
-def _load(path: Path) -> dict:
+def read_json(path: Path, table: str, param: str) -> dict:
+    """A user's JSON settings file as an object ({} when absent) whose `table` is an object; a file
+    we could not merge into safely is refused, never overwritten."""
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
     except (ValueError, UnicodeDecodeError) as e:
-        raise UserError(f"{path} is not valid JSON ({e}); not touching it", param="settings",
+        raise UserError(f"{path} is not valid JSON ({e}); not touching it", param=param,
                         hint="fix the file (or move it away), then run this again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
-        raise UserError(f"{path} does not hold a settings object with a \"hooks\" table", param="settings",
+    if not isinstance(data, dict) or not isinstance(data.get(table, {}), dict):
+        raise UserError(f"{path} does not hold a settings object with a \"{table}\" table", param=param,
                         hint="fix the file (or move it away), then run this again")
     return data
 
@@ -74,7 +76,7 @@ def write_json(path: Path, data: dict) -> None:
 
 def install(path: Path | None = None) -> dict:
     path = path or settings_path()
-    data = _load(path)
+    data = read_json(path, "hooks", "settings")
     before = json.dumps(data, sort_keys=True)
     hooks = data.setdefault("hooks", {})
     cmd = hook_command()
@@ -90,7 +92,7 @@ def install(path: Path | None = None) -> dict:
 
 def uninstall(path: Path | None = None) -> dict:
     path = path or settings_path()
-    data = _load(path)
+    data = read_json(path, "hooks", "settings")
     hooks = data.get("hooks") or {}
     removed = []
     for event in EVENTS:

@@ -9,14 +9,13 @@ config file's.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
 from pathlib import Path
 
 from remembrancer.daemon.service import exec_argv, passed_env
-from remembrancer.hooks.claude_settings import write_json
+from remembrancer.hooks.claude_settings import read_json, write_json
 from remembrancer.indexer.errors import UserError
 
 SERVER = "remembrancer"
@@ -52,16 +51,7 @@ def desktop_json(roots: list[str]) -> dict:
 def install_desktop(roots: list[str], path: Path | None = None) -> dict:
     """Merge our server into Claude Desktop's config: other servers and settings are kept."""
     path = path or desktop_config_path()
-    data: dict = {}
-    if path.exists():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8") or "{}")
-        except (ValueError, UnicodeDecodeError) as e:
-            raise UserError(f"{path} is not valid JSON ({e}); not touching it", param="config",
-                            hint="fix the file (or move it away), then run this again") from None
-        if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
-            raise UserError(f"{path} has no \"mcpServers\" object", param="config",
-                            hint="fix the file (or move it away), then run this again")
+    data = read_json(path, "mcpServers", "config")
     servers = data.setdefault("mcpServers", {})
     entry = server_entry(roots)
     if servers.get(SERVER) == entry:
