@@ -16,7 +16,6 @@ from pathlib import Path
 
 from remembrancer.daemon.service import exec_argv, passed_env
 from remembrancer.hooks.claude_settings import read_json, write_json
-from remembrancer.indexer.errors import UserError
 
 SERVER = "remembrancer"
 
