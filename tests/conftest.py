@@ -6,6 +6,8 @@ from tests.tiny_model import build_tiny_model
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_model: loads the packaged default embedding model (slower, still runs in CI)")
+    config.addinivalue_line("markers", "wheel: builds the wheel and installs it into a fresh venv (a minute or two; "
+                            "runs in `make test`)")
 
 
 @pytest.fixture(scope="session")
