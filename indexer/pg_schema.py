@@ -126,6 +126,17 @@ EXCEPTION WHEN insufficient_privilege THEN
 END $$;
 """),
 ]
+MIGRATIONS.append((4, "symlinked files and their targets (a scope judges a symlink by its target too)", f"""
+CREATE TABLE scope_symlinks (path text PRIMARY KEY, target text NOT NULL);
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        GRANT SELECT ON scope_symlinks TO {READER_ROLE};
+    END IF;
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'grant SELECT on scope_symlinks to readers yourself';
+END $$;
+"""))
 LATEST = MIGRATIONS[-1][0]
 
 

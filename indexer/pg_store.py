@@ -524,6 +524,33 @@ class PgLedger:
                 out.append(f"{what}: {n}")
         return out
 
+    # -- what scopes need (indexer/scope.py) -----------------------------------------------------------
+    def record_symlinks(self, targets: dict[str, str]) -> None:
+        if self.symlink_targets() == targets:
+            return
+        with self.conn.transaction():
+            self._q("DELETE FROM public.scope_symlinks")
+            if targets:
+                self.conn.cursor().executemany("INSERT INTO public.scope_symlinks(path, target) VALUES (%s, %s)",
+                                               sorted(targets.items()))
+
+    def symlink_targets(self) -> dict[str, str]:
+        return dict(self._q("SELECT path, target FROM public.scope_symlinks").fetchall())
+
+    def vectors_in_use(self) -> int:
+        return self._q("SELECT count(DISTINCT text_sha) FROM passages"
+                       " WHERE text_sha IN (SELECT text_sha FROM public.embeddings)").fetchone()[0]
+
+    def chunk_ids_digest(self) -> str:
+        import hashlib
+        from array import array
+
+        ids = array("q", (r[0] for r in self._q("SELECT id FROM chunks ORDER BY id")))
+        return hashlib.sha1(ids.tobytes()).hexdigest()
+
+    def passage_ids(self) -> set[int]:
+        return {r[0] for r in self._q("SELECT id FROM passages")}
+
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """Best chunk score per section, tantivy's BM25 from stored statistics (indexer/pg_keywords.py)."""
@@ -634,22 +661,36 @@ class PgLedger:
 
 
 def _scope_views(prefixes: tuple[str, ...]) -> list:
+    """The local store's scope views (indexer/catalog.py) in PostgreSQL: whole path segments,
+    compared bytewise (COLLATE "C"), a symlinked file visible only if its target is too."""
     if not prefixes:
         return []
     from psycopg import sql
 
-    pred = sql.SQL(" OR ").join(
-        sql.SQL("d.path LIKE {} ESCAPE '\\'").format(
-            sql.Literal(p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")) for p in prefixes)
-    docs = sql.SQL("SELECT d.id FROM public.documents d WHERE ({})").format(pred)
+    def under(col: str):
+        c = sql.SQL(col + ' COLLATE "C"')
+        return sql.SQL("({})").format(sql.SQL(" OR ").join(
+            sql.SQL("({c} = {p} OR ({c} >= {lo} AND {c} < {hi}))").format(
+                c=c, p=sql.Literal(p), lo=sql.Literal(p + "/"), hi=sql.Literal(p + "0")) for p in prefixes))
+
+    visible = sql.SQL("{} AND NOT EXISTS (SELECT 1 FROM public.scope_symlinks t WHERE t.path = d.path"
+                      " AND NOT {})").format(under("d.path"), under("t.target"))
+
+    def doc_visible(doc_id: str):
+        return sql.SQL("EXISTS (SELECT 1 FROM public.documents d WHERE d.id = " + doc_id + " AND {})").format(visible)
+
+    def section_visible(section_id: str):
+        return sql.SQL("EXISTS (SELECT 1 FROM public.sections s2 JOIN public.documents d ON d.id = s2.doc_id"
+                       " WHERE s2.id = " + section_id + " AND {})").format(visible)
     return [
-        sql.SQL("CREATE TEMP VIEW documents AS SELECT d.* FROM public.documents d WHERE ({})").format(pred),
-        sql.SQL("CREATE TEMP VIEW sections AS SELECT s.* FROM public.sections s WHERE s.doc_id IN ({})").format(docs),
-        sql.SQL("CREATE TEMP VIEW chunks AS SELECT c.* FROM public.chunks c WHERE c.section_id IN (SELECT id FROM sections)"),
-        sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p"
-                " WHERE p.section_id IN (SELECT id FROM sections)"),
-        sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE e.doc_id IN ({})").format(docs),
-        sql.SQL("CREATE TEMP VIEW links AS SELECT l.* FROM public.links l WHERE l.doc_id IN ({})").format(docs),
+        sql.SQL("CREATE TEMP VIEW documents AS SELECT d.* FROM public.documents d WHERE {}").format(visible),
+        sql.SQL("CREATE TEMP VIEW sections AS SELECT s.* FROM public.sections s WHERE {}").format(doc_visible("s.doc_id")),
+        sql.SQL("CREATE TEMP VIEW chunks AS SELECT c.* FROM public.chunks c WHERE {}").format(
+            section_visible("c.section_id")),
+        sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p WHERE {}").format(
+            section_visible("p.section_id")),
+        sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE {}").format(doc_visible("e.doc_id")),
+        sql.SQL("CREATE TEMP VIEW links AS SELECT l.* FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
     ]
 
 
