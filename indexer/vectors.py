@@ -4,7 +4,10 @@ Labels are passage ids (never reused: the catalog's AUTOINCREMENT), so a deleted
 `mark_deleted` and a new one added. hnswlib's `save_index` writes in place, so saves go to a
 temp file, fsync, rename, fsync the folder: a crash leaves the previous file whole. Its `ef`
 is not saved and its `dim` is not checked at load — both are kept in a JSON sidecar and
-enforced here. Filtered searches over a small allowed set are exact (numpy) so a filter can
+enforced here. Items are added on one thread: hnswlib's parallel insertion builds a different
+graph on every run, and with it different neighbours for the same query (the same corpus gave
+different top-3 lists on 10 of 60 questions); one thread makes equal inputs give an equal graph.
+Filtered searches over a small allowed set are exact (numpy) so a filter can
 never starve the result.
 """
 
@@ -82,7 +85,7 @@ class Vectors:
         with self.lock:
             self.index = self._new_index(int(len(labels) * 1.25) + 16)
             if len(labels):
-                self.index.add_items(vectors, labels)
+                self.index.add_items(vectors, labels, num_threads=1)
             self.live = set(int(x) for x in labels)
             self.save(generation)
 
@@ -98,7 +101,8 @@ class Vectors:
                 need = self.index.get_current_count() + len(labels)
                 if need > self.index.get_max_elements():
                     self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
-                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64))
+                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64),
+                                     num_threads=1)
                 self.live.update(int(x) for x in labels)
 
     def save(self, generation: int) -> None:
@@ -160,7 +164,7 @@ class Vectors:
     def _exact(self, q: np.ndarray, labels: list[int], k: int) -> list[tuple[int, float]]:
         vecs = np.asarray(self.index.get_items(labels), dtype=np.float32)
         sims = vecs @ q
-        top = np.argsort(-sims)[:k]
+        top = np.argsort(-sims, kind="stable")[:k]   # equal similarities: the lower label first
         return [(labels[i], float(sims[i])) for i in top]
 
     def __len__(self) -> int:
