@@ -22,7 +22,9 @@ HOWTO_RE = re.compile(
 # not the plan that announced it.
 OUTCOME_RE = re.compile(
     r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
-    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed)\b", re.IGNORECASE)
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally)\b", re.IGNORECASE)
+# "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
+STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
 # "Is it still planned?" asks whether an intention survived: the newest decision answers it.
 PLAN_STATUS_RE = re.compile(r"\b(still|any ?more)\b.*\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE)
 # "What happened / why did it break?" asks about an event: the journal is the record of what was
@@ -85,6 +87,10 @@ class RankingConfig:
     long_section_power: float = 0.2
     aside_factor: float = 0.8            # Examples / Synopsis / Usage / See also / NAME sections
     overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
+                                         # (never a record's: its facts sit before the first `##`)
+    # The rules together move a section by at most this share of the best fused score, so they
+    # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
+    rule_swing: float = 0.0
     enabled: bool = True
 
     @classmethod
@@ -120,7 +126,7 @@ def intent(query: str, entity_matcher) -> Intent:
     howto = ""
     if HOWTO_RE.search(query):
         howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
-    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query))
+    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query) or STILL_RE.search(query))
     question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
     history = bool(HISTORY_Q_RE.search(query))
     # A log line is a statement with an error word, or a sentence (not a few keywords) holding an identifier.
@@ -185,6 +191,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     if not cfg.enabled or not cands:
         return
     multi_section_docs = {rows[s].path for s in cands if s in rows and rows[s].level >= 2}
+    swing = cfg.rule_swing * max(c.score for c in cands.values())
     own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
     all_records = set(entity_paths.values())
     for sid, c in cands.items():
@@ -222,14 +229,18 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             scale(cfg.other_record_factor, "record of another entity")
         if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
             scale(cfg.howto_steps_boost, "how-to question, section has steps")
-        if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
+        if (s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs
+                and s.doc_type not in RECORD_TYPES):
             scale(cfg.overview_factor, "overview section")
         if not it.example and cfg.aside_factor != 1.0 and ASIDE_HEADING_RE.match(s.title):
             scale(cfg.aside_factor, f"{s.title}: illustrates, does not explain")
         if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
             scale((cfg.long_section_chars / len(s.content)) ** cfg.long_section_power,
                   f"long section ({len(s.content)} chars)")
-        c.score *= factor
+        moved = c.score * factor
+        if swing:
+            moved = min(max(moved, c.score - swing), c.score + swing)
+        c.score = moved
     if it.howto and cfg.howto_procedure_lift:
         _lift_procedures(cands, rows, it.howto)
     if it.outcome and cfg.outcome_tie_margin:

@@ -36,6 +36,7 @@ BARE_IDENTIFIER_MISSING = 0.7  # docs/ranking.md: 0.6–0.8 measured alike
 FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
@@ -44,7 +45,7 @@ LITERAL_LEG = True
 ABSTENTION = True
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
-ALTERNATE_WEIGHT = 0.5   # a rephrasing's evidence against the question's own (docs/ranking.md)
+ALTERNATE_WEIGHT = 0.5   # the rephrasings' mean fused score counts half the question's (docs/ranking.md)
 # Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
 # such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
 PART_SUFFIX_RE = re.compile(r"\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
@@ -242,25 +243,31 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
 
 
 def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
-    """The question's fused score plus ALTERNATE_WEIGHT × the best a rephrasing gave the section.
-    Rephrasings nominate candidates and add evidence; the question keeps the most weight, and the
-    memory rules (applied after) still read the question's own wording."""
+    """The question's fused score plus ALTERNATE_WEIGHT × the mean of the rephrasings' fused scores
+    (0 where a rephrasing did not find the section). Rephrasings nominate candidates and add
+    evidence — agreement among them counts, one jargon-rich rephrasing alone counts little — the
+    question keeps the most weight, and the memory rules (applied after) read the question's own
+    wording. (The best rephrasing's score instead of the mean: worse on all four sets measured.)"""
     out: dict[int, Candidate] = {}
     for sid, c in evidence[0].cands.items():
         out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why))
+    sums: dict[int, float] = {}
     for i, ph in enumerate(evidence[1:], 1):
         for sid, c in ph.cands.items():
             o = out.get(sid)
             if o is None:
                 o = out[sid] = Candidate(sid, why=["not found by the question itself"])
+            sums[sid] = sums.get(sid, 0.0) + c.score
             if c.score > o.alt:
                 o.alt = c.score
                 if c.score > evidence[0].cands.get(sid, o).score:
                     o.found_by = i
-    for o in out.values():
-        if o.alt:
-            o.score += ALTERNATE_WEIGHT * o.alt
-            o.why.append(f"rephrasing {o.found_by or 'evidence'} +{ALTERNATE_WEIGHT * o.alt:.3f}")
+    n_alt = len(evidence) - 1
+    for sid, o in out.items():
+        evidence_alt = sums.get(sid, 0.0) / n_alt
+        if evidence_alt:
+            o.score += ALTERNATE_WEIGHT * evidence_alt
+            o.why.append(f"rephrasings +{ALTERNATE_WEIGHT * evidence_alt:.3f}")
     return out
 
 
@@ -403,9 +410,11 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
 
 def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
     """Abstention judges every phrasing: the question's own verdict stands unless a rephrasing,
-    judged the same way, finds a section that means what it says (its best semantic match in the
-    top five reaches the bar the question missed) — a question whose rephrasing finds a strong
-    section is not "nothing strong"."""
+    judged the same way, finds a section that means what it says — its best semantic match in the
+    top five clears the bar the question missed by ABSTAIN_ALTERNATE_MARGIN (a rephrasing written in
+    the notes' own terms matches more closely than the question whatever the corpus holds, so its
+    evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
+    not "nothing strong"."""
     no_strong, reasons, bar = _no_strong_match(engine, query, ranked, legs.probes_found)
     if not no_strong or not ranked:
         return no_strong, reasons
@@ -413,7 +422,7 @@ def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tupl
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
         weak, _, _ = _no_strong_match(engine, ph.text, alt_ranked, ph.probes_found)
         top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
-        if not weak and top_dense >= bar:
+        if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
     return no_strong, reasons
 
@@ -444,9 +453,13 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
     absent = [w for w in names if not _word_occurs(engine, w)]
     entity_named = bool(engine.entities()[0].mentions(query))
     if absent or entity_named:
+        # A question about an absent name counts its other absent words too; one about a known
+        # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
+        # "serve") says nothing about whether the entity's record answers.
+        common = _common_words(engine) if not absent else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
-                   if len(w) >= 4 and w not in seen and not _word_occurs(engine, w)]
+                   if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
     top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if absent and top_dense < bar:
@@ -454,6 +467,12 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons, bar
+
+
+def _common_words(engine) -> frozenset[str] | None:
+    """The model's everyday words, or None (keyword-only: every word counts, as before)."""
+    emb = engine.embedder if engine.contract_problem() is None else None
+    return emb.common_words() if emb is not None else None
 
 
 def _word_occurs(engine, word: str) -> bool:

@@ -118,3 +118,59 @@ def test_the_vector_graph_is_the_same_every_time_it_is_built(tmp_path):
         v.rebuild(np.arange(1, 3001), vecs, generation=1)
         found.append([v.search(q, 150) for q in queries])
     assert found[0] == found[1]
+
+
+# -- the failure classes, each on a fixture written for it --------------------------------------
+
+RECORDS = {
+    "hosts/db1.md": "---\nhost: db1\naliases: [warehouse, db1.internal.example]\nips: [10.20.1.11]\n---\n\n"
+                    "# db1\n\n| fact | value |\n|---|---|\n| role | postgres database server |\n"
+                    "| disk | 500 GB |\n\n## Services\n\n- postgres on port 5432\n\n## Backups\n\n"
+                    "The dump runs every night from cron.\n",
+    "hosts/web1.md": "---\nhost: web1\n---\n\n# web1\n\n## Services\n\n- nginx on port 443\n",
+    "journal/2030/2030-01-05.md": "# 2030-01-05\n\n## 10:00 disk\n\nThe disk on the database server "
+                                  "filled up; the postgres dump had to wait.\n",
+}
+
+
+@pytest.mark.parametrize("query", ["what is 10.20.1.11", "warehouse disk", "db1.internal.example services"])
+def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_record(tmp_path, tiny_engine, query):
+    out = search(tiny_engine(corpus(tmp_path / "notes", RECORDS)), SearchRequest(query, limit=5))
+    assert (out["results"] or out["best_weak"])[0]["path"] == "hosts/db1.md"
+
+
+def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
+    """A record's H1 section holds its facts table: it is a first-class section, not an overview
+    that steps back (documentation overviews still do)."""
+    from tests.test_ranking import ranked, row
+
+    rows = [row(1, "hosts/db1.md", "db1", doc_type="host", level=1),
+            row(2, "hosts/db1.md", "db1 > Services", doc_type="host"),
+            row(3, "notes/disks.md", "Disks", level=1), row(4, "notes/disks.md", "Disks > Sizes")]
+    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.10, 4: 0.10}, "db1 disk size")[0] == 1
+    assert ranked(rows, {1: 0.10, 2: 0.10, 3: 0.80, 4: 0.77}, "disk sizes")[0] == 4
+
+
+@pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
+def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(query):
+    from tests.test_ranking import ranked, row
+
+    rows = [row(1, "hosts/db1.md", "db1 > Disks", doc_type="host", date="2030-01-01"),
+            row(2, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 migration started", doc_type="journal",
+                date="2030-01-05"),
+            row(3, "journal/2030/2030-02-01.md", "2030-02-01 > 09:00 migration done", doc_type="journal",
+                date="2030-02-01")]
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query)[0] == 3
+
+
+def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
+    """With a swing bound the rules decide near ties only: a stale section that matches far better
+    stays first, one that merely ties steps back."""
+    from remembrancer.indexer.rank import RankingConfig
+    from tests.test_ranking import ranked, row
+
+    rows = [row(1, "hosts/db1.md", "db1 > Backups (obsolete)", stale=True), row(2, "hosts/db1.md", "db1 > Backups")]
+    cfg = RankingConfig(rule_swing=0.15)
+    assert ranked(rows, {1: 0.95, 2: 0.60}, "how are backups taken", cfg=cfg) == [1, 2]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, "how are backups taken", cfg=cfg) == [2, 1]
+    assert ranked(rows, {1: 0.95, 2: 0.60}, "how are backups taken", cfg=RankingConfig(rule_swing=0.0)) == [2, 1]
