@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
 PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
-                   "BARE_IDENTIFIER_MISSING": 1.0, "ABSTENTION": False},
+                   "ABSTENTION": False},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
@@ -56,24 +56,20 @@ ABLATIONS = {
     "literal leg": {"const": {"LITERAL_LEG": False}},
     "identifier lean (dense 0.4)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
     "first mention ×1.5": {"const": {"FIRST_MENTION": 1.0}},
-    "bare identifier ×0.7": {"const": {"BARE_IDENTIFIER_MISSING": 1.0}},
     "abstention": {"const": {"ABSTENTION": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("stale_factor", 1.0), ("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0),
-                   ("fact_history_factor", 1.0), ("entity_record_boost", 1.0), ("other_record_factor", 1.0),
-                   ("howto_steps_boost", 1.0), ("howto_runbook_boost", 1.0), ("howto_procedure_lift", False),
-                   ("long_section_chars", 0), ("aside_factor", 1.0), ("overview_factor", 1.0),
-                   ("rule_swing", 0.0)):
+for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
+                   ("other_record_factor", 1.0), ("howto_steps_boost", 1.0), ("howto_runbook_boost", 1.0),
+                   ("howto_procedure_lift", False), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
-for _t in ("plan", "changelog"):
+for _t in ("plan",):
     ABLATIONS[f"type_weights.{_t}"] = {"ranking": {"type_weights": {_t: 1.0}}}
 
 
 # The constants the legs read: configurations that leave them alone reuse each question's legs.
-LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "BARE_IDENTIFIER_MISSING",
-              "FIRST_MENTION", "DENSE_CANDIDATES", "BM25_CANDIDATES", "LITERAL_CANDIDATES")
+LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "FIRST_MENTION", "DENSE_CANDIDATES", "BM25_CANDIDATES", "LITERAL_CANDIDATES")
 
 
 class LegCache:
@@ -193,7 +189,7 @@ def main() -> int:
     ap.add_argument("--fresh", action="store_true", help="index into a new temporary folder (determinism check)")
     ap.add_argument("--json")
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a [ranking] setting for the shipped row, e.g. stale_factor=1.0 (repeatable)")
+                    help="override a [ranking] setting for the shipped row, e.g. outcome_tie_margin=0.2 (repeatable)")
     ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
                     help="override a constant of indexer/search.py for the shipped row, e.g. "
                          "HEADING_PASSAGE_WEIGHT=1.0 (repeatable)")

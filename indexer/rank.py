@@ -58,11 +58,6 @@ ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-# Sections that illustrate or point elsewhere (a reference page's Examples, Synopsis, NAME, See
-# also) repeat a question's words without explaining them — unless an example is what is asked.
-# (a man page's NAME is upper-case; a lower-case "name" heading is a field that deserves its place)
-ASIDE_HEADING_RE = re.compile(r"^\W*((?i:examples?|synopsis|usage|see also)|NAME)\W*$")
-EXAMPLE_Q_RE = re.compile(r"\b(examples?|samples?|usage|synopsis|see also)\b", re.IGNORECASE)
 _STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
 _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
@@ -70,27 +65,18 @@ _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 
 @dataclass
 class RankingConfig:
-    stale_factor: float = 0.6
-    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85, "changelog": 0.8})
+    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
     outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
     event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
     howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
-    # A huge section (a FAQ under one heading, a long changelog) has so many passages that one of
-    # them matches almost anything: beyond this size its score shrinks as (chars/size)^power.
-    long_section_chars: int = 4000
-    long_section_power: float = 0.2
-    aside_factor: float = 0.8            # Examples / Synopsis / Usage / See also / NAME sections
-    overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
-                                         # (never a record's: its facts sit before the first `##`)
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
-    rule_swing: float = 0.0
+    rule_swing: float = 0.2
     enabled: bool = True
 
     @classmethod
@@ -117,7 +103,6 @@ class Intent:
     fact: bool      # a fact as it stands now
     entities: list[str]
     history: bool = False  # it asks about issues/history itself
-    example: bool = False  # it asks for an example / the usage
 
 
 def intent(query: str, entity_matcher) -> Intent:
@@ -136,7 +121,7 @@ def intent(query: str, entity_matcher) -> Intent:
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
-                  history, bool(EXAMPLE_Q_RE.search(query)))
+                  history)
 
 
 def has_steps(content: str) -> bool:
@@ -190,7 +175,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
     maps an entity name to the path of its own record."""
     if not cfg.enabled or not cands:
         return
-    multi_section_docs = {rows[s].path for s in cands if s in rows and rows[s].level >= 2}
     swing = cfg.rule_swing * max(c.score for c in cands.values())
     own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
     all_records = set(entity_paths.values())
@@ -205,8 +189,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= f
             c.why.append(f"{why} ×{round(f, 2):g}")
 
-        if s.stale or s.doc_stale:
-            scale(cfg.stale_factor, "stale")
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if it.howto and s.doc_type == "runbook":
             w *= cfg.howto_runbook_boost
@@ -223,20 +205,10 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             # The named entity's record is the wrong kind of answer for a procedure or an event:
             # those live in runbooks and the journal. It steps back like another entity's record.
             scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
-        elif s.path in own_records:
-            scale(cfg.entity_record_boost, f"record of {', '.join(it.entities)}")
-        elif own_records and s.path in all_records:
+        elif own_records and s.path in all_records and s.path not in own_records:
             scale(cfg.other_record_factor, "record of another entity")
         if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
             scale(cfg.howto_steps_boost, "how-to question, section has steps")
-        if (s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs
-                and s.doc_type not in RECORD_TYPES):
-            scale(cfg.overview_factor, "overview section")
-        if not it.example and cfg.aside_factor != 1.0 and ASIDE_HEADING_RE.match(s.title):
-            scale(cfg.aside_factor, f"{s.title}: illustrates, does not explain")
-        if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
-            scale((cfg.long_section_chars / len(s.content)) ** cfg.long_section_power,
-                  f"long section ({len(s.content)} chars)")
         moved = c.score * factor
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)

@@ -32,10 +32,10 @@ SNIPPET_CHARS = 240
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
 HEADING_PASSAGE_WEIGHT = 0.88
-BARE_IDENTIFIER_MISSING = 0.7  # docs/ranking.md: 0.6–0.8 measured alike
 FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
 ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
@@ -317,15 +317,6 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
-    lowered_probes = [p.lower() for p in probes]
-    words = terms.content_words(query)
-    if probes and words and all(any(w in p for p in lowered_probes) for w in words):
-        # The question is nothing but an identifier (`--pre`, `CARGO_INSTALL_ROOT`): a section that
-        # does not contain it is not an answer, however its words split (`pre_start`).
-        for sid, c in cands.items():
-            if sid not in literal:
-                c.score *= BARE_IDENTIFIER_MISSING
-                c.why.append(f"does not contain the identifier asked for ×{BARE_IDENTIFIER_MISSING}")
     return Phrasing(query, cands, probes_found)
 
 
@@ -462,6 +453,14 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
                    if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
     top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if not absent and not entity_named and not missing:
+        # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")
+        # is evidence whatever the corpus's size; an everyday word's absence is not. Weaker evidence
+        # than a name, so the semantic bar is lower.
+        common = _common_words(engine)
+        absent = [w for w in dict.fromkeys(terms.content_words(query))
+                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+        bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
         reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:

@@ -140,15 +140,15 @@ def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_recor
 
 
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
-    """A record's H1 section holds its facts table: it is a first-class section, not an overview
-    that steps back (documentation overviews still do)."""
+    """A record's H1 section holds its facts table: it is a first-class section (no overview rule
+    steps it back), and it wins over a near tie elsewhere in the record."""
     from tests.test_ranking import ranked, row
 
     rows = [row(1, "hosts/db1.md", "db1", doc_type="host", level=1),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host"),
             row(3, "notes/disks.md", "Disks", level=1), row(4, "notes/disks.md", "Disks > Sizes")]
-    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.10, 4: 0.10}, "db1 disk size")[0] == 1
-    assert ranked(rows, {1: 0.10, 2: 0.10, 3: 0.80, 4: 0.77}, "disk sizes")[0] == 4
+    ents = [("db1", "hosts/db1.md", [])]
+    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?", ents)[0] == 1
 
 
 @pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
@@ -164,13 +164,26 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
 
 
 def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
-    """With a swing bound the rules decide near ties only: a stale section that matches far better
-    stays first, one that merely ties steps back."""
+    """With the swing bound the rules decide near ties only: however strong a multiplier is set, a
+    journal entry that matches far better stays first for a question about now; one that merely
+    ties steps back."""
     from remembrancer.indexer.rank import RankingConfig
     from tests.test_ranking import ranked, row
 
-    rows = [row(1, "hosts/db1.md", "db1 > Backups (obsolete)", stale=True), row(2, "hosts/db1.md", "db1 > Backups")]
-    cfg = RankingConfig(rule_swing=0.15)
-    assert ranked(rows, {1: 0.95, 2: 0.60}, "how are backups taken", cfg=cfg) == [1, 2]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "how are backups taken", cfg=cfg) == [2, 1]
-    assert ranked(rows, {1: 0.95, 2: 0.60}, "how are backups taken", cfg=RankingConfig(rule_swing=0.0)) == [2, 1]
+    rows = [row(1, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 port", doc_type="journal"),
+            row(2, "hosts/db1.md", "db1 > Services", doc_type="host")]
+    q = "which port does postgres listen on?"
+    strong = RankingConfig(fact_history_factor=0.5)          # rule_swing 0.2, the default
+    assert ranked(rows, {1: 0.95, 2: 0.60}, q, cfg=strong) == [1, 2]
+    assert ranked(rows, {1: 0.80, 2: 0.75}, q, cfg=strong) == [2, 1]
+    assert ranked(rows, {1: 0.95, 2: 0.60}, q, cfg=RankingConfig(fact_history_factor=0.5, rule_swing=0.0)) == [2, 1]
+
+
+def test_a_known_entity_and_an_everyday_word_the_corpus_lacks_is_no_reason_to_abstain(notes_engine):
+    from remembrancer.indexer import search as search_mod
+
+    assert search_mod.terms.is_rare("kubernetes", frozenset({"chart", "helm"}))
+    assert not search_mod.terms.is_rare("fetched", frozenset({"fetch"}))
+    assert not search_mod.terms.is_rare("compaction", frozenset({"compact"}))
+    out = search(notes_engine, SearchRequest("which disk does db1 serve towards the backup?", limit=5))
+    assert not out["no_strong_match"], out.get("why_no_strong_match")
