@@ -247,7 +247,8 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
     (0 where a rephrasing did not find the section). Rephrasings nominate candidates and add
     evidence — agreement among them counts, one jargon-rich rephrasing alone counts little — the
     question keeps the most weight, and the memory rules (applied after) read the question's own
-    wording. (The best rephrasing's score instead of the mean: worse on all four sets measured.)"""
+    wording. (Measured and not kept: the best rephrasing's score instead of the mean; the evidence
+    pooled per document — docs/ranking.md.)"""
     out: dict[int, Candidate] = {}
     for sid, c in evidence[0].cands.items():
         out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why))
@@ -407,8 +408,8 @@ def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tupl
     evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
     not "nothing strong"."""
     no_strong, reasons, bar = _no_strong_match(engine, query, ranked, legs.probes_found)
-    if not no_strong or not ranked:
-        return no_strong, reasons
+    if not no_strong or not ranked or _missing_identifiers(engine, query, legs.probes_found):
+        return no_strong, reasons   # a rephrasing cannot make an identifier the corpus lacks exist
     for ph in legs.alternates:
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
         weak, _, _ = _no_strong_match(engine, ph.text, alt_ranked, ph.probes_found)
@@ -434,10 +435,7 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
-    by_name = engine.entities()[0].by_name   # an entity's name or alias is present (front matter is not text)
-    missing = [p for p in terms.literal_probes(query)
-               if terms.is_identifier(p) and not any(c in p for c in "([ ")
-               and p not in probes_found and p.lower() not in by_name]
+    missing = _missing_identifiers(engine, query, probes_found)
     if missing:
         reasons.append("not in the corpus: " + ", ".join(missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
@@ -466,6 +464,15 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons, bar
+
+
+def _missing_identifiers(engine, query: str, probes_found: set[str]) -> list[str]:
+    """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
+    front matter is not text); call names and expressions are not asked about on their own."""
+    by_name = engine.entities()[0].by_name
+    return [p for p in terms.literal_probes(query)
+            if terms.is_identifier(p) and not any(c in p for c in "([ ")
+            and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(engine) -> frozenset[str] | None:
