@@ -54,22 +54,20 @@ PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE
 ABLATIONS = {
     "heading passage (×0.88)": {"const": {"HEADING_PASSAGE_WEIGHT": 0.0}},
     "literal leg": {"const": {"LITERAL_LEG": False}},
-    "identifier lean (dense 0.4)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
-    "first mention ×1.5": {"const": {"FIRST_MENTION": 1.0}},
+    "identifier lean (dense 0.6)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
     "abstention": {"const": {"ABSTENTION": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
-                   ("other_record_factor", 1.0), ("howto_steps_boost", 1.0), ("howto_runbook_boost", 1.0),
+                   ("other_record_factor", 1.0), ("howto_runbook_boost", 1.0),
                    ("howto_procedure_lift", False), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
-for _t in ("plan",):
-    ABLATIONS[f"type_weights.{_t}"] = {"ranking": {"type_weights": {_t: 1.0}}}
 
 
 # The constants the legs read: configurations that leave them alone reuse each question's legs.
-LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "FIRST_MENTION", "DENSE_CANDIDATES", "BM25_CANDIDATES", "LITERAL_CANDIDATES")
+LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "DENSE_CANDIDATES",
+              "BM25_CANDIDATES", "LITERAL_CANDIDATES")
 
 
 class LegCache:

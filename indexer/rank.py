@@ -58,20 +58,18 @@ ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-_STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
 _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 
 
 @dataclass
 class RankingConfig:
-    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85})
+    type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
     outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
     event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     other_record_factor: float = 0.9     # the record of a different entity than the one named
-    howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
     howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
     # The rules together move a section by at most this share of the best fused score, so they
@@ -122,10 +120,6 @@ def intent(query: str, entity_matcher) -> Intent:
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
                   history)
-
-
-def has_steps(content: str) -> bool:
-    return len(_STEPS_RE.findall(content)) >= 2
 
 
 def is_procedure(content: str) -> bool:
@@ -207,8 +201,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
         elif own_records and s.path in all_records and s.path not in own_records:
             scale(cfg.other_record_factor, "record of another entity")
-        if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
-            scale(cfg.howto_steps_boost, "how-to question, section has steps")
         moved = c.score * factor
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)

@@ -26,13 +26,12 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
-W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
+W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
 HEADING_PASSAGE_WEIGHT = 0.88
-FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
 ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
@@ -342,10 +341,9 @@ def section_key(heading: str | None) -> str:
 
 def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
-    IDF (a probe in every section says nothing), doubled when it is in the section's heading, and
-    ×1.5 in the section that introduces it — its first mention in a document, where it is
-    explained (later mentions use it). Also returns the probes found in any visible section
-    (filters aside): the scan abstention would otherwise repeat."""
+    IDF (a probe in every section says nothing), doubled when it is in the section's heading.
+    Also returns the probes found in any visible section (filters aside): the scan abstention
+    would otherwise repeat."""
     found: set[str] = set()
     if not probes:
         return {}, found
@@ -354,17 +352,14 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dic
     out: dict[int, float] = {}
     for probe in probes:
         p = probe.lower()
-        rows = [(sid, p in head, path) for sid, head, content, path in sections if p in content]
+        rows = [(sid, p in head) for sid, head, content, _ in sections if p in content]
         if not rows:
             continue
         found.add(probe)
         idf = math.log(1 + total / len(rows))
-        introduced: set[str] = set()
-        for sid, in_heading, path in rows:   # document order
-            first = path not in introduced
-            introduced.add(path)
+        for sid, in_heading in rows:
             if allowed is None or sid in allowed:
-                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0) * (FIRST_MENTION if first else 1.0)
+                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
     return out, found
 
 

@@ -108,17 +108,6 @@ def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
     assert not rank.is_procedure("intro\n```\n1. a\n2. b\n```")   # numbered lines inside code are not steps
 
 
-def test_howto_questions_prefer_the_section_with_steps():
-    rows = [row(1, "runbooks/r.md", "Restore", level=1, content="Use this when data is lost."),
-            row(2, "runbooks/r.md", "Restore > Steps", content="1. stop\n2. restore\n```\nx\n```")]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "how do I restore the database?") == [2, 1]
-
-
-def test_plan_loses_a_near_tie():
-    rows = [row(1, "planning/q1.md", "Plan > Backups", doc_type="plan"), row(2, "notes/b.md", "Backups")]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "backups") == [2, 1]
-
-
 def test_rules_can_be_switched_off():
     rows = [row(1, "planning/q1.md", "Plan > A", doc_type="plan"), row(2, "a.md", "B")]
     assert ranked(rows, {1: 0.80, 2: 0.75}, "q", cfg=rank.RankingConfig(enabled=False)) == [1, 2]
@@ -194,19 +183,6 @@ def test_e2e_answerable_does_not_abstain(real):
               "what is 10.20.1.12?", "Celery workers connection count"):
         out, _ = top(real, q)
         assert out["no_strong_match"] is False, q
-
-
-def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, tiny_engine):
-    from remembrancer.indexer.search import _probe_leg
-
-    root = tmp_path / "docs"
-    write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nRun a command on each file with `--pre CMD`.\n\n"
-          "### Overhead\n\nEvery file spawns a process under `--pre`; narrow it with a glob.\n")
-    e = tiny_engine(root)
-    ids = {h: i for i, h, _, _ in e.lowered_sections()}
-    weights, found = _probe_leg(e, ["--pre", "--absent-flag"], None)
-    assert found == {"--pre"}
-    assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
 
 
 def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_engine):
