@@ -60,7 +60,7 @@ ABLATIONS = {
 }
 for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
                    ("other_record_factor", 1.0), ("howto_runbook_boost", 1.0),
-                   ("howto_procedure_lift", False), ("rule_swing", 0.0)):
+                   ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 

@@ -51,15 +51,11 @@ FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|of
 ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
 VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
                          r"correct|came out|healthy)\b", re.IGNORECASE)
-ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w*)\b", re.IGNORECASE),
-                   "verify": re.compile(r"\bverif\w*", re.IGNORECASE)}
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
-_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 
 
 @dataclass
@@ -71,7 +67,6 @@ class RankingConfig:
                                          # Known issues / History are history
     other_record_factor: float = 0.9     # the record of a different entity than the one named
     howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
-    howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -122,11 +117,6 @@ def intent(query: str, entity_matcher) -> Intent:
                   history)
 
 
-def is_procedure(content: str) -> bool:
-    """A numbered list of at least two steps (outside code): where a runbook keeps its procedure."""
-    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", content))) >= 2
-
-
 def _in_history(heading: str) -> bool:
     return any(HISTORY_HEADING_RE.match(part) for part in heading.split(" > ")[1:])
 
@@ -139,29 +129,6 @@ def date_value(date: str | None) -> int | None:
         return y * 372 + m * 31 + d
     except ValueError:
         return None
-
-
-def plays_role(s, role: str) -> bool:
-    """Whether a section is the part a how-to question asks for (numbered steps, Verify, Rollback)."""
-    if role == "steps":
-        return is_procedure(s.content)
-    return bool(ROLE_HEADING_RE[role].search(s.title))
-
-
-def _lift_procedures(cands: dict, rows: dict, role: str) -> None:
-    """A how-to question is answered by the part of a document it asks for — a runbook's numbered
-    steps, or any document's Verify / Rollback section — whichever section (when to use,
-    troubleshooting) matched the words best: that part goes just above its document's best score."""
-    best: dict[int, float] = {}
-    for sid, c in cands.items():
-        s = rows.get(sid)
-        if s is not None and (s.doc_type == "runbook" or role != "steps"):
-            best[s.doc_id] = max(best.get(s.doc_id, 0.0), c.score)
-    for sid, c in cands.items():
-        s = rows.get(sid)
-        if s is not None and s.doc_id in best and c.score < best[s.doc_id] and plays_role(s, role):
-            c.score = best[s.doc_id] + 1e-6
-            c.why.append(f"the {role} part of a document that matched (lifted to its best section)")
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
@@ -205,8 +172,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)
         c.score = moved
-    if it.howto and cfg.howto_procedure_lift:
-        _lift_procedures(cands, rows, it.howto)
     if it.outcome and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
 

@@ -95,19 +95,6 @@ def test_questions_about_now_put_a_records_history_below_its_current_sections():
     assert ranked(rows, scores, "which known issues does minio1 have with buckets?") == [1, 2]
 
 
-def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
-    rows = [row(1, "runbooks/certs.md", "Rotate > Troubleshooting", doc_type="runbook",
-                content="If kubectl says x509: certificate has expired, see Steps."),
-            row(2, "runbooks/certs.md", "Rotate > Steps", doc_type="runbook",
-                content="1. stop the server\n2. rotate\n\n```bash\n1. not a step\n```"),
-            row(3, "runbooks/certs.md", "Rotate > Verify", doc_type="runbook", content="```\nopenssl x509\n```")]
-    scores = {1: 0.90, 2: 0.40, 3: 0.70}
-    assert ranked(rows, scores, "x509 certificate has expired - what's the procedure to fix it?")[0] == 2
-    assert ranked(rows, scores, "what does x509 certificate has expired mean?")[0] == 1
-    assert ranked(rows, scores, "how do I verify the rotation worked?")[0] == 3
-    assert not rank.is_procedure("intro\n```\n1. a\n2. b\n```")   # numbered lines inside code are not steps
-
-
 def test_rules_can_be_switched_off():
     rows = [row(1, "planning/q1.md", "Plan > A", doc_type="plan"), row(2, "a.md", "B")]
     assert ranked(rows, {1: 0.80, 2: 0.75}, "q", cfg=rank.RankingConfig(enabled=False)) == [1, 2]
