@@ -59,8 +59,7 @@ ABLATIONS = {
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
-                   ("other_record_factor", 1.0), ("howto_runbook_boost", 1.0),
-                   ("rule_swing", 0.0)):
+                   ("other_record_factor", 1.0), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 
@@ -186,6 +185,7 @@ def main() -> int:
                     help="where the indexes are kept between runs")
     ap.add_argument("--fresh", action="store_true", help="index into a new temporary folder (determinism check)")
     ap.add_argument("--json")
+    ap.add_argument("--markdown", action="store_true", help="also print the tables as Markdown (docs/ranking.md)")
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
                     help="override a [ranking] setting for the shipped row, e.g. outcome_tie_margin=0.2 (repeatable)")
     ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
@@ -239,6 +239,8 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     if args.ablation:
         print_ablation(results, configs)
+    if args.markdown:
+        print(markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
@@ -257,6 +259,27 @@ def print_ablation(results: dict, configs: dict) -> None:
         helps = sum(1 for d in deltas if d > 0)
         verdict = "keep" if helps >= 2 and min(deltas) >= -1 else "REMOVE" if helps < 2 or min(deltas) < -1 else "?"
         print(f"  {cname[1:]:<30}" + "".join(f"{d:>+7d}" for d in deltas) + f"   {verdict} (helps {helps})")
+
+
+def markdown(results: dict) -> str:
+    """The main table and the ablation as Markdown, the form docs/ranking.md quotes."""
+    def cell(s: dict) -> str:
+        strata = ", ".join(f"{k} {v['top1'] * 100:.0f}" for k, v in s["strata"].items())
+        ab = f"; abst {s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else ""
+        return (f"{s['top1'] * 100:.1f} / {s['top5'] * 100:.1f} ({strata}){ab}; false {s['false']}/{s['answerable']}")
+    rows = ["| set | plain weighted hybrid | shipped | shipped + alternates |", "|---|---|---|---|"]
+    for name, res in results.items():
+        rows.append(f"| {name} | {cell(res['plain'])} | {cell(res['shipped'])} | "
+                    f"{cell(res['shipped+alt']) if 'shipped+alt' in res else '—'} |")
+    ab = [c for c in next(iter(results.values())) if c.startswith("-")]
+    if ab:
+        sets = list(results)
+        rows += ["", "| rule switched off alone | " + " | ".join(SHORT.get(s, s) for s in sets) + " |",
+                 "|---|" + "---|" * len(sets)]
+        for c in ab:
+            rows.append(f"| {c[1:]} | " + " | ".join(f"{results[s]['shipped']['right'] - results[s][c]['right']:+d}"
+                                                   for s in sets) + " |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

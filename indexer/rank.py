@@ -66,7 +66,6 @@ class RankingConfig:
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     other_record_factor: float = 0.9     # the record of a different entity than the one named
-    howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -151,8 +150,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             c.why.append(f"{why} ×{round(f, 2):g}")
 
         w = cfg.type_weights.get(s.doc_type, 1.0)
-        if it.howto and s.doc_type == "runbook":
-            w *= cfg.howto_runbook_boost
         if s.doc_type == "journal":
             if it.outcome or it.past:
                 w *= cfg.event_journal_boost
