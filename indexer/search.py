@@ -181,7 +181,7 @@ class Hybrid(NamedTuple):
     notes: list[str]
     rows: dict            # section rows the rerank read
     probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
-    alternates: list["Phrasing"] = []  # each rephrasing's own evidence (abstention judges them too)
+    alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
 
 
 class Phrasing(NamedTuple):
@@ -238,7 +238,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     evidence = [_phrasing(engine, text, vec, allowed) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     rows = _rerank(engine, query, cands)   # the question's wording decides what kind of answer it wants
-    return Hybrid(cands, notes, rows, evidence[0].probes_found, evidence[1:])
+    return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
 def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
