@@ -271,10 +271,11 @@ def _tty_progress():
 
 
 def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5,
-             alternates: dict[str, list[str]] | None = None) -> dict:
+             alternates: dict[str, list[str]] | None = None, *, store=None, embedder=None) -> dict:
     """Refresh the index, run every query through `search`, and return a JSON-serialisable report.
-    `alternates` maps a case id to rephrasings passed as the search tool's `alternates`."""
-    with EvalSession(queries_path, root_args) as session:
+    `alternates` maps a case id to rephrasings passed as the search tool's `alternates`; `store`
+    (indexer/store.py, bench/bench_team.py) and `embedder` pass through to the engine."""
+    with EvalSession(queries_path, root_args, store=store, embedder=embedder) as session:
         return session.score(limit, alternates)
 
 
@@ -282,7 +283,7 @@ class EvalSession:
     """An open, refreshed index for one query set, scored as many times as asked (the bench varies
     the ranking between runs without building the index again)."""
 
-    def __init__(self, queries_path: str, root_args: list[str] | None):
+    def __init__(self, queries_path: str, root_args: list[str] | None, *, store=None, embedder=None):
         from .config import load_config
         from .engine import Engine
 
@@ -292,7 +293,7 @@ class EvalSession:
             found = corpus_dir(self.cases, queries_path)
             root_args = [str(found)] if found else None
         self.config = load_config(root_args)
-        self.engine = Engine(self.config)
+        self.engine = Engine(self.config, store=store, embedder=embedder)
         try:
             self.index = self.engine.refresh(progress=_tty_progress())
         except BaseException:

@@ -276,7 +276,7 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
             c = cands[sid] = Candidate(sid)
         return c
 
-    for sid, score in engine.fulltext.search(query, BM25_CANDIDATES, allowed).items():
+    for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
     if qvec is not None:
