@@ -61,6 +61,7 @@ def do_search(engine, params: dict) -> dict:
         filters=filters_from(params),
         exact=bool(params.get("exact", False)),
         explain=bool(params.get("explain", False)),
+        alternates=params.get("alternates") or [],   # validated by search (a structured error names it)
     )
     return fit_budget(search(engine, req), budget)
 

@@ -142,6 +142,21 @@ class Embedder:
         self.texts_embedded += 1
         return vec
 
+    def common_words(self) -> frozenset[str]:
+        """The whole words of the tokenizer's vocabulary (a WordPiece vocabulary holds everyday
+        English whole and splits terms of art): what abstention calls common (terms.is_rare)."""
+        if getattr(self, "_common", None) is None:
+            self._common = frozenset(t for t in self._tokenizer.get_vocab() if t.isalpha() and len(t) >= 2)
+        return self._common
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """float32 (n, dim) for several queries in one run (a question's rephrasings: one call, not n)."""
+        if not texts:
+            return np.zeros((0, self.contract.dim), dtype=np.float32)
+        vecs = self._run(self._tokenizer.encode_batch([self.contract.query_prefix + t for t in texts]))
+        self.texts_embedded += len(texts)
+        return vecs
+
     def _run(self, encodings) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
