@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from . import corpus, ingest, links, meta, scope, terms
-from .catalog import Catalog
+from .catalog import Catalog, make_private
 from .config import Config
 from .errors import UserError
 from .fulltext import FullText
@@ -85,6 +85,7 @@ class Engine:
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._open_vectors()
         if not readonly:
+            make_private(self.dir)  # the index holds the corpus' text: 0700 folders, 0600 files
             self.repair()
 
     @property
@@ -190,10 +191,20 @@ class Engine:
         self.repair()
         t0 = time.monotonic()
         report = IndexReport()
+        if self._catalog.recovered:  # catalog.py moved a damaged catalog aside at open
+            report.warnings.append(self._catalog.recovered)
+            self._catalog.recovered = None
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
         policy = self._redaction_policy_check(redactor)
         self._layout_check()
         reparse = self._reparse_check()
+        if not self.catalog.documents():
+            # A first index: nothing stored needs re-reading, so record the parser and policy now. Left
+            # for the end, a crash during the first index made every restart re-read and rewrite
+            # every document it had already stored.
+            self.catalog.set_meta("parse_version", str(PARSE_VERSION))
+            self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
+            reparse, policy = False, None
         if reembed:
             self._drop_vectors()
         walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
@@ -216,6 +227,8 @@ class Engine:
         if self.catalog.entities() != entities_before or (changed and not entities_before):
             self._retag_entities()
         self._resolve_links()
+        if not self.stop_requested.is_set() and (changed or gone):
+            self.catalog.drop_orphan_embeddings()  # a complete run leaves no embedding without a passage
         self._commit_derived()
         if policy and not self.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
@@ -244,7 +257,7 @@ class Engine:
             if progress:
                 progress(i, len(files), f.path)
             try:
-                data = ingest.read_file(f)
+                data = ingest.read_file(f, self.config.max_file_bytes)
             except ingest.Skip as e:
                 report.warnings.append(str(e))
                 continue
@@ -367,6 +380,7 @@ class Engine:
         self.fulltext.commit(gen)
         if self.vectors is not None:
             self.vectors.save(gen)
+        make_private(self.dir)  # new tantivy segments and vector files
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""

@@ -8,9 +8,12 @@ answer is the current text.
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from .chunks import estimate_tokens
+from .corpus import Unreadable, blob_id, read_regular_file
 from .errors import UserError
 from .ingest import Skip, decode
 from .markdown import parse_markdown
@@ -49,19 +52,59 @@ def _load(engine, path: str):
     doc, real = resolve(engine, path)
     if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
         raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
-    try:
-        text, _ = decode(doc["path"], real.read_bytes())
-    except Skip as e:
+    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap
+        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True)
+    except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot be read ({e.strerror})", param="path", code="unreadable") from None
-    # Redact what is read from disk before anything is cut from it: sections, line ranges, pages
-    # and outlines all come from the redacted text (same line count), so no page holds a secret.
-    text, _ = redactor.redact(text)
-    parsed = parse_markdown(text, doc["path"])
-    if is_secret_document(parsed.front_matter, text):
+    key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        try:
+            text, _ = decode(doc["path"], data)
+        except Skip as e:
+            raise UserError(str(e), param="path", code="unreadable") from None
+        del data
+        # Redact what is read from disk before anything is cut from it: sections, line ranges,
+        # pages and outlines all come from the redacted text (same line count), so no page holds a
+        # secret, even one that spans a page boundary.
+        text, _ = redactor.redact(text)
+        parsed = parse_markdown(text, doc["path"])
+        if is_secret_document(parsed.front_matter, text):
+            parsed = _SECRET
+        _PARSED.put(key, parsed, len(text))
+    if parsed is _SECRET:
         raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
     return doc, parsed
+
+
+class _ParsedCache:
+    """The last few documents read, redacted and parsed, keyed by content hash and redaction
+    policy: paging through a large file costs one redaction and one parse, not one per page."""
+
+    def __init__(self, max_chars: int = 32 << 20, max_entries: int = 4):
+        self.max_chars, self.max_entries = max_chars, max_entries
+        self._items: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: tuple, value, chars: int) -> None:
+        if chars > self.max_chars:
+            return
+        with self._lock:
+            self._items[key] = (value, chars)
+            while len(self._items) > self.max_entries or sum(c for _, c in self._items.values()) > self.max_chars:
+                self._items.popitem(last=False)
+
+
+_PARSED = _ParsedCache()
+_SECRET = object()  # cached verdict: the document is `secret: true`
 
 
 def find_section(sections, heading: str):

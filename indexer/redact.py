@@ -123,43 +123,49 @@ def _multi(*parts):
     return apply
 
 
-# private keys: the whole block, padded with empty lines so the line count stays the same
-_PEM = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
-                  re.DOTALL)
-_PEM_OPEN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*")
+# private keys: the whole block, padded with empty lines so the line count stays the same.
+# Found with bounded patterns and str scans (one pass): a lazy `BEGIN.*?END` rescans the rest of
+# the text from every BEGIN that has no END, which is quadratic on a paste of many BEGIN lines.
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY_LINE = re.compile(r"[ \t>]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*)?[ \t\\\"',]*\Z")
 
 
 def _private_keys(text: str) -> tuple[str, int]:
-    n = 0
+    if "PRIVATE KEY" not in text:
+        return text, 0
+    out: list[str] = []
+    pos = n = 0
+    ends = True  # False once no END line follows: every later BEGIN is a truncated paste
+    while (m := _PEM_BEGIN.search(text, pos)) is not None:
+        end = _PEM_END.search(text, m.end()) if ends else None
+        ends = end is not None
+        if end is not None:
+            block_end = end.end()
+            lines = text.count("\n", m.start(), block_end)
+        else:  # a truncated paste (no END line): the BEGIN line and the base64 lines after it
+            block_end = _line_end(text, m.end())
+            lines = 0
+            while block_end < len(text):
+                nxt = _line_end(text, block_end + 1)
+                if not _PEM_BODY_LINE.match(text, block_end + 1, nxt):
+                    break
+                block_end, lines = nxt, lines + 1
+        out += [text[pos:m.start()], marker("private_key"), "\n" * lines]
+        pos, n = block_end, n + 1
+    out.append(text[pos:])
+    return "".join(out), n
 
-    def repl(m: re.Match) -> str:
-        nonlocal n
-        n += 1
-        return marker("private_key") + "\n" * m.group(0).count("\n")
 
-    text = _PEM.sub(repl, text)
-    # A truncated paste (no END line): the BEGIN line and the base64 lines after it.
-    while True:
-        m = _PEM_OPEN.search(text)
-        if m is None:
-            break
-        end = m.end()
-        rest = text[end:]
-        lines = rest.split("\n")
-        consumed = 0
-        for i, line in enumerate(lines[1:], 1):
-            if not _PEM_BODY_LINE.match(line):
-                break
-            consumed = i
-        block_end = end + sum(len(x) + 1 for x in lines[1:consumed + 1])
-        n += 1
-        text = text[:m.start()] + marker("private_key") + "\n" * consumed + text[block_end:]
-    return text, n
+def _line_end(text: str, pos: int) -> int:
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl
 
 
 _H = r"[^\S\n]"  # horizontal whitespace: no pattern crosses a line
-_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'\"<>]+:(?P<pw>[^\s/?#@'\"<>]+)@")
+# Repeats are bounded (a scheme is short): an unbounded `[A-Za-z0-9+.-]*` before `://` rescans the
+# rest of a long `a-a-a-…` line from every word start (quadratic: 5 MB kept `index` busy for hours).
+_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{1,256}:(?P<pw>[^\s/?#@'\"<>]{1,256})@")
 _GITHUB = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
 _SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
 _SLACK_HOOK = re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
@@ -182,7 +188,26 @@ _VENDOR = re.compile(
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
                  r"[A-Za-z0-9_-]{20,}")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+# A JWT is three dot-separated base64url runs, the first two starting with `eyJ`. The runs are found
+# whole (they start where the previous character is not base64url, so no run is rescanned from
+# inside itself); where the token starts inside the first run (after a `-`) is found in Python.
+_JWT_RUNS = re.compile(r"(?<![A-Za-z0-9_-])(?P<a>[A-Za-z0-9_-]{11,}+)\.(?P<b>eyJ[A-Za-z0-9_-]{8,}+)\.[A-Za-z0-9_-]*+")
+
+
+def _jwt(text: str) -> tuple[str, int]:
+    """`eyJ….eyJ….…` where the first `eyJ` starts its run or follows a `-` (a word boundary)."""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        a = m.group("a")
+        start = 0 if a.startswith("eyJ") else a.find("-eyJ") + 1  # the leftmost start, or 0 if none
+        if not a.startswith("eyJ", start) or len(a) - start < 11:  # eyJ and 8 more before the dot
+            return m.group(0)
+        n += 1
+        return a[:start] + marker("jwt")
+
+    return _JWT_RUNS.sub(repl, text), n
 _BEARER = re.compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
 _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
@@ -262,7 +287,7 @@ FAMILIES: tuple[_Family, ...] = (
             "Shopify, Docker Hub, Vault tokens", _sub(_VENDOR, "vendor_token")),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v))),
-    _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _sub(_JWT, "jwt")),
+    _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _jwt),
     _Family("bearer", "Authorization: Bearer/Basic/Token credentials",
             _multi(_sub(_BEARER, "bearer", "v", lambda v: _looks_secret(v, 16)),
                    _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v)))),
