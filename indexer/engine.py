@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, links, meta, scope, terms
+from . import corpus, ingest, links, meta, sandbox, scope, terms
 from .catalog import Catalog, make_private
 from .config import Config
 from .errors import UserError
@@ -77,6 +77,7 @@ class Engine:
         self._writer_thread = threading.get_ident()
         self._readers = threading.local()
         self.stop_requested = threading.Event()
+        self._sandbox = sandbox.Worker("remembrancer-ingest")  # large documents (started on first use)
         self.fulltext = FullText(self.dir / "fulltext")
         self.vectors: Vectors | None = None
         self._entities: tuple = (-1, {}, [])
@@ -267,8 +268,9 @@ class Engine:
                 report.unchanged += 1
                 continue
             try:
-                prepared = ingest.prepare(f, data, self.layout, matcher,
-                                          commit_dates.get(f.path), redactor=redactor)
+                prepared = self._prepare(f, data, matcher, commit_dates.get(f.path), redactor)
+            except sandbox.Stopped:
+                break  # SIGTERM mid-document: the child was killed; this document waits for the next run
             except ingest.Excluded as e:  # front matter `secret: true`: an older copy must go too
                 report.warnings.append(str(e))
                 if old is not None:
@@ -292,6 +294,19 @@ class Engine:
                 self._commit_derived()
                 last_save = time.monotonic()
         self._write(pending, report)
+
+    def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
+        """ingest.prepare, in a child process under a time budget for a large document
+        (indexer/sandbox.py); past the budget the document is indexed without its text."""
+        args = (f, data, self.layout, matcher, fallback_date, redactor)
+        if len(data) < sandbox.LARGE_BYTES:
+            return ingest.prepare(*args)
+        try:
+            return self._sandbox.call("prepare", args, stop=self.stop_requested)
+        except sandbox.OverBudget:
+            return ingest.without_sections(f, data, self.layout, (
+                f"{f.path}: indexed without its text: redacting and parsing it took over "
+                f"{sandbox.BUDGET_S:.0f} s (the per-document budget); split the file to make it searchable"))
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -515,4 +530,5 @@ class Engine:
         return out
 
     def close(self) -> None:
+        self._sandbox.close()
         self._catalog.close()

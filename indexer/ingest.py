@@ -58,6 +58,19 @@ def decode(path: str, data: bytes) -> tuple[str, list[str]]:
         return data.decode("utf-8-sig", errors="replace"), [f"{path}: invalid UTF-8 at byte {e.start}; bad bytes replaced"]
 
 
+def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) -> Prepared:
+    """The document known to the index (listed, dated by its path) but with no text: what is
+    indexed when reading it safely took too long (indexer/sandbox.py). Nothing of its text is
+    stored, so nothing unredacted can be."""
+    doc = {
+        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
+        "size": f.size, "mtime_ns": f.mtime_ns, "doc_type": layout.type_of(f.rel),
+        "date": meta.document_date(f.rel, {}), "title": f.rel.rsplit("/", 1)[-1], "front_matter": {},
+        "tags": [], "warnings": [why], "stale": False, "line_count": data.count(b"\n"),
+    }
+    return Prepared(doc, [], None, warnings=[why])
+
+
 def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,
             fallback_date: str | None, redactor: Redactor | None = None) -> Prepared:
     text, warnings = decode(f.path, data)

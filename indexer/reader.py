@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from . import sandbox
 from .chunks import estimate_tokens
 from .corpus import Unreadable, blob_id, read_regular_file
 from .errors import UserError
@@ -57,24 +58,37 @@ def _load(engine, path: str):
     except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
     key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
-    parsed = _PARSED.get(key)
-    if parsed is None:
+    cached = _PARSED.get(key)
+    if cached is None:
         try:
             text, _ = decode(doc["path"], data)
         except Skip as e:
             raise UserError(str(e), param="path", code="unreadable") from None
         del data
-        # Redact what is read from disk before anything is cut from it: sections, line ranges,
-        # pages and outlines all come from the redacted text (same line count), so no page holds a
-        # secret, even one that spans a page boundary.
-        text, _ = redactor.redact(text)
-        parsed = parse_markdown(text, doc["path"])
-        if is_secret_document(parsed.front_matter, text):
-            parsed = _SECRET
-        _PARSED.put(key, parsed, len(text))
-    if parsed is _SECRET:
+        if len(text) < sandbox.LARGE_BYTES:
+            cached = redact_and_parse(redactor, text, doc["path"])
+        else:  # in a child process with a budget: a slow document must not stall other requests
+            try:
+                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"]))
+            except sandbox.OverBudget:
+                raise UserError(f"{path}: reading it safely (redaction, parsing) took over "
+                                f"{sandbox.BUDGET_S:.0f} s", param="path", code="unreadable") from None
+        _PARSED.put(key, cached, len(text))
+    parsed, secret = cached
+    if secret:
         raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
     return doc, parsed
+
+
+def redact_and_parse(redactor, text: str, path: str):
+    """(parsed document, is it `secret: true`?) of the text read from disk.
+
+    Redact before anything is cut from it: sections, line ranges, pages and outlines all come
+    from the redacted text (same line count), so no page holds a secret, even one that spans a
+    page boundary."""
+    text, _ = redactor.redact(text)
+    parsed = parse_markdown(text, path)
+    return parsed, is_secret_document(parsed.front_matter, text)
 
 
 class _ParsedCache:
@@ -104,7 +118,7 @@ class _ParsedCache:
 
 
 _PARSED = _ParsedCache()
-_SECRET = object()  # cached verdict: the document is `secret: true`
+_READ_WORKER = sandbox.Worker("remembrancer-read")  # its own child: reads never queue behind ingest
 
 
 def find_section(sections, heading: str):

@@ -227,7 +227,13 @@ def _kv_value(value: str) -> bool:
     return _looks_secret(value.rstrip(".,;:)]}"))
 
 
+# Every key _KEY_VALUE and _CLI_FLAG know contains one of these: text without any is skipped whole.
+_KEY_HINT = re.compile(r"(?i)pass|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credential")
+
+
 def _key_value(text: str) -> tuple[str, int]:
+    if not _KEY_HINT.search(text):
+        return text, 0
     n = 0
 
     def repl(m: re.Match) -> str:
@@ -424,6 +430,9 @@ class Redactor:
         self.hashes = hashes
         self.deny = tuple(deny)
         self._deny_res = [_glob_regex(g) for g in self.deny]
+
+    def __reduce__(self):  # by family names: the families' functions are closures (indexer/sandbox.py)
+        return (Redactor, (tuple(f.name for f in self.families), self.hashes, self.deny))
 
     # -- text --
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
