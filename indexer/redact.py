@@ -461,6 +461,35 @@ class Redactor:
             return tuple(self.redact_obj(v) for v in obj)
         return obj
 
+    def echoed_secrets(self, obj) -> list[str]:
+        """The pieces of the strings in `obj` (a request's parameters) that redaction removes,
+        longest first: a reply that echoes a piece of a query (a word it did not find, a value an
+        error names) must not carry `hunter2xyz` just because `password=` was cut off it."""
+        found: set[str] = set()
+        for value in _strings(obj):
+            redacted = self.redact(value)[0]
+            if redacted == value:
+                continue
+            kept = {line[s:e] for line in redacted.split("\n") for s, e in _candidates(line)}
+            for line in value.split("\n"):
+                found.update(line[s:e] for s, e in _candidates(line) if line[s:e] not in kept)
+        return sorted(found, key=len, reverse=True)
+
+    def redact_echoes(self, obj, secrets: list[str]):
+        """`obj` with every occurrence of the given pieces replaced by [REDACTED:query]."""
+        if not secrets:
+            return obj
+        if isinstance(obj, str):
+            for piece in secrets:
+                if piece in obj:
+                    obj = obj.replace(piece, marker("query"))
+            return obj
+        if isinstance(obj, dict):
+            return {k: self.redact_echoes(v, secrets) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self.redact_echoes(v, secrets) for v in obj)
+        return obj
+
     def _redact_hashes(self, text: str, counts: dict[str, int]) -> str:
         hashes = self.hashes
         out = []
@@ -501,6 +530,17 @@ class Redactor:
                 "secret_hashes": str(self.hashes.path) if self.hashes else None,
                 "hash_count": len(self.hashes.digests) if self.hashes else 0,
                 "deny": list(self.deny), "fingerprint": self.policy_fingerprint()[:16]}
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v)
 
 
 DEFAULT_REDACTOR = Redactor()

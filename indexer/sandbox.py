@@ -91,8 +91,9 @@ class Worker:
         self._proc = subprocess.Popen([sys.executable, "-m", "remembrancer.indexer.sandbox"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
 
-    def call(self, name: str, args: tuple, *, budget_s: float = BUDGET_S,
+    def call(self, name: str, args: tuple, *, budget_s: float | None = None,
              stop: threading.Event | None = None):
+        budget_s = BUDGET_S if budget_s is None else budget_s
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()

@@ -63,6 +63,9 @@ def _collect(found: dict, name: str, value, depth: int) -> None:
     elif depth == 0 and isinstance(value, type) and value.__module__.startswith("remembrancer"):
         for k, v in vars(value).items():
             _collect(found, f"{name}.{k}", v, depth + 1)
+    elif depth < 2 and type(value).__module__.startswith("remembrancer") and hasattr(value, "__dict__"):
+        for k, v in vars(value).items():  # objects holding patterns (rank._InOrder, classes)
+            _collect(found, f"{name}.{k}", v, depth + 1)
 
 
 def _scan(pattern: re.Pattern, text: str) -> None:
