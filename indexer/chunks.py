@@ -182,7 +182,7 @@ def readable(text: str) -> str:
     return html.unescape(_HTML_TAG_RE.sub("", text))
 
 
-_TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_TABLE_SEP_RE = re.compile(r"^\s*+\|?\s*+:?-{2,}")  # possessive: two adjacent \s* backtrack quadratically
 
 
 def _split_items(block_lines: list[str]) -> list[str]:

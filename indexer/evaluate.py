@@ -22,7 +22,7 @@ from .errors import UserError
 SEP = " > "
 # The label checker's rule (check_labels.py): only a trailing "(Part N)" is a split suffix —
 # memory headings such as "2031-04-02 (Wed)" or "(session 1)" are real titles and must stay.
-PART_SUFFIX = re.compile(r"\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
+PART_SUFFIX = re.compile(r"(?<!\s)\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)  # from a run's start only
 TOP_KS = (1, 3, 5)
 RECALL_K = 5
 # Shorter queries ("CAP theorem", an identifier) appear verbatim in their answer by design;
