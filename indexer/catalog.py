@@ -167,7 +167,7 @@ def _header_problem(path: Path) -> str | None:
     except OSError as e:
         return f"cannot be read: {e.strerror}"
     if size == 0:
-        return None  # an empty file is a new database
+        return "the file is empty"  # SQLite would take it for a new database beside the old derived stores
     if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
         return "not a SQLite database"
     page = int.from_bytes(head[16:18], "big")

@@ -64,13 +64,17 @@ def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, n
         raise Unreadable(f"{shown}: vanished while being read") from None
     except OSError as e:
         raise Unreadable(f"{shown}: cannot be read ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a folder, FIFO, device, socket
+            raise Unreadable(f"{shown}: skipped, not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise Unreadable(f"{shown}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as fh:
         try:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise Unreadable(f"{shown}: skipped, not a regular file")
-            if max_bytes is not None and st.st_size > max_bytes:
-                raise Unreadable(f"{shown}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
             data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
         except OSError as e:
             raise Unreadable(f"{shown}: cannot be read ({e.strerror})") from None

