@@ -120,9 +120,7 @@ def search(engine, req: SearchRequest) -> dict:
 
 
 def _allowed_sections(engine, f: flt.Filters) -> set[int]:
-    where, params = flt.sql(f)
-    return {r[0] for r in engine.catalog.db.execute(
-        f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
+    return engine.catalog.filtered_section_ids(f)
 
 
 def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate]:
@@ -143,10 +141,7 @@ def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate
 def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
     """Sections containing the literal string; more occurrences and newer dates first."""
     needle = query.lower() if case_insensitive else query
-    col = "lower(s.content)" if case_insensitive else "s.content"
-    rows = engine.catalog.db.execute(
-        f"SELECT s.id, s.date, (length({col}) - length(replace({col}, ?, ''))) / length(?) AS n"
-        f" FROM sections s WHERE instr({col}, ?) > 0", (needle, needle, needle)).fetchall()
+    rows = engine.catalog.literal_counts(needle, case_insensitive)
     out = {}
     for sid, date, n in rows:
         if allowed is not None and sid not in allowed:
@@ -205,9 +200,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
     for sid, weight in sorted(literal.items(), key=lambda kv: -kv[1])[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     if own:
-        for (sid,) in engine.catalog.db.execute(
-                "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
-                f" WHERE d.path IN ({','.join('?' * len(own))})", tuple(own)):
+        for sid in engine.catalog.section_ids_of(own):
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
