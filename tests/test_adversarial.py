@@ -367,3 +367,45 @@ def test_a_damage_error_is_recognised_and_a_lock_is_not():
     assert is_damage(sqlite3.DatabaseError("database disk image is malformed"))
     assert is_damage(sqlite3.DatabaseError("file is not a database"))
     assert not is_damage(sqlite3.OperationalError("database is locked"))
+
+
+def _sandbox_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            args = open(f"/proc/{entry}/cmdline", "rb").read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"remembrancer.indexer.sandbox" in args:
+            out.append(int(entry))
+    return out
+
+
+def test_the_daemon_answers_and_stops_while_a_pathological_document_is_ingested(tmp_path, tiny_model_dir):
+    """The slow document is in the sandbox child: requests are answered meanwhile, and SIGTERM ends
+    the daemon without waiting for the document (the child is killed)."""
+    import signal
+
+    from tests.adversarial_inputs import pathological_line
+    from tests.test_daemon import DaemonProc, wait_for
+
+    root = tmp_path / "notes"
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    d = DaemonProc(tmp_path, [root], tiny_model_dir).start()
+    try:
+        write(root, "long.md", "# Long\n\n" + pathological_line("a-", 4_000_000) + "\n")
+        d.call("reindex")
+        wait_for(lambda: d.call("status")["daemon"]["ingesting"], timeout=60)
+        assert d.search("restoring the database")["results"][0]["path"] == "ok.md"   # answered meanwhile
+        assert d.call("status")["daemon"]["ingesting"]   # still on the long document
+        children = _sandbox_children(d.proc.pid)
+        assert children   # the document is in the child
+        d.proc.send_signal(signal.SIGTERM)
+        d.proc.wait(30)   # a hang detector, not a timing goal: without the sandbox this waited out the document
+        assert d.proc.returncode == 0
+        assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")]
+    finally:
+        d.stop()
