@@ -140,8 +140,11 @@ class CatalogDamaged(UserError):
                               "index aside and rebuilds it from the files")
 
 
-def _header_problem(path: Path) -> str | None:
-    """What the file's 100-byte SQLite header says is wrong (a truncated copy, a foreign file), in O(1)."""
+def _header_problem(path: Path, *, sizes: bool = True) -> str | None:
+    """What the file's 100-byte SQLite header says is wrong (a truncated copy, a foreign file), in O(1).
+
+    `sizes`: also compare the page count with the file size — only with no writer and no WAL frames
+    waiting (a checkpoint in progress writes the header before the file has grown)."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:
@@ -152,6 +155,9 @@ def _header_problem(path: Path) -> str | None:
         return "the file is empty"  # SQLite would take it for a new database beside the old derived stores
     if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
         return "not a SQLite database"
+    wal = path.with_name(path.name + "-wal")
+    if not sizes or (wal.exists() and wal.stat().st_size > 0):
+        return None
     page = int.from_bytes(head[16:18], "big")
     page = 65536 if page == 1 else page
     pages, counter, valid_for = (int.from_bytes(head[i:i + 4], "big") for i in (28, 24, 92))
@@ -214,8 +220,8 @@ class Catalog:
         self.path = path
         self._maybe_orphaned: set[str] = set()
         self.recovered: str | None = None  # why a damaged catalog was moved aside at open, and where
-        if readonly:
-            problem = _header_problem(path)
+        if readonly:  # a writer may be checkpointing right now: only the magic is checked, SQLite does the rest
+            problem = _header_problem(path, sizes=False)
             if problem:
                 raise CatalogDamaged(path, problem)
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)

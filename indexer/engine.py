@@ -303,8 +303,8 @@ class Engine:
             return self._sandbox.call("prepare", args, stop=self.stop_requested)
         except sandbox.OverBudget:
             return ingest.without_sections(f, data, self.layout, (
-                f"{f.path}: indexed without its text: redacting and parsing it took over "
-                f"{sandbox.BUDGET_S:.0f} s (the per-document budget); split the file to make it searchable"))
+                f"{f.path}: indexed without its text: redacting and parsing it went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB); split the file to make it searchable"))
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}

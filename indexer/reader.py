@@ -71,8 +71,9 @@ def _load(engine, path: str):
             try:
                 cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"]))
             except sandbox.OverBudget:
-                raise UserError(f"{path}: reading it safely (redaction, parsing) took over "
-                                f"{sandbox.BUDGET_S:.0f} s", param="path", code="unreadable") from None
+                raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
+                                f"({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB)", param="path",
+                                code="unreadable") from None
         _PARSED.put(key, cached, len(text))
     parsed, secret = cached
     if secret:

@@ -21,6 +21,7 @@ import time
 
 LARGE_BYTES = 256 * 1024   # documents from this size on go to the child process
 BUDGET_S = 30.0            # per document: redaction + parsing + chunking beyond this is given up
+MEMORY_BYTES = 1 << 30     # the child's address-space limit: past it, MemoryError, treated as over budget
 POLL_S = 0.05              # how often the waiting caller checks its stop flag
 _HEADER = struct.Struct("!Q")
 
@@ -60,6 +61,13 @@ def serve(stdin=None, stdout=None) -> None:
     on stdin, its pickled result (or exception) as one frame on stdout."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
+    try:  # one document must not take the machine's memory either (a parser's tokens cost ~100x the text)
+        import resource
+
+        limit = int(os.environ.get("REMEMBRANCER_SANDBOX_MEMORY_BYTES", MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass
     while True:
         try:
             (size,) = _HEADER.unpack(_read_exact(stdin, _HEADER.size))
@@ -68,6 +76,8 @@ def serve(stdin=None, stdout=None) -> None:
             return
         try:
             reply = ("ok", _call(name, args))
+        except MemoryError:
+            reply = ("error", OverBudget("memory"))
         except Exception as e:  # the caller re-raises it (ingest.Skip carries its warning)
             reply = ("error", e)
         out = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
@@ -153,5 +163,7 @@ class Worker:
                 self.kills -= 1
 
 
-if __name__ == "__main__":
-    serve()
+if __name__ == "__main__":  # run from the importable module, so what it pickles names remembrancer.indexer.sandbox
+    from remembrancer.indexer.sandbox import serve as _serve
+
+    _serve()
