@@ -61,6 +61,10 @@ def serve(stdin=None, stdout=None) -> None:
     on stdin, its pickled result (or exception) as one frame on stdout."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
+    try:  # background work: the daemon's request threads go first when the cores are busy
+        os.nice(10)
+    except OSError:
+        pass
     try:  # one document must not take the machine's memory either (a parser's tokens cost ~100x the text)
         import resource
 
