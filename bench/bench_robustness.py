@@ -58,6 +58,7 @@ EVAL = PROJECT.parent / "shared" / "eval"
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from bench import scope_escapes  # noqa: E402
 from tests import test_hardening as H  # noqa: E402
 from tests.corpus_helpers import EXAMPLES, engine_for, write  # noqa: E402
 from tests.test_daemon import DaemonProc, wait_for  # noqa: E402
@@ -874,7 +875,7 @@ def main() -> int:
     ap.add_argument("--line-mb", type=float, default=5.0, help="size of the pathological lines (long_lines, latency)")
     ap.add_argument("--file-mb", type=float, default=10.0, help="size of the memory-shaped files (big_files)")
     ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,"
-                                               "concurrency,big,bombs,long_lines,big_files,special,damaged,latency")
+                                               "concurrency,big,bombs,long_lines,big_files,special,damaged,latency,scope")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"parser", "queries", "protocol", "faults", "kills",
@@ -904,6 +905,7 @@ def main() -> int:
         ("special", lambda: bench_special_files(embedder, base)),
         ("damaged", lambda: bench_damaged_stores(embedder, base)),
         ("latency", lambda: bench_ingest_latency(base / "latency", model, min(args.docs, 300), args.line_mb)),
+        ("scope", lambda: scope_escapes.run(base / "scope", embedder)),  # only with --only scope: bench/scope_escapes.py
     ]
     try:
         for name, fn in steps:
