@@ -241,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug: one line by default, the traceback with --debug
+        from remembrancer.indexer.catalog import is_damage
+
+        if is_damage(e):  # found mid-run (the open-time probe passed): the documented exit code
+            print(f"remembrancer: the index catalog is damaged ({e}) — run `remembrancer index`: it moves "
+                  "a damaged catalog aside and rebuilds it from the files", file=sys.stderr)
+            return EXIT_INDEX
         if args.debug:
             raise
         print(f"remembrancer: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",

@@ -189,6 +189,16 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def disable_telemetry(ort) -> bool:
+    """onnxruntime's telemetry events off (where the build has them): nothing about the user's
+    machine is recorded or sent. True when the call exists."""
+    fn = getattr(ort, "disable_telemetry_events", None)
+    if fn is None:
+        return False
+    fn()
+    return True
+
+
 def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> Embedder:
     """Open tokenizer + session and probe once, so a wrong ``dim`` fails at load, not mid-index."""
     import onnxruntime as ort
@@ -204,6 +214,7 @@ def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> E
     tokenizer.no_padding()
     tokenizer.enable_truncation(contract.max_tokens)
 
+    disable_telemetry(ort)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 2  # halves latency on 2 cores; more threads only contend
     opts.inter_op_num_threads = 1

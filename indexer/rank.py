@@ -26,7 +26,28 @@ OUTCOME_RE = re.compile(
 # "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
 STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
 # "Is it still planned?" asks whether an intention survived: the newest decision answers it.
-PLAN_STATUS_RE = re.compile(r"\b(still|any ?more)\b.*\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE)
+class _InOrder:
+    """`first` then, later on the same line, `then` (or `alone` anywhere): what `A.*B` means,
+    without the backtracking that makes `\bA\b.*\bB\b` quadratic on a long query repeating A."""
+
+    def __init__(self, first: re.Pattern, then: re.Pattern, alone: re.Pattern | None = None):
+        self.first, self.then, self.alone = first, then, alone
+
+    def search(self, text: str) -> bool:
+        if self.alone is not None and self.alone.search(text):
+            return True
+        pos = 0
+        while (m := self.first.search(text, pos)) is not None:
+            line_end = text.find("\n", m.end())
+            line_end = len(text) if line_end < 0 else line_end
+            if self.then.search(text, m.end(), line_end):  # the earliest A leaves B the most room
+                return True
+            pos = line_end + 1
+        return False
+
+
+PLAN_STATUS_RE = _InOrder(re.compile(r"\b(still|any ?more)\b", re.IGNORECASE),
+                          re.compile(r"\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE))
 # "What happened / why did it break?" asks about an event: the journal is the record of what was
 # seen, the host/service records only summarise it.
 PAST_RE = re.compile(
@@ -49,8 +70,9 @@ FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|of
 # A how-to question asks for one part of a runbook (the conventions name them: When to use,
 # Before you start, Steps, a Verify under Steps, Rollback): undoing, checking, or else the steps.
 ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
-VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
-                         r"correct|came out|healthy)\b", re.IGNORECASE)
+VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
+                      re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
+                      alone=re.compile(r"\bverify\b", re.IGNORECASE))
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)

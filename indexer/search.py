@@ -47,7 +47,7 @@ MAX_ALTERNATE_CHARS = 300
 ALTERNATE_WEIGHT = 0.75  # the rephrasings' mean fused score, against the question's 1 (docs/ranking.md)
 # Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
 # such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
-PART_SUFFIX_RE = re.compile(r"\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
+PART_SUFFIX_RE = re.compile(r"(?<!\s)\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
 
 
 @dataclass
