@@ -27,6 +27,7 @@ from remembrancer.indexer.errors import UserError
 
 from . import protocol
 from .client import encode_ascii_safe, peer_uid, ping
+from .updates import Updater
 from .watch import ChangeQueue, Watcher
 
 log = logging.getLogger(__name__)
@@ -157,6 +158,7 @@ class Daemon:
         self._server: socketserver.UnixStreamServer | None = None
         self._acquire()
         self.engine = Engine(config, embedder=embedder)
+        self.updates = Updater(self.engine)
         self.watcher = Watcher([r.path for r in config.roots], self.queue)
 
     # -- single instance --------------------------------------------------------------------------
@@ -284,6 +286,10 @@ class Daemon:
             self.sock_path.unlink()
         except FileNotFoundError:
             pass
+        try:
+            self.updates.flush()
+        except Exception:  # a full disk: the next start rebuilds the vector file from the catalog
+            log.exception("vector file not saved at shutdown")
         self.engine.close()
         log.info("daemon stopped")
 
@@ -296,7 +302,7 @@ class Daemon:
         next_root_check = time.monotonic() + root_check_s
         while not self.stopping.is_set():
             now = time.monotonic()
-            wake = min(next_rescan, next_root_check)
+            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan)
             if self.idle_exit_s is not None:
                 wake = min(wake, self.last_activity + self.idle_exit_s)
             batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
@@ -304,7 +310,7 @@ class Daemon:
                 break
             now = time.monotonic()
             if batch is not None:
-                self._apply()
+                self._apply(*batch)
             if now >= next_root_check:
                 self.watcher.ensure()
                 release_memory()  # what searches freed, too
@@ -312,6 +318,7 @@ class Daemon:
             if now >= next_rescan:
                 self._apply()
                 next_rescan = now + self.rescan_s
+            self.updates.when_quiet()
             if self._idle_expired():
                 log.info("no clients for %.0fs: exiting (started on demand)", self.idle_exit_s)
                 break
@@ -321,11 +328,12 @@ class Daemon:
             return (self.idle_exit_s is not None and self.clients == 0
                     and time.monotonic() - self.last_activity >= self.idle_exit_s)
 
-    def _apply(self) -> None:
-        """Bring the index up to date: a stat walk finds what changed; only that is read and embedded."""
+    def _apply(self, paths=(), full: bool = True) -> None:
+        """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
+        stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
         self.ingesting = True
         try:
-            report = self.engine.refresh()
+            report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), **report.to_dict()}
             self.last_error = None
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
@@ -367,7 +375,7 @@ class Daemon:
             self.notifications += 1
             self.last_notification = {"event": str(params.get("event") or ""), "root": str(params.get("root") or ""),
                                       "at": time.time()}
-            self.queue.put(str(params.get("root") or ""), full=True)
+            self.queue.put()   # the engine diffs the indexed HEAD against the new one (daemon/updates.py)
             return {"queued": self.queue.pending()[0]}
         if method == "reindex":
             self.queue.put(full=True)

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, links, meta, scope, terms
+from . import changes, corpus, ingest, links, meta, scope, terms
 from .catalog import Catalog
 from .config import Config
 from .errors import UserError
@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
 PARSE_VERSION = 4
 EMBED_GROUP = 256   # new texts gathered across documents before one embedding call (length-sorted batches)
-SAVE_EVERY_S = 10.0  # derived stores are committed at least this often during a long run
+SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
+RETAG_NAMES_MAX = 200  # changed entity names looked up in the literal index; more: every section is retagged
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -83,6 +84,7 @@ class Engine:
         self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
+        self._section_count: tuple[tuple, int] = ((), 0)
         self._open_vectors()
         if not readonly:
             self.repair()
@@ -182,8 +184,7 @@ class Engine:
         return report
 
     def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
-        if self.readonly:
-            raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
+        self._check_writable()
         # A run that failed half-way (disk full, a bug) may have left a derived store without some
         # of the catalog's writes; the next commit would stamp it current. Catch up first (a no-op
         # when the generations agree, which is always the case after a run that completed).
@@ -213,8 +214,7 @@ class Engine:
             self._remove(p)
             report.removed += 1
         self._ingest(changed, known, report, progress)
-        if self.catalog.entities() != entities_before or (changed and not entities_before):
-            self._retag_entities()
+        self._retag_entities(entities_before)
         self._resolve_links()
         self._commit_derived()
         if policy and not self.stop_requested.is_set():
@@ -227,6 +227,87 @@ class Engine:
         report.seconds = round(time.monotonic() - t0, 3)
         return report
 
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
+
+    def refresh_paths(self, paths, progress: ProgressFn | None = None) -> IndexReport:
+        """Bring the index up to date for these changed paths (the daemon's watcher events) and
+        for whatever differs between the indexed and the current HEAD of each root (what the git
+        hooks announce): the cost follows the change, not the corpus (indexer/changes.py). What
+        only a whole walk can judge — a root itself, a symlink, an unknown old HEAD — and an index
+        that must be read again (parser, layout or redaction policy changed) run `refresh()`.
+
+        The new text is searchable when this returns; the vector file is saved later
+        (`save_vectors`): the catalog holds every embedding, so a crash before the save costs a
+        rebuild of that file at the next start, never an embedding."""
+        self._check_writable()
+        if self._must_read_all():
+            return self.refresh(progress)
+        paths = {str(p) for p in paths}
+        heads = self.current_heads()
+        indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
+        for r in self.config.roots:
+            if heads.get(r.name) != indexed_heads.get(r.name):
+                moved = changes.head_changes(r, indexed_heads.get(r.name), heads.get(r.name))
+                if moved is None:
+                    return self.refresh(progress)
+                paths.update(moved)
+        touched = changes.resolve(self.config.roots, paths, self.config.excludes, self.config.max_file_bytes)
+        if touched.full:
+            log.info("full refresh: %s", touched.full)
+            return self.refresh(progress)
+        if not self.config.metrics_textfile:
+            return self._refresh_touched(touched, heads, progress)
+        from . import metrics
+
+        try:
+            report = self._refresh_touched(touched, heads, progress)
+        except Exception as e:
+            metrics.after_ingest(self, None, e)
+            raise
+        metrics.after_ingest(self, report, None)
+        return report
+
+    def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
+        self.repair()
+        t0 = time.monotonic()
+        report = IndexReport()
+        redactor = self.redaction.current()   # fail closed, as refresh()
+        files = [f for f in touched.files if not redactor.denied(f.path, f.rel)]
+        report.warnings += touched.warnings
+        report.scanned = len(files)
+        known = self.catalog.documents_matching(touched.exact, touched.prefixes)
+        present = {f.path for f in files}
+        gone = [p for p in known if p not in present]
+        changed = [f for f in files if self._stat_changed(f, known.get(f.path))]
+        report.unchanged = len(files) - len(changed)
+        if gone or changed:
+            entities_before = self.catalog.entities()
+            titles_before = self.catalog.titles(list(known))
+            for p in gone:
+                self._remove(p)
+                report.removed += 1
+            self._ingest(changed, known, report, progress)
+            retagged = self._retag_entities(entities_before)
+            self._commit_derived(save_vectors=False)   # searchable from here on
+            if report.added or report.removed or retagged or self.catalog.titles(list(titles_before)) != titles_before:
+                self._resolve_links()   # the names a link can point at changed
+        self.catalog.set_meta("last_indexed_at", str(time.time()))
+        self.catalog.set_meta("heads", json.dumps(heads))
+        touched_paths = touched.exact | {f.path for f in touched.files}
+        kept = [w for w in json.loads(self.catalog.get_meta("last_warnings") or "[]")
+                if w.split(":", 1)[0] not in touched_paths and not w.startswith(tuple(touched.prefixes))]
+        self.catalog.set_meta("last_warnings", json.dumps((kept + report.warnings)[-200:]))
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def _must_read_all(self) -> bool:
+        """A parser, layout or redaction-policy change since the last run: every document is read again."""
+        return (self.catalog.get_meta("parse_version") != str(PARSE_VERSION)
+                or self.catalog.get_meta("layout") != json.dumps(self.config.layout)
+                or self.catalog.get_meta("redaction_policy") != self.redaction.current().policy_fingerprint())
+
     def _stat_changed(self, f: corpus.CorpusFile, known) -> bool:
         return known is None or known[2] != f.size or known[3] != f.mtime_ns
 
@@ -238,6 +319,7 @@ class Engine:
         pending: list[ingest.Prepared] = []
         pending_texts = 0
         last_save = time.monotonic()
+        resolver = self._link_resolver()   # one per run, grown by each batch: not every document re-read per batch
         for i, f in enumerate(files, 1):
             if self.stop_requested.is_set():
                 break  # SIGTERM: what is written is whole; the rest waits for the next run
@@ -273,12 +355,12 @@ class Engine:
             pending.append(prepared)
             pending_texts += len(prepared.texts)
             if pending_texts >= EMBED_GROUP:
-                self._write(pending, report)
+                self._write(pending, report, resolver)
                 pending, pending_texts = [], 0
             if time.monotonic() - last_save > SAVE_EVERY_S:
-                self._commit_derived()
+                self._commit_derived(save_vectors=False)   # saved once at the end: each save writes the whole file
                 last_save = time.monotonic()
-        self._write(pending, report)
+        self._write(pending, report, resolver)
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -290,7 +372,7 @@ class Engine:
             out.update({f.path: dates[f.rel] for f in fs if f.rel in dates})
         return out
 
-    def _write(self, batch: list[ingest.Prepared], report: IndexReport) -> None:
+    def _write(self, batch: list[ingest.Prepared], report: IndexReport, resolver: links.Resolver) -> None:
         """Embed the batch's new texts in one call, then write each document in its own transaction."""
         if not batch:
             return
@@ -310,7 +392,11 @@ class Engine:
                 self._open_vectors()
         elif not any("vectors skipped" in w for w in report.warnings):
             report.warnings.append(f"vectors skipped: {self.contract_problem()}")
-        resolver = self._link_resolver(extra=[p.doc for p in batch])
+        for p in batch:
+            d = p.doc
+            resolver.add_document(d["path"], d["rel"], d["root"], d["title"])
+            if p.entity is not None:
+                resolver.add_entity(p.entity["name"], d["path"], p.entity["aliases"])
         for p in batch:
             for lk in p.links:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
@@ -326,11 +412,21 @@ class Engine:
         if self.vectors is not None:
             self.vectors.update(removed, [], np.zeros((0, self.vectors.dim), dtype=np.float32))
 
-    def _retag_entities(self) -> None:
-        """Entity definitions changed: recompute every section's mentions (text only, nothing re-embedded)."""
-        matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in self.catalog.entities()])
-        mentions = {s.id: matcher.mentions(s.heading + "\n" + s.body) for s in self.catalog.sections()}
-        self.catalog.set_entity_mentions(mentions)
+    def _retag_entities(self, before: list) -> bool:
+        """Entity definitions changed since `before`: recompute the mentions of the sections that
+        may name a changed name or alias — found by the literal index, so editing one host record
+        does not re-read every section — or of every section after a first index, or when a
+        changed name is too short to look up (text only, nothing re-embedded). True if any changed."""
+        after = self.catalog.entities()
+        if after == before:
+            return False
+        old = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in before])
+        new = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in after])
+        names = sorted(n for n in old.by_name.keys() | new.by_name.keys() if old.by_name.get(n) != new.by_name.get(n))
+        rows = self.catalog.sections_containing(names) if before and len(names) <= RETAG_NAMES_MAX else None
+        sections = self.catalog.sections() if rows is None else self.catalog.sections_by_id([r[0] for r in rows]).values()
+        self.catalog.set_entity_mentions({s.id: new.mentions(s.heading + "\n" + s.body) for s in sections})
+        return True
 
     # -- links (indexer/links.py) ------------------------------------------------------------------
     def _reparse_check(self) -> bool:
@@ -340,9 +436,8 @@ class Engine:
         self.catalog.read_all_again()
         return True
 
-    def _link_resolver(self, extra: list[dict] = ()) -> links.Resolver:
+    def _link_resolver(self) -> links.Resolver:
         rows = self.catalog.db.execute("SELECT path, rel, root, title FROM documents").fetchall()
-        rows += [(d["path"], d["rel"], d["root"], d["title"]) for d in extra]
         return links.Resolver(rows, self.catalog.entities(), multi_root=len(self.config.roots) > 1)
 
     def _resolve_links(self) -> None:
@@ -362,11 +457,24 @@ class Engine:
         self.catalog.set_link_resolutions(changes)
         self.catalog.set_meta("link_targets", fp)
 
-    def _commit_derived(self) -> None:
+    def _commit_derived(self, save_vectors: bool = True) -> None:
+        """Commit the full-text index (searchable now) and save the vector file, or only mark the
+        in-memory vectors current (searches use them at once; `save_vectors` writes them later)."""
         gen = self.catalog.generation
         self.fulltext.commit(gen)
         if self.vectors is not None:
-            self.vectors.save(gen)
+            if save_vectors:
+                self.vectors.save(gen)
+            else:
+                self.vectors.generation = gen   # in memory; the file still holds an older one
+
+    def vectors_unsaved(self) -> bool:
+        return self.vectors is not None and self.vectors.generation != self.vectors.saved_generation
+
+    def save_vectors(self) -> None:
+        """Write the vector file if targeted updates left it behind (the daemon calls this when quiet)."""
+        if self.vectors_unsaved():
+            self.vectors.save(self.vectors.generation)
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""
@@ -431,6 +539,23 @@ class Engine:
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
         prefixes = self.scope
         return [row for row in self._lowered[1] if scope.contains(prefixes, row[3])]
+
+    def literal_rows(self, needles: list[str], content_only: bool = False) -> list[tuple[int, str, str, str]]:
+        """Rows shaped like lowered_sections() — (section id, lower-cased heading, lower-cased
+        content, path), visible, in document order — holding every section that contains any of
+        `needles` (lower-cased), and maybe a few that do not: callers test each row. Read from the
+        catalog's literal index, so the cost follows the matches; a needle too short for it scans."""
+        rows = self.catalog.sections_containing(needles, content_only)
+        if rows is None:
+            return self.lowered_sections()
+        return [(i, h.lower(), c.lower(), p) for i, h, c, p in rows]
+
+    def section_count(self) -> int:
+        """How many sections the current request may see, cached per generation and scope."""
+        key = (self.catalog.generation, self.scope)
+        if self._section_count[0] != key:
+            self._section_count = (key, self.catalog.section_count())
+        return self._section_count[1]
 
     def corpus_words(self) -> frozenset[str]:
         """Every lower-cased run of letters and digits in the visible sections, cached per

@@ -325,7 +325,8 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
     anywhere = [False] * len(items)
     in_scope = [False] * len(items)
     matched: dict[int, list[int]] = {}
-    for sid, head, content, _ in engine.lowered_sections():
+    needles = [m.low[:7] if m.sha else m.low for m in matchers]   # what a match must contain
+    for sid, head, content, _ in engine.literal_rows(needles):
         hit = [i for i, m in enumerate(matchers) if m.matches(content) or m.matches(head)]
         if not hit:
             continue
