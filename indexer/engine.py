@@ -400,7 +400,8 @@ class Engine:
         for p in batch:
             for lk in p.links:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
-            removed, added = self.catalog.write_document(p.doc, p.sections, new_vectors, p.entity, p.links)
+            own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
+            removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
             self.fulltext.replace_document(p.doc["path"], self.catalog.chunks_of(p.doc["path"]))
             if self.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)

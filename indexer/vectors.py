@@ -100,7 +100,10 @@ class Vectors:
                 need = self.index.get_current_count() + len(labels)
                 if need > self.index.get_max_elements():
                     self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
-                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64))
+                # One thread: a document's few vectors gain nothing from two (thread start-up cost more
+                # than the insert), and one gives the same graph on every run (threads race for links).
+                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64),
+                                     num_threads=1)
                 self.live.update(int(x) for x in labels)
 
     def save(self, generation: int) -> None:
