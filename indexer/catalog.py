@@ -501,6 +501,24 @@ class Catalog:
             out = [r[0] for r in self.db.execute(sql.format(where=where, extra="") + " LIMIT ?", (*params, limit))]
         return out
 
+    def sections_of_entity(self, name: str, needles: list[str], record_paths: list[str]) -> list[int]:
+        """Ids of the visible sections of the entity's records and of those whose mentions name it.
+        Mentions come from the text, so only sections holding one of `needles` (its names and
+        aliases, lower-cased) can name it: the literal index finds those, the mentions decide."""
+        records = ("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                   f" WHERE d.path IN ({','.join('?' * len(record_paths))})")
+        mention = "EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)"
+        if not needles:
+            return [r[0] for r in self.db.execute(records, record_paths)]
+        if not self.has_literal_index or min(map(len, needles)) < LITERAL_MIN:   # every section's mentions
+            return [r[0] for r in self.db.execute(records.replace(" WHERE ", " WHERE (") + f") OR {mention}",
+                                                  (*record_paths, name))]
+        match = "(" + " OR ".join(map(_phrase, needles)) + ")"
+        return [r[0] for r in self.db.execute(
+            records + " UNION SELECT s.id FROM sections s WHERE s.id IN"
+            f" (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND {mention}",
+            (*record_paths, match, name))]
+
     def section_count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
 

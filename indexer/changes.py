@@ -86,6 +86,7 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
         out.warnings += result.warnings
         if f is not None:
             out.files.append(f)
+    out.files = list({f.path: f for f in out.files}.values())   # a folder and its files may both be named
     return out
 
 

@@ -188,10 +188,10 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     limit = _limit(limit, HISTORY_LIMIT)
     f = flt.validate(flt.Filters(since=since, until=until), engine.catalog, engine.config.doc_types)
     name, record_paths, aliases, how = resolve_entity(engine, entity)
-    marks = ",".join("?" * len(record_paths))
-    ids = [r[0] for r in engine.catalog.db.execute(
-        "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path IN (" + marks + ")"
-        " OR EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)", (*record_paths, name))]
+    # Every name a section's mention of it can come from (the index-time matcher saw all records)
+    needles = sorted({n.lower() for e, p, a in engine.catalog.entities(schema="main.") if e == name
+                      for n in meta.Entity(e, p, a).names() if len(n) >= 2})
+    ids = engine.catalog.sections_of_entity(name, needles, record_paths)
     rows = engine.catalog.sections_by_id(ids)
     dates = _Dates(engine)
     dated = {sid: dates.of(s) for sid, s in rows.items()}
