@@ -327,9 +327,6 @@ class Engine:
         pending: list[ingest.Prepared] = []
         pending_texts = 0
         last_save = time.monotonic()
-        # One resolver, grown by each batch as it is written (not every document read again per
-        # batch), and kept for the next targeted run while it still describes the catalog.
-        resolver = self._resolver = self._resolver or self._link_resolver()
         for i, f in enumerate(files, 1):
             if self.stop_requested.is_set():
                 break  # SIGTERM: what is written is whole; the rest waits for the next run
@@ -365,12 +362,12 @@ class Engine:
             pending.append(prepared)
             pending_texts += len(prepared.texts)
             if pending_texts >= EMBED_GROUP:
-                self._write(pending, report, resolver)
+                self._write(pending, report)
                 pending, pending_texts = [], 0
             if time.monotonic() - last_save > SAVE_EVERY_S:
                 self._commit_derived(save_vectors=False)   # saved once at the end: each save writes the whole file
                 last_save = time.monotonic()
-        self._write(pending, report, resolver)
+        self._write(pending, report)
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -382,7 +379,7 @@ class Engine:
             out.update({f.path: dates[f.rel] for f in fs if f.rel in dates})
         return out
 
-    def _write(self, batch: list[ingest.Prepared], report: IndexReport, resolver: links.Resolver) -> None:
+    def _write(self, batch: list[ingest.Prepared], report: IndexReport) -> None:
         """Embed the batch's new texts in one call, then write each document in its own transaction."""
         if not batch:
             return
@@ -402,6 +399,9 @@ class Engine:
                 self._open_vectors()
         elif not any("vectors skipped" in w for w in report.warnings):
             report.warnings.append(f"vectors skipped: {self.contract_problem()}")
+        # One resolver, grown by each batch as it is written (not every document read again per
+        # batch), and kept for the next targeted run while it still describes the catalog.
+        resolver = self._resolver = self._resolver or self._link_resolver()
         for p in batch:
             d = p.doc
             resolver.add_document(d["path"], d["rel"], d["root"], d["title"])
@@ -481,7 +481,7 @@ class Engine:
         gen = self.catalog.generation
         self.fulltext.commit(gen)
         if self.vectors is not None:
-            if save_vectors:
+            if save_vectors and self.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
                 self.vectors.save(gen)
             else:
                 self.vectors.generation = gen   # in memory; the file still holds an older one
