@@ -48,7 +48,10 @@ MAX_BATCH_TOKENS = 512
 # run split over two threads (measured on mm-v2 passages: 78 vs 71-73 passages per CPU-second,
 # and no thread waits on the other inside a run); a query keeps the two-thread session (latency).
 # The vectors are the same bit for bit (one thread or two, alone or in any batch: max abs diff 0).
+# That session costs ~110 MB, so it is opened only for a call with PARALLEL_MIN_BATCHES batches or
+# more (a long index run, not a one-file edit) and closed when the run ends (release_workers).
 PASSAGE_WORKERS = 2
+PARALLEL_MIN_BATCHES = 8
 
 
 class ModelError(Exception):
@@ -102,11 +105,12 @@ class Embedder:
     """A loaded model: tokenizer + onnxruntime session + contract. Thread-safe for concurrent calls
     (onnxruntime sessions are); build one with the ``load_*`` functions below."""
 
-    def __init__(self, session, tokenizer, contract: ModelContract, passage_session=None) -> None:
+    def __init__(self, session, tokenizer, contract: ModelContract, passage_sessions=None) -> None:
         self.contract = contract
         self.texts_embedded = 0  # passages + queries; tests diff it to prove what was (not) re-embedded
         self._session = session
-        self._passage_session = passage_session   # one thread per run, run by PASSAGE_WORKERS threads
+        self._passage_sessions = passage_sessions   # opens a one-thread session, run by PASSAGE_WORKERS threads
+        self._passage_session = None
         self._tokenizer = tokenizer
         self._inputs = [i.name for i in session.get_inputs()]
         unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
@@ -143,16 +147,22 @@ class Embedder:
         def run(idx: list[int], session=None) -> None:
             out[idx] = self._run([encodings[i] for i in idx], session)
 
-        if self._passage_session is None or len(batches) < 2:
+        if self._passage_sessions is None or len(batches) < PARALLEL_MIN_BATCHES:
             for idx in batches:
                 run(idx)
         else:
+            if self._passage_session is None:
+                self._passage_session = self._passage_sessions()
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(PASSAGE_WORKERS, thread_name_prefix="embed") as pool:
                 list(pool.map(lambda idx: run(idx, self._passage_session), batches))
         self.texts_embedded += len(texts)
         return out
+
+    def release_workers(self) -> None:
+        """Close the passage workers' session (an index run ended): an idle daemon keeps one model."""
+        self._passage_session = None
 
     def embed_query(self, text: str) -> np.ndarray:
         """float32 (dim,) for a search query (the model's query prefix, if any, is prepended)."""
@@ -225,7 +235,7 @@ def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> E
         except Exception as e:
             raise ModelError(f"cannot load ONNX model {model_path}: {e}") from e
 
-    embedder = Embedder(session(2), tokenizer, contract, passage_session=session(1))
+    embedder = Embedder(session(2), tokenizer, contract, passage_sessions=lambda: session(1))
     embedder._run([tokenizer.encode("probe")])  # raises ModelError on a dim mismatch; not counted
     log.info("loaded embedding model %s in %.2fs", contract.describe(), time.perf_counter() - t0)
     return embedder

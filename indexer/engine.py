@@ -176,16 +176,25 @@ class Engine:
         With `[metrics] textfile` configured, Prometheus metrics are written after every run,
         failed ones included (indexer/metrics.py)."""
         if not self.config.metrics_textfile or self.readonly:
-            return self._refresh(progress, reembed)
+            return self._released(self._refresh, progress, reembed)
         from . import metrics
 
         try:
-            report = self._refresh(progress, reembed)
+            report = self._released(self._refresh, progress, reembed)
         except Exception as e:
             metrics.after_ingest(self, None, e)
             raise
         metrics.after_ingest(self, report, None)
         return report
+
+    def _released(self, run, *args):
+        """Run an index pass, then close what only indexing needed (the embedder's worker session)."""
+        try:
+            return run(*args)
+        finally:
+            release = getattr(self._embedder, "release_workers", None)
+            if release is not None:
+                release()
 
     def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
         self._check_writable()
@@ -264,11 +273,11 @@ class Engine:
             log.info("full refresh: %s", touched.full)
             return self.refresh(progress)
         if not self.config.metrics_textfile:
-            return self._refresh_touched(touched, heads, progress)
+            return self._released(self._refresh_touched, touched, heads, progress)
         from . import metrics
 
         try:
-            report = self._refresh_touched(touched, heads, progress)
+            report = self._released(self._refresh_touched, touched, heads, progress)
         except Exception as e:
             metrics.after_ingest(self, None, e)
             raise
