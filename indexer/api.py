@@ -130,17 +130,12 @@ def do_outline(engine, params: dict) -> dict:
 def do_list(engine, params: dict) -> dict:
     engine.redaction.current()  # fail closed: a broken redaction policy serves nothing
     f = filters_from({"path": params.get("path"), "type": params.get("type")})
-    from .filters import sql, validate
+    from .filters import validate
 
     f = validate(f, engine.catalog, engine.config.doc_types)
-    where, args = sql(f)
-    rows = engine.catalog.db.execute(
-        "SELECT d.path, d.doc_type, d.date, d.title, COUNT(s.id), SUM(length(s.content)), d.tags"
-        f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
-        " GROUP BY d.id ORDER BY d.path", args).fetchall()
     limit = _int(params, "limit", 200, 1, 5000)
-    docs = [{"path": p, "type": t, "date": dt, "title": title, "sections": n, "tokens": (chars or 0) // 4,
-             "tags": json.loads(tags)} for p, t, dt, title, n, chars, tags in rows]
+    docs = [{"path": d.path, "type": d.doc_type, "date": d.date, "title": d.title, "sections": d.sections,
+             "tokens": d.chars // 4, "tags": d.tags} for d in engine.catalog.document_summaries(f)]
     out = {"documents": docs[:limit], "total": len(docs)}
     if len(docs) > limit:
         out["truncated"] = True

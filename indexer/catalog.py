@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
+
+from .filters import Filters
+from .store import DocumentName, DocumentSummary, LinkRow, SectionRow, SectionText
 
 SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
@@ -121,26 +124,6 @@ CREATE TRIGGER IF NOT EXISTS sections_literal_change AFTER UPDATE OF heading, co
 END;
 """
 LITERAL_MIN = 3   # trigrams: a shorter string cannot be looked up (callers scan instead)
-
-
-@dataclass
-class SectionRow:
-    id: int
-    doc_id: int
-    path: str
-    heading: str
-    title: str
-    level: int
-    start_line: int
-    end_line: int
-    date: str | None
-    stale: bool
-    doc_type: str
-    doc_stale: bool
-    tags: list[str]
-    entities: list[str]
-    content: str
-    body: str
 
 
 SECTION_SELECT = """
@@ -375,22 +358,76 @@ class Catalog:
             raise
 
     # -- reads --------------------------------------------------------------------------------
-    def link_rows(self, where: str = "", params: tuple = ()) -> list[dict]:
-        """Links with their source document: id, source, target, anchor, kind, line, text, resolved."""
+    def link_rows(self, source_doc_id: int | None = None, resolved_to: str | None = None) -> list[LinkRow]:
+        """Links with their source document: every link, one document's outbound links, or the
+        backlinks of `resolved_to` (its links to itself left out)."""
+        where, params = "", ()
+        if source_doc_id is not None:
+            where, params = " WHERE l.doc_id = ?", (source_doc_id,)
+        elif resolved_to is not None:
+            where, params = " WHERE l.resolved = ? AND d.path != ?", (resolved_to, resolved_to)
         sql = ("SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, l.resolved FROM links l"
-               " JOIN documents d ON d.id = l.doc_id" + (f" WHERE {where}" if where else "") + " ORDER BY d.path, l.line, l.id")
+               " JOIN documents d ON d.id = l.doc_id" + where + " ORDER BY d.path, l.line, l.id")
         keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
         return [dict(zip(keys, r)) for r in self.db.execute(sql, params)]
 
-    def entities(self, schema: str = "") -> list[tuple[str, str, list[str]]]:
-        """(name, record path, aliases); schema "main." reads past a scope's views (caches do)."""
+    def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
+        """(name, record path, aliases); `unscoped` reads past a scope's views (caches do)."""
+        schema = "main." if unscoped else ""
         return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
-    def sections(self, where: str = "", params: tuple = ()) -> list[SectionRow]:
-        sql = SECTION_SELECT + (f" WHERE {where}" if where else "") + " ORDER BY d.path, s.ord"
-        return [_section(r) for r in self.db.execute(sql, params)]
+    def sections(self, path: str | None = None) -> list[SectionRow]:
+        """Every section (or one document's), in document order."""
+        where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
+        return [_section(r) for r in self.db.execute(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
+
+    def filtered_section_ids(self, f: Filters) -> set[int]:
+        """The sections the (validated) filters let through."""
+        where, params = _filter_where(f)
+        return {r[0] for r in self.db.execute(
+            f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
+
+    def section_ids_of(self, paths: Iterable[str]) -> list[int]:
+        """The sections of the documents at `paths`."""
+        return [r[0] for r in self._rows_in(
+            "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path IN ({marks})", paths)]
+
+    def section_texts(self) -> list[SectionText]:
+        """(section id, heading, content, path) of every section in document order, past any scope
+        (the engine's per-generation caches filter by scope themselves)."""
+        return self.db.execute(
+            "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
+            " JOIN main.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord").fetchall()
+
+    def document_paths(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT path FROM documents")]
+
+    def document_names(self) -> list[DocumentName]:
+        """(path, rel, root, title) of every document in the order they were stored: what a link
+        can name (the resolver's first-come rule depends on the order)."""
+        return self.db.execute("SELECT path, rel, root, title FROM documents ORDER BY id").fetchall()
+
+    def document_summaries(self, f: Filters) -> list[DocumentSummary]:
+        """The documents with a section the filters let through, by path (`list`)."""
+        where, params = _filter_where(f)
+        rows = self.db.execute(
+            "SELECT d.path, d.doc_type, d.date, d.title, COUNT(s.id), SUM(length(s.content)), d.tags"
+            f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
+            " GROUP BY d.id ORDER BY d.path", params).fetchall()
+        return [DocumentSummary(p, t, dt, title, n, chars or 0, json.loads(tags))
+                for p, t, dt, title, n, chars, tags in rows]
+
+    def known_tags(self) -> set[str]:
+        out: set[str] = set()
+        for (raw,) in self.db.execute("SELECT DISTINCT tags FROM documents"):
+            out.update(json.loads(raw))
+        return out
+
+    def passage_ids_of_document(self, doc_id: int) -> list[int]:
+        return [r[0] for r in self.db.execute(
+            "SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id = ?", (doc_id,))]
 
     def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
         return {r[0]: _section(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
@@ -434,6 +471,35 @@ class Catalog:
         passages keep their embeddings): a parser, layout or redaction change needs this."""
         self.db.execute("UPDATE documents SET content_hash='', size=-1")
 
+    def drop_embeddings(self) -> None:
+        """--reembed: forget the stored contract and every embedding; every document is read again."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM embeddings")
+            self.db.execute("DELETE FROM meta WHERE key='model_contract'")
+            self.read_all_again()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def compact(self) -> str | None:
+        """Empty free pages and the WAL (no old text may survive a redaction-policy change);
+        returns why it could not, or None."""
+        try:
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError as e:
+            return str(e)
+        return None
+
+    @contextmanager
+    def scoped(self, prefixes: tuple[str, ...]):
+        """Serve one request as if only documents under `prefixes` existed (TEMP views on this
+        connection shadow the tables; see indexer/scope.py)."""
+        with _scope_views(self.db, prefixes):
+            yield
+
     def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
         """passage id → (section id, heading only?) for the given passages — a vector search's hits.
         Looked up per search rather than cached: during a long ingest the catalog changes with
@@ -472,7 +538,8 @@ class Catalog:
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`
-        (SQLite's ASCII lower() when case-insensitive); the literal index picks the candidates."""
+        (already lower-cased by the caller when case-insensitive: SQLite's ASCII lower() applies
+        to the content); the literal index picks the candidates."""
         col = "lower(s.content)" if case_insensitive else "s.content"
         where, params = f"instr({col}, ?) > 0", [needle]
         if self.has_literal_index and len(needle) >= LITERAL_MIN:
@@ -482,11 +549,11 @@ class Catalog:
             f"SELECT s.id, s.date, (length({col}) - length(replace({col}, ?, ''))) / length(?) AS n"
             f" FROM sections s WHERE {where}", (needle, needle, *params)).fetchall()
 
-    def newest_sections(self, where: str, params, limit: int) -> list[int]:
-        """Ids of the first `limit` sections matching a filter clause (sections `s`, documents `d`),
-        newest first — date, then the earlier section of a day, then id — among those with text of
+    def newest_sections(self, f: Filters, limit: int) -> list[int]:
+        """Ids of the first `limit` sections the (validated) filters let through, newest first — date, then the earlier section of a day, then id — among those with text of
         their own (a journal day's bare "# 2030-02-17" heading lists nothing), or among all when
         none has. Read in index order (sections_newest), so the cost follows `limit`."""
+        where, params = _filter_where(f)
         sql = ("SELECT s.id, s.body FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where}){extra}"
                " ORDER BY s.date DESC, s.start_line, s.id")
         out = []
@@ -501,8 +568,8 @@ class Catalog:
             out = [r[0] for r in self.db.execute(sql.format(where=where, extra="") + " LIMIT ?", (*params, limit))]
         return out
 
-    def sections_of_entity(self, name: str, needles: list[str], record_paths: list[str]) -> list[int]:
-        """Ids of the visible sections of the entity's records and of those whose mentions name it.
+    def section_ids_about(self, record_paths: list[str], name: str, needles: list[str]) -> list[int]:
+        """An entity's history: the visible sections of its records and of those that mention it.
         Mentions come from the text, so only sections holding one of `needles` (its names and
         aliases, lower-cased) can name it: the literal index finds those, the mentions decide."""
         records = ("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
@@ -526,3 +593,79 @@ class Catalog:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731
         return {"documents": q("documents"), "sections": q("sections"), "chunks": q("chunks"),
                 "passages": q("passages"), "vectors": q("embeddings")}
+
+
+def _filter_where(f: Filters) -> tuple[str, list]:
+    """Validated filters (indexer/filters.py) as a WHERE clause over sections `s` joined to documents `d`."""
+    where, params = [], []
+    if f.types:
+        where.append(f"d.doc_type IN ({','.join('?' * len(f.types))})")
+        params += f.types
+    if f.path:
+        where.append("(d.path = ? OR d.path LIKE ? ESCAPE '\\')")
+        esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
+    for t in f.tags:
+        where.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)")
+        params.append(t)
+    if f.since:
+        where.append("s.date >= ?")
+        params.append(f.since)
+    if f.until:
+        where.append("s.date <= ?")
+        params.append(f.until)
+    return " AND ".join(where) or "1", params
+
+
+# -- scopes (indexer/scope.py): TEMP views named like the tables, holding only the rows under the prefixes
+SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
+
+
+def _doc_predicate(prefixes: tuple[str, ...], col: str) -> tuple[str, list]:
+    parts, params = [], []
+    for p in prefixes:
+        esc = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        parts.append(f"{col} LIKE ? ESCAPE '\\'")
+        params.append(esc + "%")
+    return "(" + " OR ".join(parts) + ")", params
+
+
+def _views(prefixes: tuple[str, ...]) -> list[tuple[str, list]]:
+    pred, params = _doc_predicate(prefixes, "d.path")
+    docs = f"SELECT d.id FROM main.documents d WHERE {pred}"
+    return [
+        (f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {pred}", params),
+        (f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE s.doc_id IN ({docs})", params),
+        ("CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE c.section_id IN (SELECT id FROM sections)", []),
+        ("CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE p.section_id IN (SELECT id FROM sections)",
+         []),
+        (f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE e.doc_id IN ({docs})", params),
+        (f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE l.doc_id IN ({docs})", params),
+    ]
+
+
+@contextmanager
+def _scope_views(db, prefixes: tuple[str, ...]):
+    """Shadow the catalog's tables on connection `db` for the duration of one request."""
+    if not prefixes:
+        yield
+        return
+    _drop(db)
+    for sql, params in _views(prefixes):
+        db.execute(_inline(sql, params))
+    try:
+        yield
+    finally:
+        _drop(db)
+
+
+def _drop(db) -> None:
+    for t in SCOPED_TABLES:
+        db.execute(f"DROP VIEW IF EXISTS temp.{t}")
+
+
+def _inline(sql: str, params: list) -> str:
+    """Views cannot take bound parameters: inline them as SQL string literals (quotes doubled)."""
+    for p in params:
+        sql = sql.replace("?", "'" + p.replace("'", "''") + "'", 1)
+    return sql

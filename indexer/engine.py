@@ -11,23 +11,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sqlite3
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from . import changes, corpus, ingest, links, meta, scope, terms
-from .catalog import Catalog
 from .config import Config
 from .errors import UserError
-from .fulltext import FullText
 from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
-from .vectors import Vectors
+from .store import KeywordIndex, Ledger, Store, VectorIndex
+from .store_local import LocalStore
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +55,7 @@ class IndexReport:
 
 
 class Engine:
-    def __init__(self, config: Config, *, embedder=None, readonly: bool = False):
+    def __init__(self, config: Config, *, embedder=None, readonly: bool = False, store: Store | None = None):
         if not config.roots:
             raise UserError("no corpus roots given", hint="pass --root DIR (or set roots = [...] in the config)")
         self.config = config
@@ -72,15 +69,14 @@ class Engine:
         self._embedder_error: str | None = None
         self.model_loads = 0
         self._embedder_lock = threading.Lock()
-        if readonly and not (self.dir / "catalog.sqlite3").exists():
-            raise UserError(f"no index yet for {', '.join(str(r.path) for r in config.roots)}",
-                            hint="run `remembrancer index --root DIR` first", code="no_index")
-        self._catalog = Catalog(self.dir / "catalog.sqlite3", readonly=readonly)
+        # Where the index lives (indexer/store.py): the local store by default.
+        self.store = store or LocalStore(self.dir, ", ".join(str(r.path) for r in config.roots))
+        self._catalog = self.store.open_ledger(readonly)
         self._writer_thread = threading.get_ident()
         self._readers = threading.local()
         self.stop_requested = threading.Event()
-        self.fulltext = FullText(self.dir / "fulltext")
-        self.vectors: Vectors | None = None
+        self.fulltext: KeywordIndex = self.store.keyword_index(lambda: self.catalog)
+        self.vectors: VectorIndex | None = None
         self._entities: tuple = (-1, {}, [])
         self._scope = threading.local()
         self._lowered: tuple[int, list] = (-1, [])
@@ -94,7 +90,7 @@ class Engine:
             self.repair()
 
     @property
-    def catalog(self) -> Catalog:
+    def catalog(self) -> Ledger:
         """The writer's connection on the writing thread; a read-only one per other thread.
 
         SQLite in WAL mode gives each reader a consistent snapshot, so a search running while
@@ -104,7 +100,7 @@ class Engine:
             return self._catalog
         cat = getattr(self._readers, "catalog", None)
         if cat is None:
-            cat = self._readers.catalog = Catalog(self._catalog.path, readonly=True)
+            cat = self._readers.catalog = self.store.open_ledger(readonly=True)
         return cat
 
     def claim_writer(self) -> None:
@@ -151,7 +147,7 @@ class Engine:
     def _open_vectors(self) -> None:
         stored = self.catalog.model_contract()
         if stored is not None:
-            self.vectors = Vectors(self.dir / "vectors", int(stored["dim"]))
+            self.vectors = self.store.vector_index(lambda: self.catalog, int(stored["dim"]))
 
     # -- consistency ----------------------------------------------------------------------------
     def repair(self) -> list[str]:
@@ -464,13 +460,13 @@ class Engine:
         return self._matcher_cache[1]
 
     def _link_resolver(self) -> links.Resolver:
-        rows = self.catalog.db.execute("SELECT path, rel, root, title FROM documents").fetchall()
+        rows = list(self.catalog.document_names())
         return links.Resolver(rows, self.catalog.entities(), multi_root=len(self.config.roots) > 1)
 
     def _resolve_links(self) -> None:
         """Re-resolve every link when the documents a link can name (paths, titles, entity names)
         changed: a renamed or deleted target updates its backlinks without re-reading the sources."""
-        rows = self.catalog.db.execute("SELECT path, title FROM documents ORDER BY path").fetchall()
+        rows = sorted((path, title) for path, _, _, title in self.catalog.document_names())
         key = json.dumps([rows, self.catalog.entities()])
         fp = hashlib.sha256(key.encode()).hexdigest()
         if self.catalog.get_meta("link_targets") == fp:
@@ -505,15 +501,9 @@ class Engine:
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""
-        db = self.catalog.db
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("DELETE FROM embeddings")
-        db.execute("DELETE FROM meta WHERE key='model_contract'")
-        self.catalog.read_all_again()
-        db.execute("COMMIT")
+        self.catalog.drop_embeddings()
         if self.vectors is not None:
-            for f in (self.vectors.file, self.vectors.meta_file):
-                Path(f).unlink(missing_ok=True)
+            self.store.drop_vector_index()
         self.vectors = None
 
     # -- redaction policy (indexer/redact.py) -----------------------------------------------------
@@ -547,12 +537,10 @@ class Engine:
                 self.vectors.rebuild(labels, vecs, gen)
         self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
         if scrub:
-            try:
-                self.catalog.db.execute("VACUUM")
-                self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.OperationalError as e:
+            problem = self.catalog.compact()
+            if problem:
                 log.warning("catalog not compacted after a redaction-policy change (%s); "
-                            "old text may stay in free pages until the next change", e)
+                            "old text may stay in free pages until the next change", problem)
 
     def lowered_sections(self) -> list[tuple[int, str, str, str]]:
         """(section id, lower-cased heading, lower-cased content, path) of the visible sections in
@@ -560,9 +548,7 @@ class Engine:
         lower-case the corpus."""
         gen = self.catalog.generation
         if self._lowered[0] != gen:
-            rows = self.catalog.db.execute(
-                "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
-                " JOIN main.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord").fetchall()
+            rows = self.catalog.section_texts()
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
         prefixes = self.scope
         return [row for row in self._lowered[1] if scope.contains(prefixes, row[3])]
@@ -596,7 +582,7 @@ class Engine:
         """(EntityMatcher, entity name → path of its record) for the visible records, cached."""
         gen = self.catalog.generation
         if self._entities[0] != gen:
-            self._entities = (gen, {}, self.catalog.entities(schema="main."))
+            self._entities = (gen, {}, self.catalog.entities(unscoped=True))
         prefixes = self.scope
         if prefixes not in self._entities[1]:
             rows = [r for r in self._entities[2] if scope.contains(prefixes, r[1])]
@@ -617,7 +603,7 @@ class Engine:
         before = self.scope
         self._scope.prefixes = prefixes
         try:
-            with scope.applied(self.catalog.db, prefixes):
+            with self.catalog.scoped(prefixes):
                 yield
         finally:
             self._scope.prefixes = before
@@ -643,6 +629,7 @@ class Engine:
         contract = self.catalog.model_contract()
         out = {
             "index_dir": str(self.dir),
+            "store": self.store.describe(),
             "roots": [{"name": r.name, "path": str(r.path), "head_indexed": indexed_heads.get(r.name),
                        "head_current": current.get(r.name)} for r in self.config.roots],
             **self._counts(),

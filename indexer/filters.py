@@ -1,4 +1,4 @@
-"""Search filters: validated against the live index, turned into one SQL condition.
+"""Search filters: validated against the live index; the store turns them into its own query.
 
 An invalid value is a structured error naming the parameter and its valid options — never a
 silent empty result. Filters combine with AND.
@@ -7,7 +7,6 @@ silent empty result. Filters combine with AND.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 
 from .errors import UserError
@@ -61,7 +60,7 @@ def validate(f: Filters, catalog, doc_types: tuple[str, ...]) -> Filters:
         raise UserError(f"path filter must be a prefix inside the corpus, got {f.path!r}", param="path")
     tags = sorted({t.strip().lstrip("#").lower() for t in f.tags if t and t.strip()})
     if tags:
-        known = _known_tags(catalog)
+        known = catalog.known_tags()
         unknown = [t for t in tags if t not in known]
         if unknown:
             raise UserError(f"tag {unknown[0]!r} occurs in no document", param="tags", options=sorted(known)[:50])
@@ -117,32 +116,3 @@ def emptied_by(f: Filters, count) -> tuple[list[dict], str]:
         return rows, "; ".join(f"without {r['filter']}: {r['matches_without_it']} sections" for r in freeing)
     return rows, ("no single filter empties it — they exclude each other together; alone: "
                   + ", ".join(f"{r['filter']} {r['matches_alone']}" for r in rows))
-
-
-def _known_tags(catalog) -> set[str]:
-    out: set[str] = set()
-    for (raw,) in catalog.db.execute("SELECT DISTINCT tags FROM documents"):
-        out.update(json.loads(raw))
-    return out
-
-
-def sql(f: Filters) -> tuple[str, list]:
-    """A WHERE clause over sections `s` joined to documents `d`."""
-    where, params = [], []
-    if f.types:
-        where.append(f"d.doc_type IN ({','.join('?' * len(f.types))})")
-        params += f.types
-    if f.path:
-        where.append("(d.path = ? OR d.path LIKE ? ESCAPE '\\')")
-        esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
-    for t in f.tags:
-        where.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)")
-        params.append(t)
-    if f.since:
-        where.append("s.date >= ?")
-        params.append(f.since)
-    if f.until:
-        where.append("s.date <= ?")
-        params.append(f.until)
-    return " AND ".join(where) or "1", params

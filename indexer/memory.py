@@ -189,9 +189,9 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     f = flt.validate(flt.Filters(since=since, until=until), engine.catalog, engine.config.doc_types)
     name, record_paths, aliases, how = resolve_entity(engine, entity)
     # Every name a section's mention of it can come from (the index-time matcher saw all records)
-    needles = sorted({n.lower() for e, p, a in engine.catalog.entities(schema="main.") if e == name
+    needles = sorted({n.lower() for e, p, a in engine.catalog.entities(unscoped=True) if e == name
                       for n in meta.Entity(e, p, a).names() if len(n) >= 2})
-    ids = engine.catalog.sections_of_entity(name, needles, record_paths)
+    ids = engine.catalog.section_ids_about(record_paths, name, needles)
     rows = engine.catalog.sections_by_id(ids)
     dates = _Dates(engine)
     dated = {sid: dates.of(s) for sid, s in rows.items()}
@@ -318,9 +318,7 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
                      engine.config.doc_types)
     allowed = None
     if f.active():
-        where, params = flt.sql(f)
-        allowed = {r[0] for r in engine.catalog.db.execute(
-            f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
+        allowed = engine.catalog.filtered_section_ids(f)
     matchers = [_Term(t) for t in items]
     anywhere = [False] * len(items)
     in_scope = [False] * len(items)
@@ -393,7 +391,7 @@ def _document(engine, path: str) -> dict:
         raise UserError("path is required", param="path")
     doc = engine.catalog.document(clean)
     if doc is None:
-        known = [r[0] for r in engine.catalog.db.execute("SELECT path FROM documents")]
+        known = engine.catalog.document_paths()
         close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None, code="not_found",
                         hint="paths are relative to the corpus root, as search results print them")
@@ -425,17 +423,17 @@ def neighbors(engine, path: str, limit: int | None = None) -> dict:
     me = doc["path"]
     cat = engine.catalog
     try:
-        out_links = cat.link_rows("l.doc_id = ?", (doc["id"],))
-        in_links = cat.link_rows("l.resolved = ? AND d.path != ?", (me, me))
+        out_links = cat.link_rows(source_doc_id=doc["id"])
+        in_links = cat.link_rows(resolved_to=me)
     except Exception as e:  # a read-only index built before links existed
         raise UserError(f"the index has no link table yet ({e})", code="index_broken",
                         hint="run `remembrancer index` once with this version") from None
-    my_sections = cat.sections("d.path = ?", (me,))
+    my_sections = cat.sections(me)
     section_cache: dict[str, list] = {me: my_sections}
 
     def sections_of(p: str) -> list:
         if p not in section_cache:
-            section_cache[p] = cat.sections("d.path = ?", (p,))
+            section_cache[p] = cat.sections(p)
         return section_cache[p]
 
     outbound, unresolved = [], []
@@ -468,9 +466,8 @@ def neighbors(engine, path: str, limit: int | None = None) -> dict:
 
 
 def _suggest(engine, target: str) -> list[str]:
-    rows = engine.catalog.db.execute("SELECT path, rel, title FROM documents").fetchall()
     keys: dict[str, str] = {}
-    for p, rel, title in rows:
+    for p, rel, _, title in engine.catalog.document_names():
         keys.setdefault(p.casefold(), p)
         keys.setdefault(rel.rsplit("/", 1)[-1].rsplit(".", 1)[0].casefold(), p)
         if title:
@@ -487,8 +484,7 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
     # Stored passage vectors only: nothing is embedded, so no model is needed here.
     if engine.vectors is None or not len(engine.vectors):
         return [], ["no vectors in the index: similar sections need an index built with the embedding model"]
-    pids = [r[0] for r in engine.catalog.db.execute(
-        "SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id = ?", (doc["id"],))]
+    pids = engine.catalog.passage_ids_of_document(doc["id"])
     labels, vecs = engine.catalog.passage_vectors(pids)
     if not len(labels):
         return [], []

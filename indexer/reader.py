@@ -26,7 +26,7 @@ def resolve(engine, path: str) -> tuple[dict, Path]:
         clean = clean[2:]
     doc = engine.catalog.document(clean) if clean else None
     if doc is None:
-        known = [r[0] for r in engine.catalog.db.execute("SELECT path FROM documents")]
+        known = engine.catalog.document_paths()
         close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
                         hint="paths are relative to the corpus root, as search results print them",

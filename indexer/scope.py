@@ -1,6 +1,6 @@
-"""Scopes: path prefixes outside which nothing exists — a hard boundary, enforced in SQLite.
+"""Scopes: path prefixes outside which nothing exists — a hard boundary, enforced by the store.
 
-For a scoped request, the reader's connection gets TEMP views named like the catalog's tables
+For a scoped request, the local store's connection gets TEMP views (`Catalog.scoped`) named like the catalog's tables
 (`documents`, `sections`, `chunks`, `passages`, `entities`, `links`) that hold only the rows under
 the prefixes. SQLite resolves an unqualified table name to the temp schema first, so every query
 of the engine — search, read, outline, list, status, filters' valid options, history, latest —
@@ -10,11 +10,7 @@ from `main.` tables) and filtered through `Engine.visible_*` helpers.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from .errors import UserError
-
-TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 
 def normalize(prefixes) -> tuple[str, ...]:
@@ -44,53 +40,3 @@ def _match(prefix: str, path: str) -> bool:
     if prefix.endswith("/"):
         return path.startswith(prefix)
     return path == prefix or path.startswith(prefix + "/") or path.startswith(prefix)
-
-
-def _doc_predicate(prefixes: tuple[str, ...], col: str) -> tuple[str, list]:
-    parts, params = [], []
-    for p in prefixes:
-        esc = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        parts.append(f"{col} LIKE ? ESCAPE '\\'")
-        params.append(esc + "%")
-    return "(" + " OR ".join(parts) + ")", params
-
-
-def _views(prefixes: tuple[str, ...]) -> list[tuple[str, list]]:
-    pred, params = _doc_predicate(prefixes, "d.path")
-    docs = f"SELECT d.id FROM main.documents d WHERE {pred}"
-    return [
-        (f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {pred}", params),
-        (f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE s.doc_id IN ({docs})", params),
-        ("CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE c.section_id IN (SELECT id FROM sections)", []),
-        ("CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE p.section_id IN (SELECT id FROM sections)",
-         []),
-        (f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE e.doc_id IN ({docs})", params),
-        (f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE l.doc_id IN ({docs})", params),
-    ]
-
-
-@contextmanager
-def applied(db, prefixes: tuple[str, ...]):
-    """Shadow the catalog's tables on connection `db` for the duration of one request."""
-    if not prefixes:
-        yield
-        return
-    _drop(db)
-    for sql, params in _views(prefixes):
-        db.execute(_inline(sql, params))
-    try:
-        yield
-    finally:
-        _drop(db)
-
-
-def _drop(db) -> None:
-    for t in TABLES:
-        db.execute(f"DROP VIEW IF EXISTS temp.{t}")
-
-
-def _inline(sql: str, params: list) -> str:
-    """Views cannot take bound parameters: inline them as SQL string literals (quotes doubled)."""
-    for p in params:
-        sql = sql.replace("?", "'" + p.replace("'", "''") + "'", 1)
-    return sql

@@ -121,16 +121,13 @@ def search(engine, req: SearchRequest) -> dict:
 
 
 def _allowed_sections(engine, f: flt.Filters) -> set[int]:
-    where, params = flt.sql(f)
-    return {r[0] for r in engine.catalog.db.execute(
-        f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
+    return engine.catalog.filtered_section_ids(f)
 
 
 def _newest(engine, f: flt.Filters, limit: int) -> dict[int, Candidate]:
     """Filters without a query: matching sections newest first, nothing embedded (ordered and
     limited in the catalog: the cost follows the limit, not the corpus)."""
-    where, params = flt.sql(f)
-    ids = engine.catalog.newest_sections(where, params, max(limit * 4, 20))
+    ids = engine.catalog.newest_sections(f, max(limit * 4, 20))
     return {sid: Candidate(sid, score=1.0 / (1 + i)) for i, sid in enumerate(ids)}
 
 
@@ -195,9 +192,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
     for sid, weight in sorted(literal.items(), key=lambda kv: -kv[1])[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     if own:
-        for (sid,) in engine.catalog.db.execute(
-                "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
-                f" WHERE d.path IN ({','.join('?' * len(own))})", tuple(own)):
+        for sid in engine.catalog.section_ids_of(own):
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))

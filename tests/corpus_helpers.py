@@ -37,4 +37,4 @@ def engine_for(roots: list[Path], embedder, **kw) -> Engine:
 
 
 def section_ids(engine, path: str) -> list[int]:
-    return [s.id for s in engine.catalog.sections("d.path = ?", (path,))]
+    return [s.id for s in engine.catalog.sections(path)]

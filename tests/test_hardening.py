@@ -387,7 +387,7 @@ def test_hostile_files_are_indexed_or_skipped_with_a_named_warning(data_env, tin
                 assert what in warned, (what, warned[:2000])
     assert "bad-utf8.md" in docs
     # sensible contents, not just "no crash"
-    by = lambda p: {s.heading: s for s in e.catalog.sections("d.path = ?", (p,))}  # noqa: E731
+    by = lambda p: {s.heading: s for s in e.catalog.sections(p)}  # noqa: E731
     assert list(by("crlf.md")) == ["Windows", "Windows > Second"] and by("crlf.md")["Windows > Second"].start_line == 5
     assert list(by("cr-only.md")) == ["Old Mac", "Old Mac > Second"]
     assert list(by("bom.md")) == ["With BOM"] and "\ufeff" not in e.catalog.document("bom.md")["title"]

@@ -1,0 +1,39 @@
+"""The local store: a SQLite catalog with a tantivy index and an hnswlib file beside it, in one
+directory per corpus (the default; see indexer/store.py for the interface)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .catalog import Catalog
+from .errors import UserError
+from .fulltext import FullText
+from .vectors import Vectors
+
+
+class LocalStore:
+    kind = "local"
+
+    def __init__(self, directory: Path, roots_label: str = ""):
+        self.dir = directory
+        self.catalog_file = directory / "catalog.sqlite3"
+        self._roots_label = roots_label
+
+    def open_ledger(self, readonly: bool) -> Catalog:
+        if readonly and not self.catalog_file.exists():
+            raise UserError(f"no index yet for {self._roots_label or self.dir}",
+                            hint="run `remembrancer index --root DIR` first", code="no_index")
+        return Catalog(self.catalog_file, readonly=readonly)
+
+    def keyword_index(self, ledgers) -> FullText:
+        return FullText(self.dir / "fulltext")
+
+    def vector_index(self, ledgers, dim: int) -> Vectors:
+        return Vectors(self.dir / "vectors", dim)
+
+    def drop_vector_index(self) -> None:
+        for name in ("vectors.hnsw", "vectors.json"):
+            (self.dir / "vectors" / name).unlink(missing_ok=True)
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "index_dir": str(self.dir)}
