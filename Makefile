@@ -5,7 +5,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench eval shared-eval clean
+
+# bench and eval run on the evaluation corpora and query sets in ../shared/eval, which are not part
+# of this repository: without them, say so in one sentence instead of ending in a traceback.
+SHARED_EVAL := ../shared/eval
+shared-eval:
+	@test -d $(SHARED_EVAL)/corpora || { echo "make $(or $(MAKECMDGOALS),bench) needs the evaluation corpora and query sets in $(SHARED_EVAL) (beside this checkout, not part of it); put them there, or run the script in bench/ with --corpus/--queries (bench) or --eval-dir (eval) pointing at your own."; exit 2; }
 
 $(BIN)/remembrancer: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,8 +28,11 @@ demo: install
 test: install
 	$(BIN)/pytest -q
 
-bench: install
+bench: shared-eval install
 	$(BIN)/python bench/bench_engine.py
+
+eval: shared-eval install
+	$(BIN)/python bench/eval_all.py --eval-dir $(SHARED_EVAL)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

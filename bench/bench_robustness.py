@@ -47,6 +47,7 @@ EVAL = PROJECT.parent / "shared" / "eval"
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from bench import scope_escapes  # noqa: E402
 from tests import test_hardening as H  # noqa: E402
 from tests.corpus_helpers import EXAMPLES, engine_for, write  # noqa: E402
 from tests.test_daemon import DaemonProc, wait_for  # noqa: E402
@@ -589,6 +590,7 @@ def main() -> int:
         ("churn", lambda: bench_churn(args.docs, embedder, base / "churn")),
         ("concurrency", lambda: bench_concurrency(args.clients, args.docs, base / "concurrency", model)),
         ("big", lambda: bench_big(embedder, base)),
+        ("scope", lambda: scope_escapes.run(base / "scope", embedder)),  # only with --only scope: bench/scope_escapes.py
     ]
     try:
         for name, fn in steps:

@@ -1,8 +1,9 @@
 """`remembrancer …` — the command line over the engine.
 
 Exit codes scripts can trust: 0 ok; 1 a search found nothing strong; 2 bad input or setup (the
-message says what to do); 3 the index is unusable; 70 an internal error (a bug: re-run with
---debug and report it).
+message says what to do); 3 no usable index (none built yet for read/outline/list — `index`, or
+a first `search`, builds one, saying so on stderr — or a broken one); 70 an internal error (a
+bug: re-run with --debug and report it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from remembrancer import __version__
 from remembrancer.indexer.errors import UserError
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
+FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
 
@@ -25,6 +27,11 @@ log = logging.getLogger("remembrancer")
 def _add_root(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", action="append", metavar="DIR",
                    help="corpus root (repeatable; default: roots from the config file)")
+
+
+def _add_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="URL", default=os.environ.get("REMEMBRANCER_STORE") or None,
+                   help="team memory: a postgresql:// URL (default $REMEMBRANCER_STORE); see README 'Team memory'")
 
 
 def _add_dates(p: argparse.ArgumentParser) -> None:
@@ -46,11 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--reembed", action="store_true", help="drop stored vectors and embed everything again")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("search", help="hybrid search: the best section in full, pointers to the rest")
+    _add_store(p)
     p.add_argument("query", nargs="?", default="", help="the question (may be empty when filters are given)")
     _add_root(p)
     _add_filters(p)
@@ -60,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("read", help="print one section, a line range, or a page of a document")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
@@ -69,25 +79,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("outline", help="a document's sections with line ranges and sizes")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("status", help="what is indexed, with which model, and how fresh")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("list", help="documents in the index, by path prefix and type")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[])
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long without clients (daemons started on demand)")
     p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS", help="periodic full rescan interval")
+    p.add_argument("--pull-every", type=float, default=60.0, metavar="SECONDS",
+                   help="with --store: git fetch + fast-forward and index this often (SIGHUP: now)")
+    p.add_argument("--corpus-idle", type=float, default=900.0, metavar="SECONDS",
+                   help="a corpus without requests this long releases its memory (reopened on demand)")
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
@@ -102,13 +120,30 @@ def build_parser() -> argparse.ArgumentParser:
         hp.add_argument("repo", help="a git work tree")
         hp.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop)")
+    p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop); "
+                       "`mcp config` prints how to register it")
+    p.add_argument("action", nargs="?", choices=["config"],
+                   help="config: print the `claude mcp add` line and the Claude Desktop JSON")
+    _add_store(p)
     _add_root(p)
+    p.add_argument("--install", action="store_true",
+                   help="with config: merge the server into Claude Desktop's config file")
+    p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
+                   "Claude Desktop's own")
     p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
                    help="idle timeout of a daemon started on demand")
     p.add_argument("--instructions", default="", help="text appended to the server description")
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
                    help="only documents under this path prefix exist for the agent (repeatable)")
+
+    p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
+                       "matches on each prompt, a freshness line at session start)")
+    cs = p.add_subparsers(dest="claude_hooks_command", required=True, metavar="ACTION")
+    for name in ("install", "uninstall"):
+        cp = cs.add_parser(name)
+        cp.add_argument("--settings", metavar="FILE", help="Claude Code settings file (default: "
+                        "~/.claude/settings.json, the user scope)")
+        cp.add_argument("--json", action="store_true")
 
     p = sub.add_parser("service", help="install the daemon as a systemd user unit / launchd agent")
     ss = p.add_subparsers(dest="service_command", required=True, metavar="ACTION")
@@ -116,8 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp = ss.add_parser(name)
         _add_root(sp)
         sp.add_argument("--no-start", action="store_true", help="write the unit but do not enable/start it")
+        if name == "install":
+            sp.add_argument("--print", action="store_true", dest="dry_run",
+                            help="print the unit (or plist) it would write, and change nothing")
 
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
+    _add_store(p)
     _add_root(p)
     p.add_argument("--json", action="store_true")
 
@@ -126,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_secrets_parser(sub)
 
     p = sub.add_parser("history", help="everything about one host/service, newest first (time, not relevance)")
+    _add_store(p)
     p.add_argument("entity", help="name, alias or IP from a host/service record")
     _add_root(p)
     p.add_argument("--topic", help="only the sections about this, still in date order")
@@ -134,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
+    _add_store(p)
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
     _add_dates(p)
@@ -143,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
+    _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
@@ -171,7 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _warn_root_after_dashes(argv: list[str]) -> None:
+    """After `--` every word is a term: `latest -- --flag --root X` searches for "--root" and "X"."""
+    if "--" in argv:
+        after = argv[argv.index("--") + 1:]
+        if any(a == "--root" or a.startswith("--root=") for a in after):
+            print("remembrancer: warning: --root after -- is taken as a search term, not a corpus root; "
+                  "put --root before --", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -199,12 +252,64 @@ def _error(args, e: UserError) -> None:
     print(f"remembrancer: {e}", file=sys.stderr)
 
 
-def _backend(args):
-    """The daemon serving this corpus if one runs; else the engine in-process, refreshed first."""
-    from remembrancer.daemon.connect import connect
+def _backend(args, missing: str = "ok"):
+    """The daemon if one runs; else the engine in-process, refreshed first.
+
+    With no index built yet: `missing="build"` says on stderr that it is built now — in-process
+    with a progress bar, or by the daemon, waited for — "error" refuses with exit 3 (reads have
+    nothing to read), "ok" goes on."""
+    from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
     from remembrancer.indexer.config import load_config
 
-    return connect(load_config(args.root), start=False, readonly_fallback=False, progress=_progress_bar())
+    if getattr(args, "store", None):   # a reader of the team store: no local index
+        from remembrancer.indexer.pg_team import TeamReader, reader_config
+
+        config, checkout = reader_config(args.store, args.root)
+        return TeamReader(args.store, config, checkout=checkout)
+    config = load_config(args.root)
+    if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
+        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+    where = ", ".join(str(r.path) for r in config.roots)
+    daemon = find_daemon(config)
+    if missing == "error":
+        if daemon is not None:
+            daemon.close()
+        raise UserError(f"no index yet for {where}", code="no_index",
+                        hint="build it with `remembrancer index " + " ".join(f"--root {r.path}" for r in config.roots)
+                             + "` (or run a search: it builds one)")
+    if daemon is None:
+        print(f"remembrancer: no index yet for {where}: building it now (only this once; `remembrancer "
+              "serve` or the service keeps it fresh)", file=sys.stderr)
+        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+    print(f"remembrancer: no index yet for {where}: the daemon is building it now; waiting for it",
+          file=sys.stderr)
+    wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
+    return daemon
+
+
+def corpus_path(path: str, root_args) -> str:
+    """A document path as the index names it: absolute and cwd-relative paths inside a root are
+    turned into root-relative ones (corpus paths pass through unchanged)."""
+    from pathlib import Path
+
+    from remembrancer.indexer.config import load_config
+
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists():
+        return path   # a corpus path as search prints it
+    try:
+        roots = load_config(root_args).roots
+        real = p.resolve()
+    except (UserError, OSError):
+        return path
+    for r in roots:
+        if real.is_relative_to(r.path):
+            rel = real.relative_to(r.path).as_posix()
+            return rel if len(roots) == 1 else f"{r.name}/{rel}"
+    if p.is_absolute():
+        raise UserError(f"{path} is not inside a corpus root ({', '.join(str(r.path) for r in roots)})",
+                        param="path", hint="pass a path inside a root, or the path as search prints it")
+    return path
 
 
 def _progress_bar():
@@ -236,7 +341,13 @@ def cmd_index(args) -> int:
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.engine import Engine
 
-    engine = Engine(load_config(args.root))
+    if args.store:   # one pass of the team store's writer (refused while `serve --store` runs)
+        from remembrancer.indexer.pg_team import Writer
+
+        writer = Writer(load_config(args.root), args.store)
+        engine = writer.engine
+    else:
+        engine = Engine(load_config(args.root))
     report = engine.refresh(progress=_progress_bar(), reembed=args.reembed)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -303,8 +414,8 @@ def cmd_read(args) -> int:
             lines = (int(a), int(b))
         except ValueError:
             raise UserError(f"--lines must be START:END, got {args.lines!r}", param="lines") from None
-    out = _backend(args).call("read", path=args.path, heading=args.heading, lines=lines, offset=args.offset,
-                              max_chars=args.max_chars)
+    out = _backend(args, missing="error").call("read", path=corpus_path(args.path, args.root), heading=args.heading,
+                                               lines=lines, offset=args.offset, max_chars=args.max_chars)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -316,7 +427,7 @@ def cmd_read(args) -> int:
 
 
 def cmd_outline(args) -> int:
-    out = _backend(args).call("outline", path=args.path)
+    out = _backend(args, missing="error").call("outline", path=corpus_path(args.path, args.root))
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -333,18 +444,33 @@ def cmd_status(args) -> int:
     if args.json:
         print(json.dumps(st, indent=2, ensure_ascii=False))
         return EXIT_OK
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"])) if st["last_indexed_at"] else "never"
     d = st.get("daemon")
     if d:
         print(f"daemon: up, pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
               f"model loaded {d['model_loads']}x; queue {d['queued_changes']}"
               + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
+    elif (st.get("store") or {}).get("kind") == "postgresql":
+        print("daemon: none (a reader of the team store)")
     else:
         print("daemon: not running (answered in-process)")
+    corpora = st.get("corpora") or []
+    if corpora:
+        print(f"corpora served by the daemon ({len(corpora)}):")
+        for c in corpora:
+            fr = c.get("freshness") or {}
+            state = "" if c.get("state") == "open" else f" ({c.get('state')}: memory released, reopened on demand)"
+            print(f"  {', '.join(c['roots'])}: {fr.get('verdict', '?')}, {fr.get('documents', '?')} documents{state}")
+    if "index_dir" not in st:   # no corpus named and no default one: the daemon's view only
+        return EXIT_OK
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"])) if st["last_indexed_at"] else "never"
     fr = st.get("freshness") or {}
     print(f"freshness: {fr.get('verdict', '?')}" + (f" — {fr.get('reason') or fr.get('detail')}"
                                                     if fr.get("reason") or fr.get("detail") else ""))
-    print(f"index: {st['index_dir']}")
+    store = st.get("store") or {}
+    if store.get("kind") == "postgresql":
+        print(f"store: {store['url']} (schema {store['schema_version']}, keyword ranking {store['keyword_ranking']})")
+    else:
+        print(f"index: {st['index_dir']}")
     for r in st["roots"]:
         head = ""
         if r["head_current"]:
@@ -363,6 +489,12 @@ def cmd_status(args) -> int:
 def cmd_eval(args) -> int:
     from remembrancer.indexer.evaluate import format_report, run_eval
 
+    from pathlib import Path
+
+    if not Path(args.queries).exists() and "shared/eval" in args.queries:
+        raise UserError(f"{args.queries} not found: the evaluation query sets live in ../shared/eval, beside the "
+                        "checkout, and are not part of this repository", param="queries",
+                        hint="put them there, or pass a labelled query file of your own (.jsonl or .yaml)")
     report = run_eval(args.queries, args.root, limit=args.limit)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
@@ -376,7 +508,7 @@ def _memory_call(args, tool: str, **params) -> dict:
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.querylog import QueryLog
 
-    backend = _backend(args)
+    backend = _backend(args, missing="build")
     qlog = QueryLog.for_config(load_config(args.root))
     t0 = time.perf_counter()
     try:
@@ -390,11 +522,22 @@ def _memory_call(args, tool: str, **params) -> dict:
     return out
 
 
+# The memory tools' text is written for an agent calling MCP tools; on a terminal it names commands.
+MCP_TO_CLI = (("read(path, heading)", "`remembrancer read PATH --heading NAME`"),
+              ("exact=true", "--exact"))
+
+
+def cli_wording(text: str) -> str:
+    for mcp, cli in MCP_TO_CLI:
+        text = text.replace(mcp, cli)
+    return text
+
+
 def _print_memory(args, out: dict, render_fn) -> None:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        print(render_fn(out))
+        print(cli_wording(render_fn(out)))
 
 
 def cmd_history(args) -> int:
@@ -418,7 +561,7 @@ def cmd_latest(args) -> int:
 def cmd_neighbors(args) -> int:
     from remembrancer.mcp_server.render import neighbors_text
 
-    out = _memory_call(args, "neighbors", path=args.path, limit=args.limit)
+    out = _memory_call(args, "neighbors", path=corpus_path(args.path, args.root), limit=args.limit)
     _print_memory(args, out, neighbors_text)
     return EXIT_OK
 
@@ -427,7 +570,8 @@ def cmd_verify(args) -> int:
     from remembrancer.mcp_server.render import verify_text
 
     text = sys.stdin.read() if args.text == "-" else args.text
-    out = _memory_call(args, "verify", path=args.path, heading=args.heading, text=text)
+    out = _memory_call(args, "verify", path=corpus_path(args.path, args.root) if args.path else None,
+                       heading=args.heading, text=text)
     _print_memory(args, out, verify_text)
     commits = out.get("commits") or []
     return EXIT_OK if commits and all(c["verdict"] == "landed" for c in commits) else EXIT_NOTHING
@@ -460,7 +604,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_list(args) -> int:
-    out = _backend(args).call("list", path=args.path, type=args.type)
+    out = _backend(args, missing="error").call("list", path=args.path, type=args.type)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -475,7 +619,17 @@ def cmd_serve(args) -> int:
     from remembrancer.indexer.config import load_config
 
     logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
-    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan)
+    if args.store:   # the team store's one writer (indexer/pg_team.py)
+        from remembrancer.indexer.pg_team import Writer
+
+        w = Writer(load_config(args.root), args.store)
+        try:
+            w.serve(interval_s=args.pull_every)
+        finally:
+            w.close()
+        return EXIT_OK
+    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan,
+               corpus_idle_s=args.corpus_idle if args.corpus_idle > 0 else None)
     d.serve_forever()
     return EXIT_OK
 
@@ -522,9 +676,46 @@ def cmd_hooks(args) -> int:
 
 
 def cmd_mcp(args) -> int:
+    if args.action == "config":
+        return _mcp_config(args)
+    if args.install or args.desktop_config:
+        raise UserError("--install and --desktop-config go with `remembrancer mcp config`", param="install")
     from remembrancer.mcp_server.server import run
 
-    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope)
+    return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope,
+               store=args.store)
+
+
+def _mcp_config(args) -> int:
+    from pathlib import Path
+
+    from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop
+
+    roots = args.root or []
+    print("# Claude Code — one line for every project (each project's folder is its corpus):")
+    print(claude_code_line([]))
+    print("\n# Claude Desktop — claude_desktop_config.json (it has no project: "
+          + ("the roots given here)" if roots else "the config file's roots, or add --root DIR here)") + ":")
+    print(json.dumps(desktop_json(roots), indent=2))
+    if args.install:
+        report = install_desktop(roots, Path(args.desktop_config).expanduser() if args.desktop_config else None)
+        print(f"\nClaude Desktop: {report['result']} in {report['config']} (restart Claude Desktop to load it)")
+    return EXIT_OK
+
+
+def cmd_claude_hooks(args) -> int:
+    from pathlib import Path
+
+    from remembrancer.hooks.claude_settings import install, uninstall
+
+    fn = install if args.claude_hooks_command == "install" else uninstall
+    report = fn(Path(args.settings).expanduser() if args.settings else None)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"Claude Code hooks {report['result']}: {report['settings']}"
+              + (f" ({', '.join(report['events'])})" if report["events"] else ""))
+    return EXIT_OK
 
 
 def cmd_service(args) -> int:
@@ -532,18 +723,22 @@ def cmd_service(args) -> int:
     from remembrancer.indexer.config import load_config
 
     if args.service_command == "install":
-        report = install_service(load_config(args.root), start=not args.no_start)
+        ok, report = install_service(load_config(args.root), start=not args.no_start, dry_run=args.dry_run)
     else:
-        report = uninstall_service()
+        ok, report = True, uninstall_service()
     for line in report:
         print(line)
-    return EXIT_OK
+    return EXIT_OK if ok else EXIT_USER
 
 
 def cmd_doctor(args) -> int:
     from remembrancer.daemon.doctor import run_checks
 
     checks = run_checks(args.root)
+    if args.store:
+        from remembrancer.indexer.pg_team import store_checks
+
+        checks += store_checks(args.store, args.root)
     if args.json:
         print(json.dumps(checks, indent=2))
     else:
@@ -563,7 +758,7 @@ COMMANDS = {
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
-    "verify": cmd_verify, "report": cmd_report,
+    "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks,
 }
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""How a client (the CLI or the MCP server) reaches the index: the daemon if one serves this
-corpus, a daemon started on demand, or the engine in-process.
+"""How a client (the CLI or the MCP server) reaches the index: the user's daemon (one serves
+every corpus: each request names its corpus by its roots), a daemon started on demand, or the
+engine in-process.
 
 Both backends answer `call(method, **params)` with the same dicts, so callers never care which
 one they got — except that the in-process answer says so in its freshness verdict.
@@ -24,17 +25,21 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0
 DEFAULT_IDLE_EXIT_S = 600.0
+INITIAL_INDEX_WAIT_S = 20.0   # a daemon just opened a never-indexed corpus: wait this long for its first pass
 
 
 class DaemonBackend:
     kind = "daemon"
 
-    def __init__(self, sock: Path, status: dict):
+    def __init__(self, sock: Path, status: dict, roots: list[str] | None = None):
         self.sock = sock
         self.status_at_connect = status
+        self.roots = roots   # the corpus every request names (None: the daemon's default corpus)
         self.client = Client(sock, timeout=120.0)
 
     def call(self, method: str, **params) -> dict:
+        if self.roots and method != "notify":
+            params = {**params, "roots": self.roots}
         try:
             return self.client.call(method, **params)
         except DaemonError as e:
@@ -103,16 +108,26 @@ def same_roots(status: dict, config: Config) -> bool:
     return served == {str(r.path) for r in config.roots}
 
 
+def serves(status: dict, config: Config) -> bool:
+    """Whether the daemon that answered `status` can serve this corpus: any corpus, if it is a
+    multi-corpus daemon; else (an older daemon) only the roots it was started with."""
+    return bool((status.get("daemon") or {}).get("multi_corpus")) or same_roots(status, config)
+
+
+def backend_for(sock: Path, status: dict, config: Config) -> DaemonBackend:
+    return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None)
+
+
 def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | None:
-    """The running daemon if it serves exactly this corpus."""
+    """The running daemon if it serves this corpus."""
     sock = Path(sock or socket_path())
     st = ping(sock)
     if st is None:
         return None
-    if not same_roots(st, config):
-        log.info("daemon on %s serves other roots; not using it", sock)
+    if not serves(st, config):
+        log.info("daemon on %s is an older one serving other roots; not using it", sock)
         return None
-    return DaemonBackend(sock, st)
+    return backend_for(sock, st, config)
 
 
 def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = DEFAULT_IDLE_EXIT_S) -> DaemonBackend:
@@ -131,14 +146,33 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
     while time.monotonic() < deadline:
         st = ping(sock, timeout=1.0)
         if st is not None:
-            if not same_roots(st, config):
-                raise DaemonUnavailable(f"a daemon for other roots already serves {sock}")
-            return DaemonBackend(sock, st)
+            if not serves(st, config):
+                raise DaemonUnavailable(f"an older daemon for other roots already serves {sock}")
+            return backend_for(sock, st, config)
         # Exit code 2 with a daemon starting elsewhere: another client won the race; wait for it.
         if proc.poll() is not None and not (proc.returncode == 2 and _lock_held(sock)):
             raise DaemonUnavailable(f"daemon exited with code {proc.returncode}; see {log_dir / 'daemon.log'}")
         time.sleep(0.1)
     raise DaemonUnavailable(f"daemon did not answer within {START_TIMEOUT_S:.0f}s; see {log_dir / 'daemon.log'}")
+
+
+def wait_for_first_index(link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
+    """A daemon just started on a corpus never indexed has nothing to describe yet: give its first
+    pass a little time, so the tool descriptions show the corpus rather than an empty index."""
+    if link.kind != "daemon":
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        st = link.call("status")
+        fr = st.get("freshness") or {}
+        building = st.get("documents", 0) == 0 and (st.get("last_indexed_at") is None
+                                                    or fr.get("verdict") == "catching_up")
+        if not building:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("the first index is still being built; tool descriptions show what is there now")
+            return
+        time.sleep(0.25)
 
 
 def _lock_held(sock: Path) -> bool:

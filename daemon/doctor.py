@@ -10,7 +10,7 @@ from remembrancer.indexer.config import config_path, data_dir, load_config, sock
 from remembrancer.indexer.errors import UserError
 
 from .client import DaemonUnavailable, check_socket_owner, ping
-from .service import plist_path, unit_path
+from .service import UNIT_NAME, _run, plist_path, unit_exec_path, unit_path
 
 
 def _check(name: str, status: str, detail: str, fix: str = "") -> dict:
@@ -44,12 +44,30 @@ def run_checks(root_args: list[str] | None) -> list[dict]:
     out.append(_socket_check())
     if cfg is not None:
         out.extend(_hooks_checks(cfg))
-    unit = plist_path() if sys.platform == "darwin" else unit_path()
-    out.append(_check("service", "OK" if unit.exists() else "WARN",
-                      f"{unit} {'installed' if unit.exists() else 'not installed'}",
-                      "" if unit.exists() else "remembrancer service install --root DIR (or let the MCP server start "
-                      "a daemon on demand)"))
+    out.extend(_service_checks())
     out.append(_inotify_check())
+    return out
+
+
+def _service_checks() -> list[dict]:
+    """The unit file, the program it runs, and (systemd) whether it is enabled and running."""
+    unit = plist_path() if sys.platform == "darwin" else unit_path()
+    if not unit.exists():
+        return [_check("service", "WARN", f"{unit} not installed",
+                       "remembrancer service install (or let the MCP server start a daemon on demand)")]
+    out = [_check("service", "OK", f"{unit} installed")]
+    if sys.platform != "darwin":
+        exe = unit_exec_path(unit.read_text(encoding="utf-8", errors="replace"))
+        ok = bool(exe) and os.access(exe, os.X_OK)
+        out.append(_check("service ExecStart", "OK" if ok else "FAIL", f"{exe or '(none)'}"
+                          + (" exists" if ok else " is missing or not executable"),
+                          "" if ok else "the install it points at moved or was removed: run "
+                          "`remembrancer service install` again from the install you use"))
+        for verb, want in (("is-enabled", "enabled"), ("is-active", "active")):
+            good, msg = _run(["systemctl", "--user", verb, UNIT_NAME])
+            out.append(_check(f"service {verb}", "OK" if good else "FAIL", msg or ("yes" if good else "no answer"),
+                              "" if good else f"systemctl --user enable --now {UNIT_NAME} (no user bus? "
+                              "`loginctl enable-linger $USER`; or let `remembrancer mcp` start the daemon)"))
     return out
 
 

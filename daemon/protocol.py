@@ -18,6 +18,11 @@ Methods (params → result):
     reindex  full (bool)                                                  → {"queued": n}
     stop     —                                                            → {"stopping": true}
 
+Every method but notify and stop may name its corpus: `"roots": [folders]` (opened on first use),
+or `"within": folder` (the open corpus holding that folder; never opens one). Without either,
+the daemon's default corpus (the roots it was started with) answers, as before corpora existed;
+`status` without either lists the daemon and its corpora without opening any.
+
 A request line is at most MAX_REQUEST_BYTES; a connection idle for IDLE_TIMEOUT_S is closed.
 """
 

@@ -1,13 +1,19 @@
-"""The per-user daemon: the only index writer, the only loaded model, served on a Unix socket.
+"""The per-user daemon: one for all of a user's corpora, the only index writer of each, the only
+loaded model, served on a Unix socket.
 
-Threads: one ingest thread (the single writer) that waits for debounced changes and applies
-them through the engine; one thread per client connection answering requests from read-only
-catalog snapshots; watchdog's observer. Nothing polls: the ingest thread sleeps on a condition
-until an event, a notification, the slow periodic rescan, or the idle-exit deadline.
+A request names its corpus by its roots (`"roots": [...]` among its params); one without names
+the daemon's default corpus (the roots it was started with), so older clients keep working.
+Corpora are opened on first use and closed when idle (daemon/corpora.py).
+
+Threads: per open corpus, one ingest thread (its single writer) that waits for debounced changes
+and applies them through its engine, and watchdog's observer; one thread per client connection
+answering requests from read-only catalog snapshots; the main thread, which sleeps until the
+idle-exit deadline or the next check for idle corpora.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -22,34 +28,20 @@ from pathlib import Path
 
 from remembrancer.indexer import api
 from remembrancer.indexer.config import Config, socket_path
-from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 
 from . import protocol
 from .client import encode_ascii_safe, peer_uid, ping
-from .updates import Updater
-from .watch import ChangeQueue, Watcher
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, roots_param,
+                      within_param)
 
 log = logging.getLogger(__name__)
 
-RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
-ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
 
 
 class AlreadyRunning(UserError):
     pass
-
-
-def release_memory() -> None:
-    """Give freed heap back to the OS after an ingest: glibc keeps what embedding batches and
-    parsing freed, so an idle daemon would otherwise sit at its indexing peak."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
-        pass
 
 
 class _TooLarge(Exception):
@@ -135,31 +127,31 @@ def _check_text(params: dict) -> None:
 class Daemon:
     def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
                  embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = protocol.IDLE_TIMEOUT_S,
-                 request_timeout_s: float = REQUEST_TIMEOUT_S):
-        self.config = config
+                 request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
+        self.config = config    # the default corpus (its roots may be empty: then requests must name one)
         self.sock_path = Path(sock or socket_path())
         self.idle_exit_s = idle_exit_s
-        self.rescan_s = rescan_s
         self.client_timeout_s = client_timeout_s    # a connection idle this long is closed
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
-        self.queue = ChangeQueue()
         self.started_at = time.time()
         self.stopping = threading.Event()
+        self._wake = threading.Event()
         self.clients = 0
         self.requests = 0
         self.last_activity = time.monotonic()
-        self.last_error: str | None = None
-        self.last_ingest: dict | None = None
-        self.ingesting = False
         self.notifications = 0
         self.last_notification: dict | None = None
         self._lock = threading.Lock()
+        self._touched = threading.local()   # the engines a client thread read from (to release its readers)
         self._lockfile = None
         self._server: socketserver.UnixStreamServer | None = None
         self._acquire()
-        self.engine = Engine(config, embedder=embedder)
-        self.updates = Updater(self.engine)
-        self.watcher = Watcher([r.path for r in config.roots], self.queue)
+        self.corpora = Corpora(SharedModel(embedder), rescan_s=rescan_s, idle_s=corpus_idle_s)
+        self.default_key = None
+        if config.roots:  # opened now: a bad default corpus fails the start, as it always did
+            c = self.corpora.acquire([r.path for r in config.roots], config)
+            self.corpora.release(c)
+            self.default_key = c.key
 
     # -- single instance --------------------------------------------------------------------------
     def _acquire(self) -> None:
@@ -203,21 +195,41 @@ class Daemon:
         self._bind()
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         signal.signal(signal.SIGINT, lambda *_: self.stop())
-        self.watcher.start()
-        self.queue.put(full=True)  # catch up with whatever changed while we were down
         accept = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
                                   name="accept", daemon=True)
         accept.start()
-        log.info("serving %s on %s", ", ".join(str(r.path) for r in self.config.roots), self.sock_path)
+        served = ", ".join(str(r.path) for r in self.config.roots) or "no default corpus"
+        log.info("serving %s (and any corpus a request names) on %s", served, self.sock_path)
         try:
-            self._ingest_loop()
+            self._housekeeping()
         finally:
             self._shutdown()
 
     def stop(self) -> None:
         self.stopping.set()
-        self.engine.stop_requested.set()
-        self.queue.close()
+        self._wake.set()
+
+    def _housekeeping(self) -> None:
+        """Sleep until the idle-exit deadline or the next look for idle corpora; nothing polls faster."""
+        idle_s = self.corpora.idle_s
+        check_s = min(max(idle_s / 4, 0.2), 60.0) if idle_s is not None else 3600.0
+        while not self.stopping.is_set():
+            wait = check_s
+            if self.idle_exit_s is not None:
+                wait = min(wait, max(self.last_activity + self.idle_exit_s - time.monotonic(), 0.05))
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self.stopping.is_set():
+                break
+            self.corpora.release_idle()
+            if self._idle_expired():
+                log.info("no clients for %.0fs: exiting (started on demand)", self.idle_exit_s)
+                break
+
+    def _idle_expired(self) -> bool:
+        with self._lock:
+            return (self.idle_exit_s is not None and self.clients == 0
+                    and time.monotonic() - self.last_activity >= self.idle_exit_s)
 
     def _bind(self) -> None:
         daemon = self
@@ -234,6 +246,10 @@ class Daemon:
                     uid = peer_uid(sock)  # 0600 in a 0700 folder already; this holds if someone loosens them
                     if uid is not None and uid not in (os.getuid(), 0):
                         log.warning("refused a client running as uid %s", uid)
+                        # its request is read (briefly) first: closing on an unread request made the
+                        # client's send fail with EPIPE instead of showing it this answer
+                        with contextlib.suppress(_TooLarge):
+                            _read_request(sock, bytearray(), 1.0, 1.0)
                         self.send({"id": None, "ok": False, "error": {
                             "code": "forbidden", "message": f"uid {uid} may not use the daemon of uid {os.getuid()}"}})
                         return
@@ -253,7 +269,7 @@ class Daemon:
                 except OSError:  # the client went away or stopped reading
                     return
                 finally:
-                    daemon.engine.release_reader()
+                    daemon._release_readers()
                     daemon._client(-1)
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -274,10 +290,20 @@ class Daemon:
             self.clients += delta
             self.last_activity = time.monotonic()
         if delta < 0:
-            self.queue.wake()  # let the ingest loop re-check the idle deadline
+            self._wake.set()  # let the main loop re-check the idle deadline
+
+    def _touched_engines(self) -> set:
+        if not hasattr(self._touched, "engines"):
+            self._touched.engines = set()
+        return self._touched.engines
+
+    def _release_readers(self) -> None:
+        """Close this client thread's read-only connections (left to the GC, they piled up)."""
+        for engine in getattr(self._touched, "engines", ()):
+            engine.release_reader()
+        self._touched.engines = set()
 
     def _shutdown(self) -> None:
-        self.watcher.stop()
         if self._server is not None:
             # No shutdown(): its handshake would wait out the accept loop's select timeout. The
             # accept and client threads are daemon threads; closing the socket is enough.
@@ -286,62 +312,8 @@ class Daemon:
             self.sock_path.unlink()
         except FileNotFoundError:
             pass
-        try:
-            self.updates.flush()
-        except Exception:  # a full disk: the next start rebuilds the vector file from the catalog
-            log.exception("vector file not saved at shutdown")
-        self.engine.close()
+        self.corpora.close_all()
         log.info("daemon stopped")
-
-    # -- the single writer ------------------------------------------------------------------------
-    def _ingest_loop(self) -> None:
-        self.engine.claim_writer()
-        self.engine.repair()
-        next_rescan = time.monotonic() + self.rescan_s
-        root_check_s = min(ROOT_CHECK_S, self.rescan_s)
-        next_root_check = time.monotonic() + root_check_s
-        while not self.stopping.is_set():
-            now = time.monotonic()
-            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan)
-            if self.idle_exit_s is not None:
-                wake = min(wake, self.last_activity + self.idle_exit_s)
-            batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
-            if self.stopping.is_set():
-                break
-            now = time.monotonic()
-            if batch is not None:
-                self._apply(*batch)
-            if now >= next_root_check:
-                self.watcher.ensure()
-                release_memory()  # what searches freed, too
-                next_root_check = now + root_check_s
-            if now >= next_rescan:
-                self._apply()
-                next_rescan = now + self.rescan_s
-            self.updates.when_quiet()
-            if self._idle_expired():
-                log.info("no clients for %.0fs: exiting (started on demand)", self.idle_exit_s)
-                break
-
-    def _idle_expired(self) -> bool:
-        with self._lock:
-            return (self.idle_exit_s is not None and self.clients == 0
-                    and time.monotonic() - self.last_activity >= self.idle_exit_s)
-
-    def _apply(self, paths=(), full: bool = True) -> None:
-        """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
-        stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
-        self.ingesting = True
-        try:
-            report = self.updates.apply(paths, full)
-            self.last_ingest = {"at": time.time(), **report.to_dict()}
-            self.last_error = None
-        except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
-            log.exception("ingest failed")
-            self.last_error = f"{type(e).__name__}: {e}"
-        finally:
-            self.ingesting = False
-            release_memory()
 
     # -- requests ---------------------------------------------------------------------------------
     def handle_line(self, line: bytes) -> dict:
@@ -365,55 +337,90 @@ class Daemon:
             return {"id": rid, "ok": False, "error": {"code": "internal", "message": f"{type(e).__name__}: {e}"}}
 
     def dispatch(self, method: str, params: dict) -> dict:
-        out = api.dispatch_read(self.engine, method, params, self.freshness)
-        if out is not None:
-            return out
-        if method == "status":
-            with self.engine.scoped(params.get("scope") or ()):
-                return self.status()
+        params = dict(params)
+        roots = roots_param(params)
+        within = within_param(params)
         if method == "notify":
-            self.notifications += 1
-            self.last_notification = {"event": str(params.get("event") or ""), "root": str(params.get("root") or ""),
-                                      "at": time.time()}
-            self.queue.put()   # the engine diffs the indexed HEAD against the new one (daemon/updates.py)
-            return {"queued": self.queue.pending()[0]}
-        if method == "reindex":
-            self.queue.put(full=True)
-            return {"queued": self.queue.pending()[0]}
+            return self._notify(params)
         if method == "stop":
             threading.Timer(0.05, self.stop).start()
             return {"stopping": True}
+        if method == "status" and roots is None and within is None and not self._default_open():
+            return self.status(None)  # a ping: never reopens a closed corpus
+        if method == "reindex" and roots is None and self.default_key is None:
+            for c in list(self.corpora.open.values()):
+                c.queue.put(full=True)
+            return {"queued": len(self.corpora.open)}
+        corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+        try:
+            self._touched_engines().add(corpus.engine)
+            out = api.dispatch_read(corpus.engine, method, params, corpus.freshness)
+            if out is not None:
+                return out
+            if method == "status":
+                scope = params.get("scope") or ()
+                with corpus.engine.scoped(scope):
+                    st = self.status(corpus)
+                    if scope:  # a scoped client sees its own corpus only, as the scope sees it
+                        st["corpora"] = [corpus.summary()]
+                return st
+            if method == "reindex":
+                corpus.queue.put(full=True)
+                return {"queued": corpus.queue.pending()[0]}
+        finally:
+            self.corpora.release(corpus)
         raise UserError(f"unknown method {method!r}")  # protocol.decode_request already filters
 
-    def freshness(self) -> dict:
-        """One verdict for every answer: fresh, catching up, or STALE with the reason."""
-        queued, behind = self.queue.pending()
-        st = self.engine.status()
-        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
-                "last_indexed_at": st["last_indexed_at"]}
-        problem = self.engine.redaction.problem() or self.engine.contract_problem()
-        if self.last_error:
-            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
-        if problem:
-            return {**base, "verdict": "stale", "reason": problem}
-        if queued or self.ingesting:
-            return {**base, "verdict": "catching_up", "queued_changes": queued,
-                    "seconds_behind": round(behind or 0.0, 1)}
-        heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
-        if heads:
-            return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
-        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state"}
+    def _default_open(self) -> bool:
+        return self.default_key is not None and self.corpora.get(self.default_key) is not None
 
-    def status(self) -> dict:
-        st = self.engine.status()
-        queued, behind = self.queue.pending()
-        return {
-            **st,
-            "daemon": {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
-                       "clients": self.clients, "requests": self.requests, "queued_changes": queued,
-                       "seconds_behind": behind, "ingesting": self.ingesting, "last_error": self.last_error,
-                       "last_ingest": self.last_ingest, "idle_exit_s": self.idle_exit_s,
-                       "model_loads": self.engine.model_loads, "notifications": self.notifications,
-                       "last_notification": self.last_notification},
-            "freshness": self.freshness(),
-        }
+    def _corpus(self, roots: list[str] | None) -> Corpus:
+        if roots is None:
+            if self.default_key is None:
+                raise UserError("no corpus named, and this daemon has no default one", param="roots",
+                                hint="pass --root DIR (or set roots = [\"~/notes\"] in the config file); "
+                                     "over the socket: \"roots\": [folders] in the params")
+            return self.corpora.acquire(self.default_key, self.config)
+        return self.corpora.acquire(roots)
+
+    def _notify(self, params: dict) -> dict:
+        """A work tree changed (a git hook): queue a pass of every open corpus it concerns."""
+        raw = str(params.get("root") or "")
+        with self._lock:
+            self.notifications += 1
+            self.last_notification = {"event": str(params.get("event") or ""), "root": raw, "at": time.time()}
+        if not raw:
+            return {"queued": 0, "corpora": [], "ignored": "no root given"}
+        path = Path(raw).expanduser()
+        try:
+            path = path.resolve()
+        except OSError:
+            pass
+        hit = self.corpora.holding(path)
+        for c in hit:
+            c.queue.put()   # the engine diffs the indexed HEAD against the new one (daemon/updates.py)
+        out = {"queued": sum(c.queue.pending()[0] for c in hit), "corpora": [list(c.key) for c in hit]}
+        if not hit:
+            closed = self.corpora.holding_closed(path)
+            out["ignored"] = (f"corpus {', '.join(closed[0])} is closed; it catches up when opened" if closed
+                              else f"no corpus of this daemon holds {path}")
+        return out
+
+    def status(self, corpus: Corpus | None) -> dict:
+        """The daemon, every corpus with its freshness, and (when one is addressed) that corpus in full."""
+        d = {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
+             "clients": self.clients, "requests": self.requests, "idle_exit_s": self.idle_exit_s,
+             "corpus_idle_s": self.corpora.idle_s, "model_loads": self.corpora.model_loads(),
+             "notifications": self.notifications, "last_notification": self.last_notification,
+             "multi_corpus": True, "default_roots": list(self.default_key or ())}
+        if corpus is None:
+            return {"roots": [], "daemon": {**d, "queued_changes": 0, "seconds_behind": None, "ingesting": False,
+                                            "last_error": None, "last_ingest": None},
+                    "corpora": self.corpora.summaries(self._touched_engines())}
+        st = corpus.engine.status()
+        queued, behind = corpus.queue.pending()
+        return {**st,
+                "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": corpus.ingesting,
+                           "last_error": corpus.last_error, "last_ingest": corpus.last_run()},
+                "freshness": corpus.freshness(),
+                "corpora": self.corpora.summaries(self._touched_engines())}

@@ -17,7 +17,6 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from remembrancer.indexer.config import Config, data_dir
-from remembrancer.indexer.errors import UserError
 
 TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"
@@ -33,7 +32,8 @@ def exec_argv() -> list[str]:
     return [sys.executable, "-m", "remembrancer"]
 
 
-def _env() -> dict[str, str]:
+def passed_env() -> dict[str, str]:
+    """The REMEMBRANCER_* settings of this shell, carried into units and client configs."""
     return {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
 
 
@@ -48,7 +48,7 @@ def plist_path() -> Path:
 
 def render_unit(config: Config) -> str:
     roots = " ".join(f'--root "{r.path}"' for r in config.roots)
-    env = "\n".join(f'Environment="{k}={v}"' for k, v in _env().items())
+    env = "\n".join(f'Environment="{k}={v}"' for k, v in passed_env().items())
     text = TEMPLATES.joinpath("remembrancer.service.in").read_text(encoding="utf-8")
     return (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
             .replace("@ROOTS@", roots).replace("@ENV@", env))
@@ -59,7 +59,7 @@ def render_plist(config: Config) -> str:
     text = TEMPLATES.joinpath("dev.remembrancer.daemon.plist.in").read_text(encoding="utf-8")
     return (text.replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
             .replace("@ENV@", "\n".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>"
-                                        for k, v in _env().items()))
+                                        for k, v in passed_env().items()))
             .replace("@LOG@", escape(str(data_dir() / "daemon.log"))))
 
 
@@ -71,35 +71,48 @@ def _run(cmd: list[str]) -> tuple[bool, str]:
         return False, str(e)
 
 
-def install_service(config: Config, start: bool = True) -> list[str]:
-    if not config.roots:
-        raise UserError("no roots to serve", hint="pass --root DIR (or set roots in the config)")
-    if sys.platform == "darwin":
-        path, text = plist_path(), render_plist(config)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        out = [f"wrote {path}"]
-        if start:
-            ok, msg = _run(["launchctl", "load", "-w", str(path)])
-            out.append("loaded with launchctl" if ok else f"launchctl load failed: {msg}")
-        return out
-    path, text = unit_path(), render_unit(config)
+FALLBACKS = ("the daemon can still run without a service: `remembrancer mcp` (and the CLI's `serve`) start one "
+             "on demand; for a unit that runs without a login session, `loginctl enable-linger $USER`, then "
+             "`systemctl --user enable --now remembrancer` from a login shell")
+
+
+def install_service(config: Config, start: bool = True, dry_run: bool = False) -> tuple[bool, list[str]]:
+    """Write (and enable/start) the unit; (ok, report lines). Not ok when it could not be enabled
+    or started: the report names the fallbacks. One daemon serves every corpus: roots are optional
+    (given, they are opened at start, warm)."""
+    darwin = sys.platform == "darwin"
+    path, text = (plist_path(), render_plist(config)) if darwin else (unit_path(), render_unit(config))
+    if dry_run:
+        return True, [f"# would write {path}", text.rstrip("\n")]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     out = [f"wrote {path}"]
-    if start:
-        if shutil.which("systemctl") is None:
-            out.append("systemctl not found: start the daemon yourself with `remembrancer serve`")
-            return out
-        for cmd in (["systemctl", "--user", "daemon-reload"],
-                    ["systemctl", "--user", "enable", "--now", UNIT_NAME]):
-            ok, msg = _run(cmd)
-            if not ok:
-                out.append(f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'} — the unit is written; "
-                           "enable it from a login session with `systemctl --user enable --now remembrancer`")
-                return out
-        out.append("enabled and started (systemctl --user status remembrancer)")
-    return out
+    if not start:
+        return True, out
+    if darwin:
+        ok, msg = _run(["launchctl", "load", "-w", str(path)])
+        return ok, out + (["loaded with launchctl"] if ok else [f"launchctl load failed: {msg}", FALLBACKS])
+    if shutil.which("systemctl") is None:
+        return False, out + ["systemctl not found: the unit is written but nothing runs it", FALLBACKS]
+    for cmd in (["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", UNIT_NAME]):
+        ok, msg = _run(cmd)
+        if not ok:
+            return False, out + [f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'}", FALLBACKS]
+    return True, out + ["enabled and started (systemctl --user status remembrancer)"]
+
+
+def unit_exec_path(text: str) -> str | None:
+    """The program ExecStart= runs in a unit's text (quotes removed), or None."""
+    import shlex
+
+    for line in text.splitlines():
+        if line.startswith("ExecStart="):
+            try:
+                argv = shlex.split(line[len("ExecStart="):])
+            except ValueError:
+                return None
+            return argv[0] if argv else None
+    return None
 
 
 def uninstall_service() -> list[str]:

@@ -9,9 +9,11 @@ means "rebuild me from the catalog" — without re-embedding.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
+from array import array
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -458,6 +460,11 @@ class Catalog:
         vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         return labels, vectors
 
+    def embeddings_for(self, shas) -> dict[str, np.ndarray]:
+        """Stored vectors by text sha (a second store can be filled without embedding again)."""
+        return {sha: np.frombuffer(blob, dtype=np.float32) for sha, blob in
+                self._rows_in("SELECT text_sha, vector FROM embeddings WHERE text_sha IN ({marks})", shas)}
+
     def _rows_in(self, sql: str, values) -> Iterator[tuple]:
         """Run `sql` for `values` in its `IN ({marks})`, in batches under SQLite's limit on bound
         parameters, yielding every row."""
@@ -499,6 +506,41 @@ class Catalog:
         connection shadow the tables; see indexer/scope.py)."""
         with _scope_views(self.db, prefixes):
             yield
+
+    def record_symlinks(self, targets: dict[str, str]) -> None:
+        """Remember which indexed files are symlinks, and to what (corpus paths), after a walk:
+        a scope judges a symlink by its target too."""
+        db = self.db
+        db.execute(f"CREATE TABLE IF NOT EXISTS main.{SYMLINKS} (path TEXT PRIMARY KEY, target TEXT NOT NULL)")
+        if self.symlink_targets() == targets:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(f"DELETE FROM main.{SYMLINKS}")
+            db.executemany(f"INSERT INTO main.{SYMLINKS}(path, target) VALUES (?, ?)", sorted(targets.items()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def symlink_targets(self) -> dict[str, str]:
+        if not _has_symlinks_table(self.db):
+            return {}
+        return dict(self.db.execute(f"SELECT path, target FROM main.{SYMLINKS}").fetchall())
+
+    def vectors_in_use(self) -> int:
+        """Stored vectors the visible passages use (a scope's count; the embeddings table is shared)."""
+        return self.db.execute("SELECT COUNT(DISTINCT text_sha) FROM passages"
+                               " WHERE text_sha IN (SELECT text_sha FROM main.embeddings)").fetchone()[0]
+
+    def chunk_ids_digest(self) -> str:
+        """A digest of the visible chunk ids (never reused: equal digests, equal chunk texts)."""
+        ids = array("q", (r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY id")))
+        return hashlib.sha1(ids.tobytes()).hexdigest()
+
+    def passage_ids(self) -> set[int]:
+        """Every visible passage (a scope's vector searches may return only these)."""
+        return {r[0] for r in self.db.execute("SELECT id FROM passages")}
 
     def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
         """passage id → (section id, heading only?) for the given passages — a vector search's hits.
@@ -617,30 +659,51 @@ def _filter_where(f: Filters) -> tuple[str, list]:
     return " AND ".join(where) or "1", params
 
 
-# -- scopes (indexer/scope.py): TEMP views named like the tables, holding only the rows under the prefixes
+# -- scopes (indexer/scope.py): TEMP views named like the tables, holding only the visible rows
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
+SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path of its target
 
 
-def _doc_predicate(prefixes: tuple[str, ...], col: str) -> tuple[str, list]:
-    parts, params = [], []
-    for p in prefixes:
-        esc = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        parts.append(f"{col} LIKE ? ESCAPE '\\'")
-        params.append(esc + "%")
-    return "(" + " OR ".join(parts) + ")", params
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
 
 
-def _views(prefixes: tuple[str, ...]) -> list[tuple[str, list]]:
-    pred, params = _doc_predicate(prefixes, "d.path")
-    docs = f"SELECT d.id FROM main.documents d WHERE {pred}"
+def _under(prefixes: tuple[str, ...], col: str) -> str:
+    """`col` under a (normalised) prefix, on whole segments and case-sensitively: equal, or in the
+    byte range ['p/', 'p0') — exactly the strings starting with 'p/' ('0' follows '/'), served by
+    the path index (LIKE is case-insensitive and reads '_' and '%' as wildcards)."""
+    parts = [f"({col} = {_quote(p)} OR ({col} >= {_quote(p + '/')} AND {col} < {_quote(p + '0')}))"
+             for p in prefixes]
+    return "(" + " OR ".join(parts) + ")"
+
+
+def _has_symlinks_table(db) -> bool:
+    return db.execute("SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?", (SYMLINKS,)).fetchone() \
+        is not None
+
+
+def _views(prefixes: tuple[str, ...], symlinks: bool) -> list[str]:
+    """Each view keeps a row whose document is visible, checked per row through the primary key
+    (a correlated EXISTS): a lookup by id stays a lookup, where an `IN (subquery)` listed the whole
+    scope again for every statement (a scoped search cost ~10× the unscoped one)."""
+    visible = _under(prefixes, "d.path")
+    if symlinks:   # a symlinked file is visible only if its target is too
+        visible += (f" AND NOT EXISTS (SELECT 1 FROM main.{SYMLINKS} t WHERE t.path = d.path"
+                    f" AND NOT {_under(prefixes, 't.target')})")
+
+    def doc_visible(doc_id: str) -> str:
+        return f"EXISTS (SELECT 1 FROM main.documents d WHERE d.id = {doc_id} AND {visible})"
+
+    def section_visible(section_id: str) -> str:
+        return (f"EXISTS (SELECT 1 FROM main.sections s2 JOIN main.documents d ON d.id = s2.doc_id"
+                f" WHERE s2.id = {section_id} AND {visible})")
     return [
-        (f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {pred}", params),
-        (f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE s.doc_id IN ({docs})", params),
-        ("CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE c.section_id IN (SELECT id FROM sections)", []),
-        ("CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE p.section_id IN (SELECT id FROM sections)",
-         []),
-        (f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE e.doc_id IN ({docs})", params),
-        (f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE l.doc_id IN ({docs})", params),
+        f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {visible}",
+        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE {doc_visible('s.doc_id')}",
+        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {section_visible('c.section_id')}",
+        f"CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE {section_visible('p.section_id')}",
+        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE {doc_visible('e.doc_id')}",
+        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE {doc_visible('l.doc_id')}",
     ]
 
 
@@ -651,8 +714,9 @@ def _scope_views(db, prefixes: tuple[str, ...]):
         yield
         return
     _drop(db)
-    for sql, params in _views(prefixes):
-        db.execute(_inline(sql, params))
+    symlinks = _has_symlinks_table(db)
+    for sql in _views(prefixes, symlinks):
+        db.execute(sql)
     try:
         yield
     finally:
@@ -662,10 +726,3 @@ def _scope_views(db, prefixes: tuple[str, ...]):
 def _drop(db) -> None:
     for t in SCOPED_TABLES:
         db.execute(f"DROP VIEW IF EXISTS temp.{t}")
-
-
-def _inline(sql: str, params: list) -> str:
-    """Views cannot take bound parameters: inline them as SQL string literals (quotes doubled)."""
-    for p in params:
-        sql = sql.replace("?", "'" + p.replace("'", "''") + "'", 1)
-    return sql

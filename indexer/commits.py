@@ -12,6 +12,12 @@ apart:
 
 Hex that is an object but not a commit (a blob, a tree) says so. A repository that cannot be
 read makes the answer UNKNOWN — never "absent".
+
+Under a scope (indexer/scope.py) a corpus repository has the history of the scoped paths only —
+what `git filter-repo --path journal/` would leave, under the original commit ids: a commit that
+changed no scoped path (compared with its first parent) does not exist, a commit's files are its
+scoped files, HEAD is the newest commit that changed the scope. Objects that are not commits are
+not judged under a scope (absent). `[verify] repos` are not corpus files and are never scoped.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class _Repo:
     _default: tuple | None = None
     _twins: dict | None = None
     extra: dict = field(default_factory=dict)
+    scope: list[str] | None = None   # repository paths a scoped request sees (None: all of it)
 
 
 def _iso(ts: int, offset_min: int) -> str:
@@ -71,26 +78,31 @@ def _iso(ts: int, offset_min: int) -> str:
 class CommitChecker:
     """Checks SHAs against a fixed set of repositories; opened once, answers cached."""
 
-    def __init__(self, corpus_roots: list[Path], extra_repos: list[Path] = ()):
+    def __init__(self, corpus_roots: list[Path], extra_repos: list[Path] = (), scopes: list | None = None):
+        """`scopes[i]`: the repository paths corpus root i's scope sees (None: all; see scope.repo_paths)."""
         from . import corpus
 
         self.repos: list[_Repo] = []
-        seen: set[str] = set()
-        for p in corpus_roots:
+        seen: dict[str, _Repo] = {}
+        for i, p in enumerate(corpus_roots):
             repo = corpus.open_repo(Path(p))
             if repo is None:
                 continue  # a plain folder: nothing to check against, not an unreadable repo
             key = str(Path(repo.workdir or repo.path).resolve())
-            if key not in seen:
-                seen.add(key)
-                self.repos.append(_Repo(Path(key).name, Path(key), repo))
+            sees = scopes[i](repo.workdir) if scopes is not None else None
+            if key in seen:   # two roots in one repository: either one's scope
+                r = seen[key]
+                r.scope = None if r.scope is None or sees is None else r.scope + sees
+                continue
+            seen[key] = r = _Repo(Path(key).name, Path(key), repo, scope=sees)
+            self.repos.append(r)
         for p in extra_repos:
             p = Path(p).expanduser()
             key = str(p.resolve()) if p.exists() else str(p)
             if key in seen:
                 continue
-            seen.add(key)
-            self.repos.append(self._open(p))
+            seen[key] = r = self._open(p)
+            self.repos.append(r)
         names: dict[str, int] = {}
         for r in self.repos:  # two repos called "app": the second is "app-2"
             n = names.get(r.name, 0) + 1
@@ -184,6 +196,8 @@ class CommitChecker:
             return None
         if obj.type_str == "tag":
             obj = obj.peel(pygit2.Commit)
+        if r.scope is not None and (obj.type_str != "commit" or not touches(obj, r.scope)):
+            return None   # not in the scope's history
         if obj.type_str != "commit":
             return {"verdict": "not_a_commit", "exists": False, "landed": None, "repo": r.name,
                     "object": obj.type_str, "reason": f"{sha} is a {obj.type_str} in {r.name}, not a commit"}
@@ -196,7 +210,7 @@ class CommitChecker:
             "date": _iso(obj.commit_time, obj.commit_time_offset),
             "subject": (obj.message or "").strip().split("\n", 1)[0],
         }
-        files, total = self._files(repo, obj)
+        files, total = self._files(repo, obj, r.scope)
         out["files"] = files
         if total > len(files):
             out["files_total"] = total
@@ -212,7 +226,7 @@ class CommitChecker:
         return out
 
     @staticmethod
-    def _files(repo, commit) -> tuple[list[str], int]:
+    def _files(repo, commit, scope: list[str] | None = None) -> tuple[list[str], int]:
         try:
             if commit.parents:
                 diff = repo.diff(commit.parents[0], commit)
@@ -221,6 +235,8 @@ class CommitChecker:
             paths = [d.delta.new_file.path for d in diff]
         except Exception:
             return [], 0
+        if scope is not None:
+            paths = [p for p in paths if any(p == s or p.startswith(s + "/") for s in scope)]
         return paths[:MAX_FILES], len(paths)
 
     def _default_branch(self, r: _Repo) -> tuple[str | None, object]:
@@ -274,7 +290,8 @@ class CommitChecker:
                 for i, c in enumerate(r.repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)):
                     if i >= REPLACED_SCAN:
                         break
-                    r._twins.setdefault((c.author.email, c.author.time), c)
+                    if r.scope is None or touches(c, r.scope):
+                        r._twins.setdefault((c.author.email, c.author.time), c)
             except Exception:
                 pass
         twin = r._twins.get((commit.author.email, commit.author.time))
@@ -284,8 +301,66 @@ class CommitChecker:
                 "date": _iso(twin.commit_time, twin.commit_time_offset)}
 
 
-def checker_for(config) -> CommitChecker:
-    return CommitChecker([r.path for r in config.roots], list(getattr(config, "verify_repos", []) or []))
+def checker_for(config, prefixes: tuple[str, ...] = ()) -> CommitChecker:
+    """The checker for a corpus; with scope `prefixes`, its repositories hold the scope's history only."""
+    scopes = None
+    if prefixes:
+        from .scope import repo_paths
+
+        multi = len(config.roots) > 1
+        scopes = [lambda wd, r=r: repo_paths(r, wd, prefixes, multi) for r in config.roots]
+    return CommitChecker([r.path for r in config.roots], list(getattr(config, "verify_repos", []) or []), scopes)
+
+
+def _entry(tree, path: str):
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def touches(commit, paths: list[str]) -> bool:
+    """Whether `commit` changed any of `paths` (folders or files) against its first parent."""
+    parent = commit.parents[0].tree if commit.parents else None
+    for p in paths:
+        mine = _entry(commit.tree, p)
+        if mine != (_entry(parent, p) if parent is not None else None):
+            return True
+    return False
+
+
+HEAD_SCAN = 10_000   # first-parent steps searched for the newest commit that changed a scope
+_heads: dict[tuple, str | None] = {}
+
+
+def scoped_head(root, prefixes: tuple[str, ...], multi: bool, head: str) -> str | None:
+    """The scope's HEAD: the newest first-parent ancestor of `head` (itself included) that changed
+    a scoped path — what HEAD is in a history holding only the scoped files."""
+    from . import corpus
+    from .scope import repo_paths
+
+    key = (str(root.path), prefixes, multi, head)
+    if key in _heads:
+        return _heads[key]
+    repo = corpus.open_repo(Path(root.path))
+    found = None
+    if repo is not None:
+        paths = repo_paths(root, repo.workdir, prefixes, multi)
+        try:
+            commit = repo.get(head)
+            for _ in range(HEAD_SCAN):
+                if commit is None or paths == []:
+                    break
+                if paths is None or touches(commit, paths):
+                    found = str(commit.id)
+                    break
+                commit = commit.parents[0] if commit.parents else None
+        except Exception:   # an unreadable history: no head to report, never a failure
+            found = None
+    if len(_heads) > 256:
+        _heads.clear()
+    _heads[key] = found
+    return found
 
 
 def check_citations(checker: CommitChecker, cites: list[Citation]) -> list[dict]:

@@ -127,6 +127,33 @@ def make_roots(paths: list[str | Path]) -> list[Root]:
     return roots
 
 
+# Every key the config file may hold: anything else is a typo, refused with the valid names.
+KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
+    "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path",),
+    "ranking": None, "layout": None, "redact": None,   # checked by their own parsers
+    "log": ("queries", "path"), "verify": ("repos",), "metrics": ("textfile",),
+}
+
+
+def _refuse_unknown_keys(raw: dict, path: Path) -> None:
+    import difflib
+
+    def refuse(key: str, where: str, valid) -> None:
+        near = difflib.get_close_matches(key, list(valid), n=1)
+        raise UserError(f"invalid config {path}: unknown {where} {key!r}"
+                        + (f" (did you mean {near[0]!r}?)" if near else ""),
+                        param=key, options=sorted(valid), hint="fix the name or remove it")
+
+    for key, value in raw.items():
+        if key not in KNOWN_KEYS:
+            refuse(key, "table" if isinstance(value, dict) else "key", KNOWN_KEYS)
+        sub = KNOWN_KEYS[key]
+        if sub is not None and isinstance(value, dict):
+            for k in value:
+                if k not in sub:
+                    refuse(k, f"[{key}] key", sub)
+
+
 def load_config(root_args: list[str] | None = None) -> Config:
     """Read the TOML config (if any); roots given on the command line win over configured ones."""
     path = config_path()
@@ -136,6 +163,7 @@ def load_config(root_args: list[str] | None = None) -> Config:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise UserError(f"invalid config {path}: {e}", hint="fix the TOML syntax or move the file away")
+    _refuse_unknown_keys(raw, path)
     cfg = Config(source=path if path.exists() else None)
     index = raw.get("index", {})
     if not isinstance(index, dict):

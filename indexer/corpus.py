@@ -4,7 +4,8 @@ Inside a git repository, git itself decides what is ignored (pygit2 reads every 
 .git/info/exclude and core.excludesFile); in a plain folder the .gitignore files are read with
 pathspec. Configured excludes apply everywhere. Symlinked directories are not followed (loops,
 escapes); a symlinked file is indexed once, under its first path, and only if it stays inside
-its root.
+its root — under its target's own path when that is walked too (so a scope holding the target
+sees it), and with its target recorded (a scope judges a symlink by where it points).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class CorpusFile:
     abs_path: Path
     size: int
     mtime_ns: int
+    target: str | None = None   # a symlinked file: the corpus path of the file it points to
 
 
 @dataclass
@@ -136,6 +138,7 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                start: str = "") -> None:
     """Walk one root, or only its folder `start` (a targeted update: indexer/changes.py)."""
     seen_real: set[Path] = set()
+    links: list[tuple[str, Path]] = []   # symlinked files, taken after every real file of the root
     stack = [start]
     while stack:
         rel_dir = stack.pop()
@@ -162,10 +165,17 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                 continue
             if not entry.name.lower().endswith(MARKDOWN_SUFFIXES) or ignorer.ignored(rel, False):
                 continue
-            f = _stat_file(root, rel, Path(entry.path), is_link, max_bytes, multi, seen_real, result)
+            if is_link:
+                links.append((rel, Path(entry.path)))
+                continue
+            f = _stat_file(root, rel, Path(entry.path), False, max_bytes, multi, seen_real, result)
             if f is not None:
                 result.files.append(f)
         stack.extend(reversed(subdirs))
+    for rel, abs_path in links:
+        f = _stat_file(root, rel, abs_path, True, max_bytes, multi, seen_real, result)
+        if f is not None:
+            result.files.append(f)
 
 
 def _stat_file(root, rel, abs_path: Path, is_link, max_bytes, multi, seen_real, result):
@@ -176,9 +186,10 @@ def _stat_file(root, rel, abs_path: Path, is_link, max_bytes, multi, seen_real, 
     except (OSError, RuntimeError) as e:  # RuntimeError: symlink loop on some Pythons
         result.warnings.append(f"{cp}: skipped, cannot be read ({getattr(e, 'strerror', None) or e})")
         return None
+    target = None
     if is_link:
         try:
-            real.relative_to(root.path)
+            target = corpus_path(root, real.relative_to(root.path).as_posix(), multi)
         except ValueError:
             result.warnings.append(f"{cp}: skipped, symlink points outside the root")
             return None
@@ -193,7 +204,7 @@ def _stat_file(root, rel, abs_path: Path, is_link, max_bytes, multi, seen_real, 
     if not os.access(real, os.R_OK):
         result.warnings.append(f"{cp}: skipped, permission denied")
         return None
-    return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns)
+    return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns, target)
 
 
 def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> dict[str, str]:

@@ -15,6 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -49,9 +50,36 @@ class IndexReport:
     embedded: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    # Per path, for a scoped view of the run (`scoped`): what was walked, what happened to the
+    # changed files, the new texts each one needed embedded, the path each warning is about.
+    walked: list[str] = field(default_factory=list, repr=False)
+    outcomes: dict[str, str] = field(default_factory=dict, repr=False)
+    embedded_for: dict[str, set] = field(default_factory=dict, repr=False)
+    warning_paths: list[str | None] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k not in _PER_PATH}
+
+    def scoped(self, wall: scope.Wall) -> dict:
+        """The run as a corpus holding only the scope's files would have reported it."""
+        if not wall.prefixes:
+            return self.to_dict()
+        counts = {k: 0 for k in ("added", "updated", "removed")}
+        unchanged = 0
+        walked = [p for p in self.walked if wall.sees(p)]
+        for p in walked:
+            o = self.outcomes.get(p, "unchanged")
+            if o in counts:
+                counts[o] += 1
+            elif o == "unchanged":
+                unchanged += 1
+        counts["removed"] = sum(1 for p, o in self.outcomes.items() if o == "removed" and wall.sees(p))
+        shas = set().union(*(s for p, s in self.embedded_for.items() if wall.sees(p)))
+        return {"scanned": len(walked), **counts, "unchanged": unchanged, "embedded": len(shas),
+                "seconds": self.seconds, "warnings": scope.visible_warnings(wall, self.warnings, self.warning_paths)}
+
+
+_PER_PATH = ("walked", "outcomes", "embedded_for", "warning_paths")
 
 
 class Engine:
@@ -79,6 +107,10 @@ class Engine:
         self.vectors: VectorIndex | None = None
         self._entities: tuple = (-1, {}, [])
         self._scope = threading.local()
+        self._keyword_indexes = scope.KeywordIndexes()
+        self.last_report: IndexReport | None = None
+        self._scoped_links: tuple | None = None
+        self._lowered_scoped: tuple | None = None   # the last scope's visible rows of _lowered
         self._lowered: tuple[int, list] = (-1, [])
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._section_count: tuple[tuple, int] = ((), 0)
@@ -138,6 +170,10 @@ class Engine:
         if emb is None:
             return f"embedding model unavailable: {self._embedder_error}"
         if stored is not None and stored != emb.contract.to_dict():
+            if self.store.kind != "local":   # a reader of a shared store cannot re-embed it
+                return (f"the store was embedded with {stored.get('name')} ({str(stored.get('model_sha256'))[:12]}) "
+                        f"but this machine's model is {emb.contract.name} ({emb.contract.model_sha256[:12]}); "
+                        "install and configure the store's model here (`model` in the config)")
             roots = " ".join(f"--root {r.path}" for r in self.config.roots)
             return (f"index was embedded with {stored.get('name')} but the configured model is "
                     f"{emb.contract.name} ({emb.contract.model_sha256[:12]}); re-embed with "
@@ -210,6 +246,8 @@ class Engine:
         walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
         report.warnings += walked.warnings
         report.scanned = len(walked.files)
+        report.walked = [f.path for f in walked.files]
+        self.catalog.record_symlinks({f.path: f.target for f in walked.files if f.target})
         known = self.catalog.documents()
         present = {f.path for f in walked.files}
         failed_prefixes = tuple(f"{r}/" for r in walked.failed_roots)
@@ -218,11 +256,13 @@ class Engine:
         gone = [p for p in known if p not in present and not single_failed and not p.startswith(failed_prefixes)]
         changed = [f for f in walked.files if self._stat_changed(f, known.get(f.path))]
         report.unchanged = len(walked.files) - len(changed)
+        report.outcomes.update((f.path, "pending") for f in changed)   # counted nowhere until read
         entities_before = self.catalog.entities()
         self._resolver = None   # a whole run starts from the catalog
         for p in gone:
             self._remove(p)
             report.removed += 1
+            report.outcomes[p] = "removed"
         self._ingest(changed, known, report, progress)
         if self._retag_entities(entities_before) or report.removed or report.updated:
             self._resolver = None   # it may name what is gone (an old title, a dropped alias)
@@ -234,8 +274,11 @@ class Engine:
             self.catalog.set_meta("parse_version", str(PARSE_VERSION))
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
+        report.warning_paths = [self._warning_path(w) for w in report.warnings]
         self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
+        self.catalog.set_meta("last_warning_paths", json.dumps(report.warning_paths[-200:]))
         report.seconds = round(time.monotonic() - t0, 3)
+        self.last_report = report
         return report
 
     def _check_writable(self) -> None:
@@ -321,6 +364,21 @@ class Engine:
                 or self.catalog.get_meta("layout") != json.dumps(self.config.layout)
                 or self.catalog.get_meta("redaction_policy") != self.redaction.current().policy_fingerprint())
 
+    def _warning_path(self, warning: str) -> str | None:
+        """The corpus path a warning is about, or None for a run-wide one (a scope keeps those)."""
+        head = warning.partition(": ")[0]
+        if head == warning:
+            return None
+        if head.lower().endswith(corpus.MARKDOWN_SUFFIXES) or scope.warning_path(warning):
+            return head
+        return head if any(p.exists() for p in self._disk_paths(head)) else None
+
+    def _disk_paths(self, path: str) -> list[Path]:
+        if len(self.config.roots) == 1:
+            return [self.config.roots[0].path / path]
+        name, _, rel = path.partition("/")
+        return [r.path / rel for r in self.config.roots if r.name == name]
+
     def _stat_changed(self, f: corpus.CorpusFile, known) -> bool:
         return known is None or known[2] != f.size or known[3] != f.mtime_ns
 
@@ -346,6 +404,7 @@ class Engine:
             if old is not None and old[1] == corpus.blob_id(data):
                 self.catalog.touch_document(f.path, f.size, f.mtime_ns)
                 report.unchanged += 1
+                report.outcomes[f.path] = "unchanged"
                 continue
             try:
                 prepared = ingest.prepare(f, data, self.layout, matcher,
@@ -355,6 +414,7 @@ class Engine:
                 if old is not None:
                     self._remove(f.path)
                     report.removed += 1
+                    report.outcomes[f.path] = "removed"
                 continue
             except ingest.Skip as e:
                 report.warnings.append(str(e))
@@ -362,8 +422,10 @@ class Engine:
             report.warnings += prepared.warnings
             if old is None:
                 report.added += 1
+                report.outcomes[f.path] = "added"
             else:
                 report.updated += 1
+                report.outcomes[f.path] = "updated"
             pending.append(prepared)
             pending_texts += len(prepared.texts)
             if pending_texts >= EMBED_GROUP:
@@ -399,6 +461,8 @@ class Engine:
                 vecs = emb.embed_passages([wanted[s] for s in missing])
                 new_vectors = dict(zip(missing, vecs))
                 report.embedded += len(missing)
+                for p in batch:
+                    report.embedded_for[p.doc["path"]] = set(p.texts) & set(missing)
             if self.catalog.model_contract() is None:
                 self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
                 self._open_vectors()
@@ -462,6 +526,20 @@ class Engine:
     def _link_resolver(self) -> links.Resolver:
         rows = list(self.catalog.document_names())
         return links.Resolver(rows, self.catalog.entities(), multi_root=len(self.config.roots) > 1)
+
+    def links_in_scope(self) -> list[dict]:
+        """The scope's links, each resolved among the scope's documents and entities only (a link
+        to an outside file is unresolved, or finds the in-scope namesake a corpus of only these
+        files would find); cached per generation and scope."""
+        key = (self.catalog.generation, self.catalog.get_meta("link_targets"), self.scope)
+        got = self._scoped_links
+        if got is None or got[0] != key:
+            resolver = self._link_resolver()   # built from the (scoped) views
+            rows = self.catalog.link_rows()
+            for lk in rows:
+                lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], lk["source"])
+            got = self._scoped_links = (key, rows)
+        return got[1]
 
     def _resolve_links(self) -> None:
         """Re-resolve every link when the documents a link can name (paths, titles, entity names)
@@ -550,8 +628,14 @@ class Engine:
         if self._lowered[0] != gen:
             rows = self.catalog.section_texts()
             self._lowered = (gen, [(i, h.lower(), c.lower(), p) for i, h, c, p in rows])
-        prefixes = self.scope
-        return [row for row in self._lowered[1] if scope.contains(prefixes, row[3])]
+        if not self.scope:
+            return self._lowered[1]
+        key = (gen, self.scope, tuple(sorted(self.wall.symlinks.items())))
+        got = self._lowered_scoped
+        if got is None or got[0] != key:
+            sees = self.wall.sees
+            got = self._lowered_scoped = (key, [row for row in self._lowered[1] if sees(row[3])])
+        return got[1]
 
     def literal_rows(self, needles: list[str], content_only: bool = False) -> list[tuple[int, str, str, str]]:
         """Rows shaped like lowered_sections() — (section id, lower-cased heading, lower-cased
@@ -585,7 +669,7 @@ class Engine:
             self._entities = (gen, {}, self.catalog.entities(unscoped=True))
         prefixes = self.scope
         if prefixes not in self._entities[1]:
-            rows = [r for r in self._entities[2] if scope.contains(prefixes, r[1])]
+            rows = [r for r in self._entities[2] if self.wall.sees(r[1])]
             matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows])
             self._entities[1][prefixes] = (matcher, {n: p for n, p, _ in rows})
         return self._entities[1][prefixes]
@@ -596,17 +680,38 @@ class Engine:
         """The path prefixes the current request may see (empty: everything)."""
         return getattr(self._scope, "prefixes", ())
 
+    @property
+    def wall(self) -> scope.Wall:
+        """The current request's scope as a predicate on corpus paths (symlinks judged by target)."""
+        return getattr(self._scope, "wall", None) or scope.Wall((), {})
+
     @contextmanager
     def scoped(self, prefixes):
-        """Serve one request as if only documents under `prefixes` existed (indexer/scope.py)."""
+        """Serve one request as if only the files under `prefixes` existed (indexer/scope.py)."""
         prefixes = scope.normalize(prefixes)
-        before = self.scope
+        if prefixes:
+            scope.check_exists(self.config.roots, prefixes)
+        before = (self.scope, self.wall)
         self._scope.prefixes = prefixes
+        self._scope.wall = scope.Wall(prefixes, self.catalog.symlink_targets() if prefixes else {})
         try:
             with self.catalog.scoped(prefixes):
                 yield
         finally:
-            self._scope.prefixes = before
+            self._scope.prefixes, self._scope.wall = before
+
+    def keyword_index(self):
+        """The BM25 index this request searches: the main one, or the scope's own, whose
+        statistics are those of the scoped chunks only (indexer/scope.py KeywordIndexes)."""
+        if not self.scope:
+            return self.fulltext
+        return self._keyword_indexes.get(self.scope, self.fulltext.generation, self.catalog.chunk_ids_digest,
+                                        self.catalog.all_chunks)
+
+    def last_run(self, report: IndexReport | None = None) -> dict | None:
+        """The last index run's report as this request's scope sees it."""
+        report = report or self.last_report
+        return None if report is None else report.scoped(self.wall)
 
     # -- facts ----------------------------------------------------------------------------------
     def current_heads(self) -> dict[str, str | None]:
@@ -621,6 +726,14 @@ class Engine:
             cached = self._counts_cache = (key, self.catalog.counts())
         return dict(cached[1])
 
+    def _scoped_head(self, root, head: str | None) -> str | None:
+        """HEAD as the scope's own history has it: the newest commit that changed a scoped path."""
+        if head is None or not self.scope:
+            return head
+        from . import commits
+
+        return commits.scoped_head(root, self.scope, len(self.config.roots) > 1, head)
+
     def status(self) -> dict:
         """Counts, model, freshness facts and the last run's warnings — what `status` prints."""
         last = self.catalog.get_meta("last_indexed_at")
@@ -630,8 +743,9 @@ class Engine:
         out = {
             "index_dir": str(self.dir),
             "store": self.store.describe(),
-            "roots": [{"name": r.name, "path": str(r.path), "head_indexed": indexed_heads.get(r.name),
-                       "head_current": current.get(r.name)} for r in self.config.roots],
+            "roots": [{"name": r.name, "path": str(r.path),
+                       "head_indexed": self._scoped_head(r, indexed_heads.get(r.name)),
+                       "head_current": self._scoped_head(r, current.get(r.name))} for r in self.config.roots],
             **self._counts(),
             "generation": self.catalog.generation,
             "fulltext_generation": self.fulltext.generation,
@@ -639,14 +753,18 @@ class Engine:
             "model": contract,
             "last_indexed_at": float(last) if last else None,
             "warnings": ([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
-                         + json.loads(self.catalog.get_meta("last_warnings") or "[]")),
+                         + self._last_warnings()),
             "redaction": self.redaction.status(),  # families, hash file — or why it fails closed
         }
-        if self.scope:  # nothing outside the scope: its warnings, its vector count
-            out["warnings"] = [w for w in out["warnings"] if scope.contains(self.scope, w.split(":", 1)[0])]
-            out["vectors"] = out["passages"]
+        if self.scope:  # the vectors the scope's passages use (the embeddings table is shared)
+            out["vectors"] = self.catalog.vectors_in_use()
             out["scope"] = list(self.scope)
         return out
+
+    def _last_warnings(self) -> list[str]:
+        warnings = json.loads(self.catalog.get_meta("last_warnings") or "[]")
+        paths = json.loads(self.catalog.get_meta("last_warning_paths") or "null")
+        return scope.visible_warnings(self.wall, warnings, paths)
 
     def close(self) -> None:
         self._catalog.close()

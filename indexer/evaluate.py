@@ -271,7 +271,7 @@ def _tty_progress():
     return update
 
 
-def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5) -> dict:
+def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5, *, store=None, embedder=None) -> dict:
     """Refresh the index, run every query through `search`, and return a JSON-serialisable report."""
     from .config import load_config
     from .engine import Engine
@@ -286,7 +286,7 @@ def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5) -> 
         found = corpus_dir(cases, queries_path)
         root_args = [str(found)] if found else None
     config = load_config(root_args)
-    engine = Engine(config)
+    engine = Engine(config, store=store, embedder=embedder)   # store: indexer/store.py (bench/bench_team.py)
     try:
         index = engine.refresh(progress=_tty_progress())
         docs: dict[str, str] = {}

@@ -37,6 +37,11 @@ def _schema() -> tantivy.Schema:
     return b.build()
 
 
+def idents(heading: str, text: str) -> str:
+    """The `ident` field's text: a chunk's identifier terms (camelCase/snake_case split)."""
+    return " ".join(terms.identifier_terms(heading + "\n" + text))
+
+
 class FullText:
     """Open (or rebuild) the index at `directory`; `generation` says which catalog state it holds."""
 
@@ -99,10 +104,11 @@ class FullText:
     def delete_document(self, path: str) -> None:
         self.writer().delete_documents_by_term("path", path)
 
-    def _doc(self, chunk_id, section_id, path, heading, text) -> tantivy.Document:
+    def _doc(self, chunk_id, section_id, path, heading, text, ident: str | None = None) -> tantivy.Document:
+        if ident is None:
+            ident = idents(heading, text)
         return tantivy.Document(chunk_id=int(chunk_id), section_id=int(section_id), path=path,
-                                heading=heading.replace(" > ", " "), body=text, stem=text,
-                                ident=" ".join(terms.identifier_terms(heading + "\n" + text)))
+                                heading=heading.replace(" > ", " "), body=text, stem=text, ident=ident)
 
     def commit(self, generation: int) -> None:
         """Commit explicitly and check it (a `with` block swallows a failed commit — FIELD-NOTES)."""
@@ -133,13 +139,7 @@ class FullText:
         building.mkdir(parents=True)
         try:
             index = tantivy.Index(self.schema, str(building), reuse=False)
-            w = index.writer(heap_size=WRITER_HEAP, num_threads=1)
-            n = 0
-            for chunk_id, section_id, path, _doc_type, heading, text in chunks:
-                w.add_document(self._doc(chunk_id, section_id, path, heading, text))
-                n += 1
-            w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
-            w.wait_merging_threads()
+            n = self._fill(index, chunks)
             self._set_generation(generation, building)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
@@ -153,6 +153,29 @@ class FullText:
         self._lost = False
         shutil.rmtree(retired, ignore_errors=True)
         return n
+
+    def _fill(self, index: tantivy.Index, chunks, ident_of=None) -> int:
+        w = index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        n = 0
+        for chunk_id, section_id, path, _doc_type, heading, text in chunks:
+            ident = ident_of(chunk_id, heading, text) if ident_of else None
+            w.add_document(self._doc(chunk_id, section_id, path, heading, text, ident))
+            n += 1
+        w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
+        w.wait_merging_threads()
+        return n
+
+    @classmethod
+    def in_memory(cls, chunks, ident_of=None) -> FullText:
+        """A derived index of `chunks` held in memory, searched like the main one: a scope's own
+        BM25 statistics (indexer/scope.py KeywordIndexes). `ident_of(chunk id, heading, text)`
+        may answer the identifier terms from a cache (splitting them is most of a build's cost)."""
+        self = cls.__new__(cls)
+        self.dir, self.schema, self._writer, self._lost = None, _schema(), None, False
+        self.index = tantivy.Index(self.schema)
+        self._fill(self.index, chunks, ident_of)
+        self.index.reload()
+        return self
 
     def num_docs(self) -> int:
         return self.index.searcher().num_docs

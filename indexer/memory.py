@@ -233,7 +233,7 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
         r["_sid"] = s.id
         out_rows.append(r)
     if check_commits:
-        _attach_commits(out_rows, rows, cm.checker_for(engine.config))
+        _attach_commits(out_rows, rows, cm.checker_for(engine.config, engine.scope))
     out = {
         "entity": {"name": name, "records": record_paths, "aliases": aliases, "matched_by": how},
         "order": "newest first by section date",
@@ -352,7 +352,7 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
         r["_sid"] = s.id
         out_rows.append(r)
     if check_commits:
-        _attach_commits(out_rows, rows, cm.checker_for(engine.config))
+        _attach_commits(out_rows, rows, cm.checker_for(engine.config, engine.scope))
     nowhere = [items[i] for i in range(n) if not anywhere[i]]
     outside = [items[i] for i in range(n) if anywhere[i] and not in_scope[i]]
     out = {"terms": items, "order": "newest first by section date", "results": out_rows,
@@ -423,8 +423,13 @@ def neighbors(engine, path: str, limit: int | None = None) -> dict:
     me = doc["path"]
     cat = engine.catalog
     try:
-        out_links = cat.link_rows(source_doc_id=doc["id"])
-        in_links = cat.link_rows(resolved_to=me)
+        if engine.scope:   # links resolved as a corpus of only the scope's files resolves them
+            seen = engine.links_in_scope()
+            out_links = [lk for lk in seen if lk["source"] == me]
+            in_links = [lk for lk in seen if lk["resolved"] == me and lk["source"] != me]
+        else:
+            out_links = cat.link_rows(source_doc_id=doc["id"])
+            in_links = cat.link_rows(resolved_to=me)
     except Exception as e:  # a read-only index built before links existed
         raise UserError(f"the index has no link table yet ({e})", code="index_broken",
                         hint="run `remembrancer index` once with this version") from None
@@ -489,7 +494,8 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
     if not len(labels):
         return [], []
     mine_info = engine.catalog.passages_by_id(labels)
-    hits = [(int(label), engine.vectors.search(vec, SIMILAR_PER_PASSAGE)) for label, vec in zip(labels, vecs)
+    visible = engine.catalog.passage_ids() if engine.scope else None
+    hits = [(int(label), engine.vectors.search(vec, SIMILAR_PER_PASSAGE, visible)) for label, vec in zip(labels, vecs)
             if not mine_info.get(int(label), (0, True))[1]]   # similar text, not similar titles
     own = set(int(x) for x in labels)
     info = engine.catalog.passages_by_id({o for _, found in hits for o, _ in found if o not in own})
@@ -527,7 +533,7 @@ def verify(engine, path: str | None = None, heading: str | None = None, text: st
     if (path is None or path == "") == (text is None or text == ""):
         raise UserError("give path (optionally with heading) or text, exactly one of them", param="path",
                         hint="verify(path='journal/2030/2030-02-10.md') or verify(text='landed in 4f2a9c1')")
-    checker = cm.checker_for(engine.config)
+    checker = cm.checker_for(engine.config, engine.scope)
     results: list[dict] = []
     if text:
         if len(text) > MAX_VERIFY_TEXT:

@@ -98,6 +98,9 @@ def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] |
         n = len(parsed.lines)
         if start < 1 or end < start:
             raise UserError(f"lines must be START:END with 1 <= START <= END, got {start}:{end}", param="lines")
+        if start > n:  # an empty answer would read as "these lines are blank"
+            raise UserError(f"lines {start}:{end} start past the end: {doc['path']} has {n} lines", param="lines",
+                            hint=f"give a range within 1:{n}", code="out_of_range")
         end = min(end, n)
         out["lines"] = [start, end]
         text = "\n".join(parsed.lines[start - 1:end])

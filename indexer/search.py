@@ -160,7 +160,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
             c = cands[sid] = Candidate(sid)
         return c
 
-    for sid, score in engine.fulltext.search(query, BM25_CANDIDATES, allowed).items():
+    for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
     problem = engine.contract_problem()

@@ -4,8 +4,9 @@ Labels are passage ids (never reused: the catalog's AUTOINCREMENT), so a deleted
 `mark_deleted` and a new one added. hnswlib's `save_index` writes in place, so saves go to a
 temp file, fsync, rename, fsync the folder: a crash leaves the previous file whole. Its `ef`
 is not saved and its `dim` is not checked at load — both are kept in a JSON sidecar and
-enforced here. Filtered searches over a small allowed set are exact (numpy) so a filter can
-never starve the result.
+enforced here. A search over fewer than EXACT_BELOW vectors — filtered or not — is exact
+(numpy, one row at a time in a fixed order), so a filter can never starve the result and a
+scope's search computes the very similarities a corpus of only its files would (indexer/scope.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Vectors:
         self.live: set[int] = set()
         self.generation = -1         # the catalog generation the vectors in memory reflect
         self.saved_generation = -1   # … and the one the file on disk reflects
+        self._matrix: tuple[np.ndarray, np.ndarray] | None = None   # (sorted live labels, their vectors)
         self._load()
 
     def _load(self) -> None:
@@ -86,6 +88,7 @@ class Vectors:
             if len(labels):
                 self.index.add_items(vectors, labels)
             self.live = set(int(x) for x in labels)
+            self._matrix = None
             self.save(generation)
 
     def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
@@ -105,6 +108,26 @@ class Vectors:
                 self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64),
                                      num_threads=1)
                 self.live.update(int(x) for x in labels)
+            self._update_matrix(removed, labels, vectors)
+
+    def _update_matrix(self, removed, labels, vectors) -> None:
+        """Keep the exact-search copy in step with an update (dropped and rebuilt if out of order,
+        dropped for good once the index is too big to be searched exactly)."""
+        if self._matrix is None or len(self.live) >= EXACT_BELOW:
+            self._matrix = None
+            return
+        have, mat = self._matrix
+        if len(removed):
+            keep = ~np.isin(have, np.asarray(list(removed), dtype=np.int64))
+            have, mat = have[keep], mat[keep]
+        if len(labels):
+            new = np.asarray(labels, dtype=np.int64)
+            if len(have) and new.min() <= have[-1]:
+                self._matrix = None
+                return
+            have = np.concatenate([have, new])
+            mat = np.concatenate([mat, np.asarray(vectors, dtype=np.float32).reshape(len(new), self.dim)])
+        self._matrix = (have, mat)
 
     def save(self, generation: int) -> None:
         """Atomic save: both temp files written, checked and fsynced, then renamed over the old pair.
@@ -153,8 +176,8 @@ class Vectors:
                 return []
             k = min(k, len(pool))
             q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-            if allowed is not None and len(pool) < EXACT_BELOW:
-                return self._exact(q[0], sorted(pool), k)
+            if len(pool) < EXACT_BELOW:
+                return self._exact(q[0], None if allowed is None else pool, k)
             self.index.set_ef(max(EF_SEARCH, k))
             try:
                 if allowed is None:
@@ -162,14 +185,26 @@ class Vectors:
                 else:
                     labels, dists = self.index.knn_query(q, k=k, filter=lambda x: x in pool)
             except RuntimeError:  # fewer than k reachable items: ask for what is there
-                return self._exact(q[0], sorted(pool), k)
+                return self._exact(q[0], None if allowed is None else pool, k)
             return [(int(lbl), 1.0 - float(d)) for lbl, d in zip(labels[0], dists[0])]
 
-    def _exact(self, q: np.ndarray, labels: list[int], k: int) -> list[tuple[int, float]]:
-        vecs = np.asarray(self.index.get_items(labels), dtype=np.float32)
-        sims = vecs @ q
-        top = np.argsort(-sims)[:k]
-        return [(labels[i], float(sims[i])) for i in top]
+    def _exact(self, q: np.ndarray, pool: set[int] | None, k: int) -> list[tuple[int, float]]:
+        """Similarities computed row by row (einsum, not BLAS: a row's value must not depend on
+        which other rows are searched with it), best first, ties by label."""
+        if len(self.live) >= EXACT_BELOW:   # a big index, a small pool: fetch just the pool's vectors
+            labels = np.array(sorted(self.live if pool is None else pool), dtype=np.int64)
+            mat = np.asarray(self.index.get_items(labels), dtype=np.float32).reshape(-1, self.dim)
+        else:   # a copy of every vector (fetching them costs more than the search), kept in step by update()
+            if self._matrix is None or len(self._matrix[0]) != len(self.live):
+                labels = np.array(sorted(self.live), dtype=np.int64)
+                self._matrix = (labels, np.asarray(self.index.get_items(labels), dtype=np.float32).reshape(-1, self.dim))
+            labels, mat = self._matrix
+            if pool is not None:
+                rows = np.searchsorted(labels, np.array(sorted(pool), dtype=np.int64))
+                labels, mat = labels[rows], mat[rows]
+        sims = np.einsum("ij,j->i", mat, np.asarray(q, dtype=np.float32))
+        top = np.argsort(-sims, kind="stable")[:k]
+        return [(int(labels[i]), float(sims[i])) for i in top]
 
     def __len__(self) -> int:
         return len(self.live)

@@ -99,9 +99,9 @@ class Link:
         while time.monotonic() < deadline and _alive(pid):
             st = ping(sock, timeout=1.0)
             if st is not None:
-                if not dconnect.same_roots(st, self.config):
+                if not dconnect.serves(st, self.config):
                     return None
-                return dconnect.DaemonBackend(sock, st)
+                return dconnect.backend_for(sock, st, self.config)
             time.sleep(0.2)
         return None
 
@@ -162,9 +162,9 @@ class Link:
         """The same daemon on a new connection, if it still answers for this corpus."""
         sock = Path(socket_path())
         st = ping(sock)
-        if st is None or (self.config.roots and not dconnect.same_roots(st, self.config)):
+        if st is None or (self.config.roots and not dconnect.serves(st, self.config)):
             return None
-        return dconnect.DaemonBackend(sock, st)
+        return dconnect.backend_for(sock, st, self.config)
 
     def close(self) -> None:
         with self.lock:

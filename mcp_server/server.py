@@ -20,17 +20,19 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
 
 from . import describe, render
+from .choose import choose_corpus, paths_from_uris
 from .link import Link
 
 log = logging.getLogger("remembrancer.mcp")
 
 SERVER_NAME = "remembrancer"
-INITIAL_INDEX_WAIT_S = 20.0   # a daemon just started on a never-indexed corpus: wait this long for it
+ROOTS_WAIT_S = 2.0            # how long the client may take to answer roots/list
 LIST_LIMIT = 100              # list_documents rows per answer (~4000 tokens with the structured copy)
 
 Result = Annotated[CallToolResult, dict[str, Any]]
@@ -100,7 +102,35 @@ def validation_error(tool: str, exc: ValidationError) -> dict:
 
 
 class RememberServer(MCPServer):
-    """MCPServer whose argument errors are structured like the engine's (code, message, param)."""
+    """MCPServer whose argument errors are structured like the engine's (code, message, param).
+
+    Without --root the corpus is chosen once the client is known (its roots answer roots/list):
+    `corpus_chooser` runs before the first tools/list or tools/call, then tool descriptions are
+    written from that corpus."""
+
+    corpus_chooser = None
+    _choosing = None
+
+    async def _handle_list_tools(self, ctx, params):
+        await self._choose_corpus(ctx)
+        return await super()._handle_list_tools(ctx, params)
+
+    async def _handle_call_tool(self, ctx, params):
+        await self._choose_corpus(ctx)
+        return await super()._handle_call_tool(ctx, params)
+
+    async def _choose_corpus(self, ctx) -> None:
+        import anyio
+
+        if self.corpus_chooser is None:
+            return
+        if self._choosing is None:
+            self._choosing = anyio.Lock()
+        async with self._choosing:
+            chooser, self.corpus_chooser = self.corpus_chooser, None
+            if chooser is not None:
+                roots = await client_roots(ctx)
+                await anyio.to_thread.run_sync(chooser, roots)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         try:
@@ -111,14 +141,55 @@ class RememberServer(MCPServer):
             raise
 
 
+async def client_roots(ctx) -> list[str]:
+    """The folders the MCP client says it works in (roots/list), or [] if it has none or says nothing."""
+    import warnings
+
+    import anyio
+
+    try:
+        session = ctx.session
+        caps = getattr(session, "client_capabilities", None)
+        if caps is None and session.client_params is not None:
+            caps = session.client_params.capabilities
+        if caps is None or caps.roots is None:
+            return []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # roots/list is deprecated in newer protocol versions
+            with anyio.fail_after(ROOTS_WAIT_S):
+                result = await session.list_roots()
+        return paths_from_uris(r.uri for r in result.roots)
+    except Exception as e:  # a client that cannot answer roots/list: the next way to choose applies
+        log.info("the MCP client's roots are unknown (%s: %s)", type(e).__name__, e)
+        return []
+
+
+def tool_descriptions(facts, doc_types) -> dict[str, str]:
+    """Every tool's description, written from the live index."""
+    return {"search": describe.index_map(facts), "read": describe.read_description(facts),
+            "list_documents": describe.list_description(facts, doc_types),
+            "index_status": describe.status_description(), "history": describe.history_description(facts),
+            "latest": describe.latest_description(facts), "neighbors": describe.neighbors_description(facts),
+            "verify": describe.verify_description(facts)}
+
+
+def index_facts(link: Link) -> "describe.IndexFacts":
+    if link.backend is not None:
+        return describe.gather(link.call)
+    if (getattr(link, "config", 1) is None and getattr(link, "config_error", None) is None
+            and not getattr(link, "start_problem", None)):
+        return describe.IndexFacts()  # the corpus is chosen when the client has said who it is
+    return describe.IndexFacts(warning=link.start_problem or "no index available")
+
+
 # -- the server ------------------------------------------------------------------------------------
 
 def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] = DOC_TYPES,
                  querylog: QueryLog | None = None) -> MCPServer:
     """The MCP server over `link`, with descriptions from the index as it is now. With a
     `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
-    facts = describe.gather(link.call) if link.backend is not None else describe.IndexFacts(
-        warning=link.start_problem or "no index available")
+    facts = index_facts(link)
+    desc = tool_descriptions(facts, doc_types)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
@@ -250,21 +321,21 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
             return ok(render.status_text(st), st)
         return guarded("index_status", body)
 
-    server.add_tool(search, description=describe.index_map(facts), annotations=READ_ONLY,
+    server.add_tool(search, description=desc["search"], annotations=READ_ONLY,
                     title="Search the memory")
-    server.add_tool(read, description=describe.read_description(facts), annotations=READ_ONLY,
+    server.add_tool(read, description=desc["read"], annotations=READ_ONLY,
                     title="Read a section, outline or page")
-    server.add_tool(list_documents, description=describe.list_description(facts, doc_types),
+    server.add_tool(list_documents, description=desc["list_documents"],
                     annotations=READ_ONLY, title="List documents")
-    server.add_tool(index_status, description=describe.status_description(), annotations=READ_ONLY,
+    server.add_tool(index_status, description=desc["index_status"], annotations=READ_ONLY,
                     title="Index status and freshness")
-    server.add_tool(history, description=describe.history_description(facts), annotations=READ_ONLY,
+    server.add_tool(history, description=desc["history"], annotations=READ_ONLY,
                     title="History of a host or service, newest first")
-    server.add_tool(latest, description=describe.latest_description(facts), annotations=READ_ONLY,
+    server.add_tool(latest, description=desc["latest"], annotations=READ_ONLY,
                     title="Sections with exact terms, newest first")
-    server.add_tool(neighbors, description=describe.neighbors_description(facts), annotations=READ_ONLY,
+    server.add_tool(neighbors, description=desc["neighbors"], annotations=READ_ONLY,
                     title="Links, backlinks and unlinked neighbours")
-    server.add_tool(verify, description=describe.verify_description(facts), annotations=READ_ONLY,
+    server.add_tool(verify, description=desc["verify"], annotations=READ_ONLY,
                     title="Check cited commit SHAs in git")
     return server
 
@@ -276,25 +347,6 @@ def _version() -> str:
         return version("remembrancer")
     except Exception:
         return ""
-
-
-def wait_for_first_index(link: Link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
-    """A daemon just started on a corpus never indexed has nothing to describe yet: give its first
-    pass a little time, so the tool descriptions show the corpus rather than an empty index."""
-    if link.kind != "daemon":
-        return
-    deadline = time.monotonic() + timeout_s
-    while True:
-        st = link.call("status")
-        fr = st.get("freshness") or {}
-        building = st.get("documents", 0) == 0 and (st.get("last_indexed_at") is None
-                                                    or fr.get("verdict") == "catching_up")
-        if not building:
-            return
-        if time.monotonic() >= deadline:
-            log.warning("the first index is still being built; tool descriptions show what is there now")
-            return
-        time.sleep(0.25)
 
 
 @contextlib.contextmanager
@@ -329,36 +381,94 @@ def _ensure_stderr_logging() -> None:
 
 
 def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
-        scopes: list[str] | None = None) -> int:
-    """`remembrancer mcp`: connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
+        scopes: list[str] | None = None, store: str | None = None) -> int:
+    """`remembrancer mcp`: choose the corpus (mcp_server/choose.py) or read a team store
+    (indexer/pg_team.py), connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
     with stdout_to_stderr():
+        from remembrancer.indexer.scope import check_exists, normalize
+
         config, config_error = None, None
         try:
-            config = load_config(root_args)
+            settings = load_config(root_args)   # with --root: the corpus; else the user's settings
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
-            config_error = e
-        from remembrancer.indexer.scope import normalize
-
+            settings, config_error = None, e
+        if root_args:
+            config = settings
         try:
             scope = normalize(scopes)
+            if scope and config is not None and config.roots:
+                check_exists(config.roots, scope)   # a typo must not serve an empty corpus
         except UserError as e:
             print(f"remembrancer mcp: {e}", file=sys.stderr)
             return 2
         link = Link(config, idle_exit_s, config_error=config_error, scope=scope)
-        try:
-            link.open()
-            wait_for_first_index(link)
-        except UserError as e:
-            link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
-        except Exception as e:  # the server still starts; each call retries and reports
-            link.start_problem = f"{type(e).__name__}: {e}"
-            log.exception("remembrancer MCP: connecting to the index failed")
-        server = build_server(link, instructions, config.doc_types if config else DOC_TYPES,
-                              querylog=QueryLog.for_config(config))
+        if store:
+            open_team_reader(link, store, root_args)
+            settings = link.config or settings
+        elif root_args:
+            open_link(link)
+        server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
+                              querylog=QueryLog.for_config(settings))
+        if not root_args and not store and config_error is None:
+            server.corpus_chooser = lambda roots: choose_later(server, link, roots)
     try:
         server.run("stdio")
     finally:
         with stdout_to_stderr():
             link.close()
     return 0
+
+
+def open_link(link: Link, fail_closed: bool = False) -> None:
+    """Connect now; a failure is kept in `link.start_problem` (the descriptions and tools say it).
+    `fail_closed`: a setup error is every call's answer (a team store never falls back to a local index)."""
+    try:
+        link.open()
+        wait_for_first_index(link)
+    except UserError as e:
+        link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
+        if fail_closed:
+            link.config_error = e
+    except Exception as e:  # the server still starts; each call retries and reports
+        link.start_problem = f"{type(e).__name__}: {e}"
+        log.exception("remembrancer MCP: connecting to the index failed")
+
+
+def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> None:
+    """A reader of the team store: no daemon, no local index; the reader's checkout (its --root or
+    working directory) only says how fresh the store is for it."""
+    from remembrancer.indexer.pg_team import TeamReader, reader_config
+
+    try:
+        link.config, checkout = reader_config(store, root_args)
+        link.config_error = None
+        link.backend = TeamReader(store, link.config, checkout=checkout)
+    except UserError as e:
+        link.start_problem, link.config_error = str(e), e
+        return
+    except Exception as e:  # the server still starts; each call says what is wrong with the store
+        link.start_problem = f"{type(e).__name__}: {e}"
+        log.exception("remembrancer MCP: opening the team store failed")
+        return
+    open_link(link, fail_closed=True)
+
+
+def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:
+    """The corpus from the client's roots (else CLAUDE_PROJECT_DIR, else the config's roots),
+    then tool descriptions written from it."""
+    try:
+        config, source = choose_corpus(None, client_roots)
+    except UserError as e:   # every tool answers with it; the descriptions say it
+        config, link.config_error, link.start_problem = None, e, str(e)
+    else:
+        log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
+        link.config = config
+        open_link(link)
+    facts = index_facts(link)
+    if facts.warning:
+        log.warning("remembrancer MCP: %s", facts.warning)
+    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES).items():
+        tool = server._tool_manager.get_tool(name)
+        if tool is not None:
+            tool.description = text

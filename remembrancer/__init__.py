@@ -5,9 +5,16 @@ The one import name of the distribution. Its subpackages are the project's top-l
 `pyproject.toml`: the checkout shows the product's layout, the wheel installs one package.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
 
-try:
-    __version__ = _version("remembrancer")
-except PackageNotFoundError:  # imported from a checkout that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str):
+    """`__version__`, read from the installed metadata when asked for: importlib.metadata costs
+    ~35 ms, which every git hook and Claude Code hook (they import this package) would pay."""
+    if name != "__version__":
+        raise AttributeError(f"module 'remembrancer' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("remembrancer")
+    except PackageNotFoundError:  # imported from a checkout that was never installed
+        return "0+unknown"

@@ -6,6 +6,8 @@ from tests.tiny_model import build_tiny_model
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_model: loads the packaged default embedding model (slower, still runs in CI)")
+    config.addinivalue_line("markers", "wheel: builds the wheel and installs it into a fresh venv (a minute or two; "
+                            "runs in `make test`)")
 
 
 @pytest.fixture(scope="session")
@@ -65,3 +67,21 @@ def tiny_engine(data_env, tiny_embedder):
     yield make
     for e in made:
         e.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector (pgserver), stopped at the end of the session."""
+    from tests.pg_helpers import server
+
+    srv = server(tmp_path_factory.mktemp("pg"))
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of an empty database of its own on the session's server."""
+    from tests.pg_helpers import fresh_database
+
+    return fresh_database(pg_server.get_uri())

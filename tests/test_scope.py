@@ -143,3 +143,121 @@ def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
     for out, asked in outs:
         assert not leaks(out, asked), (asked, leaks(out, asked), out)
     assert "runbooks/postgres/restore.md" in json.dumps([o for o, _ in outs])
+
+
+# -- the wall's rules -------------------------------------------------------------------------------
+
+def test_prefixes_match_whole_segments_and_exact_case():
+    from remembrancer.indexer.scope import contains, normalize
+
+    for spelled in ("journal", "journal/", "./journal", "journal//", " journal/ "):
+        assert normalize([spelled]) == ("journal",)
+    s = normalize(["journal/"])
+    assert contains(s, "journal/2030-02-10.md") and contains(s, "journal/sub/x.md")
+    for outside in ("journal-archive/x.md", "JOURNAL/x.md", "Journal/x.md", "journalx.md", "journal.md",
+                    "hosts/journal/x.md"):
+        assert not contains(s, outside), outside
+    for bad in (["../etc"], ["journal/../hosts"], ["/abs"], [""], ["."], ["a\x00b"], ["journal\n"], [3], 7):
+        with pytest.raises(UserError) as ei:
+            normalize(bad)
+        assert ei.value.param == "scope"
+
+
+def test_a_scope_naming_nothing_is_refused_with_what_it_may_mean(engine):
+    for bad, meant in (("Journal/", "journal"), ("jornal", "journal"), ("journal/2099", None)):
+        with pytest.raises(UserError) as ei:
+            api.dispatch_read(engine, "list", {"scope": [bad]}, dict)
+        assert ei.value.param == "scope" and ei.value.code == "not_found"
+        if meant:
+            assert meant in (ei.value.options or []), ei.value.to_dict()
+
+
+def test_mcp_refuses_an_unknown_scope_at_start(tmp_path):
+    import subprocess
+
+    (tmp_path / "notes" / "journal").mkdir(parents=True)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "REMEMBRANCER_DATA_DIR": str(tmp_path / "d"),
+           "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml"), "REMEMBRANCER_SOCKET": str(tmp_path / "s.sock")}
+    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "--root", str(tmp_path / "notes"),
+                        "--scope", "JOURNAL/"], env=env, cwd=str(PROJECT), capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "case-sensitive" in r.stderr and "journal" in r.stderr
+
+
+def test_a_symlink_is_indexed_under_its_target_and_judged_by_it(tmp_path):
+    from remembrancer.indexer import corpus
+    from remembrancer.indexer.config import make_roots
+    from tests.corpus_helpers import write
+
+    root = tmp_path / "c"
+    write(root, "hosts/db1.md", "# db1\n")
+    write(root, "notes/only-here.md", "# x\n")
+    (root / "a-links").mkdir()
+    os.symlink("../hosts/db1.md", root / "a-links" / "db1.md")          # sorts before its target
+    os.symlink("../notes/only-here.md", root / "a-links" / "other.md")
+    (root / "ignored").mkdir()
+    walked = corpus.walk(make_roots([root]), ("notes/",), 1 << 20)
+    by_path = {f.path: f.target for f in walked.files}
+    assert "hosts/db1.md" in by_path and "a-links/db1.md" not in by_path   # the real path wins
+    assert by_path["a-links/other.md"] == "notes/only-here.md"             # target not walked: the link, with it
+
+
+def test_warnings_a_scope_sees():
+    from remembrancer.indexer.scope import Wall, visible_warnings
+
+    wall = Wall(("journal",), {"journal/link.md": "hosts/db1.md"})
+    ws = ["journal/a.md: invalid YAML front matter; ignored", "hosts/b.md: invalid YAML front matter; ignored",
+          "vectors skipped: no model", "journal/link.md: x", "JOURNAL/c.md: x", ".: cannot list folder (denied)",
+          "journal/my note.md: x", "journal-archive/d.md: x"]
+    paths = ["journal/a.md", "hosts/b.md", None, "journal/link.md", "JOURNAL/c.md", ".", "journal/my note.md",
+             "journal-archive/d.md"]
+    want = [ws[0], ws[2], ws[5], ws[6]]
+    assert visible_warnings(wall, ws, paths) == want
+    assert visible_warnings(wall, ws, None) == want   # an index that did not record the paths: read from the text
+
+
+def test_outside_edits_cannot_move_scoped_answers(engine):
+    """An edit outside the scope changes nothing a scoped search answers — scores included — and
+    costs no rebuild of the scope's keyword index; an edit inside is seen."""
+    def scoped(q):
+        out = call(engine, "search", query=q, limit=10)
+        return [(r["path"], r["heading"], r["score"], r["scores"]) for r in out["results"] + out.get("best_weak", [])]
+    queries = ["replica lag", "restore the database from a backup", "pgbouncer transaction pooling"]
+    before = [scoped(q) for q in queries]
+    builds = engine._keyword_indexes.builds
+    root = engine.config.roots[0].path
+    host = root / "hosts" / "db1.md"
+    host.write_text(host.read_text() + "\n## More\n\nreplica lag restore backup database pooling " * 5)
+    engine.refresh()
+    assert [scoped(q) for q in queries] == before
+    assert engine._keyword_indexes.builds == builds   # the scope's chunks did not change: nothing rebuilt
+    (root / "journal" / "zz-new.md").write_text("# zebra\n\nA zebracorn replica lag note.\n")
+    engine.refresh()
+    hits = {r["path"]: r for r in call(engine, "search", query="zebracorn", limit=10)["results"]}
+    assert engine._keyword_indexes.builds == builds + 1
+    assert hits["journal/zz-new.md"]["scores"]["bm25"] > 0
+    assert all(r["scores"]["bm25"] == 0 for p, r in hits.items() if p != "journal/zz-new.md")
+
+
+def test_a_vector_search_of_a_subset_computes_the_same_similarities(tmp_path, monkeypatch):
+    """A scope's dense leg searches its passages; each similarity must be the one a corpus of only
+    those passages computes (exact search, row by row), whatever else the index holds."""
+    import numpy as np
+
+    from remembrancer.indexer import vectors as V
+
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((500, 24)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    big = V.Vectors(tmp_path / "big", 24)
+    big.rebuild(np.arange(1, 501), X, 1)
+    small = V.Vectors(tmp_path / "small", 24)
+    keep = np.arange(1, 501, 3)
+    small.rebuild(keep, X[keep - 1], 1)
+    for q in X[:20]:
+        assert big.search(q, 60, set(keep.tolist())) == small.search(q, 60)
+    big.update([1, 4], [901], X[:1])   # kept in step with updates
+    assert big.search(X[0], 5, {901, 7})[0] == (901, small.search(X[0], 1)[0][1])
+    monkeypatch.setattr(V, "EXACT_BELOW", 100)   # a big index: only the pool's vectors are fetched
+    pool = set(keep[2:].tolist())
+    assert big.search(X[3], 30, pool) == small.search(X[3], 30, pool)

@@ -32,6 +32,11 @@ def test_install_writes_an_absolute_unit_and_uninstall_removes_it(tmp_path):
     assert p.returncode == 0 and not unit.exists()
 
 
-def test_install_without_roots_is_a_clear_error(tmp_path):
+def test_install_without_roots_serves_every_corpus(tmp_path):
+    """One daemon serves whatever corpus a request names: a unit needs no roots (given, they are
+    only opened at start, warm)."""
     p = run(tmp_path, "service", "install", "--no-start")
-    assert p.returncode == 2 and "no roots to serve" in p.stderr
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "cfg" / "systemd" / "user" / "remembrancer.service").read_text()
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.rstrip().endswith(" serve") and "--root" not in exec_line

@@ -1,0 +1,367 @@
+"""Team memory figures: the local store against the PostgreSQL store, measured in one run.
+
+    .venv/bin/python bench/bench_team.py [--only parity,latency,concurrency,throughput]
+        [--eval-dir /work/shared/eval] [--sections 100000] [--url postgresql://…] [--json out.json]
+
+- parity: every dev set through both stores (same engine, same model; the PostgreSQL store
+  reuses the local store's vectors, so nothing is embedded twice), Top-1/3, MRR and abstention,
+  plus PostgreSQL's own ts_rank as the keyword leg (the measurement behind keeping BM25).
+- latency: reader search p50/p95 at --sections generated sections (server local). Vectors come
+  from a hash "embedder" (deterministic unit vectors, dim 384): the vector leg does the same work,
+  without hours of embedding; keyword, literal and rerank work is real.
+- concurrency: 8 reader threads searching while the writer rewrites documents; every section of
+  a document version carries its version token, so a torn answer (two versions of one document)
+  is detected. Errors and torn answers are counted.
+- throughput: the writer's documents/s into each store for the same generated corpus, with the
+  hash embedder (embedding excluded), as a ratio.
+
+Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import remembrancer.indexer.engine  # noqa: E402,F401 — the editable install first (the folder shadows it)
+
+from remembrancer.indexer import search as S  # noqa: E402
+from remembrancer.indexer.chunks import text_sha  # noqa: E402
+from remembrancer.indexer.config import Config, load_config, make_roots  # noqa: E402
+from remembrancer.indexer.engine import Engine  # noqa: E402
+from remembrancer.indexer.evaluate import corpus_dir, load_cases, run_eval  # noqa: E402
+from remembrancer.indexer.pg_store import PgStore  # noqa: E402
+
+WORDS = ("ledger postgres replica backup restore wal archive vacuum index bloat latency deploy rollback canary "
+         "queue worker cron certificate rotate secret vault token cache redis eviction memory heap kernel disk "
+         "inode mount raid failover primary standby quorum etcd consul dns resolver proxy nginx upstream timeout "
+         "retry budget alert pager oncall incident outage postmortem capacity quota shard tenant migration schema "
+         "column constraint trigger partition snapshot checksum compression parquet kafka topic offset consumer "
+         "lag throughput jitter packet mtu vlan firewall ssh bastion audit log rotation retention metrics grafana "
+         "prometheus scrape exporter histogram percentile slo sli error budget feature flag release branch merge").split()
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+class CachedEmbedder:
+    """The real model, but vectors the local store already holds are reused (parity runs)."""
+
+    def __init__(self, inner, catalogs):
+        self.inner, self.catalogs, self.contract = inner, catalogs, inner.contract
+
+    def embed_passages(self, texts):
+        shas = [text_sha(t) for t in texts]
+        known: dict = {}
+        for cat in self.catalogs:
+            known.update(cat.embeddings_for(shas))
+        missing = [i for i, s in enumerate(shas) if s not in known]
+        out = np.zeros((len(texts), self.contract.dim), dtype=np.float32)
+        if missing:
+            vecs = self.inner.embed_passages([texts[i] for i in missing])
+            for i, v in zip(missing, vecs):
+                known[shas[i]] = v
+        for i, s in enumerate(shas):
+            out[i] = known[s]
+        return out
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from the text's hash: costs ~nothing, so writer and reader
+    figures measure the stores, not the model."""
+
+    def __init__(self, dim: int = 384):
+        from remembrancer.indexer.embed import ModelContract
+
+        self.contract = ModelContract(name="hash-embedder", model_sha256="0" * 64, tokenizer_sha256="0" * 64,
+                                      dim=dim, pooling="mean", normalize=True, max_tokens=256, query_prefix="",
+                                      passage_prefix="")
+
+    def _vec(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.contract.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed_passages(self, texts):
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.contract.dim), np.float32)
+
+    def embed_query(self, text):
+        return self._vec(text)
+
+
+def start_server(tmp: Path) -> tuple[str, object]:
+    import pgserver
+
+    srv = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
+    return srv.get_uri(), srv
+
+
+def new_database(base_url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(base_url, autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name}")
+        c.execute(f"CREATE DATABASE {name}")
+    return urlunsplit(urlsplit(base_url)._replace(path="/" + name))
+
+
+def generate_corpus(root: Path, sections: int, per_doc: int = 10, seed: int = 7, version: int = 0) -> int:
+    """`sections` short sections in files of `per_doc`; returns the number of files."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    docs = max(1, sections // per_doc)
+    for d in range(docs):
+        folder = ("runbooks", "journal", "hosts", "memory")[d % 4]
+        lines = [f"# Document {d} about {rng.choice(WORDS)} {rng.choice(WORDS)}", ""]
+        for s in range(per_doc):
+            words = " ".join(rng.choice(WORDS) for _ in range(28))
+            lines += [f"## Part {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}", "",
+                      f"Host app{d % 97}-{s} v{version} gen{version}: {words}.", ""]
+        path = root / folder / f"doc{d:06d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return docs
+
+
+def percentile(values, q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+# -- parity -----------------------------------------------------------------------------------------
+
+def parity(eval_dir: Path, base_url: str) -> list[dict]:
+    from remembrancer.indexer.embed import load_embedder
+
+    rows = []
+    sets = sorted(p.stem for p in (eval_dir / "queries").glob("*.jsonl"))
+    for name in sets:
+        qpath = eval_dir / "queries" / f"{name}.jsonl"
+        root = corpus_dir(load_cases(str(qpath)), str(qpath))
+        persistent = run_eval(str(qpath), None)   # the user's local index (embeds only the first time)
+        cfg = load_config([str(root)])
+        inner = load_embedder(cfg.model)
+        cat_engine = Engine(cfg, readonly=True)
+        emb = CachedEmbedder(inner, [cat_engine.catalog])
+        # The reference: a local store built from scratch with the same vectors, like the PostgreSQL
+        # one (an index updated in place carries tantivy's deleted-document statistics until merged).
+        saved = os.environ["REMEMBRANCER_DATA_DIR"]
+        os.environ["REMEMBRANCER_DATA_DIR"] = tempfile.mkdtemp(prefix="parity-local-")
+        t0 = time.perf_counter()
+        try:
+            local = run_eval(str(qpath), None, embedder=emb)
+        finally:
+            os.environ["REMEMBRANCER_DATA_DIR"] = saved
+        t_local = time.perf_counter() - t0
+        url = new_database(base_url, "parity_" + "".join(c if c.isalnum() else "_" for c in name))
+        t0 = time.perf_counter()
+        pg = run_eval(str(qpath), None, store=PgStore(url, readonly=False), embedder=emb)
+        t_pg = time.perf_counter() - t0
+        ts = run_eval(str(qpath), None, store=PgStore(url, readonly=False, ranking="ts_rank"), embedder=emb)
+        cat_engine.close()
+        row = {"set": name}
+        for label, r in (("local_persistent", persistent), ("local", local), ("pg", pg), ("pg_ts_rank", ts)):
+            o, ab = r["overall"], r["abstention"]
+            row[label] = {"top1": round(o["top1"] * 100, 1), "top3": round(o["top3"] * 100, 1), "mrr": o["mrr"],
+                          "abstained": ab.get("abstained"), "unanswerable": ab.get("unanswerable"),
+                          "false_abstentions": ab.get("false_abstentions"),
+                          "p95_ms": r["latency_ms"].get("p95")}
+        row["seconds"] = {"local": round(t_local, 1), "pg": round(t_pg, 1)}
+        rows.append(row)
+        print(_parity_line(row), flush=True)
+    return rows
+
+
+def _parity_line(row: dict) -> str:
+    def cell(d):
+        return (f"Top1 {d['top1']:5.1f} Top3 {d['top3']:5.1f} MRR {d['mrr']:.3f} abst {d['abstained']}/"
+                f"{d['unanswerable']} false {d['false_abstentions']} p95 {d['p95_ms']}ms")
+    lo, pg, ts, pe = row["local"], row["pg"], row["pg_ts_rank"], row["local_persistent"]
+    ok = abs(lo["top1"] - pg["top1"]) <= 2 and lo["abstained"] == pg["abstained"] \
+        and lo["false_abstentions"] == pg["false_abstentions"]
+    return (f"{row['set']:<14} index  {cell(pe)}  (the persistent local index)\n{'':<14} local  {cell(lo)}\n{'':<14} pg     {cell(pg)}  {'OK' if ok else 'DIFFERS'} "
+            f"(ΔTop1 {pg['top1'] - lo['top1']:+.1f})\n{'':<14} tsrank {cell(ts)}  (ΔTop1 {ts['top1'] - lo['top1']:+.1f})")
+
+
+# -- throughput and latency ---------------------------------------------------------------------------
+
+def write_into(cfg: Config, store, emb) -> tuple[float, int]:
+    e = Engine(cfg, embedder=emb, store=store)
+    try:
+        t0 = time.perf_counter()
+        rep = e.refresh()
+        return time.perf_counter() - t0, rep.added
+    finally:
+        e.close()
+
+
+def throughput(tmp: Path, base_url: str, sections: int) -> dict:
+    root = tmp / f"corpus-{sections}"
+    generate_corpus(root, sections)
+    cfg = Config(roots=make_roots([root]))
+    emb = HashEmbedder()
+    os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / f"data-tp-{sections}")
+    local_s, docs = write_into(cfg, None, emb)
+    url = new_database(base_url, f"tp_{sections}")
+    pg_s, _ = write_into(cfg, PgStore(url, readonly=False), emb)
+    out = {"sections": sections, "documents": docs, "local_s": round(local_s, 2), "pg_s": round(pg_s, 2),
+           "local_docs_per_s": round(docs / local_s, 1), "pg_docs_per_s": round(docs / pg_s, 1),
+           "pg_over_local": round(pg_s / local_s, 2)}
+    print(f"throughput ({sections} sections, {docs} documents, hash embedder): local {out['local_docs_per_s']} docs/s, "
+          f"PostgreSQL {out['pg_docs_per_s']} docs/s — PostgreSQL takes {out['pg_over_local']}× the local time",
+          flush=True)
+    return out
+
+
+def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict:
+    root = tmp / f"corpus-lat-{sections}"
+    generate_corpus(root, sections, seed=11)
+    cfg = Config(roots=make_roots([root]))
+    emb = HashEmbedder()
+    url = new_database(base_url, f"lat_{sections}")
+    t0 = time.perf_counter()
+    write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
+    reader = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
+    rng = random.Random(3)
+    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(queries)]
+    qs += [f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} {rng.choice(WORDS)}" for _ in range(queries // 4)]
+    times, filtered = [], []
+    try:
+        with reader.scoped(()):
+            S.search(reader, S.SearchRequest(qs[0]))   # warm-up: caches of the literal leg
+        for q in qs:
+            t = time.perf_counter()
+            with reader.scoped(()):
+                S.search(reader, S.SearchRequest(q))
+            times.append((time.perf_counter() - t) * 1000)
+        for q in qs[:50]:
+            t = time.perf_counter()
+            with reader.scoped(()):
+                S.search(reader, S.SearchRequest(q, filters=S.flt.Filters(types=["runbook"])))
+            filtered.append((time.perf_counter() - t) * 1000)
+    finally:
+        reader.close()
+    out = {"sections": sections, "documents": docs, "index_s": round(write_s, 1), "queries": len(times),
+           "p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1),
+           "filtered_p95_ms": round(percentile(filtered, 0.95), 1), "total_s": round(time.perf_counter() - t0, 1)}
+    print(f"reader latency at {sections} sections ({docs} documents, indexed in {out['index_s']} s): "
+          f"p50 {out['p50_ms']} ms, p95 {out['p95_ms']} ms; filtered (type=runbook) p95 {out['filtered_p95_ms']} ms",
+          flush=True)
+    return out
+
+
+# -- concurrency ----------------------------------------------------------------------------------------
+
+def concurrency(tmp: Path, base_url: str, readers: int = 8, sections: int = 2000, rounds: int = 3) -> dict:
+    root = tmp / "corpus-conc"
+    docs = generate_corpus(root, sections, seed=5, version=0)
+    cfg = Config(roots=make_roots([root]))
+    emb = HashEmbedder()
+    url = new_database(base_url, "conc")
+    writer = Engine(cfg, embedder=emb, store=PgStore(url, readonly=False))
+    writer.refresh()
+    stop = threading.Event()
+    stats = {"searches": 0, "errors": 0, "torn": 0, "error_samples": []}
+    lock = threading.Lock()
+
+    def read_loop(i: int) -> None:
+        eng = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
+        rng = random.Random(i)
+        try:
+            while not stop.is_set():
+                d = rng.randrange(docs)
+                try:
+                    with eng.scoped(()):
+                        out = S.search(eng, S.SearchRequest(f"Document {d} host app{d % 97}", limit=10))
+                        rows = eng.catalog.sections(f"{('runbooks', 'journal', 'hosts', 'memory')[d % 4]}/doc{d:06d}.md")
+                    versions: dict[str, set] = {}
+                    for r in out["results"] + out.get("best_weak", []):
+                        for tok in (r.get("content") or r["snippet"]).split():
+                            if tok.startswith("gen") and tok[3:-1].isdigit():
+                                versions.setdefault(r["path"], set()).add(tok[3:-1])
+                    gens = {t[3:-1] for s in rows for t in s.content.split() if t.startswith("gen") and t[3:-1].isdigit()}
+                    torn = any(len(v) > 1 for v in versions.values()) or len(gens) > 1
+                    with lock:
+                        stats["searches"] += 1
+                        stats["torn"] += int(torn)
+                except Exception as e:  # noqa: BLE001 — counted, that is the measurement
+                    with lock:
+                        stats["errors"] += 1
+                        if len(stats["error_samples"]) < 3:
+                            stats["error_samples"].append(f"{type(e).__name__}: {e}")
+        finally:
+            eng.close()
+
+    threads = [threading.Thread(target=read_loop, args=(i,), daemon=True) for i in range(readers)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    written = 0
+    for v in range(1, rounds + 1):
+        generate_corpus(root, sections, seed=5, version=v)   # every document changes: v and gen tokens
+        rep = writer.refresh()
+        written += rep.updated
+    ingest_s = time.perf_counter() - t0
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    writer.close()
+    out = {"readers": readers, "sections": sections, "documents_rewritten": written, "ingest_s": round(ingest_s, 1),
+           **stats}
+    print(f"concurrency: {readers} readers, {stats['searches']} searches during {written} document rewrites "
+          f"({ingest_s:.1f} s): {stats['errors']} errors, {stats['torn']} torn results"
+          + (f" — {stats['error_samples']}" if stats["error_samples"] else ""), flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="parity,latency,concurrency,throughput")
+    ap.add_argument("--eval-dir", default="/work/shared/eval")
+    ap.add_argument("--sections", type=int, default=100_000, help="generated sections for the latency figure")
+    ap.add_argument("--throughput-sections", type=int, default=5000)
+    ap.add_argument("--url", help="an existing server (a superuser URL: databases are created on it)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-team-"))
+    os.environ.setdefault("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
+    srv = None
+    url = args.url
+    if url is None:
+        url, srv = start_server(tmp)
+    only = set(args.only.split(","))
+    report: dict = {}
+    try:
+        if "parity" in only:
+            report["parity"] = parity(Path(args.eval_dir), url)
+        if "throughput" in only:
+            report["throughput"] = throughput(tmp, url, args.throughput_sections)
+        if "concurrency" in only:
+            report["concurrency"] = concurrency(tmp, url)
+        if "latency" in only:
+            report["latency"] = latency(tmp, url, args.sections)
+    finally:
+        if srv is not None:
+            srv.cleanup()
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""The corpora one daemon serves: each with its own index, watcher, change queue and writer
+thread; all sharing one loaded embedding model.
+
+A user has one daemon whatever the number of projects: a request names its corpus by its roots
+and the corpus is opened on first use. A corpus nobody asked about for `idle_s` is closed (its
+engine, indexes, watches and thread go; the model stays, shared) and opened again on demand,
+when a full catch-up pass brings it up to date exactly as a daemon start does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from remembrancer.indexer.config import Config, load_config
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+
+from .updates import Updater
+from .watch import ChangeQueue, Watcher
+
+log = logging.getLogger(__name__)
+
+RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
+ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
+CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
+
+
+def release_memory() -> None:
+    """Give freed heap back to the OS after an ingest: glibc keeps what embedding batches and
+    parsing freed, so an idle daemon would otherwise sit at its indexing peak."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+        pass
+
+
+def corpus_key(paths) -> tuple[str, ...]:
+    """A corpus is the set of its roots (resolved): the same roots name the same index."""
+    return tuple(sorted({str(Path(p).expanduser().resolve()) for p in paths}))
+
+
+def holds(root: Path, path: Path) -> bool:
+    """Whether a change notified for work tree `path` concerns corpus root `root` (one inside the other)."""
+    return root == path or root.is_relative_to(path) or path.is_relative_to(root)
+
+
+class SharedModel:
+    """One embedding model for every corpus (per model setting; a user has one)."""
+
+    def __init__(self, embedder=None):
+        self._injected = embedder
+        self._loaded: dict[str | None, object] = {}
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    def get(self, spec: str | None):
+        """The loaded model, or None when it cannot load (the engine then says why, as it always did)."""
+        if self._injected is not None:
+            return self._injected
+        with self._lock:
+            if spec not in self._loaded:
+                from remembrancer.indexer.embed import ModelError, load_embedder
+
+                try:
+                    self._loaded[spec] = load_embedder(spec)
+                    self.loads += 1
+                except ModelError as e:
+                    log.warning("embedding model unavailable: %s", e)
+                    return None
+            return self._loaded[spec]
+
+
+class Corpus:
+    """One open corpus: an engine whose single writer is this corpus's ingest thread."""
+
+    def __init__(self, config: Config, model: SharedModel, rescan_s: float = RESCAN_S):
+        self.config = config
+        self.key = corpus_key(r.path for r in config.roots)
+        self.rescan_s = rescan_s
+        self.queue = ChangeQueue()
+        self.engine = Engine(config, embedder=model.get(config.model))
+        self.updates = Updater(self.engine)
+        self.watcher = Watcher([r.path for r in config.roots], self.queue)
+        self.stopping = threading.Event()
+        self.in_use = 0
+        self.last_used = time.monotonic()
+        self.ingesting = False
+        self.last_error: str | None = None
+        self.last_ingest: dict | None = None
+        self.opened_at = time.time()
+        self._thread: threading.Thread | None = None
+        self._claimed = threading.Event()
+
+    def start(self) -> None:
+        self.watcher.start()
+        self.queue.put(full=True)  # catch up with whatever changed while it was closed
+        self._thread = threading.Thread(target=self._ingest_loop, name=f"ingest {self.config.roots[0].name}",
+                                        daemon=True)
+        self._thread.start()
+        # Until the ingest thread claims the writer connection, the opening (client) thread holds
+        # it: wait, so no request ever shares the writer's connection with the writer.
+        self._claimed.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Stop the writer (an ingest in progress stops at its next file), the watches, the engine."""
+        self.stopping.set()
+        self.engine.stop_requested.set()
+        self.queue.close()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        self.watcher.stop()
+        try:
+            self.updates.flush()
+        except Exception:  # a full disk: the next start rebuilds the vector file from the catalog
+            log.exception("vector file not saved at shutdown")
+        self.engine.close()
+
+    # -- the single writer ------------------------------------------------------------------------
+    def _ingest_loop(self) -> None:
+        self.engine.claim_writer()
+        self._claimed.set()
+        try:
+            self.engine.repair()
+        except Exception as e:  # recorded: status says it; searches still answer from what is there
+            log.exception("repair failed")
+            self.last_error = f"{type(e).__name__}: {e}"
+        next_rescan = time.monotonic() + self.rescan_s
+        root_check_s = min(ROOT_CHECK_S, self.rescan_s)
+        next_root_check = time.monotonic() + root_check_s
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan)
+            batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
+            if self.stopping.is_set():
+                break
+            now = time.monotonic()
+            if batch is not None:
+                self._apply(*batch)
+            if now >= next_root_check:
+                self.watcher.ensure()
+                release_memory()  # what searches freed, too
+                next_root_check = now + root_check_s
+            if now >= next_rescan:
+                self._apply()
+                next_rescan = now + self.rescan_s
+            self.updates.when_quiet()
+
+    def _apply(self, paths=(), full: bool = True) -> None:
+        """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
+        stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
+        self.ingesting = True
+        try:
+            report = self.updates.apply(paths, full)
+            self.last_ingest = {"at": time.time(), "report": report}
+            self.last_error = None
+        except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
+            log.exception("ingest failed")
+            self.last_error = f"{type(e).__name__}: {e}"
+        finally:
+            self.ingesting = False
+            release_memory()
+
+    # -- what it says about itself ------------------------------------------------------------------
+    def last_run(self) -> dict | None:
+        """The last run's report, as the request's scope sees it (indexer/engine.py IndexReport.scoped)."""
+        got = self.last_ingest
+        return None if got is None else {"at": got["at"], **self.engine.last_run(got["report"])}
+
+    def freshness(self) -> dict:
+        """One verdict for every answer: fresh, catching up, or STALE with the reason."""
+        queued, behind = self.queue.pending()
+        st = self.engine.status()
+        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
+                "last_indexed_at": st["last_indexed_at"]}
+        problem = self.engine.redaction.problem() or self.engine.contract_problem()
+        if self.last_error:
+            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
+        if problem:
+            return {**base, "verdict": "stale", "reason": problem}
+        if queued or self.ingesting:
+            return {**base, "verdict": "catching_up", "queued_changes": queued,
+                    "seconds_behind": round(behind or 0.0, 1)}
+        heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
+        if heads:
+            return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
+        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state"}
+
+    def summary(self) -> dict:
+        """One line of `status`'s corpus list."""
+        try:
+            fr = self.freshness()
+        except Exception as e:  # a broken index still gets its line
+            fr = {"verdict": "stale", "reason": f"{type(e).__name__}: {e}"}
+        return {"roots": list(self.key), "index_dir": str(self.config.index_dir()), "state": "open",
+                "idle_s": round(time.monotonic() - self.last_used, 1), "freshness": fr}
+
+
+class Corpora:
+    """The daemon's corpora by key: open ones, and closed ones remembered for `status`."""
+
+    def __init__(self, model: SharedModel, rescan_s: float = RESCAN_S, idle_s: float | None = CORPUS_IDLE_S):
+        self.model = model
+        self.rescan_s = rescan_s
+        self.idle_s = idle_s
+        self.open: dict[tuple[str, ...], Corpus] = {}
+        self.closed: dict[tuple[str, ...], dict] = {}   # key → its last summary, for status
+        self.model_loads_closed = 0  # loads done by engines since closed (their own fallback loads)
+        self._opening: dict[tuple[str, ...], threading.Event] = {}   # corpora being opened right now
+        self._lock = threading.RLock()
+
+    def acquire(self, roots, config: Config | None = None) -> Corpus:
+        """The open corpus for these roots (opened now if needed), marked in use until `release`.
+
+        Opening (an engine, maybe a repair, the model's first load) happens outside the registry
+        lock: the other corpora keep answering meanwhile; a second request for the same corpus
+        waits for the first one's open instead of opening it twice."""
+        key = corpus_key(roots)
+        while True:
+            with self._lock:
+                c = self.open.get(key)
+                if c is not None:
+                    c.in_use += 1
+                    c.last_used = time.monotonic()
+                    return c
+                opening = self._opening.get(key)
+                if opening is None:
+                    opening = self._opening[key] = threading.Event()
+                    break
+            opening.wait()
+        try:
+            c = Corpus(config or load_config(list(key)), self.model, self.rescan_s)
+            c.start()
+        except BaseException:
+            with self._lock:
+                self._opening.pop(key).set()
+            raise
+        with self._lock:
+            c.in_use += 1
+            self.open[key] = c
+            self.closed.pop(key, None)
+            self._opening.pop(key).set()
+        log.info("opened corpus %s", ", ".join(key))
+        return c
+
+    def acquire_within(self, path: str) -> Corpus:
+        """The open corpus holding folder `path` (the most specific one), marked in use; never
+        opens one: a light client (the Claude Code hook) must not start indexing a folder."""
+        p = Path(path).expanduser().resolve()
+        with self._lock:
+            hit = sorted(self.holding(p), key=lambda c: -max(len(str(r.path)) for r in c.config.roots))
+            if not hit:
+                raise UserError(f"no open corpus holds {p}", param="within", code="no_corpus",
+                                hint="a client naming the corpus by its roots (the MCP server) opens it")
+            hit[0].in_use += 1
+            hit[0].last_used = time.monotonic()
+            return hit[0]
+
+    def release(self, c: Corpus) -> None:
+        with self._lock:
+            c.in_use -= 1
+            c.last_used = time.monotonic()
+
+    def get(self, roots) -> Corpus | None:
+        with self._lock:
+            return self.open.get(corpus_key(roots))
+
+    def holding(self, path: Path) -> list[Corpus]:
+        """The open corpora one of whose roots holds (or lies inside) `path`."""
+        with self._lock:
+            return [c for c in self.open.values() if any(holds(r.path, path) for r in c.config.roots)]
+
+    def holding_closed(self, path: Path) -> list[tuple[str, ...]]:
+        with self._lock:
+            return [k for k in self.closed if any(holds(Path(r), path) for r in k)]
+
+    def release_idle(self) -> list[tuple[str, ...]]:
+        """Close every corpus unused for `idle_s` and not busy; returns their keys."""
+        if self.idle_s is None:
+            return []
+        done = []
+        with self._lock:  # held while closing: nobody may reopen an index still being closed
+            now = time.monotonic()
+            for key, c in list(self.open.items()):
+                if c.in_use or c.ingesting or now - c.last_used < self.idle_s:
+                    continue
+                summary = c.summary()
+                c.engine.release_reader()   # the one summary() just opened on this thread
+                c.stop()
+                self.model_loads_closed += c.engine.model_loads
+                del self.open[key]
+                self.closed[key] = {**summary, "state": "closed", "closed_at": time.time(),
+                                    "detail": "released after being idle; opened again on the next request"}
+                done.append(key)
+                log.info("closed idle corpus %s", ", ".join(key))
+        if done:
+            release_memory()
+        return done
+
+    def model_loads(self) -> int:
+        with self._lock:
+            return self.model.loads + self.model_loads_closed + sum(c.engine.model_loads for c in self.open.values())
+
+    def summaries(self, touched: set | None = None) -> list[dict]:
+        """Every corpus's line; the engines read from are added to `touched` (to release later)."""
+        with self._lock:
+            out = [c.summary() for c in self.open.values()] + list(self.closed.values())
+            if touched is not None:
+                touched.update(c.engine for c in self.open.values())
+        return sorted(out, key=lambda s: s["roots"])
+
+    def close_all(self) -> None:
+        with self._lock:
+            for c in self.open.values():
+                try:
+                    c.stop()
+                except Exception:  # one corpus failing to close must not keep the others open
+                    log.exception("closing %s failed", c.key)
+            self.open.clear()
+
+
+def within_param(params: dict) -> str | None:
+    """`within`: a folder; the request is for the open corpus holding it (see acquire_within)."""
+    within = params.pop("within", None)
+    if within is not None and (not isinstance(within, str) or not within):
+        raise UserError("within must be a folder path", param="within")
+    return within
+
+
+def roots_param(params: dict) -> list[str] | None:
+    """The corpus a request names (`roots`: a list of folder paths), or None for the default one."""
+    roots = params.pop("roots", None)
+    if roots is None or roots == []:
+        return None
+    if not isinstance(roots, list) or not all(isinstance(r, str) and r for r in roots):
+        raise UserError("roots must be a list of corpus root folders", param="roots")
+    return roots

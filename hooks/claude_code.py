@@ -1,0 +1,119 @@
+"""The Claude Code hook: memory in front of the model when it clearly helps, and never in the way.
+
+Claude Code runs this on every prompt (UserPromptSubmit) and at session start (SessionStart),
+passing one JSON object on stdin (`hook_event_name`, `prompt`, `cwd`, `session_id`, …); what it
+prints on stdout, with exit 0, is added to the model's context.
+
+- UserPromptSubmit: the top section of a search, only when the match is strong (a weak match
+  is noise in every prompt), cut to a small token budget.
+- SessionStart: one line — where the memory lives and how fresh it is.
+
+Stdlib only and one socket exchange with the daemon (like hooks/notify.py): a prompt must never
+wait for an interpreter importing the engine. Everything runs under one hard deadline; any
+failure — no daemon, no open corpus for this project, a slow answer, bad input — prints nothing
+and exits 0.
+
+    python -P -m remembrancer.hooks.claude_code < hook-input.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+from remembrancer.hooks.notify import socket_path
+
+DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, under ~300 ms
+BUDGET_TOKENS = 600        # the section shown to the model (the daemon's minimum is 200)
+MAX_PROMPT_CHARS = 2000    # a pasted log is not a question: its head is enough to search with
+
+
+def ask(method: str, params: dict, deadline: float, path: str | None = None) -> dict | None:
+    """One request to the daemon, answered before `deadline` (time.monotonic()), else None."""
+    path = path or socket_path()
+    if not path:
+        return None
+    try:
+        if os.stat(path).st_uid != os.getuid():  # another user's socket: it would learn our prompts
+            return None
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(max(deadline - time.monotonic(), 0.001))
+            s.connect(path)
+            s.sendall((json.dumps({"id": 1, "method": method, "params": params}) + "\n").encode("utf-8"))
+            buf = b""
+            while b"\n" not in buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                s.settimeout(left)
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    return None
+                buf += chunk
+        resp = json.loads(buf.split(b"\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    return resp.get("result") if isinstance(resp, dict) and resp.get("ok") else None
+
+
+def project_dir(event: dict) -> str | None:
+    return os.environ.get("CLAUDE_PROJECT_DIR") or (event.get("cwd") if isinstance(event.get("cwd"), str) else None)
+
+
+def prompt_context(event: dict, deadline: float, sock: str | None = None) -> str:
+    """The top section for this prompt when the match is strong, else ''."""
+    prompt = event.get("prompt")
+    where = project_dir(event)
+    if not isinstance(prompt, str) or not prompt.strip() or not where:
+        return ""
+    out = ask("search", {"within": where, "query": prompt[:MAX_PROMPT_CHARS], "limit": 1,
+                         "budget_tokens": BUDGET_TOKENS}, deadline, sock)
+    if not out or out.get("no_strong_match") or not out.get("results"):
+        return ""
+    top = out["results"][0]
+    text = top.get("content") or top.get("snippet") or ""
+    lines = top.get("lines") or ["?", "?"]
+    cut = " (cut; read the rest with the remembrancer `read` tool)" if top.get("content_truncated") else ""
+    return (f"remembrancer memory — the section that best matches this prompt{cut}:\n"
+            f"## {top.get('heading') or '(preamble)'} ({top.get('path')}:{lines[0]}-{lines[1]})\n{text}\n")
+
+
+def session_line(event: dict, deadline: float, sock: str | None = None) -> str:
+    """'remembrancer: memory in <roots> (<index dir>); index fresh, N documents', or ''."""
+    where = project_dir(event)
+    if not where:
+        return ""
+    st = ask("status", {"within": where}, deadline, sock)
+    if not st:
+        return ""
+    fr = st.get("freshness") or {}
+    verdict = fr.get("verdict", "?")
+    why = fr.get("reason") or ""
+    roots = ", ".join(str(r.get("path")) for r in st.get("roots", []))
+    return (f"remembrancer: memory in {roots} (index {st.get('index_dir')}); index {verdict}"
+            f"{': ' + why if why else ''}, {st.get('documents', '?')} documents — search it with the "
+            f"remembrancer MCP tools\n")
+
+
+def main(stdin=None, stdout=None) -> int:
+    """Read the hook input, print the context (or nothing); always exit 0."""
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        event = json.loads((stdin or sys.stdin).read(1 << 20) or "{}")
+        if not isinstance(event, dict):
+            return 0
+        name = event.get("hook_event_name")
+        text = (prompt_context(event, deadline) if name == "UserPromptSubmit"
+                else session_line(event, deadline) if name == "SessionStart" else "")
+        if text:
+            (stdout or sys.stdout).write(text)
+    except Exception:  # silent on any failure: a hook must never disturb a prompt
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""`remembrancer claude-hooks install|uninstall`: our two hooks in Claude Code's settings.json.
+
+The file is the user's: every other key, event and hook in it is kept as it was. Our entries are
+recognised by the module they run (`remembrancer.hooks.claude_code`), so installing twice leaves
+one copy (with the current interpreter's path) and uninstalling removes exactly ours. A file that
+is not valid JSON is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from remembrancer.indexer.errors import UserError
+
+EVENTS = ("UserPromptSubmit", "SessionStart")
+MODULE = "remembrancer.hooks.claude_code"
+TIMEOUT_S = 5   # Claude Code's own kill limit; the script keeps its hard limit of ~0.25 s itself
+
+
+def settings_path() -> Path:
+    """User-scope settings: every project gets the hooks (the hook finds each project's corpus)."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(base).expanduser() / "settings.json" if base else Path.home() / ".claude" / "settings.json"
+
+
+def hook_command(python: str | None = None) -> str:
+    return f"{shlex.quote(os.path.abspath(python or sys.executable))} -P -m {MODULE}"
+
+
+def _is_ours(hook: object) -> bool:
+    return isinstance(hook, dict) and MODULE in str(hook.get("command", ""))
+
+
+def read_json(path: Path, table: str, param: str) -> dict:
+    """A user's JSON settings file as an object ({} when absent) whose `table` is an object; a file
+    we could not merge into safely is refused, never overwritten."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"{path} is not valid JSON ({e}); not touching it", param=param,
+                        hint="fix the file (or move it away), then run this again") from None
+    if not isinstance(data, dict) or not isinstance(data.get(table, {}), dict):
+        raise UserError(f"{path} does not hold a settings object with a \"{table}\" table", param=param,
+                        hint="fix the file (or move it away), then run this again")
+    return data
+
+
+def _without_ours(groups: object) -> list:
+    """The event's matcher groups with our hooks taken out (and groups left empty dropped)."""
+    out = []
+    for g in groups if isinstance(groups, list) else []:
+        if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+            kept = [h for h in g["hooks"] if not _is_ours(h)]
+            if kept:
+                out.append({**g, "hooks": kept})
+            elif not g["hooks"]:
+                out.append(g)
+        else:
+            out.append(g)
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write via a temp file + rename: the app reading it never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.remembrancer-tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def install(path: Path | None = None) -> dict:
+    path = path or settings_path()
+    data = read_json(path, "hooks", "settings")
+    before = json.dumps(data, sort_keys=True)
+    hooks = data.setdefault("hooks", {})
+    cmd = hook_command()
+    for event in EVENTS:
+        hooks[event] = _without_ours(hooks.get(event)) + [
+            {"hooks": [{"type": "command", "command": cmd, "timeout": TIMEOUT_S}]}]
+    changed = json.dumps(data, sort_keys=True) != before
+    if changed:
+        write_json(path, data)
+    return {"settings": str(path), "events": list(EVENTS), "command": cmd,
+            "result": "installed" if changed else "already installed"}
+
+
+def uninstall(path: Path | None = None) -> dict:
+    path = path or settings_path()
+    data = read_json(path, "hooks", "settings")
+    hooks = data.get("hooks") or {}
+    removed = []
+    for event in EVENTS:
+        if event not in hooks:
+            continue
+        kept = _without_ours(hooks[event])
+        if kept != hooks[event]:
+            removed.append(event)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if "hooks" in data and not hooks:
+        del data["hooks"]
+    if removed:
+        write_json(path, data)
+    return {"settings": str(path), "events": removed, "result": "removed" if removed else "not installed"}

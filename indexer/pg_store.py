@@ -1,0 +1,761 @@
+"""The team store: the index in PostgreSQL + pgvector, one writer and any number of readers.
+
+Same interface as the local store (indexer/store.py). The keyword index and the vectors live in
+the same database as the catalog and are written in the document's own transaction, so there is
+nothing to rebuild after a crash: their generation is the catalog's. A reader serves each request
+inside one REPEATABLE READ transaction (`scoped`), so a search sees one generation throughout,
+and a scope is a set of TEMP views shadowing the tables, as in the local store.
+
+One writer: the writer's ledger connection holds a session advisory lock for its lifetime; a
+second writer is refused with the first one's identity.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from typing import Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from . import pg_keywords as kw
+from . import pg_schema
+from .errors import UserError
+from .filters import Filters
+from .store import DocumentSummary, SectionRow
+from .vectors import EF_SEARCH, EXACT_BELOW
+
+log = logging.getLogger(__name__)
+
+WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
+FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
+WRITER_APP = "remembrancer-writer"
+BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
+SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
+
+SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
+                   " s.stale, d.doc_type, d.stale, d.tags, s.entities, s.content, s.body")
+SECTION_SELECT = f"SELECT {SECTION_COLUMNS} FROM sections s JOIN documents d ON d.id = s.doc_id"
+DOCUMENT_COLUMNS = ("id, path, root, rel, content_hash, size, mtime_ns, doc_type, date, title, front_matter,"
+                    " tags::text AS tags, warnings, stale, line_count, indexed_at")
+CHUNK_SELECT = ("SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
+                " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id")
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError:
+        raise UserError("the PostgreSQL store needs psycopg", param="store",
+                        hint="pip install 'remembrancer[team]'") from None
+    return psycopg
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password (for status, logs and errors)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[1]}"))
+
+
+def _vec_text(v) -> str:
+    """pgvector's text form (float32 values widened to Python floats: exact, and fast to format)."""
+    return "[" + ",".join(map(repr, np.asarray(v, dtype=np.float32).tolist())) + "]"
+
+
+def _vec_parse(text: str) -> np.ndarray:
+    return np.array(text[1:-1].split(","), dtype=np.float32)
+
+
+def _section(r) -> SectionRow:
+    return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
+                      list(r[12]), list(r[13]), r[14], r[15])
+
+
+def _filter_where(f: Filters) -> tuple[str, list]:
+    """Validated filters as a WHERE clause over sections `s` joined to documents `d`."""
+    where, params = [], []
+    if f.types:
+        where.append("d.doc_type = ANY(%s)")
+        params.append(list(f.types))
+    if f.path:
+        esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.append("(d.path = %s OR d.path LIKE %s ESCAPE '\\')")
+        params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
+    for t in f.tags:
+        where.append("d.tags ? %s")
+        params.append(t)
+    if f.since:
+        where.append("s.date >= %s")
+        params.append(f.since)
+    if f.until:
+        where.append("s.date <= %s")
+        params.append(f.until)
+    return " AND ".join(where) or "true", params
+
+
+class PgLedger:
+    """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
+
+    def __init__(self, store: "PgStore", readonly: bool):
+        self.store = store
+        self.readonly = readonly
+        self.conn = self._connect()
+        self._in_request = False
+        self._meta: dict[str, str | None] = {}
+        self._ef: int | None = None
+        self._maybe_orphaned: set[str] = set()
+        self._bulk = False
+        if not readonly:
+            self._take_writer_lock()
+            # The files are canonical: a transaction lost to a server crash (never a torn one) is
+            # re-read on the next pass, so the writer need not wait for each commit's WAL flush.
+            self._q("SET synchronous_commit TO off")
+            # A first pass into an empty store builds the HNSW index once at the end (pgvector
+            # builds it far faster than it inserts one vector at a time); until then readers
+            # search exactly, which is correct, only slower.
+            self._bulk = self._q("SELECT NOT EXISTS (SELECT 1 FROM documents)").fetchone()[0]
+            if self._bulk:
+                self._q("DROP INDEX IF EXISTS passages_embedding_hnsw")
+
+    def _connect(self):
+        psycopg = _psycopg()
+        app = f"{WRITER_APP} {socket.gethostname()} pid {os.getpid()}" if not self.readonly else "remembrancer-reader"
+        try:
+            conn = psycopg.connect(self.store.url, autocommit=True, prepare_threshold=None, application_name=app)
+        except psycopg.OperationalError as e:
+            raise UserError(f"cannot connect to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", hint="check the URL, the server and the role's password",
+                            code="store_unreachable") from None
+        conn.execute("SET search_path TO public")
+        return conn
+
+    def _reconnect_if_lost(self) -> None:
+        """A reader whose connection died (server restart, network) connects again between
+        requests; the writer never does (its lock went with the connection)."""
+        if self.readonly and self.conn.broken:
+            self.conn = self._connect()
+            self._ef = None
+
+    def _take_writer_lock(self) -> None:
+        got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()[0]
+        if got:
+            return
+        holder = self.conn.execute(
+            "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
+            " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.classid = 0"
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND l.objid = %s AND l.granted LIMIT 1", (WRITER_LOCK,)).fetchone()
+        self.conn.close()
+        who = f"{holder[0]} (since {holder[2]:%Y-%m-%d %H:%M:%S %Z})" if holder else "another process"
+        raise UserError(f"the store {safe_url(self.store.url)} already has a writer: {who}",
+                        param="store", code="writer_busy",
+                        hint="one writer per store: stop the other `remembrancer serve --store`, or run readers "
+                             "(`remembrancer mcp --store URL`) here")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _q(self, sql, params=None):
+        return self.conn.execute(sql, params or None)   # no parameters: a literal `%` stays a `%`
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        if self._in_request and key in self._meta:   # one snapshot per request: meta cannot change in it
+            return self._meta[key]
+        row = self._q("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        value = row[0] if row else None
+        if self._in_request:
+            self._meta[key] = value
+        return value
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, value))
+        if key == "model_contract" and not self._bulk:   # the index needs the dimension
+            self._ensure_vector_index(int(json.loads(value)["dim"]))
+        elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
+            self._bulk = False
+            contract = self.model_contract()
+            if contract:
+                self._ensure_vector_index(int(contract["dim"]))
+
+    def _ensure_vector_index(self, dim: int) -> None:
+        self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
+        self._q(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
+                f" ((embedding::vector({dim})) vector_cosine_ops)")
+        self._q("RESET maintenance_work_mem")
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def model_contract(self) -> dict | None:
+        raw = self.get_meta("model_contract")
+        return json.loads(raw) if raw else None
+
+    def counts(self) -> dict[str, int]:
+        row = self._q("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM sections),"
+                      " (SELECT count(*) FROM chunks), (SELECT count(*) FROM passages),"
+                      " (SELECT count(*) FROM embeddings)").fetchone()
+        return dict(zip(("documents", "sections", "chunks", "passages", "vectors"), row))
+
+    # -- documents ----------------------------------------------------------------------------
+    def documents(self) -> dict[str, tuple[int, str, int, int]]:
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in
+                self._q("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
+
+    def document(self, path: str) -> dict | None:
+        cur = self._q(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE path = %s", (path,))
+        row = cur.fetchone()
+        return dict(zip([c.name for c in cur.description], row)) if row else None
+
+    def root_names(self) -> list[str]:
+        """The roots the stored documents came from (what a reader without a checkout calls them)."""
+        return [r[0] for r in self._q("SELECT DISTINCT root FROM documents ORDER BY root")]
+
+    def document_paths(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT path FROM documents")]
+
+    def document_names(self) -> list[tuple[str, str, str, str]]:
+        return [tuple(r) for r in self._q("SELECT path, rel, root, title FROM documents ORDER BY id")]
+
+    def document_summaries(self, f: Filters) -> list[DocumentSummary]:
+        where, params = _filter_where(f)
+        rows = self._q("SELECT d.path, d.doc_type, d.date, d.title, count(s.id), sum(length(s.content)), d.tags"
+                       f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
+                       " GROUP BY d.id, d.path, d.doc_type, d.date, d.title, d.tags ORDER BY d.path",
+                       params).fetchall()   # a scope's view has no key to group by
+        return [DocumentSummary(p, t, dt, title, n, int(chars or 0), list(tags)) for p, t, dt, title, n, chars, tags in rows]
+
+    def known_tags(self) -> set[str]:
+        return {r[0] for r in self._q("SELECT DISTINCT jsonb_array_elements_text(tags) FROM documents")}
+
+    def touch_document(self, path: str, size: int, mtime_ns: int) -> None:
+        self._q("UPDATE documents SET size = %s, mtime_ns = %s WHERE path = %s", (size, mtime_ns, path))
+
+    def known_shas(self, shas: list[str]) -> set[str]:
+        return {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (list(shas),))}
+
+    # -- writes -------------------------------------------------------------------------------
+    def _ids(self, seq: str, n: int) -> list[int]:
+        if not n:
+            return []
+        return [r[0] for r in self._q(f"SELECT nextval('{seq}') FROM generate_series(1, %s)", (n,))]
+
+    def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
+                       entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
+        """Replace one document — catalog rows, keyword postings and statistics, passage vectors —
+        in one transaction; returns (removed passage ids, added passage ids)."""
+        with self.conn.transaction():
+            removed = self._delete_document(doc["path"])
+            # The batch's new vectors that this document uses and the store lacks (another document
+            # of the batch may have stored a shared one already).
+            mine = list({sha for sec in sections for sha, _ in sec["passages"]} & new_vectors.keys())
+            if mine:
+                have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
+                self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
+                           [(sha, _vec_text(new_vectors[sha])) for sha in mine if sha not in have])
+            doc_id = self._q(
+                "INSERT INTO documents(path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
+                " front_matter, tags, warnings, stale, line_count, indexed_at)"
+                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
+                (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
+                 doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
+                 json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
+                 doc["line_count"], time.time())).fetchone()[0]
+            sids = self._ids("sections_id_seq", len(sections))
+            n_chunks = sum(len(s["chunks"]) for s in sections)
+            n_passages = sum(len(s["passages"]) for s in sections)
+            cids, pids = iter(self._ids("chunks_id_seq", n_chunks)), self._ids("passages_id_seq", n_passages)
+            pid_iter = iter(pids)
+            sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
+            df: Counter = Counter()
+            tokens = [0, 0, 0, 0]
+            for ord_, (sid, s) in enumerate(zip(sids, sections)):
+                sec_rows.append((sid, doc_id, ord_, s["heading"], s["title"], s["level"], s["start_line"],
+                                 s["end_line"], s["date"], int(s["stale"]), s["content"], s["body"],
+                                 json.dumps(s["entities"])))
+                for c in s["chunks"]:
+                    cid = next(cids)
+                    fields = kw.chunk_terms(s["heading"], c.text)
+                    lens = [sum(fields[f].values()) for f in kw.FIELDS]
+                    chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
+                                       "{" + ",".join(map(str, lens)) + "}"))
+                    for f in kw.FIELDS:
+                        tokens[f] += lens[f]
+                        for term, tf in fields[f].items():
+                            postings.append((f, term, cid, sid, tf, kw.quantized_length(lens[f])))
+                            df[(f, term)] += 1
+                for p_ord, (sha, ptext) in enumerate(s["passages"]):
+                    passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
+            # Each passage is written once, with its vector (new, or already in the store).
+            vec_text = {sha: _vec_text(v) for sha, v in new_vectors.items() if sha in mine}
+            stored = list({r[3] for r in passage_rows} - vec_text.keys())
+            if stored:
+                vec_text.update(self._q("SELECT text_sha, vector::text FROM embeddings WHERE text_sha = ANY(%s)",
+                                        (stored,)).fetchall())
+            for r in passage_rows:
+                r[5] = vec_text.get(r[3])
+            cur = self.conn.cursor()
+            self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
+                            " content, body, entities)", sec_rows)
+            self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
+            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows)
+            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings)
+            self._add_stats(df, len(chunk_rows), tokens, +1)
+            if entity is not None:
+                self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
+                        " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
+                        (entity["name"], doc_id, json.dumps(entity["aliases"])))
+            if links:
+                self._copy(cur, "links(doc_id, target, anchor, kind, line, text, resolved)",
+                           [(doc_id, lk["target"], lk.get("anchor"), lk["kind"], lk["line"], lk.get("text") or "",
+                             lk.get("resolved")) for lk in links])
+            self._drop_orphan_embeddings()
+            self._bump_generation()
+        return removed, pids
+
+    @staticmethod
+    def _copy(cur, target: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        with cur.copy(f"COPY {target} FROM STDIN") as cp:
+            for r in rows:
+                cp.write_row(r)
+
+    def _add_stats(self, df: Counter, n_chunks: int, tokens: list[int], sign: int) -> None:
+        """Keep per-term document frequencies and per-field totals in step with the postings."""
+        if df:
+            fields, terms_, counts = zip(*((f, t, n * sign) for (f, t), n in df.items()))
+            self._q("INSERT INTO term_stats(field, term, df) SELECT * FROM unnest(%s::smallint[], %s::text[], %s::int[])"
+                    " ON CONFLICT (field, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+                    (list(fields), list(terms_), list(counts)))
+            if sign < 0:
+                self._q("DELETE FROM term_stats WHERE df <= 0 AND (field, term) IN"
+                        " (SELECT * FROM unnest(%s::smallint[], %s::text[]))", (list(fields), list(terms_)))
+        if n_chunks:
+            self._q("INSERT INTO field_stats(field, docs, tokens) SELECT f, %s, t FROM unnest(%s::smallint[], %s::bigint[])"
+                    " AS x(f, t) ON CONFLICT (field) DO UPDATE SET docs = field_stats.docs + EXCLUDED.docs,"
+                    " tokens = field_stats.tokens + EXCLUDED.tokens",
+                    (n_chunks * sign, list(kw.FIELDS), [t * sign for t in tokens]))
+
+    def delete_document(self, path: str) -> list[int]:
+        with self.conn.transaction():
+            removed = self._delete_document(path)
+            self._drop_orphan_embeddings()
+            self._bump_generation()
+        return removed
+
+    def _delete_document(self, path: str) -> list[int]:
+        row = self._q("SELECT id FROM documents WHERE path = %s", (path,)).fetchone()
+        if row is None:
+            return []
+        doc_id = row[0]
+        rows = self._q("SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id"
+                       " WHERE s.doc_id = %s", (doc_id,)).fetchall()
+        stats = self._q("SELECT count(*), coalesce(sum(c.lens[1]), 0), coalesce(sum(c.lens[2]), 0),"
+                        " coalesce(sum(c.lens[3]), 0), coalesce(sum(c.lens[4]), 0) FROM chunks c"
+                        " JOIN sections s ON s.id = c.section_id WHERE s.doc_id = %s", (doc_id,)).fetchone()
+        df = Counter({(f, t): n for f, t, n in self._q(
+            "SELECT p.field, p.term, count(*) FROM postings p WHERE p.chunk_id IN (SELECT c.id FROM chunks c"
+            " JOIN sections s ON s.id = c.section_id WHERE s.doc_id = %s) GROUP BY 1, 2", (doc_id,))})
+        self._add_stats(df, stats[0], [int(x) for x in stats[1:]], -1)
+        self._q("DELETE FROM documents WHERE id = %s", (doc_id,))   # cascades to sections, chunks, postings, passages
+        self._maybe_orphaned.update(r[1] for r in rows)
+        return [r[0] for r in rows]
+
+    def _drop_orphan_embeddings(self) -> None:
+        shas, self._maybe_orphaned = list(self._maybe_orphaned), set()
+        if shas:
+            self._q("DELETE FROM embeddings e WHERE e.text_sha = ANY(%s)"
+                    " AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)", (shas,))
+
+    def _bump_generation(self) -> None:
+        self._q("INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = (meta.value::bigint + 1)::text")
+
+    def set_entity_mentions(self, mentions: dict[int, list[str]]) -> None:
+        with self.conn.transaction():
+            self.conn.cursor().executemany("UPDATE sections SET entities = %s::jsonb WHERE id = %s",
+                                           [(json.dumps(v), k) for k, v in mentions.items()])
+
+    def set_link_resolutions(self, changes: list[tuple[str | None, int]]) -> None:
+        if changes:
+            with self.conn.transaction():
+                self.conn.cursor().executemany("UPDATE links SET resolved = %s WHERE id = %s", changes)
+
+    def read_all_again(self) -> None:
+        self._q("UPDATE documents SET content_hash = '', size = -1")
+
+    def drop_embeddings(self) -> None:
+        with self.conn.transaction():
+            self._q("DROP INDEX IF EXISTS passages_embedding_hnsw")
+            self._q("UPDATE passages SET embedding = NULL")
+            self._q("DELETE FROM embeddings")
+            self._q("DELETE FROM meta WHERE key = 'model_contract'")
+            self.read_all_again()
+
+    def compact(self) -> str | None:
+        """Old text of re-redacted rows: VACUUM reclaims dead tuples (it cannot run in a transaction)."""
+        try:
+            for t in ("documents", "sections", "chunks", "passages", "postings", "embeddings"):
+                self._q(f"VACUUM {t}")
+        except Exception as e:  # noqa: BLE001 — reported, the run itself succeeded
+            return str(e)
+        return None
+
+    # -- reads --------------------------------------------------------------------------------
+    def sections(self, path: str | None = None) -> list[SectionRow]:
+        where, params = (" WHERE d.path = %s", (path,)) if path is not None else ("", ())
+        return [_section(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
+
+    def sections_by_id(self, ids) -> dict[int, SectionRow]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        return {r[0]: _section(r) for r in self._q(SECTION_SELECT + " WHERE s.id = ANY(%s)", (ids,))}
+
+    def section_texts(self) -> list[tuple[int, str, str, str]]:
+        return [tuple(r) for r in self._q(
+            "SELECT s.id, s.heading, s.content, d.path FROM public.sections s"
+            " JOIN public.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord")]
+
+    def filtered_section_ids(self, f: Filters) -> set[int]:
+        where, params = _filter_where(f)
+        return {r[0] for r in self._q(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}",
+                                      params)}
+
+    def section_ids_of(self, paths: Iterable[str]) -> list[int]:
+        return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                                      " WHERE d.path = ANY(%s)", (list(paths),))]
+
+    def section_ids_about(self, record_paths: list[str], entity: str) -> list[int]:
+        return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                                      " WHERE d.path = ANY(%s) OR s.entities ? %s", (list(record_paths), entity))]
+
+    def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
+        col = "lower(s.content)" if case_insensitive else "s.content"
+        return [tuple(r) for r in self._q(
+            f"SELECT s.id, s.date, (length({col}) - length(replace({col}, %s, ''))) / length(%s)"
+            f" FROM sections s WHERE strpos({col}, %s) > 0", (needle, needle, needle))]
+
+    def all_chunks(self):
+        return self._q(CHUNK_SELECT + " ORDER BY c.id").fetchall()
+
+    def chunks_of(self, path: str):
+        return self._q(CHUNK_SELECT + " WHERE d.path = %s ORDER BY c.id", (path,)).fetchall()
+
+    def passage_vectors(self, passage_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if passage_ids is None:
+            rows = self._q("SELECT id, embedding::text FROM passages WHERE embedding IS NOT NULL ORDER BY id").fetchall()
+        else:
+            rows = self._q("SELECT id, embedding::text FROM passages WHERE embedding IS NOT NULL AND id = ANY(%s)"
+                           " ORDER BY id", ([int(i) for i in passage_ids],)).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        return np.array([r[0] for r in rows], dtype=np.int64), np.stack([_vec_parse(r[1]) for r in rows])
+
+    def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
+        ids = [int(i) for i in passage_ids]
+        if not ids:
+            return {}
+        return {pid: (sid, o == 0) for pid, sid, o in
+                self._q("SELECT id, section_id, ord FROM passages WHERE id = ANY(%s)", (ids,))}
+
+    def passage_ids_in(self, section_ids) -> set[int]:
+        return {r[0] for r in self._q("SELECT id FROM passages WHERE section_id = ANY(%s)",
+                                      ([int(s) for s in section_ids],))}
+
+    def passage_ids_of_document(self, doc_id: int) -> list[int]:
+        return [r[0] for r in self._q("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
+                                      " WHERE s.doc_id = %s", (doc_id,))]
+
+    def link_rows(self, source_doc_id: int | None = None, resolved_to: str | None = None) -> list[dict]:
+        where, params = "", ()
+        if source_doc_id is not None:
+            where, params = " WHERE l.doc_id = %s", (source_doc_id,)
+        elif resolved_to is not None:
+            where, params = " WHERE l.resolved = %s AND d.path != %s", (resolved_to, resolved_to)
+        keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
+        return [dict(zip(keys, r)) for r in self._q(
+            "SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, l.resolved FROM links l"
+            " JOIN documents d ON d.id = l.doc_id" + where + " ORDER BY d.path, l.line, l.id", params)]
+
+    def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
+        schema = "public." if unscoped else ""
+        return [(r[0], r[1], list(r[2])) for r in self._q(
+            f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
+            " ORDER BY e.name")]
+
+    def consistency_problems(self) -> list[str]:
+        """What a crash could have left inconsistent, were a transaction not whole: term statistics
+        that disagree with the postings, passages without vectors, vectors no passage uses."""
+        checks = {
+            "term statistics disagree with the postings": (
+                "SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings GROUP BY 1, 2) p"
+                " FULL JOIN term_stats t USING (field, term) WHERE p.n IS DISTINCT FROM t.df"),
+            "field totals disagree with the chunks": (
+                "SELECT count(*) FROM field_stats f WHERE f.docs <> (SELECT count(*) FROM chunks)"
+                " OR f.tokens <> (SELECT coalesce(sum(lens[f.field + 1]), 0) FROM chunks)"),
+            "chunks without postings": (
+                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.chunk_id = c.id)"
+                " AND c.lens <> '{0,0,0,0}'"),
+            "passages without a vector (model contract set)": (
+                "SELECT count(*) FROM passages WHERE embedding IS NULL"
+                " AND EXISTS (SELECT 1 FROM meta WHERE key = 'model_contract')"),
+            "vectors no passage uses": (
+                "SELECT count(*) FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)"),
+        }
+        out = []
+        for what, sql_text in checks.items():
+            n = self._q(sql_text).fetchone()[0]
+            if n:
+                out.append(f"{what}: {n}")
+        return out
+
+    # -- the keyword and vector legs ---------------------------------------------------------------
+    def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
+        """Best chunk score per section, tantivy's BM25 from stored statistics (indexer/pg_keywords.py)."""
+        q = kw.query_terms(text)
+        if not q or (allowed is not None and not allowed):
+            return {}
+        fields, terms_, boosts = (list(x) for x in zip(*((f, t, b) for (f, t), b in q.items())))
+        filt, fparams = ("AND p.section_id = ANY(%s)", [sorted(allowed)]) if allowed is not None else ("", [])
+        rows = self._q(f"""
+            WITH q AS (SELECT * FROM unnest(%s::smallint[], %s::text[], %s::float8[]) AS q(field, term, boost)),
+            w AS (SELECT q.field, q.term, ts.df, q.boost * ln(1 + (fs.docs - ts.df + 0.5) / (ts.df + 0.5)) AS idf,
+                         greatest(fs.tokens::float8 / greatest(fs.docs, 1), 1e-9) AS avgdl,
+                         (ts.df > %s * fs.docs AND ts.df > %s) AS common
+                  FROM q JOIN term_stats ts USING (field, term) JOIN field_stats fs USING (field)),
+            rare AS (SELECT p.chunk_id, p.section_id, sum(w.idf * p.tf * {kw.K1 + 1}
+                                / (p.tf + {kw.K1} * (1 - {kw.B} + {kw.B} * p.dl / w.avgdl))) AS score
+                     FROM w JOIN postings p ON p.field = w.field AND p.term = w.term
+                     WHERE (NOT w.common OR NOT EXISTS (SELECT 1 FROM w WHERE NOT common)) {filt}
+                     GROUP BY p.chunk_id, p.section_id),
+            full_ AS (SELECT r.chunk_id, r.section_id, r.score + coalesce((
+                          SELECT sum(w.idf * p.tf * {kw.K1 + 1} / (p.tf + {kw.K1} * (1 - {kw.B} + {kw.B} * p.dl / w.avgdl)))
+                          FROM w JOIN postings p ON p.field = w.field AND p.term = w.term AND p.chunk_id = r.chunk_id
+                          WHERE w.common AND EXISTS (SELECT 1 FROM w WHERE NOT common)), 0) AS score
+                      FROM rare r),
+            top AS (SELECT section_id, score FROM full_ ORDER BY score DESC LIMIT %s)
+            SELECT section_id, max(score) FROM top GROUP BY section_id""",
+                       (fields, terms_, boosts, kw.COMMON_SHARE, kw.COMMON_MIN_DF, *fparams, limit)).fetchall()
+        return {int(sid): float(score) for sid, score in rows}
+
+    def ts_rank(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
+        """PostgreSQL's own full-text ranking (measured against bm25 in bench/bench_team.py)."""
+        words = [w for w in kw.query_terms(text) if w[0] == kw.BODY]
+        if not words or (allowed is not None and not allowed):
+            return {}
+        tsq = " | ".join("'" + t.replace("'", "''") + "'" for _, t in words)
+        filt, fparams = ("AND c.section_id = ANY(%s)", [sorted(allowed)]) if allowed is not None else ("", [])
+        rows = self._q(
+            "WITH q AS (SELECT to_tsquery('english', %s) AS q), top AS ("
+            " SELECT c.section_id, ts_rank(to_tsvector('english', c.text), q.q) AS score FROM chunks c, q"
+            f" WHERE to_tsvector('english', c.text) @@ q.q {filt} ORDER BY score DESC LIMIT %s)"
+            " SELECT section_id, max(score) FROM top GROUP BY section_id", (tsq, *fparams, limit)).fetchall()
+        return {int(sid): float(score) for sid, score in rows}
+
+    def writer_running(self) -> bool:
+        """Whether some session holds the writer's lock (any role may see pg_locks)."""
+        return bool(self._q("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0"
+                            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                            " AND objid = %s AND granted)", (WRITER_LOCK,)).fetchone()[0])
+
+    def live_vectors(self) -> int:
+        return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
+
+    def nearest(self, query: np.ndarray, k: int, dim: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        """(passage id, cosine similarity) best first. Filtered: exactly when the set is small,
+        else HNSW asked wide (pgvector 0.6 has no iterative scans), then exactly if it came up short."""
+        qv = _vec_text(query)
+        expr = f"embedding::vector({dim})"
+        if allowed is not None:
+            if not allowed:
+                return []
+            ids = sorted(int(a) for a in allowed)
+            exact = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages"
+                     " WHERE id = ANY(%s) AND embedding IS NOT NULL ORDER BY 2 DESC LIMIT %s")
+            if len(ids) < EXACT_BELOW:
+                return [(int(i), float(s)) for i, s in self._q(exact, (qv, ids, k))]
+            self._set_ef(FILTERED_EF_SEARCH)
+            rows = self._q(f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE id = ANY(%s)"
+                           f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, ids, qv, k)).fetchall()
+            if len(rows) < k:
+                rows = self._q(exact, (qv, ids, k)).fetchall()
+            return [(int(i), float(s)) for i, s in rows]
+        self._set_ef(min(max(EF_SEARCH, k), 1000))
+        return [(int(i), float(s)) for i, s in self._q(
+            f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE embedding IS NOT NULL"
+            f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, qv, k))]
+
+    def _set_ef(self, ef: int) -> None:
+        if self._ef != ef or self._in_request:
+            self._q(f"SET {'LOCAL ' if self._in_request else ''}hnsw.ef_search = {int(ef)}")
+            self._ef = None if self._in_request else ef
+
+    # -- one request, one snapshot; scopes ---------------------------------------------------------
+    @contextmanager
+    def scoped(self, prefixes: tuple[str, ...]):
+        """One request in one REPEATABLE READ transaction (a search sees one generation), with TEMP
+        views shadowing the tables when scoped; rolled back at the end, which drops the views."""
+        if self._in_request or not self.readonly:
+            if prefixes:
+                raise UserError("scopes are served by readers of the team store", param="scope")
+            yield
+            return
+        psycopg = _psycopg()
+        self._reconnect_if_lost()
+        self._in_request = True
+        self._meta = {}
+        try:
+            with self.conn.transaction():
+                self._q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                for sql_text in _scope_views(prefixes):
+                    self._q(sql_text)
+                yield
+                raise psycopg.Rollback()
+        except psycopg.OperationalError as e:   # the server went away mid-request: say so; reconnect next time
+            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", code="store_unreachable", hint="retry; check the server") from None
+        finally:
+            self._in_request = False
+
+
+def _scope_views(prefixes: tuple[str, ...]) -> list:
+    if not prefixes:
+        return []
+    from psycopg import sql
+
+    pred = sql.SQL(" OR ").join(
+        sql.SQL("d.path LIKE {} ESCAPE '\\'").format(
+            sql.Literal(p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")) for p in prefixes)
+    docs = sql.SQL("SELECT d.id FROM public.documents d WHERE ({})").format(pred)
+    return [
+        sql.SQL("CREATE TEMP VIEW documents AS SELECT d.* FROM public.documents d WHERE ({})").format(pred),
+        sql.SQL("CREATE TEMP VIEW sections AS SELECT s.* FROM public.sections s WHERE s.doc_id IN ({})").format(docs),
+        sql.SQL("CREATE TEMP VIEW chunks AS SELECT c.* FROM public.chunks c WHERE c.section_id IN (SELECT id FROM sections)"),
+        sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p"
+                " WHERE p.section_id IN (SELECT id FROM sections)"),
+        sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE e.doc_id IN ({})").format(docs),
+        sql.SQL("CREATE TEMP VIEW links AS SELECT l.* FROM public.links l WHERE l.doc_id IN ({})").format(docs),
+    ]
+
+
+class PgKeywordIndex:
+    """The keyword leg, answered by the calling thread's ledger; written with the catalog."""
+
+    def __init__(self, ledgers, ranking: str = "bm25"):
+        self._ledgers = ledgers
+        self.ranking = ranking
+
+    @property
+    def generation(self) -> int:
+        return self._ledgers().generation
+
+    def search(self, text: str, limit: int, allowed_sections: set[int] | None = None) -> dict[int, float]:
+        ledger = self._ledgers()
+        return (ledger.ts_rank if self.ranking == "ts_rank" else ledger.bm25)(text, limit, allowed_sections)
+
+    def replace_document(self, path: str, chunks) -> None:
+        pass   # the postings were written in the document's transaction
+
+    def delete_document(self, path: str) -> None:
+        pass
+
+    def commit(self, generation: int) -> None:
+        pass
+
+    def rebuild(self, chunks, generation: int) -> int:
+        return 0
+
+
+class PgVectorIndex:
+    """Passage vectors in pgvector (HNSW, cosine), answered by the calling thread's ledger."""
+
+    def __init__(self, ledgers, dim: int):
+        self._ledgers = ledgers
+        self.dim = dim
+        self._live: tuple[int, int] = (-1, 0)
+
+    @property
+    def generation(self) -> int:
+        return self._ledgers().generation
+
+    def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        return self._ledgers().nearest(query, k, self.dim, allowed)
+
+    def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
+        pass
+
+    def rebuild(self, labels, vectors, generation: int) -> None:
+        pass
+
+    def save(self, generation: int) -> None:
+        pass
+
+    def __len__(self) -> int:
+        ledger = self._ledgers()
+        gen = ledger.generation
+        if self._live[0] != gen:
+            self._live = (gen, ledger.live_vectors())
+        return self._live[1]
+
+
+class PgStore:
+    """A corpus's index in PostgreSQL at `url`. The writer migrates the schema; a reader refuses
+    a store that was never written or whose schema is newer than this version knows."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise UserError(f"--store must be a postgresql:// URL, got {url!r}", param="store")
+        self.url = url
+        self.ranking = ranking
+        self._lock = threading.Lock()
+        psycopg = _psycopg()
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                if not readonly:
+                    pg_schema.migrate(conn)
+                self.schema_version = pg_schema.applied_version(conn)
+        except psycopg.OperationalError as e:
+            raise UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
+                            hint="check the URL, the server and the role's password", code="store_unreachable") from None
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise UserError(f"the store {safe_url(url)} refused the writer: {str(e).strip()}", param="store",
+                            hint="the writer's role must own the schema (readers need only SELECT)") from None
+        if self.schema_version == 0:
+            raise UserError(f"the store {safe_url(url)} holds no index yet", param="store", code="no_index",
+                            hint="start the writer: `remembrancer serve --store URL --root CHECKOUT`")
+        if self.schema_version > pg_schema.LATEST:
+            raise UserError(f"the store's schema (version {self.schema_version}) is newer than this remembrancer "
+                            f"knows ({pg_schema.LATEST})", param="store", hint="upgrade remembrancer")
+
+    def open_ledger(self, readonly: bool) -> PgLedger:
+        return PgLedger(self, readonly)
+
+    def keyword_index(self, ledgers) -> PgKeywordIndex:
+        return PgKeywordIndex(ledgers, self.ranking)
+
+    def vector_index(self, ledgers, dim: int) -> PgVectorIndex:
+        return PgVectorIndex(ledgers, dim)
+
+    def drop_vector_index(self) -> None:
+        pass   # drop_embeddings dropped the HNSW index with the vectors
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "url": safe_url(self.url), "schema_version": self.schema_version,
+                "keyword_ranking": self.ranking}

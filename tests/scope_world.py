@@ -1,0 +1,262 @@
+"""Two corpora for the scope differential: a full one served with a scope, and one holding only
+the scoped files — with the history of the scoped files.
+
+The full corpus (`<base>/full/mem`, a git repository) has `journal/` and `services/` (the
+scope), `hosts/`,
+`runbooks/`, the case look-alike `JOURNAL/` and the prefix look-alike `journal-archive/`, links
+across them, symlinks from inside the scope to outside (and the other way), files with warnings
+inside and outside, and a history of commits touching both sides (one on an unmerged branch).
+
+The only-scoped corpus (`<base>/only/mem`) holds the scoped files, and its history is the full
+history restricted to the scope — each commit's tree cut down to `journal/` and `services/`,
+commits that change nothing there dropped, same authors, dates and messages (what
+`git filter-repo --path journal/ --path services/` makes). Commit ids therefore differ; `ids` maps each full commit to its scoped twin, and the
+comparison reads the only-scoped answers with their ids mapped back. Cited commits live in a
+third repository (`app`, configured as `[verify] repos` in both), so the files' text is identical.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+SCOPE = ("journal", "services")   # the scope: two folders
+
+# (date, message, {path: text or None to delete}) — applied in order on main; "wip" branches off.
+APP_COMMITS = [("2030-01-20T10:00:00+00:00", "app: pool size 40"), ("2030-01-21T10:00:00+00:00", "app: retry reads")]
+
+HOST_DB1 = """---
+host: db1
+aliases: [pg-primary]
+ips: [10.9.0.11]
+tags: [database]
+---
+# db1
+
+Primary PostgreSQL host. Replication to db2 streams WAL; replication lag is watched.
+Backups run nightly with pgbackrest; a backup restore is tested monthly.
+Replication replication replication: slots, lag, replay, backup, restore.
+See [[2030-02-10]] for the last incident.
+"""
+
+HOST_PG1 = """---
+host: pg1
+tags: [database]
+---
+# pg1
+
+Reporting replica. Replication lag alerts at 30 s. Backup restore drills run here.
+Connection pool: too many clients happens under load; pool size 40.
+"""
+
+RUNBOOK = """# Restore a PostgreSQL backup
+
+## Steps
+
+1. Stop the service. 2. Restore the backup with pgbackrest. 3. Check replication.
+Backup, restore, replication, replication lag: the words every runbook repeats.
+After the restore read [the incident](../journal/2030-02-10.md).
+"""
+
+J10 = """# 2030-02-10 (Sun)
+
+## db1 replication lag
+
+Replication lag on [[db1]] reached 40 s during the nightly backup. Followed
+[the restore runbook](../runbooks/restore.md) and [[2030-02-11]]. The pool fix is app@{app1}.
+
+## Backup
+
+The backup finished at 03:10; restore test skipped. Too many clients on pg1 at 03:05.
+"""
+
+J11 = """# 2030-02-11 (Mon)
+
+## Follow-up
+
+Raised the pool to 40 (app@{app2}); too many clients gone. Replication lag back under 1 s.
+Back to [[2030-02-10#db1 replication lag]]; see also [[db1 log]] and [[pg1]].
+"""
+
+J_DB1_LOG = """# db1 log
+
+Notes on db1 kept inside the journal: replication, backups, a restore once a quarter.
+A link nobody can follow: [[no-such-page]]. Also [hosts](../hosts/db1.md).
+"""
+
+J_UNDATED = """---
+tags: [ops, database]
+---
+# Pool sizing
+
+Pool sizing for PostgreSQL: pool size 40 is enough; too many clients means a leak.
+"""
+
+J_BAD_YAML = """---
+tags: [ops
+---
+# Broken front matter
+
+This note has broken YAML front matter; it is still indexed. Replication.
+"""
+
+HOST_BAD_YAML = """---
+host: [bad
+---
+# broken host
+
+Outside file with broken front matter: a warning naming an outside path.
+"""
+
+UPPER = """# SHOUTED
+
+UPPERCASE escape words: replication backup restore, JOURNAL folder differing only in case.
+"""
+
+ARCHIVE = """# 2029-12-01 (Sat)
+
+## Archive
+
+journal-archive look-alike: replication lag archived in December, backup restore.
+"""
+
+QUEUE = """---
+service: queue
+aliases: [pg-primary, mq]
+tags: [ops]
+---
+# queue
+
+The job queue (a service record inside the scope). Its alias pg-primary collides with the
+db1 host's. Replication of the queue's state is nightly; the backup restore is untested.
+"""
+
+WIP = """# 2030-02-12 (Tue)
+
+## Work in progress
+
+Draft on a branch that never landed: replication tuning.
+"""
+
+
+def _git(repo: Path, *args: str, date: str | None = None, input: str | None = None) -> str:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(repo.parent),
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True,
+                          input=input).stdout.strip()
+
+
+def _write(root: Path, files: dict[str, str | None]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        if text is None:
+            p.unlink()
+            continue
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+def _commit(repo: Path, date: str, message: str, files: dict[str, str | None]) -> str:
+    _write(repo, files)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", message, date=date)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def build(base: Path) -> dict:
+    """Make `<base>/app`, `<base>/full/mem`, `<base>/only/mem`; returns their facts."""
+    app = base / "app"
+    app.mkdir(parents=True)
+    _git(app, "init", "-q", "-b", "main")
+    app_ids = [_commit(app, d, m, {f"src/{i}.txt": m}) for i, (d, m) in enumerate(APP_COMMITS)]
+    a1, a2 = app_ids[0][:10], app_ids[1][:10]
+
+    full = base / "full" / "mem"
+    full.mkdir(parents=True)
+    _git(full, "init", "-q", "-b", "main")
+    history = [
+        ("2030-02-01T09:00:00+00:00", "hosts and runbooks",
+         {"hosts/db1.md": HOST_DB1, "runbooks/restore.md": RUNBOOK}),
+        ("2030-02-10T09:00:00+00:00", "journal: db1 replication lag; db1 record",
+         {"journal/2030-02-10.md": J10.format(app1=a1), "hosts/db1.md": HOST_DB1 + "\nLag incident 2030-02-10.\n"}),
+        ("2030-02-11T09:00:00+00:00", "journal follow-up, look-alike folders",
+         {"journal/2030-02-11.md": J11.format(app2=a2), "journal/db1-log.md": J_DB1_LOG,
+          "journal/pool.md": J_UNDATED, "journal/broken.md": J_BAD_YAML, "services/queue.md": QUEUE, "JOURNAL/shout.md": UPPER,
+          "journal-archive/2029-12-01.md": ARCHIVE, "hosts/broken.md": HOST_BAD_YAML}),
+        ("2030-02-12T09:00:00+00:00", "pg1 record (outside only)", {"hosts/pg1.md": HOST_PG1}),
+    ]
+    ids = [_commit(full, d, m, f) for d, m, f in history]
+    _git(full, "checkout", "-q", "-b", "wip")
+    wip = _commit(full, "2030-02-12T12:00:00+00:00", "wip: replication tuning draft",
+                  {"journal/2030-02-12.md": WIP, "hosts/db1.md": HOST_DB1 + "\nwip\n"})
+    _git(full, "checkout", "-q", "main")
+    ids.append(wip)
+    # Symlinks (untracked: a filtered history would keep a committed one as a dangling link).
+    os.symlink("../hosts/db1.md", full / "journal" / "host-db1.md")        # inside → outside: not in scope
+    os.symlink("2030-02-11.md", full / "journal" / "follow-up.md")         # inside → inside: one document
+    os.symlink("../journal/2030-02-10.md", full / "hosts" / "incident.md")  # outside → inside
+
+    only = base / "only" / "mem"
+    only.mkdir(parents=True)
+    mapping = _filtered_history(full, only, ["main", "wip"])
+    os.symlink("2030-02-11.md", only / "journal" / "follow-up.md")
+    return {"app": app, "app_ids": app_ids, "full": full, "only": only, "commits": ids, "ids": mapping}
+
+
+def _filtered_history(full: Path, only: Path, branches: list[str]) -> dict[str, str]:
+    """Replay `full`'s history restricted to the scope into `only`: full commit id → scoped id."""
+    mapping: dict[str, str] = {}
+    image: dict[str, str | None] = {}   # full commit → its image (itself pruned: the nearest kept ancestor's)
+    order = _git(full, "rev-list", "--topo-order", "--reverse", *branches).split()
+    for c in order:
+        parents = _git(full, "rev-list", "--parents", "-n", "1", c).split()[1:]
+        parent_image = image[parents[0]] if parents else None
+        entries = []
+        for folder in SCOPE:
+            try:
+                entries.append(f"040000 tree {_git(full, 'rev-parse', f'{c}:{folder}')}\t{folder}\n")
+            except subprocess.CalledProcessError:
+                pass
+        before = _git(full, "rev-parse", f"{parent_image}^{{tree}}") if parent_image else None
+        tree = _git(full, "mktree", input="".join(entries))
+        if tree == before or (parent_image is None and not entries):
+            image[c] = parent_image
+            continue
+        msg = _git(full, "log", "-1", "--format=%B", c)
+        date = _git(full, "log", "-1", "--format=%cI", c)
+        new = _git(full, "commit-tree", tree, *(["-p", parent_image] if parent_image else []), "-m", msg, date=date)
+        image[c] = new
+        mapping[c] = new
+    for b in branches:
+        tip = image[_git(full, "rev-parse", b)]
+        _git(full, "update-ref", f"refs/scoped/{b}", tip)
+    _git(only, "init", "-q", "-b", "main")
+    _git(only, "fetch", "-q", str(full), *(f"refs/scoped/{b}:refs/heads/{b}" for b in branches if b != "main"),
+         "refs/scoped/main:refs/heads/main-fetched")
+    _git(only, "checkout", "-q", "-B", "main", "main-fetched")
+    _git(only, "branch", "-q", "-D", "main-fetched")
+    for b in branches:
+        _git(full, "update-ref", "-d", f"refs/scoped/{b}")
+    return mapping
+
+
+HEX_RE = re.compile(r"(?<![0-9a-f])[0-9a-f]{7,40}(?![0-9a-f])")
+
+
+def map_ids_back(text: str, mapping: dict[str, str]) -> str:
+    """Replace every (abbreviated) scoped commit id in `text` by the same-length abbreviation of
+    the full commit it stands for."""
+    back = {new: old for old, new in mapping.items()}
+
+    def sub(m):
+        h = m.group(0)
+        hits = [new for new in back if new.startswith(h)]
+        return back[hits[0]][: len(h)] if len(hits) == 1 else h
+    return HEX_RE.sub(sub, text)
+

@@ -1,0 +1,232 @@
+"""One daemon for every corpus of a user: a real `serve` process on a real socket, two git
+repositories whose real hooks notify it, and real `remembrancer mcp` processes (no --root)
+driven by the SDK's stdio client from each project's folder. The tiny model keeps it fast.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import ListRootsResult, Root
+
+from remembrancer.daemon.client import Client as SocketClient
+from tests.test_daemon import wait_for
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def run_git(repo: Path, env: dict, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def two_projects(tmp_path, tiny_model_dir):
+    """Two git repos (alpha: databases, beta: message queues) with the hooks installed, one
+    environment (HOME, data dir, socket, config with the tiny model) for all processes."""
+    home = tmp_path / "home"
+    home.mkdir()
+    sockdir = Path(tempfile.mkdtemp(prefix="rmb-multi-", dir="/tmp"))  # AF_UNIX paths must stay short
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "d.sock"),
+           "REMEMBRANCER_CONFIG": str(config), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    repos = {}
+    for name, text in (("alpha", "# Postgres restore\n\nRestore the alpha database with pg_restore from the nightly dump.\n"),
+                       ("beta", "# Kafka rebalance\n\nThe beta consumers rebalance when a broker restarts; raise session.timeout.\n")):
+        repo = tmp_path / name
+        repo.mkdir()
+        (repo / "notes.md").write_text(text)
+        run_git(repo, env, "init", "-q", "-b", "main")
+        run_git(repo, env, "add", "-A")
+        run_git(repo, env, "commit", "-q", "-m", "first")
+        subprocess.run([sys.executable, "-m", "remembrancer", "hooks", "install", str(repo)], env=env,
+                       check=True, capture_output=True)
+        repos[name] = repo.resolve()
+    world = {"env": env, "sock": sockdir / "d.sock", "repos": repos, "tmp": tmp_path}
+    yield world
+    shutil.rmtree(sockdir, ignore_errors=True)
+
+
+class Serve:
+    """`remembrancer serve` with no --root: the daemon of every corpus."""
+
+    def __init__(self, world, *extra: str):
+        self.world = world
+        self.log = open(world["tmp"] / "daemon.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", *extra], env=world["env"],
+                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=str(world["tmp"]))
+        wait_for(lambda: self.call("status"), 30)
+
+    def call(self, method: str, **params):
+        try:
+            with SocketClient(self.world["sock"], timeout=30) as c:
+                return c.call(method, **params)
+        except Exception:
+            return None
+
+    def status(self, repo: Path) -> dict:
+        return self.call("status", roots=[str(repo)])
+
+    def wait_fresh(self, repo: Path, documents: int) -> dict:
+        def fresh():
+            st = self.status(repo)
+            return st if (st and st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"]
+                          and st["documents"] == documents) else None
+        return wait_for(fresh, 30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def serve(two_projects):
+    made = []
+
+    def start(*extra):
+        s = Serve(two_projects, *extra)
+        made.append(s)
+        return s
+
+    yield start
+    for s in made:
+        s.stop()
+
+
+def test_two_corpora_one_daemon_fresh_after_commits_one_model(two_projects, serve):
+    world, d = two_projects, serve()
+    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    d.wait_fresh(alpha, 1)
+    d.wait_fresh(beta, 1)
+    for repo, rel, text in ((alpha, "backups.md", "# Backups\n\nalpha backups run at 02:00 with pgbackrest.\n"),
+                            (beta, "topics.md", "# Topics\n\nbeta topic retention is seven days.\n")):
+        (repo / rel).write_text(text)
+        run_git(repo, world["env"], "add", "-A")
+        run_git(repo, world["env"], "commit", "-q", "-m", f"add {rel}")
+    a, b = d.wait_fresh(alpha, 2), d.wait_fresh(beta, 2)
+    assert a["index_dir"] != b["index_dir"]   # each corpus keeps its own index
+    assert [r["path"] for r in a["roots"]] == [str(alpha)] and [r["path"] for r in b["roots"]] == [str(beta)]
+    st = d.call("status")   # no corpus named: the daemon and its corpus list
+    assert st["daemon"]["multi_corpus"] and st["daemon"]["notifications"] >= 2
+    listed = {tuple(c["roots"]): c["freshness"]["verdict"] for c in st["corpora"]}
+    assert listed == {(str(alpha),): "fresh", (str(beta),): "fresh"}
+    assert st["daemon"]["model_loads"] == 1   # one model for both corpora
+    hits = d.call("search", roots=[str(beta)], query="topic retention")
+    assert hits["results"] and all(r["path"] in ("notes.md", "topics.md") for r in hits["results"])
+    assert "backups.md" not in {r["path"] for r in hits["results"]}
+    # A notification for a folder no corpus holds is ignored, and says so.
+    other = world["tmp"] / "elsewhere"
+    other.mkdir()
+    out = d.call("notify", root=str(other), event="post-commit")
+    assert out["corpora"] == [] and "no corpus" in out["ignored"]
+
+
+def test_idle_corpus_released_and_reopened(two_projects, serve):
+    world, d = two_projects, serve("--corpus-idle", "1")
+    alpha = world["repos"]["alpha"]
+    d.wait_fresh(alpha, 1)
+    wait_for(lambda: [c for c in d.call("status")["corpora"] if c["state"] == "closed"], 20)
+    (closed,) = d.call("status")["corpora"]
+    assert closed["roots"] == [str(alpha)] and closed["state"] == "closed"
+    (alpha / "later.md").write_text("# Later\n\nwritten while the corpus was closed.\n")
+    st = d.wait_fresh(alpha, 2)   # reopened on demand, caught up with what changed meanwhile
+    assert st["daemon"]["model_loads"] == 1   # the shared model stayed loaded
+
+
+def mcp_params(world, cwd: Path, **env) -> StdioServerParameters:
+    """The one user-scope command line: no --root."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--idle-exit", "30"],
+                                 env={**world["env"], **env}, cwd=str(cwd))
+
+
+def mcp_search(p: StdioServerParameters, query: str, roots: list[Path] | None = None) -> tuple[dict, dict]:
+    async def list_roots(context):
+        return ListRootsResult(roots=[Root(uri=r.as_uri()) for r in roots])
+
+    async def main():
+        # roots/list exists on handshake-era connections (what Claude Code speaks); the 2026-07-28
+        # protocol deprecates it and forbids server-initiated requests
+        kw = {"list_roots_callback": list_roots, "mode": "legacy"} if roots else {}
+        async with Client(p, read_timeout_seconds=60, **kw) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            res = await c.call_tool("search", {"query": query})
+            st = await c.call_tool("index_status", {})
+            return {"search": res.structured_content, "tools": tools}, st.structured_content
+    return anyio.run(main)
+
+
+def test_mcp_in_each_project_answers_from_its_own_corpus(two_projects, serve):
+    world, d = two_projects, serve()
+    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    # alpha: the client names its project through roots/list; beta: CLAUDE_PROJECT_DIR (no roots)
+    a, a_st = mcp_search(mcp_params(world, alpha), "restore the database", roots=[alpha])
+    b, b_st = mcp_search(mcp_params(world, beta, CLAUDE_PROJECT_DIR=str(beta)), "broker restarts rebalance")
+    assert [r["path"] for r in a_st["roots"]] == [str(alpha)]
+    assert [r["path"] for r in b_st["roots"]] == [str(beta)]
+    for out, word in ((a, "pg_restore"), (b, "session.timeout")):
+        results = out["search"].get("results") or out["search"].get("best_weak")
+        assert results and word in results[0]["content" if "content" in results[0] else "snippet"]
+    assert "1 document" in a["tools"]["search"].description or "notes" in a["tools"]["search"].description
+    assert a_st["daemon"]["pid"] == b_st["daemon"]["pid"] == d.proc.pid   # the one daemon
+    assert d.call("status")["daemon"]["model_loads"] == 1
+
+
+def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
+    """No --root, no roots from the client, no CLAUDE_PROJECT_DIR, no configured roots: a tool
+    answers with the structured error and its fix (the server itself still starts)."""
+    world = two_projects
+    async def main():
+        async with Client(mcp_params(world, world["tmp"]), read_timeout_seconds=60) as c:
+            return await c.call_tool("search", {"query": "x"})
+    res = anyio.run(main)
+    assert res.is_error and "no corpus roots given" in res.content[0].text and "--root" in res.content[0].text
+
+
+def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_projects, serve):
+    """The daemon takes any corpus: a first CLI search of one says it is being built and answers
+    from the finished index (not an empty 'catching up' answer)."""
+    world, d = two_projects, serve()
+    beta = world["repos"]["beta"]
+    r = subprocess.run([sys.executable, "-m", "remembrancer", "search", "kafka consumers rebalance broker",
+                        "--root", str(beta)], env=world["env"], capture_output=True, text=True, timeout=120)
+    assert "no index yet" in r.stderr and "the daemon is building it now" in r.stderr
+    assert "notes.md" in r.stdout and "0 documents" not in r.stdout
+    assert d.status(beta)["daemon"]["pid"] == d.proc.pid
+
+
+def test_a_corpus_asked_for_by_many_clients_at_once_is_opened_once(two_projects, serve):
+    import threading
+
+    world, d = two_projects, serve()
+    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    d.wait_fresh(alpha, 1)
+    answers: list = []
+    threads = [threading.Thread(target=lambda: answers.append(d.status(beta))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(answers) == 8 and all(a and a["roots"][0]["path"] == str(beta) for a in answers)
+    assert len({a["index_dir"] for a in answers}) == 1
+    assert sorted(tuple(c["roots"]) for c in d.call("status")["corpora"]) == [(str(alpha),), (str(beta),)]
+    log = (world["tmp"] / "daemon.log").read_text()
+    assert log.count(f"opened corpus {beta}") == 1
+    assert d.call("status")["daemon"]["model_loads"] == 1

@@ -1,0 +1,127 @@
+"""Team memory end to end with the real CLI and the real MCP client over stdio: `serve --store`
+writes a git checkout into a real PostgreSQL, a second writer is refused, readers (`search`,
+`status`, `mcp --store`) answer from the store with their own checkout's freshness."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.corpus_helpers import git, git_init, write
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def _world(tmp: Path, tiny_model_dir, url: str) -> dict:
+    origin = tmp / "origin"
+    git_init(origin)
+    write(origin, "runbooks/restart.md", "# Restart the ledger service\n\nRun `systemctl restart ledger` on app1.\n")
+    write(origin, "journal/2030-01-02.md", "# 2030-01-02\n\nThe ledger service crashed at noon.\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "first")
+    for name in ("shared", "mine"):
+        git(tmp, "clone", "-q", str(origin), str(tmp / name))
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "config.toml"),
+           "REMEMBRANCER_SOCKET": str(tmp / "no-daemon.sock")}
+    env.pop("REMEMBRANCER_STORE", None)
+    return {"origin": origin, "shared": tmp / "shared", "mine": tmp / "mine", "env": env, "url": url}
+
+
+def _cli(world, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=world["env"], capture_output=True,
+                          text=True, timeout=timeout, cwd=str(PROJECT))
+
+
+def _wait(cond, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def test_writer_readers_and_mcp_over_a_real_postgres(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def indexed() -> bool:
+            r = _cli(w, "status", "--store", pg_url, "--root", str(w["mine"]), "--json")
+            return r.returncode == 0 and json.loads(r.stdout)["documents"] == 2
+        assert _wait(indexed), writer.stderr.read() if writer.poll() is not None else "writer still running"
+
+        second = _cli(w, "index", "--store", pg_url, "--root", str(w["shared"]))
+        assert second.returncode == 2 and "already has a writer" in second.stderr, second.stderr
+
+        r = _cli(w, "search", "how do I restart the ledger", "--store", pg_url, "--root", str(w["mine"]), "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["results"][0]["path"] == "runbooks/restart.md"
+        head = git(w["shared"], "rev-parse", "HEAD")
+        assert out["index"]["verdict"] == "fresh" and f"indexed {head[:7]}" in out["index"]["detail"]
+
+        # Upstream moves; SIGHUP makes the writer pull and index now.
+        write(w["origin"], "runbooks/rotate.md", "# Rotate the wombat keys\n\nRotate them every quarter.\n")
+        git(w["origin"], "add", "-A")
+        git(w["origin"], "commit", "-q", "-m", "rotate")
+        writer.send_signal(signal.SIGHUP)
+
+        def has_rotate() -> bool:
+            r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]), "--json")
+            return r.returncode == 0 and json.loads(r.stdout)["results"][0]["path"] == "runbooks/rotate.md"
+        assert _wait(has_rotate)
+        r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]))
+        assert "the indexed commit is not in it (git fetch" in r.stdout.splitlines()[0], r.stdout
+        git(w["mine"], "fetch", "-q")   # now the reader's clone knows the indexed commit
+        r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]))
+        assert "your checkout is 1 commit behind the index" in r.stdout.splitlines()[0], r.stdout
+
+        st = _cli(w, "status", "--store", pg_url, "--root", str(w["mine"]))
+        assert st.returncode == 0 and "store: postgresql://" in st.stdout and "3 documents" in st.stdout, st.stdout
+        doc = _cli(w, "doctor", "--store", pg_url, "--root", str(w["mine"]), "--json")
+        checks = {c["check"]: c for c in json.loads(doc.stdout)}
+        assert checks["store"]["status"] == "OK" and checks["store writer"]["status"] == "OK"
+        assert checks["store model"]["status"] == "OK"
+
+        params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                       args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])
+
+        async def go():
+            async with Client(params, read_timeout_seconds=120) as c:
+                res = await c.call_tool("search", {"query": "what happened to the ledger service"})
+                status = await c.call_tool("index_status", {})
+                return res, status
+        res, status = anyio.run(go)
+        assert not res.is_error
+        text = res.content[0].text
+        assert text.startswith("Index STALE: indexed ") and "behind the index" in text.splitlines()[0], text[:300]
+        assert res.structured_content["results"][0]["path"].startswith(("journal/", "runbooks/"))
+        assert not status.is_error
+    finally:
+        writer.send_signal(signal.SIGTERM)
+        try:
+            writer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            writer.wait()
+    assert writer.returncode == 0, writer.stderr.read()
+
+
+def test_a_reader_without_a_store_index_gets_a_clear_error(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    r = _cli(w, "search", "anything", "--store", pg_url, "--root", str(w["mine"]))
+    assert r.returncode == 3 and "holds no index yet" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(w, "search", "anything", "--store", "mysql://nope", "--root", str(w["mine"]))
+    assert r.returncode == 2 and "postgresql://" in r.stderr
