@@ -18,6 +18,7 @@ from remembrancer.indexer.config import Config, load_config
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 
+from .updates import Updater
 from .watch import ChangeQueue, Watcher
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class Corpus:
         self.rescan_s = rescan_s
         self.queue = ChangeQueue()
         self.engine = Engine(config, embedder=model.get(config.model))
+        self.updates = Updater(self.engine)
         self.watcher = Watcher([r.path for r in config.roots], self.queue)
         self.stopping = threading.Event()
         self.in_use = 0
@@ -112,6 +114,10 @@ class Corpus:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
         self.watcher.stop()
+        try:
+            self.updates.flush()
+        except Exception:  # a full disk: the next start rebuilds the vector file from the catalog
+            log.exception("vector file not saved at shutdown")
         self.engine.close()
 
     # -- the single writer ------------------------------------------------------------------------
@@ -128,12 +134,13 @@ class Corpus:
         next_root_check = time.monotonic() + root_check_s
         while not self.stopping.is_set():
             now = time.monotonic()
-            batch = self.queue.wait_batch(timeout=max(min(next_rescan, next_root_check) - now, 0.05))
+            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan)
+            batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
             if self.stopping.is_set():
                 break
             now = time.monotonic()
             if batch is not None:
-                self._apply()
+                self._apply(*batch)
             if now >= next_root_check:
                 self.watcher.ensure()
                 release_memory()  # what searches freed, too
@@ -141,12 +148,14 @@ class Corpus:
             if now >= next_rescan:
                 self._apply()
                 next_rescan = now + self.rescan_s
+            self.updates.when_quiet()
 
-    def _apply(self) -> None:
-        """Bring the index up to date: a stat walk finds what changed; only that is read and embedded."""
+    def _apply(self, paths=(), full: bool = True) -> None:
+        """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
+        stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
         self.ingesting = True
         try:
-            report = self.engine.refresh()
+            report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), "report": report}
             self.last_error = None
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving

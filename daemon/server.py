@@ -398,7 +398,7 @@ class Daemon:
             pass
         hit = self.corpora.holding(path)
         for c in hit:
-            c.queue.put(str(path), full=True)
+            c.queue.put()   # the engine diffs the indexed HEAD against the new one (daemon/updates.py)
         out = {"queued": sum(c.queue.pending()[0] for c in hit), "corpora": [list(c.key) for c in hit]}
         if not hit:
             closed = self.corpora.holding_closed(path)

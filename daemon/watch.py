@@ -3,7 +3,8 @@
 watchdog reports raw inotify traffic: 200 file writes are ~1,200 events, an atomic save is a
 move onto the target, a vim save moves the file to `name~` and writes a new one. None of that
 matters here beyond "which Markdown paths may have changed, and when did it go quiet": the
-ingest thread then re-checks those files against the catalog (by stat, then by content hash).
+ingest thread then re-checks those paths — and only those — against the catalog (by stat, then
+by content hash; indexer/changes.py).
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if event.is_directory and event.event_type == "modified":
+            return   # a child was added or removed: that child has its own event (a walk of the folder is not needed)
         paths = [event.src_path]
         if getattr(event, "dest_path", None):
             paths.append(event.dest_path)  # an atomic save is a move onto the target

@@ -108,7 +108,30 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
 CREATE INDEX IF NOT EXISTS links_resolved ON links(resolved);
+-- Filters without a query list sections newest first: this order, read from an index with a LIMIT.
+CREATE INDEX IF NOT EXISTS sections_newest ON sections(date DESC, start_line);
 """
+
+# The literal index: every section's heading and text as trigrams (FTS5 over the sections table,
+# kept current by triggers inside each document's transaction), so "which sections contain this
+# string?" reads the index instead of every section. Case-insensitive; strings of 3+ characters.
+LITERAL_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS sections_literal USING fts5(
+    heading, content, content='sections', content_rowid='id', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS sections_literal_add AFTER INSERT ON sections BEGIN
+    INSERT INTO sections_literal(rowid, heading, content) VALUES (new.id, new.heading, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS sections_literal_drop AFTER DELETE ON sections BEGIN
+    INSERT INTO sections_literal(sections_literal, rowid, heading, content)
+    VALUES ('delete', old.id, old.heading, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS sections_literal_change AFTER UPDATE OF heading, content ON sections BEGIN
+    INSERT INTO sections_literal(sections_literal, rowid, heading, content)
+    VALUES ('delete', old.id, old.heading, old.content);
+    INSERT INTO sections_literal(rowid, heading, content) VALUES (new.id, new.heading, new.content);
+END;
+"""
+LITERAL_MIN = 3   # trigrams: a shorter string cannot be looked up (callers scan instead)
 
 
 SECTION_SELECT = """
@@ -116,6 +139,23 @@ SELECT s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_
        s.stale, d.doc_type, d.stale, d.tags, s.entities, s.content, s.body
 FROM sections s JOIN documents d ON d.id = s.doc_id
 """
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements (trigger bodies kept whole: they end with `END;`)."""
+    out, cur = [], []
+    for line in script.strip().splitlines():
+        cur.append(line)
+        text = "\n".join(cur).strip()
+        if text.endswith("END;") or (text.endswith(";") and not text.upper().startswith("CREATE TRIGGER")):
+            out.append(text)
+            cur = []
+    return out
+
+
+def _phrase(needle: str) -> str:
+    """An FTS5 query matching `needle` as one string (trigram tokenizer: a substring match)."""
+    return '"' + needle.replace('"', '""') + '"'
 
 
 def _section(row) -> SectionRow:
@@ -251,6 +291,22 @@ class Catalog:
                 self._open_writable()
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=5000")
+        self.has_literal_index = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name='sections_literal'").fetchone() is not None
+
+    def _add_literal_index(self) -> None:
+        """Create the literal index; a catalog from before it gets it filled from its sections once."""
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='sections_literal'").fetchone():
+            return
+        self.db.execute("BEGIN IMMEDIATE")   # executescript would commit: one statement at a time
+        try:
+            for stmt in _statements(LITERAL_SCHEMA):
+                self.db.execute(stmt)
+            self.db.execute("INSERT INTO sections_literal(sections_literal) VALUES ('rebuild')")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def _open_writable(self) -> None:
         _create_private(self.path)
@@ -261,6 +317,7 @@ class Catalog:
         self.db.executescript(SCHEMA)
         if self.get_meta("schema_version") is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))
+        self._add_literal_index()
 
     def close(self) -> None:
         self.db.close()
@@ -286,6 +343,18 @@ class Catalog:
         """path → (id, content_hash, size, mtime_ns) for change detection."""
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in
                 self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
+
+    def documents_matching(self, paths, prefixes) -> dict[str, tuple[int, str, int, int]]:
+        """documents() for the given paths and for every document under the given folder
+        prefixes ("dir/"): what a targeted update compares with the files it was told about."""
+        sql = "SELECT path, id, content_hash, size, mtime_ns FROM documents"
+        rows = list(self._rows_in(sql + " WHERE path IN ({marks})", paths))
+        for pre in prefixes:   # a range on the path index: "dir/" ≤ path < "dir0"
+            rows += self.db.execute(sql + " WHERE path >= ? AND path < ?", (pre, pre[:-1] + chr(ord(pre[-1]) + 1)))
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def titles(self, paths) -> dict[str, str]:
+        return dict(self._rows_in("SELECT path, title FROM documents WHERE path IN ({marks})", paths))
 
     def document(self, path: str) -> dict | None:
         cur = self.db.execute("SELECT * FROM documents WHERE path=?", (path,))
@@ -462,21 +531,6 @@ class Catalog:
         return [r[0] for r in self._rows_in(
             "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path IN ({marks})", paths)]
 
-    def section_ids_about(self, record_paths: list[str], entity: str) -> list[int]:
-        """An entity's history: the sections of its records and every section that mentions it."""
-        marks = ",".join("?" * len(record_paths))
-        return [r[0] for r in self.db.execute(
-            "SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path IN (" + marks + ")"
-            " OR EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)", (*record_paths, entity))]
-
-    def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
-        """(section id, date, occurrences) of the sections whose content contains `needle`
-        (already lower-cased by the caller when case-insensitive)."""
-        col = "lower(s.content)" if case_insensitive else "s.content"
-        return self.db.execute(
-            f"SELECT s.id, s.date, (length({col}) - length(replace({col}, ?, ''))) / length(?) AS n"
-            f" FROM sections s WHERE instr({col}, ?) > 0", (needle, needle, needle)).fetchall()
-
     def section_texts(self) -> list[SectionText]:
         """(section id, heading, content, path) of every section in document order, past any scope
         (the engine's per-generation caches filter by scope themselves)."""
@@ -633,6 +687,84 @@ class Catalog:
     def passage_ids_in(self, section_ids) -> set[int]:
         """The passages of the given sections (a filtered vector search may return only these)."""
         return {r[0] for r in self._rows_in("SELECT id FROM passages WHERE section_id IN ({marks})", map(int, section_ids))}
+
+    # -- the literal index, newest-first lists ------------------------------------------------------
+    def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
+        """(section id, heading, content, path) of the visible sections whose heading or content
+        (only the content with `content_only`) may contain any of `needles`, case-insensitively,
+        in document order: every section that does, read from the literal index. Callers test the
+        text themselves (the index folds case like Unicode, Python's lower() differs at the edges).
+        None when the index cannot answer: a needle under LITERAL_MIN characters, or a catalog
+        opened read-only before it had the index — the caller scans instead."""
+        if not self.has_literal_index or not needles or min(map(len, needles)) < LITERAL_MIN:
+            return None
+        match = ("content : " if content_only else "") + "(" + " OR ".join(map(_phrase, needles)) + ")"
+        return self.db.execute(
+            "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
+            " WHERE s.id IN (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?)"
+            " ORDER BY d.id, s.ord", (match,)).fetchall()
+
+    def contents_containing(self, needle: str) -> Iterator[str] | None:
+        """The content of every visible section that may contain `needle` (as sections_containing),
+        lazily and in no order: "does any section use this word?" stops at the first."""
+        if not self.has_literal_index or len(needle) < LITERAL_MIN:
+            return None
+        return (r[0] for r in self.db.execute(
+            "SELECT s.content FROM sections s WHERE s.id IN"
+            " (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?)", ("content : " + _phrase(needle),)))
+
+    def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
+        """(section id, date, occurrences) of the visible sections whose content holds `needle`
+        (already lower-cased by the caller when case-insensitive: SQLite's ASCII lower() applies
+        to the content); the literal index picks the candidates."""
+        col = "lower(s.content)" if case_insensitive else "s.content"
+        where, params = f"instr({col}, ?) > 0", [needle]
+        if self.has_literal_index and len(needle) >= LITERAL_MIN:
+            where = "s.id IN (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND " + where
+            params.insert(0, "content : " + _phrase(needle))
+        return self.db.execute(
+            f"SELECT s.id, s.date, (length({col}) - length(replace({col}, ?, ''))) / length(?) AS n"
+            f" FROM sections s WHERE {where}", (needle, needle, *params)).fetchall()
+
+    def newest_sections(self, f: Filters, limit: int) -> list[int]:
+        """Ids of the first `limit` sections the (validated) filters let through, newest first — date, then the earlier section of a day, then id — among those with text of
+        their own (a journal day's bare "# 2030-02-17" heading lists nothing), or among all when
+        none has. Read in index order (sections_newest), so the cost follows `limit`."""
+        where, params = _filter_where(f)
+        sql = ("SELECT s.id, s.body FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where}){extra}"
+               " ORDER BY s.date DESC, s.start_line, s.id")
+        out = []
+        # SQL trims fewer characters than str.strip(): a superset, checked in Python
+        for sid, body in self.db.execute(sql.format(where=where, extra=" AND trim(s.body, char(9,10,11,12,13,32)) <> ''"),
+                                         params):
+            if (body or "").strip():
+                out.append(sid)
+                if len(out) >= limit:
+                    break
+        if not out:
+            out = [r[0] for r in self.db.execute(sql.format(where=where, extra="") + " LIMIT ?", (*params, limit))]
+        return out
+
+    def section_ids_about(self, record_paths: list[str], name: str, needles: list[str]) -> list[int]:
+        """An entity's history: the visible sections of its records and of those that mention it.
+        Mentions come from the text, so only sections holding one of `needles` (its names and
+        aliases, lower-cased) can name it: the literal index finds those, the mentions decide."""
+        records = ("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                   f" WHERE d.path IN ({','.join('?' * len(record_paths))})")
+        mention = "EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)"
+        if not needles:
+            return [r[0] for r in self.db.execute(records, record_paths)]
+        if not self.has_literal_index or min(map(len, needles)) < LITERAL_MIN:   # every section's mentions
+            return [r[0] for r in self.db.execute(records.replace(" WHERE ", " WHERE (") + f") OR {mention}",
+                                                  (*record_paths, name))]
+        match = "(" + " OR ".join(map(_phrase, needles)) + ")"
+        return [r[0] for r in self.db.execute(
+            records + " UNION SELECT s.id FROM sections s WHERE s.id IN"
+            f" (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND {mention}",
+            (*record_paths, match, name))]
+
+    def section_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731

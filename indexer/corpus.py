@@ -174,10 +174,12 @@ def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> W
     return result
 
 
-def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, result: WalkResult) -> None:
+def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, result: WalkResult,
+               start: str = "") -> None:
+    """Walk one root, or only its folder `start` (a targeted update: indexer/changes.py)."""
     seen_real: set[Path] = set()
     links: list[tuple[str, Path]] = []   # symlinked files, taken after every real file of the root
-    stack = [""]
+    stack = [start]
     while stack:
         rel_dir = stack.pop()
         abs_dir = root.path / rel_dir if rel_dir else root.path

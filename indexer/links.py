@@ -154,16 +154,23 @@ class Resolver:
         self.names: dict[str, str] = {}
         self.root_of: dict[str, str] = {}
         for path, rel, root, title in documents:
-            self.root_of[path] = root
-            for key in {path, _strip_suffix(path)}:
-                self.paths.setdefault(key.casefold(), path)
-            stem = _strip_suffix(rel.rsplit("/", 1)[-1])
-            self.stems.setdefault(_norm(stem), []).append(path)
-            if title:
-                self.titles.setdefault(_norm(title), []).append(path)
+            self.add_document(path, rel, root, title)
         for name, path, aliases in entities:
-            for n in [name, *aliases]:
-                self.names.setdefault(_norm(str(n)), path)
+            self.add_entity(name, path, aliases)
+
+    def add_document(self, path: str, rel: str, root: str, title: str) -> None:
+        """One more document a link may name (an index run adds each batch as it writes it)."""
+        self.root_of[path] = root
+        for key in {path, _strip_suffix(path)}:
+            self.paths.setdefault(key.casefold(), path)
+        stem = _strip_suffix(rel.rsplit("/", 1)[-1])
+        self.stems.setdefault(_norm(stem), []).append(path)
+        if title:
+            self.titles.setdefault(_norm(title), []).append(path)
+
+    def add_entity(self, name: str, path: str, aliases) -> None:
+        for n in [name, *aliases]:
+            self.names.setdefault(_norm(str(n)), path)
 
     def resolve(self, link_target: str, kind: str, source_path: str) -> str | None:
         target = link_target.strip().replace("\\", "/")

@@ -188,7 +188,10 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     limit = _limit(limit, HISTORY_LIMIT)
     f = flt.validate(flt.Filters(since=since, until=until), engine.catalog, engine.config.doc_types)
     name, record_paths, aliases, how = resolve_entity(engine, entity)
-    ids = engine.catalog.section_ids_about(record_paths, name)
+    # Every name a section's mention of it can come from (the index-time matcher saw all records)
+    needles = sorted({n.lower() for e, p, a in engine.catalog.entities(unscoped=True) if e == name
+                      for n in meta.Entity(e, p, a).names() if len(n) >= 2})
+    ids = engine.catalog.section_ids_about(record_paths, name, needles)
     rows = engine.catalog.sections_by_id(ids)
     dates = _Dates(engine)
     dated = {sid: dates.of(s) for sid, s in rows.items()}
@@ -320,7 +323,8 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
     anywhere = [False] * len(items)
     in_scope = [False] * len(items)
     matched: dict[int, list[int]] = {}
-    for sid, head, content, _ in engine.lowered_sections():
+    needles = [m.low[:7] if m.sha else m.low for m in matchers]   # what a match must contain
+    for sid, head, content, _ in engine.literal_rows(needles):
         hit = [i for i, m in enumerate(matchers) if m.matches(content) or m.matches(head)]
         if not hit:
             continue

@@ -88,13 +88,14 @@ def search(engine, req: SearchRequest) -> dict:
     query = (req.query or "").strip()
     alternates = validate_alternates(req.alternates, query)
     f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
-    allowed = _allowed_sections(engine, f) if (f.active() or engine.scope) else None
+    allowed = _allowed_sections(engine, f) if query and (f.active() or engine.scope) else None
     notes: list[str] = []
     rows: dict = {}  # section rows already read (the hybrid rerank reads every candidate's)
     if not query:
         if not f.active():
             raise UserError("query is empty", param="query", hint="ask a question, or give filters to list sections")
-        cands = _newest(engine, allowed, req.limit)
+        cands = _newest(engine, f, req.limit)
+        allowed = None if cands else set()   # nothing listed: the filters matched nothing (said below)
         mode = "filters"
     elif req.exact:
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
@@ -143,27 +144,18 @@ def _allowed_sections(engine, f: flt.Filters) -> set[int]:
     return engine.catalog.filtered_section_ids(f)
 
 
-def _newest(engine, allowed: set[int] | None, limit: int) -> dict[int, Candidate]:
-    """Filters without a query: matching sections newest first, nothing embedded."""
-    if not allowed:
-        return {}
-    ids = sorted(allowed)
-    rows = engine.catalog.sections_by_id(ids)
-    order = sorted(rows.values(), key=lambda s: (s.date or "", -s.start_line), reverse=True)
-    # A heading with no text of its own (a journal day's "# 2030-02-17 (Mon)") lists nothing.
-    order = [s for s in order if (s.body or "").strip()] or order
-    out = {}
-    for i, s in enumerate(order[: max(limit * 4, 20)]):
-        out[s.id] = Candidate(s.id, score=1.0 / (1 + i))
-    return out
+def _newest(engine, f: flt.Filters, limit: int) -> dict[int, Candidate]:
+    """Filters without a query: matching sections newest first, nothing embedded (ordered and
+    limited in the catalog: the cost follows the limit, not the corpus)."""
+    ids = engine.catalog.newest_sections(f, max(limit * 4, 20))
+    return {sid: Candidate(sid, score=1.0 / (1 + i)) for i, sid in enumerate(ids)}
 
 
 def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
     """Sections containing the literal string; more occurrences and newer dates first."""
     needle = query.lower() if case_insensitive else query
-    rows = engine.catalog.literal_counts(needle, case_insensitive)
     out = {}
-    for sid, date, n in rows:
+    for sid, date, n in engine.catalog.literal_counts(needle, case_insensitive):
         if allowed is not None and sid not in allowed:
             continue
         # More occurrences first; among equals the newer section (a date adds < 1).
@@ -340,12 +332,12 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dic
     found: set[str] = set()
     if not probes:
         return {}, found
-    sections = engine.lowered_sections()
-    total = len(sections) or 1
+    total = engine.section_count() or 1
     out: dict[int, float] = {}
     for probe in probes:
         p = probe.lower()
-        rows = [(sid, p in head) for sid, head, content, _ in sections if p in content]
+        rows = [(sid, p in head) for sid, head, content, _ in engine.literal_rows([p], content_only=True)
+                if p in content]
         if not rows:
             continue
         found.add(probe)
@@ -474,9 +466,12 @@ def _word_occurs(engine, word: str) -> bool:
     w = word.lower()
     if w in engine.entities()[0].by_name:
         return True
+    rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
+    texts = engine.catalog.contents_containing(w)   # the literal index: only sections that may hold it
+    if texts is not None:
+        return any(rx.search(t.lower()) for t in texts)
     if terms.WORD_RUN_RE.fullmatch(w):
         return w in engine.corpus_words()
-    rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
     return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
 
 

@@ -15,6 +15,10 @@ _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 # A whole word for "does the corpus use it?": the same boundaries as a `(?<![a-z0-9])w(?![a-z0-9])` scan.
 WORD_RUN_RE = re.compile(r"[a-z0-9]+")
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]")
+_LOWER_UPPER_RE = re.compile(r"[a-z][A-Z]")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+_DIGIT_RE = re.compile(r"\d")
 
 # Words too common to say anything about which section answers (used by coverage measures,
 # never to drop words from the BM25 query, where IDF already handles them).
@@ -32,8 +36,10 @@ def is_identifier(token: str) -> bool:
     """Identifier-shaped: a flag (`--x`), inner `_ . : @` (`max_conn`, `events.raw`), a path
     (`/etc/x`, `a/b/c`), camelCase, CONSTANT_CASE, or letters with digits (`pg1`, `HTTP-2`).
     English stays English: `cut-over`, `mid-April` and `cache/queue` are not identifiers."""
+    if token.isascii() and token.isalpha():   # most words (an index run asks for every token): the same
+        return token.isupper() and len(token) > 3 or _LOWER_UPPER_RE.search(token) is not None   # answer, sooner
     core = token.strip("-")
-    if not core or not re.search(r"[A-Za-z0-9]", core):
+    if not core or not _ALNUM_RE.search(core):
         return False
     if token.startswith("-") and re.match(r"^--?[A-Za-z]", token):
         return True
@@ -41,9 +47,9 @@ def is_identifier(token: str) -> bool:
         return True
     if "/" in core:
         return core.startswith(("/", "~", ".")) or core.count("/") >= 2
-    if re.search(r"[a-z][A-Z]", core):
+    if _LOWER_UPPER_RE.search(core):
         return True
-    letters, digits = re.search(r"[A-Za-z]", core), re.search(r"\d", core)
+    letters, digits = _LETTER_RE.search(core), _DIGIT_RE.search(core)
     if letters and digits:
         return True
     return core.isupper() and len(core) > 3 and "-" not in core

@@ -51,7 +51,8 @@ class Vectors:
         self.lock = threading.RLock()   # hnswlib is not safe to add and query at once
         self.index = None
         self.live: set[int] = set()
-        self.generation = -1
+        self.generation = -1         # the catalog generation the vectors in memory reflect
+        self.saved_generation = -1   # … and the one the file on disk reflects
         self._matrix: tuple[np.ndarray, np.ndarray] | None = None   # (sorted live labels, their vectors)
         self._load()
 
@@ -69,6 +70,7 @@ class Vectors:
             if idx.get_current_count() < len(live):
                 raise ValueError("file holds fewer vectors than recorded")
             self.index, self.live, self.generation = idx, live, int(meta["generation"])
+            self.saved_generation = self.generation
         except FileNotFoundError:
             self.index, self.live, self.generation = None, set(), -1
         except Exception as e:  # truncated or foreign file: derived data, rebuilt by the caller
@@ -104,6 +106,8 @@ class Vectors:
                 need = self.index.get_current_count() + len(labels)
                 if need > self.index.get_max_elements():
                     self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
+                # One thread: a document's few vectors gain nothing from two (thread start-up cost more
+                # than the insert), and one gives the same graph on every run (threads race for links).
                 self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64),
                                      num_threads=1)
                 self.live.update(int(x) for x in labels)
@@ -138,29 +142,32 @@ class Vectors:
             self.dir.mkdir(parents=True, exist_ok=True)
             if self.index is None:
                 self.index = self._new_index(16)
-            tmp = self.file.with_suffix(".hnsw.tmp")
-            mtmp = self.meta_file.with_suffix(".json.tmp")
-            try:
-                self.index.save_index(str(tmp))
-                if os.path.getsize(tmp) != self.index.index_file_size():
-                    raise OSError(errno.ENOSPC, f"short write of {tmp.name} ({os.path.getsize(tmp)} of "
-                                                f"{self.index.index_file_size()} bytes): disk full?")
-                with open(tmp, "rb+") as f:
-                    os.fsync(f.fileno())
-                meta = {"dim": self.dim, "generation": generation, "capacity": self.index.get_max_elements(),
-                        "live": sorted(self.live)}
-                with open(mtmp, "w") as f:
-                    json.dump(meta, f)
-                    f.flush()
-                    os.fsync(f.fileno())
-            except BaseException:
-                for t in (tmp, mtmp):
-                    t.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, self.file)
-            os.replace(mtmp, self.meta_file)  # a crash between the two: old generation → rebuilt at open
-            _fsync_dir(self.dir)
-            self.generation = generation
+            index, live = self.index, sorted(self.live)
+        # Written outside the lock: a search only reads the graph, as the save does, and every
+        # change (update, rebuild) runs on the writer thread, which is here — so searches go on
+        # while a large file is written.
+        tmp = self.file.with_suffix(".hnsw.tmp")
+        mtmp = self.meta_file.with_suffix(".json.tmp")
+        try:
+            index.save_index(str(tmp))
+            if os.path.getsize(tmp) != index.index_file_size():
+                raise OSError(errno.ENOSPC, f"short write of {tmp.name} ({os.path.getsize(tmp)} of "
+                                            f"{index.index_file_size()} bytes): disk full?")
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            meta = {"dim": self.dim, "generation": generation, "capacity": index.get_max_elements(), "live": live}
+            with open(mtmp, "w") as f:
+                json.dump(meta, f)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            for t in (tmp, mtmp):
+                t.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, self.file)
+        os.replace(mtmp, self.meta_file)  # a crash between the two: old generation → rebuilt at open
+        _fsync_dir(self.dir)
+        self.generation = self.saved_generation = generation
     
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """(label, cosine similarity) best first; `allowed` restricts labels."""

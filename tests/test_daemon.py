@@ -95,7 +95,9 @@ def consistent(d: DaemonProc) -> dict:
     missing_vec = db.execute("SELECT COUNT(*) FROM passages p LEFT JOIN embeddings e ON e.text_sha=p.text_sha"
                              " WHERE e.text_sha IS NULL").fetchone()[0]
     gen = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
-    meta = json.loads(Path(st["index_dir"], "vectors/vectors.json").read_text())
+    # After a targeted update the vector file is written once the daemon is quiet (daemon/updates.py)
+    meta_file = Path(st["index_dir"], "vectors/vectors.json")
+    meta = wait_for(lambda: (lambda m: m if m["generation"] == gen else None)(json.loads(meta_file.read_text())), 20)
     assert set(meta["live"]) == passages
     assert missing_vec == 0
     assert st["fulltext_generation"] == st["vectors_generation"] == gen

@@ -1,0 +1,41 @@
+"""The daemon's writer side of a change: what the watcher and the hooks queued → the engine.
+
+A batch of paths (watcher events) or a bare notification (a git hook: the engine diffs the
+indexed HEAD against the current one) is a targeted update — only those files are stat'ed, read
+and embedded. The periodic rescan and the catch-up at start are full walks: the safety net for
+events the watcher missed. Targeted updates leave the vector file to be saved once the daemon
+has been quiet for a while (each save writes the whole file), and at shutdown.
+"""
+
+from __future__ import annotations
+
+import time
+
+VECTORS_SAVE_QUIET_S = 2.0    # quiet this long after a targeted update before the vector file is written
+
+
+class Updater:
+    def __init__(self, engine, save_quiet_s: float = VECTORS_SAVE_QUIET_S):
+        self.engine = engine
+        self.save_quiet_s = save_quiet_s
+        self._last_change: float | None = None
+
+    def apply(self, paths, full: bool):
+        """One batch; returns the engine's IndexReport."""
+        report = self.engine.refresh() if full else self.engine.refresh_paths(paths)
+        self._last_change = time.monotonic() if self.engine.vectors_unsaved() else None
+        return report
+
+    def save_due(self) -> float | None:
+        """When (time.monotonic()) the vector file should be written, or None if it is current."""
+        return None if self._last_change is None else self._last_change + self.save_quiet_s
+
+    def when_quiet(self) -> None:
+        """Write the vector file if it is due."""
+        due = self.save_due()
+        if due is not None and time.monotonic() >= due:
+            self.flush()
+
+    def flush(self) -> None:
+        self.engine.save_vectors()
+        self._last_change = None
