@@ -215,6 +215,17 @@ class PgLedger:
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in
                 self._q("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
 
+    def documents_matching(self, paths, prefixes) -> dict[str, tuple[int, str, int, int]]:
+        """documents() for the given paths and every document under the given folder prefixes."""
+        sql = "SELECT path, id, content_hash, size, mtime_ns FROM documents WHERE "
+        rows = self._q(sql + "path = ANY(%s)", (list(paths),)).fetchall()
+        for pre in prefixes:
+            rows += self._q(sql + "starts_with(path, %s)", (pre,)).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def titles(self, paths) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._q("SELECT path, title FROM documents WHERE path = ANY(%s)", (list(paths),))}
+
     def document(self, path: str) -> dict | None:
         cur = self._q(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE path = %s", (path,))
         row = cur.fetchone()
@@ -440,9 +451,31 @@ class PgLedger:
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
                                       " WHERE d.path = ANY(%s)", (list(paths),))]
 
-    def section_ids_about(self, record_paths: list[str], entity: str) -> list[int]:
+    def section_ids_about(self, record_paths: list[str], name: str, needles: list[str]) -> list[int]:
+        """An entity's history: its records' sections and those that mention it (the stored
+        mentions decide; `needles` only narrow the local store's literal index)."""
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
-                                      " WHERE d.path = ANY(%s) OR s.entities ? %s", (list(record_paths), entity))]
+                                      " WHERE d.path = ANY(%s) OR s.entities ? %s", (list(record_paths), name))]
+
+    # No literal index here: None tells the engine to scan section_texts() (its cached copy).
+    def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
+        return None
+
+    def contents_containing(self, needle: str) -> Iterable[str] | None:
+        return None
+
+    def newest_sections(self, f: Filters, limit: int) -> list[int]:
+        """As the local catalog's: newest first (date, the earlier section of a day, id) among the
+        sections with text of their own, or among all when none has; ordered and limited in SQL."""
+        where, params = _filter_where(f)
+        sql = ("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where}){extra}"
+               " ORDER BY s.date DESC NULLS LAST, s.start_line, s.id LIMIT %s")
+        with_text = " AND btrim(s.body, E' \\t\\n\\r\\f\\v') <> ''"
+        out = [r[0] for r in self._q(sql.format(where=where, extra=with_text), (*params, limit))]
+        return out or [r[0] for r in self._q(sql.format(where=where, extra=""), (*params, limit))]
+
+    def section_count(self) -> int:
+        return self._q("SELECT count(*) FROM sections").fetchone()[0]
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         col = "lower(s.content)" if case_insensitive else "s.content"
@@ -733,6 +766,14 @@ class PgVectorIndex:
     @property
     def generation(self) -> int:
         return self._ledgers().generation
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        pass   # the store's generation is the ledger's, committed with each document
+
+    @property
+    def saved_generation(self) -> int:
+        return self.generation   # nothing waits to be saved: PostgreSQL holds every vector
 
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         return self._ledgers().nearest(query, k, self.dim, allowed)
