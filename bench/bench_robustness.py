@@ -23,6 +23,16 @@ process (the tiny test model: this measures robustness, not ranking), and prints
   answered? any torn result (a section that belongs to no single version of its document)?
   latency p50/p95/max; a burst of 256 simultaneous connections; the daemon's open fds before/after
 - --big: the full-size hostile corpus (a 10 MB line, 100,000 headings) through a real refresh
+- adversarial classes (issue 14; generators in tests/adversarial_inputs.py):
+  bombs: YAML alias bombs and a 5 MB front matter beside a normal note, through a real refresh;
+  long_lines: one --line-mb MB line of each shape the patterns touch, prepared in the sandbox child
+  (seconds, child peak RSS); big_files: --file-mb MB files of memory-heavy shapes (paragraphs,
+  lines, headings, list items, fences, quotes, table rows) under the per-document budget;
+  special: indexed files swapped for a FIFO, device, socket, folder, outside symlink, over-cap file,
+  then read (answered? blocked?); damaged: catalog garbage/truncated/emptied/page zeroed, tantivy
+  meta and vector file garbage, then open + refresh (recovered?); latency: another client's search
+  p50/p95 on a daemon, settled vs while a --line-mb MB `a-a-a-…` line is ingested, and how long
+  SIGTERM takes mid-document
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -528,6 +539,301 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+# -- adversarial classes (issue 14: bombs, long lines, special files, damaged stores) ------------
+
+def _vm_hwm_mb(pid: int) -> float:
+    """Peak resident memory of a live process (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def bench_bombs(embedder, tmp: Path) -> dict:
+    """YAML front matter bombs next to a normal note, through a real refresh."""
+    from tests.adversarial_inputs import billion_laughs, huge_front_matter, merge_key_bomb
+
+    root = tmp / "bombs"
+    write(root, "a-laughs.md", billion_laughs())
+    write(root, "b-merge.md", merge_key_bomb())
+    write(root, "c-huge-front-matter.md", huge_front_matter(5_000_000))
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    e = engine_for([root], embedder)
+    t = time.monotonic()
+    report = e.refresh()
+    out = {"seconds": round(time.monotonic() - t, 2), "documents": sorted(e.catalog.documents()),
+           "largest_front_matter_stored_bytes": max(len(json.dumps(e.catalog.document(p)["front_matter"]))
+                                                    for p in e.catalog.documents()),
+           "warnings": [w[:120] for w in report.warnings],
+           "normal_note_found": bool(do_search_paths(e, "restoring the database") == "ok.md")}
+    e.close()
+    return out
+
+
+def do_search_paths(e, q: str) -> str | None:
+    from remembrancer.indexer.api import do_search
+
+    res = do_search(e, {"query": q})["results"]
+    return res[0]["path"] if res else None
+
+
+def bench_long_lines(line_mb: float, units: list[str] | None = None) -> dict:
+    """Every line shape the patterns touch, `line_mb` MB on one line, through the whole
+    decode → redact → parse → chunks → passages pipeline in the sandbox child (as the engine runs a
+    large document); seconds and the child's peak RSS per shape."""
+    from remembrancer.indexer import sandbox
+    from tests.adversarial_inputs import LINE_UNITS, pathological_line
+
+    w = sandbox.Worker("bench-long-lines")
+    rows = []
+    n = int(line_mb * 1_000_000)
+    for unit in units or LINE_UNITS:
+        data = ("# Long\n\n" + pathological_line(unit, n) + "\n").encode()
+        f = H.CorpusFile(H._ROOT, "long.md", "long.md", H._ROOT.path / "long.md", len(data), 0)
+        t = time.monotonic()
+        try:
+            w.call("prepare", (f, data, H._LAYOUT, H._MATCHER, None, None))
+            outcome = "indexed"
+        except Exception as e:
+            outcome = type(e).__name__
+        dt = time.monotonic() - t
+        rss = _vm_hwm_mb(w._proc.pid) if w._proc is not None else None
+        rows.append({"unit": unit, "seconds": round(dt, 2), "child_peak_rss_mb": rss, "outcome": outcome})
+        w.close()   # a fresh child per shape: its peak is this shape's
+        log(f"  {unit!r}: {dt:.1f}s rss {rss} MB {outcome}")
+    worst = max(rows, key=lambda r: r["seconds"])
+    return {"line_bytes": n, "shapes": len(rows), "slowest": worst,
+            "over_10s": [r for r in rows if r["seconds"] > 10], "max_child_rss_mb": max(r["child_peak_rss_mb"] or 0 for r in rows),
+            "rows": rows}
+
+
+def bench_big_files(tmp: Path, file_mb: float) -> dict:
+    """Files just under the size cap whose shape costs memory (many paragraphs, headings, list items,
+    fences, one line), prepared as the engine prepares them: in the sandbox child, under the product's
+    per-document budget. Seconds, outcome, and the child's peak RSS (sampled while it works, so a
+    child killed at the budget is measured too)."""
+    from remembrancer.indexer import sandbox
+
+    n = int(file_mb * 1_000_000)
+    shapes = {"paragraphs": "a\n\n", "lines": "a\n", "headings": "# h\n", "list_items": "- a\n",
+              "fences": "```\nx\n```\n", "quotes": "> a\n", "table_rows": "| a | b |\n", "one_line": "word "}
+    rows = []
+    for name, unit in shapes.items():
+        data = (unit * (n // len(unit))).encode()
+        f = H.CorpusFile(H._ROOT, "big.md", "big.md", H._ROOT.path / "big.md", len(data), 0)
+        w = sandbox.Worker("bench-big-files")
+        peak = [0.0]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(0.2):
+                proc = w._proc
+                try:
+                    peak[0] = max(peak[0], _vm_hwm_mb(proc.pid)) if proc is not None else peak[0]
+                except (OSError, ValueError):
+                    pass
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        t = time.monotonic()
+        try:
+            w.call("prepare", (f, data, H._LAYOUT, H._MATCHER, None, None))
+            outcome = "indexed"
+        except sandbox.OverBudget:
+            outcome = f"over the {sandbox.BUDGET_S:.0f} s budget: indexed without text"
+        except Exception as e:
+            outcome = type(e).__name__
+        dt = time.monotonic() - t
+        if w._proc is not None:
+            peak[0] = max(peak[0], _vm_hwm_mb(w._proc.pid))
+        done.set()
+        sampler.join()
+        w.close()
+        rows.append({"shape": name, "bytes": len(data), "seconds": round(dt, 1), "child_peak_rss_mb": peak[0],
+                     "outcome": outcome})
+        log(f"  {name}: {dt:.1f}s rss {peak[0]} MB {outcome}")
+    return {"file_bytes": n, "budget_s": sandbox.BUDGET_S, "rows": rows,
+            "max_child_rss_mb": max(r["child_peak_rss_mb"] or 0 for r in rows)}
+
+
+def bench_special_files(embedder, tmp: Path) -> dict:
+    """Indexed files swapped for a FIFO, a device, a socket, a folder, a symlink out of the root;
+    each read must answer (an error) without blocking."""
+    import socket as socketlib
+
+    from remembrancer.indexer import reader
+    from remembrancer.indexer.errors import UserError
+
+    root = tmp / "special"
+    kinds = ["fifo", "char_device", "socket", "directory", "symlink_out", "grown_over_cap"]
+    for k in kinds:
+        write(root, f"{k}.md", f"# {k}\n\nindexed as a regular file\n")
+    e = engine_for([root], embedder)
+    e.refresh()
+    outcomes = {}
+    for k in kinds:
+        p = root / f"{k}.md"
+        p.unlink()
+        if k == "fifo":
+            os.mkfifo(p)
+        elif k == "char_device":
+            try:
+                os.mknod(p, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))   # /dev/zero
+            except PermissionError:
+                os.symlink("/dev/zero", p)
+        elif k == "socket":
+            s = socketlib.socket(socketlib.AF_UNIX)
+            s.bind(str(p))
+        elif k == "directory":
+            p.mkdir()
+        elif k == "symlink_out":
+            os.symlink("/etc/hostname", p)
+        else:
+            p.write_bytes(b"# big\n" + b"x" * (e.config.max_file_bytes + 10))
+        box: dict = {}
+
+        def run():
+            try:
+                reader.read(e, f"{k}.md")
+                box["out"] = "read (unexpected)"
+            except UserError as err:
+                box["out"] = f"{err.code}: {err.message[:80]}"
+            except Exception as err:
+                box["out"] = f"CRASH {type(err).__name__}: {err}"
+
+        t = threading.Thread(target=run, daemon=True)
+        t0 = time.monotonic()
+        t.start()
+        t.join(20)
+        outcomes[k] = {"answer": box.get("out", "BLOCKED (no answer in 20 s)"), "ms": round((time.monotonic() - t0) * 1000, 1)}
+    refreshed = e.refresh()
+    e.close()
+    return {"reads": outcomes, "blocked": sum(1 for v in outcomes.values() if v["answer"].startswith("BLOCKED")),
+            "reindex_warnings": [w[:100] for w in refreshed.warnings]}
+
+
+def bench_damaged_stores(embedder, tmp: Path) -> dict:
+    """Damage one store at a time (catalog: garbage, truncated, emptied, a page zeroed; full-text
+    meta; vector file), then open and refresh: recovered, with every document back?"""
+    root = tmp / "damaged-corpus"
+    for i in range(40):
+        write(root, H.doc_path(i), H.doc_text(i, 1))
+    rows = {}
+    for how in ("catalog_garbage", "catalog_truncated", "catalog_empty", "catalog_page_zeroed",
+                "fulltext_meta_garbage", "vectors_garbage"):
+        os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / f"data-{how}")
+        e = engine_for([root], embedder)
+        e.refresh()
+        n = len(e.catalog.documents())
+        e.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        d = e.dir
+        e.close()
+        cat = d / "catalog.sqlite3"
+        if how == "catalog_garbage":
+            cat.write_bytes(os.urandom(cat.stat().st_size))
+        elif how == "catalog_truncated":
+            cat.write_bytes(cat.read_bytes()[: cat.stat().st_size // 2 + 123])
+        elif how == "catalog_empty":
+            cat.write_bytes(b"")
+        elif how == "catalog_page_zeroed":
+            data = bytearray(cat.read_bytes())
+            data[4096:8192] = bytes(4096)
+            cat.write_bytes(bytes(data))
+        elif how == "fulltext_meta_garbage":
+            (d / "fulltext" / "meta.json").write_text("{garbage")
+        else:
+            for f in (d / "vectors").glob("*.bin"):
+                f.write_bytes(os.urandom(1000))
+        t = time.monotonic()
+        try:
+            e = engine_for([root], embedder)
+            rep = e.refresh()
+            back = len(e.catalog.documents())
+            found = do_search_paths(e, "Doc 3 part 1") is not None
+            e.close()
+            rows[how] = {"recovered": back == n and found, "documents": f"{back}/{n}", "seconds": round(time.monotonic() - t, 1),
+                         "note": next((w[:140] for w in rep.warnings if "damaged" in w), None)}
+        except Exception as ex:
+            rows[how] = {"recovered": False, "error": f"{type(ex).__name__}: {str(ex)[:160]}"}
+        log(f"  {how}: {rows[how]}")
+    return rows
+
+
+def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, unit: str = "a-",
+                         searches: int = 200) -> dict:
+    """A daemon serving --docs documents: one client's search latency settled (baseline), then while
+    a `line_mb` MB pathological line is ingested; then SIGTERM while it ingests another one."""
+    from remembrancer.daemon.client import Client
+    from tests.adversarial_inputs import pathological_line
+
+    root = tmp / "corpus"
+    for i in range(n_docs):
+        write(root, H.doc_path(i), H.doc_text(i, 1))
+    d = DaemonProc(tmp, [root], model).start()
+    rng = random.Random(4)
+
+    def one_search(c) -> float:
+        t0 = time.perf_counter()
+        c.call("search", query=f"Doc {rng.randrange(n_docs)} part {rng.randrange(4)}")
+        return (time.perf_counter() - t0) * 1000
+
+    try:
+        with Client(d.sock, timeout=120) as c:
+            for _ in range(20):
+                one_search(c)
+            base = [one_search(c) for _ in range(searches)]
+            write(root, "z-pathological.md", "# Long\n\n" + pathological_line(unit, int(line_mb * 1_000_000)) + "\n")
+            write(root, "z-after.md", "# After\n\nan unrelated edit made while the long line is ingested\n")
+            c.call("reindex")
+            t0 = time.monotonic()
+            during = []
+            saw_ingesting = False
+            listed = False
+            dropped = 0
+            while True:
+                try:  # status and list on their own connections: the search client's latency is the figure
+                    st = d.call("status")
+                    busy = st["daemon"]["ingesting"] or st["daemon"]["queued_changes"]
+                    saw_ingesting |= bool(busy)
+                    if not busy and time.monotonic() - t0 > 1:
+                        listed = "z-pathological.md" in {x["path"] for x in d.call("list")["documents"]}
+                        if listed:   # (a save seen half-written is ingested twice: wait for the whole file)
+                            break
+                    during.append(one_search(c))
+                except Exception:  # a dropped connection is counted, and the client reconnects
+                    dropped += 1
+                    c.close()   # the next call connects again
+                if time.monotonic() - t0 > 600:
+                    break
+            ingest_s = time.monotonic() - t0
+            after_found = [r for r in c.call("search", query="unrelated edit made while", exact=True)["results"]
+                           if r["path"] == "z-after.md"]
+            pathological_indexed = listed
+        # SIGTERM mid-document
+        write(root, "z-pathological-2.md", "# Long 2\n\n" + pathological_line(unit, int(line_mb * 1_000_000)) + "\n")
+        d.call("reindex")
+        wait_for(lambda: d.call("status")["daemon"]["ingesting"], timeout=60)
+        time.sleep(1.0)
+        t1 = time.monotonic()
+        d.proc.send_signal(__import__("signal").SIGTERM)
+        try:
+            d.proc.wait(60)
+            stop_s = round(time.monotonic() - t1, 2)
+        except subprocess.TimeoutExpired:
+            stop_s = "no exit in 60 s"
+    finally:
+        d.stop()
+    p95 = lambda xs: round(percentile(xs, 95), 1)  # noqa: E731
+    return {"documents": n_docs, "line_bytes": int(line_mb * 1_000_000), "unit": unit,
+            "baseline_ms": {"p50": round(percentile(base, 50), 1), "p95": p95(base)},
+            "during_ingest_ms": {"searches": len(during), "p50": round(percentile(during, 50), 1) if during else None,
+                                 "p95": p95(during) if during else None},
+            "p95_ratio": round(p95(during) / max(p95(base), 0.01), 2) if during else None,
+            "ingest_seconds": round(ingest_s, 1), "saw_ingesting": saw_ingesting, "connections_dropped": dropped,
+            "unrelated_edit_searchable": bool(after_found), "pathological_document_listed": pathological_indexed,
+            "sigterm_mid_document_exit_seconds": stop_s}
+
+
 # -- full-size hostile corpus ------------------------------------------------------------------
 
 def bench_big(embedder, tmp: Path) -> dict:
@@ -566,12 +872,15 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--big", action="store_true", help="also the 10 MB line / 100k headings corpus")
+    ap.add_argument("--line-mb", type=float, default=5.0, help="size of the pathological lines (long_lines, latency)")
+    ap.add_argument("--file-mb", type=float, default=10.0, help="size of the memory-shaped files (big_files)")
     ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,"
-                                               "concurrency,big")
+                                               "concurrency,big,bombs,long_lines,big_files,special,damaged,latency,scope")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"parser", "queries", "protocol", "faults", "kills",
-                                                      "churn", "concurrency"} | ({"big"} if args.big else set())
+                                                      "churn", "concurrency", "bombs", "long_lines", "big_files",
+                                                      "special", "damaged", "latency"} | ({"big"} if args.big else set())
     base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
     os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
     model = build_tiny_model(base / "model")
@@ -590,6 +899,12 @@ def main() -> int:
         ("churn", lambda: bench_churn(args.docs, embedder, base / "churn")),
         ("concurrency", lambda: bench_concurrency(args.clients, args.docs, base / "concurrency", model)),
         ("big", lambda: bench_big(embedder, base)),
+        ("bombs", lambda: bench_bombs(embedder, base)),
+        ("long_lines", lambda: bench_long_lines(args.line_mb)),
+        ("big_files", lambda: bench_big_files(base, args.file_mb)),
+        ("special", lambda: bench_special_files(embedder, base)),
+        ("damaged", lambda: bench_damaged_stores(embedder, base)),
+        ("latency", lambda: bench_ingest_latency(base / "latency", model, min(args.docs, 300), args.line_mb)),
         ("scope", lambda: scope_escapes.run(base / "scope", embedder)),  # only with --only scope: bench/scope_escapes.py
     ]
     try:
@@ -606,7 +921,8 @@ def main() -> int:
     finally:
         if any(r.get("failures") for r in results.values() if isinstance(r, dict)):
             log(f"failing inputs kept in {base / 'failures'}")
-            for name in ("data", "model", "notes", "kills", "churn", "concurrency", "protocol", "faults", "hostile"):
+            for name in ("data", "model", "notes", "kills", "churn", "concurrency", "protocol", "faults", "hostile",
+                         "bombs", "special", "latency", "damaged-corpus"):
                 shutil.rmtree(base / name, ignore_errors=True)
         else:
             shutil.rmtree(base, ignore_errors=True)

@@ -1,72 +1,285 @@
-"""Score every dev set in one run and print one comparable table (ranking before/after).
+"""Score every dev set in one run: one table, the plain weighted hybrid as a baseline row, and a
+per-rule ablation with its effect on each corpus separately (docs/ranking.md is written from it).
 
-    .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--json out.json]
-                                       [--ranking stale_factor=1.0 --ranking enabled=false …]
+    .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--sets docs-dev memory-dev-2 …]
+        [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
+        [--ranking KEY=VALUE …] [--const NAME=VALUE …]
 
-`--const NAME=VALUE` overrides a constant of indexer/search.py (the heading-passage weight, the
-literal leg's first-mention credit, candidate counts, fusion weights) for the run.
-`--ranking KEY=VALUE` overrides one `[ranking]` setting (indexer/rank.py) for the run — how the
-ablation table of docs/ranking.md is reproduced (`type_weights={plan=1.0}` takes a TOML inline table).
+Every search goes through `remembrancer eval`'s code path (indexer.evaluate → api.do_search, the
+MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
+bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
+rerun opens it in a second); all configurations are then scored on the same open index.
+`--fresh` indexes into a new temporary folder instead (what the determinism check needs: two
+`--fresh` runs must print the same ranking digests).
 
-Uses `remembrancer eval`'s code path (indexer.evaluate.run_eval → the MCP search path). Indexes
-live in REMEMBRANCER_DATA_DIR (set it to keep them between runs: only the first run embeds).
+Configurations: `shipped` (the defaults, with `--ranking`/`--const` applied), `plain` (the plain
+weighted hybrid: BM25 + dense 0.7, best passage per section, no literal leg, no heading passage,
+no rules, no abstention), and with `--ablation` each rule or constant switched off alone.
+`right` counts questions answered right: an answerable one whose first result is a strict hit and
+that did not abstain, an unanswerable one that abstained. The team rule reads the ablation: a rule
+is kept only if it helps on at least two corpora and costs no corpus more than one question.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
+from copy import deepcopy
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from remembrancer.indexer import search  # noqa: E402
-from remembrancer.indexer.evaluate import run_eval  # noqa: E402
+from remembrancer.indexer.evaluate import EvalSession  # noqa: E402
+from remembrancer.indexer.rank import RankingConfig  # noqa: E402
 
-SETS = ("mm-v1.dev", "mm-v2.dev", "memory-dev", "qmd")
+SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2")
+SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
+         "memory-dev": "mem1", "memory-dev-2": "mem2"}
+ROOT = Path(__file__).resolve().parent.parent
+
+# The plain weighted hybrid: what every stratum must stay at or above.
+PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
+                   "ABSTENTION": False},
+         "ranking": {"enabled": False}}
+
+# Each rule or constant switched off alone: name → the overrides that switch it off.
+ABLATIONS = {
+    "heading passage (×0.88)": {"const": {"HEADING_PASSAGE_WEIGHT": 0.0}},
+    "literal leg": {"const": {"LITERAL_LEG": False}},
+    "identifier lean (dense 0.6)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
+    "abstention": {"const": {"ABSTENTION": False}},
+    "all memory rules": {"ranking": {"enabled": False}},
+}
+for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
+                   ("other_record_factor", 1.0), ("rule_swing", 0.0)):
+    if hasattr(RankingConfig(), _key):
+        ABLATIONS[_key] = {"ranking": {_key: _off}}
+
+
+# The constants the legs read: configurations that leave them alone reuse each question's legs.
+LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "DENSE_CANDIDATES",
+              "BM25_CANDIDATES", "LITERAL_CANDIDATES")
+
+
+class LegCache:
+    """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
+    setting of LEG_CONSTS and copied for every rule configuration: the rules, abstention and results
+    run as in the product. Latency figures are taken from the uncached rows only."""
+
+    def __init__(self):
+        self.legs: dict = {}
+        self.vecs: dict = {}
+        self.phrasing, self.query_vectors = search._phrasing, search._query_vectors
+
+    def __enter__(self):
+        search._phrasing, search._query_vectors = self._cached_phrasing, self._cached_vectors
+        return self
+
+    def __exit__(self, *exc):
+        search._phrasing, search._query_vectors = self.phrasing, self.query_vectors
+
+    def _cached_vectors(self, engine, query, alternates):
+        key = (id(engine), query, tuple(alternates))
+        if key not in self.vecs:
+            self.vecs[key] = self.query_vectors(engine, query, alternates)
+        return self.vecs[key]
+
+    def _cached_phrasing(self, engine, query, qvec, allowed):
+        if allowed is not None:
+            return self.phrasing(engine, query, qvec, allowed)
+        key = (id(engine), query, tuple(getattr(search, k) for k in LEG_CONSTS))
+        if key not in self.legs:
+            self.legs[key] = self.phrasing(engine, query, qvec, allowed)
+        ph = self.legs[key]
+        return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
+                               set(ph.probes_found))
+
+
+def _value(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+class Applied:
+    """A configuration in force for one scoring run: search constants set, the ranking replaced."""
+
+    def __init__(self, session: EvalSession, overrides: dict):
+        self.session, self.overrides = session, overrides
+
+    def __enter__(self):
+        self.saved_const = {k: getattr(search, k) for k in self.overrides.get("const", {})}
+        for k, v in self.overrides.get("const", {}).items():
+            setattr(search, k, v)
+        self.saved_ranking = self.session.engine.config.ranking
+        r = self.overrides.get("ranking")
+        if r:
+            cfg = deepcopy(self.saved_ranking)
+            for k, v in r.items():
+                if k == "type_weights":
+                    cfg.type_weights = {**cfg.type_weights, **v}
+                else:
+                    setattr(cfg, k, v)
+            self.session.engine.config.ranking = cfg
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved_const.items():
+            setattr(search, k, v)
+        self.session.engine.config.ranking = self.saved_ranking
+
+
+def right(report: dict) -> int:
+    """Questions answered right (see the module docstring)."""
+    a = report["abstention"]
+    top1_hits = round(report["overall"]["top1"] * report["overall"]["n"])
+    false_hits = sum(1 for i in a["false_ids"] if report["rankings_rank1"].get(i))
+    return top1_hits - false_hits + a["abstained"]
+
+
+def summarise(report: dict) -> dict:
+    """The figures the tables print, plus a digest of every ranked list (determinism)."""
+    o, a = report["overall"], report["abstention"]
+    digest = hashlib.sha256(json.dumps(report["rankings"], sort_keys=True).encode()).hexdigest()[:12]
+    return {"top1": o["top1"], "top5": o["top5"], "mrr": o["mrr"], "n": o["n"],
+            "strata": {k: {"top1": v["top1"], "top5": v["top5"], "n": v["n"]} for k, v in report["strata"].items()},
+            "abstained": a["abstained"], "unanswerable": a["unanswerable"],
+            "false": a["false_abstentions"], "answerable": a["answerable"],
+            "p95": report["latency_ms"]["p95"], "right": right(report), "digest": digest}
+
+
+def score(session: EvalSession, overrides: dict, alternates: dict | None) -> dict:
+    with Applied(session, overrides):
+        report = session.score(5, alternates)
+    miss_ids = {m["id"] for m in report["misses"] if m["kind"] == "retrieval"}
+    report["rankings_rank1"] = {cid: cid not in miss_ids for cid in report["rankings"]}
+    return report
+
+
+def fmt_row(name: str, s: dict) -> str:
+    strata = " ".join(f"{k}={v['top1'] * 100:.0f}" for k, v in s["strata"].items())
+    ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "-"
+    return (f"  {name:<22} Top1 {s['top1'] * 100:5.1f}  Top5 {s['top5'] * 100:5.1f}  MRR {s['mrr']:.3f}"
+            f"  abst {ab:>4}  false {s['false']}/{s['answerable']}  right {s['right']:>3}"
+            f"  p95 {s['p95']:4.0f}ms  #{s['digest']}  [{strata}]")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parent.parent.parent / "shared" / "eval"))
-    ap.add_argument("--json")
+    ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
     ap.add_argument("--sets", nargs="*", default=list(SETS))
+    ap.add_argument("--alternates", metavar="DIR", help="score each set also with the rephrasings in DIR/<set>.json")
+    ap.add_argument("--ablation", action="store_true", help="switch each rule off alone, on every set")
+    ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"),
+                    help="where the indexes are kept between runs")
+    ap.add_argument("--fresh", action="store_true", help="index into a new temporary folder (determinism check)")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown", action="store_true", help="also print the tables as Markdown (docs/ranking.md)")
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a [ranking] setting, e.g. stale_factor=1.0 (repeatable)")
+                    help="override a [ranking] setting for the shipped row, e.g. outcome_tie_margin=0.2 (repeatable)")
     ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a search constant that is not a [ranking] setting, e.g. "
-                         "HEADING_PASSAGE_WEIGHT=1.0 or DENSE_CANDIDATES=600 (indexer/search.py; repeatable)")
+                    help="override a constant of indexer/search.py for the shipped row, e.g. "
+                         "HEADING_PASSAGE_WEIGHT=1.0 (repeatable)")
     args = ap.parse_args()
+    shipped: dict = {"const": {}, "ranking": {}}
     for kv in args.const:
         name, _, value = kv.partition("=")
         if not hasattr(search, name) or not name.isupper():
             ap.error(f"--const: no constant {name!r} in indexer/search.py")
-        setattr(search, name, type(getattr(search, name))(value))
-    if args.ranking:
-        # Through a config file, so the override takes the same path (and validation) as a user's.
-        cfg = Path(tempfile.mkdtemp(prefix="eval-all-")) / "config.toml"
-        cfg.write_text("[ranking]\n" + "\n".join(args.ranking) + "\n")
-        os.environ["REMEMBRANCER_CONFIG"] = str(cfg)
-    rows, reports = [], {}
-    for name in args.sets:
-        t0 = time.perf_counter()
-        r = run_eval(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None)
-        reports[name] = r
-        o = r["overall"]
-        ab = r["abstention"]
-        strata = " ".join(f"{k}={v['top1'] * 100:.0f}" for k, v in r["strata"].items())
-        rows.append(f"{name:<11} Top1 {o['top1'] * 100:5.1f}  Top3 {o['top3'] * 100:5.1f}  Top5 {o['top5'] * 100:5.1f}"
-                    f"  MRR {o['mrr']:.3f}  abst {ab['abstained']}/{ab['unanswerable']}"
-                    f"  false {ab['false_abstentions']}/{ab['answerable']}"
-                    f"  p95 {r['latency_ms']['p95']:.0f}ms  [{strata}]  ({time.perf_counter() - t0:.0f}s)")
-    print("\n".join(rows))
+        shipped["const"][name] = type(getattr(search, name))(_value(value))
+    for kv in args.ranking:
+        name, _, value = kv.partition("=")
+        if not hasattr(RankingConfig(), name):
+            ap.error(f"--ranking: no [ranking] setting {name!r}")
+        shipped["ranking"][name] = _value(value)
+    configs = {"shipped": shipped, "plain": PLAIN}
+    if args.ablation:
+        configs.update({f"-{k}": {"const": {**shipped["const"], **v.get("const", {})},
+                                  "ranking": {**shipped["ranking"], **v.get("ranking", {})}}
+                        for k, v in ABLATIONS.items()})
+    tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
+    os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir
+    results: dict = {}
+    try:
+        for name in args.sets:
+            t0 = time.perf_counter()
+            alts = None
+            if args.alternates:
+                f = Path(args.alternates) / f"{name}.json"
+                alts = json.loads(f.read_text()) if f.exists() else None
+            with EvalSession(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None) as session:
+                built = time.perf_counter() - t0
+                res = results[name] = {}
+                for cname in ("shipped", "plain"):
+                    res[cname] = summarise(score(session, configs[cname], None))
+                    if alts:
+                        res[cname + "+alt"] = summarise(score(session, configs[cname], alts))
+                with LegCache():
+                    for cname, overrides in configs.items():
+                        if cname not in res:
+                            res[cname] = summarise(score(session, overrides, None))
+            print(f"{name}  (index {built:.0f}s, scored {time.perf_counter() - t0 - built:.0f}s)")
+            for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
+                if cname in res:
+                    print(fmt_row(cname, res[cname]))
+            sys.stdout.flush()
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.ablation:
+        print_ablation(results, configs)
+    if args.markdown:
+        print(markdown(results))
     if args.json:
-        Path(args.json).write_text(json.dumps(reports, indent=2))
+        Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
+
+
+def print_ablation(results: dict, configs: dict) -> None:
+    """Per rule: questions right it gains on each corpus (shipped − rule off) and the team rule's verdict."""
+    sets = list(results)
+    print("\nablation: questions right with the rule minus without it, per corpus (Top-1 hits that did not"
+          " abstain + no-answer rows abstained)")
+    print(f"  {'rule':<30}" + "".join(f"{SHORT.get(s, s):>7}" for s in sets) + "   verdict")
+    for cname in configs:
+        if not cname.startswith("-"):
+            continue
+        deltas = [results[s]["shipped"]["right"] - results[s][cname]["right"] for s in sets]
+        helps = sum(1 for d in deltas if d > 0)
+        verdict = "keep" if helps >= 2 and min(deltas) >= -1 else "REMOVE" if helps < 2 or min(deltas) < -1 else "?"
+        print(f"  {cname[1:]:<30}" + "".join(f"{d:>+7d}" for d in deltas) + f"   {verdict} (helps {helps})")
+
+
+def markdown(results: dict) -> str:
+    """The main table and the ablation as Markdown, the form docs/ranking.md quotes."""
+    def cell(s: dict) -> str:
+        strata = ", ".join(f"{k} {v['top1'] * 100:.0f}" for k, v in s["strata"].items())
+        ab = f"; abst {s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else ""
+        return (f"{s['top1'] * 100:.1f} / {s['top5'] * 100:.1f} ({strata}){ab}; false {s['false']}/{s['answerable']}")
+    rows = ["| set | plain weighted hybrid | shipped | shipped + alternates |", "|---|---|---|---|"]
+    for name, res in results.items():
+        rows.append(f"| {name} | {cell(res['plain'])} | {cell(res['shipped'])} | "
+                    f"{cell(res['shipped+alt']) if 'shipped+alt' in res else '—'} |")
+    ab = [c for c in next(iter(results.values())) if c.startswith("-")]
+    if ab:
+        sets = list(results)
+        rows += ["", "| rule switched off alone | " + " | ".join(SHORT.get(s, s) for s in sets) + " |",
+                 "|---|" + "---|" * len(sets)]
+        for c in ab:
+            rows.append(f"| {c[1:]} | " + " | ".join(f"{results[s]['shipped']['right'] - results[s][c]['right']:+d}"
+                                                   for s in sets) + " |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--limit", type=int, default=5)
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
     p.add_argument("--explain", action="store_true", help="show why each result ranked where it did")
+    p.add_argument("--also", action="append", default=[], metavar="PHRASING",
+                   help="a rephrasing searched with the question, in the words the notes would use (up to 3)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("read", help="print one section, a line range, or a page of a document")
@@ -239,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug: one line by default, the traceback with --debug
+        from remembrancer.indexer.catalog import is_damage
+
+        if is_damage(e):  # found mid-run (the open-time probe passed): the documented exit code
+            print(f"remembrancer: the index catalog is damaged ({e}) — run `remembrancer index`: it moves "
+                  "a damaged catalog aside and rebuilds it from the files", file=sys.stderr)
+            return EXIT_INDEX
         if args.debug:
             raise
         print(f"remembrancer: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
@@ -365,7 +373,7 @@ def cmd_index(args) -> int:
 def cmd_search(args) -> int:
     out = _memory_call(args, "search", query=args.query, limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
-                       explain=args.explain)
+                       explain=args.explain, **({"alternates": args.also} if args.also else {}))
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -381,6 +389,8 @@ def print_search(out: dict) -> None:
           f"{idx.get('sections', '?')} sections]")
     for n in out.get("notes", []):
         print(f"note: {n}")
+    if out.get("found_by") and out["found_by"] != out.get("query"):
+        print(f"best result found by the rephrasing {out['found_by']!r}")
     results = out["results"]
     if out.get("no_strong_match"):
         print("No strong match. Weak candidates (may not answer the question):")

@@ -61,6 +61,7 @@ def do_search(engine, params: dict) -> dict:
         filters=filters_from(params),
         exact=bool(params.get("exact", False)),
         explain=bool(params.get("explain", False)),
+        alternates=params.get("alternates") or [],   # validated by search (a structured error names it)
     )
     return fit_budget(search(engine, req), budget)
 
@@ -204,7 +205,26 @@ def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
         return None
     params = dict(params)
     with engine.scoped(params.pop("scope", None) or ()):
-        out = fn(engine, params)
+        try:
+            out = fn(engine, params)
+        except UserError as e:  # an error that names a secret typed into the request names it redacted
+            raise _redacted_error(engine, e, params) from None
         if method in FRESHNESS_METHODS:
             out["index"] = freshness()
-    return out
+    return _redacted_echoes(engine, out, params)
+
+
+def _redacted_echoes(engine, out, params: dict):
+    """Pieces of secrets typed into the request, wherever the answer repeats them (indexer/redact.py)."""
+    try:
+        redactor = engine.redaction.current()
+    except UserError:
+        return out
+    return redactor.redact_echoes(out, redactor.echoed_secrets(params))
+
+
+def _redacted_error(engine, e: UserError, params: dict) -> UserError:
+    fields = _redacted_echoes(engine, {"message": e.message, "hint": e.hint, "options": e.options}, params)
+    e.message, e.hint, e.options = fields["message"], fields["hint"], fields["options"]
+    e.args = (e.message,)
+    return e

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import sqlite3
+import stat
 import time
 from array import array
 from contextlib import contextmanager
@@ -20,8 +23,11 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from .errors import UserError
 from .filters import Filters
 from .store import DocumentName, DocumentSummary, LinkRow, SectionRow, SectionText
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
@@ -118,22 +124,143 @@ def _section(row) -> SectionRow:
                       row[14], row[15])
 
 
+# -- a damaged catalog ----------------------------------------------------------------------------
+# The files are canonical: a catalog SQLite cannot read (truncated, overwritten, garbage) is moved
+# aside with the derived stores built from it, and a fresh index is built from the files.
+_DAMAGE_WORDS = ("not a database", "malformed", "file is encrypted", "disk image", "corrupt")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A SQLite error that means the file itself is damaged (not "locked", not "no such table")."""
+    return isinstance(exc, sqlite3.DatabaseError) and any(w in str(exc).lower() for w in _DAMAGE_WORDS)
+
+
+class CatalogDamaged(UserError):
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"the index catalog {path} is damaged ({reason})", code="index_broken",
+                         hint="run `remembrancer index` (with your --root options): it moves the damaged "
+                              "index aside and rebuilds it from the files")
+
+
+def _header_problem(path: Path, *, sizes: bool = True) -> str | None:
+    """What the file's 100-byte SQLite header says is wrong (a truncated copy, a foreign file), in O(1).
+
+    `sizes`: also compare the page count with the file size — only with no writer and no WAL frames
+    waiting (a checkpoint in progress writes the header before the file has grown)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        return f"cannot be read: {e.strerror}"
+    if size == 0:
+        return "the file is empty"  # SQLite would take it for a new database beside the old derived stores
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return "not a SQLite database"
+    wal = path.with_name(path.name + "-wal")
+    if not sizes or (wal.exists() and wal.stat().st_size > 0):
+        return None
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages, counter, valid_for = (int.from_bytes(head[i:i + 4], "big") for i in (28, 24, 92))
+    if size % page:
+        return f"its size ({size:,} bytes) is not a whole number of {page}-byte pages"
+    if counter == valid_for and pages * page > size:
+        return f"truncated: {size:,} of {pages * page:,} bytes"
+    return None
+
+
+def _probe(db: sqlite3.Connection) -> None:
+    """Touch the schema and the small tables, so a damaged file fails here rather than mid-run."""
+    db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    for table in ("meta", "documents"):
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone():
+            db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+
+
+def move_aside(index_dir: Path, reason: str) -> Path:
+    """Move the whole index (catalog and the stores derived from it) into `damaged-<time>/`, so a
+    fresh build cannot mistake an old full-text or vector generation for its own."""
+    aside = index_dir / time.strftime("damaged-%Y%m%d-%H%M%S")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = index_dir / time.strftime(f"damaged-%Y%m%d-%H%M%S-{n}")
+    aside.mkdir(mode=0o700)
+    for entry in index_dir.iterdir():
+        if entry != aside and not entry.name.startswith("damaged-"):
+            os.replace(entry, aside / entry.name)
+    log.warning("index catalog %s was damaged (%s): moved the index aside to %s and rebuilding it from "
+                "the files", index_dir / "catalog.sqlite3", reason, aside)
+    return aside
+
+
+# -- private files -------------------------------------------------------------------------------------
+def make_private(directory: Path) -> None:
+    """0700 folders and 0600 files under `directory` (the index holds the corpus' text): set
+    explicitly, whatever the umask, for the files SQLite, tantivy and hnswlib create."""
+    for here, dirs, files in os.walk(directory):
+        for name, mode in [(d, 0o700) for d in dirs] + [(f, 0o600) for f in files] + [("", 0o700)]:
+            p = os.path.join(here, name) if name else here
+            try:
+                st = os.lstat(p)
+                if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                    os.chmod(p, mode)
+            except OSError:  # a file tantivy removed meanwhile
+                continue
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+
+
 class Catalog:
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
         self._maybe_orphaned: set[str] = set()
-        if readonly:
+        self.recovered: str | None = None  # why a damaged catalog was moved aside at open, and where
+        if readonly:  # a writer may be checkpointing right now: only the magic is checked, SQLite does the rest
+            problem = _header_problem(path, sizes=False)
+            if problem:
+                raise CatalogDamaged(path, problem)
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            try:
+                _probe(self.db)
+            except sqlite3.DatabaseError as e:
+                self.db.close()
+                if is_damage(e):
+                    raise CatalogDamaged(path, str(e)) from None
+                raise
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-            if self.get_meta("schema_version") is None:
-                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            problem = _header_problem(path) if path.exists() else None
+            if problem is None:
+                try:
+                    self._open_writable()
+                except sqlite3.DatabaseError as e:
+                    if not is_damage(e):
+                        raise
+                    getattr(self, "db", None) and self.db.close()
+                    problem = str(e)
+            if problem is not None:
+                aside = move_aside(path.parent, problem)
+                self.recovered = (f"the index catalog was damaged ({problem}); moved the old index to "
+                                  f"{aside} and rebuilt it from the files")
+                self._open_writable()
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=5000")
+
+    def _open_writable(self) -> None:
+        _create_private(self.path)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        _probe(self.db)
+        self.db.executescript(SCHEMA)
+        if self.get_meta("schema_version") is None:
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
 
     def close(self) -> None:
         self.db.close()
@@ -190,7 +317,10 @@ class Catalog:
         db.execute("BEGIN IMMEDIATE")
         try:
             removed = self._delete_document(doc["path"])
+            own = {sha for s in sections for sha, _ in s["passages"]}
             for sha, vec in new_vectors.items():
+                if sha not in own:
+                    continue  # another document's (the batch is shared): stored with that document
                 db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
                            (sha, np.asarray(vec, dtype=np.float32).tobytes()))
             cur = db.execute(
@@ -264,6 +394,11 @@ class Catalog:
         list(self._rows_in(   # a DELETE yields no rows; listing runs every batch
             "DELETE FROM embeddings WHERE text_sha IN ({marks})"
             " AND text_sha NOT IN (SELECT text_sha FROM passages WHERE text_sha = embeddings.text_sha)", shas))
+
+    def drop_orphan_embeddings(self) -> int:
+        """Every embedding no passage uses (after a complete run): one indexed anti-join."""
+        return self.db.execute("DELETE FROM embeddings WHERE NOT EXISTS"
+                               " (SELECT 1 FROM passages p WHERE p.text_sha = embeddings.text_sha)").rowcount
 
     def _bump_generation(self) -> None:
         self.set_meta("generation", str(self.generation + 1))

@@ -33,10 +33,12 @@ _TABLE_ROW_RE = re.compile(r"^\s*\|")
 # HTML elements that Markdown files embed for layout (a man page's <dl> of options, <h3> anchors,
 # <a>/<code>/<em> inline). Their tags are markup, not words: passages drop them before embedding.
 # Only these names: a `<duration>` or `Option<T>` placeholder is text and stays.
-_HTML_TAG_RE = re.compile(
-    r"</?(?:a|abbr|b|blockquote|br|code|dd|del|details|div|dl|dt|em|h[1-6]|hr|i|img|ins|kbd|li|ol|p|pre|"
-    r"s|section|small|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul|var)(?:\s[^<>]*)?/?>",
-    re.IGNORECASE)
+_LAYOUT_TAGS = frozenset(
+    "a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i img ins kbd li ol p pre "
+    "s section small span strong sub summary sup table tbody td th thead tr u ul var".split())
+# Any tag-shaped run; its name is then looked up in _LAYOUT_TAGS (an alternation of 45 names under
+# IGNORECASE cost ~2 µs per character of a long line of `<`).
+_HTML_TAG_RE = re.compile(r"</?([A-Za-z][A-Za-z0-9]*+)(?:\s[^<>]*)?/?>")
 
 
 @dataclass(frozen=True)
@@ -122,12 +124,13 @@ def _cut_line(line: str, max_chars: int) -> list[str]:
     if len(line) <= max_chars:
         return [line]
     out = []
-    while len(line) > max_chars:
-        cut = line.rfind(" ", max_chars // 2, max_chars)
-        cut = cut + 1 if cut > 0 else max_chars
-        out.append(line[:cut])
-        line = line[cut:]
-    out.append(line)
+    start = 0  # offsets, not `line = line[cut:]`: re-copying the rest per cut is quadratic on a long line
+    while len(line) - start > max_chars:
+        cut = line.rfind(" ", start + max_chars // 2, start + max_chars)
+        cut = cut + 1 if cut > start else start + max_chars
+        out.append(line[start:cut])
+        start = cut
+    out.append(line[start:])
     return out
 
 
@@ -179,10 +182,10 @@ def readable(text: str) -> str:
     """Text without HTML layout tags and with entities decoded (`&lt;` → `<`), as a reader sees it."""
     if "<" not in text and "&" not in text:
         return text
-    return html.unescape(_HTML_TAG_RE.sub("", text))
+    return html.unescape(_HTML_TAG_RE.sub(lambda m: "" if m.group(1).lower() in _LAYOUT_TAGS else m.group(0), text))
 
 
-_TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_TABLE_SEP_RE = re.compile(r"^\s*+\|?\s*+:?-{2,}")  # possessive: two adjacent \s* backtrack quadratically
 
 
 def _split_items(block_lines: list[str]) -> list[str]:

@@ -127,6 +127,14 @@ def make_roots(paths: list[str | Path]) -> list[Root]:
     return roots
 
 
+def _positive_int(value, name: str, path: Path) -> int:
+    """A TOML integer >= 1 (a string such as "ten", a float or a bool is refused by name)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"invalid config {path}: {name} must be a whole number of bytes >= 1, got {value!r}",
+                        param=name, hint=f"e.g. {name.split('.')[-1]} = 10485760 under [index]")
+    return value
+
+
 # Every key the config file may hold: anything else is a typo, refused with the valid names.
 KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
     "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path",),
@@ -180,7 +188,7 @@ def load_config(root_args: list[str] | None = None) -> Config:
         raise UserError(f"invalid config {path}: [index] exclude must be a list of gitignore patterns")
     cfg.excludes = DEFAULT_EXCLUDES + tuple(excludes)
     if "max_file_bytes" in index:
-        cfg.max_file_bytes = int(index["max_file_bytes"])
+        cfg.max_file_bytes = _positive_int(index["max_file_bytes"], "index.max_file_bytes", path)
     model = raw.get("model", {})
     if isinstance(model, dict) and model.get("path"):
         cfg.model = str(Path(model["path"]).expanduser())

@@ -45,6 +45,46 @@ class WalkResult:
     failed_roots: list[str] = field(default_factory=list)  # roots that could not be read at all
 
 
+class Unreadable(Exception):
+    """A corpus file that must not or cannot be read; the message is the warning to show."""
+
+
+def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, nofollow: bool = False) -> bytes:
+    """The bytes of a regular file, for the indexer and for every later read alike.
+
+    Opened non-blocking and checked on the opened descriptor (fstat), so a path swapped for a
+    FIFO, a device or a socket after the walk is refused instead of hanging the caller until some
+    writer opens it; the size cap is checked on the same descriptor and bounds the read, so a file
+    that grew past it since the walk is refused too. `nofollow`: the path must not be a symlink
+    (a reader that already resolved it)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise Unreadable(f"{shown}: vanished while being read") from None
+    except OSError as e:
+        raise Unreadable(f"{shown}: cannot be read ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a folder, FIFO, device, socket
+            raise Unreadable(f"{shown}: skipped, not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise Unreadable(f"{shown}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except OSError as e:
+            raise Unreadable(f"{shown}: cannot be read ({e.strerror})") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise Unreadable(f"{shown}: skipped, it grew over the {max_bytes:,}-byte cap while being read")
+    return data
+
+
 def corpus_path(root: Root, rel: str, multi: bool) -> str:
     return f"{root.name}/{rel}" if multi else rel
 

@@ -142,6 +142,21 @@ class Embedder:
         self.texts_embedded += 1
         return vec
 
+    def common_words(self) -> frozenset[str]:
+        """The whole words of the tokenizer's vocabulary (a WordPiece vocabulary holds everyday
+        English whole and splits terms of art): what abstention calls common (terms.is_rare)."""
+        if getattr(self, "_common", None) is None:
+            self._common = frozenset(t for t in self._tokenizer.get_vocab() if t.isalpha() and len(t) >= 2)
+        return self._common
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """float32 (n, dim) for several queries in one run (a question's rephrasings: one call, not n)."""
+        if not texts:
+            return np.zeros((0, self.contract.dim), dtype=np.float32)
+        vecs = self._run(self._tokenizer.encode_batch([self.contract.query_prefix + t for t in texts]))
+        self.texts_embedded += len(texts)
+        return vecs
+
     def _run(self, encodings) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -174,6 +189,16 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def disable_telemetry(ort) -> bool:
+    """onnxruntime's telemetry events off (where the build has them): nothing about the user's
+    machine is recorded or sent. True when the call exists."""
+    fn = getattr(ort, "disable_telemetry_events", None)
+    if fn is None:
+        return False
+    fn()
+    return True
+
+
 def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> Embedder:
     """Open tokenizer + session and probe once, so a wrong ``dim`` fails at load, not mid-index."""
     import onnxruntime as ort
@@ -189,6 +214,7 @@ def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> E
     tokenizer.no_padding()
     tokenizer.enable_truncation(contract.max_tokens)
 
+    disable_telemetry(ort)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 2  # halves latency on 2 cores; more threads only contend
     opts.inter_op_num_threads = 1

@@ -20,7 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import corpus, ingest, links, meta, scope, terms
+from . import corpus, ingest, links, meta, sandbox, scope, terms
+from .catalog import make_private
 from .config import Config
 from .errors import UserError
 from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
@@ -101,6 +102,7 @@ class Engine:
         self._writer_thread = threading.get_ident()
         self._readers = threading.local()
         self.stop_requested = threading.Event()
+        self._sandbox = sandbox.Worker("remembrancer-ingest")  # large documents (started on first use)
         self.fulltext: KeywordIndex = self.store.keyword_index(lambda: self.catalog)
         self.vectors: VectorIndex | None = None
         self._entities: tuple = (-1, {}, [])
@@ -113,6 +115,8 @@ class Engine:
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._open_vectors()
         if not readonly:
+            if self.dir.is_dir():
+                make_private(self.dir)  # the index holds the corpus' text: 0700 folders, 0600 files
             self.repair()
 
     @property
@@ -222,10 +226,20 @@ class Engine:
         self.repair()
         t0 = time.monotonic()
         report = IndexReport()
+        if getattr(self._catalog, "recovered", None):  # catalog.py moved a damaged catalog aside at open
+            report.warnings.append(self._catalog.recovered)
+            self._catalog.recovered = None
         redactor = self.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
         policy = self._redaction_policy_check(redactor)
         self._layout_check()
         reparse = self._reparse_check()
+        if not self.catalog.documents():
+            # A first index: nothing stored needs re-reading, so record the parser and policy now. Left
+            # for the end, a crash during the first index made every restart re-read and rewrite
+            # every document it had already stored.
+            self.catalog.set_meta("parse_version", str(PARSE_VERSION))
+            self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
+            reparse, policy = False, None
         if reembed:
             self._drop_vectors()
         walked = corpus.walk(self.config.roots, self.config.excludes, self.config.max_file_bytes)
@@ -252,6 +266,8 @@ class Engine:
         if self.catalog.entities() != entities_before or (changed and not entities_before):
             self._retag_entities()
         self._resolve_links()
+        if not self.stop_requested.is_set() and (changed or gone) and hasattr(self.catalog, "drop_orphan_embeddings"):
+            self.catalog.drop_orphan_embeddings()  # a complete run leaves no embedding without a passage
         self._commit_derived()
         if policy and not self.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
@@ -298,7 +314,7 @@ class Engine:
             if progress:
                 progress(i, len(files), f.path)
             try:
-                data = ingest.read_file(f)
+                data = ingest.read_file(f, self.config.max_file_bytes)
             except ingest.Skip as e:
                 report.warnings.append(str(e))
                 continue
@@ -309,8 +325,9 @@ class Engine:
                 report.outcomes[f.path] = "unchanged"
                 continue
             try:
-                prepared = ingest.prepare(f, data, self.layout, matcher,
-                                          commit_dates.get(f.path), redactor=redactor)
+                prepared = self._prepare(f, data, matcher, commit_dates.get(f.path), redactor)
+            except sandbox.Stopped:
+                break  # SIGTERM mid-document: the child was killed; this document waits for the next run
             except ingest.Excluded as e:  # front matter `secret: true`: an older copy must go too
                 report.warnings.append(str(e))
                 if old is not None:
@@ -337,6 +354,19 @@ class Engine:
                 self._commit_derived()
                 last_save = time.monotonic()
         self._write(pending, report)
+
+    def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
+        """ingest.prepare, in a child process under a time budget for a large document
+        (indexer/sandbox.py); past the budget the document is indexed without its text."""
+        args = (f, data, self.layout, matcher, fallback_date, redactor)
+        if len(data) < sandbox.LARGE_BYTES:
+            return ingest.prepare(*args)
+        try:
+            return self._sandbox.call("prepare", args, stop=self.stop_requested)
+        except sandbox.OverBudget:
+            return ingest.without_sections(f, data, self.layout, (
+                f"{f.path}: indexed without its text: redacting and parsing it went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB); split the file to make it searchable"))
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -441,6 +471,8 @@ class Engine:
         self.fulltext.commit(gen)
         if self.vectors is not None:
             self.vectors.save(gen)
+        if self.dir.is_dir():
+            make_private(self.dir)  # new tantivy segments and vector files
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""
@@ -606,4 +638,5 @@ class Engine:
         return scope.visible_warnings(self.wall, warnings, paths)
 
     def close(self) -> None:
+        self._sandbox.close()
         self._catalog.close()

@@ -4,7 +4,7 @@ Judging follows ../shared/eval/README.md: a result is a *strict* hit when its pa
 label's and its breadcrumb equals the label's (case-insensitive, a split suffix " (Part 2)"
 ignored); `heading: null` accepts any section of the file, `""` is the preamble. *Lenient* also
 accepts a descendant section. The judging and aggregation functions are pure so they can be
-tested without an index; `run_eval` is the only part that opens an engine.
+tested without an index; `EvalSession` (behind `run_eval`) is the only part that opens an engine.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .search import section_key
 
 SEP = " > "
-# The label checker's rule (check_labels.py): only a trailing "(Part N)" is a split suffix —
-# memory headings such as "2031-04-02 (Wed)" or "(session 1)" are real titles and must stay.
-PART_SUFFIX = re.compile(r"\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
 TOP_KS = (1, 3, 5)
 RECALL_K = 5
 # Shorter queries ("CAP theorem", an identifier) appear verbatim in their answer by design;
@@ -167,8 +165,9 @@ def corpus_dir(cases: list[Case], queries_path: str | Path) -> Path | None:
 # -- judging (pure) ------------------------------------------------------------------------------
 
 def heading_key(heading: str | None) -> str:
-    """The comparable form of a breadcrumb: split suffix dropped, whitespace collapsed, casefolded."""
-    return re.sub(r"\s+", " ", PART_SUFFIX.sub("", heading or "")).strip().casefold()
+    """The comparable form of a breadcrumb: split suffix dropped, whitespace collapsed, casefolded
+    (the same form search uses to show each section once)."""
+    return section_key(heading)
 
 
 def is_hit(result: dict, label: Label, lenient: bool = False) -> bool:
@@ -271,58 +270,90 @@ def _tty_progress():
     return update
 
 
-def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5, *, store=None, embedder=None) -> dict:
-    """Refresh the index, run every query through `search`, and return a JSON-serialisable report."""
-    from .config import load_config
-    from .engine import Engine
-    from .reader import read
-    from .api import do_search
-    from .search import MAX_LIMIT
+def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5,
+             alternates: dict[str, list[str]] | None = None, *, store=None, embedder=None) -> dict:
+    """Refresh the index, run every query through `search`, and return a JSON-serialisable report.
+    `alternates` maps a case id to rephrasings passed as the search tool's `alternates`; `store`
+    (indexer/store.py, bench/bench_team.py) and `embedder` pass through to the engine."""
+    with EvalSession(queries_path, root_args, store=store, embedder=embedder) as session:
+        return session.score(limit, alternates)
 
-    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}", param="limit")
-    cases = load_cases(queries_path)
-    if not root_args:
-        found = corpus_dir(cases, queries_path)
-        root_args = [str(found)] if found else None
-    config = load_config(root_args)
-    engine = Engine(config, store=store, embedder=embedder)   # store: indexer/store.py (bench/bench_team.py)
-    try:
-        index = engine.refresh(progress=_tty_progress())
-        docs: dict[str, str] = {}
 
-        def document_text(path: str) -> str:
-            if path not in docs:
-                try:
-                    docs[path] = read(engine, path, max_chars=sys.maxsize)["content"]
-                except UserError:  # deleted since indexing: nothing to quote from
-                    docs[path] = ""
-            return docs[path]
+class EvalSession:
+    """An open, refreshed index for one query set, scored as many times as asked (the bench varies
+    the ranking between runs without building the index again)."""
+
+    def __init__(self, queries_path: str, root_args: list[str] | None, *, store=None, embedder=None):
+        from .config import load_config
+        from .engine import Engine
+
+        self.queries_path = queries_path
+        self.cases = load_cases(queries_path)
+        if not root_args:
+            found = corpus_dir(self.cases, queries_path)
+            root_args = [str(found)] if found else None
+        self.config = load_config(root_args)
+        self.engine = Engine(self.config, store=store, embedder=embedder)
+        try:
+            self.index = self.engine.refresh(progress=_tty_progress())
+        except BaseException:
+            self.engine.close()
+            raise
+        self._docs: dict[str, str] = {}
+
+    def __enter__(self) -> "EvalSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.engine.close()
+
+    def _document_text(self, path: str) -> str:
+        from .reader import read
+
+        if path not in self._docs:
+            try:
+                self._docs[path] = read(self.engine, path, max_chars=sys.maxsize)["content"]
+            except UserError:  # deleted since indexing: nothing to quote from
+                self._docs[path] = ""
+        return self._docs[path]
+
+    def score(self, limit: int = 5, alternates: dict[str, list[str]] | None = None) -> dict:
+        from .api import do_search
+        from .search import MAX_LIMIT
+
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}", param="limit")
+        cases = self.cases
+
+        def params(case: Case) -> dict:
+            p = {"query": case.query, "limit": limit}
+            if alternates and alternates.get(case.id):
+                p["alternates"] = alternates[case.id]
+            return p
 
         # The first search loads the embedding model; time it apart so p50/p95 are steady-state.
         t0 = time.perf_counter()
-        do_search(engine, {"query": cases[0].query, "limit": limit})
+        do_search(self.engine, params(cases[0]))
         warmup_ms = (time.perf_counter() - t0) * 1000
         outcomes = []
         for case in cases:
             t0 = time.perf_counter()
-            out = do_search(engine, {"query": case.query, "limit": limit})  # the MCP tool's path
+            out = do_search(self.engine, params(case))  # the MCP tool's path
             ms = (time.perf_counter() - t0) * 1000
-            outcomes.append(_outcome(case, out, ms, document_text))
-    finally:
-        engine.close()
-    report = build_report(outcomes, limit)
-    report["latency_ms"]["warmup"] = round(warmup_ms, 1)
-    report.update(queries=str(queries_path), roots=[str(r.path) for r in config.roots],
-                  index=index.to_dict())
-    return report
+            outcomes.append(_outcome(case, out, ms, self._document_text))
+        report = build_report(outcomes, limit)
+        report["latency_ms"]["warmup"] = round(warmup_ms, 1)
+        report.update(queries=str(self.queries_path), roots=[str(r.path) for r in self.config.roots],
+                      index=self.index.to_dict())
+        return report
 
 
 def _outcome(case: Case, out: dict, ms: float, document_text) -> dict:
     """One query's raw outcome: the judged list (best_weak when it abstained) and its verdicts."""
     abstained = bool(out.get("no_strong_match"))
     ranked = out.get("best_weak", []) if abstained else out.get("results", [])
-    o = {"case": case, "abstained": abstained, "ms": ms, "top": ranked[:MISS_SHOWN], "self_quote": False}
+    o = {"case": case, "abstained": abstained, "ms": ms, "top": ranked[:MISS_SHOWN], "self_quote": False,
+         "ranking": [show(r) for r in ranked], "found_by": out.get("found_by")}
     if case.answerable:
         o["judged"] = judge(case, ranked)
         hits = [r["path"] for r in ranked if any(is_hit(r, lab, lenient=True) for lab in case.expect)]
@@ -374,6 +405,8 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
                        "max": round(max(ms), 1) if ms else 0.0},
         "grade_fallback": {"count": len(fallback), "ids": fallback},
         "misses": misses,
+        # every query's ranked list (best_weak when it abstained): two runs compare equal or not
+        "rankings": {o["case"].id: o.get("ranking", []) for o in outcomes},
     }
 
 

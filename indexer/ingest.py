@@ -6,16 +6,13 @@ update, a daemon notification and a test.
 
 from __future__ import annotations
 
-import os
-import stat
-
 from dataclasses import dataclass, field
 
 from . import chunks as chunking
 from . import links as linking
 from . import meta
 from .config import ENTITY_TYPES
-from .corpus import CorpusFile, blob_id
+from .corpus import CorpusFile, Unreadable, blob_id, read_regular_file
 from .markdown import parse_markdown
 from .redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 
@@ -42,19 +39,13 @@ class Excluded(Skip):
     """The file must not be in the index at all (front matter `secret: true`): drop any old copy."""
 
 
-def read_file(f: CorpusFile) -> bytes:
-    """The file's bytes. Opened non-blocking and checked to be a regular file: a path swapped for
-    a FIFO after the walk must not hang the ingest until some writer opens it."""
+def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, through the one reader every corpus read uses (corpus.read_regular_file:
+    non-blocking, regular files only, size cap checked on the opened descriptor)."""
     try:
-        fd = os.open(f.abs_path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise Skip(f"{f.path}: skipped, not a regular file")
-            return fh.read()
-    except FileNotFoundError:
-        raise Skip(f"{f.path}: vanished while being read") from None
-    except OSError as e:
-        raise Skip(f"{f.path}: cannot be read ({e.strerror})") from None
+        return read_regular_file(f.abs_path, f.path, max_bytes)
+    except Unreadable as e:
+        raise Skip(str(e)) from None
 
 
 def decode(path: str, data: bytes) -> tuple[str, list[str]]:
@@ -65,6 +56,19 @@ def decode(path: str, data: bytes) -> tuple[str, list[str]]:
         return data.decode("utf-8-sig"), []
     except UnicodeDecodeError as e:
         return data.decode("utf-8-sig", errors="replace"), [f"{path}: invalid UTF-8 at byte {e.start}; bad bytes replaced"]
+
+
+def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) -> Prepared:
+    """The document known to the index (listed, dated by its path) but with no text: what is
+    indexed when reading it safely took too long (indexer/sandbox.py). Nothing of its text is
+    stored, so nothing unredacted can be."""
+    doc = {
+        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
+        "size": f.size, "mtime_ns": f.mtime_ns, "doc_type": layout.type_of(f.rel),
+        "date": meta.document_date(f.rel, {}), "title": f.rel.rsplit("/", 1)[-1], "front_matter": {},
+        "tags": [], "warnings": [why], "stale": False, "line_count": data.count(b"\n"),
+    }
+    return Prepared(doc, [], None, warnings=[why])
 
 
 def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,

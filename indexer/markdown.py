@@ -104,7 +104,8 @@ def _is_blank(lines: Iterable[str]) -> bool:
 _FRONT_MATTER_OPEN = re.compile(r"---[ \t]*\Z")
 _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*\Z")
 # A top-level YAML mapping key: quoted, or plain text up to a colon followed by a space/EOL.
-_YAML_KEY_LINE = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s#'"?:\-][^:]*?)[ \t]*:(?:[ \t]|\Z)""")
+# (\A: used with match(); anchored, a search could not rescan the line from every position either.)
+_YAML_KEY_LINE = re.compile(r"""\A(?:"[^"]*"|'[^']*'|[^\s#'"?:\-][^:]*?)[ \t]*:(?:[ \t]|\Z)""")
 # Other lines a front-matter block may hold: indented, comment, list item.
 _YAML_OTHER_LINE = re.compile(r"[ \t]|#|-(?:[ \t]|\Z)")
 # One "Note: ..." line between two rules is an admonition rendered as a setext heading.
@@ -114,23 +115,56 @@ _ADMONITIONS = frozenset(
 )
 
 
+# Front matter is a few lines of metadata; past this it is ignored (with a warning), so that no
+# document can make the YAML parser, the catalog row or the JSON of every answer huge.
+FRONT_MATTER_MAX_BYTES = 64 * 1024
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (``*name``, ``<<: *name``): alias expansion is what turns a
+    300-byte "billion laughs" into gigabytes, and metadata never needs it. Anchors alone are
+    harmless (nothing is copied)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_front_matter_yaml(text: str) -> Any:
+    """YAML with bounded output: no aliases, so the result is never larger than the text."""
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tuple[dict, int]:
     """Return (front matter, body start line). Only a YAML mapping with string keys counts.
 
     A block that is not YAML-looking (prose, headings, a lone admonition) or that parses to
-    something else is ordinary Markdown; a YAML-looking block that fails to parse is
-    skipped with a warning, so that it never turns into a setext heading.
+    something else is ordinary Markdown; a YAML-looking block that fails to parse, uses aliases
+    or is over FRONT_MATTER_MAX_BYTES is skipped with a warning (the body is still indexed), so
+    that it never turns into a setext heading.
     """
     if not lines or not _FRONT_MATTER_OPEN.match(lines[0]):
         return {}, 1
-    close = next((i for i in range(1, len(lines)) if _FRONT_MATTER_CLOSE.match(lines[i])), None)
+    close, size = None, 0
+    for i in range(1, len(lines)):
+        if _FRONT_MATTER_CLOSE.match(lines[i]):
+            close = i
+            break
+        size += len(lines[i]) + 1
     if close is None:
         return {}, 1  # unterminated: a thematic break
     block = lines[1:close]
     if not _looks_like_yaml(block) or _is_admonition(block):
         return {}, 1
+    if size > FRONT_MATTER_MAX_BYTES:
+        warnings.append(f"{path}: front matter is over {FRONT_MATTER_MAX_BYTES // 1024} KB "
+                        f"({size:,} characters); ignored")
+        return {}, close + 2
     try:
-        data = yaml.safe_load("\n".join(block))
+        data = load_front_matter_yaml("\n".join(block))
     except Exception as exc:  # YAMLError, but also RecursionError on pathological nesting
         warnings.append(f"{path}: invalid YAML front matter{_yaml_error_detail(exc)}; ignored")
         return {}, close + 2
@@ -490,8 +524,22 @@ def _section(lines: list[str], heading: str, title: str, level: int, start: int,
     )
 
 
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _UNCLOSED_HTML_COMMENT = re.compile(r"^ {0,3}<!--.*", re.DOTALL | re.MULTILINE)
+
+
+def _strip_closed_comments(text: str) -> str:
+    """`<!-- … -->` removed by a str scan: the lazy regex `<!--.*?-->` rescans the rest of the
+    text from every `<!--` that is never closed (quadratic on a line of them)."""
+    out: list[str] = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break  # unclosed: so is every later one
+        out.append(text[pos:start])
+        pos = end + 3
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _searchable_body(lines: list[str], first: int, end: int, code_lines: list[bool]) -> str:
@@ -515,4 +563,4 @@ def _join_run(run: list[str], is_code: bool) -> str:
     if is_code:
         return text
     # An unclosed comment opening a line hides the rest, as it does when rendered.
-    return _UNCLOSED_HTML_COMMENT.sub("", _HTML_COMMENT.sub("", text))
+    return _UNCLOSED_HTML_COMMENT.sub("", _strip_closed_comments(text))

@@ -22,9 +22,32 @@ HOWTO_RE = re.compile(
 # not the plan that announced it.
 OUTCOME_RE = re.compile(
     r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
-    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed)\b", re.IGNORECASE)
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally)\b", re.IGNORECASE)
+# "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
+STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
 # "Is it still planned?" asks whether an intention survived: the newest decision answers it.
-PLAN_STATUS_RE = re.compile(r"\b(still|any ?more)\b.*\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE)
+class _InOrder:
+    """`first` then, later on the same line, `then` (or `alone` anywhere): what `A.*B` means,
+    without the backtracking that makes `\bA\b.*\bB\b` quadratic on a long query repeating A."""
+
+    def __init__(self, first: re.Pattern, then: re.Pattern, alone: re.Pattern | None = None):
+        self.first, self.then, self.alone = first, then, alone
+
+    def search(self, text: str) -> bool:
+        if self.alone is not None and self.alone.search(text):
+            return True
+        pos = 0
+        while (m := self.first.search(text, pos)) is not None:
+            line_end = text.find("\n", m.end())
+            line_end = len(text) if line_end < 0 else line_end
+            if self.then.search(text, m.end(), line_end):  # the earliest A leaves B the most room
+                return True
+            pos = line_end + 1
+        return False
+
+
+PLAN_STATUS_RE = _InOrder(re.compile(r"\b(still|any ?more)\b", re.IGNORECASE),
+                          re.compile(r"\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE))
 # "What happened / why did it break?" asks about an event: the journal is the record of what was
 # seen, the host/service records only summarise it.
 PAST_RE = re.compile(
@@ -47,44 +70,27 @@ FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|of
 # A how-to question asks for one part of a runbook (the conventions name them: When to use,
 # Before you start, Steps, a Verify under Steps, Rollback): undoing, checking, or else the steps.
 ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
-VERIFY_Q_RE = re.compile(r"\bverify\b|\b(check|confirm|make sure|tell)\b.*\b(worked|works|right|ok|okay|succeeded|"
-                         r"correct|came out|healthy)\b", re.IGNORECASE)
-ROLE_HEADING_RE = {"rollback": re.compile(r"\b(roll(ing)? ?back|undo\w*|revert\w*)\b", re.IGNORECASE),
-                   "verify": re.compile(r"\bverif\w*", re.IGNORECASE)}
+VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
+                      re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
+                      alone=re.compile(r"\bverify\b", re.IGNORECASE))
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-# Sections that illustrate or point elsewhere (a reference page's Examples, Synopsis, NAME, See
-# also) repeat a question's words without explaining them — unless an example is what is asked.
-# (a man page's NAME is upper-case; a lower-case "name" heading is a field that deserves its place)
-ASIDE_HEADING_RE = re.compile(r"^\W*((?i:examples?|synopsis|usage|see also)|NAME)\W*$")
-EXAMPLE_Q_RE = re.compile(r"\b(examples?|samples?|usage|synopsis|see also)\b", re.IGNORECASE)
-_STEPS_RE = re.compile(r"^\s{0,3}(\d{1,2}[.)]\s|```|~~~|\$ )", re.MULTILINE)
-_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
-_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 
 
 @dataclass
 class RankingConfig:
-    stale_factor: float = 0.6
-    type_weights: dict[str, float] = field(default_factory=lambda: {"plan": 0.85, "changelog": 0.8})
+    type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
     outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
     event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    entity_record_boost: float = 1.15    # the record of an entity the question names
     other_record_factor: float = 0.9     # the record of a different entity than the one named
-    howto_steps_boost: float = 1.10      # how-to questions: sections that hold steps or commands
-    howto_runbook_boost: float = 1.2     # how-to questions: runbooks hold the procedures
-    howto_procedure_lift: bool = True    # how-to questions: a runbook answers with the part asked for
-    # A huge section (a FAQ under one heading, a long changelog) has so many passages that one of
-    # them matches almost anything: beyond this size its score shrinks as (chars/size)^power.
-    long_section_chars: int = 4000
-    long_section_power: float = 0.2
-    aside_factor: float = 0.8            # Examples / Synopsis / Usage / See also / NAME sections
-    overview_factor: float = 0.9         # a document's title/preamble section, when the doc has others
+    # The rules together move a section by at most this share of the best fused score, so they
+    # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
+    rule_swing: float = 0.2
     enabled: bool = True
 
     @classmethod
@@ -111,7 +117,6 @@ class Intent:
     fact: bool      # a fact as it stands now
     entities: list[str]
     history: bool = False  # it asks about issues/history itself
-    example: bool = False  # it asks for an example / the usage
 
 
 def intent(query: str, entity_matcher) -> Intent:
@@ -120,7 +125,7 @@ def intent(query: str, entity_matcher) -> Intent:
     howto = ""
     if HOWTO_RE.search(query):
         howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
-    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query))
+    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query) or STILL_RE.search(query))
     question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
     history = bool(HISTORY_Q_RE.search(query))
     # A log line is a statement with an error word, or a sentence (not a few keywords) holding an identifier.
@@ -130,16 +135,7 @@ def intent(query: str, entity_matcher) -> Intent:
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
-                  history, bool(EXAMPLE_Q_RE.search(query)))
-
-
-def has_steps(content: str) -> bool:
-    return len(_STEPS_RE.findall(content)) >= 2
-
-
-def is_procedure(content: str) -> bool:
-    """A numbered list of at least two steps (outside code): where a runbook keeps its procedure."""
-    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", content))) >= 2
+                  history)
 
 
 def _in_history(heading: str) -> bool:
@@ -156,35 +152,12 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def plays_role(s, role: str) -> bool:
-    """Whether a section is the part a how-to question asks for (numbered steps, Verify, Rollback)."""
-    if role == "steps":
-        return is_procedure(s.content)
-    return bool(ROLE_HEADING_RE[role].search(s.title))
-
-
-def _lift_procedures(cands: dict, rows: dict, role: str) -> None:
-    """A how-to question is answered by the part of a document it asks for — a runbook's numbered
-    steps, or any document's Verify / Rollback section — whichever section (when to use,
-    troubleshooting) matched the words best: that part goes just above its document's best score."""
-    best: dict[int, float] = {}
-    for sid, c in cands.items():
-        s = rows.get(sid)
-        if s is not None and (s.doc_type == "runbook" or role != "steps"):
-            best[s.doc_id] = max(best.get(s.doc_id, 0.0), c.score)
-    for sid, c in cands.items():
-        s = rows.get(sid)
-        if s is not None and s.doc_id in best and c.score < best[s.doc_id] and plays_role(s, role):
-            c.score = best[s.doc_id] + 1e-6
-            c.why.append(f"the {role} part of a document that matched (lifted to its best section)")
-
-
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
     """Adjust candidate scores in place. `rows` maps section id → SectionRow; `entity_paths`
     maps an entity name to the path of its own record."""
     if not cfg.enabled or not cands:
         return
-    multi_section_docs = {rows[s].path for s in cands if s in rows and rows[s].level >= 2}
+    swing = cfg.rule_swing * max(c.score for c in cands.values())
     own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
     all_records = set(entity_paths.values())
     for sid, c in cands.items():
@@ -198,11 +171,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             factor *= f
             c.why.append(f"{why} ×{round(f, 2):g}")
 
-        if s.stale or s.doc_stale:
-            scale(cfg.stale_factor, "stale")
         w = cfg.type_weights.get(s.doc_type, 1.0)
-        if it.howto and s.doc_type == "runbook":
-            w *= cfg.howto_runbook_boost
         if s.doc_type == "journal":
             if it.outcome or it.past:
                 w *= cfg.event_journal_boost
@@ -216,22 +185,12 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             # The named entity's record is the wrong kind of answer for a procedure or an event:
             # those live in runbooks and the journal. It steps back like another entity's record.
             scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
-        elif s.path in own_records:
-            scale(cfg.entity_record_boost, f"record of {', '.join(it.entities)}")
-        elif own_records and s.path in all_records:
+        elif own_records and s.path in all_records and s.path not in own_records:
             scale(cfg.other_record_factor, "record of another entity")
-        if it.howto and cfg.howto_steps_boost != 1.0 and has_steps(s.content):
-            scale(cfg.howto_steps_boost, "how-to question, section has steps")
-        if s.level <= 1 and cfg.overview_factor != 1.0 and s.path in multi_section_docs and s.path not in own_records:
-            scale(cfg.overview_factor, "overview section")
-        if not it.example and cfg.aside_factor != 1.0 and ASIDE_HEADING_RE.match(s.title):
-            scale(cfg.aside_factor, f"{s.title}: illustrates, does not explain")
-        if cfg.long_section_chars and len(s.content) > cfg.long_section_chars:
-            scale((cfg.long_section_chars / len(s.content)) ** cfg.long_section_power,
-                  f"long section ({len(s.content)} chars)")
-        c.score *= factor
-    if it.howto and cfg.howto_procedure_lift:
-        _lift_procedures(cands, rows, it.howto)
+        moved = c.score * factor
+        if swing:
+            moved = min(max(moved, c.score - swing), c.score + swing)
+        c.score = moved
     if it.outcome and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
 

@@ -8,9 +8,13 @@ answer is the current text.
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
+from . import sandbox
 from .chunks import estimate_tokens
+from .corpus import Unreadable, blob_id, read_regular_file
 from .errors import UserError
 from .ingest import Skip, decode
 from .markdown import parse_markdown
@@ -49,19 +53,73 @@ def _load(engine, path: str):
     doc, real = resolve(engine, path)
     if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
         raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
-    try:
-        text, _ = decode(doc["path"], real.read_bytes())
-    except Skip as e:
+    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap
+        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True)
+    except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot be read ({e.strerror})", param="path", code="unreadable") from None
-    # Redact what is read from disk before anything is cut from it: sections, line ranges, pages
-    # and outlines all come from the redacted text (same line count), so no page holds a secret.
-    text, _ = redactor.redact(text)
-    parsed = parse_markdown(text, doc["path"])
-    if is_secret_document(parsed.front_matter, text):
+    key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
+    cached = _PARSED.get(key)
+    if cached is None:
+        try:
+            text, _ = decode(doc["path"], data)
+        except Skip as e:
+            raise UserError(str(e), param="path", code="unreadable") from None
+        del data
+        if len(text) < sandbox.LARGE_BYTES:
+            cached = redact_and_parse(redactor, text, doc["path"])
+        else:  # in a child process with a budget: a slow document must not stall other requests
+            try:
+                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"]))
+            except sandbox.OverBudget:
+                raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
+                                f"({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB)", param="path",
+                                code="unreadable") from None
+        _PARSED.put(key, cached, len(text))
+    parsed, secret = cached
+    if secret:
         raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
     return doc, parsed
+
+
+def redact_and_parse(redactor, text: str, path: str):
+    """(parsed document, is it `secret: true`?) of the text read from disk.
+
+    Redact before anything is cut from it: sections, line ranges, pages and outlines all come
+    from the redacted text (same line count), so no page holds a secret, even one that spans a
+    page boundary."""
+    text, _ = redactor.redact(text)
+    parsed = parse_markdown(text, path)
+    return parsed, is_secret_document(parsed.front_matter, text)
+
+
+class _ParsedCache:
+    """The last few documents read, redacted and parsed, keyed by content hash and redaction
+    policy: paging through a large file costs one redaction and one parse, not one per page."""
+
+    def __init__(self, max_chars: int = 32 << 20, max_entries: int = 4):
+        self.max_chars, self.max_entries = max_chars, max_entries
+        self._items: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: tuple, value, chars: int) -> None:
+        if chars > self.max_chars:
+            return
+        with self._lock:
+            self._items[key] = (value, chars)
+            while len(self._items) > self.max_entries or sum(c for _, c in self._items.values()) > self.max_chars:
+                self._items.popitem(last=False)
+
+
+_PARSED = _ParsedCache()
+_READ_WORKER = sandbox.Worker("remembrancer-read")  # its own child: reads never queue behind ingest
 
 
 def find_section(sections, heading: str):

@@ -90,6 +90,14 @@ class _Family:
     name: str
     doc: str
     apply: Callable[[str], tuple[str, int]]
+    # Substrings every match contains (lower-case ones are looked for in the lower-cased text): a text
+    # holding none of them is skipped by a str scan, far cheaper than the regex on a long line.
+    hints: tuple[str, ...] = ()
+
+    def may_match(self, text: str, lowered: Callable[[], str]) -> bool:
+        if not self.hints:
+            return True
+        return any(h in (lowered() if h.islower() else text) for h in self.hints)
 
 
 def _sub(pattern: re.Pattern, label: str, group: str | int = 0, check: Callable[[str], bool] | None = None):
@@ -123,43 +131,49 @@ def _multi(*parts):
     return apply
 
 
-# private keys: the whole block, padded with empty lines so the line count stays the same
-_PEM = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
-                  re.DOTALL)
-_PEM_OPEN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*")
-_PEM_BODY_LINE = re.compile(r"[ \t>]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*)?[ \t\\\"',]*\Z")
+# private keys: the whole block, padded with empty lines so the line count stays the same.
+# Found with bounded patterns and str scans (one pass): a lazy `BEGIN.*?END` rescans the rest of
+# the text from every BEGIN that has no END, which is quadratic on a paste of many BEGIN lines.
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY_LINE = re.compile(r"(?<![^\n])[ \t>]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*)?[ \t\\\"',]*\Z")
 
 
 def _private_keys(text: str) -> tuple[str, int]:
-    n = 0
+    if "PRIVATE KEY" not in text:
+        return text, 0
+    out: list[str] = []
+    pos = n = 0
+    ends = True  # False once no END line follows: every later BEGIN is a truncated paste
+    while (m := _PEM_BEGIN.search(text, pos)) is not None:
+        end = _PEM_END.search(text, m.end()) if ends else None
+        ends = end is not None
+        if end is not None:
+            block_end = end.end()
+            lines = text.count("\n", m.start(), block_end)
+        else:  # a truncated paste (no END line): the BEGIN line and the base64 lines after it
+            block_end = _line_end(text, m.end())
+            lines = 0
+            while block_end < len(text):
+                nxt = _line_end(text, block_end + 1)
+                if not _PEM_BODY_LINE.match(text, block_end + 1, nxt):
+                    break
+                block_end, lines = nxt, lines + 1
+        out += [text[pos:m.start()], marker("private_key"), "\n" * lines]
+        pos, n = block_end, n + 1
+    out.append(text[pos:])
+    return "".join(out), n
 
-    def repl(m: re.Match) -> str:
-        nonlocal n
-        n += 1
-        return marker("private_key") + "\n" * m.group(0).count("\n")
 
-    text = _PEM.sub(repl, text)
-    # A truncated paste (no END line): the BEGIN line and the base64 lines after it.
-    while True:
-        m = _PEM_OPEN.search(text)
-        if m is None:
-            break
-        end = m.end()
-        rest = text[end:]
-        lines = rest.split("\n")
-        consumed = 0
-        for i, line in enumerate(lines[1:], 1):
-            if not _PEM_BODY_LINE.match(line):
-                break
-            consumed = i
-        block_end = end + sum(len(x) + 1 for x in lines[1:consumed + 1])
-        n += 1
-        text = text[:m.start()] + marker("private_key") + "\n" * consumed + text[block_end:]
-    return text, n
+def _line_end(text: str, pos: int) -> int:
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl
 
 
 _H = r"[^\S\n]"  # horizontal whitespace: no pattern crosses a line
-_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'\"<>]+:(?P<pw>[^\s/?#@'\"<>]+)@")
+# Repeats are bounded (a scheme is short): an unbounded `[A-Za-z0-9+.-]*` before `://` rescans the
+# rest of a long `a-a-a-…` line from every word start (quadratic: 5 MB kept `index` busy for hours).
+_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{1,256}:(?P<pw>[^\s/?#@'\"<>]{1,256})@")
 _GITHUB = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
 _SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
 _SLACK_HOOK = re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
@@ -182,7 +196,26 @@ _VENDOR = re.compile(
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
                  r"[A-Za-z0-9_-]{20,}")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+# A JWT is three dot-separated base64url runs, the first two starting with `eyJ`. The runs are found
+# whole (they start where the previous character is not base64url, so no run is rescanned from
+# inside itself); where the token starts inside the first run (after a `-`) is found in Python.
+_JWT_RUNS = re.compile(r"(?<![A-Za-z0-9_-])(?P<a>[A-Za-z0-9_-]{11,}+)\.(?P<b>eyJ[A-Za-z0-9_-]{8,}+)\.[A-Za-z0-9_-]*+")
+
+
+def _jwt(text: str) -> tuple[str, int]:
+    """`eyJ….eyJ….…` where the first `eyJ` starts its run or follows a `-` (a word boundary)."""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        a = m.group("a")
+        start = 0 if a.startswith("eyJ") else a.find("-eyJ") + 1  # the leftmost start, or 0 if none
+        if not a.startswith("eyJ", start) or len(a) - start < 11:  # eyJ and 8 more before the dot
+            return m.group(0)
+        n += 1
+        return a[:start] + marker("jwt")
+
+    return _JWT_RUNS.sub(repl, text), n
 _BEARER = re.compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
 _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
@@ -249,25 +282,32 @@ def _long_hex(text: str) -> tuple[str, int]:
 
 
 # Order matters: specific shapes first, so their labels win over the generic ones.
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
+              "access-key", "privatekey", "private_key", "private-key", "authkey", "auth_key", "auth-key",
+              "credential")
 FAMILIES: tuple[_Family, ...] = (
-    _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys),
+    _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys, ("PRIVATE KEY",)),
     _Family("url_credentials", "the password in scheme://user:password@host",
-            _sub(_URL_CREDS, "url_credentials", "pw", lambda v: not _placeholder(v))),
-    _Family("github", "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)", _sub(_GITHUB, "github")),
+            _sub(_URL_CREDS, "url_credentials", "pw", lambda v: not _placeholder(v)), ("://",)),
+    _Family("github", "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)", _sub(_GITHUB, "github"),
+            ("gh", "github_pat_")),
     _Family("slack", "Slack tokens (xox?-, xapp-) and webhook URLs",
-            _multi(_sub(_SLACK_TOKEN, "slack"), _sub(_SLACK_HOOK, "slack", "v"))),
-    _Family("aws", "AWS access key ids (AKIA…) and the 40-char secret key on the same line", _aws),
-    _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram")),
+            _multi(_sub(_SLACK_TOKEN, "slack"), _sub(_SLACK_HOOK, "slack", "v")), ("xox", "xapp-", "hooks.slack.com")),
+    _Family("aws", "AWS access key ids (AKIA…) and the 40-char secret key on the same line", _aws, _AWS_PREFIXES),
+    _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
-            "Shopify, Docker Hub, Vault tokens", _sub(_VENDOR, "vendor_token")),
+            "Shopify, Docker Hub, Vault tokens", _sub(_VENDOR, "vendor_token"),
+            ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
+             "hvb.")),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
-            _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v))),
-    _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _sub(_JWT, "jwt")),
+            _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),
+    _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _jwt, ("eyJ",)),
     _Family("bearer", "Authorization: Bearer/Basic/Token credentials",
             _multi(_sub(_BEARER, "bearer", "v", lambda v: _looks_secret(v, 16)),
-                   _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v)))),
+                   _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v))), ("bearer", "authorization")),
     _Family("key_value", "values of password/secret/token/api_key keys (key=value, key: value, --token v)",
-            _key_value),
+            _key_value, _KEY_WORDS),
     _Family("long_hex", "32+ hex digits (not 40-digit git commit ids, not sha256:… digests)", _long_hex),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
@@ -400,13 +440,25 @@ class Redactor:
         self.deny = tuple(deny)
         self._deny_res = [_glob_regex(g) for g in self.deny]
 
+    def __reduce__(self):  # by family names: the families' functions are closures (indexer/sandbox.py)
+        return (Redactor, (tuple(f.name for f in self.families), self.hashes, self.deny))
+
     # -- text --
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """Text with every secret replaced by [REDACTED:<label>], and the count per label."""
         counts: dict[str, int] = {}
         if self.hashes is not None:
             text = self._redact_hashes(text, counts)
+        low: list[str] = []
+
+        def lowered() -> str:  # once per family that changed the text, and only if a hint needs it
+            if not low or low[0][0] is not text:
+                low[:] = [(text, text.lower())]
+            return low[0][1]
+
         for fam in self.families:
+            if not fam.may_match(text, lowered):
+                continue
             text, n = fam.apply(text)
             if n:
                 counts[fam.name] = counts.get(fam.name, 0) + n
@@ -425,6 +477,35 @@ class Redactor:
             return [self.redact_obj(v) for v in obj]
         if isinstance(obj, tuple):
             return tuple(self.redact_obj(v) for v in obj)
+        return obj
+
+    def echoed_secrets(self, obj) -> list[str]:
+        """The pieces of the strings in `obj` (a request's parameters) that redaction removes,
+        longest first: a reply that echoes a piece of a query (a word it did not find, a value an
+        error names) must not carry `hunter2xyz` just because `password=` was cut off it."""
+        found: set[str] = set()
+        for value in _strings(obj):
+            redacted = self.redact(value)[0]
+            if redacted == value:
+                continue
+            kept = {line[s:e] for line in redacted.split("\n") for s, e in _candidates(line)}
+            for line in value.split("\n"):
+                found.update(line[s:e] for s, e in _candidates(line) if line[s:e] not in kept)
+        return sorted(found, key=len, reverse=True)
+
+    def redact_echoes(self, obj, secrets: list[str]):
+        """`obj` with every occurrence of the given pieces replaced by [REDACTED:query]."""
+        if not secrets:
+            return obj
+        if isinstance(obj, str):
+            for piece in secrets:
+                if piece in obj:
+                    obj = obj.replace(piece, marker("query"))
+            return obj
+        if isinstance(obj, dict):
+            return {k: self.redact_echoes(v, secrets) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self.redact_echoes(v, secrets) for v in obj)
         return obj
 
     def _redact_hashes(self, text: str, counts: dict[str, int]) -> str:
@@ -467,6 +548,17 @@ class Redactor:
                 "secret_hashes": str(self.hashes.path) if self.hashes else None,
                 "hash_count": len(self.hashes.digests) if self.hashes else 0,
                 "deny": list(self.deny), "fingerprint": self.policy_fingerprint()[:16]}
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v)
 
 
 DEFAULT_REDACTOR = Redactor()

@@ -26,18 +26,28 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
-W_DENSE_IDENT = 0.4    # identifier-shaped queries lean lexical
+W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
 HEADING_PASSAGE_WEIGHT = 0.88
-BARE_IDENTIFIER_MISSING = 0.7  # docs/ranking.md: 0.6–0.8 measured alike
-FIRST_MENTION = 1.5   # literal leg: the section that introduces an identifier (docs/ranking.md: 1.5–1.75 alike)
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
+ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
+# Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
+# plain weighted hybrid baseline row); the product always runs with both on.
+LITERAL_LEG = True
+ABSTENTION = True
+MAX_ALTERNATES = 3
+MAX_ALTERNATE_CHARS = 300
+ALTERNATE_WEIGHT = 0.75  # the rephrasings' mean fused score, against the question's 1 (docs/ranking.md)
+# Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
+# such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
+PART_SUFFIX_RE = re.compile(r"(?<!\s)\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
 
 
 @dataclass
@@ -47,6 +57,7 @@ class SearchRequest:
     filters: flt.Filters = field(default_factory=flt.Filters)
     exact: bool = False
     explain: bool = False
+    alternates: list[str] = field(default_factory=list)  # the caller's rephrasings of `query` (≤ MAX_ALTERNATES)
 
 
 @dataclass
@@ -57,6 +68,8 @@ class Candidate:
     literal: float = 0.0
     score: float = 0.0
     why: list[str] = field(default_factory=list)
+    alt: float = 0.0    # the best fused score a rephrasing gave it (alternates only)
+    found_by: int = 0   # which phrasing gave it its best evidence: 0 the question, i the i-th alternate
 
     @property
     def provenance(self) -> str:
@@ -73,6 +86,7 @@ def search(engine, req: SearchRequest) -> dict:
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
         raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
     query = (req.query or "").strip()
+    alternates = validate_alternates(req.alternates, query)
     f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
     allowed = _allowed_sections(engine, f) if (f.active() or engine.scope) else None
     notes: list[str] = []
@@ -86,17 +100,20 @@ def search(engine, req: SearchRequest) -> dict:
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
     else:
-        legs = _hybrid(engine, query, allowed)
+        legs = _hybrid(engine, query, allowed, alternates)
         cands, rows = legs.cands, legs.rows
         notes += legs.notes
         mode = "hybrid"
-    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    # Equal scores are ordered by section id (document order of a fresh index), never by which
+    # leg happened to add a candidate first: equal inputs give equal rankings.
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.section_id))
     top_ids = [c.section_id for c in ranked[: max(req.limit * 4, 20)]]
     missing = [i for i in top_ids if i not in rows]
     if missing:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
-    ranked = [c for c in ranked if c.section_id in rows]
-    no_strong, reasons = _no_strong_match(engine, query, ranked, legs.probes_found) if mode == "hybrid" else (False, [])
+    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows)
+    no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
+                          else (False, []))
     results = _results(ranked, rows, req, query, mode)
     out = {
         "query": query,
@@ -114,6 +131,9 @@ def search(engine, req: SearchRequest) -> dict:
         if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
             out["emptied_by"], why = flt.emptied_by(f, lambda g: len(_allowed_sections(engine, g)))
             out["message"] += f" — {why}"
+    if alternates and mode == "hybrid" and results:
+        phrasings = [query, *alternates]
+        out["found_by"] = phrasings[ranked[0].found_by]   # which phrasing found the best result
     if notes:
         out["notes"] = notes
     return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
@@ -156,10 +176,98 @@ class Hybrid(NamedTuple):
     notes: list[str]
     rows: dict            # section rows the rerank read
     probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
+    alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
 
 
-def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
+class Phrasing(NamedTuple):
+    """One phrasing's evidence: its fused candidates (before the memory rules) and the probes found."""
+    text: str
+    cands: dict[int, Candidate]
+    probes_found: set[str]
+
+
+def validate_alternates(alternates, query: str) -> list[str]:
+    """The caller's rephrasings: a list of up to MAX_ALTERNATES non-empty strings, each bounded;
+    repeats of the question (or of each other) are dropped, since they add no evidence."""
+    if alternates is None or alternates == []:
+        return []
+    hint = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
+    if not isinstance(alternates, list) or not all(isinstance(a, str) for a in alternates):
+        raise UserError("alternates must be a list of strings", param="alternates", hint=hint)
+    if len(alternates) > MAX_ALTERNATES:
+        raise UserError(f"alternates takes at most {MAX_ALTERNATES} phrasings, got {len(alternates)}",
+                        param="alternates", hint=hint)
+    out: list[str] = []
+    for a in alternates:
+        text = a.strip()
+        if not text:
+            raise UserError("alternates: a phrasing is empty", param="alternates", hint=hint)
+        if len(text) > MAX_ALTERNATE_CHARS:
+            raise UserError(f"alternates: a phrasing is {len(text)} chars, the most is {MAX_ALTERNATE_CHARS}",
+                            param="alternates", hint=hint)
+        if not query:
+            raise UserError("alternates need a query to rephrase", param="alternates",
+                            hint="give the question in `query`")
+        if text.casefold() != query.casefold() and text.casefold() not in {o.casefold() for o in out}:
+            out.append(text)
+    return out
+
+
+def _query_vectors(engine, query: str, alternates: list[str]):
+    """The question's vector alone (so it is the same with or without alternates: the int8 model
+    quantises a batch as a whole), the rephrasings' in one batch."""
+    vecs = [engine.embedder.embed_query(query)]
+    if alternates:
+        vecs.extend(engine.embedder.embed_queries(alternates))
+    return vecs
+
+
+def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] = ()) -> Hybrid:
     notes: list[str] = []
+    problem = engine.contract_problem()
+    dense_ok = problem is None and engine.vectors is not None and len(engine.vectors)
+    if problem:
+        notes.append(f"keyword search only: {problem}")
+    phrasings = [query, *alternates]
+    vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
+    evidence = [_phrasing(engine, text, vec, allowed) for text, vec in zip(phrasings, vecs)]
+    cands = evidence[0].cands if not alternates else _combine(evidence)
+    rows = _rerank(engine, query, cands)   # the question's wording decides what kind of answer it wants
+    return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
+
+
+def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
+    """The question's fused score plus ALTERNATE_WEIGHT × the mean of the rephrasings' fused scores
+    (0 where a rephrasing did not find the section). Rephrasings nominate candidates and add
+    evidence — agreement among them counts, one jargon-rich rephrasing alone counts little — the
+    question keeps the most weight, and the memory rules (applied after) read the question's own
+    wording. (Measured and not kept: the best rephrasing's score instead of the mean; the evidence
+    pooled per document — docs/ranking.md.)"""
+    out: dict[int, Candidate] = {}
+    for sid, c in evidence[0].cands.items():
+        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why))
+    sums: dict[int, float] = {}
+    for i, ph in enumerate(evidence[1:], 1):
+        for sid, c in ph.cands.items():
+            o = out.get(sid)
+            if o is None:
+                o = out[sid] = Candidate(sid, why=["not found by the question itself"])
+            sums[sid] = sums.get(sid, 0.0) + c.score
+            if c.score > o.alt:
+                o.alt = c.score
+                if c.score > evidence[0].cands.get(sid, o).score:
+                    o.found_by = i
+    n_alt = len(evidence) - 1
+    for sid, o in out.items():
+        evidence_alt = sums.get(sid, 0.0) / n_alt
+        if evidence_alt:
+            o.score += ALTERNATE_WEIGHT * evidence_alt
+            o.why.append(f"rephrasings +{ALTERNATE_WEIGHT * evidence_alt:.3f}")
+    return out
+
+
+def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
+    """One phrasing through the three legs, fused (the memory rules come after, once)."""
     cands: dict[int, Candidate] = {}
 
     def cand(sid: int) -> Candidate:
@@ -171,9 +279,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
     for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
-    problem = engine.contract_problem()
-    if problem is None and engine.vectors is not None and len(engine.vectors):
-        qvec = engine.embedder.embed_query(query)
+    if qvec is not None:
         allowed_labels = None if allowed is None else engine.catalog.passage_ids_in(allowed)
         hits = engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels)
         info = engine.catalog.passages_by_id(label for label, _ in hits)
@@ -185,44 +291,52 @@ def _hybrid(engine, query: str, allowed: set[int] | None) -> Hybrid:
                 sim *= HEADING_PASSAGE_WEIGHT
             c = cand(sid)
             c.dense = max(c.dense, sim)
-    elif problem:
-        notes.append(f"keyword search only: {problem}")
 
-    # An entity's name or IP (`pg1`, `10.40.1.12`) is literal evidence for its own record only
-    # (its front matter defines it); elsewhere it is a passing mention, weighed by rank.py.
+    # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
+    # own record only (its front matter defines it; elsewhere it is a passing mention, weighed by
+    # rank.py). Names are found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = engine.entities()
-    probes = terms.literal_probes(query)
-    own = {entity_paths.get(matcher.by_name[p.lower()]) for p in probes if p.lower() in matcher.by_name}
-    probes = [p for p in probes if p.lower() not in matcher.by_name]
+    own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
+    probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(engine, probes, allowed)
+    if not LITERAL_LEG:
+        literal, own = {}, set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
-    for sid, weight in sorted(literal.items(), key=lambda kv: -kv[1])[:LITERAL_CANDIDATES]:
+    for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     if own:
-        for sid in engine.catalog.section_ids_of(own):
+        for sid in engine.catalog.section_ids_of(sorted(own)):
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
-    lowered_probes = [p.lower() for p in probes]
-    words = terms.content_words(query)
-    if probes and words and all(any(w in p for p in lowered_probes) for w in words):
-        # The question is nothing but an identifier (`--pre`, `CARGO_INSTALL_ROOT`): a section that
-        # does not contain it is not an answer, however its words split (`pre_start`).
-        for sid, c in cands.items():
-            if sid not in literal:
-                c.score *= BARE_IDENTIFIER_MISSING
-                c.why.append(f"does not contain the identifier asked for ×{BARE_IDENTIFIER_MISSING}")
-    rows = _rerank(engine, query, cands)
-    return Hybrid(cands, notes, rows, probes_found)
+    return Phrasing(query, cands, probes_found)
+
+
+def one_per_section(ranked: list[Candidate], rows: dict) -> list[Candidate]:
+    """Each section once: parts of a split section (`X (Part 2)`) and a breadcrumb that occurs
+    twice in a document are one section to the reader — the best-scored of them stands for it."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in ranked:
+        s = rows[c.section_id]
+        key = (s.path, section_key(s.heading))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def section_key(heading: str | None) -> str:
+    """A breadcrumb's comparable form: a split suffix dropped, whitespace collapsed, casefolded."""
+    return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
 def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
-    IDF (a probe in every section says nothing), doubled when it is in the section's heading, and
-    ×1.5 in the section that introduces it — its first mention in a document, where it is
-    explained (later mentions use it). Also returns the probes found in any visible section
-    (filters aside): the scan abstention would otherwise repeat."""
+    IDF (a probe in every section says nothing), doubled when it is in the section's heading.
+    Also returns the probes found in any visible section (filters aside): the scan abstention
+    would otherwise repeat."""
     found: set[str] = set()
     if not probes:
         return {}, found
@@ -231,17 +345,14 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dic
     out: dict[int, float] = {}
     for probe in probes:
         p = probe.lower()
-        rows = [(sid, p in head, path) for sid, head, content, path in sections if p in content]
+        rows = [(sid, p in head) for sid, head, content, _ in sections if p in content]
         if not rows:
             continue
         found.add(probe)
         idf = math.log(1 + total / len(rows))
-        introduced: set[str] = set()
-        for sid, in_heading, path in rows:   # document order
-            first = path not in introduced
-            introduced.add(path)
+        for sid, in_heading in rows:
             if allowed is None or sid in allowed:
-                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0) * (FIRST_MENTION if first else 1.0)
+                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
     return out, found
 
 
@@ -277,8 +388,29 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
     return rows
 
 
-def _no_strong_match(engine, query: str, ranked: list[Candidate], probes_found: set[str]) -> tuple[bool, list[str]]:
-    """Whether nothing really answers, with the reasons. docs/ranking.md derives the constants.
+def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
+    """Abstention judges every phrasing: the question's own verdict stands unless a rephrasing,
+    judged the same way, finds a section that means what it says — its best semantic match in the
+    top five clears the bar the question missed by ABSTAIN_ALTERNATE_MARGIN (a rephrasing written in
+    the notes' own terms matches more closely than the question whatever the corpus holds, so its
+    evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
+    not "nothing strong"."""
+    no_strong, reasons, bar = _no_strong_match(engine, query, ranked, legs.probes_found)
+    if not no_strong or not ranked or _missing_identifiers(engine, query, legs.probes_found):
+        return no_strong, reasons   # a rephrasing cannot make an identifier the corpus lacks exist
+    for ph in legs.alternates:
+        alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
+        weak, _, _ = _no_strong_match(engine, ph.text, alt_ranked, ph.probes_found)
+        top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
+        if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
+            return False, []
+    return no_strong, reasons
+
+
+def _no_strong_match(engine, query: str, ranked: list[Candidate],
+                     probes_found: set[str]) -> tuple[bool, list[str], float]:
+    """Whether nothing really answers, with the reasons and the semantic bar it applied.
+    docs/ranking.md derives the constants.
 
     Two signals, because no single score threshold separates answerable from unanswerable
     questions (their score distributions overlap):
@@ -291,26 +423,50 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate], probes_found: 
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
-    by_name = engine.entities()[0].by_name   # an entity's name or alias is present (front matter is not text)
-    missing = [p for p in terms.literal_probes(query)
-               if terms.is_identifier(p) and not any(c in p for c in "([ ")
-               and p not in probes_found and p.lower() not in by_name]
+    missing = _missing_identifiers(engine, query, probes_found)
     if missing:
         reasons.append("not in the corpus: " + ", ".join(missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
     absent = [w for w in names if not _word_occurs(engine, w)]
     entity_named = bool(engine.entities()[0].mentions(query))
     if absent or entity_named:
+        # A question about an absent name counts its other absent words too; one about a known
+        # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
+        # "serve") says nothing about whether the entity's record answers.
+        common = _common_words(engine) if not absent else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
-                   if len(w) >= 4 and w not in seen and not _word_occurs(engine, w)]
+                   if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
     top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if not absent and not entity_named and not missing:
+        # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")
+        # is evidence whatever the corpus's size; an everyday word's absence is not. Weaker evidence
+        # than a name, so the semantic bar is lower.
+        common = _common_words(engine)
+        absent = [w for w in dict.fromkeys(terms.content_words(query))
+                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+        bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
         reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
-    return bool(reasons), reasons
+    return bool(reasons), reasons, bar
+
+
+def _missing_identifiers(engine, query: str, probes_found: set[str]) -> list[str]:
+    """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
+    front matter is not text); call names and expressions are not asked about on their own."""
+    by_name = engine.entities()[0].by_name
+    return [p for p in terms.literal_probes(query)
+            if terms.is_identifier(p) and not any(c in p for c in "([ ")
+            and p not in probes_found and p.lower() not in by_name]
+
+
+def _common_words(engine) -> frozenset[str] | None:
+    """The model's everyday words, or None (keyword-only: every word counts, as before)."""
+    emb = engine.embedder if engine.contract_problem() is None else None
+    return emb.common_words() if emb is not None else None
 
 
 def _word_occurs(engine, word: str) -> bool:

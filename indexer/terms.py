@@ -105,3 +105,35 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """The words that carry a question's meaning: not stop words, not single characters."""
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+# Base forms tried before calling a word rare: an inflection of a common word ("fetched",
+# "compaction", "reprocess") is common too.
+_SUFFIXES = (("ations", "e"), ("ation", "e"), ("ation", ""), ("ings", ""), ("ing", ""), ("ing", "e"), ("ed", ""),
+             ("ed", "e"), ("ies", "y"), ("es", ""), ("s", ""), ("ally", ""), ("ly", ""), ("ness", ""), ("ers", ""),
+             ("er", ""), ("er", "e"), ("ions", ""), ("ion", ""), ("ion", "e"), ("ity", ""), ("ment", ""),
+             ("able", ""), ("ive", ""))
+_PREFIXES = ("re", "un", "pre", "de", "non", "over", "under", "mis")
+
+
+def base_forms(word: str) -> set[str]:
+    """The word and the forms it may be inflected from (suffixes, a doubled consonant, a prefix)."""
+    w = word.lower()
+    out = {w}
+    for suffix, repl in _SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            stem = w[: -len(suffix)]
+            out.add(stem + repl)
+            if len(stem) >= 4 and stem[-1] == stem[-2]:
+                out.add(stem[:-1])
+    for prefix in _PREFIXES:
+        out |= {f[len(prefix):] for f in list(out) if f.startswith(prefix) and len(f) - len(prefix) >= 4}
+    return out
+
+
+def is_rare(word: str, common: frozenset[str] | None) -> bool:
+    """A term of art rather than everyday English: neither it nor a base form is a whole word of
+    `common` (the embedding model's vocabulary — general text, not this corpus). Its absence from
+    a corpus means the same in 11 notes as in 10,000, unlike an everyday word's ("towards",
+    "serve"), which a small corpus lacks by chance. Without a vocabulary every word counts."""
+    return common is None or not (base_forms(word) & common)

@@ -72,6 +72,8 @@ def search_text(out: dict) -> str:
     else:
         best = results[0]
         head = f"Best match: {best['path']} § {_head(best)} — {_facts(best)}, {best.get('provenance', '?')}"
+        if out.get("found_by") and out["found_by"] != out.get("query"):
+            head += f" (found by the rephrasing {out['found_by']!r})"
         body = best.get("content")
         if body is None:
             parts.append(head + (f"\n{best['snippet']}" if best.get("snippet") else ""))

@@ -239,9 +239,12 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         until: Until = None,
         exact: Annotated[bool, Field(description="Literal, case-insensitive string match only — for error "
                                      "messages, identifiers, paths.")] = False,
+        alternates: Annotated[list[str] | None, Field(description=describe.ALTERNATES_HELP,
+                                                      max_length=3)] = None,
     ) -> Result:
+        extra = {"alternates": alternates} if alternates else {}
         return answer("search", render.search_text, query=query, limit=limit, type=type, path=path, tags=tags,
-                      since=since, until=until, exact=exact)
+                      since=since, until=until, exact=exact, **extra)
 
     def history(
         entity: Annotated[str, Field(description="A host or service: its name, an alias or an IP, e.g. 'db1', "

@@ -56,6 +56,19 @@ def test_search_json_contract_and_exit_codes(cli):
     assert none.returncode == 1
 
 
+def test_search_also_passes_rephrasings_and_bad_ones_are_refused(cli):
+    p = cli("search", "zzz qqq", "--also", "pgBackRest restore", "--also", "point in time recovery",
+            "--root", str(cli.notes), "--json")
+    assert p.returncode in (0, 1), p.stderr
+    out = json.loads(p.stdout)
+    assert out["found_by"] in ("pgBackRest restore", "point in time recovery")
+    text = cli("search", "zzz qqq", "--also", "pgBackRest restore", "--also", "point in time recovery",
+               "--root", str(cli.notes))
+    assert f"found by the rephrasing {out['found_by']!r}" in text.stdout
+    bad = cli("search", "restore", *sum((["--also", f"r{i}"] for i in range(4)), []), "--root", str(cli.notes))
+    assert bad.returncode == 2 and "alternates" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_read_outline_status(cli):
     r = cli("read", "runbooks/postgres/restore.md", "--heading", "Verify", "--root", str(cli.notes))
     assert r.returncode == 0 and r.stdout.startswith("## Verify")

@@ -153,6 +153,10 @@ def test_list_tools_describe_the_live_index(indexed):
     schema = by_name["search"].input_schema["properties"]
     assert schema["limit"]["minimum"] == 1 and schema["limit"]["maximum"] == 50
     assert all(p.get("description") for p in schema.values())
+    alternates = schema["alternates"]                                 # the agent as query expander
+    assert "rephrasings" in alternates["description"] and "not a repeat" in alternates["description"]
+    assert any(o.get("type") == "array" and o.get("maxItems") == 3 and o["items"]["type"] == "string"
+               for o in alternates.get("anyOf", [alternates]))
     assert by_name["search"].output_schema["type"] == "object"
     assert by_name["read"].annotations.read_only_hint is True
 
@@ -185,6 +189,19 @@ def test_search_follows_the_contract(indexed):
         assert f"lines {res['lines'][0]}-{res['lines'][1]}" in body
     assert estimate_tokens(body) <= 4000
     assert "Traceback" not in body
+
+
+def test_search_with_alternates_says_which_phrasing_found_the_best_result(indexed):
+    async def go(c):
+        return await c.call_tool("search", {"query": "the thing that went wrong with too many connections",
+                                            "alternates": ["sorry, too many clients already", "PgBouncer pool"]})
+
+    r = session(params(indexed), go)
+    assert not r.is_error
+    out = r.structured_content
+    assert out["found_by"] in ("the thing that went wrong with too many connections",
+                               "sorry, too many clients already", "PgBouncer pool")
+    assert (out["results"] or out["best_weak"])
 
 
 # -- 3. a daemon on demand, gone when idle -----------------------------------------------------
@@ -246,6 +263,9 @@ def test_two_clients_share_one_daemon(indexed):
     ({"query": "backup", "since": "yesterday"}, "since"),
     ({"query": "backup", "tags": ["no-such-tag"]}, "tags"),
     ({"query": "backup", "limit": "many"}, "limit"),
+    ({"query": "backup", "alternates": ["a", "b", "c", "d"]}, "alternates"),
+    ({"query": "backup", "alternates": ["restore", "  "]}, "alternates"),
+    ({"query": "backup", "alternates": ["x" * 400]}, "alternates"),
 ])
 def test_bad_params_are_structured_errors(indexed, args, param):
     r = session(params(indexed), lambda c: c.call_tool("search", args))

@@ -33,21 +33,6 @@ def ranked(rows, scores, query, entities=(), cfg=None):
     return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
 
 
-def test_superseded_section_loses_a_near_tie_to_its_replacement():
-    rows = [row(1, "hosts/db1.md", "db1 > Backups (obsolete)", stale=True), row(2, "hosts/db1.md", "db1 > Backups")]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "how are backups taken") == [2, 1]
-    assert ranked(rows, {1: 0.80, 2: 0.40}, "how are backups taken") == [1, 2]  # relevance still rules
-
-
-def test_record_of_the_named_entity_beats_a_journal_mention():
-    ents = [("db1", "hosts/db1.md", ["pg-primary", "10.20.1.11"]), ("db2", "hosts/db2.md", [])]
-    rows = [row(1, "journal/2030/2030-01-20.md", "2030-01-20 > 09:40 outage", doc_type="journal", date="2030-01-20"),
-            row(2, "hosts/db1.md", "db1 > Services", doc_type="host", date="2030-02-03"),
-            row(3, "hosts/db2.md", "db2 > Services", doc_type="host", date="2030-02-03")]
-    order = ranked(rows, {1: 0.80, 2: 0.72, 3: 0.78}, "pg-primary port", ents)
-    assert order == [2, 1, 3]
-
-
 def test_the_named_entitys_record_steps_back_when_a_procedure_or_an_event_is_asked():
     ents = [("db1", "hosts/db1.md", [])]
     rows = [row(1, "hosts/db1.md", "db1 > Replication", doc_type="host"),
@@ -110,48 +95,8 @@ def test_questions_about_now_put_a_records_history_below_its_current_sections():
     assert ranked(rows, scores, "which known issues does minio1 have with buckets?") == [1, 2]
 
 
-def test_howto_question_lifts_the_runbook_procedure_over_its_other_sections():
-    rows = [row(1, "runbooks/certs.md", "Rotate > Troubleshooting", doc_type="runbook",
-                content="If kubectl says x509: certificate has expired, see Steps."),
-            row(2, "runbooks/certs.md", "Rotate > Steps", doc_type="runbook",
-                content="1. stop the server\n2. rotate\n\n```bash\n1. not a step\n```"),
-            row(3, "runbooks/certs.md", "Rotate > Verify", doc_type="runbook", content="```\nopenssl x509\n```")]
-    scores = {1: 0.90, 2: 0.40, 3: 0.70}
-    assert ranked(rows, scores, "x509 certificate has expired - what's the procedure to fix it?")[0] == 2
-    assert ranked(rows, scores, "what does x509 certificate has expired mean?")[0] == 1
-    assert ranked(rows, scores, "how do I verify the rotation worked?")[0] == 3
-    assert not rank.is_procedure("intro\n```\n1. a\n2. b\n```")   # numbered lines inside code are not steps
-
-
-def test_howto_questions_prefer_the_section_with_steps():
-    rows = [row(1, "runbooks/r.md", "Restore", level=1, content="Use this when data is lost."),
-            row(2, "runbooks/r.md", "Restore > Steps", content="1. stop\n2. restore\n```\nx\n```")]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "how do I restore the database?") == [2, 1]
-
-
-def test_a_huge_section_loses_a_near_tie_to_a_focused_one():
-    faq = "Q and A. " * 2000           # 18,000 chars: one heading over a whole FAQ
-    rows = [row(1, "FAQ.md", "FAQ", content=faq), row(2, "GUIDE.md", "Guide > Configuration file")]
-    assert ranked(rows, {1: 0.80, 2: 0.72}, "config file path") == [2, 1]
-    assert ranked(rows, {1: 0.80, 2: 0.50}, "config file path") == [1, 2]   # relevance still rules
-
-
-def test_examples_and_synopsis_lose_a_near_tie_unless_an_example_is_asked_for():
-    rows = [row(1, "cargo-run.md", "cargo-run(1) > EXAMPLES"), row(2, "cargo-run.md", "cargo-run(1) > DESCRIPTION")]
-    scores = {1: 0.80, 2: 0.70}
-    assert ranked(rows, scores, "how do I pass arguments to the program cargo runs?") == [2, 1]
-    assert ranked(rows, scores, "an example of passing arguments to cargo run") == [1, 2]
-    field = [row(1, "compose.md", "Compose > name"), row(2, "compose.md", "Compose > project")]
-    assert ranked(field, scores, "how is the project name set?") == [1, 2]   # a field called name keeps its place
-
-
-def test_plan_loses_a_near_tie():
-    rows = [row(1, "planning/q1.md", "Plan > Backups", doc_type="plan"), row(2, "notes/b.md", "Backups")]
-    assert ranked(rows, {1: 0.80, 2: 0.75}, "backups") == [2, 1]
-
-
 def test_rules_can_be_switched_off():
-    rows = [row(1, "a.md", "A", stale=True), row(2, "a.md", "B")]
+    rows = [row(1, "planning/q1.md", "Plan > A", doc_type="plan"), row(2, "a.md", "B")]
     assert ranked(rows, {1: 0.80, 2: 0.75}, "q", cfg=rank.RankingConfig(enabled=False)) == [1, 2]
 
 
@@ -159,8 +104,8 @@ def test_unknown_ranking_key_is_refused():
     from remembrancer.indexer.errors import UserError
 
     with pytest.raises(UserError) as ei:
-        rank.RankingConfig.from_dict({"stale_factr": 0.5})
-    assert "stale_factor" in ei.value.options
+        rank.RankingConfig.from_dict({"outcome_tie_margn": 0.5})
+    assert "outcome_tie_margin" in ei.value.options
 
 
 @pytest.mark.parametrize("query,probes", [
@@ -195,11 +140,13 @@ def top(engine, q, **kw):
     return out, (out["results"] or out.get("best_weak") or [None])[0]
 
 
-def test_e2e_replacement_beats_superseded_and_record_beats_journal(real):
+def test_e2e_record_beats_journal_and_superseded_text_says_so(real):
+    """The stale ×0.6 rule was removed (it helped one dev corpus only, docs/ranking.md): the record
+    answers, and a superseded section that is shown says it is stale."""
     out, first = top(real, "how are db1's backups taken these days?")
-    assert (first["path"], first["heading"]) == ("hosts/db1.md", "db1 — PostgreSQL primary > Backups")
+    assert first["path"] == "hosts/db1.md" and "Backups" in first["heading"]
     stale = [r for r in out["results"] if r["heading"].endswith("Backups (obsolete)")]
-    assert all(r.get("stale") for r in stale)
+    assert stale and all(r.get("stale") for r in stale)
 
 
 def test_e2e_identifier_query_finds_the_literal(real):
@@ -225,30 +172,6 @@ def test_e2e_answerable_does_not_abstain(real):
         assert out["no_strong_match"] is False, q
 
 
-def test_literal_leg_credits_the_section_that_introduces_an_identifier(tmp_path, tiny_engine):
-    from remembrancer.indexer.search import _probe_leg
-
-    root = tmp_path / "docs"
-    write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nRun a command on each file with `--pre CMD`.\n\n"
-          "### Overhead\n\nEvery file spawns a process under `--pre`; narrow it with a glob.\n")
-    e = tiny_engine(root)
-    ids = {h: i for i, h, _, _ in e.lowered_sections()}
-    weights, found = _probe_leg(e, ["--pre", "--absent-flag"], None)
-    assert found == {"--pre"}
-    assert weights[ids["guide > preprocessor"]] > weights[ids["guide > preprocessor > overhead"]] > 0
-
-
-def test_a_bare_identifier_question_wants_a_section_that_contains_it(tmp_path, tiny_engine):
-    root = tmp_path / "docs"
-    write(root, "compose.md", "# Services\n\n## pre_start\n\npre_start: pre hooks, pre checks, pre pulls.\n")
-    write(root, "guide.md", "# Guide\n\n## Preprocessor\n\nEach file searched is first handed to a command given with "
-          "`--pre CMD`, whose output is searched instead of the file's bytes; slow commands slow everything.\n")
-    out = search(tiny_engine(root), SearchRequest("--pre", limit=5, explain=True))
-    assert out["results"][0]["heading"] == "Guide > Preprocessor"
-    other = next(r for r in out["results"] if r["heading"] == "Services > pre_start")
-    assert any("does not contain the identifier" in w for w in other["why"])
-
-
 def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_engine):
     from remembrancer.indexer import search as S
 
@@ -261,3 +184,17 @@ def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, mon
     cands = S._hybrid(e, "item1", None).cands
     assert 5 <= len(cands) <= 15          # each leg nominates its best five, not all 80 sections
     assert sum(1 for c in cands.values() if c.literal > 0) == 5
+
+
+@pytest.mark.parametrize("query", ["kubernetes helm chart rollback for the payments cluster",
+                                   "terraform state lock for the staging account"])
+def test_e2e_plain_english_about_something_the_notes_never_cover_abstains(real, query):
+    """No name, no identifier: a term of art the notes never use, and nothing that means the same."""
+    out, _ = top(real, query)
+    assert out["no_strong_match"], out
+    assert "not in the corpus" in out["why_no_strong_match"][0]
+
+
+def test_e2e_plain_english_the_notes_do_cover_does_not_abstain(real):
+    out, first = top(real, "what is the backup schedule for db1")
+    assert not out["no_strong_match"] and first["path"] == "hosts/db1.md"

@@ -1,0 +1,422 @@
+"""Issue 14, classes 2–6: inputs built to make parsing, redaction, reads or the stores fail.
+
+Each test is a class of input (tests/adversarial_inputs.py generates them; the robustness bench
+runs them at full size): YAML alias bombs, long lines against every compiled pattern, special
+files swapped in after indexing, damaged catalogs, and the smaller promises (descriptor-free
+modes, resumable first index, orphans, secrets echoed from a query, config types).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from remembrancer.indexer import api, reader, sandbox
+from remembrancer.indexer.catalog import Catalog, CatalogDamaged
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
+from tests.adversarial_inputs import (LINE_UNITS, billion_laughs, growth, huge_front_matter, merge_key_bomb,
+                                      registered_patterns)
+from tests.corpus_helpers import engine_for, write
+
+# ---------------------------------------------------------------------------------------------
+# 2. Expansion bombs in front matter
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bomb", [billion_laughs(), merge_key_bomb()], ids=["billion-laughs", "merge-keys"])
+def test_alias_bombs_are_refused_and_the_body_is_kept(bomb):
+    doc = parse_markdown(bomb, "bomb.md")
+    assert doc.front_matter == {}
+    assert any("aliases" in w and w.startswith("bomb.md:") for w in doc.warnings), doc.warnings
+    assert doc.sections and "body" in doc.sections[-1].body.lower()
+
+
+def test_anchors_without_aliases_still_load():
+    assert load_front_matter_yaml("title: x\nbase: &b {a: 1}\n") == {"title": "x", "base": {"a": 1}}
+
+
+def test_front_matter_over_the_cap_is_ignored_with_a_warning():
+    doc = parse_markdown(huge_front_matter(2 * FRONT_MATTER_MAX_BYTES), "huge.md")
+    assert doc.front_matter == {}
+    assert any("front matter is over" in w for w in doc.warnings)
+    assert [s.heading for s in doc.sections] == ["Huge"]
+
+
+def test_a_bomb_is_indexed_with_a_warning_and_other_documents_are_unaffected(data_env, tiny_embedder):
+    root = data_env / "notes"
+    write(root, "a-bomb.md", billion_laughs())   # sorted first, as in the report
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    e = engine_for([root], tiny_embedder)
+    report = e.refresh()
+    assert set(e.catalog.documents()) == {"a-bomb.md", "ok.md"}
+    assert any(w.startswith("a-bomb.md:") and "aliases" in w for w in report.warnings)
+    assert len(e.catalog.document("a-bomb.md")["front_matter"]) < 100
+    assert api.do_search(e, {"query": "restoring the database"})["results"][0]["path"] == "ok.md"
+    e.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Catastrophic backtracking: every compiled pattern, on long lines of every shape
+# ---------------------------------------------------------------------------------------------
+
+PATTERNS = registered_patterns()
+SUPERLINEAR = 4.0   # cost per character on a 16x longer line: ~1 when linear, ~16 when quadratic
+
+
+def test_the_pattern_registry_finds_the_patterns_that_run_on_text_and_queries():
+    names = set(PATTERNS)
+    for expected in ("indexer.redact._URL_CREDS", "indexer.redact._KEY_VALUE", "indexer.markdown._YAML_KEY_LINE",
+                     "indexer.terms._TOKEN_RE", "indexer.links._MD_RE", "indexer.rank.HOWTO_RE",
+                     "indexer.rank.PLAN_STATUS_RE.first", "indexer.memory._Term._HEX_RE"):
+        assert expected in names, expected
+    assert len(PATTERNS) >= 70
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_every_pattern_is_linear_on_long_lines(name):
+    pattern = PATTERNS[name]
+    worst = []
+    for unit in LINE_UNITS:
+        g = growth(pattern, unit, small=500, repeats=3)
+        # Noise on a shared machine can make one timing slow, never three in a row on a linear pattern.
+        for _ in range(2):
+            if g <= SUPERLINEAR:
+                break
+            g = min(g, growth(pattern, unit, small=500, repeats=3))
+        if g > SUPERLINEAR:
+            worst.append((round(g, 1), unit))
+    assert not worst, f"{name} ({pattern.pattern[:80]!r}) grows super-linearly on {sorted(worst, reverse=True)[:3]}"
+
+
+def test_a_document_over_the_memory_limit_is_over_budget(monkeypatch):
+    monkeypatch.setenv("REMEMBRANCER_SANDBOX_MEMORY_BYTES", str(400 << 20))
+    w = sandbox.Worker("test-memory")
+    from remembrancer.indexer.redact import Redactor
+
+    with pytest.raises(sandbox.OverBudget):   # 1.6 M paragraphs: markdown-it's tokens need GBs
+        w.call("redact_and_parse", (Redactor(), "a\n\n" * 1_600_000, "big.md"), budget_s=600)
+    w.close()
+
+
+def test_a_stop_kills_the_child_at_once():
+    w = sandbox.Worker("test")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(sandbox.Stopped):
+        w.call("redact_and_parse", (None, "x", "x.md"), stop=stop)
+    assert w._proc is None and w.kills == 1
+    w.close()
+
+
+def test_a_document_over_its_budget_is_indexed_without_text_and_the_queue_moves_on(data_env, tiny_embedder,
+                                                                                  monkeypatch):
+    root = data_env / "notes"
+    write(root, "big.md", "# Big\n\n" + "a-" * (sandbox.LARGE_BYTES // 2) + "\n")
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    monkeypatch.setattr(sandbox, "BUDGET_S", 0.0)   # every large document is over its budget
+    e = engine_for([root], tiny_embedder)
+    report = e.refresh()
+    assert set(e.catalog.documents()) == {"big.md", "ok.md"}
+    assert e.catalog.sections("big.md") == []
+    assert any(w.startswith("big.md: indexed without its text") for w in report.warnings)
+    assert e._sandbox.kills == 1
+    again = e.refresh()   # the same content is not tried again
+    assert (again.added, again.updated) == (0, 0)
+    e.close()
+
+
+def test_a_large_document_is_prepared_in_the_child_like_in_process(data_env, tiny_embedder):
+    root = data_env / "notes"
+    text = "# Big\n\npassword=hunter2xyz9\n\n" + ("word " * 20 + "\n") * (sandbox.LARGE_BYTES // 100) + "## End\n\nend\n"
+    write(root, "big.md", text)
+    e = engine_for([root], tiny_embedder)
+    e.refresh()
+    assert e._sandbox.calls == 1
+    sections = e.catalog.sections("big.md")
+    assert [s.heading for s in sections] == ["Big", "Big > End"]
+    assert "hunter2xyz9" not in sections[0].content and "[REDACTED:key_value]" in sections[0].content
+    e.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Special files after indexing
+# ---------------------------------------------------------------------------------------------
+
+def _in_thread(fn, timeout=60):
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), "the read blocked"
+    return out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "socket"])
+def test_read_refuses_a_file_swapped_for_a_special_file_without_blocking(notes_engine, notes, kind):
+    import socket
+
+    target = notes / "runbooks/postgres/restore.md"
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(target))
+    out = _in_thread(lambda: reader.read(notes_engine, "runbooks/postgres/restore.md"))
+    assert isinstance(out.get("error"), UserError) and out["error"].code == "unreadable", out
+    assert "not a regular file" in out["error"].message or kind == "socket"
+
+
+def test_read_refuses_a_file_grown_over_the_size_cap(notes_engine, notes):
+    (notes / "runbooks/postgres/restore.md").write_text("# Restore\n\n" + "x" * (notes_engine.config.max_file_bytes + 1))
+    with pytest.raises(UserError, match="over the .*-byte cap"):
+        reader.read(notes_engine, "runbooks/postgres/restore.md")
+
+
+def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
+    notes = tmp_path / "notes"
+    write(notes, "a.md", "# A\n\ntext\n")
+    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
+           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,  # noqa: E731
+                                    text=True, timeout=120)
+    assert run("index", "--root", str(notes)).returncode == 0
+    (notes / "a.md").unlink()
+    os.mkfifo(notes / "a.md")
+    p = run("read", "a.md", "--root", str(notes))
+    assert p.returncode == 2 and "not a regular file" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A damaged catalog
+# ---------------------------------------------------------------------------------------------
+
+def _damage(path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif how == "truncated":
+        path.write_bytes(data[: len(data) // 3 + 100])
+    else:
+        path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated"])
+def test_a_damaged_catalog_is_moved_aside_and_rebuilt_from_the_files(notes, data_env, tiny_embedder, how):
+    e = engine_for([notes], tiny_embedder)
+    e.refresh()
+    n = len(e.catalog.documents())
+    path, index_dir = e.catalog.path, e.dir
+    e.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    e.close()
+    _damage(path, how)
+    if how == "garbage":  # a reader checks the magic only (a writer may be checkpointing); SQLite finds the rest
+        with pytest.raises(CatalogDamaged) as ei:
+            Catalog(path, readonly=True)
+        assert ei.value.code == "index_broken" and "remembrancer index" in ei.value.hint
+    e = engine_for([notes], tiny_embedder)
+    report = e.refresh()
+    assert len(e.catalog.documents()) == n
+    assert any("damaged" in w and "moved the old index" in w for w in report.warnings)
+    aside = [p for p in index_dir.iterdir() if p.name.startswith("damaged-")]
+    assert len(aside) == 1 and (aside[0] / "catalog.sqlite3").exists()
+    assert api.do_search(e, {"query": "restore"})["results"]
+    e.close()
+
+
+def test_the_cli_rebuilds_a_garbage_catalog_and_says_so(tmp_path, tiny_model_dir):
+    notes = tmp_path / "notes"
+    write(notes, "a.md", "# A\n\ntext about restoring\n")
+    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
+           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,  # noqa: E731
+                                    text=True, timeout=120)
+    assert run("index", "--root", str(notes)).returncode == 0
+    catalog = next((tmp_path / "data").rglob("catalog.sqlite3"))
+    for extra in catalog.parent.glob("catalog.sqlite3-*"):
+        extra.unlink()
+    catalog.write_bytes(b"not a database at all" * 100)
+    p = run("index", "--root", str(notes), "--json")
+    assert p.returncode == 0, p.stderr
+    assert "moved" in p.stderr and "damaged" in p.stderr
+    assert json.loads(p.stdout)["added"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Smaller promises
+# ---------------------------------------------------------------------------------------------
+
+def test_index_files_and_folders_are_private(notes_engine):
+    modes = {}
+    for here, dirs, files in os.walk(notes_engine.dir):
+        for name in dirs + files:
+            modes[os.path.join(here, name)] = stat.S_IMODE(os.lstat(os.path.join(here, name)).st_mode)
+    assert modes and all(m == (0o700 if os.path.isdir(p) else 0o600) for p, m in modes.items()), \
+        {p: oct(m) for p, m in modes.items() if m not in (0o600, 0o700)}
+    assert stat.S_IMODE(os.stat(notes_engine.dir).st_mode) == 0o700
+
+
+def test_onnxruntime_telemetry_is_turned_off():
+    import onnxruntime
+
+    from remembrancer.indexer.embed import disable_telemetry
+
+    assert disable_telemetry(onnxruntime) is True
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_crash_during_the_first_index_resumes_without_rewriting_stored_documents(data_env, tiny_embedder):
+    root = data_env / "notes"
+    for i in range(12):
+        write(root, f"n{i:02d}.md", f"# Note {i}\n\nbody of note {i}\n")
+    e = engine_for([root], tiny_embedder)
+    ingest_batch = e._write
+
+    def crash_after_some(batch, report):
+        ingest_batch(batch, report)
+        if len(e.catalog.documents()) >= 5:
+            raise _Crash()
+
+    e._write = crash_after_some
+    import remembrancer.indexer.engine as engine_mod
+
+    old_group = engine_mod.EMBED_GROUP
+    engine_mod.EMBED_GROUP = 1   # write document by document, as a large first index does
+    try:
+        with pytest.raises(_Crash):
+            e.refresh()
+    finally:
+        engine_mod.EMBED_GROUP = old_group
+    stored = len(e.catalog.documents())
+    e.close()
+    e = engine_for([root], tiny_embedder)
+    report = e.refresh()
+    assert 5 <= stored < 12
+    assert (report.added, report.updated) == (12 - stored, 0)
+    e.close()
+
+
+def test_orphan_embeddings_are_gone_after_a_complete_run(notes_engine, notes):
+    notes_engine.catalog.db.execute("INSERT INTO embeddings(text_sha, vector) VALUES ('orphan', x'00000000')")
+    write(notes, "new.md", "# New\n\na new note\n")
+    notes_engine.refresh()
+    assert notes_engine.catalog.db.execute("SELECT COUNT(*) FROM embeddings WHERE text_sha='orphan'").fetchone()[0] == 0
+    used = notes_engine.catalog.db.execute(
+        "SELECT COUNT(*) FROM embeddings WHERE text_sha NOT IN (SELECT text_sha FROM passages)").fetchone()[0]
+    assert used == 0
+
+
+SECRET_QUERY = "frobnicate password=hunter2xyz9 sk-abcdefghijklmnop1234567890"
+
+
+def test_secrets_typed_into_a_query_are_echoed_redacted(notes_engine):
+    out = api.dispatch_read(notes_engine, "search", {"query": SECRET_QUERY}, dict)
+    text = json.dumps(out)
+    assert "hunter2xyz9" not in text and "abcdefghijklmnop1234567890" not in text
+    assert out.get("why_no_strong_match") or out["results"]
+    with pytest.raises(UserError) as ei:
+        api.dispatch_read(notes_engine, "search", {"query": "x", "since": "password=hunter2xyz9"}, dict)
+    assert "hunter2xyz9" not in json.dumps(ei.value.to_dict()) and "hunter2xyz9" not in str(ei.value)
+
+
+def test_paging_a_large_file_redacts_it_once_and_no_page_holds_a_secret(notes_engine, notes, monkeypatch):
+    secret = "password=hunter2xyz9"
+    body = "# Big\n\n" + "filler line of text\n" * 3000
+    text = body + secret + "\n" + "more filler\n" * 3000
+    (notes / "runbooks/postgres/restore.md").write_text(text)
+    calls = []
+    real = reader.redact_and_parse
+    monkeypatch.setattr(reader, "redact_and_parse", lambda *a: calls.append(1) or real(*a))
+    boundary = len(body) + 10   # a page ends inside the secret
+    first = reader.read(notes_engine, "runbooks/postgres/restore.md", max_chars=boundary)
+    pages = [first["content"]]
+    offset = first["next_offset"]
+    while True:
+        page = reader.read(notes_engine, "runbooks/postgres/restore.md", offset=offset, max_chars=20_000)
+        pages.append(page["content"])
+        if not page["truncated"]:
+            break
+        offset = page["next_offset"]
+    assert len(calls) == 1
+    assert "hunter2xyz9" not in "".join(pages) and "hunter2" not in pages[0] + pages[1][:20]
+
+
+def test_max_file_bytes_must_be_an_integer(tmp_path):
+    (tmp_path / "config.toml").write_text('[index]\nmax_file_bytes = "ten"\n')
+    env = {**os.environ, "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"), "REMEMBRANCER_DATA_DIR": str(tmp_path / "d"),
+           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
+    p = subprocess.run([sys.executable, "-m", "remembrancer", "index", "--root", str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "max_file_bytes" in p.stderr and "'ten'" in p.stderr, p.stderr
+
+
+def test_a_damage_error_is_recognised_and_a_lock_is_not():
+    from remembrancer.indexer.catalog import is_damage
+
+    assert is_damage(sqlite3.DatabaseError("database disk image is malformed"))
+    assert is_damage(sqlite3.DatabaseError("file is not a database"))
+    assert not is_damage(sqlite3.OperationalError("database is locked"))
+
+
+def _sandbox_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            args = open(f"/proc/{entry}/cmdline", "rb").read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"remembrancer.indexer.sandbox" in args:
+            out.append(int(entry))
+    return out
+
+
+def test_the_daemon_answers_and_stops_while_a_pathological_document_is_ingested(tmp_path, tiny_model_dir):
+    """The slow document is in the sandbox child: requests are answered meanwhile, and SIGTERM ends
+    the daemon without waiting for the document (the child is killed)."""
+    import signal
+
+    from tests.adversarial_inputs import pathological_line
+    from tests.test_daemon import DaemonProc, wait_for
+
+    root = tmp_path / "notes"
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    d = DaemonProc(tmp_path, [root], tiny_model_dir).start()
+    try:
+        write(root, "long.md", "# Long\n\n" + pathological_line("a-", 4_000_000) + "\n")
+        d.call("reindex")
+        wait_for(lambda: d.call("status")["daemon"]["ingesting"], timeout=60)
+        assert d.search("restoring the database")["results"][0]["path"] == "ok.md"   # answered meanwhile
+        assert d.call("status")["daemon"]["ingesting"]   # still on the long document
+        children = _sandbox_children(d.proc.pid)
+        assert children   # the document is in the child
+        d.proc.send_signal(signal.SIGTERM)
+        d.proc.wait(30)   # a hang detector, not a timing goal: without the sandbox this waited out the document
+        assert d.proc.returncode == 0
+        assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")]
+    finally:
+        d.stop()
