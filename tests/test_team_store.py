@@ -320,10 +320,22 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
            "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
     rng = random.Random(9)
     kills = 0
+
+    def generation(url: str) -> int:
+        try:
+            with psycopg.connect(url) as c:
+                row = c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        except psycopg.Error:   # not created yet by the first writer
+            return 0
+        return int(row[0]) if row else 0
     for _ in range(6):
         p = subprocess.Popen([sys.executable, "-m", "remembrancer", "index", "--store", pg_url, "--root", str(root)],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.5, 4.0))
+        # kill it after a random number of its document transactions: mid-pass whatever the speed
+        target = generation(pg_url) + rng.randint(1, 15)
+        deadline = time.monotonic() + 120
+        while p.poll() is None and generation(pg_url) < target and time.monotonic() < deadline:
+            time.sleep(0.02)
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
             kills += 1
@@ -335,7 +347,7 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
     done = subprocess.run([sys.executable, "-m", "remembrancer", "index", "--store", pg_url, "--root", str(root)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert kills >= 1
+    assert kills == 6   # every round was killed mid-pass (each stops after at most 15 of 120 documents)
     from remembrancer.indexer.embed import load_embedder_from_dir
 
     cfg = Config(roots=make_roots([root]))
