@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from .corpus import discover_repo
+
 SHA_RE = re.compile(r"(?<![0-9A-Za-z_-])(?:([A-Za-z][\w.-]{0,60})@)?([0-9a-f]{7,40})(?![0-9A-Za-z_-])")
 MAX_FILES = 20
 MAX_BRANCHES = 5
@@ -113,16 +115,14 @@ class CommitChecker:
 
     @staticmethod
     def _open(path: Path) -> _Repo:
-        import pygit2
-
         name = path.name if path.name not in (".git", "") else path.parent.name
         if not path.exists():
             return _Repo(name, path, None, f"{path} does not exist")
         try:
-            found = pygit2.discover_repository(str(path))
-            if not found:
+            repo = discover_repo(path)   # not pygit2.discover_repository: it leaks None (corpus.py)
+            if repo is None:
                 return _Repo(name, path, None, f"{path} is not a git repository")
-            return _Repo(name, path, pygit2.Repository(found))
+            return _Repo(name, path, repo)
         except Exception as e:  # permissions, corruption, odd formats: all make the answer UNKNOWN
             return _Repo(name, path, None, f"{path} cannot be read: {type(e).__name__}: {e}")
 

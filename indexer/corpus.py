@@ -96,16 +96,31 @@ def blob_id(data: bytes) -> str:
     return h.hexdigest()
 
 
+def discover_repo(path: Path):
+    """The repository holding `path` (searched upward, as git does), or None if there is none.
+
+    Not `pygit2.discover_repository`: pygit2 1.21 returns None from it without taking a reference,
+    so every miss (a plain folder) steals one reference from None. The daemon asks on every status
+    and search, and after some thousands of requests on a plain folder None was deallocated
+    (`Fatal Python error: none_dealloc`). `Repository(path)` searches the same way and raises on a
+    miss. Other errors (permissions, a damaged repository) are raised for the caller to report."""
+    import pygit2
+
+    try:
+        return pygit2.Repository(str(path))
+    except pygit2.GitError as e:
+        if "not found" in str(e).lower():
+            return None
+        raise
+
+
 def open_repo(path: Path):
     """The git repository whose work tree contains `path`, or None for a plain folder."""
     import pygit2
 
     try:
-        found = pygit2.discover_repository(str(path))
-        if not found:
-            return None
-        repo = pygit2.Repository(found)
-        return None if repo.is_bare else repo
+        repo = discover_repo(path)
+        return None if repo is None or repo.is_bare else repo
     except (pygit2.GitError, KeyError, OSError):
         return None
 
