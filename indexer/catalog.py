@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import UserError
 from .filters import Filters
-from .store import DocumentName, DocumentSummary, LinkRow, SectionRow, SectionText
+from .store import DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow, SectionText
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def _create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
-class Catalog:
+class Catalog(MetaReads):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
         self._maybe_orphaned: set[str] = set()
@@ -329,14 +329,6 @@ class Catalog:
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-
-    @property
-    def generation(self) -> int:
-        return int(self.get_meta("generation") or 0)
-
-    def model_contract(self) -> dict | None:
-        raw = self.get_meta("model_contract")
-        return json.loads(raw) if raw else None
 
     # -- documents ----------------------------------------------------------------------------
     def documents(self) -> dict[str, tuple[int, str, int, int]]:
