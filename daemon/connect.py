@@ -87,12 +87,9 @@ class LocalBackend:
     def call(self, method: str, **params) -> dict:
         if method in api.FRESHNESS_METHODS:
             self.refresh()
-        out = api.dispatch_read(self.engine, method, params, self.freshness)
+        out = api.answer_in_process(self.engine, method, params, self.freshness)
         if out is not None:
             return out
-        if method == "status":
-            with self.engine.scoped(params.get("scope") or ()):
-                return {**self.engine.status(), "daemon": None, "freshness": self.freshness()}
         if method in ("notify", "reindex"):
             if self.readonly:
                 raise UserError("no daemon is running to reindex", hint="run `remembrancer index`", code="no_daemon")

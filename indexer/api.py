@@ -214,6 +214,16 @@ def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
     return _redacted_echoes(engine, out, params)
 
 
+
+def answer_in_process(engine, method: str, params: dict, freshness) -> dict | None:
+    """A read method or `status`, answered by an engine in this process (no daemon in between:
+    the local read-only backend, a team-store reader); None for anything else."""
+    out = dispatch_read(engine, method, params, freshness)
+    if out is None and method == "status":
+        with engine.scoped(params.get("scope") or ()):
+            out = {**engine.status(), "daemon": None, "freshness": freshness()}
+    return out
+
 def _redacted_echoes(engine, out, params: dict):
     """Pieces of secrets typed into the request, wherever the answer repeats them (indexer/redact.py)."""
     try:

@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import UserError
 from .filters import Filters
-from .store import DocumentName, DocumentSummary, LinkRow, SectionRow, SectionText
+from .store import DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow, SectionText
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +153,12 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def _indexable(needle: str) -> bool:
+    """Whether the literal index can look `needle` up: long enough for a trigram, and no NUL (an
+    FTS5 query string ends at one: "unterminated string"); otherwise the caller scans."""
+    return len(needle) >= LITERAL_MIN and "\x00" not in needle
+
+
 def _phrase(needle: str) -> str:
     """An FTS5 query matching `needle` as one string (trigram tokenizer: a substring match)."""
     return '"' + needle.replace('"', '""') + '"'
@@ -257,7 +263,7 @@ def _create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
-class Catalog:
+class Catalog(MetaReads):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
         self._maybe_orphaned: set[str] = set()
@@ -329,14 +335,6 @@ class Catalog:
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-
-    @property
-    def generation(self) -> int:
-        return int(self.get_meta("generation") or 0)
-
-    def model_contract(self) -> dict | None:
-        raw = self.get_meta("model_contract")
-        return json.loads(raw) if raw else None
 
     # -- documents ----------------------------------------------------------------------------
     def documents(self) -> dict[str, tuple[int, str, int, int]]:
@@ -696,7 +694,7 @@ class Catalog:
         text themselves (the index folds case like Unicode, Python's lower() differs at the edges).
         None when the index cannot answer: a needle under LITERAL_MIN characters, or a catalog
         opened read-only before it had the index — the caller scans instead."""
-        if not self.has_literal_index or not needles or min(map(len, needles)) < LITERAL_MIN:
+        if not self.has_literal_index or not needles or not all(map(_indexable, needles)):
             return None
         match = ("content : " if content_only else "") + "(" + " OR ".join(map(_phrase, needles)) + ")"
         return self.db.execute(
@@ -707,7 +705,7 @@ class Catalog:
     def contents_containing(self, needle: str) -> Iterator[str] | None:
         """The content of every visible section that may contain `needle` (as sections_containing),
         lazily and in no order: "does any section use this word?" stops at the first."""
-        if not self.has_literal_index or len(needle) < LITERAL_MIN:
+        if not self.has_literal_index or not _indexable(needle):
             return None
         return (r[0] for r in self.db.execute(
             "SELECT s.content FROM sections s WHERE s.id IN"
@@ -719,7 +717,7 @@ class Catalog:
         to the content); the literal index picks the candidates."""
         col = "lower(s.content)" if case_insensitive else "s.content"
         where, params = f"instr({col}, ?) > 0", [needle]
-        if self.has_literal_index and len(needle) >= LITERAL_MIN:
+        if self.has_literal_index and _indexable(needle):
             where = "s.id IN (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND " + where
             params.insert(0, "content : " + _phrase(needle))
         return self.db.execute(
@@ -754,7 +752,7 @@ class Catalog:
         mention = "EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)"
         if not needles:
             return [r[0] for r in self.db.execute(records, record_paths)]
-        if not self.has_literal_index or min(map(len, needles)) < LITERAL_MIN:   # every section's mentions
+        if not self.has_literal_index or not all(map(_indexable, needles)):   # every section's mentions
             return [r[0] for r in self.db.execute(records.replace(" WHERE ", " WHERE (") + f") OR {mention}",
                                                   (*record_paths, name))]
         match = "(" + " OR ".join(map(_phrase, needles)) + ")"

@@ -29,7 +29,7 @@ from . import pg_keywords as kw
 from . import pg_schema
 from .errors import UserError
 from .filters import Filters
-from .store import DocumentSummary, SectionRow
+from .store import DocumentSummary, MetaReads, SectionRow
 from .vectors import EF_SEARCH, EXACT_BELOW
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def _filter_where(f: Filters) -> tuple[str, list]:
     return " AND ".join(where) or "true", params
 
 
-class PgLedger:
+class PgLedger(MetaReads):
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
 
     def __init__(self, store: "PgStore", readonly: bool):
@@ -195,14 +195,6 @@ class PgLedger:
         self._q(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
                 f" ((embedding::vector({dim})) vector_cosine_ops)")
         self._q("RESET maintenance_work_mem")
-
-    @property
-    def generation(self) -> int:
-        return int(self.get_meta("generation") or 0)
-
-    def model_contract(self) -> dict | None:
-        raw = self.get_meta("model_contract")
-        return json.loads(raw) if raw else None
 
     def counts(self) -> dict[str, int]:
         row = self._q("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM sections),"

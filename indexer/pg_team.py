@@ -117,12 +117,9 @@ class TeamReader:
         return {**out, "verdict": "stale", "reason": detail}
 
     def call(self, method: str, **params) -> dict:
-        out = api.dispatch_read(self.engine, method, params, self.freshness)
+        out = api.answer_in_process(self.engine, method, params, self.freshness)
         if out is not None:
             return out
-        if method == "status":
-            with self.engine.scoped(params.get("scope") or ()):
-                return {**self.engine.status(), "daemon": None, "freshness": self.freshness()}
         if method in ("notify", "reindex"):
             raise UserError("a reader of the team store does not index", code="team_reader",
                             hint="the writer (`remembrancer serve --store URL`) indexes the shared checkout")

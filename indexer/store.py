@@ -9,6 +9,7 @@ writes SQL: callers get typed methods and the rows below.
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, TypedDict, runtime_checkable
@@ -84,6 +85,18 @@ class LinkRow(TypedDict):
 ChunkRow = tuple[int, int, str, str, str, str]   # chunk id, section id, path, doc_type, heading, text
 SectionText = tuple[int, str, str, str]          # section id, heading, content, path (document order)
 DocumentName = tuple[str, str, str, str]         # path, rel, root, title
+
+
+class MetaReads:
+    """What every ledger reads from its meta table the same way (each one has its own get_meta)."""
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def model_contract(self) -> dict | None:
+        raw = self.get_meta("model_contract")
+        return json.loads(raw) if raw else None
 
 
 @runtime_checkable

@@ -696,6 +696,13 @@ def test_a_query_of_any_json_type_is_a_structured_error_or_results(query_engine,
     check_query(query_engine, query, {})
 
 
+@pytest.mark.parametrize("params", [{"query": "00\x00", "exact": 1}, {"query": "res\x00tore"},
+                                    {"query": "pg_\x00dump --jobs"}])
+def test_a_nul_in_a_query_never_reaches_the_literal_index_unescaped(query_engine, params):
+    """Found by the property test above: an FTS5 query string ends at a NUL ("unterminated string")."""
+    check_query(query_engine, params.pop("query"), params)
+
+
 @pytest.mark.parametrize("params", [{"query": "\ud800 restore"}, {"query": "restore", "path": "\udfff"}])
 def test_lone_surrogates_in_parameters_are_a_structured_error(query_engine, params):
     check_query(query_engine, params.pop("query"), params)

@@ -2,7 +2,8 @@
 fresh venv outside the checkout (its dependencies from the package index / pip's cache, nothing
 from the checkout's venv), then used from a folder outside the checkout — `--version`, `index`,
 `search`, `mcp` (tools listed by the real MCP client over stdio), `hooks install` on a real git
-repository, `service install --print` — and its site-packages holding one top-level name.
+repository, `service install --print`, `mcp config`, `claude-hooks install` — and its
+site-packages holding one top-level name.
 
 Slow (a minute or two: pip installs onnxruntime & co. from its cache), marked `wheel`; it runs
 in `make test`. `-m "not wheel"` leaves it out while working on something else.
@@ -89,6 +90,13 @@ def test_the_installed_cli_indexes_searches_and_installs(installed):
     unit = run([exe, "service", "install", "--print", "--root", str(notes)], cwd=work, env=env).stdout
     exec_line = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     assert exec_line.startswith(f"ExecStart={exe} serve") and "PYTHONPATH" not in unit
+
+    config = run([exe, "mcp", "config"], cwd=work, env=env).stdout
+    add = next(line for line in config.splitlines() if line.startswith("claude mcp add --scope user "))
+    assert add.endswith(f" remembrancer -- {exe} mcp")   # (this environment's REMEMBRANCER_* as --env)
+    settings = work / "claude-settings.json"
+    run([exe, "claude-hooks", "install", "--settings", str(settings)], cwd=work, env=env)
+    assert f"{venv / 'bin' / 'python'} -P -m remembrancer.hooks.claude_code" in settings.read_text()
 
 
 def test_the_installed_mcp_server_lists_its_tools(installed):
