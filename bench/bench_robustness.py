@@ -796,7 +796,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
                     busy = st["daemon"]["ingesting"] or st["daemon"]["queued_changes"]
                     saw_ingesting |= bool(busy)
                     if not busy and time.monotonic() - t0 > 1:
-                        listed = "z-pathological.md" in {x["path"] for x in d.call("list")["documents"]}
+                        listed = "z-pathological.md" in {x["path"] for x in d.call("list", limit=5000)["documents"]}
                         if listed:   # (a save seen half-written is ingested twice: wait for the whole file)
                             break
                     during.append(one_search(c))
