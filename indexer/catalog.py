@@ -25,7 +25,8 @@ import numpy as np
 
 from .errors import UserError
 from .filters import Filters
-from .store import DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow, SectionText
+from .store import (DOCUMENT_INSERT_COLUMNS, DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
+                    SectionText, document_values)
 
 log = logging.getLogger(__name__)
 
@@ -391,13 +392,8 @@ class Catalog(MetaReads):
                 db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
                            (sha, np.asarray(vec, dtype=np.float32).tobytes()))
             cur = db.execute(
-                "INSERT INTO documents(path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
-                " front_matter, tags, warnings, stale, line_count, indexed_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
-                 doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
-                 json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
-                 doc["line_count"], time.time()))
+                f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                document_values(doc, time.time()))
             doc_id = cur.lastrowid
             added: list[int] = []
             for ord_, s in enumerate(sections):
@@ -520,7 +516,7 @@ class Catalog(MetaReads):
 
     def filtered_section_ids(self, f: Filters) -> set[int]:
         """The sections the (validated) filters let through."""
-        where, params = _filter_where(f)
+        where, params = filter_where(f)
         return {r[0] for r in self.db.execute(
             f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
 
@@ -546,7 +542,7 @@ class Catalog(MetaReads):
 
     def document_summaries(self, f: Filters) -> list[DocumentSummary]:
         """The documents with a section the filters let through, by path (`list`)."""
-        where, params = _filter_where(f)
+        where, params = filter_where(f)
         rows = self.db.execute(
             "SELECT d.path, d.doc_type, d.date, d.title, COUNT(s.id), SUM(length(s.content)), d.tags"
             f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
@@ -728,7 +724,7 @@ class Catalog(MetaReads):
         """Ids of the first `limit` sections the (validated) filters let through, newest first — date, then the earlier section of a day, then id — among those with text of
         their own (a journal day's bare "# 2030-02-17" heading lists nothing), or among all when
         none has. Read in index order (sections_newest), so the cost follows `limit`."""
-        where, params = _filter_where(f)
+        where, params = filter_where(f)
         sql = ("SELECT s.id, s.body FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where}){extra}"
                " ORDER BY s.date DESC, s.start_line, s.id")
         out = []
@@ -770,26 +766,31 @@ class Catalog(MetaReads):
                 "passages": q("passages"), "vectors": q("embeddings")}
 
 
-def _filter_where(f: Filters) -> tuple[str, list]:
-    """Validated filters (indexer/filters.py) as a WHERE clause over sections `s` joined to documents `d`."""
+def filter_where(f: Filters, mark: str = "?", any_of=None, has_tag=None, true: str = "1") -> tuple[str, list]:
+    """Validated filters (indexer/filters.py) as a WHERE clause over sections `s` joined to
+    documents `d`. One builder for both stores: SQLite's by default; PostgreSQL passes its
+    placeholder, list test, tag test and literal true (indexer/pg_store.py)."""
+    any_of = any_of or (lambda col, values: (f"{col} IN ({','.join(mark * len(values))})", list(values)))
+    has_tag = has_tag or (lambda: f"EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = {mark})")
     where, params = [], []
     if f.types:
-        where.append(f"d.doc_type IN ({','.join('?' * len(f.types))})")
-        params += f.types
+        clause, values = any_of("d.doc_type", f.types)
+        where.append(clause)
+        params += values
     if f.path:
-        where.append("(d.path = ? OR d.path LIKE ? ESCAPE '\\')")
+        where.append(f"(d.path = {mark} OR d.path LIKE {mark} ESCAPE '\\')")
         esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
-    for t in f.tags:
-        where.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)")
-        params.append(t)
+    for tag in f.tags:
+        where.append(has_tag())
+        params.append(tag)
     if f.since:
-        where.append("s.date >= ?")
+        where.append(f"s.date >= {mark}")
         params.append(f.since)
     if f.until:
-        where.append("s.date <= ?")
+        where.append(f"s.date <= {mark}")
         params.append(f.until)
-    return " AND ".join(where) or "1", params
+    return " AND ".join(where) or true, params
 
 
 # -- scopes (indexer/scope.py): TEMP views named like the tables, holding only the visible rows

@@ -27,9 +27,10 @@ import numpy as np
 
 from . import pg_keywords as kw
 from . import pg_schema
+from .catalog import filter_where
 from .errors import UserError
 from .filters import Filters
-from .store import DocumentSummary, MetaReads, SectionRow
+from .store import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow, document_values
 from .vectors import EF_SEARCH, EXACT_BELOW
 
 log = logging.getLogger(__name__)
@@ -83,25 +84,9 @@ def _section(r) -> SectionRow:
 
 
 def _filter_where(f: Filters) -> tuple[str, list]:
-    """Validated filters as a WHERE clause over sections `s` joined to documents `d`."""
-    where, params = [], []
-    if f.types:
-        where.append("d.doc_type = ANY(%s)")
-        params.append(list(f.types))
-    if f.path:
-        esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where.append("(d.path = %s OR d.path LIKE %s ESCAPE '\\')")
-        params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
-    for t in f.tags:
-        where.append("d.tags ? %s")
-        params.append(t)
-    if f.since:
-        where.append("s.date >= %s")
-        params.append(f.since)
-    if f.until:
-        where.append("s.date <= %s")
-        params.append(f.until)
-    return " AND ".join(where) or "true", params
+    """The local catalog's filter clause in PostgreSQL's dialect."""
+    return filter_where(f, mark="%s", any_of=lambda col, values: (f"{col} = ANY(%s)", [list(values)]),
+                        has_tag=lambda: "d.tags ? %s", true="true")
 
 
 class PgLedger(MetaReads):
@@ -270,13 +255,9 @@ class PgLedger(MetaReads):
                 self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
                            [(sha, _vec_text(new_vectors[sha])) for sha in mine if sha not in have])
             doc_id = self._q(
-                "INSERT INTO documents(path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
-                " front_matter, tags, warnings, stale, line_count, indexed_at)"
+                f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
-                (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
-                 doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
-                 json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
-                 doc["line_count"], time.time())).fetchone()[0]
+                document_values(doc, time.time())).fetchone()[0]
             sids = self._ids("sections_id_seq", len(sections))
             n_chunks = sum(len(s["chunks"]) for s in sections)
             n_passages = sum(len(s["passages"]) for s in sections)

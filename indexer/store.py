@@ -87,6 +87,18 @@ SectionText = tuple[int, str, str, str]          # section id, heading, content,
 DocumentName = tuple[str, str, str, str]         # path, rel, root, title
 
 
+DOCUMENT_INSERT_COLUMNS = ("path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
+                           " front_matter, tags, warnings, stale, line_count, indexed_at")
+
+
+def document_values(doc: dict, indexed_at: float) -> tuple:
+    """A parsed document's row for DOCUMENT_INSERT_COLUMNS, the same in every store (JSON as text)."""
+    return (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
+            doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
+            json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
+            doc["line_count"], indexed_at)
+
+
 class MetaReads:
     """What every ledger reads from its meta table the same way (each one has its own get_meta)."""
 
