@@ -190,14 +190,19 @@ def test_read_refuses_a_file_grown_over_the_size_cap(notes_engine, notes):
         reader.read(notes_engine, "runbooks/postgres/restore.md")
 
 
-def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
-    notes = tmp_path / "notes"
-    write(notes, "a.md", "# A\n\ntext\n")
+def cli_in(tmp_path, tiny_model_dir):
+    """`remembrancer …` in a subprocess with its own data dir, config (the tiny model) and no daemon."""
     (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
     env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
            "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,  # noqa: E731
-                                    text=True, timeout=120)
+    return lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,
+                                     text=True, timeout=120)
+
+
+def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
+    notes = tmp_path / "notes"
+    write(notes, "a.md", "# A\n\ntext\n")
+    run = cli_in(tmp_path, tiny_model_dir)
     assert run("index", "--root", str(notes)).returncode == 0
     (notes / "a.md").unlink()
     os.mkfifo(notes / "a.md")
@@ -245,11 +250,7 @@ def test_a_damaged_catalog_is_moved_aside_and_rebuilt_from_the_files(notes, data
 def test_the_cli_rebuilds_a_garbage_catalog_and_says_so(tmp_path, tiny_model_dir):
     notes = tmp_path / "notes"
     write(notes, "a.md", "# A\n\ntext about restoring\n")
-    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,  # noqa: E731
-                                    text=True, timeout=120)
+    run = cli_in(tmp_path, tiny_model_dir)
     assert run("index", "--root", str(notes)).returncode == 0
     catalog = next((tmp_path / "data").rglob("catalog.sqlite3"))
     for extra in catalog.parent.glob("catalog.sqlite3-*"):

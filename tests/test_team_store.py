@@ -23,6 +23,15 @@ QUERIES = ["how do I restart postgres", "what is the backup schedule", "deploy c
            "restore from a base backup", "who owns the billing service", "--no-track", "wal archiving lag"]
 
 
+def index_once(cfg, pg_url, embedder) -> None:
+    """One complete writer pass into the store, the writer closed (its lock released) after it."""
+    w = Writer(cfg, pg_url, embedder=embedder)
+    try:
+        w.pass_once()
+    finally:
+        w.close()
+
+
 def _top(engine, q, **kw):
     with engine.scoped(kw.pop("scope", ())):
         r = S.search(engine, S.SearchRequest(q, **kw))
@@ -131,9 +140,7 @@ def test_a_second_writer_is_refused_with_the_first_ones_name(notes, data_env, ti
 
 def test_the_reader_role_reads_and_cannot_write(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
-    w = Writer(cfg, pg_url, embedder=tiny_embedder)
-    w.pass_once()
-    w.close()
+    index_once(cfg, pg_url, tiny_embedder)
     with psycopg.connect(pg_url, autocommit=True) as c:
         c.execute("CREATE ROLE alice LOGIN PASSWORD 'pw' IN ROLE remembrancer_reader")
     alice = pg_url.replace("postgres:@", "alice:pw@")
@@ -237,9 +244,7 @@ def test_a_broken_redaction_policy_writes_nothing(tmp_path, data_env, tiny_embed
 
 def test_a_reader_with_another_model_is_refused_the_vector_leg(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
-    w = Writer(cfg, pg_url, embedder=tiny_embedder)
-    w.pass_once()
-    w.close()
+    index_once(cfg, pg_url, tiny_embedder)
     with psycopg.connect(pg_url, autocommit=True) as c:   # the store says another model embedded it
         c.execute("UPDATE meta SET value = replace(value, %s, 'f00d') WHERE key = 'model_contract'",
                   (tiny_embedder.contract.model_sha256[:8],))
@@ -254,9 +259,7 @@ def test_a_reader_with_another_model_is_refused_the_vector_leg(notes, data_env, 
 
 def test_a_scoped_reader_sees_only_its_prefixes(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
-    w = Writer(cfg, pg_url, embedder=tiny_embedder)
-    w.pass_once()
-    w.close()
+    index_once(cfg, pg_url, tiny_embedder)
     reader = TeamReader(pg_url, cfg, embedder=tiny_embedder)
     try:
         out = reader.call("search", query="postgres backup restore", scope=["journal/"])
@@ -282,9 +285,7 @@ def test_a_wrong_url_is_a_clear_error(tmp_path):
 
 def test_a_reader_whose_connection_died_connects_again(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
-    w = Writer(cfg, pg_url, embedder=tiny_embedder)
-    w.pass_once()
-    w.close()
+    index_once(cfg, pg_url, tiny_embedder)
     reader = TeamReader(pg_url, cfg, embedder=tiny_embedder)
     try:
         assert reader.call("search", query="restart postgres")["results"]
