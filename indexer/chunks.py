@@ -164,6 +164,12 @@ def embedded_texts(header: str, body: str) -> list[str]:
     return [header] + [f"{header}\n{p}" for p in passages(body)]
 
 
+def plain_embedded_texts(header: str, body: str) -> list[str]:
+    """What a plain-text part embeds (markdown.parse_plain): its header, then fixed windows of the
+    body — bounded by the text's size, whatever its shape (no per-paragraph or per-item passages)."""
+    return [header] + [f"{header}\n{w}" for w in _windows(body) if w.strip()]
+
+
 def passages(body: str) -> list[str]:
     """The blocks of a section body: paragraphs, code blocks, and each list item and table row
     on its own, so one item can carry the match."""

@@ -455,16 +455,18 @@ class Engine:
 
     def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
         """ingest.prepare, in a child process under a time budget for a large document
-        (indexer/sandbox.py); past the budget the document is indexed without its text."""
+        (indexer/sandbox.py); past the budget the document is indexed as plain text in parts, and
+        past a second budget for that, without its text."""
         args = (f, data, self.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
             return ingest.prepare(*args)
         try:
-            return self._sandbox.call("prepare", args, stop=self.stop_requested)
+            return sandbox.prepare_large(self._sandbox, args, stop=self.stop_requested)
         except sandbox.OverBudget:
             return ingest.without_sections(f, data, self.layout, (
-                f"{f.path}: indexed without its text: redacting and parsing it went over the per-document "
-                f"budget ({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB); split the file to make it searchable"))
+                f"{f.path}: indexed without its text: redacting it went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB), even as plain text; "
+                f"split the file to make it searchable"))
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}

@@ -13,7 +13,7 @@ from . import links as linking
 from . import meta
 from .config import ENTITY_TYPES
 from .corpus import CorpusFile, Unreadable, blob_id, read_regular_file
-from .markdown import parse_markdown
+from .markdown import PLAIN_PART_CHARS, PLAIN_PART_MARK, parse_markdown, parse_plain
 from .redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 
 BINARY_PROBE = 8192
@@ -72,12 +72,19 @@ def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) 
 
 
 def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,
-            fallback_date: str | None, redactor: Redactor | None = None) -> Prepared:
+            fallback_date: str | None, redactor: Redactor | None = None, plain: bool = False) -> Prepared:
+    """One document's rows. `plain`: as plain text in parts (markdown.parse_plain), the fallback
+    for a large document whose Markdown parse went over its budget."""
     text, warnings = decode(f.path, data)
     # Redaction runs before parsing (indexer/redact.py): no row, chunk, warning or log line sees a
     # secret. Line structure is kept, so section line ranges stay true for the file on disk.
     text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
-    parsed = parse_markdown(text, f.path)
+    parsed = (parse_plain if plain else parse_markdown)(text, f.path)
+    embedded_texts = chunking.plain_embedded_texts if plain else chunking.embedded_texts
+    if plain:
+        warnings.append(f"{f.path}: {PLAIN_PART_MARK}, in parts of ~{PLAIN_PART_CHARS // 1000} KB without "
+                        f"headings: parsing its Markdown went over the per-document budget; split the file "
+                        f"to search it by section")
     if is_secret_document(parsed.front_matter, text):
         raise Excluded(f"{f.path}: not indexed (front matter secret: true)")
     if redacted:
@@ -102,7 +109,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc["title"], s.heading)
         passages = []
-        for embedded in chunking.embedded_texts(header, s.body):
+        for embedded in embedded_texts(header, s.body):
             sha = chunking.text_sha(embedded)
             prepared.texts[sha] = embedded
             passages.append((sha, embedded))

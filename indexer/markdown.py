@@ -81,6 +81,49 @@ def parse_markdown(text: str, path: str = "<text>") -> ParsedDocument:
     )
 
 
+PLAIN_PART_CHARS = 4000  # a plain-text part is cut at the first blank line past this size
+PLAIN_PART_MARK = "indexed as plain text"  # in the document's warning: read it back the same way
+
+
+def parse_plain(text: str, path: str = "<text>", part_chars: int = PLAIN_PART_CHARS) -> ParsedDocument:
+    """The document as plain text in parts, without Markdown structure: the fallback for a large
+    document whose Markdown parse went over its budget (indexer/sandbox.py).
+
+    Linear in the text whatever its shape (a million headings or list items are just lines), so a
+    file under the size cap is still searchable. Front matter is read as parse_markdown reads it;
+    each part is cut at the first blank line past `part_chars` (or at twice that on a line
+    boundary), is titled by its line range, and the parts tile the body exactly like sections do.
+    """
+    lines = _split_lines(text)
+    warnings: list[str] = []
+    front_matter, body_start = _read_front_matter(lines, path, warnings)
+    cuts: list[tuple[int, int]] = []  # 1-based inclusive line ranges
+    start, size, has_text = body_start, 0, False
+    for number in range(body_start, len(lines) + 1):
+        line = lines[number - 1]
+        size += len(line) + 1
+        has_text = has_text or not (not line or line.isspace())
+        blank = not line or line.isspace()
+        if has_text and ((size >= part_chars and blank) or size >= 2 * part_chars):
+            cuts.append((start, number))
+            start, size, has_text = number + 1, 0, False
+    if start <= len(lines):
+        if has_text or not cuts:
+            cuts.append((start, len(lines)))
+        else:  # trailing whitespace joins the last part: the tiling stays whole
+            cuts[-1] = (cuts[-1][0], len(lines))
+    sections = []
+    for first, last in cuts:
+        part = "".join(line + "\n" for line in lines[first - 1:last])
+        if not sections and part.isspace():
+            continue  # a body of whitespace only has no sections, as in parse_markdown
+        title = f"Part {len(sections) + 1} (lines {first}-{last})"
+        sections.append(Section(heading=title, title=title, level=1, start_line=first, end_line=last,
+                                text=part, body=part.strip()))
+    return ParsedDocument(front_matter=front_matter, title=_document_title([], front_matter),
+                          sections=sections, warnings=warnings, body_start_line=body_start, lines=lines)
+
+
 # --- lines ---------------------------------------------------------------------------------
 
 

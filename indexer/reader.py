@@ -17,7 +17,7 @@ from .chunks import estimate_tokens
 from .corpus import Unreadable, blob_id, read_regular_file
 from .errors import UserError
 from .ingest import Skip, decode
-from .markdown import parse_markdown
+from .markdown import PLAIN_PART_MARK, parse_markdown, parse_plain
 from .redact import is_secret_document
 
 DEFAULT_PAGE_CHARS = 20_000
@@ -65,11 +65,14 @@ def _load(engine, path: str):
         except Skip as e:
             raise UserError(str(e), param="path", code="unreadable") from None
         del data
+        # Read back the way it was indexed: a document indexed as plain text in parts (its Markdown
+        # parse went over the budget) is parsed the same way, so its part headings resolve.
+        plain = PLAIN_PART_MARK in str(doc.get("warnings") or "")
         if len(text) < sandbox.LARGE_BYTES:
-            cached = redact_and_parse(redactor, text, doc["path"])
+            cached = redact_and_parse(redactor, text, doc["path"], plain)
         else:  # in a child process with a budget: a slow document must not stall other requests
             try:
-                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"]))
+                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"], plain))
             except sandbox.OverBudget:
                 raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
                                 f"({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES >> 20} MB)", param="path",
@@ -81,14 +84,14 @@ def _load(engine, path: str):
     return doc, parsed
 
 
-def redact_and_parse(redactor, text: str, path: str):
+def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
     """(parsed document, is it `secret: true`?) of the text read from disk.
 
     Redact before anything is cut from it: sections, line ranges, pages and outlines all come
     from the redacted text (same line count), so no page holds a secret, even one that spans a
     page boundary."""
     text, _ = redactor.redact(text)
-    parsed = parse_markdown(text, path)
+    parsed = (parse_plain if plain else parse_markdown)(text, path)
     return parsed, is_secret_document(parsed.front_matter, text)
 
 

@@ -4,7 +4,8 @@ Python's `re` and the Markdown parser hold the GIL while they run, and a C regex
 interrupted: in the daemon, one slow document (megabytes on one line) would stall every request
 thread and the SIGTERM handler with it. A child process does the work instead; the caller waits on
 a pipe in short slices, so it can give up when the document's budget runs out (the document is
-then indexed without sections, with a warning) or when a stop is requested (the child is killed).
+then indexed as plain text in parts, and past a second budget without its text, with a warning)
+or when a stop is requested (the child is killed).
 Small documents, the usual case, are prepared in-process: a child costs more than they do.
 """
 
@@ -44,6 +45,16 @@ def _call(name: str, args: tuple):
 
         return redact_and_parse(*args)
     raise ValueError(f"unknown sandbox call {name!r}")
+
+
+def prepare_large(worker: "Worker", args: tuple, stop: threading.Event | None = None):
+    """ingest.prepare of a large document in `worker`, under the budget; past it, once more as
+    plain text in parts (markdown.parse_plain: linear, so only redaction can still be too slow),
+    under a second budget. OverBudget when both ran out."""
+    try:
+        return worker.call("prepare", args, stop=stop)
+    except OverBudget:
+        return worker.call("prepare", args + (True,), stop=stop)
 
 
 def _read_exact(stream, n: int) -> bytes:

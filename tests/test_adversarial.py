@@ -116,7 +116,7 @@ def test_a_stop_kills_the_child_at_once():
     w.close()
 
 
-def test_a_document_over_its_budget_is_indexed_without_text_and_the_queue_moves_on(data_env, tiny_embedder,
+def test_a_document_over_both_budgets_is_indexed_without_text_and_the_queue_moves_on(data_env, tiny_embedder,
                                                                                   monkeypatch):
     root = data_env / "notes"
     write(root, "big.md", "# Big\n\n" + "a-" * (sandbox.LARGE_BYTES // 2) + "\n")
@@ -127,9 +127,58 @@ def test_a_document_over_its_budget_is_indexed_without_text_and_the_queue_moves_
     assert set(e.catalog.documents()) == {"big.md", "ok.md"}
     assert e.catalog.sections("big.md") == []
     assert any(w.startswith("big.md: indexed without its text") for w in report.warnings)
-    assert e._sandbox.kills == 1
+    assert e._sandbox.kills == 2   # the Markdown parse, then the plain-text fallback
     again = e.refresh()   # the same content is not tried again
     assert (again.added, again.updated) == (0, 0)
+    e.close()
+
+
+def test_plain_text_parts_fit_where_the_markdown_parse_runs_out_of_memory(monkeypatch):
+    """The input of the test above (markdown-it needs GBs for it) as plain text in parts, in a real
+    child under the same 400 MB limit: indexed, bounded by its size."""
+    monkeypatch.setenv("REMEMBRANCER_SANDBOX_MEMORY_BYTES", str(400 << 20))
+    from tests import test_hardening as H
+
+    data = ("a\n\n" * 1_600_000).encode()
+    f = H.CorpusFile(H._ROOT, "big.md", "big.md", H._ROOT.path / "big.md", len(data), 0)
+    w = sandbox.Worker("test-plain")
+    prepared = w.call("prepare", (f, data, H._LAYOUT, H._MATCHER, None, None, True), budget_s=600)
+    w.close()
+    assert 1000 < len(prepared.sections) < 2000   # ~4 KB parts of 4.8 MB
+    assert any("indexed as plain text" in x for x in prepared.warnings)
+    assert prepared.sections[0]["start_line"] == 1 and prepared.sections[-1]["end_line"] == 3_200_000
+
+
+def test_a_document_whose_markdown_parse_is_over_budget_is_indexed_and_read_as_plain_parts(
+        data_env, tiny_embedder, monkeypatch):
+    """Past the first budget the document is searchable as plain text in parts, and `read` parses it
+    back the same way (its part headings resolve). The first budget is made to run out by a wrapper
+    around the worker's call (one line: the Markdown attempt raises OverBudget as the real budget
+    would); the plain-text preparation runs in the real child."""
+    root = data_env / "notes"
+    secret = "password=hunter2xyz9"
+    text = "# Big log\n\n" + "".join(f"line {i} about the nightly vacuum job\n\n" for i in range(8000))
+    text += secret + "\n\n## Tail\n\nthe last words about zebrafish\n"
+    write(root, "big.md", text)
+    write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")
+    real_call = sandbox.Worker.call
+
+    def markdown_over_budget(self, name, args, **kw):
+        if name == "prepare" and len(args) == 6:   # the Markdown attempt (the plain one passes plain=True)
+            raise sandbox.OverBudget("simulated: the Markdown parse ran out of its budget")
+        return real_call(self, name, args, **kw)
+
+    monkeypatch.setattr(sandbox.Worker, "call", markdown_over_budget)
+    e = engine_for([root], tiny_embedder)
+    report = e.refresh()
+    sections = e.catalog.sections("big.md")
+    assert len(sections) > 10 and all(s.heading.startswith("Part ") for s in sections)
+    assert any(w.startswith("big.md: indexed as plain text") for w in report.warnings)
+    assert not any("hunter2xyz9" in s.content for s in sections)
+    hit = api.do_search(e, {"query": "zebrafish", "exact": True})["results"][0]   # (the tiny model's vectors are noise)
+    assert hit["path"] == "big.md" and hit["heading"].startswith("Part "), hit
+    page = reader.read(e, "big.md", heading=hit["heading"])
+    assert "zebrafish" in page["content"] and "## Tail" in page["content"] and "hunter2xyz9" not in page["content"]
     e.close()
 
 

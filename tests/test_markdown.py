@@ -23,6 +23,7 @@ from remembrancer.indexer.markdown import (
     ParsedDocument,
     Section,
     parse_markdown,
+    parse_plain,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -1059,6 +1060,26 @@ def test_sections_tile_the_body_for_any_markdownish_text(text: str) -> None:
     _assert_tiling(doc)
     assert "\r" not in "".join(doc.lines)
     assert all(w.startswith("random.md: ") for w in doc.warnings)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_markdownish(), st.integers(min_value=1, max_value=60))
+def test_plain_parts_tile_the_body_like_sections(text: str, part_chars: int) -> None:
+    """The large-document fallback (parse_plain) keeps parse_markdown's tiling guarantee, reads the
+    same front matter, and gives every part a unique heading."""
+    doc = parse_plain(text, "random.md", part_chars=part_chars)
+    _assert_tiling(doc)
+    assert doc.front_matter == parse_markdown(text, "random.md").front_matter
+    assert all(s.heading.startswith("Part ") and s.level == 1 for s in doc.sections)
+
+
+def test_plain_parts_are_cut_at_blank_lines_past_the_size_and_never_hold_headings() -> None:
+    text = "---\ntitle: Log\n---\n# One\n" + "word " * 10 + "\n\n## Two\nshort\n\n" + "x" * 30 + "\n"
+    doc = parse_plain(text, "log.md", part_chars=40)
+    assert doc.title == "Log"
+    assert [(s.heading, s.start_line, s.end_line) for s in doc.sections] == [
+        ("Part 1 (lines 4-6)", 4, 6), ("Part 2 (lines 7-10)", 7, 10)]
+    assert doc.sections[1].body == "## Two\nshort\n\n" + "x" * 30   # a heading is just a line here
 
 
 @settings(max_examples=200, deadline=None)
