@@ -82,19 +82,26 @@ def _best(fn, repeats: int) -> float:
     return best
 
 
-def growth(pattern: re.Pattern, unit: str, small: int = 1000, factor: int = 16, repeats: int = 5) -> float:
-    """Cost per character on a `factor`× longer line divided by the cost per character on a short
-    one (each the best of `repeats`; the short line runs `factor` times per timing, so both timings
-    do the same work when the pattern is linear). Linear: ~1. Quadratic: ~`factor`."""
-    short, long = pathological_line(unit, small), pathological_line(unit, small * factor)
+SUPERLINEAR = 4.0   # growth_of at factor 16 past which a cost counts as super-linear (~1 linear, ~16 quadratic)
+
+
+def growth_of(fn, make, small: int = 1000, factor: int = 16, repeats: int = 5) -> float:
+    """Cost per unit of `fn` on `make(small * factor)` divided by its cost per unit on `make(small)`
+    (each the best of `repeats`; the small input runs `factor` times per timing, so both timings do
+    the same work when `fn` is linear). Linear: ~1. Quadratic: ~`factor`. A ratio of two timings
+    taken side by side, so a loaded machine does not move it the way it moves a time."""
+    short, long = make(small), make(small * factor)
 
     def many_short():
         for _ in range(factor):
-            _scan(pattern, short)
+            fn(short)
 
-    t_short = _best(many_short, repeats)
-    t_long = _best(lambda: _scan(pattern, long), repeats)
-    return t_long / max(t_short, 1e-7)
+    return _best(lambda: fn(long), repeats) / max(_best(many_short, repeats), 1e-7)
+
+
+def growth(pattern: re.Pattern, unit: str, small: int = 1000, factor: int = 16, repeats: int = 5) -> float:
+    """growth_of a pattern's scan over a line of `unit` repeated."""
+    return growth_of(lambda line: _scan(pattern, line), lambda n: pathological_line(unit, n), small, factor, repeats)
 
 
 # -- YAML front matter bombs ------------------------------------------------------------------

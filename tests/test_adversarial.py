@@ -22,7 +22,7 @@ from remembrancer.indexer import api, reader, sandbox
 from remembrancer.indexer.catalog import Catalog, CatalogDamaged
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
-from tests.adversarial_inputs import (LINE_UNITS, billion_laughs, growth, huge_front_matter, merge_key_bomb,
+from tests.adversarial_inputs import (LINE_UNITS, SUPERLINEAR, billion_laughs, growth, huge_front_matter, merge_key_bomb,
                                       registered_patterns)
 from tests.corpus_helpers import engine_for, write
 
@@ -68,7 +68,6 @@ def test_a_bomb_is_indexed_with_a_warning_and_other_documents_are_unaffected(dat
 # ---------------------------------------------------------------------------------------------
 
 PATTERNS = registered_patterns()
-SUPERLINEAR = 4.0   # cost per character on a 16x longer line: ~1 when linear, ~16 when quadratic
 
 
 def test_the_pattern_registry_finds_the_patterns_that_run_on_text_and_queries():
