@@ -22,7 +22,7 @@ import time
 
 LARGE_BYTES = 256 * 1024   # documents from this size on go to the child process
 BUDGET_S = 30.0            # per document: redaction + parsing + chunking beyond this is given up
-MEMORY_BYTES = 1 << 30     # the child's address-space limit: past it, MemoryError, treated as over budget
+MEMORY_BYTES = 10**9       # the child's address-space limit (1 GB): past it, MemoryError, treated as over budget
 POLL_S = 0.05              # how often the waiting caller checks its stop flag
 _HEADER = struct.Struct("!Q")
 
