@@ -84,6 +84,7 @@ class Corpus:
         self.rescan_s = rescan_s
         self.queue = ChangeQueue()
         self.engine = Engine(config, embedder=model.get(config.model))
+        self.engine.pool_readers()   # request threads share a few catalog connections (indexer/readers.py)
         self.updates = Updater(self.engine)
         self.watcher = Watcher([r.path for r in config.roots], self.queue)
         self.stopping = threading.Event()

@@ -265,7 +265,10 @@ class Daemon:
                             return
                         if line is None:
                             return
-                        self.send(daemon.handle_line(line))
+                        try:
+                            self.send(daemon.handle_line(line))
+                        finally:
+                            daemon._release_readers()   # the connection goes back to the pool per request
                 except OSError:  # the client went away or stopped reading
                     return
                 finally:

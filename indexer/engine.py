@@ -26,6 +26,7 @@ from .config import Config
 from .errors import UserError
 from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
 from .store import KeywordIndex, Ledger, Store, VectorIndex
+from .readers import Readers
 from .store_local import LocalStore
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Engine:
         self.store = store or LocalStore(self.dir, ", ".join(str(r.path) for r in config.roots))
         self._catalog = self.store.open_ledger(readonly)
         self._writer_thread = threading.get_ident()
-        self._readers = threading.local()
+        self._readers = Readers(lambda: self.store.open_ledger(readonly=True))   # request threads' connections
         self.stop_requested = threading.Event()
         self._sandbox = sandbox.Worker("remembrancer-ingest")  # large documents (started on first use)
         self.fulltext: KeywordIndex = self.store.keyword_index(lambda: self.catalog)
@@ -134,22 +135,22 @@ class Engine:
         """
         if threading.get_ident() == self._writer_thread:
             return self._catalog
-        cat = getattr(self._readers, "catalog", None)
-        if cat is None:
-            cat = self._readers.catalog = self.store.open_ledger(readonly=True)
-        return cat
+        return self._readers.get()
 
     def claim_writer(self) -> None:
         """Make the calling thread the one that writes (the daemon's ingest thread)."""
         self._writer_thread = threading.get_ident()
 
+    def pool_readers(self) -> None:
+        """Request threads share a few read-only connections, given back after each request
+        (`release_reader`): the daemon's descriptors stay bounded whatever its clients do."""
+        self._readers.pool()
+
     def release_reader(self) -> None:
-        """Close the calling thread's read-only connection (the daemon's client thread is ending):
-        left to the garbage collector, one SQLite connection per finished client piled up."""
-        cat = getattr(self._readers, "catalog", None)
-        if cat is not None and threading.get_ident() != self._writer_thread:
-            self._readers.catalog = None
-            cat.close()
+        """The calling thread is done reading (its request or client ended): its connection goes
+        back to the pool, or is closed (indexer/readers.py)."""
+        if threading.get_ident() != self._writer_thread:
+            self._readers.give_back()
 
     # -- model ----------------------------------------------------------------------------------
     @property
@@ -803,4 +804,5 @@ class Engine:
 
     def close(self) -> None:
         self._sandbox.close()
+        self._readers.close()
         self._catalog.close()

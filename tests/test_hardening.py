@@ -1454,6 +1454,35 @@ def test_client_connections_do_not_leak_catalog_connections(quick_daemon):
     assert fds() - before < 50, (before, fds())   # bounded; it grew by ~300 here before
 
 
+def test_a_burst_of_clients_shares_a_few_catalog_connections(quick_daemon):
+    """SQLite parks the descriptor of a connection closed while the writer holds its lock: a
+    connection per client thread kept the daemon at its peak concurrency's descriptors for good
+    (257 catalog descriptors after 256 simultaneous clients). Pooled, a burst reuses a few."""
+    from remembrancer.indexer.readers import POOL_SIZE
+
+    def catalog_fds() -> int:
+        d = f"/proc/{quick_daemon.proc.pid}/fd"
+        return sum(1 for f in os.listdir(d) if _readlink(f"{d}/{f}").endswith("catalog.sqlite3"))
+
+    socks = [raw(quick_daemon.sock) for _ in range(120)]
+    for s in socks:
+        s.sendall(b'{"id": 1, "method": "search", "params": {"query": "restore"}}\n')
+    for s in socks:
+        assert read_lines(s, 1)[0][0]["ok"]
+    held = catalog_fds()   # every client still connected
+    for s in socks:
+        s.close()
+    wait_for(lambda: quick_daemon.call("status")["daemon"]["clients"] <= 1, timeout=10)
+    assert held <= POOL_SIZE + 2 and catalog_fds() <= POOL_SIZE + 2, (held, catalog_fds())
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
 MALFORMED = [
     b"not json", b"[1,2]", b'"just a string"', b"42", b"null", b"{}", b'{"method": "drop_tables"}',
     b'{"method": "search", "params": 5}', b'{"method": "search", "params": [1]}', b"\xff\xfe\x00",
