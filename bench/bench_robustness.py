@@ -224,7 +224,7 @@ def bench_parser(n: int, n_mut: int, keep: Path, timeout: float) -> dict:
     rng = random.Random(1)
     files = _corpus_files()
     checker = Checker(timeout)
-    hangs = []
+    hangs, slow_kept = [], []
     try:
         for i in range(n_mut):
             data = mutate(rng, files)
@@ -233,11 +233,11 @@ def bench_parser(n: int, n_mut: int, keep: Path, timeout: float) -> dict:
             if err == "TIMEOUT":
                 mut.add("TIMEOUT")
                 hangs.append(len(data))
-                if len(mut.failures) < 10:
+                if len(hangs) <= 10:   # kept apart: slow inputs must not take the crashes' reproducer slots
                     keep.mkdir(parents=True, exist_ok=True)
                     f = keep / f"hang-{len(hangs)}.md"
                     f.write_bytes(data)
-                    mut.failures.append(f"no answer in {timeout:.0f}s for {len(data):,} bytes (kept in {f})")
+                    slow_kept.append(f"no answer in {timeout:.0f}s for {len(data):,} bytes (kept in {f})")
             elif err:
                 mut.fail(err, data)
             else:
@@ -252,7 +252,8 @@ def bench_parser(n: int, n_mut: int, keep: Path, timeout: float) -> dict:
     return {"inputs": sum(t.total for t in tallies), "by_source": {t.name: t.counts for t in tallies},
             "crashes_or_broken_invariants": sum(t.counts.get("FAILED", 0) for t in tallies),
             f"no_answer_within_{timeout:.0f}s": mut.counts.get("TIMEOUT", 0), "hang_input_sizes": hangs[:20],
-            "failures": [f for t in tallies for f in t.failures], "corpus_files": len(files),
+            "failures": [f for t in tallies for f in t.failures], "slow_inputs_kept": slow_kept,
+            "corpus_files": len(files),
             "slowest_input_s": round(max(t.slowest for t in tallies), 2),
             f"inputs_over_{SLOW_S:.0f}s": [x for t in tallies for x in t.slow][:10],
             "seconds": round(time.monotonic() - t0, 1)}

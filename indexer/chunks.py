@@ -97,10 +97,12 @@ def split_section(text: str, start_line: int, max_chars: int = MAX_CHUNK_CHARS) 
     Joining the parts' texts with "\\n" gives back the section text verbatim (a single huge line
     is cut inside the line; its parts then share the line number).
     """
-    if text.endswith("\n"):  # the section's last line ends with LF: it is not one more line
-        parts = split_section(text[:-1], start_line, max_chars)
+    body = text.rstrip("\n")   # trailing LFs are not more lines: they end the last part
+    if len(body) < len(text):    # (a loop, not recursion: a section may end in thousands of them)
+        parts = split_section(body, start_line, max_chars)
         last = parts[-1]
-        return parts[:-1] + [Chunk(last.part, last.nparts, last.start_line, last.end_line, last.text + "\n")]
+        tail = text[len(body):]
+        return parts[:-1] + [Chunk(last.part, last.nparts, last.start_line, last.end_line, last.text + tail)]
     lines = text.split("\n")
     if len(text) <= max_chars:
         return [Chunk(1, 1, start_line, start_line + len(lines) - 1, text)]

@@ -127,3 +127,13 @@ def test_tags():
     assert meta.tags_of({"tags": ["Postgres", "#ops"]}) == ["ops", "postgres"]
     assert meta.tags_of({"tags": "a, b c"}) == ["a", "b", "c"]
     assert meta.tags_of({"tags": 5}) == []
+
+
+def test_a_section_ending_in_thousands_of_blank_lines_is_split_without_recursion():
+    """Found by bench_robustness's mutated files: the trailing-LF case recursed once per LF
+    (RecursionError on a 1.7 KB note ending in ~1,600 newlines)."""
+    text = "## Note\n\nbody\n" + "\n" * 5000
+    parts = chunks.split_section(text, 10)
+    assert "\n".join(p.text for p in parts) == text
+    assert (parts[0].start_line, parts[-1].end_line) == (10, 12)   # trailing LFs end the last line
+    assert parts[-1].text.endswith("body\n" + "\n" * 5000)
