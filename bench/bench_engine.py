@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/bench_engine.py [--corpus ../shared/eval/corpora/mm-v2]
                                            [--queries ../shared/eval/queries/mm-v2.dev.jsonl]
+                                           [--compute float|int8] [--index-only]
+
+`--index-only` prints the full index's figures and stops: the real-model throughput (issue 12),
+wall and CPU seconds with the load average beside them (on a quiet machine wall ≈ CPU / 2).
+`--compute int8`: the default model's int8-compute graph (`[model] compute = "int8"`).
 
 Prints, on this machine and in this run:
 - full index from scratch: files, sections, vectors, seconds, vectors/s, peak RSS (a child process)
@@ -79,18 +84,33 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(EVAL / "corpora" / "mm-v2"))
     ap.add_argument("--queries", default=str(EVAL / "queries" / "mm-v2.dev.jsonl"))
+    ap.add_argument("--compute", choices=("float", "int8"), default="float", help="[model] compute")
+    ap.add_argument("--index-only", action="store_true", help="the full index's figures only")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="remembrancer-bench-"))
     root = tmp / "corpus"
     shutil.copytree(args.corpus, root)
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "none.toml")}
+    (tmp / "config.toml").write_text(f'[model]\ncompute = "{args.compute}"\n')
+    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "config.toml")}
     code = INDEX_CODE.format(project=str(PROJECT), root=str(root))
     print(f"corpus {args.corpus}: {sum(1 for _ in root.rglob('*.md'))} files, "
           f"{sum(p.stat().st_size for p in root.rglob('*.md')) / 1e6:.2f} MB")
+    if args.compute == "int8":   # build the int8 graph before the timed run (a one-time cost, timed apart)
+        built, _, build_cpu = child(f"import sys, json, time; sys.path.insert(0, {str(PROJECT)!r}); t0 = time.perf_counter(); "
+                                    "from remembrancer.indexer.embed import load_embedder, INT8_SPEC; load_embedder(INT8_SPEC); "
+                                    "print(json.dumps({'seconds': time.perf_counter() - t0}))", env)
+        print(f"int8 graph built and loaded in {built['seconds']:.1f} s ({build_cpu:.1f} CPU s), once per data dir")
+    load0 = os.getloadavg()
     full, rss, cpu = child(code, env)
+    load1 = os.getloadavg()
     print(f"full index      {full['seconds']:7.1f} s   {full['documents']} docs, {full['sections']} sections, "
           f"{full['passages']} passages, {full['embedded']} embedded → {full['embedded'] / full['seconds']:.0f} vectors/s; "
-          f"{cpu:.0f} CPU s ({full['embedded'] / cpu:.0f} vectors per CPU-second); peak RSS {rss:.0f} MB")
+          f"{cpu:.0f} CPU s ({full['embedded'] / cpu:.0f} vectors per CPU-second); peak RSS {rss:.0f} MB; "
+          f"model compute {args.compute}; load average {load0[0]:.2f} before, {load1[0]:.2f} after "
+          f"(1-min; on an idle 2-core machine wall ≈ CPU / 2)")
+    if args.index_only:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     same, _, _ = child(code, env)
     print(f"nothing changed {same['seconds']:7.2f} s   (embedded {same['embedded']}; includes opening the index)")
     victim = max(root.rglob("*.md"), key=lambda p: p.stat().st_size)

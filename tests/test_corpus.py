@@ -99,3 +99,22 @@ def test_last_commit_dates_from_history(tmp_path):
     dates = last_commit_dates(make_roots([tmp_path])[0], {"a.md", "b.md"})
     assert dates["a.md"] == "2030-03-04"
     assert dates["b.md"] != "2030-03-04"
+
+
+def test_nested_folders_and_a_root_below_the_work_tree(tmp_path):
+    """The walk builds real paths from the folder names it walked (no realpath per file) and asks
+    git with the root's place in the work tree found once: the same answers as resolving each file."""
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo, ".gitignore", "notes/drafts/\n*.tmp.md\n")
+    write(repo, "notes/a/b/real.md", "# r")
+    os.symlink("real.md", repo / "notes/a/b/c-alias.md")        # same file again, same folder → once
+    (repo / "notes/a/b/c").mkdir()
+    os.symlink("../real.md", repo / "notes/a/b/c/deep.md")      # and from a sub-folder → once
+    write(repo, "notes/drafts/x.md", "# ignored by the repo's .gitignore")
+    write(repo, "notes/a/y.tmp.md", "# ignored too")
+    write(repo, "notes/a/z.md", "# z")
+    r = walk(make_roots([repo / "notes"]), DEFAULT_EXCLUDES, 10_000_000)
+    assert rels(r) == ["a/b/real.md", "a/z.md"]      # real files are taken before symlinks
+    assert not r.warnings
+    assert all(open(f.abs_path, "rb").read().startswith(b"# ") for f in r.files)

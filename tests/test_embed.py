@@ -163,8 +163,9 @@ def test_default_model_package_missing(monkeypatch):
 
 
 def test_load_embedder_dispatch(monkeypatch, tiny_model_dir):
-    monkeypatch.setattr(embed, "load_default_embedder", lambda: "default")
-    assert load_embedder(None) == "default" and load_embedder("default") == "default"
+    monkeypatch.setattr(embed, "load_default_embedder", lambda compute="float": f"default {compute}")
+    assert load_embedder(None) == "default float" and load_embedder("default") == "default float"
+    assert load_embedder(embed.INT8_SPEC) == "default int8"
     assert load_embedder(str(tiny_model_dir)).contract.name == "tiny-test-model"
 
 
