@@ -58,7 +58,8 @@ ABLATIONS = {
     "abstention": {"const": {"ABSTENTION": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
+for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0),
+                   ("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
                    ("other_record_factor", 1.0), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
@@ -67,11 +68,13 @@ for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("
 # The constants the legs read: configurations that leave them alone reuse each question's legs.
 LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "DENSE_CANDIDATES",
               "BM25_CANDIDATES", "LITERAL_CANDIDATES")
+# … and the [ranking] settings the literal leg reads (whether the named record is credited).
+LEG_RANKING = ("enabled", "record_credit_by_intent")
 
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of LEG_CONSTS and copied for every rule configuration: the rules, abstention and results
+    setting of LEG_CONSTS and LEG_RANKING and copied for every rule configuration: the rules, abstention and results
     run as in the product. Latency figures are taken from the uncached rows only."""
 
     def __init__(self):
@@ -95,7 +98,8 @@ class LegCache:
     def _cached_phrasing(self, engine, query, qvec, allowed):
         if allowed is not None:
             return self.phrasing(engine, query, qvec, allowed)
-        key = (id(engine), query, tuple(getattr(search, k) for k in LEG_CONSTS))
+        key = (id(engine), query, tuple(getattr(search, k) for k in LEG_CONSTS),
+               tuple(getattr(engine.config.ranking, k) for k in LEG_RANKING))
         if key not in self.legs:
             self.legs[key] = self.phrasing(engine, query, qvec, allowed)
         ph = self.legs[key]
@@ -200,6 +204,9 @@ def main() -> int:
         shipped["const"][name] = type(getattr(search, name))(_value(value))
     for kv in args.ranking:
         name, _, value = kv.partition("=")
+        if name.startswith("type_weights."):   # type_weights.plan=0.85: one doc type's multiplier
+            shipped["ranking"].setdefault("type_weights", {})[name.split(".", 1)[1]] = float(value)
+            continue
         if not hasattr(RankingConfig(), name):
             ap.error(f"--ranking: no [ranking] setting {name!r}")
         shipped["ranking"][name] = _value(value)

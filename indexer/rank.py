@@ -88,6 +88,10 @@ class RankingConfig:
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     other_record_factor: float = 0.9     # the record of a different entity than the one named
+    # The literal leg credits the named entity's own record only for a question about its facts:
+    # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
+    record_credit_by_intent: bool = True
+    howto_steps_boost: float = 1.3       # a how-to question: a section that is a procedure (numbered steps)
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -138,6 +142,27 @@ def intent(query: str, entity_matcher) -> Intent:
                   history)
 
 
+def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
+    """Whether the literal leg should credit the named entity's own record: its front matter
+    defines the name, so the record is evidence for what the entity *is* — not for how to do
+    something to it (a runbook), what happened to it (the journal) or whether something is done."""
+    return not (cfg.enabled and cfg.record_credit_by_intent and (it.howto or it.past or it.outcome))
+
+
+_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
+_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
+_STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
+
+
+def is_procedure(s) -> bool:
+    """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
+    a numbered list of two steps or more outside code — where a runbook keeps what to do, as
+    opposed to its introduction, which names the topic in the question's words."""
+    if _STEP_TITLE_RE.match(s.title or ""):
+        return True
+    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", s.content or ""))) >= 2
+
+
 def _in_history(heading: str) -> bool:
     return any(HISTORY_HEADING_RE.match(part) for part in heading.split(" > ")[1:])
 
@@ -181,6 +206,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
+        if it.howto and cfg.howto_steps_boost != 1.0 and is_procedure(s):
+            scale(cfg.howto_steps_boost, "a procedure, for a how-to question")
         if s.path in own_records and (it.howto or it.outcome or it.past):
             # The named entity's record is the wrong kind of answer for a procedure or an event:
             # those live in runbooks and the journal. It steps back like another entity's record.

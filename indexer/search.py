@@ -286,13 +286,16 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
     # own record only (its front matter defines it; elsewhere it is a passing mention, weighed by
-    # rank.py). Names are found as whole words, so an alias that is a plain word counts too.
+    # rank.py), and only when the phrasing asks about the entity's facts (rank.credits_named_record).
+    # Names are found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(engine, probes, allowed)
     if not LITERAL_LEG:
         literal, own = {}, set()
+    elif own and not rank.credits_named_record(rank.intent(query, matcher), engine.config.ranking):
+        own = set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
