@@ -68,13 +68,11 @@ for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0
 # The constants the legs read: configurations that leave them alone reuse each question's legs.
 LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "DENSE_CANDIDATES",
               "BM25_CANDIDATES", "LITERAL_CANDIDATES")
-# … and the [ranking] settings the literal leg reads (whether the named record is credited).
-LEG_RANKING = ("enabled", "record_credit_by_intent")
 
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of LEG_CONSTS and LEG_RANKING and copied for every rule configuration: the rules, abstention and results
+    setting of LEG_CONSTS (and whether the named record is credited) and copied for every rule configuration: the rules, abstention and results
     run as in the product. Latency figures are taken from the uncached rows only."""
 
     def __init__(self):
@@ -95,13 +93,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, allowed):
+    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True):
         if allowed is not None:
-            return self.phrasing(engine, query, qvec, allowed)
-        key = (id(engine), query, tuple(getattr(search, k) for k in LEG_CONSTS),
-               tuple(getattr(engine.config.ranking, k) for k in LEG_RANKING))
+            return self.phrasing(engine, query, qvec, allowed, credit_record)
+        key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, allowed)
+            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record)
         ph = self.legs[key]
         return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
                                set(ph.probes_found))

@@ -251,3 +251,17 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
     # Not a how-to: the introduction keeps its lead; a numbered list inside code is not a procedure.
     assert ranked(rows, scores, "what does the failover runbook cover?")[0] == 1
     assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.50}, "how do I fail over db1?")[0] == 1
+
+
+def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny_engine):
+    """Whether the named record is credited is read from the question's wording for every phrasing
+    (like the memory rules): "db1 failover" asks what the question asks, a procedure."""
+    from remembrancer.indexer import search as search_mod
+
+    e = tiny_engine(corpus(tmp_path / "notes", FAILOVER))
+    record = set(e.catalog.section_ids_of(["hosts/db1.md"]))
+    legs = search_mod._hybrid(e, "how do I fail over db1?", None, ["db1 failover"])
+    rephrased = legs.alternates[0].cands
+    assert record & set(rephrased) and all(rephrased[s].literal == 0.0 for s in record & set(rephrased))
+    alone = search_mod._hybrid(e, "db1 failover", None, []).cands   # asked alone, it is keywords: credited
+    assert all(alone[s].literal >= 1.0 for s in record)
