@@ -91,7 +91,7 @@ class RankingConfig:
     # The literal leg credits the named entity's own record only for a question about its facts:
     # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
     record_credit_by_intent: bool = True
-    howto_steps_boost: float = 1.3       # a how-to question: a section that is a procedure (numbered steps)
+    howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -157,7 +157,8 @@ _STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
 def is_procedure(s) -> bool:
     """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
     a numbered list of two steps or more outside code — where a runbook keeps what to do, as
-    opposed to its introduction, which names the topic in the question's words."""
+    opposed to its introduction, which names the topic in the question's words. (Runbooks only:
+    in other documents a numbered list is as often a plan or a list of options.)"""
     if _STEP_TITLE_RE.match(s.title or ""):
         return True
     return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", s.content or ""))) >= 2
@@ -206,8 +207,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
-        if it.howto and cfg.howto_steps_boost != 1.0 and is_procedure(s):
-            scale(cfg.howto_steps_boost, "a procedure, for a how-to question")
+        if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
+            scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         if s.path in own_records and (it.howto or it.outcome or it.past):
             # The named entity's record is the wrong kind of answer for a procedure or an event:
             # those live in runbooks and the journal. It steps back like another entity's record.

@@ -234,8 +234,8 @@ def test_the_credit_follows_the_ranking_switch(tmp_path, tiny_engine):
 
 def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introduction():
     """A runbook's introduction names its topic in the words the question uses; its numbered steps
-    are the answer. A how-to question steps up a section that is a procedure — a numbered list of
-    two steps or more, or a numbered step heading (`### 3. Promote`) — so a near tie goes to it."""
+    are the answer. A how-to question steps up a runbook's section that is a procedure — a numbered
+    list of two steps or more, or a numbered step heading (`### 3. Promote`) — so a near tie goes to it."""
     from tests.test_ranking import ranked, row
 
     rows = [row(1, "runbooks/failover.md", "Fail over db1", doc_type="runbook", level=1,
@@ -244,13 +244,17 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
                 content="1. Stop writes.\n2. Promote the replica.\n"),
             row(3, "runbooks/failover.md", "Fail over db1 > Steps > 2. Promote the replica", doc_type="runbook",
                 level=3, content="pg_ctl promote"),
-            row(4, "notes/db.md", "Databases > Failover", content="```\n1. not a step\n2. in code\n```")]
-    scores = {1: 0.80, 2: 0.75, 3: 0.50, 4: 0.76}
+            row(4, "runbooks/failover.md", "Fail over db1 > Notes", doc_type="runbook",
+                content="```\n1. not a step\n2. in code\n```"),
+            row(5, "planning/db.md", "Plan > Failover", doc_type="plan", content="1. Buy disks.\n2. Test failover.\n")]
+    scores = {1: 0.80, 2: 0.75, 3: 0.50, 4: 0.76, 5: 0.10}
     assert ranked(rows, scores, "how do I fail over db1?")[:2] == [2, 1]
-    assert ranked(rows, {1: 0.80, 3: 0.75, 2: 0.10, 4: 0.10}, "steps to fail over db1")[0] == 3
-    # Not a how-to: the introduction keeps its lead; a numbered list inside code is not a procedure.
+    assert ranked(rows, {1: 0.80, 3: 0.75, 2: 0.10, 4: 0.10, 5: 0.10}, "steps to fail over db1")[0] == 3
+    # Not a how-to: the introduction keeps its lead; a numbered list inside code is not a procedure,
+    # nor is a numbered list outside a runbook (a plan's items).
     assert ranked(rows, scores, "what does the failover runbook cover?")[0] == 1
-    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.50}, "how do I fail over db1?")[0] == 1
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.50, 5: 0.10}, "how do I fail over db1?")[0] == 1
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 1
 
 
 def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny_engine):
