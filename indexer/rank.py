@@ -83,11 +83,12 @@ RECORD_TYPES = ("host", "service")
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
-    event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
+    # "did it happen?": among sections this close to the best, the newest wins. Off by default since
+    # round 5 (it helped one corpus once the record credit was read by intent: docs/ranking.md); a
+    # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
+    outcome_tie_margin: float = 0.0
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    other_record_factor: float = 0.9     # the record of a different entity than the one named
     # The literal leg credits the named entity's own record only for a question about its facts:
     # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
     record_credit_by_intent: bool = True
@@ -178,14 +179,12 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
-    """Adjust candidate scores in place. `rows` maps section id → SectionRow; `entity_paths`
-    maps an entity name to the path of its own record."""
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow. (Which entity's
+    record a question is about is decided earlier, by the literal leg: credits_named_record.)"""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
-    own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
-    all_records = set(entity_paths.values())
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -199,9 +198,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
 
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if s.doc_type == "journal":
-            if it.outcome or it.past:
-                w *= cfg.event_journal_boost
-            elif it.fact:
+            if it.fact:
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
@@ -209,12 +206,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
             scale(w, f"type {s.doc_type}")
         if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
-        if s.path in own_records and (it.howto or it.outcome or it.past):
-            # The named entity's record is the wrong kind of answer for a procedure or an event:
-            # those live in runbooks and the journal. It steps back like another entity's record.
-            scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
-        elif own_records and s.path in all_records and s.path not in own_records:
-            scale(cfg.other_record_factor, "record of another entity")
         moved = c.score * factor
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)

@@ -383,8 +383,7 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
     if not cands:
         return {}
     rows = engine.catalog.sections_by_id(list(cands))
-    matcher, entity_paths = engine.entities()
-    rank.rerank(cands, rows, rank.intent(query, matcher), engine.config.ranking, entity_paths)
+    rank.rerank(cands, rows, rank.intent(query, engine.entities()[0]), engine.config.ranking)
     return rows
 
 
