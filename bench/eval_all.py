@@ -59,8 +59,7 @@ ABLATIONS = {
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0),
-                   ("fact_history_factor", 1.0),
-                   ("rule_swing", 0.0)):
+                   ("fact_history_factor", 1.0), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 
@@ -72,8 +71,9 @@ LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of LEG_CONSTS (and whether the named record is credited) and copied for every rule configuration: the rules, abstention and results
-    run as in the product. Latency figures are taken from the uncached rows only."""
+    setting of LEG_CONSTS and of whether the named record is credited, and copied for every rule
+    configuration: the rules, abstention and results run as in the product. Latency figures are
+    taken from the uncached rows only."""
 
     def __init__(self):
         self.legs: dict = {}

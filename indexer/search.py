@@ -290,8 +290,8 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
             c.dense = max(c.dense, sim)
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
-    # own record only (its front matter defines it; elsewhere it is a passing mention, weighed by
-    # rank.py), and only when the question asks about the entity's facts (rank.credits_named_record).
+    # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
+    # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
     # Names are found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
