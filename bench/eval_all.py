@@ -58,8 +58,8 @@ ABLATIONS = {
     "abstention": {"const": {"ABSTENTION": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("outcome_tie_margin", 0.0), ("event_journal_boost", 1.0), ("fact_history_factor", 1.0),
-                   ("other_record_factor", 1.0), ("rule_swing", 0.0)):
+for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0),
+                   ("fact_history_factor", 1.0), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 
@@ -71,8 +71,9 @@ LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of LEG_CONSTS and copied for every rule configuration: the rules, abstention and results
-    run as in the product. Latency figures are taken from the uncached rows only."""
+    setting of LEG_CONSTS and of whether the named record is credited, and copied for every rule
+    configuration: the rules, abstention and results run as in the product. Latency figures are
+    taken from the uncached rows only."""
 
     def __init__(self):
         self.legs: dict = {}
@@ -92,12 +93,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, allowed):
+    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True):
         if allowed is not None:
-            return self.phrasing(engine, query, qvec, allowed)
-        key = (id(engine), query, tuple(getattr(search, k) for k in LEG_CONSTS))
+            return self.phrasing(engine, query, qvec, allowed, credit_record)
+        key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, allowed)
+            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record)
         ph = self.legs[key]
         return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
                                set(ph.probes_found))
@@ -200,6 +201,9 @@ def main() -> int:
         shipped["const"][name] = type(getattr(search, name))(_value(value))
     for kv in args.ranking:
         name, _, value = kv.partition("=")
+        if name.startswith("type_weights."):   # type_weights.plan=0.85: one doc type's multiplier
+            shipped["ranking"].setdefault("type_weights", {})[name.split(".", 1)[1]] = float(value)
+            continue
         if not hasattr(RankingConfig(), name):
             ap.error(f"--ranking: no [ranking] setting {name!r}")
         shipped["ranking"][name] = _value(value)

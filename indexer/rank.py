@@ -83,11 +83,16 @@ RECORD_TYPES = ("host", "service")
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    outcome_tie_margin: float = 0.1      # "did it happen?": among sections this close to the best, the newest wins
-    event_journal_boost: float = 1.25    # "what happened / did it happen?": the journal saw it
+    # "did it happen?": among sections this close to the best, the newest wins. Off by default since
+    # round 5 (it helped one corpus once the record credit was read by intent: docs/ranking.md); a
+    # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
+    outcome_tie_margin: float = 0.0
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    other_record_factor: float = 0.9     # the record of a different entity than the one named
+    # The literal leg credits the named entity's own record only for a question about its facts:
+    # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
+    record_credit_by_intent: bool = True
+    howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -138,6 +143,28 @@ def intent(query: str, entity_matcher) -> Intent:
                   history)
 
 
+def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
+    """Whether the literal leg should credit the named entity's own record: its front matter
+    defines the name, so the record is evidence for what the entity *is* — not for how to do
+    something to it (a runbook), what happened to it (the journal) or whether something is done."""
+    return not (cfg.enabled and cfg.record_credit_by_intent and (it.howto or it.past or it.outcome))
+
+
+_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
+_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
+_STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
+
+
+def is_procedure(s) -> bool:
+    """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
+    a numbered list of two steps or more outside code — where a runbook keeps what to do, as
+    opposed to its introduction, which names the topic in the question's words. (Runbooks only:
+    in other documents a numbered list is as often a plan or a list of options.)"""
+    if _STEP_TITLE_RE.match(s.title or ""):
+        return True
+    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", s.content or ""))) >= 2
+
+
 def _in_history(heading: str) -> bool:
     return any(HISTORY_HEADING_RE.match(part) for part in heading.split(" > ")[1:])
 
@@ -152,14 +179,12 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths: dict[str, str]) -> None:
-    """Adjust candidate scores in place. `rows` maps section id → SectionRow; `entity_paths`
-    maps an entity name to the path of its own record."""
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow. (Which entity's
+    record a question is about is decided earlier, by the literal leg: credits_named_record.)"""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
-    own_records = {entity_paths[e] for e in it.entities if e in entity_paths}
-    all_records = set(entity_paths.values())
     for sid, c in cands.items():
         s = rows.get(sid)
         if s is None:
@@ -173,20 +198,14 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, entity_paths
 
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if s.doc_type == "journal":
-            if it.outcome or it.past:
-                w *= cfg.event_journal_boost
-            elif it.fact:
+            if it.fact:
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
-        if s.path in own_records and (it.howto or it.outcome or it.past):
-            # The named entity's record is the wrong kind of answer for a procedure or an event:
-            # those live in runbooks and the journal. It steps back like another entity's record.
-            scale(cfg.other_record_factor, f"record of {', '.join(it.entities)}, but a procedure/event is asked")
-        elif own_records and s.path in all_records and s.path not in own_records:
-            scale(cfg.other_record_factor, "record of another entity")
+        if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
+            scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)

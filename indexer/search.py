@@ -222,7 +222,11 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
         notes.append(f"keyword search only: {problem}")
     phrasings = [query, *alternates]
     vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
-    evidence = [_phrasing(engine, text, vec, allowed) for text, vec in zip(phrasings, vecs)]
+    # Whether the named entity's record is credited is read from the question's wording, for every
+    # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
+    matcher = engine.entities()[0]
+    credit = rank.credits_named_record(rank.intent(query, matcher), engine.config.ranking)
+    evidence = [_phrasing(engine, text, vec, allowed, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     rows = _rerank(engine, query, cands)   # the question's wording decides what kind of answer it wants
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
@@ -258,8 +262,9 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
     return out
 
 
-def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
-    """One phrasing through the three legs, fused (the memory rules come after, once)."""
+def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True) -> Phrasing:
+    """One phrasing through the three legs, fused (the memory rules come after, once).
+    `credit_record`: whether the named entity's own record gets the literal leg's credit."""
     cands: dict[int, Candidate] = {}
 
     def cand(sid: int) -> Candidate:
@@ -285,14 +290,17 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None) -> Phrasing:
             c.dense = max(c.dense, sim)
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
-    # own record only (its front matter defines it; elsewhere it is a passing mention, weighed by
-    # rank.py). Names are found as whole words, so an alias that is a plain word counts too.
+    # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
+    # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
+    # Names are found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(engine, probes, allowed)
     if not LITERAL_LEG:
         literal, own = {}, set()
+    elif not credit_record:
+        own = set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
@@ -375,8 +383,7 @@ def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
     if not cands:
         return {}
     rows = engine.catalog.sections_by_id(list(cands))
-    matcher, entity_paths = engine.entities()
-    rank.rerank(cands, rows, rank.intent(query, matcher), engine.config.ranking, entity_paths)
+    rank.rerank(cands, rows, rank.intent(query, engine.entities()[0]), engine.config.ranking)
     return rows
 
 

@@ -28,29 +28,20 @@ def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, 
 def ranked(rows, scores, query, entities=(), cfg=None):
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
     matcher = EntityMatcher([Entity(n, p, a) for n, p, a in entities])
-    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query, matcher), cfg or rank.RankingConfig(),
-                {n: p for n, p, _ in entities})
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query, matcher), cfg or rank.RankingConfig())
     return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
 
 
-def test_the_named_entitys_record_steps_back_when_a_procedure_or_an_event_is_asked():
-    ents = [("db1", "hosts/db1.md", [])]
-    rows = [row(1, "hosts/db1.md", "db1 > Replication", doc_type="host"),
-            row(2, "notes/replication.md", "Replication > Rebuild")]
-    scores = {1: 0.80, 2: 0.75}
-    assert ranked(rows, scores, "which replication slot does db1 use?", ents) == [1, 2]
-    assert ranked(rows, scores, "how do I rebuild replication on db1?", ents) == [2, 1]
-    assert ranked(rows, scores, "did the rebuild of db1 actually work?", ents) == [2, 1]
-
-
-def test_questions_about_now_prefer_records_and_questions_about_events_the_journal():
+def test_questions_about_now_prefer_records_and_questions_about_events_are_left_to_relevance():
     rows = [row(1, "journal/2030/2030-01-21.md", "2030-01-21 > pool raised", doc_type="journal", date="2030-01-21"),
             row(2, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-21")]
     scores = {1: 0.80, 2: 0.70}
     assert ranked(rows, scores, "what is the pool size at the moment?") == [2, 1]
     assert ranked(rows, scores, "which pool size does PgBouncer use?") == [2, 1]
-    assert ranked(rows, {1: 0.70, 2: 0.80}, "why did we raise the pool size?") == [1, 2]
-    assert ranked(rows, {1: 0.70, 2: 0.80}, "pool size error: no more connections allowed") == [1, 2]  # a log line
+    # An event (or a pasted log line) has no type preference any more (the journal ×1.25 helped one
+    # corpus once the named record's credit was read by intent — docs/ranking.md, round 5).
+    assert ranked(rows, {1: 0.70, 2: 0.80}, "why did we raise the pool size?") == [2, 1]
+    assert ranked(rows, {1: 0.80, 2: 0.70}, "pool size error: no more connections allowed") == [1, 2]  # a log line
     assert ranked(rows, {1: 0.90, 2: 0.60}, "what is the pool size?") == [1, 2]  # relevance still rules
 
 
@@ -59,9 +50,11 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
             row(2, "journal/b.md", "done day", doc_type="journal", date="2030-03-01"),
             row(3, "journal/c.md", "mention", doc_type="journal", date="2030-04-01")]
     scores = {1: 0.80, 2: 0.76, 3: 0.50}
-    assert ranked(rows, scores, "did the migration actually happen?") == [2, 1, 3]
-    assert ranked(rows, scores, "are we still planning the migration?") == [2, 1, 3]
-    assert ranked(rows, scores, "how does the migration work") == [1, 2, 3]
+    on = rank.RankingConfig(outcome_tie_margin=0.1)   # off by default since round 5 (docs/ranking.md)
+    assert ranked(rows, scores, "did the migration actually happen?", cfg=on) == [2, 1, 3]
+    assert ranked(rows, scores, "are we still planning the migration?", cfg=on) == [2, 1, 3]
+    assert ranked(rows, scores, "how does the migration work", cfg=on) == [1, 2, 3]
+    assert ranked(rows, scores, "did the migration actually happen?") == [1, 2, 3]   # the default: relevance
 
 
 @pytest.mark.parametrize("query,kind", [

@@ -160,7 +160,10 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
                 date="2030-01-05"),
             row(3, "journal/2030/2030-02-01.md", "2030-02-01 > 09:00 migration done", doc_type="journal",
                 date="2030-02-01")]
-    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query)[0] == 3
+    from remembrancer.indexer.rank import RankingConfig
+
+    # The newest-of-near-ties rule is a setting, off by default since round 5 (docs/ranking.md).
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.1))[0] == 3
 
 
 def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
@@ -187,3 +190,85 @@ def test_a_known_entity_and_an_everyday_word_the_corpus_lacks_is_no_reason_to_ab
     assert not search_mod.terms.is_rare("compaction", frozenset({"compact"}))
     out = search(notes_engine, SearchRequest("which disk does db1 serve towards the backup?", limit=5))
     assert not out["no_strong_match"], out.get("why_no_strong_match")
+
+
+# -- memory structure: which record answers, and which part of a runbook ------------------------
+
+FAILOVER = {
+    **RECORDS,
+    "runbooks/postgres/failover.md": "---\ntitle: Fail over db1\nupdated: 2030-02-01\n---\n\n# Fail over db1\n\n"
+                                     "Promote the replica when db1 dies.\n\n## Steps\n\n1. Stop writes to db1.\n"
+                                     "2. Promote the replica.\n3. Point the clients at the new primary.\n",
+}
+
+
+def _literal_by_section(engine, query):
+    out = search(engine, SearchRequest(query, limit=20))
+    return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+
+
+@pytest.mark.parametrize("query, credited", [
+    ("which port does db1 listen on?", True),        # a fact about the entity: its record holds it
+    ("warehouse disk", True),                        # keywords naming the entity by an alias
+    ("how do I fail over db1?", False),              # a procedure: the runbook holds it
+    ("what happened to the db1 disk last week?", False),  # an event: the journal saw it
+    ("did the db1 failover actually work?", False),  # an outcome: the newest account settles it
+])
+def test_the_named_entitys_record_is_credited_only_for_a_question_about_its_facts(tmp_path, tiny_engine,
+                                                                                 query, credited):
+    """The literal leg credits every section of the named entity's own record (its front matter
+    defines the name). That is evidence for a question about the entity's facts; for a how-to, an
+    event or an outcome it would pull the record's sections above the runbook or the journal entry
+    that answers, so there it is not given (the record still competes on its words and meaning)."""
+    lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
+    record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
+    assert record, lit
+    assert (min(record) >= 1.0) if credited else (max(record) == 0.0), lit
+
+
+def test_the_credit_follows_the_ranking_switch(tmp_path, tiny_engine):
+    """`record_credit_by_intent = false` gives the old behaviour (credit whatever is asked): the
+    ablation in bench/eval_all.py switches the rule off this way."""
+    e = tiny_engine(corpus(tmp_path / "notes", FAILOVER))
+    e.config.ranking.record_credit_by_intent = False
+    lit = _literal_by_section(e, "how do I fail over db1?")
+    assert min(v for (path, _), v in lit.items() if path == "hosts/db1.md") >= 1.0
+
+
+def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introduction():
+    """A runbook's introduction names its topic in the words the question uses; its numbered steps
+    are the answer. A how-to question steps up a runbook's section that is a procedure — a numbered
+    list of two steps or more, or a numbered step heading (`### 3. Promote`) — so a near tie goes to it."""
+    from tests.test_ranking import ranked, row
+
+    rows = [row(1, "runbooks/failover.md", "Fail over db1", doc_type="runbook", level=1,
+                content="Promote the replica when db1 dies."),
+            row(2, "runbooks/failover.md", "Fail over db1 > Steps", doc_type="runbook",
+                content="1. Stop writes.\n2. Promote the replica.\n"),
+            row(3, "runbooks/failover.md", "Fail over db1 > Steps > 2. Promote the replica", doc_type="runbook",
+                level=3, content="pg_ctl promote"),
+            row(4, "runbooks/failover.md", "Fail over db1 > Notes", doc_type="runbook",
+                content="```\n1. not a step\n2. in code\n```"),
+            row(5, "planning/db.md", "Plan > Failover", doc_type="plan", content="1. Buy disks.\n2. Test failover.\n")]
+    scores = {1: 0.80, 2: 0.75, 3: 0.50, 4: 0.76, 5: 0.10}
+    assert ranked(rows, scores, "how do I fail over db1?")[:2] == [2, 1]
+    assert ranked(rows, {1: 0.80, 3: 0.75, 2: 0.10, 4: 0.10, 5: 0.10}, "steps to fail over db1")[0] == 3
+    # Not a how-to: the introduction keeps its lead; a numbered list inside code is not a procedure,
+    # nor is a numbered list outside a runbook (a plan's items).
+    assert ranked(rows, scores, "what does the failover runbook cover?")[0] == 1
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.50, 5: 0.10}, "how do I fail over db1?")[0] == 1
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 1
+
+
+def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny_engine):
+    """Whether the named record is credited is read from the question's wording for every phrasing
+    (like the memory rules): "db1 failover" asks what the question asks, a procedure."""
+    from remembrancer.indexer import search as search_mod
+
+    e = tiny_engine(corpus(tmp_path / "notes", FAILOVER))
+    record = set(e.catalog.section_ids_of(["hosts/db1.md"]))
+    legs = search_mod._hybrid(e, "how do I fail over db1?", None, ["db1 failover"])
+    rephrased = legs.alternates[0].cands
+    assert record & set(rephrased) and all(rephrased[s].literal == 0.0 for s in record & set(rephrased))
+    alone = search_mod._hybrid(e, "db1 failover", None, []).cands   # asked alone, it is keywords: credited
+    assert all(alone[s].literal >= 1.0 for s in record)
