@@ -111,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
-    p = sub.add_parser("notify", help="tell the daemon something changed (used by the git hooks)")
+    p = sub.add_parser("notify", help="tell the daemon something changed (used by the git hooks); with --store, "
+                                      "the team store's writer (PostgreSQL NOTIFY): it pulls and indexes now")
+    _add_store(p)
     p.add_argument("--root", help="work tree that changed")
     p.add_argument("--event", default="manual")
 
@@ -667,6 +669,15 @@ def cmd_stop(args) -> int:
 def cmd_notify(args) -> int:
     from remembrancer.hooks.notify import notify
 
+    if args.store:   # the writer LISTENs on the store (indexer/pg_team.py); no local daemon involved
+        from remembrancer.hooks.notify import notify_store
+
+        if not notify_store(args.store, args.event, timeout=5.0):
+            from remembrancer.indexer.pg_store import safe_url
+
+            raise UserError(f"could not notify the store {safe_url(args.store)}", param="store", code="store_unreachable",
+                            hint="check the URL and the server (the writer still pulls on its timer)")
+        return EXIT_OK
     notify(args.root or os.getcwd(), args.event, timeout=2.0)
     return EXIT_OK
 

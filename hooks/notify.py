@@ -24,6 +24,7 @@ import warnings
 
 APP = "remembrancer"
 DEFAULT_TIMEOUT_S = 0.5
+STORE_CHANNEL = "remembrancer_pull"   # the team store's writer LISTENs here (indexer/pg_team.py)
 
 
 def socket_path() -> str | None:
@@ -79,6 +80,22 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
         return False
 
 
+def notify_store(url: str, event: str, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
+    """NOTIFY the team store's writer (PostgreSQL LISTEN/NOTIFY) that the shared repository
+    moved: it pulls and indexes at once instead of at its next timer. Any role that can connect
+    may notify (NOTIFY needs no privilege); the payload is only the event's name. psycopg is
+    imported here, and only when a store is configured, so plain hooks stay stdlib-only."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout + 0.999)),
+                             application_name="remembrancer-notify") as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (STORE_CHANNEL, event[:200]))
+        return True
+    except Exception:  # noqa: BLE001 — a hint, never a requirement (the writer also pulls on a timer)
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """`--root DIR --event NAME [--timeout S]`; always returns 0 and prints nothing."""
     try:
@@ -87,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--root", default=os.getcwd(), help="work tree (default: current directory)")
         parser.add_argument("--event", default="manual", help="post-commit, post-merge, post-checkout, …")
         parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+        parser.add_argument("--store", default=os.environ.get("REMEMBRANCER_STORE") or None,
+                            help="a team store's postgresql:// URL: notify its writer too")
         args, _ = parser.parse_known_args(argv)
         notify(args.root, args.event, args.timeout)
+        if args.store:
+            notify_store(args.store, args.event, max(args.timeout, 2.0))
     except SystemExit:  # argparse on bad input or --help: still not a failure of the hook
         pass
     except Exception:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from . import pg_keywords as kw
-from . import pg_schema
+from . import pg_roles, pg_schema
 from .catalog import filter_where
 from .errors import UserError
 from .filters import Filters
@@ -39,6 +39,7 @@ WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("r
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
+RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
@@ -101,6 +102,8 @@ class PgLedger(MetaReads):
         self._ef: int | None = None
         self._maybe_orphaned: set[str] = set()
         self._bulk = False
+        # a scoped reader's role (indexer/pg_roles.py): the database shows it only its prefixes
+        self.role_scope = pg_roles.session_scope(self.conn) if readonly else None
         if not readonly:
             self._take_writer_lock()
             # The files are canonical: a transaction lost to a server crash (never a torn one) is
@@ -156,6 +159,8 @@ class PgLedger(MetaReads):
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        if self.role_scope is not None and key in RUN_WARNING_KEYS:   # meta's copy names outside files
+            return self._visible_run_warnings(key)
         if self._in_request and key in self._meta:   # one snapshot per request: meta cannot change in it
             return self._meta[key]
         row = self._q("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
@@ -167,6 +172,8 @@ class PgLedger(MetaReads):
     def set_meta(self, key: str, value: str) -> None:
         self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                 (key, value))
+        if key in RUN_WARNING_KEYS:
+            self._store_run_warnings()
         if key == "model_contract" and not self._bulk:   # the index needs the dimension
             self._ensure_vector_index(int(json.loads(value)["dim"]))
         elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
@@ -174,6 +181,24 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
+
+    def _store_run_warnings(self) -> None:
+        """The last run's warnings one row each, with the path each is about (a scoped role reads
+        the rows about what it may see: row-level security, pg_schema.SCOPED_POLICIES)."""
+        from .scope import warning_path
+
+        warnings = json.loads(self.get_meta("last_warnings") or "[]")
+        paths = json.loads(self.get_meta("last_warning_paths") or "null")
+        if not isinstance(paths, list) or len(paths) != len(warnings):
+            paths = [warning_path(w) for w in warnings]
+        with self.conn.transaction():
+            self._q("DELETE FROM run_warnings")
+            self._copy(self.conn.cursor(), "run_warnings(ord, path, text)",
+                       [(i, p, w) for i, (w, p) in enumerate(zip(warnings, paths))])
+
+    def _visible_run_warnings(self, key: str) -> str:
+        rows = self._q("SELECT path, text FROM run_warnings ORDER BY ord").fetchall()
+        return json.dumps([r[1] for r in rows] if key == "last_warnings" else [r[0] for r in rows])
 
     def _ensure_vector_index(self, dim: int) -> None:
         self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
@@ -494,8 +519,11 @@ class PgLedger(MetaReads):
         elif resolved_to is not None:
             where, params = " WHERE l.resolved = %s AND d.path != %s", (resolved_to, resolved_to)
         keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
+        # a scoped role may not read the writer's resolutions (they name outside files): the
+        # engine resolves its links among the scope's documents (Engine.links_in_scope)
+        resolved = "NULL::text" if self.role_scope is not None else "l.resolved"
         return [dict(zip(keys, r)) for r in self._q(
-            "SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, l.resolved FROM links l"
+            f"SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, {resolved} FROM links l"
             " JOIN documents d ON d.id = l.doc_id" + where + " ORDER BY d.path, l.line, l.id", params)]
 
     def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
@@ -696,7 +724,9 @@ def _scope_views(prefixes: tuple[str, ...]) -> list:
         sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p WHERE {}").format(
             section_visible("p.section_id")),
         sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE {}").format(doc_visible("e.doc_id")),
-        sql.SQL("CREATE TEMP VIEW links AS SELECT l.* FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
+        # the writer's resolutions name outside files: a scope resolves its links itself (Engine.links_in_scope)
+        sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
+                " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
     ]
 
 
