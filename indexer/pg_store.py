@@ -27,6 +27,7 @@ import numpy as np
 
 from . import pg_keywords as kw
 from . import pg_roles, pg_schema
+from .catalog import _indexable as literal_indexable
 from .catalog import filter_where
 from .errors import UserError
 from .filters import Filters
@@ -39,6 +40,10 @@ WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("r
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
+GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
+ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_reader, or "
+                  "`remembrancer team grant-reader ROLE --scope …`)")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
@@ -455,12 +460,32 @@ class PgLedger(MetaReads):
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
                                       " WHERE d.path = ANY(%s) OR s.entities ? %s", (list(record_paths), name))]
 
-    # No literal index here: None tells the engine to scan section_texts() (its cached copy).
+    # The literal index (pg_schema migration 8): trigram candidates from GIN, as the local store's
+    # FTS5 trigram index gives; None (the engine scans its cached section texts) for a needle too
+    # short for a trigram or holding NUL, and for a scoped role, whose row-level security keeps
+    # PostgreSQL from using the index (the containment operator is not leakproof).
+    def _literal_indexable(self, needles: list[str]) -> bool:
+        return bool(needles) and self.role_scope is None and all(map(literal_indexable, needles))
+
     def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
-        return None
+        """(section id, heading, content, path) of the visible sections whose heading or content
+        (only the content with `content_only`) may contain any of `needles` (lower-cased), in
+        document order; callers test the text."""
+        if not self._literal_indexable(needles):
+            return None
+        cols = ("s.content",) if content_only else ("s.content", "s.heading")
+        where = " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols)
+        params = [n for n in needles for _ in cols]
+        return [tuple(r) for r in self._q(
+            "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
+            f" WHERE {where} ORDER BY d.id, s.ord", params)]
 
     def contents_containing(self, needle: str) -> Iterable[str] | None:
-        return None
+        """The content of every visible section that may contain `needle`, in no order."""
+        if not self._literal_indexable([needle]):
+            return None
+        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {GRAMS}(s.content) @> {GRAMS}(%s)",
+                                      (needle,)))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the
@@ -476,10 +501,20 @@ class PgLedger(MetaReads):
         return self._q("SELECT count(*) FROM sections").fetchone()[0]
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
-        col = "lower(s.content)" if case_insensitive else "s.content"
+        """(section id, date, occurrences) of the visible sections whose content holds `needle`
+        (lower-cased by the caller when case-insensitive); the literal index picks the candidates
+        (lower(content) holds lower(needle) whenever content holds needle: an exact superset)."""
+        if "\x00" in needle:
+            return []   # PostgreSQL text never holds NUL (nor does any section: the parser replaces it)
+        # ASCII case folding, as the local store's SQLite lower() (PostgreSQL's lower() folds É too)
+        col = f"translate(s.content, '{ASCII_UPPER}', '{ASCII_UPPER.lower()}')" if case_insensitive else "s.content"
+        where, params = f"strpos({col}, %s) > 0", [needle]
+        if self._literal_indexable([needle]):
+            where = f"{GRAMS}(s.content) @> {GRAMS}(%s) AND " + where
+            params.insert(0, needle)
         return [tuple(r) for r in self._q(
             f"SELECT s.id, s.date, (length({col}) - length(replace({col}, %s, ''))) / length(%s)"
-            f" FROM sections s WHERE strpos({col}, %s) > 0", (needle, needle, needle))]
+            f" FROM sections s WHERE {where}", (needle, needle, *params))]
 
     def all_chunks(self):
         return self._q(CHUNK_SELECT + " ORDER BY c.id").fetchall()
@@ -816,15 +851,23 @@ class PgStore:
                 if not readonly:
                     pg_schema.migrate(conn)
                 self.schema_version = pg_schema.applied_version(conn)
+                readable = self.schema_version == 0 or conn.execute(
+                    "SELECT has_table_privilege('public.documents', 'SELECT')").fetchone()[0]
         except psycopg.OperationalError as e:
             raise UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
                             hint="check the URL, the server and the role's password", code="store_unreachable") from None
         except psycopg.errors.InsufficientPrivilege as e:
+            if readonly:
+                raise UserError(f"the role of {safe_url(url)} may not read the store ({str(e).strip()})",
+                                param="store", code="no_access", hint=NO_ACCESS_HINT) from None
             raise UserError(f"the store {safe_url(url)} refused the writer: {str(e).strip()}", param="store",
                             hint="the writer's role must own the schema (readers need only SELECT)") from None
         if self.schema_version == 0:
             raise UserError(f"the store {safe_url(url)} holds no index yet", param="store", code="no_index",
                             hint="start the writer: `remembrancer serve --store URL --root CHECKOUT`")
+        if not readable:
+            raise UserError(f"the role of {safe_url(url)} may not read the store", param="store", code="no_access",
+                            hint=NO_ACCESS_HINT)
         if self.schema_version > pg_schema.LATEST:
             raise UserError(f"the store's schema (version {self.schema_version}) is newer than this remembrancer "
                             f"knows ({pg_schema.LATEST})", param="store", hint="upgrade remembrancer")
