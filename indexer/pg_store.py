@@ -464,8 +464,11 @@ class PgLedger(MetaReads):
     # FTS5 trigram index gives; None (the engine scans its cached section texts) for a needle too
     # short for a trigram or holding NUL, and for a scoped role, whose row-level security keeps
     # PostgreSQL from using the index (the containment operator is not leakproof).
+    use_literal_index = True   # bench/bench_team.py turns it off to measure the scan it replaces
+
     def _literal_indexable(self, needles: list[str]) -> bool:
-        return bool(needles) and self.role_scope is None and all(map(literal_indexable, needles))
+        return (self.use_literal_index and bool(needles) and self.role_scope is None
+                and all(map(literal_indexable, needles)))
 
     def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
         """(section id, heading, content, path) of the visible sections whose heading or content
