@@ -685,9 +685,9 @@ def cmd_notify(args) -> int:
     from remembrancer.hooks.notify import notify
 
     if args.store:   # the writer LISTENs on the store (indexer/pg_team.py); no local daemon involved
-        from remembrancer.hooks.notify import notify_store
+        from remembrancer.indexer.pg_notify import notify_writer
 
-        if not notify_store(args.store, args.event, timeout=5.0):
+        if not notify_writer(args.store, args.event, timeout=5.0):
             from remembrancer.indexer.pg_store import safe_url
 
             raise UserError(f"could not notify the store {safe_url(args.store)}", param="store", code="store_unreachable",

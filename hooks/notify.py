@@ -24,7 +24,6 @@ import warnings
 
 APP = "remembrancer"
 DEFAULT_TIMEOUT_S = 0.5
-STORE_CHANNEL = "remembrancer_pull"   # the team store's writer LISTENs here (indexer/pg_team.py)
 
 
 def socket_path() -> str | None:
@@ -81,19 +80,13 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
 
 
 def notify_store(url: str, event: str, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
-    """NOTIFY the team store's writer (PostgreSQL LISTEN/NOTIFY) that the shared repository
-    moved: it pulls and indexes at once instead of at its next timer. Any role that can connect
-    may notify (NOTIFY needs no privilege); the payload is only the event's name. psycopg is
-    imported here, and only when a store is configured, so plain hooks stay stdlib-only."""
+    """NOTIFY the team store's writer that the shared repository moved (indexer/pg_notify.py);
+    loaded only when a store is configured, so plain hooks stay stdlib-only."""
     try:
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout + 0.999)),
-                             application_name="remembrancer-notify") as conn:
-            conn.execute("SELECT pg_notify(%s, %s)", (STORE_CHANNEL, event[:200]))
-        return True
-    except Exception:  # noqa: BLE001 — a hint, never a requirement (the writer also pulls on a timer)
+        from remembrancer.indexer.pg_notify import notify_writer
+    except Exception:  # noqa: BLE001 — hooks never fail
         return False
+    return notify_writer(url, event, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

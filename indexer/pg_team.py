@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import api, corpus, pg_roles
+from . import api, corpus, pg_notify, pg_roles
 from .config import Config, Root, load_config
 from .engine import Engine
 from .errors import UserError
@@ -194,32 +194,6 @@ def pull(path: Path) -> str | None:
     return None
 
 
-def listen_for_notify(url: str, wake: threading.Event, stop: threading.Event) -> threading.Thread:
-    """LISTEN on the store's channel in a thread: each NOTIFY (`remembrancer notify --store URL`,
-    a git hook configured with the store) wakes the writer, which pulls and indexes at once. A
-    lost connection is tried again every few seconds; the timer keeps pulling meanwhile."""
-    from remembrancer.hooks.notify import STORE_CHANNEL
-    from .pg_store import _psycopg
-
-    def run() -> None:
-        psycopg = _psycopg()
-        while not stop.is_set():
-            try:
-                with psycopg.connect(url, autocommit=True, application_name="remembrancer-writer (listen)") as conn:
-                    conn.execute(f"LISTEN {STORE_CHANNEL}")
-                    while not stop.is_set():
-                        for n in conn.notifies(timeout=1.0):
-                            log.info("notified (%s): pulling now", n.payload or "no event")
-                            wake.set()
-            except Exception as e:  # noqa: BLE001 — the timer still pulls; say why and retry
-                log.warning("not listening for notify on the store (%s); retrying in 5 s", str(e).strip()[:200])
-                stop.wait(5.0)
-
-    t = threading.Thread(target=run, name="store-notify", daemon=True)
-    t.start()
-    return t
-
-
 class Writer:
     """The one writer of a store: refuses to start while another holds the store's lock."""
 
@@ -242,7 +216,7 @@ class Writer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: (stop.set(), self.engine.stop_requested.set(), self.wake.set()))
         signal.signal(signal.SIGHUP, lambda *_: self.wake.set())   # `kill -HUP`: pull and index now
-        listen_for_notify(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
+        pg_notify.listen(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
         log.info("writing %s to %s every %.0f s (SIGHUP or `remembrancer notify --store URL`: now)", ", ".join(str(r.path) for r in self.config.roots),
                  safe_url(self.store.url), interval_s)
         while not stop.is_set():
