@@ -4,6 +4,8 @@ counts, on the same corpus — short needles, NUL, case, LIKE/regex metacharacte
 
 from __future__ import annotations
 
+import os
+
 import psycopg
 
 from remembrancer.indexer import search as S
@@ -89,9 +91,21 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
     finally:
         reader.close()
         local.close()
-    with psycopg.connect(pg_url) as c:   # and PostgreSQL can use the GIN indexes for it
-        c.execute("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in c.execute(
-            "EXPLAIN SELECT id FROM sections s WHERE public.remembrancer_grams(s.content) @> public.remembrancer_grams(%s)"
-            " OR public.remembrancer_grams(s.heading) @> public.remembrancer_grams(%s)", ("café", "café")))
-        assert "sections_content_grams" in plan and "sections_heading_grams" in plan, plan
+    # and PostgreSQL uses the GIN indexes for it — for a reader role too (its row-level security
+    # policy lets every row through, so it does not stand between the query and the index)
+    role = f"literal_reader_{os.getpid()}"
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw' IN ROLE remembrancer_reader")
+    try:
+        for url in (pg_url, pg_url.replace("postgres:@", f"{role}:pw@")):
+            with psycopg.connect(url) as c:
+                c.execute("SET enable_seqscan = off")
+                plan = "\n".join(r[0] for r in c.execute(
+                    "EXPLAIN SELECT id FROM sections s WHERE public.remembrancer_grams(s.content) @>"
+                    " public.remembrancer_grams(%s) OR public.remembrancer_grams(s.heading) @> public.remembrancer_grams(%s)",
+                    ("café", "café")))
+                assert "sections_content_grams" in plan and "sections_heading_grams" in plan, plan
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
