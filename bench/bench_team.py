@@ -39,12 +39,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import remembrancer.indexer.engine  # noqa: E402,F401 — the editable install first (the folder shadows it)
 
+from remembrancer.indexer import api  # noqa: E402
 from remembrancer.indexer import search as S  # noqa: E402
 from remembrancer.indexer.chunks import text_sha  # noqa: E402
 from remembrancer.indexer.config import Config, load_config, make_roots  # noqa: E402
 from remembrancer.indexer.engine import Engine  # noqa: E402
 from remembrancer.indexer.evaluate import corpus_dir, load_cases, run_eval  # noqa: E402
 from remembrancer.indexer.pg_store import PgStore  # noqa: E402
+from remembrancer.indexer.pg_team import TeamReader  # noqa: E402
 
 WORDS = ("ledger postgres replica backup restore wal archive vacuum index bloat latency deploy rollback canary "
          "queue worker cron certificate rotate secret vault token cache redis eviction memory heap kernel disk "
@@ -103,6 +105,9 @@ class HashEmbedder:
 
     def embed_query(self, text):
         return self._vec(text)
+
+    def common_words(self):
+        return None   # no vocabulary: abstention counts every word, as keyword-only search does
 
 
 def start_server(tmp: Path) -> tuple[str, object]:
@@ -266,6 +271,113 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     return out
 
 
+# -- the literal index and scoped roles ----------------------------------------------------------------------
+
+def _timed(engine, calls) -> tuple[list[float], float]:
+    """Wall ms per call and the CPU seconds (user+sys, this process) of all of them."""
+    cpu0, times = time.process_time(), []
+    for fn in calls:
+        t = time.perf_counter()
+        with engine.scoped(()):
+            fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return times, time.process_time() - cpu0
+
+
+def _summary(times: list[float], cpu: float) -> dict:
+    return {"p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1),
+            "cpu_s": round(cpu, 2), "n": len(times)}
+
+
+def literal(tmp: Path, base_url: str, sections: int, queries: int = 60) -> dict:
+    """`exact` searches and identifier questions (the literal leg, `latest` word checks) through a
+    PostgreSQL reader with the literal index (migration 8) and without it (the engine scans every
+    section's text, as before); then a scoped role (row-level security) against the same requests
+    scoped by an unscoped reader, and unscoped."""
+    import psycopg
+
+    from remembrancer.indexer import pg_roles
+
+    root = tmp / f"corpus-lit-{sections}"
+    generate_corpus(root, sections, seed=13)
+    cfg = Config(roots=make_roots([root]))
+    emb = HashEmbedder()
+    url = new_database(base_url, f"lit_{sections}")
+    write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
+    with psycopg.connect(url, autocommit=True) as c:
+        size = c.execute("SELECT pg_size_pretty(pg_relation_size('sections_content_grams')"
+                         " + pg_relation_size('sections_heading_grams')), pg_size_pretty(pg_relation_size('sections'))"
+                         ).fetchone()
+        t = time.perf_counter()
+        c.execute("REINDEX INDEX sections_content_grams")
+        reindex_s = time.perf_counter() - t
+    rng = random.Random(5)
+    idents = [f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} v0" for _ in range(queries)]
+    asks = [f"what happened to app{rng.randint(0, 96)}-{rng.randint(0, 9)}?" for _ in range(queries)]
+    words = [rng.choice(WORDS) for _ in range(queries)]
+    reader = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
+    out = {"sections": sections, "documents": docs, "index_s": round(write_s, 1), "gram_indexes": size[0],
+           "sections_table": size[1], "reindex_content_grams_s": round(reindex_s, 1)}
+    try:
+        with reader.scoped(()):
+            S.search(reader, S.SearchRequest(idents[0], exact=True))   # warm-up (both modes fill the same caches)
+        for mode in ("scan", "index"):
+            reader.catalog.use_literal_index = mode == "index"
+            reader._lowered = (-1, [])   # the scan's cached copy is rebuilt once, as a fresh reader would
+            out[mode] = {
+                "exact": _summary(*_timed(reader, [lambda q=q: S.search(reader, S.SearchRequest(q, exact=True))
+                                                   for q in idents])),
+                "identifier_question": _summary(*_timed(reader, [lambda q=q: S.search(reader, S.SearchRequest(q))
+                                                                 for q in asks])),
+                "latest_word": _summary(*_timed(reader, [lambda w=w: api.dispatch_read(reader, "latest", {"terms": [w]},
+                                                                                       dict) for w in words])),
+            }
+    finally:
+        reader.close()
+    # scoped role vs the same scope asked by an unscoped reader vs no scope (plain searches)
+    role = f"bench_scoped_{os.getpid()}"
+    pg_roles.grant_reader(url, role, ["journal"], password="bench")
+    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
+    scoped_url = url.replace("postgres:@", f"{role}:bench@")
+    try:
+        for name, store_url, params in [("unscoped", url, {}), ("scope_asked", url, {"scope": ["journal"]}),
+                                        ("scoped_role", scoped_url, {})]:
+            team = TeamReader(store_url, cfg, embedder=emb, checkout=False)
+            try:
+                t, cpu0 = time.perf_counter(), time.process_time()
+                team.call("search", query=qs[0], **params)
+                first = ((time.perf_counter() - t) * 1000, time.process_time() - cpu0)
+                cpu0, times = time.process_time(), []
+                for q in qs:
+                    t = time.perf_counter()
+                    team.call("search", query=q, **params)
+                    times.append((time.perf_counter() - t) * 1000)
+                out[name] = {"first_ms": round(first[0], 1), "first_cpu_s": round(first[1], 2),
+                             **_summary(times, time.process_time() - cpu0)}
+            finally:
+                team.close()
+    finally:
+        with psycopg.connect(url, autocommit=True) as c:
+            pg_roles.revoke_reader(url, role)
+            c.execute(f'DROP OWNED BY "{role}"')
+            c.execute(f'DROP ROLE "{role}"')
+    load = os.getloadavg()[0]
+    print(f"literal index at {sections} sections ({docs} documents; gram indexes {out['gram_indexes']}, sections "
+          f"table {out['sections_table']}; REINDEX of the content index {out['reindex_content_grams_s']} s; load {load:.1f})",
+          flush=True)
+    for what in ("exact", "identifier_question", "latest_word"):
+        a, b = out["scan"][what], out["index"][what]
+        print(f"  {what}: scan p50 {a['p50_ms']} / p95 {a['p95_ms']} ms ({a['cpu_s']} s CPU) -> index p50 {b['p50_ms']}"
+              f" / p95 {b['p95_ms']} ms ({b['cpu_s']} s CPU); p95 ratio {a['p95_ms'] / max(b['p95_ms'], 1e-9):.1f}x",
+              flush=True)
+    for name in ("unscoped", "scope_asked", "scoped_role"):
+        r = out[name]
+        print(f"  search as {name}: first {r['first_ms']} ms ({r['first_cpu_s']} s CPU), then p50 {r['p50_ms']} /"
+              f" p95 {r['p95_ms']} ms ({r['cpu_s']} s CPU for {r['n']})", flush=True)
+    out["load_avg"] = round(load, 1)
+    return out
+
+
 # -- concurrency ----------------------------------------------------------------------------------------
 
 def concurrency(tmp: Path, base_url: str, readers: int = 8, sections: int = 2000, rounds: int = 3) -> dict:
@@ -383,6 +495,8 @@ def main() -> int:
     ap.add_argument("--eval-dir", default="/work/shared/eval")
     ap.add_argument("--sections", type=int, default=100_000, help="generated sections for the latency figure")
     ap.add_argument("--throughput-sections", type=int, default=5000)
+    ap.add_argument("--literal-sections", type=int, default=100_000,
+                    help="generated sections for the literal-index and scoped-role figures (--only literal)")
     ap.add_argument("--url", help="an existing server (a superuser URL: databases are created on it)")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -405,6 +519,8 @@ def main() -> int:
             report["crash"] = crash(tmp, url)
         if "latency" in only:
             report["latency"] = latency(tmp, url, args.sections)
+        if "literal" in only:
+            report["literal"] = literal(tmp, url, args.literal_sections)
     finally:
         if srv is not None:
             srv.cleanup()

@@ -111,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
-    p = sub.add_parser("notify", help="tell the daemon something changed (used by the git hooks)")
+    p = sub.add_parser("notify", help="tell the daemon something changed (used by the git hooks); with --store, "
+                                      "the team store's writer (PostgreSQL NOTIFY): it pulls and indexes now")
+    _add_store(p)
     p.add_argument("--root", help="work tree that changed")
     p.add_argument("--event", default="manual")
 
@@ -137,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instructions", default="", help="text appended to the server description")
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
                    help="only documents under this path prefix exist for the agent (repeatable)")
+
+    p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security)")
+    ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
+    tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
+    tp.add_argument("role")
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX", required=True,
+                    help="a folder of the corpus the role may read (repeatable; added to what it has)")
+    tp.add_argument("--password-stdin", action="store_true", help="set the role's password from stdin (one line)")
+    tp = ts.add_parser("revoke-reader", help="take prefixes from a scoped role (all of them without --scope)")
+    tp.add_argument("role")
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX")
+    tp = ts.add_parser("readers", help="list the scoped readers and their prefixes")
+    for tp in ts.choices.values():
+        _add_store(tp)
+        tp.add_argument("--json", action="store_true")
 
     p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
                        "matches on each prompt, a freshness line at session start)")
@@ -667,6 +684,15 @@ def cmd_stop(args) -> int:
 def cmd_notify(args) -> int:
     from remembrancer.hooks.notify import notify
 
+    if args.store:   # the writer LISTENs on the store (indexer/pg_team.py); no local daemon involved
+        from remembrancer.indexer.pg_notify import notify_writer
+
+        if not notify_writer(args.store, args.event, timeout=5.0):
+            from remembrancer.indexer.pg_store import safe_url
+
+            raise UserError(f"could not notify the store {safe_url(args.store)}", param="store", code="store_unreachable",
+                            hint="check the URL and the server (the writer still pulls on its timer)")
+        return EXIT_OK
     notify(args.root or os.getcwd(), args.event, timeout=2.0)
     return EXIT_OK
 
@@ -682,6 +708,30 @@ def cmd_hooks(args) -> int:
         print(f"hooks dir: {report['hooks_dir']}")
         for name, what in report["hooks"].items():
             print(f"  {name}: {what}")
+    return EXIT_OK
+
+
+def cmd_team(args) -> int:
+    from remembrancer.indexer import pg_roles
+
+    if not args.store:
+        raise UserError("team commands need the store", param="store",
+                        hint="--store postgresql://WRITER@HOST/DB (the writer's role: it owns the tables)")
+    if args.team_command == "grant-reader":
+        password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else None
+        out = [pg_roles.grant_reader(args.store, args.role, args.scope, password=password)]
+    elif args.team_command == "revoke-reader":
+        out = [pg_roles.revoke_reader(args.store, args.role, args.scope)]
+    else:
+        out = pg_roles.readers(args.store)
+    if args.json:
+        print(json.dumps(out if args.team_command == "readers" else out[0], indent=2))
+        return EXIT_OK
+    for r in out:
+        what = ", ".join(r["scope"]) if r["scope"] else "nothing"
+        print(f"{r['role']}: reads {what}" if r["scoped"] else f"{r['role']}: not a reader of this store any more")
+    if not out:
+        print("no scoped readers")
     return EXIT_OK
 
 
@@ -768,7 +818,7 @@ COMMANDS = {
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
-    "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks,
+    "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks, "team": cmd_team,
 }
 
 if __name__ == "__main__":

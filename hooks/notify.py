@@ -79,6 +79,16 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
         return False
 
 
+def notify_store(url: str, event: str, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
+    """NOTIFY the team store's writer that the shared repository moved (indexer/pg_notify.py);
+    loaded only when a store is configured, so plain hooks stay stdlib-only."""
+    try:
+        from remembrancer.indexer.pg_notify import notify_writer
+    except Exception:  # noqa: BLE001 — hooks never fail
+        return False
+    return notify_writer(url, event, timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`--root DIR --event NAME [--timeout S]`; always returns 0 and prints nothing."""
     try:
@@ -87,8 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--root", default=os.getcwd(), help="work tree (default: current directory)")
         parser.add_argument("--event", default="manual", help="post-commit, post-merge, post-checkout, …")
         parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+        parser.add_argument("--store", default=os.environ.get("REMEMBRANCER_STORE") or None,
+                            help="a team store's postgresql:// URL: notify its writer too")
         args, _ = parser.parse_known_args(argv)
         notify(args.root, args.event, args.timeout)
+        if args.store:
+            notify_store(args.store, args.event, max(args.timeout, 2.0))
     except SystemExit:  # argparse on bad input or --help: still not a failure of the hook
         pass
     except Exception:

@@ -137,6 +137,118 @@ EXCEPTION WHEN insufficient_privilege THEN
     RAISE NOTICE 'grant SELECT on scope_symlinks to readers yourself';
 END $$;
 """))
+
+# Scoped readers (migration 7): a login role in SCOPED_ROLE sees only the rows under its granted
+# path prefixes (scope_grants), enforced by row-level security on every table it can read; an
+# unscoped reader (in READER_ROLE) has a policy that lets every row through. The owner (the
+# writer) is exempt, as PostgreSQL makes table owners. Tables a scoped reader needs no rows of —
+# the corpus-wide keyword postings and statistics — get no policy for it: nothing is visible, and
+# a scoped reader ranks from its own chunks (indexer/scope.py KeywordIndexes) as a local scope
+# does. A table created later is not readable by a scoped reader until a migration says how.
+SCOPED_ROLE = "remembrancer_scoped_reader"
+SCOPED_META_KEYS = ("generation", "model_contract", "heads", "last_indexed_at", "roots", "redaction_policy",
+                    "parse_version", "layout", "schema_version", "link_targets")
+_BY_DOCUMENT = "doc_id IN (SELECT id FROM public.documents)"
+_BY_SECTION = "section_id IN (SELECT id FROM public.sections)"
+SCOPED_POLICIES = {
+    "documents": "public.remembrancer_granted(path) AND path NOT IN (SELECT public.remembrancer_scope_hidden())",
+    "sections": _BY_DOCUMENT,
+    "chunks": _BY_SECTION,
+    "passages": _BY_SECTION,
+    "entities": _BY_DOCUMENT,
+    "links": _BY_DOCUMENT,
+    "embeddings": "text_sha IN (SELECT text_sha FROM public.passages)",
+    "meta": "key IN (" + ", ".join(f"'{k}'" for k in SCOPED_META_KEYS) + ")",
+    "scope_symlinks": "public.remembrancer_granted(path) AND public.remembrancer_granted(target)",
+    "scope_grants": "role = current_user",
+    "scope_roles": "role = current_user",
+    "schema_migrations": "true",
+    # the last run's warnings, one row each (meta's last_warnings names outside files): run-wide
+    # ones, those about a visible path, and those about a folder in or holding a granted prefix
+    "run_warnings": ("path IS NULL OR public.remembrancer_granted(rtrim(path, '/')) OR (NOT (lower(path) LIKE '%.md'"
+                     " OR lower(path) LIKE '%.markdown') AND (rtrim(path, '/') IN ('', '.') OR EXISTS (SELECT 1 FROM"
+                     " public.scope_grants g WHERE g.role = current_user AND starts_with(g.prefix, rtrim(path, '/') || '/'))))"),
+}
+HIDDEN_FROM_SCOPED = ("postings", "term_stats", "field_stats")
+# links.resolved names the target the writer resolved in the whole corpus (maybe outside the
+# scope): a scoped reader re-resolves links among its own documents and may not read the column.
+SCOPED_LINK_COLUMNS = "id, doc_id, target, anchor, kind, line, text"
+
+
+def _scoped_readers_sql() -> str:
+    rls = []
+    for table, using in SCOPED_POLICIES.items():
+        rls.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        rls.append(f"CREATE POLICY scoped_reader ON {table} FOR SELECT TO {SCOPED_ROLE} USING ({using});")
+        if table not in ("scope_grants", "scope_roles"):
+            rls.append(f"CREATE POLICY reader ON {table} FOR SELECT TO {READER_ROLE} USING (true);")
+        grant = f"GRANT SELECT ({SCOPED_LINK_COLUMNS}) ON links" if table == "links" else f"GRANT SELECT ON {table}"
+        rls.append(f"{grant} TO {SCOPED_ROLE};")
+    for table in HIDDEN_FROM_SCOPED:
+        rls.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        rls.append(f"CREATE POLICY reader ON {table} FOR SELECT TO {READER_ROLE} USING (true);")
+    body = "\n        ".join(rls)
+    return f"""
+CREATE TABLE scope_roles (role name PRIMARY KEY);
+CREATE TABLE run_warnings (ord integer PRIMARY KEY, path text, text text NOT NULL);
+CREATE TABLE scope_grants (role name NOT NULL REFERENCES scope_roles(role) ON DELETE CASCADE,
+                           prefix text NOT NULL, PRIMARY KEY (role, prefix));
+-- whole path segments, bytewise (starts_with is exact): journal holds journal/x, never journal-archive/x
+CREATE FUNCTION remembrancer_granted(p text) RETURNS boolean LANGUAGE sql STABLE AS $f$
+    SELECT EXISTS (SELECT 1 FROM public.scope_grants g WHERE g.role = current_user
+                   AND (p = g.prefix OR starts_with(p, g.prefix || '/')))
+$f$;
+-- the caller's visible symlinks whose target is outside its grants (read as the owner: the
+-- caller may not see those rows, and learns only paths under its own grants)
+CREATE FUNCTION remembrancer_scope_hidden() RETURNS SETOF text LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = public AS $f$
+    SELECT t.path FROM public.scope_symlinks t
+    WHERE EXISTS (SELECT 1 FROM public.scope_grants g WHERE g.role = session_user
+                  AND (t.path = g.prefix OR starts_with(t.path, g.prefix || '/')))
+      AND NOT EXISTS (SELECT 1 FROM public.scope_grants g WHERE g.role = session_user
+                      AND (t.target = g.prefix OR starts_with(t.target, g.prefix || '/')))
+$f$;
+REVOKE ALL ON FUNCTION remembrancer_scope_hidden() FROM PUBLIC;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+        CREATE ROLE {SCOPED_ROLE} NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        RAISE NOTICE 'no role {READER_ROLE}: scoped readers are not available';
+        RETURN;
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO {SCOPED_ROLE}', current_schema());
+    GRANT EXECUTE ON FUNCTION remembrancer_scope_hidden() TO {SCOPED_ROLE};
+        {body}
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'role {SCOPED_ROLE} not created (no CREATEROLE): scoped readers are not available';
+END $$;
+"""
+
+
+MIGRATIONS.append((7, "scoped readers: row-level security by granted path prefixes", _scoped_readers_sql()))
+# The literal index (migration 8): the local store's FTS5 trigram index (indexer/catalog.py) in
+# PostgreSQL. pg_trgm would do, but the pgserver wheel the tests run on ships no contrib
+# extensions, and some managed servers restrict them; so each section's heading and content map
+# to their lower-cased trigrams by an IMMUTABLE SQL function, under GIN expression
+# indexes: "which sections may contain this string?" is `grams(content) @> grams(needle)`, the
+# same candidates a trigram index gives, and the caller tests the text. Callers lower-case needles
+# with Python, whose lower() differs from PostgreSQL's in two places (a final sigma becomes ς; İ
+# becomes i + U+0307): both sides fold ς to σ and drop U+0307, so the candidates stay a superset.
+# The text is split into characters once and each trigram read with lead() — linear in the text;
+# substr() per position is quadratic (a 5 kB section took 20× longer); GIN drops duplicate keys.
+LITERAL_GRAMS = "remembrancer_grams"
+MIGRATIONS.append((8, "the literal index: GIN over each section's lower-cased trigrams", f"""
+CREATE FUNCTION {LITERAL_GRAMS}(t text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+    SELECT ARRAY(SELECT g FROM (SELECT c || lead(c, 1) OVER w || lead(c, 2) OVER w AS g
+                                FROM unnest(string_to_array(translate(lower(t), 'ς' || chr(775), 'σ'), NULL))
+                                     WITH ORDINALITY AS u(c, n) WINDOW w AS (ORDER BY n)) z WHERE g IS NOT NULL)
+$f$;
+CREATE INDEX sections_content_grams ON sections USING gin ({LITERAL_GRAMS}(content));
+CREATE INDEX sections_heading_grams ON sections USING gin ({LITERAL_GRAMS}(heading));
+"""))
+MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 
 

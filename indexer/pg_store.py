@@ -26,7 +26,8 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from . import pg_keywords as kw
-from . import pg_schema
+from . import pg_roles, pg_schema
+from .catalog import _indexable as literal_indexable
 from .catalog import filter_where
 from .errors import UserError
 from .filters import Filters
@@ -39,6 +40,11 @@ WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("r
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
+GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
+ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_reader, or "
+                  "`remembrancer team grant-reader ROLE --scope …`)")
+RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
@@ -101,6 +107,8 @@ class PgLedger(MetaReads):
         self._ef: int | None = None
         self._maybe_orphaned: set[str] = set()
         self._bulk = False
+        # a scoped reader's role (indexer/pg_roles.py): the database shows it only its prefixes
+        self.role_scope = pg_roles.session_scope(self.conn) if readonly else None
         if not readonly:
             self._take_writer_lock()
             # The files are canonical: a transaction lost to a server crash (never a torn one) is
@@ -156,6 +164,8 @@ class PgLedger(MetaReads):
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        if self.role_scope is not None and key in RUN_WARNING_KEYS:   # meta's copy names outside files
+            return self._visible_run_warnings(key)
         if self._in_request and key in self._meta:   # one snapshot per request: meta cannot change in it
             return self._meta[key]
         row = self._q("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
@@ -167,6 +177,8 @@ class PgLedger(MetaReads):
     def set_meta(self, key: str, value: str) -> None:
         self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                 (key, value))
+        if key in RUN_WARNING_KEYS:
+            self._store_run_warnings()
         if key == "model_contract" and not self._bulk:   # the index needs the dimension
             self._ensure_vector_index(int(json.loads(value)["dim"]))
         elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
@@ -174,6 +186,24 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
+
+    def _store_run_warnings(self) -> None:
+        """The last run's warnings one row each, with the path each is about (a scoped role reads
+        the rows about what it may see: row-level security, pg_schema.SCOPED_POLICIES)."""
+        from .scope import warning_path
+
+        warnings = json.loads(self.get_meta("last_warnings") or "[]")
+        paths = json.loads(self.get_meta("last_warning_paths") or "null")
+        if not isinstance(paths, list) or len(paths) != len(warnings):
+            paths = [warning_path(w) for w in warnings]
+        with self.conn.transaction():
+            self._q("DELETE FROM run_warnings")
+            self._copy(self.conn.cursor(), "run_warnings(ord, path, text)",
+                       [(i, p, w) for i, (w, p) in enumerate(zip(warnings, paths))])
+
+    def _visible_run_warnings(self, key: str) -> str:
+        rows = self._q("SELECT path, text FROM run_warnings ORDER BY ord").fetchall()
+        return json.dumps([r[1] for r in rows] if key == "last_warnings" else [r[0] for r in rows])
 
     def _ensure_vector_index(self, dim: int) -> None:
         self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
@@ -430,12 +460,35 @@ class PgLedger(MetaReads):
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
                                       " WHERE d.path = ANY(%s) OR s.entities ? %s", (list(record_paths), name))]
 
-    # No literal index here: None tells the engine to scan section_texts() (its cached copy).
+    # The literal index (pg_schema migration 8): trigram candidates from GIN, as the local store's
+    # FTS5 trigram index gives; None (the engine scans its cached section texts) for a needle too
+    # short for a trigram or holding NUL, and for a scoped role, whose row-level security keeps
+    # PostgreSQL from using the index (the containment operator is not leakproof).
+    use_literal_index = True   # bench/bench_team.py turns it off to measure the scan it replaces
+
+    def _literal_indexable(self, needles: list[str]) -> bool:
+        return (self.use_literal_index and bool(needles) and self.role_scope is None
+                and all(map(literal_indexable, needles)))
+
     def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
-        return None
+        """(section id, heading, content, path) of the visible sections whose heading or content
+        (only the content with `content_only`) may contain any of `needles` (lower-cased), in
+        document order; callers test the text."""
+        if not self._literal_indexable(needles):
+            return None
+        cols = ("s.content",) if content_only else ("s.content", "s.heading")
+        where = " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols)
+        params = [n for n in needles for _ in cols]
+        return [tuple(r) for r in self._q(
+            "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
+            f" WHERE {where} ORDER BY d.id, s.ord", params)]
 
     def contents_containing(self, needle: str) -> Iterable[str] | None:
-        return None
+        """The content of every visible section that may contain `needle`, in no order."""
+        if not self._literal_indexable([needle]):
+            return None
+        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {GRAMS}(s.content) @> {GRAMS}(%s)",
+                                      (needle,)))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the
@@ -451,10 +504,20 @@ class PgLedger(MetaReads):
         return self._q("SELECT count(*) FROM sections").fetchone()[0]
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
-        col = "lower(s.content)" if case_insensitive else "s.content"
+        """(section id, date, occurrences) of the visible sections whose content holds `needle`
+        (lower-cased by the caller when case-insensitive); the literal index picks the candidates
+        (lower(content) holds lower(needle) whenever content holds needle: an exact superset)."""
+        if "\x00" in needle:
+            return []   # PostgreSQL text never holds NUL (nor does any section: the parser replaces it)
+        # ASCII case folding, as the local store's SQLite lower() (PostgreSQL's lower() folds É too)
+        col = f"translate(s.content, '{ASCII_UPPER}', '{ASCII_UPPER.lower()}')" if case_insensitive else "s.content"
+        where, params = f"strpos({col}, %s) > 0", [needle]
+        if self._literal_indexable([needle]):
+            where = f"{GRAMS}(s.content) @> {GRAMS}(%s) AND " + where
+            params.insert(0, needle)
         return [tuple(r) for r in self._q(
             f"SELECT s.id, s.date, (length({col}) - length(replace({col}, %s, ''))) / length(%s)"
-            f" FROM sections s WHERE strpos({col}, %s) > 0", (needle, needle, needle))]
+            f" FROM sections s WHERE {where}", (needle, needle, *params))]
 
     def all_chunks(self):
         return self._q(CHUNK_SELECT + " ORDER BY c.id").fetchall()
@@ -494,8 +557,11 @@ class PgLedger(MetaReads):
         elif resolved_to is not None:
             where, params = " WHERE l.resolved = %s AND d.path != %s", (resolved_to, resolved_to)
         keys = ("id", "source", "target", "anchor", "kind", "line", "text", "resolved")
+        # a scoped role may not read the writer's resolutions (they name outside files): the
+        # engine resolves its links among the scope's documents (Engine.links_in_scope)
+        resolved = "NULL::text" if self.role_scope is not None else "l.resolved"
         return [dict(zip(keys, r)) for r in self._q(
-            "SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, l.resolved FROM links l"
+            f"SELECT l.id, d.path, l.target, l.anchor, l.kind, l.line, l.text, {resolved} FROM links l"
             " JOIN documents d ON d.id = l.doc_id" + where + " ORDER BY d.path, l.line, l.id", params)]
 
     def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
@@ -696,7 +762,9 @@ def _scope_views(prefixes: tuple[str, ...]) -> list:
         sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p WHERE {}").format(
             section_visible("p.section_id")),
         sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE {}").format(doc_visible("e.doc_id")),
-        sql.SQL("CREATE TEMP VIEW links AS SELECT l.* FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
+        # the writer's resolutions name outside files: a scope resolves its links itself (Engine.links_in_scope)
+        sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
+                " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
     ]
 
 
@@ -786,15 +854,23 @@ class PgStore:
                 if not readonly:
                     pg_schema.migrate(conn)
                 self.schema_version = pg_schema.applied_version(conn)
+                readable = self.schema_version == 0 or conn.execute(
+                    "SELECT has_table_privilege('public.documents', 'SELECT')").fetchone()[0]
         except psycopg.OperationalError as e:
             raise UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
                             hint="check the URL, the server and the role's password", code="store_unreachable") from None
         except psycopg.errors.InsufficientPrivilege as e:
+            if readonly:
+                raise UserError(f"the role of {safe_url(url)} may not read the store ({str(e).strip()})",
+                                param="store", code="no_access", hint=NO_ACCESS_HINT) from None
             raise UserError(f"the store {safe_url(url)} refused the writer: {str(e).strip()}", param="store",
                             hint="the writer's role must own the schema (readers need only SELECT)") from None
         if self.schema_version == 0:
             raise UserError(f"the store {safe_url(url)} holds no index yet", param="store", code="no_index",
                             hint="start the writer: `remembrancer serve --store URL --root CHECKOUT`")
+        if not readable:
+            raise UserError(f"the role of {safe_url(url)} may not read the store", param="store", code="no_access",
+                            hint=NO_ACCESS_HINT)
         if self.schema_version > pg_schema.LATEST:
             raise UserError(f"the store's schema (version {self.schema_version}) is newer than this remembrancer "
                             f"knows ({pg_schema.LATEST})", param="store", hint="upgrade remembrancer")

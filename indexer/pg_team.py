@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import api, corpus
+from . import api, corpus, pg_notify, pg_roles
 from .config import Config, Root, load_config
 from .engine import Engine
 from .errors import UserError
@@ -40,13 +40,14 @@ def _ago(seconds: float) -> str:
     return f"{round(s / 86400)} days ago"
 
 
-def compare_checkout(path: Path, indexed: str) -> tuple[str, bool]:
-    """How the checkout at `path` stands against the indexed commit: (sentence, same?)."""
+def compare_checkout(path: Path, indexed: str, head: str | None = None) -> tuple[str, bool]:
+    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit:
+    (sentence, same?)."""
     try:
         repo = corpus.open_repo(path)
     except Exception:  # noqa: BLE001 — not a git checkout: nothing to compare
         repo = None
-    mine = corpus.head_id(repo) if repo is not None else None
+    mine = (head or corpus.head_id(repo)) if repo is not None else None
     if mine is None:
         return "", True
     if mine == indexed:
@@ -77,12 +78,20 @@ class TeamReader:
         self.config = config
         self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
         self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
+        # a scoped role (indexer/pg_roles.py): every request is served under its grants
+        self.granted = self.engine.catalog.role_scope
+        if self.granted is not None:
+            pg_roles.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
         self._counts: tuple[tuple, dict] = ((), {})
 
     def freshness(self) -> dict:
         """Which commit the store holds, its age, and how this reader's checkout compares."""
         cat = self.engine.catalog
         heads = json.loads(cat.get_meta("heads") or "{}")
+        if self.engine.scope:   # HEAD as the scope's own history has it (docs/scopes.md), as status says
+            by_name = {r.name: r for r in self.config.roots}
+            heads = {n: (self.engine._scoped_head(by_name[n], h) if n in by_name and self.checkout else h)
+                     for n, h in heads.items()}
         last = cat.get_meta("last_indexed_at")
         key = (cat.generation, self.engine.scope)
         if self._counts[0] != key:   # counting 100k rows per answer would cost more than the search
@@ -101,7 +110,11 @@ class TeamReader:
                 continue
             line = f"indexed {indexed[:7]}, {age}"
             if self.checkout:
-                cmp_, ok = compare_checkout(root.path, indexed)
+                repo = corpus.open_repo(root.path) if self.engine.scope else None
+                mine = corpus.head_id(repo) if repo is not None else None
+                if mine and self.engine._scoped_head(root, mine) == indexed:   # the scope has not moved since
+                    mine = indexed
+                cmp_, ok = compare_checkout(root.path, indexed, mine)
                 same = same and ok
                 line += f"; {cmp_}" if cmp_ else ""
             parts.append(line)
@@ -117,6 +130,8 @@ class TeamReader:
         return {**out, "verdict": "stale", "reason": detail}
 
     def call(self, method: str, **params) -> dict:
+        if self.granted is not None:
+            params = {**params, "scope": list(pg_roles.effective_scope(self.granted, params.get("scope")))}
         out = api.answer_in_process(self.engine, method, params, self.freshness)
         if out is not None:
             return out
@@ -201,7 +216,8 @@ class Writer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: (stop.set(), self.engine.stop_requested.set(), self.wake.set()))
         signal.signal(signal.SIGHUP, lambda *_: self.wake.set())   # `kill -HUP`: pull and index now
-        log.info("writing %s to %s every %.0f s (SIGHUP: now)", ", ".join(str(r.path) for r in self.config.roots),
+        pg_notify.listen(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
+        log.info("writing %s to %s every %.0f s (SIGHUP or `remembrancer notify --store URL`: now)", ", ".join(str(r.path) for r in self.config.roots),
                  safe_url(self.store.url), interval_s)
         while not stop.is_set():
             try:

@@ -125,3 +125,77 @@ def test_a_reader_without_a_store_index_gets_a_clear_error(tmp_path, tiny_model_
     assert r.returncode == 3 and "holds no index yet" in r.stderr and "Traceback" not in r.stderr
     r = _cli(w, "search", "anything", "--store", "mysql://nope", "--root", str(w["mine"]))
     assert r.returncode == 2 and "postgresql://" in r.stderr
+
+
+def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its_scope(tmp_path, tiny_model_dir,
+                                                                                        pg_url):
+    """A real writer process pulling from a real bare remote on a one-hour timer: a push then
+    `remembrancer notify --store URL` (PostgreSQL NOTIFY; the writer LISTENs) is searchable without
+    the timer, and so is a push announced by the git hook module configured with the store.
+    `team grant-reader` makes a login that the CLI then serves only its prefixes."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(w["origin"]), str(remote))
+    for name in ("shared", "mine"):
+        git(w[name], "remote", "set-url", "origin", str(remote))
+        git(w[name], "fetch", "-q")
+        git(w[name], "branch", "-q", "--set-upstream-to", "origin/" + git(w[name], "branch", "--show-current"))
+    log = open(tmp_path / "writer.log", "w")
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "--debug", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=log, stderr=log, text=True)
+
+    def writer_log() -> str:
+        return (tmp_path / "writer.log").read_text()[-3000:]
+
+    def top(query: str, url: str = pg_url) -> str | None:
+        r = _cli(w, "search", query, "--store", url, "--root", str(w["mine"]), "--json")
+        results = json.loads(r.stdout).get("results") if r.returncode == 0 else None
+        return results[0]["path"] if results else None
+
+    def push(path: str, text: str) -> None:
+        write(w["mine"], path, text)
+        git(w["mine"], "add", "-A")
+        git(w["mine"], "commit", "-q", "-m", path)
+        git(w["mine"], "push", "-q", "origin", "HEAD")
+    try:
+        assert _wait(lambda: top("restart the ledger") == "runbooks/restart.md", 240), writer_log()
+        push("runbooks/rotate.md", "# Rotate the wombat keys\n\nRotate them every quarter.\n")
+        time.sleep(2)
+        assert top("rotate the wombat keys") != "runbooks/rotate.md"   # the timer would take an hour
+        r = _cli(w, "notify", "--store", pg_url, "--event", "post-push")
+        assert r.returncode == 0, r.stderr
+        assert _wait(lambda: top("rotate the wombat keys") == "runbooks/rotate.md", 240), writer_log()
+
+        push("journal/2030-01-03.md", "# 2030-01-03\n\nThe quokka migration finished.\n")
+        hook = subprocess.run([sys.executable, "-P", "-m", "remembrancer.hooks.notify", "--root", str(w["mine"]),
+                               "--event", "post-commit"], env={**w["env"], "REMEMBRANCER_STORE": pg_url},
+                              capture_output=True, text=True, timeout=60)
+        assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == ""
+        assert _wait(lambda: top("quokka migration") == "journal/2030-01-03.md", 240), writer_log()
+
+        # a scoped login made by the CLI: only runbooks/ exists for it
+        role = f"runbooks_{os.getpid()}"
+        g = subprocess.run([sys.executable, "-m", "remembrancer", "team", "grant-reader", role, "--scope", "runbooks/",
+                            "--password-stdin", "--store", pg_url, "--json"], input="s3cret\n", env=w["env"],
+                           capture_output=True, text=True, timeout=120, cwd=str(PROJECT))
+        assert g.returncode == 0, g.stderr
+        assert json.loads(g.stdout)["scope"] == ["runbooks"]
+        mine = pg_url.replace("postgres:@", f"{role}:s3cret@")
+        listed = _cli(w, "list", "--store", mine, "--root", str(w["mine"]), "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert sorted(d["path"] for d in json.loads(listed.stdout)["documents"]) == ["runbooks/restart.md",
+                                                                                     "runbooks/rotate.md"]
+        assert top("quokka migration", mine) != "journal/2030-01-03.md"
+        readers = _cli(w, "team", "readers", "--store", pg_url)
+        assert readers.returncode == 0 and f"{role}: reads runbooks" in readers.stdout
+        assert _cli(w, "team", "revoke-reader", role, "--store", pg_url).returncode == 0
+        gone = _cli(w, "list", "--store", mine, "--root", str(w["mine"]), "--json")
+        assert gone.returncode == 2 and "may not read the store" in json.loads(gone.stdout)["error"]["message"]
+    finally:
+        writer.send_signal(signal.SIGTERM)
+        try:
+            writer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+        log.close()
