@@ -73,6 +73,27 @@ def _vec_text(v) -> str:
     return "[" + ",".join(map(repr, np.asarray(v, dtype=np.float32).tolist())) + "]"
 
 
+def _binary_vector_dumper(oid: int):
+    """COPY's dumper for pgvector's binary form (uint16 dim, uint16 0, big-endian float32s):
+    a writer's vectors cost no decimal formatting and the server no parsing. Bytes pass as they
+    are (a vector read back from the store in binary)."""
+    import struct
+
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class VectorBinaryDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj):
+            if isinstance(obj, (bytes, memoryview)):
+                return obj
+            v = np.asarray(obj, dtype=">f4")
+            return struct.pack(">HH", len(v), 0) + v.tobytes()
+    VectorBinaryDumper.oid = oid
+    return VectorBinaryDumper
+
+
 def _vec_parse(text: str) -> np.ndarray:
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
@@ -105,6 +126,11 @@ class PgLedger(MetaReads):
             # The files are canonical: a transaction lost to a server crash (never a torn one) is
             # re-read on the next pass, so the writer need not wait for each commit's WAL flush.
             self._q("SET synchronous_commit TO off")
+            vector_oid = self._q("SELECT 'vector'::regtype::oid").fetchone()[0]
+            self.conn.adapters.register_dumper(None, _binary_vector_dumper(vector_oid))
+            self._types = {"embeddings": ["text", vector_oid],
+                           "passages": ["bigint", "bigint", "integer", "text", "text", vector_oid],
+                           "postings": ["smallint", "text", "bigint", "bigint", "integer", "integer"]}
             # A first pass into an empty store builds the HNSW index once at the end (pgvector
             # builds it far faster than it inserts one vector at a time); until then readers
             # search exactly, which is correct, only slower.
@@ -250,11 +276,11 @@ class PgLedger(MetaReads):
             # The batch's new vectors that this document uses and the store lacks (another document
             # of the batch may have stored a shared one already).
             mine = list({sha for sec in sections for sha, _ in sec["passages"]} & new_vectors.keys())
-            vec_text = {sha: _vec_text(new_vectors[sha]) for sha in mine}   # formatted once, written twice
+            vecs = {sha: new_vectors[sha] for sha in mine}
             if mine:
                 have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
                 self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
-                           [(sha, vec_text[sha]) for sha in mine if sha not in have])
+                           [(sha, vecs[sha]) for sha in mine if sha not in have], self._types["embeddings"])
             doc_id = self._q(
                 f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
@@ -281,18 +307,19 @@ class PgLedger(MetaReads):
                 for p_ord, (sha, ptext) in enumerate(s["passages"]):
                     passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
             # Each passage is written once, with its vector (new, or already in the store).
-            stored = list({r[3] for r in passage_rows} - vec_text.keys())
-            if stored:
-                vec_text.update(self._q("SELECT text_sha, vector::text FROM embeddings WHERE text_sha = ANY(%s)",
-                                        (stored,)).fetchall())
+            stored = list({r[3] for r in passage_rows} - vecs.keys())
+            if stored:   # read in pgvector's binary form, written back as it is
+                vecs.update(self.conn.cursor(binary=True).execute(
+                    "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
             for r in passage_rows:
-                r[5] = vec_text.get(r[3])
+                r[5] = vecs.get(r[3])
             cur = self.conn.cursor()
             self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
                             " content, body, entities)", sec_rows)
             self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
-            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows)
-            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings)
+            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
+                       self._types["passages"])
+            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
             self._add_field_stats(len(chunk_rows), tokens, +1)
             if entity is not None:
                 self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
@@ -307,10 +334,13 @@ class PgLedger(MetaReads):
         return removed, pids
 
     @staticmethod
-    def _copy(cur, target: str, rows: list[tuple]) -> None:
+    def _copy(cur, target: str, rows: list[tuple], binary_types: list | None = None) -> None:
+        """COPY `rows` into `target`: as text, or in binary with the columns' `binary_types`."""
         if not rows:
             return
-        with cur.copy(f"COPY {target} FROM STDIN") as cp:
+        with cur.copy(f"COPY {target} FROM STDIN" + (" (FORMAT BINARY)" if binary_types else "")) as cp:
+            if binary_types:
+                cp.set_types(binary_types)
             for r in rows:
                 cp.write_row(r)
 
@@ -749,6 +779,7 @@ class PgStore:
     a store that was never written or whose schema is newer than this version knows."""
 
     kind = "postgresql"
+    indexes_in_ledger = True   # postings and vectors go in the document's transaction
 
     def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
         if not url.startswith(("postgresql://", "postgres://")):
