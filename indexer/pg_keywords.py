@@ -8,7 +8,8 @@ are quantised to tantivy's one-byte code. Known difference: a query word its ana
 two (`max_connections`) is a phrase there and two terms here.
 
 Every posting of the query's terms is scored, as tantivy does (no term is skipped for being
-common): the store streams them in binary (`POSTING_ROW`) from its primary key's leaves, and
+common): the store reads them from its primary key's leaves (an index-only scan), sends each
+term's as four binary arrays (`array_send`: one value each, not one message per posting), and
 `top_chunks` sums them with numpy — a common word's tens of thousands of postings cost
 milliseconds there, where summing them in SQL cost seconds. A term's document frequency is
 the number of its postings the reader received, so it cannot disagree with them.
@@ -28,11 +29,13 @@ from .fulltext import HEADING_BOOST, IDENT_BOOST, STEM_BOOST
 K1, B = 1.2, 0.75
 HEADING, BODY, STEM, IDENT = 0, 1, 2, 3
 FIELDS = (HEADING, BODY, STEM, IDENT)
-# One row of `COPY (SELECT query term ordinal::int2, chunk_id, section_id, tf, dl) TO STDOUT
-# (FORMAT BINARY)`: a field count, then each value after its byte length, big-endian.
-POSTING_ROW = np.dtype([("n", ">i2"), ("l0", ">i4"), ("qi", ">i2"), ("l1", ">i4"), ("chunk", ">i8"),
-                        ("l2", ">i4"), ("section", ">i8"), ("l3", ">i4"), ("tf", ">i4"), ("l4", ">i4"), ("dl", ">i4")])
-COPY_HEADER, COPY_TRAILER = 19, 2   # PGCOPY signature, flags, extension length … the -1 field count
+# `array_send` of a one-dimensional array without NULLs: ndim, has-null flag, element type, length,
+# lower bound, then each element after its byte length, big-endian.
+ARRAY_HEADER = 20
+INT8_ELEMENT = np.dtype([("len", ">i4"), ("v", ">i8")])
+# A posting sent as one int8: chunk id · 2³² + tf · 2²⁰ + field length (tf below 4096 and lengths
+# below 2²⁰ are exact — a chunk is a few hundred tokens; chunk ids below 2³¹).
+PACK_SQL = "p.chunk_id * 4294967296 + least(p.tf, 4095) * 1048576 + least(p.dl, 1048575)"
 
 
 def _fieldnorm_table() -> list[int]:
@@ -96,46 +99,40 @@ def query_terms(text: str) -> dict[tuple[int, str], float]:
     return out
 
 
-def posting_rows(copy_data: bytes) -> np.ndarray:
-    """The rows of a binary COPY of postings (POSTING_ROW), without a per-row Python object."""
-    body = memoryview(copy_data)[COPY_HEADER:len(copy_data) - COPY_TRAILER]
-    return np.frombuffer(body, dtype=POSTING_ROW)
+def sent_array(data: bytes | None, element: np.dtype) -> np.ndarray:
+    """The values of an `array_send` bytea (one dimension, no NULLs) as a numpy array."""
+    if data is None or len(data) <= ARRAY_HEADER:   # no rows (NULL), or an empty array
+        return np.zeros(0, dtype=element["v"].newbyteorder("="))
+    return np.frombuffer(data, dtype=element, offset=ARRAY_HEADER)["v"]
 
 
-def top_chunks(rows: np.ndarray, boosts: list[float], fields: list[int], field_stats: dict[int, tuple[int, int]],
-               limit: int, allowed: set[int] | None) -> dict[int, float]:
-    """Best chunk score per section among the `limit` best chunks: tantivy's BM25 summed over the
-    query terms (`boosts[i]`, `fields[i]`: query term i), df counted from `rows` (every posting of
-    each term, so corpus-wide, as tantivy's statistics are when a filter applies), the per-field
-    chunk count and token total from `field_stats`. `allowed`: the sections a filter keeps."""
-    if not len(rows):
-        return {}
-    qi = rows["qi"].astype(np.int64)
-    nq = len(boosts)
-    df = np.bincount(qi, minlength=nq).astype(np.float64)
+def top_chunks(per_term: list[tuple], boosts: list[float], fields: list[int],
+               field_stats: dict[int, tuple[int, int]], limit: int) -> list[tuple[int, float]]:
+    """The `limit` best (chunk id, BM25) — ties to the older chunk, tantivy's document order —
+    from each query term's (ordinal, df, array_send of its packed postings, PACK_SQL): the score
+    sums boost · idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)) over the terms, idf from the
+    term's df (all its postings, so corpus-wide even when a filter keeps only some, as in
+    tantivy), N and avgdl per field from `field_stats`."""
     docs = np.array([max(field_stats.get(f, (0, 0))[0], 1) for f in fields], dtype=np.float64)
-    avgdl = np.array([max(field_stats.get(f, (0, 0))[1] / max(field_stats.get(f, (0, 0))[0], 1), 1e-9)
-                      for f in fields], dtype=np.float64)
+    avgdl = np.maximum(np.array([field_stats.get(f, (0, 0))[1] for f in fields], dtype=np.float64) / docs, 1e-9)
+    df = np.zeros(len(boosts), dtype=np.float64)
+    packed, qis = [], []
+    for qi, n, postings in per_term:
+        df[qi] = n
+        v = sent_array(postings, INT8_ELEMENT)
+        packed.append(v)
+        qis.append(np.full(len(v), qi, dtype=np.int64))
+    if not packed or not sum(map(len, packed)):
+        return []
     weight = np.asarray(boosts, dtype=np.float64) * np.log1p((docs - df + 0.5) / (df + 0.5))
-    chunk, section = rows["chunk"].astype(np.int64), rows["section"].astype(np.int64)
-    tf, dl = rows["tf"].astype(np.float64), rows["dl"].astype(np.float64)
+    v, qi = np.concatenate(packed).astype(np.int64), np.concatenate(qis)
+    chunk, tf, dl = v >> 32, ((v >> 20) & 4095).astype(np.float64), (v & 1048575).astype(np.float64)
     score = weight[qi] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl[qi]))
-    if allowed is not None:
-        keep = np.isin(section, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        chunk, section, score = chunk[keep], section[keep], score[keep]
-        if not len(chunk):
-            return {}
     lo = int(chunk.min())
     totals = np.bincount(chunk - lo, weights=score)
-    section_of = np.zeros(len(totals), dtype=np.int64)
-    section_of[chunk - lo] = section
     found = np.flatnonzero(totals)
-    if len(found) > limit:   # the `limit` best, ties to the older chunk (tantivy's document order)
+    if len(found) > limit:
         kth = np.partition(totals[found], len(found) - limit)[len(found) - limit]
         found = found[totals[found] >= kth]
     best = found[np.lexsort((found, -totals[found]))][:limit]
-    out: dict[int, float] = {}
-    for c in best.tolist():
-        sid = int(section_of[c])
-        out[sid] = max(out.get(sid, 0.0), float(totals[c]))
-    return out
+    return [(int(c) + lo, float(totals[c])) for c in best]

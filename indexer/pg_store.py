@@ -199,6 +199,10 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
+            # The keyword leg reads postings from their key alone once their pages are marked
+            # all-visible; mark them now rather than when autovacuum comes by.
+            if not self.conn.info.transaction_status:   # idle: VACUUM cannot run in a transaction
+                self._q("VACUUM (ANALYZE) postings")
 
     def _ensure_vector_index(self, dim: int) -> None:
         self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
@@ -579,18 +583,29 @@ class PgLedger(MetaReads):
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """Best chunk score per section, tantivy's BM25 over every posting of the query's terms,
-        streamed from the postings' primary key and summed in numpy (indexer/pg_keywords.py)."""
+        read from the postings' primary key, sent as binary arrays and summed in numpy
+        (indexer/pg_keywords.py)."""
         q = kw.query_terms(text)
         if not q or (allowed is not None and not allowed):
             return {}
         fields, terms_ = [f for f, _ in q], [t for _, t in q]
         stats = {f: (docs, tokens) for f, docs, tokens in self._q("SELECT field, docs, tokens FROM field_stats")}
-        copy_sql = ("COPY (SELECT (q.i - 1)::int2, p.chunk_id, p.section_id, p.tf, p.dl"
-                    " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
-                    " JOIN postings p ON p.field = q.field AND p.term = q.term) TO STDOUT (FORMAT BINARY)")
-        with self.conn.cursor().copy(copy_sql, (fields, terms_)) as cp:
-            data = b"".join(cp)
-        return kw.top_chunks(kw.posting_rows(data), list(q.values()), fields, stats, limit, allowed)
+        # One row per query term: its df (every posting) and the postings a filter keeps, packed
+        # one int8 each and sent as one binary array (not a row, nor a message, per posting).
+        keep, params = (" FILTER (WHERE p.section_id = ANY(%s))", [sorted(allowed)]) if allowed is not None else ("", [])
+        per_term = self.conn.cursor(binary=True).execute(
+            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL}){keep})"
+            " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
+            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (*params, fields, terms_)).fetchall()
+        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit)
+        if not top:
+            return {}
+        section_of = dict(self._q("SELECT id, section_id FROM chunks WHERE id = ANY(%s)", ([c for c, _ in top],)))
+        out: dict[int, float] = {}
+        for c, score in top:
+            sid = int(section_of[c])
+            out[sid] = max(out.get(sid, 0.0), score)
+        return out
 
     def ts_rank(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """PostgreSQL's own full-text ranking (measured against bm25 in bench/bench_team.py)."""
