@@ -107,19 +107,24 @@ def sent_array(data: bytes | None, element: np.dtype) -> np.ndarray:
 
 
 def top_chunks(per_term: list[tuple], boosts: list[float], fields: list[int],
-               field_stats: dict[int, tuple[int, int]], limit: int) -> list[tuple[int, float]]:
+               field_stats: dict[int, tuple[int, int]], limit: int,
+               allowed: set[int] | None = None) -> list[tuple[int, float]]:
     """The `limit` best (chunk id, BM25) — ties to the older chunk, tantivy's document order —
     from each query term's (ordinal, df, array_send of its packed postings, PACK_SQL): the score
     sums boost · idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)) over the terms, idf from the
     term's df (all its postings, so corpus-wide even when a filter keeps only some, as in
-    tantivy), N and avgdl per field from `field_stats`."""
+    tantivy), N and avgdl per field from `field_stats`. With `allowed`, each row also holds the
+    postings' section ids, and only postings of those sections are scored."""
     docs = np.array([max(field_stats.get(f, (0, 0))[0], 1) for f in fields], dtype=np.float64)
     avgdl = np.maximum(np.array([field_stats.get(f, (0, 0))[1] for f in fields], dtype=np.float64) / docs, 1e-9)
     df = np.zeros(len(boosts), dtype=np.float64)
     packed, qis = [], []
-    for qi, n, postings in per_term:
+    keep = None if allowed is None else np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+    for qi, n, postings, *sections in per_term:
         df[qi] = n
         v = sent_array(postings, INT8_ELEMENT)
+        if keep is not None:
+            v = v[np.isin(sent_array(sections[0], INT8_ELEMENT), keep)]
         packed.append(v)
         qis.append(np.full(len(v), qi, dtype=np.int64))
     if not packed or not sum(map(len, packed)):

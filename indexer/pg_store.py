@@ -592,12 +592,14 @@ class PgLedger(MetaReads):
         stats = {f: (docs, tokens) for f, docs, tokens in self._q("SELECT field, docs, tokens FROM field_stats")}
         # One row per query term: its df (every posting) and the postings a filter keeps, packed
         # one int8 each and sent as one binary array (not a row, nor a message, per posting).
-        keep, params = (" FILTER (WHERE p.section_id = ANY(%s))", [sorted(allowed)]) if allowed is not None else ("", [])
+        # (A filter is applied here, on each posting's section: `= ANY(array parameter)` in SQL
+        # compares every posting with every allowed id.)
+        sections = ", array_send(array_agg(p.section_id))" if allowed is not None else ""
         per_term = self.conn.cursor(binary=True).execute(
-            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL}){keep})"
+            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL})){sections}"
             " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
-            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (*params, fields, terms_)).fetchall()
-        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit)
+            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (fields, terms_)).fetchall()
+        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit, allowed)
         if not top:
             return {}
         section_of = dict(self._q("SELECT id, section_id FROM chunks WHERE id = ANY(%s)", ([c for c, _ in top],)))
