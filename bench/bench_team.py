@@ -83,6 +83,9 @@ class CachedEmbedder:
     def embed_query(self, text):
         return self.inner.embed_query(text)
 
+    def __getattr__(self, name):   # the rest of the model's interface (embed_queries, common_words …)
+        return getattr(self.inner, name)
+
 
 class HashEmbedder:
     """Deterministic unit vectors from the text's hash: costs ~nothing, so writer and reader
@@ -106,8 +109,11 @@ class HashEmbedder:
     def embed_query(self, text):
         return self._vec(text)
 
+    def embed_queries(self, texts):
+        return self.embed_passages(texts)
+
     def common_words(self):
-        return None   # no vocabulary: abstention counts every word, as keyword-only search does
+        return frozenset(WORDS)   # the generated text's words are its everyday words
 
 
 def start_server(tmp: Path) -> tuple[str, object]:

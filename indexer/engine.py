@@ -514,6 +514,8 @@ class Engine:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
             removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
+            if self.store.indexes_in_ledger:   # nothing to read back for them
+                continue
             self.fulltext.replace_document(p.doc["path"], self.catalog.chunks_of(p.doc["path"]))
             if self.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)

@@ -6,6 +6,13 @@ the query has the same fields and boosts as `FullText.build_query`. Scores use t
 (k1 1.2, b 0.75, idf ln(1 + (N − n + 0.5)/(n + 0.5)), per-field N and average length). Field lengths
 are quantised to tantivy's one-byte code. Known difference: a query word its analyzer splits in
 two (`max_connections`) is a phrase there and two terms here.
+
+Every posting of the query's terms is scored, as tantivy does (no term is skipped for being
+common): the store reads them from its primary key's leaves (an index-only scan), sends each
+term's as four binary arrays (`array_send`: one value each, not one message per posting), and
+`top_chunks` sums them with numpy — a common word's tens of thousands of postings cost
+milliseconds there, where summing them in SQL cost seconds. A term's document frequency is
+the number of its postings the reader received, so it cannot disagree with them.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
+import numpy as np
 import tantivy
 
 from . import terms
@@ -21,10 +29,13 @@ from .fulltext import HEADING_BOOST, IDENT_BOOST, STEM_BOOST
 K1, B = 1.2, 0.75
 HEADING, BODY, STEM, IDENT = 0, 1, 2, 3
 FIELDS = (HEADING, BODY, STEM, IDENT)
-# A term in more than this share of chunks only adds to chunks a rarer term found (its idf is
-# small: it reorders, it does not nominate) — what keeps a common word from scanning the corpus.
-COMMON_SHARE = 0.05
-COMMON_MIN_DF = 5000   # …and in at least this many: below it every term is scored everywhere (exact BM25)
+# `array_send` of a one-dimensional array without NULLs: ndim, has-null flag, element type, length,
+# lower bound, then each element after its byte length, big-endian.
+ARRAY_HEADER = 20
+INT8_ELEMENT = np.dtype([("len", ">i4"), ("v", ">i8")])
+# A posting sent as one int8: chunk id · 2³² + tf · 2²⁰ + field length (tf below 4096 and lengths
+# below 2²⁰ are exact — a chunk is a few hundred tokens; chunk ids below 2³¹).
+PACK_SQL = "p.chunk_id * 4294967296 + least(p.tf, 4095) * 1048576 + least(p.dl, 1048575)"
 
 
 def _fieldnorm_table() -> list[int]:
@@ -86,3 +97,47 @@ def query_terms(text: str) -> dict[tuple[int, str], float]:
         if len(t) < 40:
             add(IDENT, t, IDENT_BOOST)
     return out
+
+
+def sent_array(data: bytes | None, element: np.dtype) -> np.ndarray:
+    """The values of an `array_send` bytea (one dimension, no NULLs) as a numpy array."""
+    if data is None or len(data) <= ARRAY_HEADER:   # no rows (NULL), or an empty array
+        return np.zeros(0, dtype=element["v"].newbyteorder("="))
+    return np.frombuffer(data, dtype=element, offset=ARRAY_HEADER)["v"]
+
+
+def top_chunks(per_term: list[tuple], boosts: list[float], fields: list[int],
+               field_stats: dict[int, tuple[int, int]], limit: int,
+               allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    """The `limit` best (chunk id, BM25) — ties to the older chunk, tantivy's document order —
+    from each query term's (ordinal, df, array_send of its packed postings, PACK_SQL): the score
+    sums boost · idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)) over the terms, idf from the
+    term's df (all its postings, so corpus-wide even when a filter keeps only some, as in
+    tantivy), N and avgdl per field from `field_stats`. With `allowed`, each row also holds the
+    postings' section ids, and only postings of those sections are scored."""
+    docs = np.array([max(field_stats.get(f, (0, 0))[0], 1) for f in fields], dtype=np.float64)
+    avgdl = np.maximum(np.array([field_stats.get(f, (0, 0))[1] for f in fields], dtype=np.float64) / docs, 1e-9)
+    df = np.zeros(len(boosts), dtype=np.float64)
+    packed, qis = [], []
+    keep = None if allowed is None else np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+    for qi, n, postings, *sections in per_term:
+        df[qi] = n
+        v = sent_array(postings, INT8_ELEMENT)
+        if keep is not None:
+            v = v[np.isin(sent_array(sections[0], INT8_ELEMENT), keep)]
+        packed.append(v)
+        qis.append(np.full(len(v), qi, dtype=np.int64))
+    if not packed or not sum(map(len, packed)):
+        return []
+    weight = np.asarray(boosts, dtype=np.float64) * np.log1p((docs - df + 0.5) / (df + 0.5))
+    v, qi = np.concatenate(packed).astype(np.int64), np.concatenate(qis)
+    chunk, tf, dl = v >> 32, ((v >> 20) & 4095).astype(np.float64), (v & 1048575).astype(np.float64)
+    score = weight[qi] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl[qi]))
+    lo = int(chunk.min())
+    totals = np.bincount(chunk - lo, weights=score)
+    found = np.flatnonzero(totals)
+    if len(found) > limit:
+        kth = np.partition(totals[found], len(found) - limit)[len(found) - limit]
+        found = found[totals[found] >= kth]
+    best = found[np.lexsort((found, -totals[found]))][:limit]
+    return [(int(c) + lo, float(totals[c])) for c in best]

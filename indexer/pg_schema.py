@@ -63,8 +63,8 @@ CREATE TABLE chunks (
 );
 CREATE INDEX chunks_section ON chunks(section_id);
 -- BM25 from stored term statistics (indexer/pg_keywords.py): one row per (field, term, chunk),
--- with the term's frequency and the field's length in that chunk; per-term document
--- frequencies and per-field totals are kept up to date by the writer, in the same transaction.
+-- with the term's frequency and the field's length in that chunk; per-field totals are kept up to
+-- date by the writer, in the same transaction (migration 5 reshapes this layout).
 CREATE TABLE postings (
     field smallint NOT NULL,
     term text NOT NULL,
@@ -137,6 +137,19 @@ EXCEPTION WHEN insufficient_privilege THEN
     RAISE NOTICE 'grant SELECT on scope_symlinks to readers yourself';
 END $$;
 """))
+MIGRATIONS.append((5, "postings read from their index alone; document frequencies counted, not stored", """
+-- The keyword leg reads every posting of a query's terms: with the tf and the field length in the
+-- primary key's leaf pages (INCLUDE) that is an index-only scan of one contiguous key range per
+-- term, where the heap held them one row per page (a document's postings are written together).
+ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (field, term, chunk_id) INCLUDE (section_id, tf, dl);
+-- A term's document frequency is the number of its postings, which the reader counts as it reads
+-- them: a stored copy cost the writer an upsert per term per document and could only disagree.
+DROP TABLE term_stats;
+-- Postings go with their chunk explicitly (pg_store._delete_document): the per-row foreign-key
+-- check on every inserted posting was the writer's largest server-side cost.
+ALTER TABLE postings DROP CONSTRAINT postings_chunk_id_fkey;
+"""))
 
 # Scoped readers (migration 7): a login role in SCOPED_ROLE sees only the rows under its granted
 # path prefixes (scope_grants), enforced by row-level security on every table it can read; an
@@ -169,7 +182,7 @@ SCOPED_POLICIES = {
                      " OR lower(path) LIKE '%.markdown') AND (rtrim(path, '/') IN ('', '.') OR EXISTS (SELECT 1 FROM"
                      " public.scope_grants g WHERE g.role = current_user AND starts_with(g.prefix, rtrim(path, '/') || '/'))))"),
 }
-HIDDEN_FROM_SCOPED = ("postings", "term_stats", "field_stats")
+HIDDEN_FROM_SCOPED = ("postings", "field_stats")   # (term_stats: dropped by migration 5)
 # links.resolved names the target the writer resolved in the whole corpus (maybe outside the
 # scope): a scoped reader re-resolves links among its own documents and may not read the column.
 SCOPED_LINK_COLUMNS = "id, doc_id, target, anchor, kind, line, text"

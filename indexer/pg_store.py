@@ -18,7 +18,6 @@ import os
 import socket
 import threading
 import time
-from collections import Counter
 from contextlib import contextmanager
 from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
@@ -80,6 +79,27 @@ def _vec_text(v) -> str:
     return "[" + ",".join(map(repr, np.asarray(v, dtype=np.float32).tolist())) + "]"
 
 
+def _binary_vector_dumper(oid: int):
+    """COPY's dumper for pgvector's binary form (uint16 dim, uint16 0, big-endian float32s):
+    a writer's vectors cost no decimal formatting and the server no parsing. Bytes pass as they
+    are (a vector read back from the store in binary)."""
+    import struct
+
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class VectorBinaryDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj):
+            if isinstance(obj, (bytes, memoryview)):
+                return obj
+            v = np.asarray(obj, dtype=">f4")
+            return struct.pack(">HH", len(v), 0) + v.tobytes()
+    VectorBinaryDumper.oid = oid
+    return VectorBinaryDumper
+
+
 def _vec_parse(text: str) -> np.ndarray:
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
@@ -114,6 +134,11 @@ class PgLedger(MetaReads):
             # The files are canonical: a transaction lost to a server crash (never a torn one) is
             # re-read on the next pass, so the writer need not wait for each commit's WAL flush.
             self._q("SET synchronous_commit TO off")
+            vector_oid = self._q("SELECT 'vector'::regtype::oid").fetchone()[0]
+            self.conn.adapters.register_dumper(None, _binary_vector_dumper(vector_oid))
+            self._types = {"embeddings": ["text", vector_oid],
+                           "passages": ["bigint", "bigint", "integer", "text", "text", vector_oid],
+                           "postings": ["smallint", "text", "bigint", "bigint", "integer", "integer"]}
             # A first pass into an empty store builds the HNSW index once at the end (pgvector
             # builds it far faster than it inserts one vector at a time); until then readers
             # search exactly, which is correct, only slower.
@@ -186,6 +211,10 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
+            # The keyword leg reads postings from their key alone once their pages are marked
+            # all-visible; mark them now rather than when autovacuum comes by.
+            if not self.conn.info.transaction_status:   # idle: VACUUM cannot run in a transaction
+                self._q("VACUUM (ANALYZE) postings")
 
     def _store_run_warnings(self) -> None:
         """The last run's warnings one row each, with the path each is about (a scoped role reads
@@ -266,10 +295,11 @@ class PgLedger(MetaReads):
         return {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (list(shas),))}
 
     # -- writes -------------------------------------------------------------------------------
-    def _ids(self, seq: str, n: int) -> list[int]:
-        if not n:
-            return []
-        return [r[0] for r in self._q(f"SELECT nextval('{seq}') FROM generate_series(1, %s)", (n,))]
+    def _ids(self, *counts: int) -> list[list[int]]:
+        """New section, chunk and passage ids (`counts` of each), in one round trip."""
+        seqs = ("sections_id_seq", "chunks_id_seq", "passages_id_seq")
+        sql = ", ".join(f"ARRAY(SELECT nextval('{seq}') FROM generate_series(1, %s))" for seq in seqs[:len(counts)])
+        return [list(ids) for ids in self._q("SELECT " + sql, counts).fetchone()]
 
     def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
                        entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
@@ -280,21 +310,19 @@ class PgLedger(MetaReads):
             # The batch's new vectors that this document uses and the store lacks (another document
             # of the batch may have stored a shared one already).
             mine = list({sha for sec in sections for sha, _ in sec["passages"]} & new_vectors.keys())
+            vecs = {sha: new_vectors[sha] for sha in mine}
             if mine:
                 have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
                 self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
-                           [(sha, _vec_text(new_vectors[sha])) for sha in mine if sha not in have])
+                           [(sha, vecs[sha]) for sha in mine if sha not in have], self._types["embeddings"])
             doc_id = self._q(
                 f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
                 document_values(doc, time.time())).fetchone()[0]
-            sids = self._ids("sections_id_seq", len(sections))
-            n_chunks = sum(len(s["chunks"]) for s in sections)
-            n_passages = sum(len(s["passages"]) for s in sections)
-            cids, pids = iter(self._ids("chunks_id_seq", n_chunks)), self._ids("passages_id_seq", n_passages)
-            pid_iter = iter(pids)
+            sids, cids, pids = self._ids(len(sections), sum(len(s["chunks"]) for s in sections),
+                                         sum(len(s["passages"]) for s in sections))
+            cids, pid_iter = iter(cids), iter(pids)
             sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
-            df: Counter = Counter()
             tokens = [0, 0, 0, 0]
             for ord_, (sid, s) in enumerate(zip(sids, sections)):
                 sec_rows.append((sid, doc_id, ord_, s["heading"], s["title"], s["level"], s["start_line"],
@@ -310,24 +338,23 @@ class PgLedger(MetaReads):
                         tokens[f] += lens[f]
                         for term, tf in fields[f].items():
                             postings.append((f, term, cid, sid, tf, kw.quantized_length(lens[f])))
-                            df[(f, term)] += 1
                 for p_ord, (sha, ptext) in enumerate(s["passages"]):
                     passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
             # Each passage is written once, with its vector (new, or already in the store).
-            vec_text = {sha: _vec_text(v) for sha, v in new_vectors.items() if sha in mine}
-            stored = list({r[3] for r in passage_rows} - vec_text.keys())
-            if stored:
-                vec_text.update(self._q("SELECT text_sha, vector::text FROM embeddings WHERE text_sha = ANY(%s)",
-                                        (stored,)).fetchall())
+            stored = list({r[3] for r in passage_rows} - vecs.keys())
+            if stored:   # read in pgvector's binary form, written back as it is
+                vecs.update(self.conn.cursor(binary=True).execute(
+                    "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
             for r in passage_rows:
-                r[5] = vec_text.get(r[3])
+                r[5] = vecs.get(r[3])
             cur = self.conn.cursor()
             self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
                             " content, body, entities)", sec_rows)
             self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
-            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows)
-            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings)
-            self._add_stats(df, len(chunk_rows), tokens, +1)
+            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
+                       self._types["passages"])
+            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
+            self._add_field_stats(len(chunk_rows), tokens, +1)
             if entity is not None:
                 self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
                         " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
@@ -341,23 +368,19 @@ class PgLedger(MetaReads):
         return removed, pids
 
     @staticmethod
-    def _copy(cur, target: str, rows: list[tuple]) -> None:
+    def _copy(cur, target: str, rows: list[tuple], binary_types: list | None = None) -> None:
+        """COPY `rows` into `target`: as text, or in binary with the columns' `binary_types`."""
         if not rows:
             return
-        with cur.copy(f"COPY {target} FROM STDIN") as cp:
+        with cur.copy(f"COPY {target} FROM STDIN" + (" (FORMAT BINARY)" if binary_types else "")) as cp:
+            if binary_types:
+                cp.set_types(binary_types)
             for r in rows:
                 cp.write_row(r)
 
-    def _add_stats(self, df: Counter, n_chunks: int, tokens: list[int], sign: int) -> None:
-        """Keep per-term document frequencies and per-field totals in step with the postings."""
-        if df:
-            fields, terms_, counts = zip(*((f, t, n * sign) for (f, t), n in df.items()))
-            self._q("INSERT INTO term_stats(field, term, df) SELECT * FROM unnest(%s::smallint[], %s::text[], %s::int[])"
-                    " ON CONFLICT (field, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
-                    (list(fields), list(terms_), list(counts)))
-            if sign < 0:
-                self._q("DELETE FROM term_stats WHERE df <= 0 AND (field, term) IN"
-                        " (SELECT * FROM unnest(%s::smallint[], %s::text[]))", (list(fields), list(terms_)))
+    def _add_field_stats(self, n_chunks: int, tokens: list[int], sign: int) -> None:
+        """Keep the per-field chunk count and token total in step with the chunks (a term's document
+        frequency needs no upkeep: the reader counts its postings)."""
         if n_chunks:
             self._q("INSERT INTO field_stats(field, docs, tokens) SELECT f, %s, t FROM unnest(%s::smallint[], %s::bigint[])"
                     " AS x(f, t) ON CONFLICT (field) DO UPDATE SET docs = field_stats.docs + EXCLUDED.docs,"
@@ -378,14 +401,14 @@ class PgLedger(MetaReads):
         doc_id = row[0]
         rows = self._q("SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id"
                        " WHERE s.doc_id = %s", (doc_id,)).fetchall()
-        stats = self._q("SELECT count(*), coalesce(sum(c.lens[1]), 0), coalesce(sum(c.lens[2]), 0),"
-                        " coalesce(sum(c.lens[3]), 0), coalesce(sum(c.lens[4]), 0) FROM chunks c"
-                        " JOIN sections s ON s.id = c.section_id WHERE s.doc_id = %s", (doc_id,)).fetchone()
-        df = Counter({(f, t): n for f, t, n in self._q(
-            "SELECT p.field, p.term, count(*) FROM postings p WHERE p.chunk_id IN (SELECT c.id FROM chunks c"
-            " JOIN sections s ON s.id = c.section_id WHERE s.doc_id = %s) GROUP BY 1, 2", (doc_id,))})
-        self._add_stats(df, stats[0], [int(x) for x in stats[1:]], -1)
-        self._q("DELETE FROM documents WHERE id = %s", (doc_id,))   # cascades to sections, chunks, postings, passages
+        # The document's postings go first (they hold no foreign key: migration 5), with the
+        # field totals of its chunks.
+        stats = self._q("WITH c AS (SELECT c.id, c.lens FROM chunks c JOIN sections s ON s.id = c.section_id"
+                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id)"
+                        " SELECT count(*), coalesce(sum(lens[1]), 0), coalesce(sum(lens[2]), 0),"
+                        " coalesce(sum(lens[3]), 0), coalesce(sum(lens[4]), 0) FROM c", (doc_id,)).fetchone()
+        self._add_field_stats(stats[0], [int(x) for x in stats[1:]], -1)
+        self._q("DELETE FROM documents WHERE id = %s", (doc_id,))   # cascades to sections, chunks, passages
         self._maybe_orphaned.update(r[1] for r in rows)
         return [r[0] for r in rows]
 
@@ -571,12 +594,12 @@ class PgLedger(MetaReads):
             " ORDER BY e.name")]
 
     def consistency_problems(self) -> list[str]:
-        """What a crash could have left inconsistent, were a transaction not whole: term statistics
-        that disagree with the postings, passages without vectors, vectors no passage uses."""
+        """What a crash could have left inconsistent, were a transaction not whole: postings of no
+        chunk, field totals that disagree with the chunks, passages without vectors, vectors no
+        passage uses."""
         checks = {
-            "term statistics disagree with the postings": (
-                "SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings GROUP BY 1, 2) p"
-                " FULL JOIN term_stats t USING (field, term) WHERE p.n IS DISTINCT FROM t.df"),
+            "postings of no chunk": (
+                "SELECT count(*) FROM postings p WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = p.chunk_id)"),
             "field totals disagree with the chunks": (
                 "SELECT count(*) FROM field_stats f WHERE f.docs <> (SELECT count(*) FROM chunks)"
                 " OR f.tokens <> (SELECT coalesce(sum(lens[f.field + 1]), 0) FROM chunks)"),
@@ -625,32 +648,32 @@ class PgLedger(MetaReads):
 
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
-        """Best chunk score per section, tantivy's BM25 from stored statistics (indexer/pg_keywords.py)."""
+        """Best chunk score per section, tantivy's BM25 over every posting of the query's terms,
+        read from the postings' primary key, sent as binary arrays and summed in numpy
+        (indexer/pg_keywords.py)."""
         q = kw.query_terms(text)
         if not q or (allowed is not None and not allowed):
             return {}
-        fields, terms_, boosts = (list(x) for x in zip(*((f, t, b) for (f, t), b in q.items())))
-        filt, fparams = ("AND p.section_id = ANY(%s)", [sorted(allowed)]) if allowed is not None else ("", [])
-        rows = self._q(f"""
-            WITH q AS (SELECT * FROM unnest(%s::smallint[], %s::text[], %s::float8[]) AS q(field, term, boost)),
-            w AS (SELECT q.field, q.term, ts.df, q.boost * ln(1 + (fs.docs - ts.df + 0.5) / (ts.df + 0.5)) AS idf,
-                         greatest(fs.tokens::float8 / greatest(fs.docs, 1), 1e-9) AS avgdl,
-                         (ts.df > %s * fs.docs AND ts.df > %s) AS common
-                  FROM q JOIN term_stats ts USING (field, term) JOIN field_stats fs USING (field)),
-            rare AS (SELECT p.chunk_id, p.section_id, sum(w.idf * p.tf * {kw.K1 + 1}
-                                / (p.tf + {kw.K1} * (1 - {kw.B} + {kw.B} * p.dl / w.avgdl))) AS score
-                     FROM w JOIN postings p ON p.field = w.field AND p.term = w.term
-                     WHERE (NOT w.common OR NOT EXISTS (SELECT 1 FROM w WHERE NOT common)) {filt}
-                     GROUP BY p.chunk_id, p.section_id),
-            full_ AS (SELECT r.chunk_id, r.section_id, r.score + coalesce((
-                          SELECT sum(w.idf * p.tf * {kw.K1 + 1} / (p.tf + {kw.K1} * (1 - {kw.B} + {kw.B} * p.dl / w.avgdl)))
-                          FROM w JOIN postings p ON p.field = w.field AND p.term = w.term AND p.chunk_id = r.chunk_id
-                          WHERE w.common AND EXISTS (SELECT 1 FROM w WHERE NOT common)), 0) AS score
-                      FROM rare r),
-            top AS (SELECT section_id, score FROM full_ ORDER BY score DESC LIMIT %s)
-            SELECT section_id, max(score) FROM top GROUP BY section_id""",
-                       (fields, terms_, boosts, kw.COMMON_SHARE, kw.COMMON_MIN_DF, *fparams, limit)).fetchall()
-        return {int(sid): float(score) for sid, score in rows}
+        fields, terms_ = [f for f, _ in q], [t for _, t in q]
+        stats = {f: (docs, tokens) for f, docs, tokens in self._q("SELECT field, docs, tokens FROM field_stats")}
+        # One row per query term: its df (every posting) and the postings a filter keeps, packed
+        # one int8 each and sent as one binary array (not a row, nor a message, per posting).
+        # (A filter is applied here, on each posting's section: `= ANY(array parameter)` in SQL
+        # compares every posting with every allowed id.)
+        sections = ", array_send(array_agg(p.section_id))" if allowed is not None else ""
+        per_term = self.conn.cursor(binary=True).execute(
+            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL})){sections}"
+            " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
+            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (fields, terms_)).fetchall()
+        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit, allowed)
+        if not top:
+            return {}
+        section_of = dict(self._q("SELECT id, section_id FROM chunks WHERE id = ANY(%s)", ([c for c, _ in top],)))
+        out: dict[int, float] = {}
+        for c, score in top:
+            sid = int(section_of[c])
+            out[sid] = max(out.get(sid, 0.0), score)
+        return out
 
     def ts_rank(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """PostgreSQL's own full-text ranking (measured against bm25 in bench/bench_team.py)."""
@@ -841,6 +864,7 @@ class PgStore:
     a store that was never written or whose schema is newer than this version knows."""
 
     kind = "postgresql"
+    indexes_in_ledger = True   # postings and vectors go in the document's transaction
 
     def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
         if not url.startswith(("postgresql://", "postgres://")):

@@ -211,9 +211,11 @@ class Store(Protocol):
     """Where one corpus's index lives: opens the ledger (one connection per thread) and the two
     derived indexes. `ledgers()` gives the calling thread's ledger (a store whose indexes live in
     the ledger's database searches through it). `kind` is "local" or "postgresql"; `describe()`
-    is what `status` shows."""
+    is what `status` shows. `indexes_in_ledger`: the keyword and vector indexes are written in the
+ledger's own transaction (nothing for the engine to hand them after a document is written)."""
 
     kind: str
+    indexes_in_ledger: bool
 
     def open_ledger(self, readonly: bool) -> Ledger: ...
     def keyword_index(self, ledgers: Callable[[], Ledger]) -> KeywordIndex: ...

@@ -13,6 +13,7 @@ from .vectors import Vectors
 
 class LocalStore:
     kind = "local"
+    indexes_in_ledger = False
 
     def __init__(self, directory: Path, roots_label: str = ""):
         self.dir = directory

@@ -79,7 +79,7 @@ def test_a_scoped_role_selecting_raw_rows_sees_only_its_prefixes(world, data_env
                 assert 0 < b[0][0] < a[0][0], table
             a, b = both("SELECT count(*) FROM embeddings")
             assert 0 < b[0][0] < a[0][0]
-            for table in ("postings", "term_stats", "field_stats"):   # corpus-wide statistics: not readable
+            for table in ("postings", "field_stats"):   # corpus-wide statistics: not readable
                 assert admin.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > 0
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     me.execute(f"SELECT count(*) FROM {table}")

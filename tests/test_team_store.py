@@ -40,14 +40,18 @@ def _top(engine, q, **kw):
 
 
 def _stats_consistent(url: str) -> None:
-    """The stored term statistics are exactly what the postings say (updates and deletes included)."""
+    """The stored field totals are exactly what the chunks say, and every posting has its chunk
+    (updates and deletes included; document frequencies are counted from the postings)."""
     with psycopg.connect(url) as c:
-        bad_df = c.execute("SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings GROUP BY 1, 2) p"
-                           " FULL JOIN term_stats t USING (field, term) WHERE p.n IS DISTINCT FROM t.df").fetchone()[0]
+        orphans = c.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS"
+                            " (SELECT 1 FROM chunks c WHERE c.id = p.chunk_id)").fetchone()[0]
         n_chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
         fields = c.execute("SELECT field, docs, tokens FROM field_stats ORDER BY field").fetchall()
         sums = c.execute("SELECT sum(lens[1]), sum(lens[2]), sum(lens[3]), sum(lens[4]) FROM chunks").fetchone()
-    assert bad_df == 0
+        posted = c.execute("SELECT count(DISTINCT chunk_id) FROM postings").fetchone()[0]
+        empty = c.execute("SELECT count(*) FROM chunks WHERE lens = '{0,0,0,0}'").fetchone()[0]
+    assert orphans == 0
+    assert posted == n_chunks - empty
     assert all(docs == n_chunks for _, docs, _ in fields)
     assert [t for _, _, t in fields] == [int(x or 0) for x in sums]
 
@@ -222,7 +226,7 @@ def test_secrets_never_reach_the_shared_store(tmp_path, data_env, tiny_embedder,
         w.close()
     with psycopg.connect(pg_url) as c:
         dump = json.dumps([c.execute(f"SELECT * FROM {t}").fetchall() for t in
-                           ("documents", "sections", "chunks", "passages", "postings", "term_stats", "links",
+                           ("documents", "sections", "chunks", "passages", "postings", "field_stats", "links",
                             "entities", "meta")], default=str)
         assert c.execute("SELECT count(*) FROM documents").fetchone()[0] == 2
     assert key not in dump and key.lower() not in dump
