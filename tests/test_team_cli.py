@@ -110,12 +110,7 @@ def test_writer_readers_and_mcp_over_a_real_postgres(tmp_path, tiny_model_dir, p
         assert res.structured_content["results"][0]["path"].startswith(("journal/", "runbooks/"))
         assert not status.is_error
     finally:
-        writer.send_signal(signal.SIGTERM)
-        try:
-            writer.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            writer.kill()
-            writer.wait()
+        _stop(writer)
     assert writer.returncode == 0, writer.stderr.read()
 
 
@@ -193,9 +188,15 @@ def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its
         gone = _cli(w, "list", "--store", mine, "--root", str(w["mine"]), "--json")
         assert gone.returncode == 2 and "may not read the store" in json.loads(gone.stdout)["error"]["message"]
     finally:
-        writer.send_signal(signal.SIGTERM)
-        try:
-            writer.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            writer.kill()
+        _stop(writer)
         log.close()
+
+
+def _stop(writer: subprocess.Popen) -> None:
+    """SIGTERM, as the service manager stops the writer; killed if it has not exited in 30 s."""
+    writer.send_signal(signal.SIGTERM)
+    try:
+        writer.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        writer.kill()
+        writer.wait()
