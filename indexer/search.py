@@ -28,6 +28,7 @@ LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
 W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
+SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
 # without dropping requests") but says less than a passage of its text: its similarity counts at
 # this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
@@ -483,6 +484,16 @@ def _word_occurs(engine, word: str) -> bool:
 
 
 def _snippet(text: str, query: str) -> str:
+    if len(text) > SNIPPET_WINDOW:
+        # A long section (a 5 MB one-line log): only the text around the first match is flattened,
+        # so a result's snippet costs the window, not the section (it cost ~100 ms per result).
+        low = text.lower()
+        found = [i for i in (low.find(w) for w in terms.content_words(query) if len(w) > 2) if i >= 0]
+        start = max(0, min(found, default=0) - SNIPPET_WINDOW // 2)
+        end = start + SNIPPET_WINDOW
+        inner = _snippet(text[start:end], query)
+        return (("…" if start and not inner.startswith("…") else "") + inner
+                + ("…" if end < len(text) and not inner.endswith("…") else ""))
     flat = re.sub(r"\s+", " ", text).strip()
     if len(flat) <= SNIPPET_CHARS:
         return flat
