@@ -102,8 +102,8 @@ def parse_plain(text: str, path: str = "<text>", part_chars: int = PLAIN_PART_CH
     for number in range(body_start, len(lines) + 1):
         line = lines[number - 1]
         size += len(line) + 1
-        has_text = has_text or not (not line or line.isspace())
         blank = not line or line.isspace()
+        has_text = has_text or not blank
         if has_text and ((size >= part_chars and blank) or size >= 2 * part_chars):
             cuts.append((start, number))
             start, size, has_text = number + 1, 0, False
