@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -194,6 +195,38 @@ def _run_all(server, calls):
     return anyio.run(go)
 
 
+@dataclass
+class Differential:
+    tools_a: dict
+    tools_b: dict
+    answers_a: list
+    answers_b: list
+    tool_diffs: list[str]
+    per_call: list[list[str]]   # the differing fields of each call's two answers
+
+    @property
+    def diffs(self) -> list[str]:
+        return self.tool_diffs + [d for call in self.per_call for d in call]
+
+
+def run_differential(a, a_link, b, b_link, world, calls, map_ids: bool = True, clean=lambda x: x) -> Differential:
+    """Every call through server `a` (the scoped one) and server `b` (a corpus of only the scoped
+    files, asked with that corpus's ids unless `map_ids` is off), both links closed after; each pair
+    of answers normalised (and `clean`ed) and compared field by field."""
+    try:
+        tools_a, answers_a = _run_all(a, calls)
+        tools_b, answers_b = _run_all(b, [(n, to_scoped_ids(x, world["ids"]) if map_ids else x) for n, x in calls])
+    finally:
+        a_link.close()
+        b_link.close()
+    per_call = [differences(clean(normalise(x, world, "full")), clean(normalise(y, world, "only")),
+                            f"{name}({json.dumps(args)})")
+                for (name, args), x, y in zip(calls, answers_a, answers_b)]
+    return Differential(tools_a, tools_b, answers_a, answers_b,
+                        differences(normalise(tools_a, world, "full"), normalise(tools_b, world, "only"), "tools"),
+                        per_call)
+
+
 # Without the slash too: `journal` never holds journal-archive/ (nor JOURNAL/).
 @pytest.mark.parametrize("scope", [["journal/", "services/"], ["journal", "./services"]])
 def test_scoped_server_answers_exactly_like_a_corpus_of_only_the_scope(world, tiny_embedder, tmp_path, monkeypatch,
@@ -203,21 +236,12 @@ def test_scoped_server_answers_exactly_like_a_corpus_of_only_the_scope(world, ti
     full, full_link = _server(world["full"], world["app"], tiny_embedder, scope)
     only, only_link = _server(world["only"], world["app"], tiny_embedder, [])
     calls = calls_for(world)
-    try:
-        tools_a, answers_a = _run_all(full, calls)
-        tools_b, answers_b = _run_all(only, [(n, to_scoped_ids(a, world["ids"])) for n, a in calls])
-    finally:
-        full_link.close()
-        only_link.close()
-    assert set(tools_a) == set(tools_b)
+    run = run_differential(full, full_link, only, only_link, world, calls)
+    tools_a, answers_a, answers_b = run.tools_a, run.answers_a, run.answers_b
+    assert set(tools_a) == set(run.tools_b)
     called = {n for n, _ in calls}
     assert called == set(tools_a), f"tools never called: {set(tools_a) - called}"
-    diffs = differences(normalise(tools_a, world, "full"), normalise(tools_b, world, "only"), "tools")
-    differing = 0
-    for (name, args), a, b in zip(calls, answers_a, answers_b):
-        d = differences(normalise(a, world, "full"), normalise(b, world, "only"), f"{name}({json.dumps(args)})")
-        differing += bool(d)
-        diffs += d
+    diffs, differing = run.diffs, sum(bool(d) for d in run.per_call)
     if os.environ.get("SCOPE_DIFF_DUMP"):
         Path(os.environ["SCOPE_DIFF_DUMP"]).write_text(json.dumps(
             [{"call": [n, a], "scoped": x, "only": y} for (n, a), x, y in zip(calls, answers_a, answers_b)], indent=1))
@@ -238,14 +262,7 @@ def test_the_differential_sees_a_leak(world, tiny_embedder, tmp_path, monkeypatc
     full, full_link = _server(world["full"], world["app"], tiny_embedder, [])
     only, only_link = _server(world["only"], world["app"], tiny_embedder, [])
     calls = [("search", {"query": "replication lag on db1"}), ("neighbors", {"path": "journal/2030-02-10.md"})]
-    try:
-        _, answers_a = _run_all(full, calls)
-        _, answers_b = _run_all(only, calls)
-    finally:
-        full_link.close()
-        only_link.close()
-    assert all(differences(normalise(a, world, "full"), normalise(b, world, "only"))
-               for a, b in zip(answers_a, answers_b))
+    assert all(run_differential(full, full_link, only, only_link, world, calls, map_ids=False).per_call)
 
 
 def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):

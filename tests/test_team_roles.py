@@ -20,7 +20,7 @@ from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.pg_team import TeamReader, Writer
 from tests.scope_world import SCOPE, build
-from tests.test_scope_differential import OUTSIDE, SCOPED_DOCS, _run_all, calls_for, differences, normalise, to_scoped_ids
+from tests.test_scope_differential import OUTSIDE, SCOPED_DOCS, calls_for, run_differential
 
 _names = itertools.count()
 
@@ -179,19 +179,8 @@ def test_a_scoped_role_answers_like_a_store_of_only_its_files(world, data_env, t
     try:
         scoped, scoped_link = _team_server(cfg_full, _as(full_url, role), tiny_embedder)
         only, only_link = _team_server(cfg_only, only_url, tiny_embedder)
-        try:
-            tools_a, answers_a = _run_all(scoped, calls)
-            tools_b, answers_b = _run_all(only, [(n, to_scoped_ids(a, world["ids"])) for n, a in calls])
-        finally:
-            scoped_link.close()
-            only_link.close()
-        diffs = differences(normalise(tools_a, world, "full"), normalise(tools_b, world, "only"), "tools")
-        differing = 0
-        for (name, args), a, b in zip(calls, answers_a, answers_b):
-            d = differences(_no_store(normalise(a, world, "full")), _no_store(normalise(b, world, "only")),
-                            f"{name}({args})")
-            differing += bool(d)
-            diffs += d
+        run = run_differential(scoped, scoped_link, only, only_link, world, calls, clean=_no_store)
+        answers_a, diffs, differing = run.answers_a, run.diffs, sum(bool(d) for d in run.per_call)
         assert not diffs, f"{differing} of {len(calls)} answers differ ({len(diffs)} fields):\n" + "\n".join(diffs[:60])
         plain = [a for (n, args), a in zip(calls, answers_a) if n == "search" and set(args) == {"query"}]
         assert sum(bool(a["structured"].get("results")) for a in plain) >= 8   # not an empty corpus
@@ -220,14 +209,7 @@ def test_the_role_differential_sees_a_leak(world, data_env, tiny_embedder, pg_se
     calls = [("search", {"query": "replication lag on db1"}), ("list_documents", {})]
     a_srv, a_link = _team_server(cfg_full, full_url, tiny_embedder)
     b_srv, b_link = _team_server(cfg_only, only_url, tiny_embedder)
-    try:
-        _, answers_a = _run_all(a_srv, calls)
-        _, answers_b = _run_all(b_srv, calls)
-    finally:
-        a_link.close()
-        b_link.close()
-    assert all(differences(_no_store(normalise(a, world, "full")), _no_store(normalise(b, world, "only")))
-               for a, b in zip(answers_a, answers_b))
+    assert all(run_differential(a_srv, a_link, b_srv, b_link, world, calls, map_ids=False, clean=_no_store).per_call)
 
 
 def _no_store(obj):
