@@ -21,14 +21,8 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from bench.procstat import rss_mb  # noqa: E402
 from remembrancer.daemon.client import Client  # noqa: E402
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def call(sock: Path, method: str, **params):

@@ -26,30 +26,11 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from bench.procstat import cpu_seconds, peak_rss_mb, rss_mb  # noqa: E402
 from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from remembrancer.daemon.client import Client  # noqa: E402
-
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def hwm_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def git(repo: Path, *args: str) -> None:
@@ -116,7 +97,7 @@ def main() -> int:
             break
         time.sleep(0.2)
     print(f"first index through the daemon: {time.perf_counter() - t0:.1f} s, "
-          f"{st['documents']} docs, {st['vectors']} vectors; peak RSS while indexing {hwm_mb(proc.pid):.0f} MB")
+          f"{st['documents']} docs, {st['vectors']} vectors; peak RSS while indexing {peak_rss_mb(proc.pid):.0f} MB")
     files = sorted(root.rglob("*.md"))
     saves, commits = [], []
     for i in range(args.edits):

@@ -52,6 +52,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+from bench.procstat import cpu_seconds, peak_rss_mb  # noqa: E402
 from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
@@ -65,7 +66,6 @@ from tests.test_daemon import DaemonProc, wait_for  # noqa: E402
 from tests.tiny_model import build_tiny_model  # noqa: E402
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck), print_blob=False)
-
 
 
 def log(msg: str) -> None:
@@ -542,20 +542,6 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
 
 # -- adversarial classes (issue 14: bombs, long lines, special files, damaged stores) ------------
 
-def _vm_hwm_mb(pid: int) -> float:
-    """Peak resident memory of a live process (VmHWM), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a live process has used: the figure a loaded machine does not
-    inflate the way it inflates wall time."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
-
 
 def bench_bombs(embedder, tmp: Path) -> dict:
     """YAML front matter bombs next to a normal note, through a real refresh."""
@@ -606,8 +592,8 @@ def bench_long_lines(line_mb: float, units: list[str] | None = None) -> dict:
         except Exception as e:
             outcome = type(e).__name__
         dt = time.monotonic() - t
-        rss = _vm_hwm_mb(w._proc.pid) if w._proc is not None else None
-        cpu = _cpu_s(w._proc.pid) if w._proc is not None else None
+        rss = peak_rss_mb(w._proc.pid) if w._proc is not None else None
+        cpu = cpu_seconds(w._proc.pid) if w._proc is not None else None
         rows.append({"unit": unit, "seconds": round(dt, 2), "child_cpu_s": cpu, "child_peak_rss_mb": rss,
                      "outcome": outcome, "load": round(os.getloadavg()[0], 1)})
         w.close()   # a fresh child per shape: its peak is this shape's
@@ -643,7 +629,7 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
             while not done.wait(0.2):
                 proc = w._proc
                 try:
-                    peak[0] = max(peak[0], _vm_hwm_mb(proc.pid)) if proc is not None else peak[0]
+                    peak[0] = max(peak[0], peak_rss_mb(proc.pid)) if proc is not None else peak[0]
                 except (OSError, ValueError):
                     pass
 
@@ -661,7 +647,7 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
             outcome = type(e).__name__
         dt = time.monotonic() - t
         if w._proc is not None:
-            peak[0] = max(peak[0], _vm_hwm_mb(w._proc.pid))
+            peak[0] = max(peak[0], peak_rss_mb(w._proc.pid))
         done.set()
         sampler.join()
         w.close()
