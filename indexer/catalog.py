@@ -385,10 +385,7 @@ class Catalog(MetaReads):
         db.execute("BEGIN IMMEDIATE")
         try:
             removed = self._delete_document(doc["path"])
-            own = {sha for s in sections for sha, _ in s["passages"]}
             for sha, vec in new_vectors.items():
-                if sha not in own:
-                    continue  # another document's (the batch is shared): stored with that document
                 db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
                            (sha, np.asarray(vec, dtype=np.float32).tobytes()))
             cur = db.execute(

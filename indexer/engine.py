@@ -212,12 +212,16 @@ class Engine:
 
         With `[metrics] textfile` configured, Prometheus metrics are written after every run,
         failed ones included (indexer/metrics.py)."""
+        return self._measured(self._refresh, progress, reembed)
+
+    def _measured(self, run, *args) -> IndexReport:
+        """An index pass (`_released`), with `[metrics] textfile` written after it, failed or not."""
         if not self.config.metrics_textfile or self.readonly:
-            return self._released(self._refresh, progress, reembed)
+            return self._released(run, *args)
         from . import metrics
 
         try:
-            report = self._released(self._refresh, progress, reembed)
+            report = self._released(run, *args)
         except Exception as e:
             metrics.after_ingest(self, None, e)
             raise
@@ -328,17 +332,7 @@ class Engine:
         if touched.full:
             log.info("full refresh: %s", touched.full)
             return self.refresh(progress)
-        if not self.config.metrics_textfile:
-            return self._released(self._refresh_touched, touched, heads, progress)
-        from . import metrics
-
-        try:
-            report = self._released(self._refresh_touched, touched, heads, progress)
-        except Exception as e:
-            metrics.after_ingest(self, None, e)
-            raise
-        metrics.after_ingest(self, report, None)
-        return report
+        return self._measured(self._refresh_touched, touched, heads, progress)
 
     def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
         self.repair()

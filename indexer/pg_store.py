@@ -115,6 +115,17 @@ def _filter_where(f: Filters) -> tuple[str, list]:
                         has_tag=lambda: "d.tags ? %s", true="true")
 
 
+# The writer's advisory lock granted to some session of this database (pg_locks aliased `l`).
+WRITER_LOCK_HELD = ("l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted"
+                    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+
+
+def unreachable(url: str, e: Exception) -> UserError:
+    """The structured error for a store that refused the connection."""
+    return UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
+                     hint="check the URL, the server and the role's password", code="store_unreachable")
+
+
 class PgLedger(MetaReads):
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
 
@@ -152,9 +163,7 @@ class PgLedger(MetaReads):
         try:
             conn = psycopg.connect(self.store.url, autocommit=True, prepare_threshold=None, application_name=app)
         except psycopg.OperationalError as e:
-            raise UserError(f"cannot connect to the store {safe_url(self.store.url)}: {str(e).strip()}",
-                            param="store", hint="check the URL, the server and the role's password",
-                            code="store_unreachable") from None
+            raise unreachable(self.store.url, e) from None
         conn.execute("SET search_path TO public")
         return conn
 
@@ -171,9 +180,7 @@ class PgLedger(MetaReads):
             return
         holder = self.conn.execute(
             "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
-            " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.classid = 0"
-            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            " AND l.objid = %s AND l.granted LIMIT 1", (WRITER_LOCK,)).fetchone()
+            f" JOIN pg_stat_activity a ON a.pid = l.pid WHERE {WRITER_LOCK_HELD} LIMIT 1", (WRITER_LOCK,)).fetchone()
         self.conn.close()
         who = f"{holder[0]} (since {holder[2]:%Y-%m-%d %H:%M:%S %Z})" if holder else "another process"
         raise UserError(f"the store {safe_url(self.store.url)} already has a writer: {who}",
@@ -307,10 +314,10 @@ class PgLedger(MetaReads):
         in one transaction; returns (removed passage ids, added passage ids)."""
         with self.conn.transaction():
             removed = self._delete_document(doc["path"])
-            # The batch's new vectors that this document uses and the store lacks (another document
-            # of the batch may have stored a shared one already).
-            mine = list({sha for sec in sections for sha, _ in sec["passages"]} & new_vectors.keys())
-            vecs = {sha: new_vectors[sha] for sha in mine}
+            # This document's new vectors the store lacks (another document of the batch may have
+            # stored a shared one already).
+            mine = list(new_vectors)
+            vecs = dict(new_vectors)   # and then the stored ones this document's passages use
             if mine:
                 have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
                 self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
@@ -691,9 +698,8 @@ class PgLedger(MetaReads):
 
     def writer_running(self) -> bool:
         """Whether some session holds the writer's lock (any role may see pg_locks)."""
-        return bool(self._q("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0"
-                            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                            " AND objid = %s AND granted)", (WRITER_LOCK,)).fetchone()[0])
+        return bool(self._q(f"SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {WRITER_LOCK_HELD})",
+                            (WRITER_LOCK,)).fetchone()[0])
 
     def live_vectors(self) -> int:
         return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
@@ -881,8 +887,7 @@ class PgStore:
                 readable = self.schema_version == 0 or conn.execute(
                     "SELECT has_table_privilege('public.documents', 'SELECT')").fetchone()[0]
         except psycopg.OperationalError as e:
-            raise UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
-                            hint="check the URL, the server and the role's password", code="store_unreachable") from None
+            raise unreachable(url, e) from None
         except psycopg.errors.InsufficientPrivilege as e:
             if readonly:
                 raise UserError(f"the role of {safe_url(url)} may not read the store ({str(e).strip()})",

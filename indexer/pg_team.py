@@ -247,9 +247,10 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
     out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
     led = store.open_ledger(readonly=True)
     try:
-        out.append(check("store writer", "OK" if led.writer_running() else "WARN",
-                         "a writer holds the store's lock" if led.writer_running() else "no writer is running",
-                         "" if led.writer_running() else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        running = led.writer_running()
+        out.append(check("store writer", "OK" if running else "WARN",
+                         "a writer holds the store's lock" if running else "no writer is running",
+                         "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
         stored = led.model_contract()
     finally:
         led.close()
