@@ -332,6 +332,18 @@ def test_onnxruntime_telemetry_is_turned_off():
     assert disable_telemetry(onnxruntime) is True
 
 
+def test_loading_a_model_turns_onnxruntime_telemetry_off(tiny_model_dir, monkeypatch):
+    """The check above only says this onnxruntime can; this one that loading a model does it."""
+    import onnxruntime
+
+    from remembrancer.indexer.embed import load_embedder_from_dir
+
+    calls = []
+    monkeypatch.setattr(onnxruntime, "disable_telemetry_events", lambda: calls.append(1))
+    load_embedder_from_dir(tiny_model_dir).embed_query("telemetry")
+    assert calls
+
+
 class _Crash(Exception):
     pass
 

@@ -1071,6 +1071,7 @@ def test_plain_parts_tile_the_body_like_sections(text: str, part_chars: int) -> 
     _assert_tiling(doc)
     assert doc.front_matter == parse_markdown(text, "random.md").front_matter
     assert all(s.heading.startswith("Part ") and s.level == 1 for s in doc.sections)
+    assert len({s.heading for s in doc.sections}) == len(doc.sections)
 
 
 def test_plain_parts_are_cut_at_blank_lines_past_the_size_and_never_hold_headings() -> None:
