@@ -296,8 +296,7 @@ class Engine:
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
         report.warning_paths = [self._warning_path(w) for w in report.warnings]
-        self.catalog.set_meta("last_warnings", json.dumps(report.warnings[-200:]))
-        self.catalog.set_meta("last_warning_paths", json.dumps(report.warning_paths[-200:]))
+        self._store_warnings(report.warnings, report.warning_paths)
         report.seconds = round(time.monotonic() - t0, 3)
         self.last_report = report
         return report
@@ -363,11 +362,24 @@ class Engine:
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(heads))
         touched_paths = touched.exact | {f.path for f in touched.files}
-        kept = [w for w in json.loads(self.catalog.get_meta("last_warnings") or "[]")
+        report.warning_paths = [self._warning_path(w) for w in report.warnings]
+        kept = [(w, p) for w, p in self._stored_warnings()
                 if w.split(":", 1)[0] not in touched_paths and not w.startswith(tuple(touched.prefixes))]
-        self.catalog.set_meta("last_warnings", json.dumps((kept + report.warnings)[-200:]))
+        self._store_warnings([w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
         report.seconds = round(time.monotonic() - t0, 3)
         return report
+
+    def _store_warnings(self, warnings: list[str], paths: list[str | None]) -> None:
+        """The last run's warnings and, beside each, the path it is about (what a scope filters by)."""
+        self.catalog.set_meta("last_warnings", json.dumps(warnings[-200:]))
+        self.catalog.set_meta("last_warning_paths", json.dumps(paths[-200:]))
+
+    def _stored_warnings(self) -> list[tuple[str, str | None]]:
+        warnings = json.loads(self.catalog.get_meta("last_warnings") or "[]")
+        paths = json.loads(self.catalog.get_meta("last_warning_paths") or "null")
+        if not isinstance(paths, list) or len(paths) != len(warnings):   # an index from before the paths
+            paths = [self._warning_path(w) for w in warnings]
+        return list(zip(warnings, paths))
 
     def _must_read_all(self) -> bool:
         """A parser, layout or redaction-policy change since the last run: every document is read again."""
@@ -794,9 +806,8 @@ class Engine:
         return out
 
     def _last_warnings(self) -> list[str]:
-        warnings = json.loads(self.catalog.get_meta("last_warnings") or "[]")
-        paths = json.loads(self.catalog.get_meta("last_warning_paths") or "null")
-        return scope.visible_warnings(self.wall, warnings, paths)
+        pairs = self._stored_warnings()
+        return scope.visible_warnings(self.wall, [w for w, _ in pairs], [p for _, p in pairs])
 
     def close(self) -> None:
         self._sandbox.close()

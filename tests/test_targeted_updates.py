@@ -183,3 +183,24 @@ def test_engine_refresh_paths_retags_only_what_names_a_changed_alias(tmp_path, d
             {s.id: matcher.mentions(s.heading + "\n" + s.body) for s in e.catalog.sections()}
     finally:
         e.close()
+
+
+def test_a_targeted_update_keeps_each_warning_beside_its_path(tmp_path, data_env, tiny_embedder):
+    """The last run's warnings and the path each is about are stored side by side (a scope filters
+    warnings by those paths); a targeted update rewrote the warnings alone, so after it the two
+    lists no longer matched and a scope fell back to guessing paths from the text."""
+    import json
+
+    root = corpus(tmp_path / "mem")
+    write(root, "journal/2030-02-01.md", "---\ntitle: [unclosed\n---\n# 2030-02-01\n\nbad front matter.\n")
+    e = engine_for([root], tiny_embedder)
+    try:
+        e.refresh()
+        write(root, "hosts/pg9.md", "---\nhost: [pg9\n---\n# pg9\n\nbroken too.\n")
+        e.refresh_paths([str(root / "hosts/pg9.md")])
+        warnings = json.loads(e.catalog.get_meta("last_warnings"))
+        paths = json.loads(e.catalog.get_meta("last_warning_paths"))
+        assert len(warnings) == len(paths) >= 2
+        assert {"journal/2030-02-01.md", "hosts/pg9.md"} <= set(paths)
+    finally:
+        e.close()
