@@ -789,6 +789,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
             c.call("reindex")
             t0 = time.monotonic()
             during = []
+            during_at = []
             saw_ingesting = False
             listed = False
             dropped = 0
@@ -802,6 +803,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
                         if listed:   # (a save seen half-written is ingested twice: wait for the whole file)
                             break
                     during.append(one_search(c))
+                    during_at.append(round(time.monotonic() - t0, 3))
                 except Exception:  # a dropped connection is counted, and the client reconnects
                     dropped += 1
                     c.close()   # the next call connects again
@@ -830,6 +832,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
             "baseline_ms": {"p50": round(percentile(base, 50), 1), "p95": p95(base)},
             "during_ingest_ms": {"searches": len(during), "p50": round(percentile(during, 50), 1) if during else None,
                                  "p95": p95(during) if during else None},
+            "slowest_during": [{"ms": round(ms, 1), "at_s": at} for ms, at in sorted(zip(during, during_at), reverse=True)[:8]],
             "p95_ratio": round(p95(during) / max(p95(base), 0.01), 2) if during else None,
             "ingest_seconds": round(ingest_s, 1), "saw_ingesting": saw_ingesting, "connections_dropped": dropped,
             "unrelated_edit_searchable": bool(after_found), "pathological_document_listed": pathological_indexed,

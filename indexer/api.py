@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from . import reader
-from .chunks import estimate_tokens
+from .chunks import CHARS_PER_TOKEN, estimate_tokens
 from .errors import UserError
 from .filters import Filters
 from .search import SearchRequest, search
@@ -62,6 +62,7 @@ def do_search(engine, params: dict) -> dict:
         exact=bool(params.get("exact", False)),
         explain=bool(params.get("explain", False)),
         alternates=params.get("alternates") or [],   # validated by search (a structured error names it)
+        content_chars=budget * CHARS_PER_TOKEN,
     )
     return fit_budget(search(engine, req), budget)
 
@@ -86,11 +87,12 @@ def fit_budget(out: dict, budget_tokens: int) -> dict:
     if results and "content" in results[0] and size() > budget_tokens:
         over = (size() - budget_tokens) * 4 + 200
         content = results[0]["content"]
+        total = results[0].pop("content_total_chars", len(content))   # search may have cut it to the budget already
         keep = max(len(content) - over, 400)
         if keep < len(content):
             results[0]["content"] = content[:keep]
             results[0]["content_truncated"] = True
-            left_out.append(f"first result cut to {keep} of {len(content)} chars (use read for the rest)")
+            left_out.append(f"first result cut to {keep} of {total} chars (use read for the rest)")
     while len(results) > 1 and size() > budget_tokens:
         dropped = results.pop()
         left_out.append(f"dropped {dropped['path']} § {dropped['heading'] or '(preamble)'}")

@@ -59,9 +59,12 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+CHARS_PER_TOKEN = 4
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate (≈4 chars a token) for budgets and outlines."""
-    return (len(text) + 3) // 4
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def _blocks(lines: list[str]) -> list[tuple[int, int]]:

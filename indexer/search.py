@@ -59,6 +59,9 @@ class SearchRequest:
     exact: bool = False
     explain: bool = False
     alternates: list[str] = field(default_factory=list)  # the caller's rephrasings of `query` (≤ MAX_ALTERNATES)
+    # The most of the first result's content the answer can carry (its token budget's worth): cut
+    # before the answer is redacted and measured, so a 5 MB section costs its cut, not its size.
+    content_chars: int | None = None
 
 
 @dataclass
@@ -530,5 +533,9 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
             r["why"] = c.why
         if i == 0:
             r["content"] = s.content
+            if req.content_chars is not None and len(s.content) > req.content_chars:
+                r["content"] = s.content[:req.content_chars]
+                r["content_truncated"] = True
+                r["content_total_chars"] = len(s.content)
         results.append(r)
     return results

@@ -10,6 +10,12 @@ scope's search computes the very similarities a corpus of only its files would (
 Items are added on one thread: hnswlib's parallel insertion builds a different graph on every run
 (the same corpus gave different top-3 lists on 10 of 60 questions); one thread makes equal inputs
 give an equal graph where the index is searched approximately.
+
+hnswlib must not add and query at once, so both hold one lock; a large document's vectors are
+added in slices of ADD_SLICE, and between slices the writer waits while searches are waiting for
+the lock (searches first: a 5,000-passage document held every search for seconds). The same
+items in the same order make the same graph, sliced or not. Searches see a document's old
+vectors until its last slice is in, then its new ones: the swap is one step.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ EF_SEARCH = 128
 M = 16
 EF_CONSTRUCTION = 200
 EXACT_BELOW = 20_000   # a filtered set smaller than this is searched exactly
+ADD_SLICE = 64         # vectors added per hold of the lock (a few ms of hnswlib work)
+SEARCHES_FIRST_MAX_S = 0.05   # the longest the writer waits for searches between two slices
 
 
 def _fsync_dir(path: Path) -> None:
@@ -49,6 +57,9 @@ class Vectors:
         self.file = directory / "vectors.hnsw"
         self.meta_file = directory / "vectors.json"
         self.lock = threading.RLock()   # hnswlib is not safe to add and query at once
+        self._waiting = 0                # searches waiting for, or holding, the lock
+        self._quiet = threading.Condition()   # notified when the last of them is done
+        self._adding = False             # an update's slices are going in (their labels not live yet)
         self.index = None
         self.live: set[int] = set()
         self.generation = -1         # the catalog generation the vectors in memory reflect
@@ -98,20 +109,32 @@ class Vectors:
         with self.lock:
             if self.index is None:
                 self.index = self._new_index(len(labels) + 16)
+            need = self.index.get_current_count() + len(labels)
+            if labels and need > self.index.get_max_elements():
+                self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        ids = np.asarray(labels, dtype=np.int64)
+        for start in range(0, len(ids), ADD_SLICE):
+            self._searches_first()
+            with self.lock:
+                self._adding = True
+                # One thread: a document's few vectors gain nothing from two (thread start-up cost more
+                # than the insert), and one gives the same graph on every run (threads race for links).
+                self.index.add_items(vecs[start:start + ADD_SLICE], ids[start:start + ADD_SLICE], num_threads=1)
+        with self.lock:   # the old vectors go and the new ones count in one step
+            self._adding = False
             for label in removed:
                 if label in self.live:
                     self.index.mark_deleted(label)
                     self.live.discard(label)
-            if labels:
-                need = self.index.get_current_count() + len(labels)
-                if need > self.index.get_max_elements():
-                    self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
-                # One thread: a document's few vectors gain nothing from two (thread start-up cost more
-                # than the insert), and one gives the same graph on every run (threads race for links).
-                self.index.add_items(np.asarray(vectors, dtype=np.float32), np.asarray(labels, dtype=np.int64),
-                                     num_threads=1)
-                self.live.update(int(x) for x in labels)
+            self.live.update(int(x) for x in labels)
             self._update_matrix(removed, labels, vectors)
+
+    def _searches_first(self) -> None:
+        """Let waiting searches have the lock before the writer takes it again (a lock is not fair:
+        the thread that releases it usually gets it back)."""
+        with self._quiet:
+            self._quiet.wait_for(lambda: self._waiting == 0, timeout=SEARCHES_FIRST_MAX_S)
 
     def _update_matrix(self, removed, labels, vectors) -> None:
         """Keep the exact-search copy in step with an update (dropped and rebuilt if out of order,
@@ -171,25 +194,35 @@ class Vectors:
     
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """(label, cosine similarity) best first; `allowed` restricts labels."""
-        with self.lock:
-            if self.index is None or not self.live:
-                return []
-            pool = self.live if allowed is None else (allowed & self.live)
-            if not pool:
-                return []
-            k = min(k, len(pool))
-            q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-            if len(pool) < EXACT_BELOW:
-                return self._exact(q[0], None if allowed is None else pool, k)
-            self.index.set_ef(max(EF_SEARCH, k))
-            try:
-                if allowed is None:
-                    labels, dists = self.index.knn_query(q, k=k)
-                else:
-                    labels, dists = self.index.knn_query(q, k=k, filter=lambda x: x in pool)
-            except RuntimeError:  # fewer than k reachable items: ask for what is there
-                return self._exact(q[0], None if allowed is None else pool, k)
-            return [(int(lbl), 1.0 - float(d)) for lbl, d in zip(labels[0], dists[0])]
+        with self._quiet:
+            self._waiting += 1
+        try:
+            with self.lock:
+                return self._search(query, k, allowed)
+        finally:
+            with self._quiet:
+                self._waiting -= 1
+                self._quiet.notify_all()
+
+    def _search(self, query: np.ndarray, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        if self.index is None or not self.live:
+            return []
+        pool = self.live if allowed is None else (allowed & self.live)
+        if not pool:
+            return []
+        k = min(k, len(pool))
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        if len(pool) < EXACT_BELOW:
+            return self._exact(q[0], None if allowed is None else pool, k)
+        self.index.set_ef(max(EF_SEARCH, k))
+        try:
+            if allowed is None and not self._adding:
+                labels, dists = self.index.knn_query(q, k=k)
+            else:   # (between an update's slices its labels are in the graph but not live yet)
+                labels, dists = self.index.knn_query(q, k=k, filter=lambda x: x in pool)
+        except RuntimeError:  # fewer than k reachable items: ask for what is there
+            return self._exact(q[0], None if allowed is None else pool, k)
+        return [(int(lbl), 1.0 - float(d)) for lbl, d in zip(labels[0], dists[0])]
 
     def _exact(self, q: np.ndarray, pool: set[int] | None, k: int) -> list[tuple[int, float]]:
         """Similarities computed row by row (einsum, not BLAS: a row's value must not depend on

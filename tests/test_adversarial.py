@@ -495,3 +495,33 @@ def test_a_long_sections_snippet_is_cut_from_a_window_around_its_match():
     assert len(snippet) <= SNIPPET_CHARS + 2
     short = body[:SNIPPET_WINDOW]   # at or under the window: the whole text is flattened, as always
     assert _snippet(short, "filler") == " ".join(short.split())[:SNIPPET_CHARS] + "…"
+
+
+def test_a_huge_first_result_is_cut_to_the_budget_before_it_is_redacted(tmp_path, data_env, tiny_embedder, monkeypatch):
+    """A 2 MB section as the first result: the answer carries the budget's worth of it, says how
+    long the whole is, and the served-text redaction sees only that cut (it read the whole section
+    on every search: 0.5 s of CPU per search once a 5 MB document was indexed)."""
+    from remembrancer.indexer import redact
+
+    root = tmp_path / "notes"
+    body = "The zebrafish tank log follows.\n\n" + "zebrafish water reading steady " * 70_000
+    write(root, "tank.md", "# Tank\n\n## Readings\n\n" + body + "\n")
+    e = engine_for([root], tiny_embedder)
+    e.refresh()
+    seen: list[int] = []
+    real = redact.Redactor.redact
+
+    def measured(self, text, *a, **kw):
+        seen.append(len(text))
+        return real(self, text, *a, **kw)
+
+    monkeypatch.setattr(redact.Redactor, "redact", measured)
+    out = api.do_search(e, {"query": "zebrafish tank readings", "budget_tokens": 1000})
+    first = out["results"][0]
+    assert first["path"] == "tank.md" and first["content_truncated"]
+    assert len(first["content"]) <= 1000 * 4 and "content_total_chars" not in first
+    ids = [s.id for s in e.catalog.sections("tank.md") if s.heading == first["heading"]]
+    total = len(e.catalog.sections_by_id(ids)[ids[0]].content)
+    assert total > 2_000_000 and any(f"of {total} chars" in x for x in out["left_out"])
+    assert max(seen) <= 1000 * 4
+    e.close()

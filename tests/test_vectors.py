@@ -1,0 +1,75 @@
+"""The hnswlib vector file under a writer and searches at once (indexer/vectors.py): a large
+document's vectors go in slices, searches go first between slices, and the swap from a document's
+old vectors to its new ones is one step."""
+
+import threading
+
+import numpy as np
+
+from remembrancer.indexer import vectors as V
+from remembrancer.indexer.vectors import Vectors
+
+DIM = 16
+
+
+def unit_rows(seed: int, n: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_sliced_update_builds_the_graph_one_add_would(tmp_path, monkeypatch):
+    """Same items, same order, one thread: the saved graph is byte for byte the one a single
+    add_items of the whole document makes (slicing changes when searches may run, not the graph)."""
+    files = {}
+    for name, slice_ in (("whole", 10**9), ("sliced", 64)):
+        monkeypatch.setattr(V, "ADD_SLICE", slice_)
+        v = Vectors(tmp_path / name, DIM)
+        v.update([], list(range(1, 201)), unit_rows(0, 200))
+        v.update(list(range(1, 51)), list(range(201, 1201)), unit_rows(1, 1000))
+        v.save(2)
+        files[name] = (v.file.read_bytes(), sorted(v.live))
+    assert files["whole"] == files["sliced"]
+
+
+def test_searches_see_the_old_vectors_until_the_last_slice_is_in(tmp_path, monkeypatch):
+    """A document re-embedded with 300 passages (5 slices): every search between slices finds only
+    its old vectors, on the approximate path and the exact one; afterwards only its new ones."""
+    for exact_below in (10, 10**6):   # the hnswlib graph, then the exact copy
+        monkeypatch.setattr(V, "EXACT_BELOW", exact_below)
+        v = Vectors(tmp_path / f"v{exact_below}", DIM)
+        old = list(range(1, 101))
+        v.update([], old, unit_rows(2, 100))
+        new = list(range(101, 401))
+        seen: list[set[int]] = []
+        real = v._searches_first
+
+        def search_between_slices():
+            real()
+            seen.append({label for label, _ in v.search(unit_rows(3, 1)[0], 50)})
+
+        monkeypatch.setattr(v, "_searches_first", search_between_slices)
+        v.update(old, new, unit_rows(4, 300))
+        assert len(seen) == 5
+        assert all(s and s <= set(old) for s in seen), seen
+        after = {label for label, _ in v.search(unit_rows(3, 1)[0], 50)}
+        assert after and after <= set(new)
+        assert v.live == set(new)
+
+
+def test_the_writer_waits_while_a_search_waits_for_the_lock(tmp_path, monkeypatch):
+    """Between two slices the writer does not take the lock back while a search is waiting for it
+    (a lock is not fair: the releasing thread usually wins); it goes on once the search is done."""
+    monkeypatch.setattr(V, "SEARCHES_FIRST_MAX_S", 60.0)
+    v = Vectors(tmp_path / "v", DIM)
+    v.update([], list(range(1, 11)), unit_rows(5, 10))
+    with v._quiet:
+        v._waiting = 1   # a search is waiting
+    writer = threading.Thread(target=v.update, args=([], list(range(11, 211)), unit_rows(6, 200)))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive() and len(v) == 10   # held before its first slice
+    with v._quiet:
+        v._waiting = 0
+        v._quiet.notify_all()
+    writer.join(60)
+    assert not writer.is_alive() and len(v) == 210
