@@ -839,6 +839,13 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
             "sigterm_mid_document_exit_seconds": stop_s}
 
 
+def bench_latency_shapes(tmp: Path, model: Path, n_docs: int, line_mb: float, units: str) -> dict | list:
+    """bench_ingest_latency once per line shape (one shape: its result alone, as before)."""
+    shapes = [u.encode().decode("unicode_escape") for u in units.split(",") if u]
+    runs = [bench_ingest_latency(tmp / f"shape-{i}", model, n_docs, line_mb, unit) for i, unit in enumerate(shapes)]
+    return runs[0] if len(runs) == 1 else runs
+
+
 # -- full-size hostile corpus ------------------------------------------------------------------
 
 def bench_big(embedder, tmp: Path) -> dict:
@@ -878,6 +885,9 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--big", action="store_true", help="also the 10 MB line / 100k headings corpus")
     ap.add_argument("--line-mb", type=float, default=5.0, help="size of the pathological lines (long_lines, latency)")
+    ap.add_argument("--latency-units", default="a-",
+                    help="comma-separated line shapes (tests/adversarial_inputs.LINE_UNITS) for the latency "
+                         "section, one run each; \\n and \\t are read as escapes")
     ap.add_argument("--file-mb", type=float, default=10.0, help="size of the memory-shaped files (big_files)")
     ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,"
                                                "concurrency,big,bombs,long_lines,big_files,special,damaged,latency,scope")
@@ -909,7 +919,8 @@ def main() -> int:
         ("big_files", lambda: bench_big_files(base, args.file_mb)),
         ("special", lambda: bench_special_files(embedder, base)),
         ("damaged", lambda: bench_damaged_stores(embedder, base)),
-        ("latency", lambda: bench_ingest_latency(base / "latency", model, min(args.docs, 300), args.line_mb)),
+        ("latency", lambda: bench_latency_shapes(base / "latency", model, min(args.docs, 300), args.line_mb,
+                                                 args.latency_units)),
         ("scope", lambda: scope_escapes.run(base / "scope", embedder)),  # only with --only scope: bench/scope_escapes.py
     ]
     try:

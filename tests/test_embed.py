@@ -63,6 +63,23 @@ def test_order_is_preserved_under_length_sorting_and_batching(tiny_embedder, mon
     np.testing.assert_allclose(tiny_embedder.embed_query(TEXTS[0]), alone[0], atol=1e-5)
 
 
+def test_the_two_worker_path_gives_the_serial_vectors_bit_for_bit(tiny_model_dir, monkeypatch):
+    """A long run's passages go to PASSAGE_WORKERS threads on one-thread sessions; each vector
+    must be exactly the one the serial path computes, in input order, and the workers' session is
+    opened for such a call only and closed by release_workers."""
+    texts = [" ".join(f"backup restore database host {i} word{j}" for j in range(1 + i % 9)) for i in range(300)]
+    e = load_embedder_from_dir(tiny_model_dir)
+    monkeypatch.setattr(embed, "PARALLEL_MIN_BATCHES", 10**9)
+    serial = e.embed_passages(texts)
+    assert e._passage_session is None   # the serial path never opens it
+    monkeypatch.setattr(embed, "PARALLEL_MIN_BATCHES", 2)
+    parallel = e.embed_passages(texts)
+    assert e._passage_session is not None
+    assert np.array_equal(serial, parallel)
+    e.release_workers()
+    assert e._passage_session is None
+
+
 def test_similar_texts_are_closer(tiny_embedder):
     a, b, c = tiny_embedder.embed_passages(
         ["restore the database from a backup", "restore postgres database backup", "ride the bike to the garden"])
