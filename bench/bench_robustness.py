@@ -642,7 +642,7 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
             outcome = (f"indexed as plain text ({len(prepared.sections)} parts, {len(prepared.texts)} passages)"
                        if plain else f"indexed ({len(prepared.sections)} sections, {len(prepared.texts)} passages)")
         except sandbox.OverBudget:
-            outcome = f"over both {sandbox.BUDGET_S:.0f} s budgets: indexed without text"
+            outcome = f"over both {sandbox.BUDGET_S:.0f} CPU-s budgets: indexed without text"
         except Exception as e:
             outcome = type(e).__name__
         dt = time.monotonic() - t

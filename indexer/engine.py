@@ -472,7 +472,7 @@ class Engine:
         except sandbox.OverBudget:
             return ingest.without_sections(f, data, self.layout, (
                 f"{f.path}: indexed without its text: redacting it went over the per-document "
-                f"budget ({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES / 1e9:g} GB), even as plain text; "
+                f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB), even as plain text; "
                 f"split the file to make it searchable"))
 
     def _commit_dates(self, files) -> dict[str, str]:

@@ -75,7 +75,7 @@ def _load(engine, path: str):
                 cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"], plain))
             except sandbox.OverBudget:
                 raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
-                                f"({sandbox.BUDGET_S:.0f} s, {sandbox.MEMORY_BYTES / 1e9:g} GB)", param="path",
+                                f"({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)", param="path",
                                 code="unreadable") from None
         _PARSED.put(key, cached, len(text))
     parsed, secret = cached

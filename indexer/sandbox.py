@@ -1,4 +1,4 @@
-"""Large documents are redacted and parsed in a child process, under a time budget.
+"""Large documents are redacted and parsed in a child process, under a CPU budget.
 
 Python's `re` and the Markdown parser hold the GIL while they run, and a C regex call cannot be
 interrupted: in the daemon, one slow document (megabytes on one line) would stall every request
@@ -6,6 +6,10 @@ thread and the SIGTERM handler with it. A child process does the work instead; t
 a pipe in short slices, so it can give up when the document's budget runs out (the document is
 then indexed as plain text in parts, and past a second budget without its text, with a warning)
 or when a stop is requested (the child is killed).
+The budget counts the child's CPU seconds, not the wall clock: the child runs at a lower priority,
+and on a busy machine it gets a small share of the cores, so a wall-clock budget gave up documents
+(indexing them without their text) for the machine's load rather than for their own cost.
+WAIT_MAX_S of wall clock is the backstop.
 Small documents, the usual case, are prepared in-process: a child costs more than they do.
 """
 
@@ -20,8 +24,11 @@ import sys
 import threading
 import time
 
+import psutil
+
 LARGE_BYTES = 256 * 1024   # documents from this size on go to the child process
-BUDGET_S = 30.0            # per document: redaction + parsing + chunking beyond this is given up
+BUDGET_S = 30.0            # CPU seconds per document: redaction + parsing + chunking beyond this is given up
+WAIT_MAX_S = 300.0         # wall seconds: however busy the machine, a document is not waited for longer
 MEMORY_BYTES = 10**9       # the child's address-space limit (1 GB): past it, MemoryError, treated as over budget
 POLL_S = 0.05              # how often the waiting caller checks its stop flag
 _HEADER = struct.Struct("!Q")
@@ -115,6 +122,15 @@ class Worker:
         # holds; and not multiprocessing's spawn, which re-runs the caller's __main__ script.
         self._proc = subprocess.Popen([sys.executable, "-m", "remembrancer.indexer.sandbox"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        self._cpu = psutil.Process(self._proc.pid)
+
+    def _cpu_seconds(self) -> float:
+        """The child's CPU time so far (user + system); 0 once it is gone (the pipe says why)."""
+        try:
+            t = self._cpu.cpu_times()
+            return t.user + t.system
+        except psutil.Error:
+            return 0.0
 
     def call(self, name: str, args: tuple, *, budget_s: float | None = None,
              stop: threading.Event | None = None):
@@ -127,7 +143,7 @@ class Worker:
             try:
                 self._proc.stdin.write(_HEADER.pack(len(payload)) + payload)
                 self._proc.stdin.flush()
-                kind, value = pickle.loads(self._receive(time.monotonic() + budget_s, stop))
+                kind, value = pickle.loads(self._receive(self._cpu_seconds() + budget_s, stop))
             except (OSError, EOFError, pickle.UnpicklingError):
                 self._kill()
                 raise OverBudget() from None  # the child died (out of memory, a signal)
@@ -135,8 +151,9 @@ class Worker:
             raise value
         return value
 
-    def _receive(self, deadline: float, stop: threading.Event | None) -> bytes:
+    def _receive(self, cpu_deadline: float, stop: threading.Event | None) -> bytes:
         fd = self._proc.stdout.fileno()
+        wall_deadline = time.monotonic() + WAIT_MAX_S
         buf = bytearray()
         need = _HEADER.size
         header_done = False
@@ -145,7 +162,7 @@ class Worker:
                 if stop is not None and stop.is_set():
                     self._kill()
                     raise Stopped()
-                if time.monotonic() > deadline:
+                if self._cpu_seconds() >= cpu_deadline or time.monotonic() > wall_deadline:
                     self._kill()
                     raise OverBudget()
                 ready, _, _ = select.select([fd], [], [], POLL_S)

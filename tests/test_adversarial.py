@@ -115,6 +115,26 @@ def test_a_stop_kills_the_child_at_once():
     w.close()
 
 
+def test_the_budget_counts_the_childs_cpu_not_the_wall_clock():
+    """A child that gets no CPU for a while (a busy machine; here SIGSTOP for 1.5 s) is waited for:
+    its budget is CPU seconds (at load ≈ 10 a wall-clock budget gave up 5 MB of `a\\n`, indexing it
+    without its text); one that spends its CPU budget is given up."""
+    import signal
+
+    from remembrancer.indexer.redact import Redactor
+
+    w = sandbox.Worker("test-cpu-budget")
+    w.call("redact_and_parse", (Redactor(), "warm", "x.md"))   # the child is up
+    os.kill(w._proc.pid, signal.SIGSTOP)
+    threading.Timer(1.5, os.kill, (w._proc.pid, signal.SIGCONT)).start()
+    doc = w.call("redact_and_parse", (Redactor(), "# Note\n\nsmall\n", "n.md"), budget_s=0.5)
+    assert [s.heading for s in doc[0].sections] == ["Note"] and w.kills == 0
+    with pytest.raises(sandbox.OverBudget):   # ~2 CPU-s of redaction and parsing, 0.2 allowed
+        w.call("redact_and_parse", (Redactor(), "a\n\n" * 400_000, "big.md"), budget_s=0.2)
+    assert w.kills == 1
+    w.close()
+
+
 def test_a_document_over_both_budgets_is_indexed_without_text_and_the_queue_moves_on(data_env, tiny_embedder,
                                                                                   monkeypatch):
     root = data_env / "notes"
