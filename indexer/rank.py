@@ -93,6 +93,9 @@ class RankingConfig:
     # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
     record_credit_by_intent: bool = True
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
+    # "Did it happen / is it still planned?": a plan says what was intended, never whether it
+    # happened — the journal (or a record) tells the outcome (docs/ranking.md, round 6).
+    outcome_plan_factor: float = 1.0
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -120,11 +123,10 @@ class Intent:
     outcome: bool   # whether something happened / is done / is still planned
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
-    entities: list[str]
     history: bool = False  # it asks about issues/history itself
 
 
-def intent(query: str, entity_matcher) -> Intent:
+def intent(query: str) -> Intent:
     """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
     event in the past, or a fact as it stands now (the precedence is that order)."""
     howto = ""
@@ -139,8 +141,7 @@ def intent(query: str, entity_matcher) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
-                  history)
+    return Intent(howto, outcome, past, fact, history)
 
 
 def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
@@ -204,6 +205,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
+        if it.outcome and s.doc_type == "plan" and cfg.outcome_plan_factor != 1.0:
+            scale(cfg.outcome_plan_factor, "a plan, for a question whether it happened")
         if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor

@@ -38,6 +38,10 @@ ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an 
 ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
 ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
+# With an absent name, whether the question's other absent words count whatever they are (True), or
+# only its absent terms of art, as for a known entity (False): an everyday word's absence depends on
+# the corpus's size (docs/ranking.md, round 6).
+ABSTAIN_NAME_EVERYDAY = True
 MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
 # plain weighted hybrid baseline row); the product always runs with both on.
@@ -225,11 +229,11 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
     # Whether the named entity's record is credited is read from the question's wording, for every
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
-    matcher = engine.entities()[0]
-    credit = rank.credits_named_record(rank.intent(query, matcher), engine.config.ranking)
+    it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
+    credit = rank.credits_named_record(it, engine.config.ranking)
     evidence = [_phrasing(engine, text, vec, allowed, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
-    rows = _rerank(engine, query, cands)   # the question's wording decides what kind of answer it wants
+    rows = _rerank(engine, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
@@ -379,12 +383,13 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
 
 
-def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
-    """Apply the memory rules (rank.py); returns the section rows it read, for the results."""
+def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
+    """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
+    read, for the results."""
     if not cands:
         return {}
     rows = engine.catalog.sections_by_id(list(cands))
-    rank.rerank(cands, rows, rank.intent(query, engine.entities()[0]), engine.config.ranking)
+    rank.rerank(cands, rows, it, engine.config.ranking)
     return rows
 
 
@@ -433,7 +438,7 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
         # A question about an absent name counts its other absent words too; one about a known
         # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
         # "serve") says nothing about whether the entity's record answers.
-        common = _common_words(engine) if not absent else None
+        common = _common_words(engine) if not absent or not ABSTAIN_NAME_EVERYDAY else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
                    if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]

@@ -147,8 +147,7 @@ def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     rows = [row(1, "hosts/db1.md", "db1", doc_type="host", level=1),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host"),
             row(3, "notes/disks.md", "Disks", level=1), row(4, "notes/disks.md", "Disks > Sizes")]
-    ents = [("db1", "hosts/db1.md", [])]
-    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?", ents)[0] == 1
+    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?")[0] == 1
 
 
 @pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
@@ -272,3 +271,4 @@ def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny
     assert record & set(rephrased) and all(rephrased[s].literal == 0.0 for s in record & set(rephrased))
     alone = search_mod._hybrid(e, "db1 failover", None, []).cands   # asked alone, it is keywords: credited
     assert all(alone[s].literal >= 1.0 for s in record)
+
