@@ -38,10 +38,6 @@ ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an 
 ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
 ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
-# With an absent name, whether the question's other absent words count whatever they are (True), or
-# only its absent terms of art, as for a known entity (False): an everyday word's absence depends on
-# the corpus's size (docs/ranking.md, round 6).
-ABSTAIN_NAME_EVERYDAY = True
 MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
 # plain weighted hybrid baseline row); the product always runs with both on.
@@ -438,7 +434,7 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
         # A question about an absent name counts its other absent words too; one about a known
         # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
         # "serve") says nothing about whether the entity's record answers.
-        common = _common_words(engine) if not absent or not ABSTAIN_NAME_EVERYDAY else None
+        common = _common_words(engine) if not absent else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
                    if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
