@@ -244,6 +244,8 @@ def main() -> int:
                     for cname, overrides in configs.items():
                         if cname not in res:
                             res[cname] = summarise(score(session, overrides, None))
+                        if cname.startswith("=") and alts:   # a swept value, also with the rephrasings
+                            res[cname + "+alt"] = summarise(score(session, overrides, alts))
             print(f"{name}  (index {built:.0f}s, scored {time.perf_counter() - t0 - built:.0f}s)")
             for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
                 if cname in res:
@@ -283,11 +285,12 @@ def print_sweep(results: dict, configs: dict) -> None:
     sets = list(results)
     print("\nsweep: questions right per corpus (shipped: " +
           ", ".join(f"{SHORT.get(s, s)} {results[s]['shipped']['right']}" for s in sets) + ")")
-    for cname in configs:
-        if cname.startswith("="):
-            print(f"  {cname[1:]:<36}" + "".join(f"{SHORT.get(s, s)} {results[s][cname]['right']:>3}  " for s in sets)
+    for cname in [c for c in configs if c.startswith("=")] + [c + "+alt" for c in configs if c.startswith("=")]:
+        shown = [s for s in sets if cname in results[s]]
+        if shown:
+            print(f"  {cname[1:]:<36}" + "".join(f"{SHORT.get(s, s)} {results[s][cname]['right']:>3}  " for s in shown)
                   + " [" + " ".join(f"{SHORT.get(s, s)}:{results[s][cname]['top1'] * 100:.1f}/{results[s][cname]['top5'] * 100:.1f}"
-                                    for s in sets) + "]")
+                                    for s in shown) + "]")
 
 
 def markdown(results: dict) -> str:
