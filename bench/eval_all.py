@@ -58,7 +58,7 @@ ABLATIONS = {
     "abstention": {"const": {"ABSTENTION": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0),
+for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0), ("intention_factor", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
@@ -192,6 +192,9 @@ def main() -> int:
     ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
                     help="override a constant of indexer/search.py for the shipped row, e.g. "
                          "HEADING_PASSAGE_WEIGHT=1.0 (repeatable)")
+    ap.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
+                    help="also score the shipped row with a [ranking] setting or a search constant at each "
+                         "value (repeatable); prints questions right per corpus for each")
     args = ap.parse_args()
     shipped: dict = {"const": {}, "ranking": {}}
     for kv in args.const:
@@ -212,6 +215,14 @@ def main() -> int:
         configs.update({f"-{k}": {"const": {**shipped["const"], **v.get("const", {})},
                                   "ranking": {**shipped["ranking"], **v.get("ranking", {})}}
                         for k, v in ABLATIONS.items()})
+    for kv in args.sweep:
+        name, _, values = kv.partition("=")
+        part = "const" if name.isupper() else "ranking"
+        if (part == "const" and not hasattr(search, name)) or (part == "ranking" and not hasattr(RankingConfig(), name)):
+            ap.error(f"--sweep: no setting {name!r}")
+        for v in values.split(","):
+            configs[f"={name}={v}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
+            configs[f"={name}={v}"][part][name] = _value(v)
     tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
     os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir
     results: dict = {}
@@ -233,6 +244,8 @@ def main() -> int:
                     for cname, overrides in configs.items():
                         if cname not in res:
                             res[cname] = summarise(score(session, overrides, None))
+                        if cname.startswith("=") and alts:   # a swept value, also with the rephrasings
+                            res[cname + "+alt"] = summarise(score(session, overrides, alts))
             print(f"{name}  (index {built:.0f}s, scored {time.perf_counter() - t0 - built:.0f}s)")
             for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
                 if cname in res:
@@ -243,6 +256,8 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     if args.ablation:
         print_ablation(results, configs)
+    if args.sweep:
+        print_sweep(results, configs)
     if args.markdown:
         print(markdown(results))
     if args.json:
@@ -263,6 +278,19 @@ def print_ablation(results: dict, configs: dict) -> None:
         helps = sum(1 for d in deltas if d > 0)
         verdict = "keep" if helps >= 2 and min(deltas) >= -1 else "REMOVE" if helps < 2 or min(deltas) < -1 else "?"
         print(f"  {cname[1:]:<30}" + "".join(f"{d:>+7d}" for d in deltas) + f"   {verdict} (helps {helps})")
+
+
+def print_sweep(results: dict, configs: dict) -> None:
+    """Per swept value: questions right on each corpus (the shipped row's in brackets)."""
+    sets = list(results)
+    print("\nsweep: questions right per corpus (shipped: " +
+          ", ".join(f"{SHORT.get(s, s)} {results[s]['shipped']['right']}" for s in sets) + ")")
+    for cname in [c for c in configs if c.startswith("=")] + [c + "+alt" for c in configs if c.startswith("=")]:
+        shown = [s for s in sets if cname in results[s]]
+        if shown:
+            print(f"  {cname[1:]:<36}" + "".join(f"{SHORT.get(s, s)} {results[s][cname]['right']:>3}  " for s in shown)
+                  + " [" + " ".join(f"{SHORT.get(s, s)}:{results[s][cname]['top1'] * 100:.1f}/{results[s][cname]['top5'] * 100:.1f}"
+                                    for s in shown) + "]")
 
 
 def markdown(results: dict) -> str:

@@ -78,6 +78,9 @@ VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNO
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
+# A question about the plan itself: what was intended, proposed, targeted.
+PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"
+                       r"meant to|supposed to|going to)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -93,6 +96,10 @@ class RankingConfig:
     # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
     record_credit_by_intent: bool = True
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
+    # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
+    # what it is now or whether it happened — a plan section steps back unless the question speaks of
+    # a plan (PLAN_Q_RE). Chosen on memory-dev (0.8–0.7 alike), checked on memory-dev-2 (docs/ranking.md).
+    intention_factor: float = 0.8
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -120,11 +127,11 @@ class Intent:
     outcome: bool   # whether something happened / is done / is still planned
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
-    entities: list[str]
     history: bool = False  # it asks about issues/history itself
+    about_plan: bool = False  # it speaks of a plan, a proposal or an intention
 
 
-def intent(query: str, entity_matcher) -> Intent:
+def intent(query: str) -> Intent:
     """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
     event in the past, or a fact as it stands now (the precedence is that order)."""
     howto = ""
@@ -139,8 +146,7 @@ def intent(query: str, entity_matcher) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, entity_matcher.mentions(query) if entity_matcher is not None else [],
-                  history)
+    return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
 
 
 def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
@@ -204,6 +210,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
+        if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
+            scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
         if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor

@@ -228,11 +228,11 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
     # Whether the named entity's record is credited is read from the question's wording, for every
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
-    matcher = engine.entities()[0]
-    credit = rank.credits_named_record(rank.intent(query, matcher), engine.config.ranking)
+    it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
+    credit = rank.credits_named_record(it, engine.config.ranking)
     evidence = [_phrasing(engine, text, vec, allowed, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
-    rows = _rerank(engine, query, cands)   # the question's wording decides what kind of answer it wants
+    rows = _rerank(engine, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
@@ -382,12 +382,13 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
 
 
-def _rerank(engine, query: str, cands: dict[int, Candidate]) -> dict:
-    """Apply the memory rules (rank.py); returns the section rows it read, for the results."""
+def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
+    """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
+    read, for the results."""
     if not cands:
         return {}
     rows = engine.catalog.sections_by_id(list(cands))
-    rank.rerank(cands, rows, rank.intent(query, engine.entities()[0]), engine.config.ranking)
+    rank.rerank(cands, rows, it, engine.config.ranking)
     return rows
 
 

@@ -11,7 +11,6 @@ from remembrancer.indexer.catalog import SectionRow
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.meta import Entity, EntityMatcher
 from remembrancer.indexer.search import Candidate, SearchRequest, search
 from tests.corpus_helpers import EXAMPLES, write
 
@@ -25,10 +24,9 @@ def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, 
                       False, [], [], content, content)
 
 
-def ranked(rows, scores, query, entities=(), cfg=None):
+def ranked(rows, scores, query, cfg=None):
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
-    matcher = EntityMatcher([Entity(n, p, a) for n, p, a in entities])
-    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query, matcher), cfg or rank.RankingConfig())
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query), cfg or rank.RankingConfig())
     return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
 
 
@@ -74,7 +72,7 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     ("celery worker: OOM command not allowed when used memory > maxmemory", "past"),
 ])
 def test_intent_kinds(query, kind):
-    it = rank.intent(query, None)
+    it = rank.intent(query)
     got = [k for k, on in (("outcome", it.outcome), ("past", it.past), ("fact", it.fact)) if on]
     assert got == ([kind] if kind in ("outcome", "past", "fact") else [])
     assert it.howto == (kind if kind in ("steps", "verify", "rollback") else "")

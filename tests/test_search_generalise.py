@@ -147,8 +147,7 @@ def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     rows = [row(1, "hosts/db1.md", "db1", doc_type="host", level=1),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host"),
             row(3, "notes/disks.md", "Disks", level=1), row(4, "notes/disks.md", "Disks > Sizes")]
-    ents = [("db1", "hosts/db1.md", [])]
-    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?", ents)[0] == 1
+    assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?")[0] == 1
 
 
 @pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
@@ -272,3 +271,29 @@ def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny
     assert record & set(rephrased) and all(rephrased[s].literal == 0.0 for s in record & set(rephrased))
     alone = search_mod._hybrid(e, "db1 failover", None, []).cands   # asked alone, it is keywords: credited
     assert all(alone[s].literal >= 1.0 for s in record)
+
+
+
+@pytest.mark.parametrize("query, first", [
+    ("which postgres version does db1 run now?", 2),              # a fact as it stands: the record
+    ("did the db1 upgrade to postgres 17 go ahead?", 3),          # whether it happened: the journal
+    ("how do I upgrade db1 to postgres 17?", 4),                  # a procedure: the runbook
+    ("what was the plan for upgrading db1?", 1),                  # about the plan itself: the plan
+    ("are we still planning to upgrade db1?", 1),
+])
+def test_a_plan_answers_questions_about_the_plan_not_what_happened_or_how(query, first):
+    """A plan states an intention: in a near tie it steps back (`intention_factor`) for a question
+    that does not speak of a plan, so the record, the journal entry or the runbook answers."""
+    from remembrancer.indexer import rank
+    from tests.test_ranking import ranked, row
+
+    rows = [row(1, "planning/q2.md", "Q2 plan > 2. Postgres 17 on db1", doc_type="plan"),
+            row(2, "hosts/db1.md", "db1", doc_type="host", level=1),
+            row(3, "journal/2030/2030-06-02.md", "2030-06-02 > 21:00 db1 switchover", doc_type="journal",
+                date="2030-06-02"),
+            row(4, "runbooks/db1-upgrade.md", "Upgrade db1", doc_type="runbook", level=1)]
+    near_tie = {1: 0.80, 2: 0.74, 3: 0.74, 4: 0.74}
+    scores = {**near_tie, first: 0.75} if first != 1 else near_tie
+    assert ranked(rows, scores, query)[0] == first
+    off = rank.RankingConfig(intention_factor=1.0)
+    assert ranked(rows, scores, query, cfg=off)[0] == 1   # without the rule the plan's lead stands
