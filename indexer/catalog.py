@@ -548,6 +548,17 @@ class Catalog(MetaReads):
         return {r[0] for r in self.db.execute(
             f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}", params)}
 
+    def count_sections(self, f: Filters) -> int:
+        """How many sections the (validated) filters let through, counted in SQL (an emptied
+        result says what each filter alone would match: listing 20k ids to count them cost ~45 ms).
+        The documents are joined only for a filter on them (path, tags; a type once the sections
+        carry it is their own)."""
+        own_type = self.has_section_types
+        any_of = (lambda col, values: (f"s.doc_type IN ({','.join('?' * len(values))})", list(values))) if own_type else None
+        where, params = filter_where(f, any_of=any_of)
+        join = " JOIN documents d ON d.id = s.doc_id" if (f.path or f.tags or (f.types and not own_type)) else ""
+        return self.db.execute(f"SELECT COUNT(*) FROM sections s{join} WHERE {where}", params).fetchone()[0]
+
     def section_ids_of(self, paths: Iterable[str]) -> list[int]:
         """The sections of the documents at `paths`."""
         return [r[0] for r in self._rows_in(

@@ -1,4 +1,4 @@
-"""Filters-only listings read each type's newest sections from the sections' own copy of their
+"""Filters-only listings (and the counts an emptied one reports) read each type's newest sections from the sections' own copy of their
 document's type (catalog.SECTION_TYPES_INDEX): the same ids, in the same order, as the join over
 documents they replace — for one type, several, with dates and paths, with undated and bodiless
 sections — and a catalog from before the column gets it filled when it is opened for writing."""
@@ -137,3 +137,29 @@ def test_rows_an_older_version_wrote_without_a_type_are_filled(typed_engine):
         assert cat.newest_sections(Filters(types=["runbook"]), 20) == expected
     finally:
         cat.close()
+
+
+def test_counts_are_the_listed_sections(typed_engine):
+    cat = typed_engine.catalog
+    counted = 0
+    for f in FILTERS + [Filters(path="notes/"), Filters(types=["doc"], path="notes/bare.md", until="2031-01-01")]:
+        n = len(cat.filtered_section_ids(f))
+        assert cat.count_sections(f) == n, f
+        cat.has_section_types = False   # a catalog from before the column counts through the join
+        try:
+            assert cat.count_sections(f) == n, f
+        finally:
+            cat.has_section_types = True
+        counted += n
+    assert counted > 0
+
+
+def test_an_emptied_filter_result_names_each_filters_count(typed_engine):
+    from remembrancer.indexer.search import SearchRequest, search
+
+    out = search(typed_engine, SearchRequest(filters=Filters(types=["runbook"], since="2031-01-01")))
+    assert out["results"] == []
+    cat = typed_engine.catalog
+    by = {r["param"]: r for r in out["emptied_by"]}
+    assert by["type"]["matches_alone"] == len(cat.filtered_section_ids(Filters(types=["runbook"]))) > 0
+    assert by["since"]["matches_alone"] == 0
