@@ -545,7 +545,7 @@ class Catalog(MetaReads):
     def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
         """(name, record path, aliases); `unscoped` reads past a scope's views (caches do)."""
         schema = "main." if unscoped else ""
-        return [(r[0], r[1], json.loads(r[2])) for r in self.db.execute(
+        return [(r[0], r[1], _string_list(r[2])) for r in self.db.execute(
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
