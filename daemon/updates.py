@@ -4,7 +4,9 @@ A batch of paths (watcher events) or a bare notification (a git hook: the engine
 indexed HEAD against the current one) is a targeted update — only those files are stat'ed, read
 and embedded. The periodic rescan and the catch-up at start are full walks: the safety net for
 events the watcher missed. Targeted updates leave the vector file to be saved once the daemon
-has been quiet for a while (each save writes the whole file), and at shutdown.
+has been quiet for a while (each save writes the whole file), and at shutdown. After a full pass
+the engine prepares what the next targeted update needs (engine.prepare_targeted), so an edit
+does not pay for it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ class Updater:
         self.engine = engine
         self.save_quiet_s = save_quiet_s
         self._last_change: float | None = None
+        self._prepare_due = False   # a full pass ran: the next edit's link resolver is built when quiet
 
     def apply(self, paths, full: bool):
         """One batch; returns the engine's IndexReport."""
         report = self.engine.refresh() if full else self.engine.refresh_paths(paths)
         self._last_change = time.monotonic() if self.engine.vectors_unsaved() else None
+        self._prepare_due = self._prepare_due or full
         return report
 
     def save_due(self) -> float | None:
@@ -31,10 +35,13 @@ class Updater:
         return None if self._last_change is None else self._last_change + self.save_quiet_s
 
     def when_quiet(self) -> None:
-        """Write the vector file if it is due."""
+        """Write the vector file if it is due; after a full pass, prepare for the next edit."""
         due = self.save_due()
         if due is not None and time.monotonic() >= due:
             self.flush()
+        if self._prepare_due:
+            self._prepare_due = False
+            self.engine.prepare_targeted()
 
     def flush(self) -> None:
         self.engine.save_vectors()

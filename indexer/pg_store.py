@@ -480,6 +480,11 @@ class PgLedger(MetaReads):
         return {r[0] for r in self._q(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}",
                                       params)}
 
+    def count_sections(self, f: Filters) -> int:
+        where, params = _filter_where(f)
+        return self._q(f"SELECT COUNT(*) FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}",
+                       params).fetchone()[0]
+
     def section_ids_of(self, paths: Iterable[str]) -> list[int]:
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
                                       " WHERE d.path = ANY(%s)", (list(paths),))]

@@ -134,7 +134,7 @@ def search(engine, req: SearchRequest) -> dict:
         out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
                           else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
         if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
-            out["emptied_by"], why = flt.emptied_by(f, lambda g: len(_allowed_sections(engine, g)))
+            out["emptied_by"], why = flt.emptied_by(f, engine.catalog.count_sections)
             out["message"] += f" — {why}"
     if alternates and mode == "hybrid" and results:
         phrasings = [query, *alternates]

@@ -57,6 +57,10 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
         # a filter keeps the corpus-wide statistics (tantivy's const-score filter does)
         f = S.flt.Filters(types=["runbook"])
         keep_local, keep_pg = local.catalog.filtered_section_ids(f), reader.catalog.filtered_section_ids(f)
+        # both stores count what they list (an emptied result's per-filter counts)
+        for g in (f, S.flt.Filters(types=["runbook", "journal"], since="2030-01-01"), S.flt.Filters(path="journal/")):
+            n = len(local.catalog.filtered_section_ids(g))
+            assert n and local.catalog.count_sections(g) == reader.catalog.count_sections(g) == n, g
         got = _scores(reader, "restore postgres backup", keep_pg)
         assert got and got == _scores(local, "restore postgres backup", keep_local)
         assert all(p.startswith("runbooks/") for p, _ in got)
