@@ -842,7 +842,10 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
 def bench_latency_shapes(tmp: Path, model: Path, n_docs: int, line_mb: float, units: str) -> dict | list:
     """bench_ingest_latency once per line shape (one shape: its result alone, as before)."""
     shapes = [u.encode().decode("unicode_escape") for u in units.split(",") if u]
-    runs = [bench_ingest_latency(tmp / f"shape-{i}", model, n_docs, line_mb, unit) for i, unit in enumerate(shapes)]
+    runs = []
+    for i, unit in enumerate(shapes):
+        runs.append(bench_ingest_latency(tmp / f"shape-{i}", model, n_docs, line_mb, unit))
+        log(f"  {unit!r}: {json.dumps(runs[-1])}")   # each as it ends: a long run may be stopped
     return runs[0] if len(runs) == 1 else runs
 
 
