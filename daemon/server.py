@@ -357,7 +357,8 @@ class Daemon:
         corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
         try:
             self._touched_engines().add(corpus.engine)
-            out = api.dispatch_read(corpus.engine, method, params, corpus.freshness)
+            with corpus.engine.store.priority.request():   # its writer gives way meanwhile
+                out = api.dispatch_read(corpus.engine, method, params, corpus.freshness)
             if out is not None:
                 return out
             if method == "status":

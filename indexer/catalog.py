@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import UserError
 from .filters import Filters
+from .priority import RequestsFirst
 from .store import (DOCUMENT_INSERT_COLUMNS, DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
                     SectionText, document_values)
 
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
+WRITE_SLICE = 16  # sections written between two chances for requests to go first (indexer/priority.py)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -284,8 +286,9 @@ def _create_private(path: Path) -> None:
 
 
 class Catalog(MetaReads):
-    def __init__(self, path: Path, readonly: bool = False):
+    def __init__(self, path: Path, readonly: bool = False, priority: RequestsFirst | None = None):
         self.path = path
+        self.priority = priority or RequestsFirst()
         self._maybe_orphaned: set[str] = set()
         self.recovered: str | None = None  # why a damaged catalog was moved aside at open, and where
         if readonly:  # a writer may be checkpointing right now: only the magic is checked, SQLite does the rest
@@ -436,6 +439,8 @@ class Catalog(MetaReads):
             doc_id = cur.lastrowid
             added: list[int] = []
             for ord_, s in enumerate(sections):
+                if ord_ and ord_ % WRITE_SLICE == 0:
+                    self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
                 sid = db.execute(
                     "INSERT INTO sections(doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
                     " content, body, entities, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -516,6 +516,7 @@ class Engine:
             if p.entity is not None:
                 resolver.add_entity(p.entity["name"], d["path"], p.entity["aliases"])
         for p in batch:
+            self.store.priority.give_way()   # between documents, requests first (indexer/priority.py)
             for lk in p.links:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document

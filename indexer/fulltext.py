@@ -16,6 +16,7 @@ from pathlib import Path
 import tantivy
 
 from . import terms
+from .priority import RequestsFirst
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ WRITER_HEAP = 64_000_000
 HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (FIELD-NOTES); the heading also sits in the body
 STEM_BOOST = 0.6      # stemmed words find paraphrases; exact words rank first
 IDENT_BOOST = 0.5     # a whole-identifier match is strong evidence
+WRITE_SLICE = 64      # chunks added between two chances for requests to go first (indexer/priority.py)
 
 
 def _schema() -> tantivy.Schema:
@@ -45,8 +47,9 @@ def idents(heading: str, text: str) -> str:
 class FullText:
     """Open (or rebuild) the index at `directory`; `generation` says which catalog state it holds."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, priority: RequestsFirst | None = None):
         self.dir = directory
+        self.priority = priority or RequestsFirst()
         self.schema = _schema()
         self.index = self._open()
         self._writer = None
@@ -95,10 +98,13 @@ class FullText:
         return self._writer
 
     def replace_document(self, path: str, chunks) -> None:
-        """Delete the document's chunks and add the new ones; visible together at the next commit."""
+        """Delete the document's chunks and add the new ones; visible together at the next commit.
+        A large document's chunks go in slices, giving way to requests between them."""
         w = self.writer()
         w.delete_documents_by_term("path", path)
-        for chunk_id, section_id, cpath, _doc_type, heading, text in chunks:
+        for i, (chunk_id, section_id, cpath, _doc_type, heading, text) in enumerate(chunks):
+            if i and i % WRITE_SLICE == 0:
+                self.priority.give_way()
             w.add_document(self._doc(chunk_id, section_id, cpath, heading, text))
 
     def delete_document(self, path: str) -> None:

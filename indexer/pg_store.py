@@ -30,6 +30,7 @@ from .catalog import _indexable as literal_indexable
 from .catalog import filter_where
 from .errors import UserError
 from .filters import Filters
+from .priority import RequestsFirst
 from .store import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow, document_values
 from .vectors import EF_SEARCH, EXACT_BELOW
 
@@ -882,6 +883,7 @@ class PgStore:
             raise UserError(f"--store must be a postgresql:// URL, got {url!r}", param="store")
         self.url = url
         self.ranking = ranking
+        self.priority = RequestsFirst()   # the writer gives way between documents (indexer/priority.py)
         self._lock = threading.Lock()
         psycopg = _psycopg()
         try:

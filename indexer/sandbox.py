@@ -74,15 +74,25 @@ def _read_exact(stream, n: int) -> bytes:
     return bytes(data)
 
 
+def _background() -> None:
+    """Run as background work: the daemon's request threads go first whenever they want a core.
+    At nice 10 a busy child still keeps a core for the rest of a scheduler slice when a request
+    thread wakes up; under SCHED_IDLE (Linux) it gives the core up at once. Elsewhere, nice 19."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        try:
+            os.nice(19)
+        except OSError:
+            pass
+
+
 def serve(stdin=None, stdout=None) -> None:
     """The child's loop (`python -m remembrancer.indexer.sandbox`): one pickled call per frame
     on stdin, its pickled result (or exception) as one frame on stdout."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    try:  # background work: the daemon's request threads go first when the cores are busy
-        os.nice(10)
-    except OSError:
-        pass
+    _background()
     try:  # one document must not take the machine's memory either (a parser's tokens cost ~100x the text)
         import resource
 

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Protocol, TypedDict, runtime_checkable
 import numpy as np
 
 from .filters import Filters
+from .priority import RequestsFirst
 
 
 @dataclass
@@ -214,10 +215,12 @@ class Store(Protocol):
     derived indexes. `ledgers()` gives the calling thread's ledger (a store whose indexes live in
     the ledger's database searches through it). `kind` is "local" or "postgresql"; `describe()`
     is what `status` shows. `indexes_in_ledger`: the keyword and vector indexes are written in the
-ledger's own transaction (nothing for the engine to hand them after a document is written)."""
+ledger's own transaction (nothing for the engine to hand them after a document is written).
+`priority`: the requests being answered, which the store's writer gives way to (indexer/priority.py)."""
 
     kind: str
     indexes_in_ledger: bool
+    priority: RequestsFirst
 
     def open_ledger(self, readonly: bool) -> Ledger: ...
     def keyword_index(self, ledgers: Callable[[], Ledger]) -> KeywordIndex: ...

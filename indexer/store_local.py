@@ -8,6 +8,7 @@ from pathlib import Path
 from .catalog import Catalog
 from .errors import UserError
 from .fulltext import FullText
+from .priority import RequestsFirst
 from .vectors import Vectors
 
 
@@ -19,18 +20,19 @@ class LocalStore:
         self.dir = directory
         self.catalog_file = directory / "catalog.sqlite3"
         self._roots_label = roots_label
+        self.priority = RequestsFirst()   # one per store: its writer gives way to the requests it answers
 
     def open_ledger(self, readonly: bool) -> Catalog:
         if readonly and not self.catalog_file.exists():
             raise UserError(f"no index yet for {self._roots_label or self.dir}",
                             hint="run `remembrancer index --root DIR` first", code="no_index")
-        return Catalog(self.catalog_file, readonly=readonly)
+        return Catalog(self.catalog_file, readonly=readonly, priority=self.priority)
 
     def keyword_index(self, ledgers) -> FullText:
-        return FullText(self.dir / "fulltext")
+        return FullText(self.dir / "fulltext", self.priority)
 
     def vector_index(self, ledgers, dim: int) -> Vectors:
-        return Vectors(self.dir / "vectors", dim)
+        return Vectors(self.dir / "vectors", dim, self.priority)
 
     def drop_vector_index(self) -> None:
         for name in ("vectors.hnsw", "vectors.json"):

@@ -12,10 +12,11 @@ Items are added on one thread: hnswlib's parallel insertion builds a different g
 give an equal graph where the index is searched approximately.
 
 hnswlib must not add and query at once, so both hold one lock; a large document's vectors are
-added in slices of ADD_SLICE, and between slices the writer waits while searches are waiting for
-the lock (searches first: a 5,000-passage document held every search for seconds). The same
-items in the same order make the same graph, sliced or not. Searches see a document's old
-vectors until its last slice is in, then its new ones: the swap is one step.
+added in slices of ADD_SLICE, and before each slice the writer gives way to searches
+(indexer/priority.py: a lock is not fair, the thread that releases it usually gets it back; a
+5,000-passage document held every search for seconds). The same items in the same order make
+the same graph, sliced or not. Searches see a document's old vectors until its last slice is
+in, then its new ones: the swap is one step.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .priority import RequestsFirst
+
 log = logging.getLogger(__name__)
 
 EF_SEARCH = 128
@@ -36,7 +39,6 @@ M = 16
 EF_CONSTRUCTION = 200
 EXACT_BELOW = 20_000   # a filtered set smaller than this is searched exactly
 ADD_SLICE = 64         # vectors added per hold of the lock (a few ms of hnswlib work)
-SEARCHES_FIRST_MAX_S = 0.05   # the longest the writer waits for searches between two slices
 
 
 def _fsync_dir(path: Path) -> None:
@@ -51,14 +53,13 @@ def _fsync_dir(path: Path) -> None:
 
 
 class Vectors:
-    def __init__(self, directory: Path, dim: int):
+    def __init__(self, directory: Path, dim: int, priority: RequestsFirst | None = None):
         self.dir = directory
         self.dim = dim
         self.file = directory / "vectors.hnsw"
         self.meta_file = directory / "vectors.json"
         self.lock = threading.RLock()   # hnswlib is not safe to add and query at once
-        self._waiting = 0                # searches waiting for, or holding, the lock
-        self._quiet = threading.Condition()   # notified when the last of them is done
+        self.priority = priority or RequestsFirst()   # a search is a request: the writer gives way to it
         self._adding = False             # an update's slices are going in (their labels not live yet)
         self.index = None
         self.live: set[int] = set()
@@ -115,7 +116,7 @@ class Vectors:
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         ids = np.asarray(labels, dtype=np.int64)
         for start in range(0, len(ids), ADD_SLICE):
-            self._searches_first()
+            self.priority.give_way()
             with self.lock:
                 self._adding = True
                 # One thread: a document's few vectors gain nothing from two (thread start-up cost more
@@ -129,12 +130,6 @@ class Vectors:
                     self.live.discard(label)
             self.live.update(int(x) for x in labels)
             self._update_matrix(removed, labels, vectors)
-
-    def _searches_first(self) -> None:
-        """Let waiting searches have the lock before the writer takes it again (a lock is not fair:
-        the thread that releases it usually gets it back)."""
-        with self._quiet:
-            self._quiet.wait_for(lambda: self._waiting == 0, timeout=SEARCHES_FIRST_MAX_S)
 
     def _update_matrix(self, removed, labels, vectors) -> None:
         """Keep the exact-search copy in step with an update (dropped and rebuilt if out of order,
@@ -194,15 +189,8 @@ class Vectors:
     
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """(label, cosine similarity) best first; `allowed` restricts labels."""
-        with self._quiet:
-            self._waiting += 1
-        try:
-            with self.lock:
-                return self._search(query, k, allowed)
-        finally:
-            with self._quiet:
-                self._waiting -= 1
-                self._quiet.notify_all()
+        with self.priority.request(), self.lock:
+            return self._search(query, k, allowed)
 
     def _search(self, query: np.ndarray, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         if self.index is None or not self.live:

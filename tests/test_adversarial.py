@@ -115,6 +115,17 @@ def test_a_stop_kills_the_child_at_once():
     w.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux-only (elsewhere the child runs at nice 19)")
+def test_the_child_runs_as_background_work():
+    """Requests first: the child takes a core only when nothing else wants it."""
+    w = sandbox.Worker("test-idle")
+    from remembrancer.indexer.redact import Redactor
+
+    w.call("redact_and_parse", (Redactor(), "warm", "x.md"))
+    assert os.sched_getscheduler(w._proc.pid) == os.SCHED_IDLE
+    w.close()
+
+
 def test_the_budget_counts_the_childs_cpu_not_the_wall_clock():
     """A child that gets no CPU for a while (a busy machine; here SIGSTOP for 1.5 s) is waited for:
     its budget is CPU seconds (at load ≈ 10 a wall-clock budget gave up 5 MB of `a\\n`, indexing it

@@ -1,11 +1,12 @@
 """The hnswlib vector file under a writer and searches at once (indexer/vectors.py): a large
-document's vectors go in slices, searches go first between slices, and the swap from a document's
-old vectors to its new ones is one step."""
+document's vectors go in slices, requests go first between slices (indexer/priority.py), and the
+swap from a document's old vectors to its new ones is one step."""
 
 import threading
 
 import numpy as np
 
+from remembrancer.indexer import priority
 from remembrancer.indexer import vectors as V
 from remembrancer.indexer.vectors import Vectors
 
@@ -41,13 +42,13 @@ def test_searches_see_the_old_vectors_until_the_last_slice_is_in(tmp_path, monke
         v.update([], old, unit_rows(2, 100))
         new = list(range(101, 401))
         seen: list[set[int]] = []
-        real = v._searches_first
+        real = v.priority.give_way
 
         def search_between_slices():
             real()
             seen.append({label for label, _ in v.search(unit_rows(3, 1)[0], 50)})
 
-        monkeypatch.setattr(v, "_searches_first", search_between_slices)
+        monkeypatch.setattr(v.priority, "give_way", search_between_slices)
         v.update(old, new, unit_rows(4, 300))
         assert len(seen) == 5
         assert all(s and s <= set(old) for s in seen), seen
@@ -56,20 +57,51 @@ def test_searches_see_the_old_vectors_until_the_last_slice_is_in(tmp_path, monke
         assert v.live == set(new)
 
 
-def test_the_writer_waits_while_a_search_waits_for_the_lock(tmp_path, monkeypatch):
-    """Between two slices the writer does not take the lock back while a search is waiting for it
-    (a lock is not fair: the releasing thread usually wins); it goes on once the search is done."""
-    monkeypatch.setattr(V, "SEARCHES_FIRST_MAX_S", 60.0)
+def test_the_writer_gives_way_while_a_request_is_answered(tmp_path, monkeypatch):
+    """Before each slice the writer waits while a request is being answered (a lock is not fair:
+    the releasing thread usually wins it back); it goes on once the request is done, and a
+    request that never ends holds it for GIVE_WAY_MAX_S at most per slice."""
+    monkeypatch.setattr(priority, "GIVE_WAY_MAX_S", 60.0)
     v = Vectors(tmp_path / "v", DIM)
     v.update([], list(range(1, 11)), unit_rows(5, 10))
-    with v._quiet:
-        v._waiting = 1   # a search is waiting
+    answering = v.priority.request()
+    answering.__enter__()
     writer = threading.Thread(target=v.update, args=([], list(range(11, 211)), unit_rows(6, 200)))
     writer.start()
     writer.join(0.5)
     assert writer.is_alive() and len(v) == 10   # held before its first slice
-    with v._quiet:
-        v._waiting = 0
-        v._quiet.notify_all()
+    answering.__exit__(None, None, None)
     writer.join(60)
     assert not writer.is_alive() and len(v) == 210
+    monkeypatch.setattr(priority, "GIVE_WAY_MAX_S", 0.01)
+    with v.priority.request():   # a request that outlasts the whole update
+        v.update([], list(range(211, 411)), unit_rows(7, 200))
+    assert len(v) == 410
+
+
+def test_the_engine_gives_way_between_documents_and_inside_a_large_one(tmp_path, data_env, tiny_embedder, monkeypatch):
+    """Every place a large write is cut: before each document, every WRITE_SLICE sections of its
+    catalog rows, every WRITE_SLICE chunks into tantivy, every ADD_SLICE vectors."""
+    from remembrancer.indexer import catalog, fulltext
+    from tests.corpus_helpers import engine_for, write
+
+    root = tmp_path / "notes"
+    write(root, "small.md", "# Small\n\nbackup restore\n")
+    write(root, "large.md", "# Large\n\n" + "".join(f"## Part {i}\n\nbackup restore database {i}\n\n" for i in range(200)))
+    e = engine_for([root], tiny_embedder)
+    calls: list[str] = []
+    real = e.store.priority.give_way
+
+    def counted():
+        import inspect
+        calls.append(inspect.stack()[1].function)
+        real()
+
+    monkeypatch.setattr(e.store.priority, "give_way", counted)
+    e.refresh()
+    assert calls.count("_write") == 2                       # one per document
+    assert calls.count("write_document") == 200 // catalog.WRITE_SLICE   # 201 sections of large.md
+    chunks = len(list(e.catalog.chunks_of("large.md")))
+    assert calls.count("replace_document") == (chunks - 1) // fulltext.WRITE_SLICE
+    assert len(e.vectors) > 2 * V.ADD_SLICE and calls.count("update") >= len(e.vectors) // V.ADD_SLICE
+    e.close()
