@@ -261,6 +261,31 @@ $f$;
 CREATE INDEX sections_content_grams ON sections USING gin ({LITERAL_GRAMS}(content));
 CREATE INDEX sections_heading_grams ON sections USING gin ({LITERAL_GRAMS}(heading));
 """))
+# The keyword leg's compacted postings (migration 9): each term's postings as two packed byteas
+# (pg_keywords.PACKED_POSTINGS_SQL), rebuilt by the writer from `postings` when enough has changed
+# (pg_store.PgLedger.compact_keywords). A reader takes a term's packed copy (chunks up to the
+# `packed_through` mark in meta), drops the chunks deleted since (`postings_dead`) and adds the
+# postings above the mark from `postings`' key: a common term's tens of thousands of postings are
+# a few TOAST pages, not as many index tuples. Stored uncompressed (EXTERNAL): read, not inflated.
+# Hidden from scoped readers like the postings (they rank from their own chunks).
+PACKED_THROUGH = "packed_through"
+MIGRATIONS.append((9, "compacted keyword postings: one packed bytea per term, and the chunks deleted since", f"""
+CREATE TABLE postings_packed (field smallint NOT NULL, term text NOT NULL, postings bytea NOT NULL,
+                              sections bytea NOT NULL, PRIMARY KEY (field, term));
+ALTER TABLE postings_packed ALTER COLUMN postings SET STORAGE EXTERNAL, ALTER COLUMN sections SET STORAGE EXTERNAL;
+CREATE TABLE postings_dead (chunk_id bigint PRIMARY KEY);
+INSERT INTO meta(key, value) VALUES ('{PACKED_THROUGH}', '0') ON CONFLICT (key) DO NOTHING;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        GRANT SELECT ON postings_packed, postings_dead TO {READER_ROLE};
+        ALTER TABLE postings_packed ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE postings_dead ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY reader ON postings_packed FOR SELECT TO {READER_ROLE} USING (true);
+        CREATE POLICY reader ON postings_dead FOR SELECT TO {READER_ROLE} USING (true);
+    END IF;
+END $$;
+"""))
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
+COMPACT_FRACTION = 0.05           # chunks changed since the keyword postings were packed, to pack again
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
 GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
@@ -218,10 +219,37 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
-            # The keyword leg reads postings from their key alone once their pages are marked
-            # all-visible; mark them now rather than when autovacuum comes by.
-            if not self.conn.info.transaction_status:   # idle: VACUUM cannot run in a transaction
-                self._q("VACUUM (ANALYZE) postings")
+        if key == "last_indexed_at":   # the end of a pass
+            self._compact_if_changed()
+
+    def _compact_if_changed(self) -> None:
+        """Compact the keyword postings when the chunks written or deleted since the last
+        compaction exceed COMPACT_FRACTION of the store's (a reader reads those one index tuple
+        each; the rest packed)."""
+        if self.conn.info.transaction_status:   # inside a transaction: the next pass will
+            return
+        mark, changed, total = self._q(
+            f"SELECT m.value::bigint, (SELECT count(*) FROM chunks WHERE id > m.value::bigint)"
+            " + (SELECT count(*) FROM postings_dead), (SELECT count(*) FROM chunks)"
+            f" FROM meta m WHERE m.key = '{pg_schema.PACKED_THROUGH}'").fetchone()
+        if changed and changed > COMPACT_FRACTION * total:
+            self.compact_keywords()
+
+    def compact_keywords(self) -> None:
+        """Rebuild the packed postings (pg_schema migration 9) from `postings`, in one transaction:
+        a reader sees the old packed copy, mark and dead chunks, or the new ones. Only the one
+        writer writes chunks, so no chunk below the new mark can commit later."""
+        with self.conn.transaction():
+            mark = self._q("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+            self._q("DELETE FROM postings_packed")
+            self._q(f"INSERT INTO postings_packed(field, term, postings, sections) SELECT p.field, p.term,"
+                    f" {kw.PACKED_POSTINGS_SQL}, {kw.PACKED_SECTIONS_SQL} FROM postings p WHERE p.chunk_id <= %s"
+                    " GROUP BY p.field, p.term", (mark,))
+            self._q("DELETE FROM postings_dead")
+            self._q("UPDATE meta SET value = %s WHERE key = %s", (str(mark), pg_schema.PACKED_THROUGH))
+        # the old copies' space back; the postings' pages marked all-visible (the delta is read
+        # from their key alone), rather than when autovacuum comes by
+        self._q("VACUUM (ANALYZE) postings_packed, postings_dead, postings")
 
     def _store_run_warnings(self) -> None:
         """The last run's warnings one row each, with the path each is about (a scoped role reads
@@ -410,8 +438,11 @@ class PgLedger(MetaReads):
                        " WHERE s.doc_id = %s", (doc_id,)).fetchall()
         # The document's postings go first (they hold no foreign key: migration 5), with the
         # field totals of its chunks.
+        # Chunks the compacted postings hold are marked dead until the next compaction.
         stats = self._q("WITH c AS (SELECT c.id, c.lens FROM chunks c JOIN sections s ON s.id = c.section_id"
-                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id)"
+                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id),"
+                        " dead AS (INSERT INTO postings_dead SELECT c.id FROM c"
+                        f" WHERE c.id <= (SELECT value::bigint FROM meta WHERE key = '{pg_schema.PACKED_THROUGH}'))"
                         " SELECT count(*), coalesce(sum(lens[1]), 0), coalesce(sum(lens[2]), 0),"
                         " coalesce(sum(lens[3]), 0), coalesce(sum(lens[4]), 0) FROM c", (doc_id,)).fetchone()
         self._add_field_stats(stats[0], [int(x) for x in stats[1:]], -1)
@@ -655,32 +686,30 @@ class PgLedger(MetaReads):
 
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
-        """Best chunk score per section, tantivy's BM25 over every posting of the query's terms,
-        read from the postings' primary key, sent as binary arrays and summed in numpy
+        """Best chunk score per section, tantivy's BM25 over every live posting of the query's
+        terms: each term's packed copy, less the chunks deleted since, plus the postings written
+        since from the postings' key, all sent as packed byteas and summed in numpy
         (indexer/pg_keywords.py)."""
         q = kw.query_terms(text)
         if not q or (allowed is not None and not allowed):
             return {}
         fields, terms_ = [f for f, _ in q], [t for _, t in q]
         stats = {f: (docs, tokens) for f, docs, tokens in self._q("SELECT field, docs, tokens FROM field_stats")}
-        # One row per query term: its df (every posting) and the postings a filter keeps, packed
-        # one int8 each and sent as one binary array (not a row, nor a message, per posting).
-        # (A filter is applied here, on each posting's section: `= ANY(array parameter)` in SQL
-        # compares every posting with every allowed id.)
-        sections = ", array_send(array_agg(p.section_id))" if allowed is not None else ""
-        per_term = self.conn.cursor(binary=True).execute(
-            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL})){sections}"
-            " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
-            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (fields, terms_)).fetchall()
-        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit, allowed)
-        if not top:
-            return {}
-        section_of = dict(self._q("SELECT id, section_id FROM chunks WHERE id = ANY(%s)", ([c for c, _ in top],)))
-        out: dict[int, float] = {}
-        for c, score in top:
-            sid = int(section_of[c])
-            out[sid] = max(out.get(sid, 0.0), score)
-        return out
+        mark = int(self.get_meta(pg_schema.PACKED_THROUGH) or 0)
+        cur = self.conn.cursor(binary=True)
+        terms_sql = "FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
+        packed = cur.execute(f"SELECT (q.i - 1)::int, p.postings, p.sections {terms_sql}"
+                             " JOIN postings_packed p ON p.field = q.field AND p.term = q.term",
+                             (fields, terms_)).fetchall() if mark else []
+        delta = cur.execute(f"SELECT (q.i - 1)::int, {kw.PACKED_POSTINGS_SQL}, {kw.PACKED_SECTIONS_SQL} {terms_sql}"
+                            " JOIN postings p ON p.field = q.field AND p.term = q.term AND p.chunk_id > %s"
+                            " GROUP BY q.i", (fields, terms_, mark)).fetchall()
+        dead = np.zeros(0, dtype=np.int64)
+        if mark:
+            dead = kw.packed(cur.execute("SELECT string_agg(int8send(chunk_id), ''::bytea) FROM postings_dead"
+                                         ).fetchone()[0], kw.POSTING)
+        per_term = kw.merge_postings(packed, delta, dead)
+        return kw.top_sections(per_term, list(q.values()), fields, stats, limit, allowed)
 
     def ts_rank(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """PostgreSQL's own full-text ranking (measured against bm25 in bench/bench_team.py)."""

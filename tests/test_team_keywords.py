@@ -9,7 +9,7 @@ import shutil
 
 import psycopg
 
-from remembrancer.indexer import pg_schema
+from remembrancer.indexer import pg_schema, pg_store
 from remembrancer.indexer import search as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
@@ -141,3 +141,58 @@ def test_a_scoped_readers_keyword_statistics_are_its_rows_only(notes, tmp_path, 
     finally:
         reader.close()
         local_only.close()
+
+
+def _packed_state(url: str) -> tuple[int, int, int, int]:
+    """(packed terms, the packed mark, chunks above it, dead chunks) of the compacted postings."""
+    with psycopg.connect(url) as c:
+        return c.execute("SELECT (SELECT count(*) FROM postings_packed), m.value::bigint,"
+                         " (SELECT count(*) FROM chunks WHERE id > m.value::bigint), (SELECT count(*) FROM postings_dead)"
+                         f" FROM meta m WHERE m.key = '{pg_schema.PACKED_THROUGH}'").fetchone()
+
+
+def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, data_env, tiny_embedder, pg_url,
+                                                                       monkeypatch):
+    """Migration 9: a term's packed copy less the chunks deleted since plus the postings written
+    since is its live postings — scores equal a fresh tantivy index's before and after the writer
+    packs them again, filtered too."""
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    terms, mark, above, dead = _packed_state(pg_url)
+    assert terms > 0 and mark > 0 and above == 0 and dead == 0   # the first pass ends packed
+    monkeypatch.setattr(pg_store, "COMPACT_FRACTION", 10.0)      # and now it may not pack again
+    write(notes, "memory/wombat.md", "# Wombat restore\n\nRestore the wombat backup before postgres starts.\n")
+    (notes / "README.md").unlink()
+    rb = notes / "runbooks" / "postgres" / "restore.md"
+    rb.write_text(rb.read_text().replace("restore", "recover", 3) + "\n## Zebra backup\n\nBack up the zebra.\n")
+    index_once(cfg, pg_url, tiny_embedder)
+    _stats_consistent(pg_url)
+    terms2, mark2, above, dead = _packed_state(pg_url)
+    assert (terms2, mark2) == (terms, mark) and above > 0 and dead > 0   # packed, deleted since, written since
+    local = Engine(cfg, embedder=tiny_embedder)
+    local.refresh()
+    f = S.flt.Filters(types=["runbook"])
+    queries = QUERIES + ["restore the wombat backup", "zebra", "recover postgres"]
+
+    def same_as_local() -> None:
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader, queries)
+            keep_local, keep_pg = local.catalog.filtered_section_ids(f), reader.catalog.filtered_section_ids(f)
+            got = _scores(reader, "recover postgres backup zebra", keep_pg)
+            assert got and got == _scores(local, "recover postgres backup zebra", keep_local)
+        finally:
+            reader.close()
+
+    try:
+        same_as_local()
+        ledger = PgStore(pg_url, readonly=False).open_ledger(readonly=False)
+        try:
+            ledger.compact_keywords()
+        finally:
+            ledger.close()
+        terms3, mark3, above, dead = _packed_state(pg_url)
+        assert mark3 > mark and above == 0 and dead == 0
+        same_as_local()
+    finally:
+        local.close()
