@@ -138,23 +138,25 @@ def top_sections(per_term: dict[int, tuple], boosts: list[float], fields: list[i
     `allowed`, only postings of those sections are scored."""
     docs = np.array([max(field_stats.get(f, (0, 0))[0], 1) for f in fields], dtype=np.float64)
     avgdl = np.maximum(np.array([field_stats.get(f, (0, 0))[1] for f in fields], dtype=np.float64) / docs, 1e-9)
-    df = np.zeros(len(boosts), dtype=np.float64)
     keep = None if allowed is None else np.fromiter(allowed, dtype=np.int64, count=len(allowed))
-    vs, ss, qis = [], [], []
+    chunks, sections, scores = [], [], []
     for qi, (v, s) in per_term.items():
-        df[qi] = len(v)
+        df = len(v)
         if keep is not None:
             inside = np.isin(s, keep)
             v, s = v[inside], s[inside]
-        vs.append(v)
-        ss.append(s)
-        qis.append(np.full(len(v), qi, dtype=np.int64))
-    if not vs or not sum(map(len, vs)):
+        if not len(v):
+            continue
+        # one term's postings at once, its weight and length norm as scalars (no gathers)
+        weight = boosts[qi] * float(np.log1p((docs[qi] - df + 0.5) / (df + 0.5)))
+        tf, dl = ((v >> 20) & 4095).astype(np.float64), (v & 1048575).astype(np.float64)
+        norm = tf + dl * (K1 * B / avgdl[qi]) + K1 * (1 - B)
+        scores.append(tf * (weight * (K1 + 1)) / norm)
+        chunks.append(v >> 32)
+        sections.append(s)
+    if not chunks:
         return {}
-    weight = np.asarray(boosts, dtype=np.float64) * np.log1p((docs - df + 0.5) / (df + 0.5))
-    v, sec, qi = np.concatenate(vs), np.concatenate(ss), np.concatenate(qis)
-    chunk, tf, dl = v >> 32, ((v >> 20) & 4095).astype(np.float64), (v & 1048575).astype(np.float64)
-    score = weight[qi] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl[qi]))
+    chunk, sec, score = np.concatenate(chunks), np.concatenate(sections), np.concatenate(scores)
     lo = int(chunk.min())
     totals = np.bincount(chunk - lo, weights=score)
     found = np.flatnonzero(totals)

@@ -274,6 +274,9 @@ CREATE TABLE postings_packed (field smallint NOT NULL, term text NOT NULL, posti
                               sections bytea NOT NULL, PRIMARY KEY (field, term));
 ALTER TABLE postings_packed ALTER COLUMN postings SET STORAGE EXTERNAL, ALTER COLUMN sections SET STORAGE EXTERNAL;
 CREATE TABLE postings_dead (chunk_id bigint PRIMARY KEY);
+-- a filter's sections by their documents from the index alone (the table holds their text)
+CREATE INDEX sections_doc_ids ON sections(doc_id) INCLUDE (id);
+DROP INDEX sections_doc;
 INSERT INTO meta(key, value) VALUES ('{PACKED_THROUGH}', '0') ON CONFLICT (key) DO NOTHING;
 DO $$
 BEGIN

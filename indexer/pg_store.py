@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
+FILTERED_ENOUGH = 0.5             # of the candidates asked, what a filtered graph search must find
 COMPACT_FRACTION = 0.05           # chunks changed since the keyword postings were packed, to pack again
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
@@ -249,7 +250,7 @@ class PgLedger(MetaReads):
             self._q("UPDATE meta SET value = %s WHERE key = %s", (str(mark), pg_schema.PACKED_THROUGH))
         # the old copies' space back; the postings' pages marked all-visible (the delta is read
         # from their key alone), rather than when autovacuum comes by
-        self._q("VACUUM (ANALYZE) postings_packed, postings_dead, postings")
+        self._q("VACUUM (ANALYZE) postings_packed, postings_dead, postings, sections")
 
     def _store_run_warnings(self) -> None:
         """The last run's warnings one row each, with the path each is about (a scoped role reads
@@ -508,8 +509,11 @@ class PgLedger(MetaReads):
 
     def filtered_section_ids(self, f: Filters) -> set[int]:
         where, params = _filter_where(f)
-        return {r[0] for r in self._q(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}",
-                                      params)}
+        # one packed bytea, not a row per section (a type filter keeps tens of thousands)
+        ids = self.conn.cursor(binary=True).execute(
+            f"SELECT string_agg(int8send(s.id), ''::bytea) FROM sections s JOIN documents d ON d.id = s.doc_id"
+            f" WHERE {where}", params).fetchone()[0]
+        return set(kw.packed(ids, kw.POSTING).tolist())
 
     def section_ids_of(self, paths: Iterable[str]) -> list[int]:
         return [r[0] for r in self._q("SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
@@ -603,9 +607,9 @@ class PgLedger(MetaReads):
         return {pid: (sid, o == 0) for pid, sid, o in
                 self._q("SELECT id, section_id, ord FROM passages WHERE id = ANY(%s)", (ids,))}
 
-    def passage_ids_in(self, section_ids) -> set[int]:
-        return {r[0] for r in self._q("SELECT id FROM passages WHERE section_id = ANY(%s)",
-                                      ([int(s) for s in section_ids],))}
+    def passage_ids_in(self, section_ids) -> "SectionPassages":
+        """The passages of these sections, as the dense leg's filter (not their ids: see SectionPassages)."""
+        return SectionPassages(section_ids)
 
     def passage_ids_of_document(self, doc_id: int) -> list[int]:
         return [r[0] for r in self._q("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
@@ -733,11 +737,14 @@ class PgLedger(MetaReads):
     def live_vectors(self) -> int:
         return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
 
-    def nearest(self, query: np.ndarray, k: int, dim: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+    def nearest(self, query: np.ndarray, k: int, dim: int,
+                allowed: "set[int] | SectionPassages | None") -> list[tuple[int, float]]:
         """(passage id, cosine similarity) best first. Filtered: exactly when the set is small,
         else HNSW asked wide (pgvector 0.6 has no iterative scans), then exactly if it came up short."""
         qv = _vec_text(query)
         expr = f"embedding::vector({dim})"
+        if isinstance(allowed, SectionPassages):
+            return self._nearest_in_sections(qv, k, dim, allowed.sections)
         if allowed is not None:
             if not allowed:
                 return []
@@ -756,6 +763,29 @@ class PgLedger(MetaReads):
         return [(int(i), float(s)) for i, s in self._q(
             f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE embedding IS NOT NULL"
             f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, qv, k))]
+
+    def _nearest_in_sections(self, qv: str, k: int, dim: int, sections: list[int]) -> list[tuple[int, float]]:
+        """The dense leg filtered to the passages of `sections`, the filter applied to each
+        candidate's own row. A pool small by the planner's estimate is searched exactly; a large one
+        takes the graph's FILTERED_EF_SEARCH nearest and keeps those in the sections — at least
+        FILTERED_ENOUGH of `k` of them, else (a filter the graph's neighbourhood starves) exactly."""
+        if not sections:
+            return []
+        expr, vec = f"embedding::vector({dim})", f"%s::vector({dim})"
+        exact = (f"SELECT id, 1 - ({expr} <=> {vec}) FROM passages WHERE section_id = ANY(%b)"
+                 " AND embedding IS NOT NULL ORDER BY 2 DESC LIMIT %s")
+        per_section = self._q("SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.passages'::regclass)"
+                              " / greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.sections'::regclass), 1),"
+                              " 1)").fetchone()[0]
+        rows = []
+        if len(sections) * per_section >= EXACT_BELOW:
+            self._set_ef(FILTERED_EF_SEARCH)
+            rows = self._q(f"SELECT id, 1 - d FROM (SELECT id, section_id, {expr} <=> {vec} AS d FROM passages"
+                           f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {FILTERED_EF_SEARCH}) x"
+                           " WHERE section_id = ANY(%b) ORDER BY d LIMIT %s", (qv, qv, sections, k)).fetchall()
+        if len(rows) < min(k, FILTERED_ENOUGH * k):
+            rows = self._q(exact, (qv, sections, k)).fetchall()
+        return [(int(i), float(s)) for i, s in rows]
 
     def _set_ef(self, ef: int) -> None:
         if self._ef != ef or self._in_request:
@@ -824,6 +854,20 @@ def _scope_views(prefixes: tuple[str, ...]) -> list:
         sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
                 " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
     ]
+
+
+class SectionPassages:
+    """The passages of some sections, as the dense leg's filter: pgvector reads each candidate's
+    row, section included, so the filter is applied there (PgLedger._nearest_in_sections) rather
+    than the reader fetching tens of thousands of passage ids to send them back."""
+
+    __slots__ = ("sections",)
+
+    def __init__(self, sections):
+        self.sections = sorted(int(s) for s in sections)
+
+    def __bool__(self) -> bool:
+        return bool(self.sections)
 
 
 class PgKeywordIndex:
