@@ -289,6 +289,31 @@ BEGIN
     END IF;
 END $$;
 """))
+# A scoped role's literal candidates (migration 10): PostgreSQL will not use the trigram index
+# through row-level security (`@>` is not leakproof), so a scoped role scanned every visible
+# section. This function runs as the owner, uses the index, and returns only the ids of sections
+# in the caller's (session user's) grants, judged as the documents policy judges them; the
+# caller's own query still goes through row-level security.
+SCOPED_LITERAL = "remembrancer_scoped_literal"
+MIGRATIONS.append((10, "a scoped role's literal candidates through the trigram index", f"""
+CREATE FUNCTION {SCOPED_LITERAL}(needle text, with_heading boolean) RETURNS SETOF bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $f$
+    SELECT s.id FROM public.sections s JOIN public.documents d ON d.id = s.doc_id
+    WHERE s.id IN (SELECT id FROM public.sections WHERE {LITERAL_GRAMS}(content) @> {LITERAL_GRAMS}(needle)
+                   UNION ALL
+                   SELECT id FROM public.sections WHERE with_heading AND {LITERAL_GRAMS}(heading) @> {LITERAL_GRAMS}(needle))
+      AND EXISTS (SELECT 1 FROM public.scope_grants g WHERE g.role = session_user
+                  AND (d.path = g.prefix OR starts_with(d.path, g.prefix || '/')))
+      AND d.path NOT IN (SELECT public.remembrancer_scope_hidden())
+$f$;
+REVOKE ALL ON FUNCTION {SCOPED_LITERAL}(text, boolean) FROM PUBLIC;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+        GRANT EXECUTE ON FUNCTION {SCOPED_LITERAL}(text, boolean) TO {SCOPED_ROLE};
+    END IF;
+END $$;
+"""))
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 

@@ -527,13 +527,23 @@ class PgLedger(MetaReads):
 
     # The literal index (pg_schema migration 8): trigram candidates from GIN, as the local store's
     # FTS5 trigram index gives; None (the engine scans its cached section texts) for a needle too
-    # short for a trigram or holding NUL, and for a scoped role, whose row-level security keeps
-    # PostgreSQL from using the index (the containment operator is not leakproof).
+    # short for a trigram or holding NUL. A scoped role, whose row-level security keeps PostgreSQL
+    # from using the index (the containment operator is not leakproof), asks for its candidates
+    # through a function that uses it within the role's grants (migration 10).
     use_literal_index = True   # bench/bench_team.py turns it off to measure the scan it replaces
 
     def _literal_indexable(self, needles: list[str]) -> bool:
-        return (self.use_literal_index and bool(needles) and self.role_scope is None
-                and all(map(literal_indexable, needles)))
+        return self.use_literal_index and bool(needles) and all(map(literal_indexable, needles))
+
+    def _may_contain(self, needles: list[str], with_heading: bool) -> tuple[str, list]:
+        """The SQL condition (on `s`) for sections whose content, or heading `with_heading`, may
+        contain any of `needles`, with its parameters."""
+        if self.role_scope is not None:
+            calls = " UNION ALL ".join(f"SELECT * FROM public.{pg_schema.SCOPED_LITERAL}(%s, %s)" for _ in needles)
+            return f"s.id IN ({calls})", [x for n in needles for x in (n, with_heading)]
+        cols = ("s.content", "s.heading") if with_heading else ("s.content",)
+        return ("(" + " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols) + ")",
+                [n for n in needles for _ in cols])
 
     def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
         """(section id, heading, content, path) of the visible sections whose heading or content
@@ -541,9 +551,7 @@ class PgLedger(MetaReads):
         document order; callers test the text."""
         if not self._literal_indexable(needles):
             return None
-        cols = ("s.content",) if content_only else ("s.content", "s.heading")
-        where = " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols)
-        params = [n for n in needles for _ in cols]
+        where, params = self._may_contain(needles, with_heading=not content_only)
         return [tuple(r) for r in self._q(
             "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
             f" WHERE {where} ORDER BY d.id, s.ord", params)]
@@ -552,8 +560,8 @@ class PgLedger(MetaReads):
         """The content of every visible section that may contain `needle`, in no order."""
         if not self._literal_indexable([needle]):
             return None
-        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {GRAMS}(s.content) @> {GRAMS}(%s)",
-                                      (needle,)))
+        where, params = self._may_contain([needle], with_heading=False)
+        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {where}", params))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the
@@ -578,8 +586,8 @@ class PgLedger(MetaReads):
         col = f"translate(s.content, '{ASCII_UPPER}', '{ASCII_UPPER.lower()}')" if case_insensitive else "s.content"
         where, params = f"strpos({col}, %s) > 0", [needle]
         if self._literal_indexable([needle]):
-            where = f"{GRAMS}(s.content) @> {GRAMS}(%s) AND " + where
-            params.insert(0, needle)
+            may, may_params = self._may_contain([needle], with_heading=False)
+            where, params = f"{may} AND {where}", [*may_params, *params]
         return [tuple(r) for r in self._q(
             f"SELECT s.id, s.date, (length({col}) - length(replace({col}, %s, ''))) / length(%s)"
             f" FROM sections s WHERE {where}", (needle, needle, *params))]
