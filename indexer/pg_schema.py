@@ -297,7 +297,7 @@ END $$;
 SCOPED_LITERAL = "remembrancer_scoped_literal"
 MIGRATIONS.append((10, "a scoped role's literal candidates through the trigram index", f"""
 CREATE FUNCTION {SCOPED_LITERAL}(needle text, with_heading boolean) RETURNS SETOF bigint
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $f$
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 100 SET search_path = public AS $f$
     SELECT s.id FROM public.sections s JOIN public.documents d ON d.id = s.doc_id
     WHERE s.id IN (SELECT id FROM public.sections WHERE {LITERAL_GRAMS}(content) @> {LITERAL_GRAMS}(needle)
                    UNION ALL
