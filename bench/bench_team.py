@@ -6,9 +6,11 @@
 - parity: every dev set through both stores (same engine, same model; the PostgreSQL store
   reuses the local store's vectors, so nothing is embedded twice), Top-1/3, MRR and abstention,
   plus PostgreSQL's own ts_rank as the keyword leg (the measurement behind keeping BM25).
-- latency: reader search p50/p95 at --sections generated sections (server local). Vectors come
-  from a hash "embedder" (deterministic unit vectors, dim 384): the vector leg does the same work,
-  without hours of embedding; keyword, literal and rerank work is real.
+- latency: reader search p50/p95 at --sections generated sections (server local), per kind —
+  plain, filtered (type=runbook), identifier, paraphrase (words the corpus lacks), `exact` — with
+  the CPU per search of the reader and of its PostgreSQL backend beside the wall time and the
+  load average. Vectors come from a hash "embedder" (deterministic unit vectors, dim 384): the
+  vector leg does the same work, without hours of embedding; keyword, literal and rerank work is real.
 - concurrency: 8 reader threads searching while the writer rewrites documents; every section of
   a document version carries its version token, so a torn answer (two versions of one document)
   is detected. Errors and torn answers are counted.
@@ -16,7 +18,8 @@
   hash embedder (embedding excluded), as a ratio.
 - crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
 
-Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6).
+Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6), with
+shared_buffers raised to --shared-buffers (1GB: the HNSW graph at 100k sections is ~410 MB).
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ the query has the same fields and boosts as `FullText.build_query`. Scores use t
 are quantised to tantivy's one-byte code. Known difference: a query word its analyzer splits in
 two (`max_connections`) is a phrase there and two terms here.
 
-Every posting of the query's terms is scored, as tantivy does (no term is skipped for being
-common): the store reads them from its primary key's leaves (an index-only scan), sends each
-term's as four binary arrays (`array_send`: one value each, not one message per posting), and
-`top_chunks` sums them with numpy — a common word's tens of thousands of postings cost
-milliseconds there, where summing them in SQL cost seconds. A term's document frequency is
-the number of its postings the reader received, so it cannot disagree with them.
+Every live posting of the query's terms is scored, as tantivy does (no term is skipped for being
+common). The writer keeps each term's postings compacted (pg_schema migration 9): one bytea of
+packed int8s (PACK_SQL) and one of their sections, rebuilt when enough has changed since; a
+reader takes that copy, drops the chunks deleted since and adds the postings written since (read
+from the postings' key, packed the same way), and `top_sections` sums them with numpy, one term's
+postings at a time — a common word's tens of thousands of postings are a few TOAST pages and a
+few milliseconds. A term's document frequency is the number of its live postings the reader
+received, so it cannot disagree with them.
 """
 
 from __future__ import annotations

@@ -196,3 +196,44 @@ def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, da
         same_as_local()
     finally:
         local.close()
+
+
+# What a version-8 store looks like beside migrations 9 and 10 (no packed postings).
+VERSION_8_LAYOUT = f"""
+DROP TABLE postings_packed;
+DROP TABLE postings_dead;
+DELETE FROM meta WHERE key = '{pg_schema.PACKED_THROUGH}';
+CREATE INDEX sections_doc ON sections(doc_id);
+DROP INDEX sections_doc_ids;
+DROP FUNCTION {pg_schema.SCOPED_LITERAL}(text, boolean);
+DELETE FROM schema_migrations WHERE version IN (9, 10);
+"""
+
+
+def test_a_store_of_version_8_answers_unpacked_then_packs_at_the_next_pass(notes, data_env, tiny_embedder, pg_url):
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(VERSION_8_LAYOUT)
+    local = Engine(cfg, embedder=tiny_embedder)
+    local.refresh()
+    try:
+        PgStore(pg_url, readonly=False)   # a writer migrates: 9 and 10 applied, nothing packed yet
+        terms, mark, above, dead = _packed_state(pg_url)
+        assert (terms, mark, dead) == (0, 0, 0) and above > 0
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader)   # every posting read from the key (all above the mark 0)
+        finally:
+            reader.close()
+        index_once(cfg, pg_url, tiny_embedder)   # the next pass packs them
+        terms, mark, above, dead = _packed_state(pg_url)
+        assert terms > 0 and mark > 0 and above == 0 and dead == 0
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader)
+            assert reader.catalog.consistency_problems() == []
+        finally:
+            reader.close()
+    finally:
+        local.close()
