@@ -6,9 +6,11 @@
 - parity: every dev set through both stores (same engine, same model; the PostgreSQL store
   reuses the local store's vectors, so nothing is embedded twice), Top-1/3, MRR and abstention,
   plus PostgreSQL's own ts_rank as the keyword leg (the measurement behind keeping BM25).
-- latency: reader search p50/p95 at --sections generated sections (server local). Vectors come
-  from a hash "embedder" (deterministic unit vectors, dim 384): the vector leg does the same work,
-  without hours of embedding; keyword, literal and rerank work is real.
+- latency: reader search p50/p95 at --sections generated sections (server local), per kind —
+  plain, filtered (type=runbook), identifier, paraphrase (words the corpus lacks), `exact` — with
+  the CPU per search of the reader and of its PostgreSQL backend beside the wall time and the
+  load average. Vectors come from a hash "embedder" (deterministic unit vectors, dim 384): the
+  vector leg does the same work, without hours of embedding; keyword, literal and rerank work is real.
 - concurrency: 8 reader threads searching while the writer rewrites documents; every section of
   a document version carries its version token, so a torn answer (two versions of one document)
   is detected. Errors and torn answers are counted.
@@ -16,7 +18,8 @@
   hash embedder (embedding excluded), as a ratio.
 - crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
 
-Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6).
+Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6), with
+shared_buffers raised to --shared-buffers (1GB: the HNSW graph at 100k sections is ~410 MB).
 """
 
 from __future__ import annotations
@@ -116,10 +119,21 @@ class HashEmbedder:
         return frozenset(WORDS)   # the generated text's words are its everyday words
 
 
-def start_server(tmp: Path) -> tuple[str, object]:
+SHARED_BUFFERS = "1GB"   # the server's page cache: the 100k HNSW graph alone is ~410 MB (pgserver's default: 128 MB)
+
+
+def start_server(tmp: Path, shared_buffers: str = SHARED_BUFFERS) -> tuple[str, object]:
+    """A throw-away pgserver, restarted once so `shared_buffers` (a server setting) takes effect."""
     import pgserver
+    import psycopg
 
     srv = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
+    with psycopg.connect(srv.get_uri(), autocommit=True) as c:
+        c.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+    srv.cleanup()
+    srv = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
+    with psycopg.connect(srv.get_uri(), autocommit=True) as c:
+        print(f"server: pgserver, shared_buffers {c.execute('SHOW shared_buffers').fetchone()[0]}", flush=True)
     return srv.get_uri(), srv
 
 
@@ -240,6 +254,47 @@ def throughput(tmp: Path, base_url: str, sections: int) -> dict:
     return out
 
 
+PARAPHRASES = ("how do we bring the {0} back after the machine died", "what should I check when {0} feels sluggish",
+               "who looked after the {0} last spring", "why did our {0} keep falling over overnight",
+               "where are the notes about tidying up the {0}")
+
+
+def latency_queries(queries: int, seed: int = 3) -> dict[str, list]:
+    """The kinds of reader search timed at scale: plain keyword-and-meaning questions, the same
+    filtered to one type, identifier questions, paraphrases in words the corpus lacks (their
+    absent words are looked up, as abstention does), and `exact` literal searches."""
+    rng = random.Random(seed)
+    plain = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(queries)]
+    return {
+        "plain": [S.SearchRequest(q) for q in plain],
+        "filtered": [S.SearchRequest(q, filters=S.flt.Filters(types=["runbook"])) for q in plain[:queries // 4]],
+        "identifier": [S.SearchRequest(f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} {rng.choice(WORDS)}")
+                       for _ in range(queries // 4)],
+        "paraphrase": [S.SearchRequest(rng.choice(PARAPHRASES).format(rng.choice(WORDS))) for _ in range(queries // 4)],
+        "exact": [S.SearchRequest(f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} v0", exact=True)
+                  for _ in range(queries // 4)],
+    }
+
+
+def timed_searches(reader, requests) -> dict:
+    """p50/p95 wall ms of `requests` through `reader`, with the CPU ms per search of this process
+    and of the reader's PostgreSQL backend (the server is local: its CPU is the search's too)."""
+    from bench.procstat import cpu_seconds
+
+    backend = reader.catalog.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    times, b0, c0 = [], cpu_seconds(backend), time.process_time()
+    for r in requests:
+        t = time.perf_counter()
+        with reader.scoped(()):
+            S.search(reader, r)
+        times.append((time.perf_counter() - t) * 1000)
+    n = len(requests)
+    py_ms, pg_ms = (time.process_time() - c0) / n * 1000, (cpu_seconds(backend) - b0) / n * 1000
+    return {"n": n, "p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1),
+            "python_cpu_ms": round(py_ms, 1), "server_cpu_ms": round(pg_ms, 1), "cpu_ms": round(py_ms + pg_ms, 1),
+            "load_avg": round(os.getloadavg()[0], 1)}
+
+
 def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict:
     root = tmp / f"corpus-lat-{sections}"
     generate_corpus(root, sections, seed=11)
@@ -249,31 +304,22 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     t0 = time.perf_counter()
     write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
     reader = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
-    rng = random.Random(3)
-    qs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(queries)]
-    qs += [f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} {rng.choice(WORDS)}" for _ in range(queries // 4)]
-    times, filtered = [], []
+    out: dict = {"sections": sections, "documents": docs, "index_s": round(write_s, 1)}
     try:
-        with reader.scoped(()):
-            S.search(reader, S.SearchRequest(qs[0]))   # warm-up: caches of the literal leg
-        for q in qs:
-            t = time.perf_counter()
-            with reader.scoped(()):
-                S.search(reader, S.SearchRequest(q))
-            times.append((time.perf_counter() - t) * 1000)
-        for q in qs[:50]:
-            t = time.perf_counter()
-            with reader.scoped(()):
-                S.search(reader, S.SearchRequest(q, filters=S.flt.Filters(types=["runbook"])))
-            filtered.append((time.perf_counter() - t) * 1000)
+        kinds = latency_queries(queries)
+        for kind in kinds.values():   # warm-up: the first search of each kind fills the caches
+            timed_searches(reader, kind[:1])
+        for name, requests in kinds.items():
+            out[name] = timed_searches(reader, requests)
     finally:
         reader.close()
-    out = {"sections": sections, "documents": docs, "index_s": round(write_s, 1), "queries": len(times),
-           "p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1),
-           "filtered_p95_ms": round(percentile(filtered, 0.95), 1), "total_s": round(time.perf_counter() - t0, 1)}
-    print(f"reader latency at {sections} sections ({docs} documents, indexed in {out['index_s']} s): "
-          f"p50 {out['p50_ms']} ms, p95 {out['p95_ms']} ms; filtered (type=runbook) p95 {out['filtered_p95_ms']} ms",
-          flush=True)
+    out["total_s"] = round(time.perf_counter() - t0, 1)
+    print(f"reader latency at {sections} sections ({docs} documents, indexed in {out['index_s']} s):", flush=True)
+    for name in kinds:
+        r = out[name]
+        print(f"  {name:<10} n={r['n']:<4} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  CPU/search "
+              f"{r['cpu_ms']:6.1f} ms (python {r['python_cpu_ms']}, server {r['server_cpu_ms']})  load {r['load_avg']}",
+              flush=True)
     return out
 
 
@@ -504,6 +550,7 @@ def main() -> int:
     ap.add_argument("--literal-sections", type=int, default=100_000,
                     help="generated sections for the literal-index and scoped-role figures (--only literal)")
     ap.add_argument("--url", help="an existing server (a superuser URL: databases are created on it)")
+    ap.add_argument("--shared-buffers", default=SHARED_BUFFERS, help="the throw-away server's shared_buffers")
     ap.add_argument("--json")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-team-"))
@@ -511,7 +558,7 @@ def main() -> int:
     srv = None
     url = args.url
     if url is None:
-        url, srv = start_server(tmp)
+        url, srv = start_server(tmp, args.shared_buffers)
     only = set(args.only.split(","))
     report: dict = {}
     try:

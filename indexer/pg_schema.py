@@ -261,6 +261,59 @@ $f$;
 CREATE INDEX sections_content_grams ON sections USING gin ({LITERAL_GRAMS}(content));
 CREATE INDEX sections_heading_grams ON sections USING gin ({LITERAL_GRAMS}(heading));
 """))
+# The keyword leg's compacted postings (migration 9): each term's postings as two packed byteas
+# (pg_keywords.PACKED_POSTINGS_SQL), rebuilt by the writer from `postings` when enough has changed
+# (pg_store.PgLedger.compact_keywords). A reader takes a term's packed copy (chunks up to the
+# `packed_through` mark in meta), drops the chunks deleted since (`postings_dead`) and adds the
+# postings above the mark from `postings`' key: a common term's tens of thousands of postings are
+# a few TOAST pages, not as many index tuples. Stored uncompressed (EXTERNAL): read, not inflated.
+# Hidden from scoped readers like the postings (they rank from their own chunks).
+PACKED_THROUGH = "packed_through"
+MIGRATIONS.append((9, "compacted keyword postings: one packed bytea per term, and the chunks deleted since", f"""
+CREATE TABLE postings_packed (field smallint NOT NULL, term text NOT NULL, postings bytea NOT NULL,
+                              sections bytea NOT NULL, PRIMARY KEY (field, term));
+ALTER TABLE postings_packed ALTER COLUMN postings SET STORAGE EXTERNAL, ALTER COLUMN sections SET STORAGE EXTERNAL;
+CREATE TABLE postings_dead (chunk_id bigint PRIMARY KEY);
+-- a filter's sections by their documents from the index alone (the table holds their text)
+CREATE INDEX sections_doc_ids ON sections(doc_id) INCLUDE (id);
+DROP INDEX sections_doc;
+INSERT INTO meta(key, value) VALUES ('{PACKED_THROUGH}', '0') ON CONFLICT (key) DO NOTHING;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        GRANT SELECT ON postings_packed, postings_dead TO {READER_ROLE};
+        ALTER TABLE postings_packed ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE postings_dead ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY reader ON postings_packed FOR SELECT TO {READER_ROLE} USING (true);
+        CREATE POLICY reader ON postings_dead FOR SELECT TO {READER_ROLE} USING (true);
+    END IF;
+END $$;
+"""))
+# A scoped role's literal candidates (migration 10): PostgreSQL will not use the trigram index
+# through row-level security (`@>` is not leakproof), so a scoped role scanned every visible
+# section. This function runs as the owner, uses the index, and returns only the ids of sections
+# in the caller's (session user's) grants, judged as the documents policy judges them; the
+# caller's own query still goes through row-level security.
+SCOPED_LITERAL = "remembrancer_scoped_literal"
+MIGRATIONS.append((10, "a scoped role's literal candidates through the trigram index", f"""
+CREATE FUNCTION {SCOPED_LITERAL}(needle text, with_heading boolean) RETURNS SETOF bigint
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 100 SET search_path = public AS $f$
+    SELECT s.id FROM public.sections s JOIN public.documents d ON d.id = s.doc_id
+    WHERE s.id IN (SELECT id FROM public.sections WHERE {LITERAL_GRAMS}(content) @> {LITERAL_GRAMS}(needle)
+                   UNION ALL
+                   SELECT id FROM public.sections WHERE with_heading AND {LITERAL_GRAMS}(heading) @> {LITERAL_GRAMS}(needle))
+      AND EXISTS (SELECT 1 FROM public.scope_grants g WHERE g.role = session_user
+                  AND (d.path = g.prefix OR starts_with(d.path, g.prefix || '/')))
+      AND d.path NOT IN (SELECT public.remembrancer_scope_hidden())
+$f$;
+REVOKE ALL ON FUNCTION {SCOPED_LITERAL}(text, boolean) FROM PUBLIC;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+        GRANT EXECUTE ON FUNCTION {SCOPED_LITERAL}(text, boolean) TO {SCOPED_ROLE};
+    END IF;
+END $$;
+"""))
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
 FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
+FILTERED_ENOUGH = 0.5             # of the candidates asked, what a filtered graph search must find
+COMPACT_FRACTION = 0.05           # chunks changed since the keyword postings were packed, to pack again
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
 GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
@@ -219,10 +221,37 @@ class PgLedger(MetaReads):
             contract = self.model_contract()
             if contract:
                 self._ensure_vector_index(int(contract["dim"]))
-            # The keyword leg reads postings from their key alone once their pages are marked
-            # all-visible; mark them now rather than when autovacuum comes by.
-            if not self.conn.info.transaction_status:   # idle: VACUUM cannot run in a transaction
-                self._q("VACUUM (ANALYZE) postings")
+        if key == "last_indexed_at":   # the end of a pass
+            self._compact_if_changed()
+
+    def _compact_if_changed(self) -> None:
+        """Compact the keyword postings when the chunks written or deleted since the last
+        compaction exceed COMPACT_FRACTION of the store's (a reader reads those one index tuple
+        each; the rest packed)."""
+        if self.conn.info.transaction_status:   # inside a transaction: the next pass will
+            return
+        mark, changed, total = self._q(
+            f"SELECT m.value::bigint, (SELECT count(*) FROM chunks WHERE id > m.value::bigint)"
+            " + (SELECT count(*) FROM postings_dead), (SELECT count(*) FROM chunks)"
+            f" FROM meta m WHERE m.key = '{pg_schema.PACKED_THROUGH}'").fetchone()
+        if changed and changed > COMPACT_FRACTION * total:
+            self.compact_keywords()
+
+    def compact_keywords(self) -> None:
+        """Rebuild the packed postings (pg_schema migration 9) from `postings`, in one transaction:
+        a reader sees the old packed copy, mark and dead chunks, or the new ones. Only the one
+        writer writes chunks, so no chunk below the new mark can commit later."""
+        with self.conn.transaction():
+            mark = self._q("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+            self._q("DELETE FROM postings_packed")
+            self._q(f"INSERT INTO postings_packed(field, term, postings, sections) SELECT p.field, p.term,"
+                    f" {kw.PACKED_POSTINGS_SQL}, {kw.PACKED_SECTIONS_SQL} FROM postings p WHERE p.chunk_id <= %s"
+                    " GROUP BY p.field, p.term", (mark,))
+            self._q("DELETE FROM postings_dead")
+            self._q("UPDATE meta SET value = %s WHERE key = %s", (str(mark), pg_schema.PACKED_THROUGH))
+        # the old copies' space back; the postings' pages marked all-visible (the delta is read
+        # from their key alone), rather than when autovacuum comes by
+        self._q("VACUUM (ANALYZE) postings_packed, postings_dead, postings, sections")
 
     def _store_run_warnings(self) -> None:
         """The last run's warnings one row each, with the path each is about (a scoped role reads
@@ -411,8 +440,11 @@ class PgLedger(MetaReads):
                        " WHERE s.doc_id = %s", (doc_id,)).fetchall()
         # The document's postings go first (they hold no foreign key: migration 5), with the
         # field totals of its chunks.
+        # Chunks the compacted postings hold are marked dead until the next compaction.
         stats = self._q("WITH c AS (SELECT c.id, c.lens FROM chunks c JOIN sections s ON s.id = c.section_id"
-                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id)"
+                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id),"
+                        " dead AS (INSERT INTO postings_dead SELECT c.id FROM c"
+                        f" WHERE c.id <= (SELECT value::bigint FROM meta WHERE key = '{pg_schema.PACKED_THROUGH}'))"
                         " SELECT count(*), coalesce(sum(lens[1]), 0), coalesce(sum(lens[2]), 0),"
                         " coalesce(sum(lens[3]), 0), coalesce(sum(lens[4]), 0) FROM c", (doc_id,)).fetchone()
         self._add_field_stats(stats[0], [int(x) for x in stats[1:]], -1)
@@ -478,8 +510,11 @@ class PgLedger(MetaReads):
 
     def filtered_section_ids(self, f: Filters) -> set[int]:
         where, params = _filter_where(f)
-        return {r[0] for r in self._q(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id WHERE {where}",
-                                      params)}
+        # one packed bytea, not a row per section (a type filter keeps tens of thousands)
+        ids = self.conn.cursor(binary=True).execute(
+            f"SELECT string_agg(int8send(s.id), ''::bytea) FROM sections s JOIN documents d ON d.id = s.doc_id"
+            f" WHERE {where}", params).fetchone()[0]
+        return set(kw.packed(ids, kw.POSTING).tolist())
 
     def count_sections(self, f: Filters) -> int:
         where, params = _filter_where(f)
@@ -498,13 +533,25 @@ class PgLedger(MetaReads):
 
     # The literal index (pg_schema migration 8): trigram candidates from GIN, as the local store's
     # FTS5 trigram index gives; None (the engine scans its cached section texts) for a needle too
-    # short for a trigram or holding NUL, and for a scoped role, whose row-level security keeps
-    # PostgreSQL from using the index (the containment operator is not leakproof).
+    # short for a trigram or holding NUL. A scoped role, whose row-level security keeps PostgreSQL
+    # from using the index (the containment operator is not leakproof), asks for its candidates
+    # through a function that uses it within the role's grants (migration 10).
     use_literal_index = True   # bench/bench_team.py turns it off to measure the scan it replaces
 
     def _literal_indexable(self, needles: list[str]) -> bool:
-        return (self.use_literal_index and bool(needles) and self.role_scope is None
-                and all(map(literal_indexable, needles)))
+        return self.use_literal_index and bool(needles) and all(map(literal_indexable, needles))
+
+    def _may_contain(self, needles: list[str], with_heading: bool) -> tuple[str, list]:
+        """The SQL condition (on `s`) for sections whose content, or heading `with_heading`, may
+        contain any of `needles`, with its parameters."""
+        if self.role_scope is not None:
+            calls = " UNION ALL ".join(f"SELECT * FROM public.{pg_schema.SCOPED_LITERAL}(%s, %s)" for _ in needles)
+            # an array the key is looked up with (an init plan): as a join, the planner expected
+            # 1,000 rows and scanned every section under the role's policies to match them
+            return f"s.id = ANY(ARRAY({calls}))", [x for n in needles for x in (n, with_heading)]
+        cols = ("s.content", "s.heading") if with_heading else ("s.content",)
+        return ("(" + " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols) + ")",
+                [n for n in needles for _ in cols])
 
     def sections_containing(self, needles: list[str], content_only: bool = False) -> list[tuple] | None:
         """(section id, heading, content, path) of the visible sections whose heading or content
@@ -512,9 +559,7 @@ class PgLedger(MetaReads):
         document order; callers test the text."""
         if not self._literal_indexable(needles):
             return None
-        cols = ("s.content",) if content_only else ("s.content", "s.heading")
-        where = " OR ".join(f"{GRAMS}({c}) @> {GRAMS}(%s)" for _ in needles for c in cols)
-        params = [n for n in needles for _ in cols]
+        where, params = self._may_contain(needles, with_heading=not content_only)
         return [tuple(r) for r in self._q(
             "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
             f" WHERE {where} ORDER BY d.id, s.ord", params)]
@@ -523,8 +568,8 @@ class PgLedger(MetaReads):
         """The content of every visible section that may contain `needle`, in no order."""
         if not self._literal_indexable([needle]):
             return None
-        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {GRAMS}(s.content) @> {GRAMS}(%s)",
-                                      (needle,)))
+        where, params = self._may_contain([needle], with_heading=False)
+        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {where}", params))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the
@@ -549,8 +594,8 @@ class PgLedger(MetaReads):
         col = f"translate(s.content, '{ASCII_UPPER}', '{ASCII_UPPER.lower()}')" if case_insensitive else "s.content"
         where, params = f"strpos({col}, %s) > 0", [needle]
         if self._literal_indexable([needle]):
-            where = f"{GRAMS}(s.content) @> {GRAMS}(%s) AND " + where
-            params.insert(0, needle)
+            may, may_params = self._may_contain([needle], with_heading=False)
+            where, params = f"{may} AND {where}", [*may_params, *params]
         return [tuple(r) for r in self._q(
             f"SELECT s.id, s.date, (length({col}) - length(replace({col}, %s, ''))) / length(%s)"
             f" FROM sections s WHERE {where}", (needle, needle, *params))]
@@ -578,9 +623,9 @@ class PgLedger(MetaReads):
         return {pid: (sid, o == 0) for pid, sid, o in
                 self._q("SELECT id, section_id, ord FROM passages WHERE id = ANY(%s)", (ids,))}
 
-    def passage_ids_in(self, section_ids) -> set[int]:
-        return {r[0] for r in self._q("SELECT id FROM passages WHERE section_id = ANY(%s)",
-                                      ([int(s) for s in section_ids],))}
+    def passage_ids_in(self, section_ids) -> "SectionPassages":
+        """The passages of these sections, as the dense leg's filter (not their ids: see SectionPassages)."""
+        return SectionPassages(section_ids)
 
     def passage_ids_of_document(self, doc_id: int) -> list[int]:
         return [r[0] for r in self._q("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
@@ -661,32 +706,30 @@ class PgLedger(MetaReads):
 
     # -- the keyword and vector legs ---------------------------------------------------------------
     def bm25(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
-        """Best chunk score per section, tantivy's BM25 over every posting of the query's terms,
-        read from the postings' primary key, sent as binary arrays and summed in numpy
+        """Best chunk score per section, tantivy's BM25 over every live posting of the query's
+        terms: each term's packed copy, less the chunks deleted since, plus the postings written
+        since from the postings' key, all sent as packed byteas and summed in numpy
         (indexer/pg_keywords.py)."""
         q = kw.query_terms(text)
         if not q or (allowed is not None and not allowed):
             return {}
         fields, terms_ = [f for f, _ in q], [t for _, t in q]
         stats = {f: (docs, tokens) for f, docs, tokens in self._q("SELECT field, docs, tokens FROM field_stats")}
-        # One row per query term: its df (every posting) and the postings a filter keeps, packed
-        # one int8 each and sent as one binary array (not a row, nor a message, per posting).
-        # (A filter is applied here, on each posting's section: `= ANY(array parameter)` in SQL
-        # compares every posting with every allowed id.)
-        sections = ", array_send(array_agg(p.section_id))" if allowed is not None else ""
-        per_term = self.conn.cursor(binary=True).execute(
-            f"SELECT (q.i - 1)::int, count(*)::int, array_send(array_agg({kw.PACK_SQL})){sections}"
-            " FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
-            " JOIN postings p ON p.field = q.field AND p.term = q.term GROUP BY q.i", (fields, terms_)).fetchall()
-        top = kw.top_chunks(per_term, list(q.values()), fields, stats, limit, allowed)
-        if not top:
-            return {}
-        section_of = dict(self._q("SELECT id, section_id FROM chunks WHERE id = ANY(%s)", ([c for c, _ in top],)))
-        out: dict[int, float] = {}
-        for c, score in top:
-            sid = int(section_of[c])
-            out[sid] = max(out.get(sid, 0.0), score)
-        return out
+        mark = int(self.get_meta(pg_schema.PACKED_THROUGH) or 0)
+        cur = self.conn.cursor(binary=True)
+        terms_sql = "FROM unnest(%s::smallint[], %s::text[]) WITH ORDINALITY AS q(field, term, i)"
+        packed = cur.execute(f"SELECT (q.i - 1)::int, p.postings, p.sections {terms_sql}"
+                             " JOIN postings_packed p ON p.field = q.field AND p.term = q.term",
+                             (fields, terms_)).fetchall() if mark else []
+        delta = cur.execute(f"SELECT (q.i - 1)::int, {kw.PACKED_POSTINGS_SQL}, {kw.PACKED_SECTIONS_SQL} {terms_sql}"
+                            " JOIN postings p ON p.field = q.field AND p.term = q.term AND p.chunk_id > %s"
+                            " GROUP BY q.i", (fields, terms_, mark)).fetchall()
+        dead = np.zeros(0, dtype=np.int64)
+        if mark:
+            dead = kw.packed(cur.execute("SELECT string_agg(int8send(chunk_id), ''::bytea) FROM postings_dead"
+                                         ).fetchone()[0], kw.POSTING)
+        per_term = kw.merge_postings(packed, delta, dead)
+        return kw.top_sections(per_term, list(q.values()), fields, stats, limit, allowed)
 
     def ts_rank(self, text: str, limit: int, allowed: set[int] | None) -> dict[int, float]:
         """PostgreSQL's own full-text ranking (measured against bm25 in bench/bench_team.py)."""
@@ -710,11 +753,14 @@ class PgLedger(MetaReads):
     def live_vectors(self) -> int:
         return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
 
-    def nearest(self, query: np.ndarray, k: int, dim: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+    def nearest(self, query: np.ndarray, k: int, dim: int,
+                allowed: "set[int] | SectionPassages | None") -> list[tuple[int, float]]:
         """(passage id, cosine similarity) best first. Filtered: exactly when the set is small,
         else HNSW asked wide (pgvector 0.6 has no iterative scans), then exactly if it came up short."""
         qv = _vec_text(query)
         expr = f"embedding::vector({dim})"
+        if isinstance(allowed, SectionPassages):
+            return self._nearest_in_sections(qv, k, dim, allowed.sections)
         if allowed is not None:
             if not allowed:
                 return []
@@ -733,6 +779,29 @@ class PgLedger(MetaReads):
         return [(int(i), float(s)) for i, s in self._q(
             f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE embedding IS NOT NULL"
             f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, qv, k))]
+
+    def _nearest_in_sections(self, qv: str, k: int, dim: int, sections: list[int]) -> list[tuple[int, float]]:
+        """The dense leg filtered to the passages of `sections`, the filter applied to each
+        candidate's own row. A pool small by the planner's estimate is searched exactly; a large one
+        takes the graph's FILTERED_EF_SEARCH nearest and keeps those in the sections — at least
+        FILTERED_ENOUGH of `k` of them, else (a filter the graph's neighbourhood starves) exactly."""
+        if not sections:
+            return []
+        expr, vec = f"embedding::vector({dim})", f"%s::vector({dim})"
+        exact = (f"SELECT id, 1 - ({expr} <=> {vec}) FROM passages WHERE section_id = ANY(%b)"
+                 " AND embedding IS NOT NULL ORDER BY 2 DESC LIMIT %s")
+        per_section = self._q("SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.passages'::regclass)"
+                              " / greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.sections'::regclass), 1),"
+                              " 1)").fetchone()[0]
+        rows = []
+        if len(sections) * per_section >= EXACT_BELOW:
+            self._set_ef(FILTERED_EF_SEARCH)
+            rows = self._q(f"SELECT id, 1 - d FROM (SELECT id, section_id, {expr} <=> {vec} AS d FROM passages"
+                           f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {FILTERED_EF_SEARCH}) x"
+                           " WHERE section_id = ANY(%b) ORDER BY d LIMIT %s", (qv, qv, sections, k)).fetchall()
+        if len(rows) < min(k, FILTERED_ENOUGH * k):
+            rows = self._q(exact, (qv, sections, k)).fetchall()
+        return [(int(i), float(s)) for i, s in rows]
 
     def _set_ef(self, ef: int) -> None:
         if self._ef != ef or self._in_request:
@@ -801,6 +870,20 @@ def _scope_views(prefixes: tuple[str, ...]) -> list:
         sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
                 " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
     ]
+
+
+class SectionPassages:
+    """The passages of some sections, as the dense leg's filter: pgvector reads each candidate's
+    row, section included, so the filter is applied there (PgLedger._nearest_in_sections) rather
+    than the reader fetching tens of thousands of passage ids to send them back."""
+
+    __slots__ = ("sections",)
+
+    def __init__(self, sections):
+        self.sections = sorted(int(s) for s in sections)
+
+    def __bool__(self) -> bool:
+        return bool(self.sections)
 
 
 class PgKeywordIndex:

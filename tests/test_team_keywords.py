@@ -9,7 +9,7 @@ import shutil
 
 import psycopg
 
-from remembrancer.indexer import pg_schema
+from remembrancer.indexer import pg_schema, pg_store
 from remembrancer.indexer import search as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
@@ -145,3 +145,99 @@ def test_a_scoped_readers_keyword_statistics_are_its_rows_only(notes, tmp_path, 
     finally:
         reader.close()
         local_only.close()
+
+
+def _packed_state(url: str) -> tuple[int, int, int, int]:
+    """(packed terms, the packed mark, chunks above it, dead chunks) of the compacted postings."""
+    with psycopg.connect(url) as c:
+        return c.execute("SELECT (SELECT count(*) FROM postings_packed), m.value::bigint,"
+                         " (SELECT count(*) FROM chunks WHERE id > m.value::bigint), (SELECT count(*) FROM postings_dead)"
+                         f" FROM meta m WHERE m.key = '{pg_schema.PACKED_THROUGH}'").fetchone()
+
+
+def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, data_env, tiny_embedder, pg_url,
+                                                                       monkeypatch):
+    """Migration 9: a term's packed copy less the chunks deleted since plus the postings written
+    since is its live postings — scores equal a fresh tantivy index's before and after the writer
+    packs them again, filtered too."""
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    terms, mark, above, dead = _packed_state(pg_url)
+    assert terms > 0 and mark > 0 and above == 0 and dead == 0   # the first pass ends packed
+    monkeypatch.setattr(pg_store, "COMPACT_FRACTION", 10.0)      # and now it may not pack again
+    write(notes, "memory/wombat.md", "# Wombat restore\n\nRestore the wombat backup before postgres starts.\n")
+    (notes / "README.md").unlink()
+    rb = notes / "runbooks" / "postgres" / "restore.md"
+    rb.write_text(rb.read_text().replace("restore", "recover", 3) + "\n## Zebra backup\n\nBack up the zebra.\n")
+    index_once(cfg, pg_url, tiny_embedder)
+    _stats_consistent(pg_url)
+    terms2, mark2, above, dead = _packed_state(pg_url)
+    assert (terms2, mark2) == (terms, mark) and above > 0 and dead > 0   # packed, deleted since, written since
+    local = Engine(cfg, embedder=tiny_embedder)
+    local.refresh()
+    f = S.flt.Filters(types=["runbook"])
+    queries = QUERIES + ["restore the wombat backup", "zebra", "recover postgres"]
+
+    def same_as_local() -> None:
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader, queries)
+            keep_local, keep_pg = local.catalog.filtered_section_ids(f), reader.catalog.filtered_section_ids(f)
+            got = _scores(reader, "recover postgres backup zebra", keep_pg)
+            assert got and got == _scores(local, "recover postgres backup zebra", keep_local)
+        finally:
+            reader.close()
+
+    try:
+        same_as_local()
+        ledger = PgStore(pg_url, readonly=False).open_ledger(readonly=False)
+        try:
+            ledger.compact_keywords()
+        finally:
+            ledger.close()
+        terms3, mark3, above, dead = _packed_state(pg_url)
+        assert mark3 > mark and above == 0 and dead == 0
+        same_as_local()
+    finally:
+        local.close()
+
+
+# What a version-8 store looks like beside migrations 9 and 10 (no packed postings).
+VERSION_8_LAYOUT = f"""
+DROP TABLE postings_packed;
+DROP TABLE postings_dead;
+DELETE FROM meta WHERE key = '{pg_schema.PACKED_THROUGH}';
+CREATE INDEX sections_doc ON sections(doc_id);
+DROP INDEX sections_doc_ids;
+DROP FUNCTION {pg_schema.SCOPED_LITERAL}(text, boolean);
+DELETE FROM schema_migrations WHERE version IN (9, 10);
+"""
+
+
+def test_a_store_of_version_8_answers_unpacked_then_packs_at_the_next_pass(notes, data_env, tiny_embedder, pg_url):
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(VERSION_8_LAYOUT)
+    local = Engine(cfg, embedder=tiny_embedder)
+    local.refresh()
+    try:
+        PgStore(pg_url, readonly=False)   # a writer migrates: 9 and 10 applied, nothing packed yet
+        terms, mark, above, dead = _packed_state(pg_url)
+        assert (terms, mark, dead) == (0, 0, 0) and above > 0
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader)   # every posting read from the key (all above the mark 0)
+        finally:
+            reader.close()
+        index_once(cfg, pg_url, tiny_embedder)   # the next pass packs them
+        terms, mark, above, dead = _packed_state(pg_url)
+        assert terms > 0 and mark > 0 and above == 0 and dead == 0
+        reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+        try:
+            _same_scores(local, reader)
+            assert reader.catalog.consistency_problems() == []
+        finally:
+            reader.close()
+    finally:
+        local.close()

@@ -79,8 +79,8 @@ def test_a_scoped_role_selecting_raw_rows_sees_only_its_prefixes(world, data_env
                 assert 0 < b[0][0] < a[0][0], table
             a, b = both("SELECT count(*) FROM embeddings")
             assert 0 < b[0][0] < a[0][0]
-            for table in ("postings", "field_stats"):   # corpus-wide statistics: not readable
-                assert admin.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > 0
+            for table in ("postings", "field_stats", "postings_packed", "postings_dead"):   # corpus-wide: not readable
+                assert admin.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > 0 or table == "postings_dead"
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     me.execute(f"SELECT count(*) FROM {table}")
                 me.rollback()
@@ -222,3 +222,43 @@ def _no_store(obj):
     if isinstance(obj, str):
         return re.sub(r"\b\d+ (s|min|h|days) ago\b", "<ago>", obj)
     return obj
+
+
+def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world, data_env, tiny_embedder, pg_url):
+    """Migration 10: a scoped role's literal lookups go through the trigram index (a function run
+    as the owner) and find what the same scope finds unscoped; called directly, the function
+    names no section outside the role's grants."""
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.pg_store import PgStore
+
+    cfg = _write(world["full"], world["app"], pg_url, tiny_embedder)
+    role = _role()
+    pg_roles.grant_reader(pg_url, role, ["journal/", "services"], password="pw")
+    scoped = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(_as(pg_url, role), readonly=True))
+    admin = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+    try:
+        with admin.scoped(()):
+            words = {w for _, head, content, _ in admin.catalog.section_texts()
+                     for w in re.findall(r"[a-z0-9][a-z0-9-]{3,}", (head + " " + content).lower())}
+        checked = inside_only = 0
+        for needle in sorted(words):
+            with admin.scoped(SCOPE):
+                want = admin.catalog.sections_containing([needle])
+                want_counts = sorted(admin.catalog.literal_counts(needle, True))
+            with admin.scoped(()):
+                anywhere = admin.catalog.sections_containing([needle])
+            with scoped.scoped(()):
+                got = scoped.catalog.sections_containing([needle])
+                got_counts = sorted(scoped.catalog.literal_counts(needle, True))
+                direct = {r[0] for r in scoped.catalog.conn.execute(
+                    "SELECT * FROM remembrancer_scoped_literal(%s, true)", (needle,))}
+            assert got is not None and [r[0] for r in got] == [r[0] for r in want], needle
+            assert got_counts == want_counts, needle
+            assert direct <= {r[0] for r in want}, needle   # candidates, never outside the grants
+            checked += 1
+            inside_only += len(anywhere) > len(want)
+        assert checked > 20 and inside_only > 5   # needles also found outside the grants were asked
+    finally:
+        scoped.close()
+        admin.close()
+        _drop(pg_url, role)
