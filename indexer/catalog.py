@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
-WRITE_SLICE = 16  # sections written between two chances for requests to go first (indexer/priority.py)
+WRITE_SLICE = 4   # sections written between two chances for requests to go first (indexer/priority.py)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -24,7 +24,7 @@ WRITER_HEAP = 64_000_000
 HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (FIELD-NOTES); the heading also sits in the body
 STEM_BOOST = 0.6      # stemmed words find paraphrases; exact words rank first
 IDENT_BOOST = 0.5     # a whole-identifier match is strong evidence
-WRITE_SLICE = 64      # chunks added between two chances for requests to go first (indexer/priority.py)
+WRITE_SLICE = 16      # chunks added between two chances for requests to go first (indexer/priority.py)
 
 
 def _schema() -> tantivy.Schema:

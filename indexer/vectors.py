@@ -38,7 +38,7 @@ EF_SEARCH = 128
 M = 16
 EF_CONSTRUCTION = 200
 EXACT_BELOW = 20_000   # a filtered set smaller than this is searched exactly
-ADD_SLICE = 64         # vectors added per hold of the lock (a few ms of hnswlib work)
+ADD_SLICE = 16         # vectors added per hold of the lock (about a ms of hnswlib work)
 
 
 def _fsync_dir(path: Path) -> None:
