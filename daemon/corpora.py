@@ -18,6 +18,7 @@ from remembrancer.indexer.config import Config, load_config
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 
+from .heap import release_memory
 from .updates import Updater
 from .watch import ChangeQueue, Watcher
 
@@ -26,17 +27,6 @@ log = logging.getLogger(__name__)
 RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
-
-
-def release_memory() -> None:
-    """Give freed heap back to the OS after an ingest: glibc keeps what embedding batches and
-    parsing freed, so an idle daemon would otherwise sit at its indexing peak."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
-        pass
 
 
 def corpus_key(paths) -> tuple[str, ...]:

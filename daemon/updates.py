@@ -6,12 +6,15 @@ and embedded. The periodic rescan and the catch-up at start are full walks: the 
 events the watcher missed. Targeted updates leave the vector file to be saved once the daemon
 has been quiet for a while (each save writes the whole file), and at shutdown. After a full pass
 the engine prepares what the next targeted update needs (engine.prepare_targeted), so an edit
-does not pay for it.
+does not pay for it, and the heap it keeps is frozen out of the cyclic collector's walks
+(daemon/heap.py).
 """
 
 from __future__ import annotations
 
 import time
+
+from .heap import settle_heap
 
 VECTORS_SAVE_QUIET_S = 2.0    # quiet this long after a targeted update before the vector file is written
 
@@ -42,6 +45,7 @@ class Updater:
         if self._prepare_due:
             self._prepare_due = False
             self.engine.prepare_targeted()
+            settle_heap()
 
     def flush(self) -> None:
         self.engine.save_vectors()

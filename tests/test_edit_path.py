@@ -106,3 +106,36 @@ def test_the_updater_prepares_after_a_full_pass_only(tmp_path, data_env, tiny_em
         assert e._resolver is None   # a targeted pass leaves it to the edit that needs it
     finally:
         e.close()
+
+
+def test_after_a_full_pass_the_kept_heap_is_frozen_out_of_the_collectors_walks(tmp_path, data_env, tiny_embedder):
+    """What the daemon keeps after a full pass goes to the collector's permanent generation, so a
+    full collection during a search walks only what was made since (~60 ms → ~1 ms at 20,000
+    documents); cycles from before are collected first, not frozen with the rest."""
+    import gc
+
+    root = tmp_path / "n"
+    _linked_corpus(root)
+    e = engine_for([root], tiny_embedder)
+    gc.unfreeze()
+    try:
+        u = Updater(e)
+        u.apply((), full=True)
+
+        class Cycle:
+            pass
+
+        c = Cycle()
+        c.me = c
+        gone = __import__("weakref").ref(c)
+        del c
+        u.when_quiet()
+        assert gc.get_freeze_count() > 1000
+        assert gone() is None   # collected before the freeze
+        gc.unfreeze()
+        u.apply([str(root / "runbooks" / "failover.md")], full=False)
+        u.when_quiet()
+        assert gc.get_freeze_count() == 0   # a targeted pass freezes nothing
+    finally:
+        gc.unfreeze()
+        e.close()
