@@ -198,6 +198,8 @@ class SyntheticPassages:
 # -- in-process -----------------------------------------------------------------------------------
 
 def in_process(corpus: Corpus, config, embedder, args) -> dict:
+    from remembrancer.daemon.heap import settle_heap
+
     from remembrancer.indexer import api
     from remembrancer.indexer.engine import Engine
 
@@ -235,6 +237,7 @@ def in_process(corpus: Corpus, config, embedder, args) -> dict:
         timed("edit → refresh_paths()", ((lambda i=i: e.refresh_paths([edited(i, "target")])) for i in range(args.edits)))
     timed("refresh, nothing changed", (e.refresh for _ in range(max(3, args.edits // 4))))
     fresh = lambda: {"verdict": "fresh"}  # noqa: E731
+    settle_heap()   # as the daemon does after a full pass (daemon/heap.py): searches are timed as it answers them
     for kind, reqs in corpus.requests(args.queries).items():
         api.dispatch_read(e, reqs[0][0], reqs[0][1], fresh)  # warm caches once
         timed(f"in-process {kind}", ((lambda m=m, p=p: api.dispatch_read(e, m, p, fresh)) for m, p in reqs))
