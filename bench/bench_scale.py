@@ -199,7 +199,6 @@ class SyntheticPassages:
 
 def in_process(corpus: Corpus, config, embedder, args) -> dict:
     from remembrancer.daemon.heap import settle_heap
-
     from remembrancer.indexer import api
     from remembrancer.indexer.engine import Engine
 

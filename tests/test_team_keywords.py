@@ -46,6 +46,14 @@ def _same_scores(local, reader, queries=QUERIES) -> None:
     assert found >= len(queries) - 2   # not a comparison of empty answers
 
 
+
+def _edit(notes) -> None:
+    """An added file, a deleted one and an edited one (the tests of what follows edits)."""
+    write(notes, "memory/wombat.md", "# Wombat restore\n\nRestore the wombat backup before postgres starts.\n")
+    (notes / "README.md").unlink()
+    rb = notes / "runbooks" / "postgres" / "restore.md"
+    rb.write_text(rb.read_text().replace("restore", "recover", 3) + "\n## Zebra backup\n\nBack up the zebra.\n")
+
 def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)
@@ -70,10 +78,7 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
     # edits and deletes: the counted frequencies and the kept totals follow them; a fresh local
     # index of the edited files scores alike (an updated tantivy index would still count the
     # deleted documents until its segments merge)
-    write(notes, "memory/wombat.md", "# Wombat restore\n\nRestore the wombat backup before postgres starts.\n")
-    (notes / "README.md").unlink()
-    rb = notes / "runbooks" / "postgres" / "restore.md"
-    rb.write_text(rb.read_text().replace("restore", "recover", 3) + "\n## Zebra backup\n\nBack up the zebra.\n")
+    _edit(notes)
     index_once(cfg, pg_url, tiny_embedder)
     _stats_consistent(pg_url)
     shutil.rmtree(data_env / "data")
@@ -165,10 +170,7 @@ def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, da
     terms, mark, above, dead = _packed_state(pg_url)
     assert terms > 0 and mark > 0 and above == 0 and dead == 0   # the first pass ends packed
     monkeypatch.setattr(pg_store, "COMPACT_FRACTION", 10.0)      # and now it may not pack again
-    write(notes, "memory/wombat.md", "# Wombat restore\n\nRestore the wombat backup before postgres starts.\n")
-    (notes / "README.md").unlink()
-    rb = notes / "runbooks" / "postgres" / "restore.md"
-    rb.write_text(rb.read_text().replace("restore", "recover", 3) + "\n## Zebra backup\n\nBack up the zebra.\n")
+    _edit(notes)
     index_once(cfg, pg_url, tiny_embedder)
     _stats_consistent(pg_url)
     terms2, mark2, above, dead = _packed_state(pg_url)
