@@ -1,16 +1,22 @@
 """The team store's schema, as numbered migrations applied in order and recorded in
 `schema_migrations` (so a newer writer upgrades an older store, and a reader can tell a store
 too new for it). Migrations run under a transaction-scoped advisory lock: two processes
-starting at once never apply the same step twice.
+starting at once never apply the same step twice. Readers do not take that lock, so a step that
+alters a table a reader is reading can deadlock with it (PostgreSQL then cancels one of the
+two): the step is rolled back and tried again, as a reader retries its query.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+
+import psycopg
 
 log = logging.getLogger(__name__)
 
 MIGRATE_LOCK = 0x72656D31   # advisory lock key while migrating ("rem1")
+STEP_TRIES = 5              # a migration step that meets a reader's locks (deadlock) is tried again
 READER_ROLE = "remembrancer_reader"
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -334,12 +340,26 @@ def migrate(conn) -> list[int]:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                      " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
     for version, name, sql in MIGRATIONS:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
-            if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
-                continue
-            conn.execute(sql)
-            conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)", (version, name))
-            done.append(version)
-            log.info("store: applied migration %d (%s)", version, name)
+        for attempt in range(1, STEP_TRIES + 1):
+            try:
+                if _apply(conn, version, name, sql):
+                    done.append(version)
+                break
+            except psycopg.errors.DeadlockDetected:
+                if attempt == STEP_TRIES:
+                    raise
+                log.info("store: migration %d met a reader's locks (deadlock); trying again", version)
+                time.sleep(0.1 * attempt)
     return done
+
+
+def _apply(conn, version: int, name: str, sql: str) -> bool:
+    """One migration step in its own transaction; False if it was already applied."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
+            return False
+        conn.execute(sql)
+        conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)", (version, name))
+    log.info("store: applied migration %d (%s)", version, name)
+    return True

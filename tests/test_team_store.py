@@ -125,6 +125,29 @@ def test_migrations_are_numbered_and_applied_once(pg_url):
     assert all(r[1] for r in rows)
 
 
+def test_a_migration_step_cancelled_by_a_deadlock_with_a_reader_is_tried_again(pg_url):
+    """A reader polling `status` while the writer migrated deadlocked with migration 7's ALTER
+    TABLE … ENABLE ROW LEVEL SECURITY; PostgreSQL cancelled the writer's step and the writer
+    exited. Now the step is rolled back and tried again (the deadlock is raised here, on the real
+    server's connection, where PostgreSQL would raise it)."""
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        real, hits = c.execute, []
+
+        def execute(query, *args, **kwargs):
+            if isinstance(query, str) and "ENABLE ROW LEVEL SECURITY" in query and not hits:
+                hits.append(query)
+                real("SELECT 1")   # inside the step's transaction, as the ALTER would be
+                raise psycopg.errors.DeadlockDetected("deadlock detected")
+            return real(query, *args, **kwargs)
+
+        c.execute = execute
+        assert pg_schema.migrate(c) == [m[0] for m in pg_schema.MIGRATIONS]
+        assert len(hits) == 1
+        c.execute = real
+        assert [r[0] for r in c.execute("SELECT version FROM schema_migrations ORDER BY version")] == \
+            [m[0] for m in pg_schema.MIGRATIONS]
+
+
 def test_a_reader_of_an_empty_store_is_told_to_start_the_writer(pg_url):
     with pytest.raises(UserError) as e:
         PgStore(pg_url, readonly=True)
