@@ -85,7 +85,7 @@ def fit_budget(out: dict, budget_tokens: int) -> dict:
                 r["snippet"] = r["snippet"][:width] + "…"
         left_out.append(f"snippets shortened to {width} chars")
     if results and "content" in results[0] and size() > budget_tokens:
-        over = (size() - budget_tokens) * 4 + 200
+        over = (size() - budget_tokens) * CHARS_PER_TOKEN + 200
         content = results[0]["content"]
         total = results[0].pop("content_total_chars", len(content))   # search may have cut it to the budget already
         keep = max(len(content) - over, 400)

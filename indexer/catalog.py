@@ -571,8 +571,7 @@ class Catalog(MetaReads):
         The documents are joined only for a filter on them (path, tags; a type once the sections
         carry it is their own)."""
         own_type = self.has_section_types
-        any_of = (lambda col, values: (f"s.doc_type IN ({','.join('?' * len(values))})", list(values))) if own_type else None
-        where, params = filter_where(f, any_of=any_of)
+        where, params = filter_where(f, any_of=_own_type if own_type else None)
         join = " JOIN documents d ON d.id = s.doc_id" if (f.path or f.tags or (f.types and not own_type)) else ""
         return self.db.execute(f"SELECT COUNT(*) FROM sections s{join} WHERE {where}", params).fetchone()[0]
 
@@ -798,7 +797,7 @@ class Catalog(MetaReads):
         """One read of newest_sections in index order: ids, or (id, date, start_line) with `keys`.
         One type is looked up on the sections' own copy of it (SECTION_TYPES_INDEX)."""
         one_type = len(f.types) == 1 and self.has_section_types
-        where, params = filter_where(f, any_of=(lambda col, values: ("s.doc_type = ?", list(values))) if one_type else None)
+        where, params = filter_where(f, any_of=_own_type if one_type else None)
         sql = (f"SELECT s.id, s.date, s.start_line, s.body FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where})"
                + (" AND trim(s.body, char(9,10,11,12,13,32)) <> ''" if with_text else "")
                + " ORDER BY s.date DESC, s.start_line, s.id")
@@ -871,6 +870,11 @@ def filter_where(f: Filters, mark: str = "?", any_of=None, has_tag=None, true: s
 # -- scopes (indexer/scope.py): TEMP views named like the tables, holding only the visible rows
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path of its target
+
+
+def _own_type(col, values) -> tuple[str, list]:
+    """filter_where's type condition on the sections' own copy of their document's type."""
+    return f"s.doc_type IN ({','.join('?' * len(values))})", list(values)
 
 
 def _has_section_types(db) -> bool:

@@ -215,8 +215,9 @@ class Store(Protocol):
     derived indexes. `ledgers()` gives the calling thread's ledger (a store whose indexes live in
     the ledger's database searches through it). `kind` is "local" or "postgresql"; `describe()`
     is what `status` shows. `indexes_in_ledger`: the keyword and vector indexes are written in the
-ledger's own transaction (nothing for the engine to hand them after a document is written).
-`priority`: the requests being answered, which the store's writer gives way to (indexer/priority.py)."""
+    ledger's own transaction (nothing for the engine to hand them after a document is written).
+    `priority`: the requests being answered, which the store's writer gives way to
+    (indexer/priority.py)."""
 
     kind: str
     indexes_in_ledger: bool

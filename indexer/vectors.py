@@ -115,15 +115,18 @@ class Vectors:
                 self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5)))
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         ids = np.asarray(labels, dtype=np.int64)
-        for start in range(0, len(ids), ADD_SLICE):
-            self.priority.give_way()
+        try:
+            for start in range(0, len(ids), ADD_SLICE):
+                self.priority.give_way()
+                with self.lock:
+                    self._adding = True
+                    # One thread: a document's few vectors gain nothing from two (thread start-up cost
+                    # more than the insert), and one gives the same graph on every run (threads race).
+                    self.index.add_items(vecs[start:start + ADD_SLICE], ids[start:start + ADD_SLICE], num_threads=1)
+        finally:
             with self.lock:
-                self._adding = True
-                # One thread: a document's few vectors gain nothing from two (thread start-up cost more
-                # than the insert), and one gives the same graph on every run (threads race for links).
-                self.index.add_items(vecs[start:start + ADD_SLICE], ids[start:start + ADD_SLICE], num_threads=1)
+                self._adding = False
         with self.lock:   # the old vectors go and the new ones count in one step
-            self._adding = False
             for label in removed:
                 if label in self.live:
                     self.index.mark_deleted(label)
