@@ -196,20 +196,30 @@ def main() -> int:
                     help="also score the shipped row with a [ranking] setting or a search constant at each "
                          "value (repeatable); prints questions right per corpus for each")
     args = ap.parse_args()
+    def setting(flag: str, name: str, value: str) -> tuple[str, object]:
+        """Which part an override goes to (a search constant is upper case) and its typed value."""
+        if name.isupper():
+            if not hasattr(search, name):
+                ap.error(f"{flag}: no constant {name!r} in indexer/search.py")
+            return "const", type(getattr(search, name))(_value(value))
+        if not hasattr(RankingConfig(), name):
+            ap.error(f"{flag}: no [ranking] setting {name!r}")
+        return "ranking", _value(value)
+
     shipped: dict = {"const": {}, "ranking": {}}
     for kv in args.const:
         name, _, value = kv.partition("=")
-        if not hasattr(search, name) or not name.isupper():
+        if not name.isupper():
             ap.error(f"--const: no constant {name!r} in indexer/search.py")
-        shipped["const"][name] = type(getattr(search, name))(_value(value))
+        shipped["const"][name] = setting("--const", name, value)[1]
     for kv in args.ranking:
         name, _, value = kv.partition("=")
         if name.startswith("type_weights."):   # type_weights.plan=0.85: one doc type's multiplier
             shipped["ranking"].setdefault("type_weights", {})[name.split(".", 1)[1]] = float(value)
             continue
-        if not hasattr(RankingConfig(), name):
+        if name.isupper():
             ap.error(f"--ranking: no [ranking] setting {name!r}")
-        shipped["ranking"][name] = _value(value)
+        shipped["ranking"][name] = setting("--ranking", name, value)[1]
     configs = {"shipped": shipped, "plain": PLAIN}
     if args.ablation:
         configs.update({f"-{k}": {"const": {**shipped["const"], **v.get("const", {})},
@@ -217,12 +227,10 @@ def main() -> int:
                         for k, v in ABLATIONS.items()})
     for kv in args.sweep:
         name, _, values = kv.partition("=")
-        part = "const" if name.isupper() else "ranking"
-        if (part == "const" and not hasattr(search, name)) or (part == "ranking" and not hasattr(RankingConfig(), name)):
-            ap.error(f"--sweep: no setting {name!r}")
         for v in values.split(","):
+            part, typed = setting("--sweep", name, v)
             configs[f"={name}={v}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
-            configs[f"={name}={v}"][part][name] = _value(v)
+            configs[f"={name}={v}"][part][name] = typed
     tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
     os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir
     results: dict = {}
