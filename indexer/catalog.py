@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from . import terms
 from .errors import UserError
 from .filters import Filters
 from .priority import RequestsFirst
@@ -753,16 +754,18 @@ class Catalog(MetaReads):
             " WHERE s.id IN (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?)"
             " ORDER BY d.id, s.ord", (match,)).fetchall()
 
-    def contents_containing(self, needle: str) -> Iterator[str] | None:
-        """The content of every visible section that may contain `needle` (as sections_containing),
-        lazily and in no order: "does any section use this word?" stops at the first."""
-        if not self.has_literal_index or not _indexable(needle):
+    def uses_word(self, word: str) -> bool | None:
+        """Whether some visible section's content uses `word` (lower-case) whole, from the literal
+        index's candidates, read lazily: the first that does ends the lookup. None when the index
+        cannot answer (as sections_containing)."""
+        if not self.has_literal_index or not _indexable(word):
             return None
         # The index drives the join, so rows come as the match finds them: through `s.id IN (…)`
         # SQLite listed every match first (a common word: 28k rows, ~23 ms, before the first one).
-        return (r[0] for r in self.db.execute(
+        rx = terms.whole_word_re(word)
+        return any(rx.search(r[0].lower()) for r in self.db.execute(
             "SELECT s.content FROM sections_literal l JOIN sections s ON s.id = l.rowid"
-            " WHERE sections_literal MATCH ?", ("content : " + _phrase(needle),)))
+            " WHERE sections_literal MATCH ?", ("content : " + _phrase(word),)))
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`

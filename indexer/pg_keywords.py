@@ -60,8 +60,11 @@ def quantized_length(n: int) -> int:
     return FIELDNORMS[bisect.bisect_right(FIELDNORMS, n) - 1]
 
 
+TERM_LIMIT = 40   # tantivy's analyzers drop a token of this many bytes or more
+
+
 def _analyzer(tokenizer, stem: bool = False):
-    b = tantivy.TextAnalyzerBuilder(tokenizer).filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase())
+    b = tantivy.TextAnalyzerBuilder(tokenizer).filter(tantivy.Filter.remove_long(TERM_LIMIT)).filter(tantivy.Filter.lowercase())
     if stem:
         b = b.filter(tantivy.Filter.stemmer("english"))
     return b.build()

@@ -320,6 +320,23 @@ BEGIN
     END IF;
 END $$;
 """))
+# Whole words from the keyword postings (migration 21): "does the corpus use this word?" (the
+# abstention's question, pg_store.uses_word) is a key lookup of the word's body postings for a
+# section whose tokens are exactly its whole words — one chunk (at most MAX_CHUNK_CHARS = 4000
+# characters, indexer/chunks.py), ASCII letters and digits, and no character but ASCII and common
+# punctuation (PLAIN_EXTRA: separators to tantivy's tokenizer, unchanged by Python's lower()).
+# Only the other sections' candidates are read and tested (under a partial trigram index):
+# testing a common substring's ~46k candidates one by one took 0.1–1.5 s a word.
+PLAIN_EXTRA = ("\u00a0\u00a3\u00a7\u00a9\u00ab\u00ae\u00b0\u00b1\u00b7\u00bb\u00d7\u2013\u2014\u2018\u2019"
+               "\u201c\u201d\u2022\u2026\u2032\u2033\u20ac\u2122\u2190\u2191\u2192\u2193\u2194\u21d2\u2212"
+               "\u2248\u2260\u2264\u2265\u2500\u2502\u26a0\u2705\u2713\u2714\u2717\u274c")
+PLAIN_MAX_CHARS = 4000
+_PLAIN_CLASS = "[^\\x01-\\x7f" + "".join(f"\\u{ord(c):04x}" for c in PLAIN_EXTRA) + "]"   # a regex class
+MIGRATIONS.append((21, "plain sections: their whole words are their body postings", f"""
+ALTER TABLE sections ADD COLUMN plain boolean GENERATED ALWAYS AS
+    (char_length(content) <= {PLAIN_MAX_CHARS} AND content !~ '{_PLAIN_CLASS}') STORED;
+CREATE INDEX sections_content_grams_unplain ON sections USING gin ({LITERAL_GRAMS}(content)) WHERE NOT plain;
+"""))
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -25,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from . import pg_keywords as kw
-from . import pg_roles, pg_schema
+from . import pg_roles, pg_schema, terms
 from .catalog import _indexable as literal_indexable
 from .catalog import filter_where
 from .errors import UserError
@@ -37,8 +38,11 @@ from .vectors import EF_SEARCH, EXACT_BELOW
 log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("remW")
-FILTERED_EF_SEARCH = 1000         # pgvector 0.6 has no iterative scans: a filtered HNSW query asks wide
 FILTERED_ENOUGH = 0.5             # of the candidates asked, what a filtered graph search must find
+MAX_EF_SEARCH = 1000              # pgvector's limit: a graph search answers at most this many
+# A graph search costs about as much per candidate asked (hnsw.ef_search) as reading this many
+# passages exactly (bench/bench_team.py at 100k sections: ef 1,000 ≈ 235 ms, exact ≈ 1.6 µs a passage)
+GRAPH_COST_PER_EF = 150
 COMPACT_FRACTION = 0.05           # chunks changed since the keyword postings were packed, to pack again
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
@@ -564,12 +568,24 @@ class PgLedger(MetaReads):
             "SELECT s.id, s.heading, s.content, d.path FROM sections s JOIN documents d ON d.id = s.doc_id"
             f" WHERE {where} ORDER BY d.id, s.ord", params)]
 
-    def contents_containing(self, needle: str) -> Iterable[str] | None:
-        """The content of every visible section that may contain `needle`, in no order."""
-        if not self._literal_indexable([needle]):
+    def uses_word(self, word: str) -> bool | None:
+        """Whether some visible section's content uses `word` (lower-case) whole. A plain section's
+        whole words are its body postings (pg_schema migration 21), so for an ASCII word those
+        answer by key; only the other sections that may contain it are read and tested, as the
+        local store tests its candidates. None when the literal index cannot answer."""
+        if not self._literal_indexable([word]):
             return None
-        where, params = self._may_contain([needle], with_heading=False)
-        return (r[0] for r in self._q(f"SELECT s.content FROM sections s WHERE {where}", params))
+        plain_only = ""
+        if self.role_scope is None and terms.WORD_RUN_RE.fullmatch(word) and len(word) < kw.TERM_LIMIT:
+            # (a scoped role sees no postings: it tests every candidate)
+            if self._q("SELECT EXISTS (SELECT 1 FROM postings p JOIN sections s ON s.id = p.section_id"
+                       " WHERE p.field = %s AND p.term = %s AND s.plain)", (kw.BODY, word)).fetchone()[0]:
+                return True
+            plain_only = "NOT s.plain AND "
+        may, params = self._may_contain([word], with_heading=False)
+        rx = terms.whole_word_re(word)
+        return any(rx.search(r[0].lower())
+                   for r in self._q(f"SELECT s.content FROM sections s WHERE {plain_only}{may}", params))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the
@@ -769,38 +785,46 @@ class PgLedger(MetaReads):
                      " WHERE id = ANY(%s) AND embedding IS NOT NULL ORDER BY 2 DESC LIMIT %s")
             if len(ids) < EXACT_BELOW:
                 return [(int(i), float(s)) for i, s in self._q(exact, (qv, ids, k))]
-            self._set_ef(FILTERED_EF_SEARCH)
+            self._set_ef(MAX_EF_SEARCH)
             rows = self._q(f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE id = ANY(%s)"
                            f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, ids, qv, k)).fetchall()
             if len(rows) < k:
                 rows = self._q(exact, (qv, ids, k)).fetchall()
             return [(int(i), float(s)) for i, s in rows]
-        self._set_ef(min(max(EF_SEARCH, k), 1000))
+        self._set_ef(min(max(EF_SEARCH, k), MAX_EF_SEARCH))
         return [(int(i), float(s)) for i, s in self._q(
             f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE embedding IS NOT NULL"
             f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, qv, k))]
 
     def _nearest_in_sections(self, qv: str, k: int, dim: int, sections: list[int]) -> list[tuple[int, float]]:
         """The dense leg filtered to the passages of `sections`, the filter applied to each
-        candidate's own row. A pool small by the planner's estimate is searched exactly; a large one
-        takes the graph's FILTERED_EF_SEARCH nearest and keeps those in the sections — at least
-        FILTERED_ENOUGH of `k` of them, else (a filter the graph's neighbourhood starves) exactly."""
+        candidate's own row, by the cheaper of two ways (the pool's size is the planner's
+        estimate): exactly, reading every passage of the pool, or through the graph asked for
+        enough nearest that k of them should fall in the pool — at least FILTERED_ENOUGH of `k`,
+        else (a filter the graph's neighbourhood starves) exactly after all. pgvector 0.6 has no
+        iterative scans and answers at most 1,000 per graph search, so a narrow filter over a
+        large store is always searched exactly."""
         if not sections:
             return []
         expr, vec = f"embedding::vector({dim})", f"%s::vector({dim})"
-        exact = (f"SELECT id, 1 - ({expr} <=> {vec}) FROM passages WHERE section_id = ANY(%b)"
-                 " AND embedding IS NOT NULL ORDER BY 2 DESC LIMIT %s")
-        per_section = self._q("SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.passages'::regclass)"
-                              " / greatest((SELECT reltuples FROM pg_class WHERE oid = 'public.sections'::regclass), 1),"
-                              " 1)").fetchone()[0]
+        # the pool read by runs of consecutive section ids (a document's sections are consecutive):
+        # one index descent a run, not one a section (27,500 sections: 167 → 91 ms)
+        exact = (f"SELECT p.id, 1 - (p.{expr} <=> {vec}) FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
+                 " JOIN passages p ON p.section_id BETWEEN r.lo AND r.hi WHERE p.embedding IS NOT NULL"
+                 " ORDER BY 2 DESC, 1 LIMIT %s")
+        total, per_section = self._q(
+            "SELECT p.reltuples, greatest(p.reltuples / greatest(s.reltuples, 1), 1) FROM pg_class p, pg_class s"
+            " WHERE p.oid = 'public.passages'::regclass AND s.oid = 'public.sections'::regclass").fetchone()
+        pool = len(sections) * per_section
+        ef = math.ceil(k * max(total, 1) / pool)   # twice the FILTERED_ENOUGH share of k, in expectation
         rows = []
-        if len(sections) * per_section >= EXACT_BELOW:
-            self._set_ef(FILTERED_EF_SEARCH)
+        if pool >= EXACT_BELOW and ef <= MAX_EF_SEARCH and ef * GRAPH_COST_PER_EF < pool:
+            self._set_ef(ef)
             rows = self._q(f"SELECT id, 1 - d FROM (SELECT id, section_id, {expr} <=> {vec} AS d FROM passages"
-                           f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {FILTERED_EF_SEARCH}) x"
+                           f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {ef}) x"
                            " WHERE section_id = ANY(%b) ORDER BY d LIMIT %s", (qv, qv, sections, k)).fetchall()
         if len(rows) < min(k, FILTERED_ENOUGH * k):
-            rows = self._q(exact, (qv, sections, k)).fetchall()
+            rows = self._q(exact, (qv, *_runs(sections), k)).fetchall()
         return [(int(i), float(s)) for i, s in rows]
 
     def _set_ef(self, ef: int) -> None:
@@ -834,6 +858,13 @@ class PgLedger(MetaReads):
                             param="store", code="store_unreachable", hint="retry; check the server") from None
         finally:
             self._in_request = False
+
+
+def _runs(ids: list[int]) -> tuple[list[int], list[int]]:
+    """Sorted distinct integers as runs of consecutive values: (first values, last values)."""
+    a = np.asarray(ids, dtype=np.int64)
+    cut = np.flatnonzero(np.diff(a) != 1)
+    return np.r_[a[:1], a[cut + 1]].tolist(), np.r_[a[cut], a[-1:]].tolist()
 
 
 def _scope_views(prefixes: tuple[str, ...]) -> list:
@@ -880,7 +911,7 @@ class SectionPassages:
     __slots__ = ("sections",)
 
     def __init__(self, sections):
-        self.sections = sorted(int(s) for s in sections)
+        self.sections = sorted(map(int, sections))   # distinct: a set's
 
     def __bool__(self) -> bool:
         return bool(self.sections)

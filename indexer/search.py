@@ -478,12 +478,12 @@ def _word_occurs(engine, word: str) -> bool:
     w = word.lower()
     if w in engine.entities()[0].by_name:
         return True
-    rx = re.compile(r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])")
-    texts = engine.catalog.contents_containing(w)   # the literal index: only sections that may hold it
-    if texts is not None:
-        return any(rx.search(t.lower()) for t in texts)
+    used = engine.catalog.uses_word(w)   # the literal index: only sections that may hold it
+    if used is not None:
+        return used
     if terms.WORD_RUN_RE.fullmatch(w):
         return w in engine.corpus_words()
+    rx = terms.whole_word_re(w)
     return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
 
 

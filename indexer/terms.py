@@ -108,6 +108,11 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_RE.findall(text)]
 
 
+def whole_word_re(word: str) -> re.Pattern:
+    """`word` (lower-case) whole in lower-cased text: not inside a longer run of ASCII letters and digits."""
+    return re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])")
+
+
 def content_words(text: str) -> list[str]:
     """The words that carry a question's meaning: not stop words, not single characters."""
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]

@@ -1,9 +1,10 @@
-"""`contents_containing` (does any visible section use this word? — abstention asks it per word)
-reads the literal index as the driving side of the join, so its rows come as the match finds
-them: the same contents as a scan, and only a scope's own sections inside a scope."""
+"""`uses_word` (does any visible section use this word whole? — abstention asks it per word)
+reads the literal index as the driving side of the join, so it stops at the first section that
+does: the same answers as a scan, and only a scope's own sections inside a scope."""
 
 from __future__ import annotations
 
+from remembrancer.indexer import terms
 from remembrancer.indexer.catalog import _string_list
 from tests.corpus_helpers import write
 
@@ -15,29 +16,28 @@ def _corpus(root):
     write(root, "memory/other.md", "# Other\n\nNothing about marsupials here.\n")
 
 
-def _scanned(engine, word: str) -> list[str]:
-    return sorted(s.content for s in engine.catalog.sections() if word in s.content.lower())
+def _scanned(engine, word: str) -> bool:
+    rx = terms.whole_word_re(word)
+    return any(rx.search(s.content.lower()) for s in engine.catalog.sections())
 
 
-def test_contents_containing_yields_what_a_scan_finds(tmp_path, tiny_engine):
+def test_uses_word_answers_what_a_scan_finds(tmp_path, tiny_engine):
     root = tmp_path / "notes"
     _corpus(root)
     e = tiny_engine(root)
-    for word in ("wombat", "restored", "marsupials", "twice"):
-        got = sorted(e.catalog.contents_containing(word))
-        assert got == _scanned(e, word) and got, word
-    assert list(e.catalog.contents_containing("platypus")) == []
+    for word in ("wombat", "restored", "marsupials", "twice", "platypus", "wom", "cache", "cach"):
+        assert e.catalog.uses_word(word) is _scanned(e, word), word
+    assert e.catalog.uses_word("wombat") and not e.catalog.uses_word("wom")   # whole words only
 
 
-def test_contents_containing_sees_only_the_scope(tmp_path, tiny_engine):
+def test_uses_word_sees_only_the_scope(tmp_path, tiny_engine):
     root = tmp_path / "notes"
     _corpus(root)
     e = tiny_engine(root)
     with e.scoped(["runbooks"]):
-        got = sorted(e.catalog.contents_containing("wombat"))
-        assert got == _scanned(e, "wombat") and len(got) == 2 and "Feed the WOMBAT twice." in got[1]
-        assert list(e.catalog.contents_containing("restored")) == []
-    assert len(list(e.catalog.contents_containing("restored"))) == 12
+        assert e.catalog.uses_word("wombat") and e.catalog.uses_word("twice")
+        assert not e.catalog.uses_word("restored")
+    assert e.catalog.uses_word("restored")
 
 
 def test_stored_lists_are_parsed_once_but_given_out_as_own_lists():

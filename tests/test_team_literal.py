@@ -87,7 +87,7 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
             assert reader.catalog.sections_containing(["café"]) is not None
             assert reader.catalog.sections_containing(["ab"]) is None          # too short: the engine scans
             assert reader.catalog.sections_containing(["a\x00b"]) is None      # NUL: the engine scans
-            assert reader.catalog.contents_containing("err_conn") is not None
+            assert reader.catalog.uses_word("err_conn") is not None
     finally:
         reader.close()
         local.close()
@@ -109,3 +109,58 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
         with psycopg.connect(pg_url, autocommit=True) as c:
             c.execute(f"DROP OWNED BY {role}")
             c.execute(f"DROP ROLE {role}")
+
+
+WORD_FILES = {
+    # plain: ASCII and common punctuation, one chunk — its whole words are its body postings
+    "plain.md": "# Plain\n\nThe BACKUP ran; failover done — twice… 'quoted' “smart” → next. snake_case_word v2beta.\n",
+    # not plain: a letter beside the word (é), the Kelvin sign Python folds to k, a section of many chunks
+    "accents.md": "# Accents\n\nbacké and a naïve check.\n",
+    "kelvin.md": "# Scale\n\nthe \u212aelvin scale\n",
+    "long.md": "# Long\n\n" + "filler " * 700 + "quokka " + "filler " * 10 + "\n",
+}
+WORDS = ["backup", "back", "failover", "fail", "twice", "quoted", "smart", "next", "snake", "case", "beta", "check",
+         "naïve", "kelvin", "quokka", "filler", "scale", "missing", "zebra", "ba"]
+
+
+def test_whole_word_checks_answer_like_a_scan(tmp_path, data_env, tiny_embedder, pg_url):
+    """`uses_word` from the postings of plain sections and the tested candidates of the others
+    (pg_schema migration 21) gives what a scan of every visible section gives, in and out of a scope."""
+    from remembrancer.indexer import terms
+
+    notes = tmp_path / "notes"
+    for name, text in WORD_FILES.items():
+        write(notes, name, text)
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    with psycopg.connect(pg_url) as c:
+        plain = dict(c.execute("SELECT d.path, bool_and(s.plain) FROM sections s JOIN documents d ON d.id = s.doc_id"
+                               " GROUP BY d.path").fetchall())
+    assert [p for p, v in sorted(plain.items()) if v] == ["plain.md"], plain
+    reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+
+    def scan(word):
+        rx = terms.whole_word_re(word)
+        return any(rx.search(c.lower()) for _, _, c, _ in reader.lowered_sections())
+
+    try:
+        seen = {}
+        for scope in ((), ("plain.md",), ("accents.md", "kelvin.md", "long.md")):
+            with reader.scoped(scope):
+                seen[scope] = {w: S._word_occurs(reader, w) for w in WORDS}
+                assert seen[scope] == {w: scan(w) for w in WORDS}, scope
+        got = seen[()]
+        assert got["back"] and got["kelvin"] and got["quokka"]   # found only where the postings cannot say
+        assert got["backup"] and got["case"] and not got["beta"] and not got["fail"] and not got["missing"]
+        assert not seen[("plain.md",)]["back"] and not seen[("accents.md", "kelvin.md", "long.md")]["backup"]
+    finally:
+        reader.close()
+
+
+def test_the_plain_marks_punctuation_is_punctuation_to_tantivy_and_pythons_lower():
+    """What makes a section plain must keep its whole words and its tokens the same."""
+    from remembrancer.indexer import chunks, pg_keywords, pg_schema
+
+    assert pg_schema.PLAIN_MAX_CHARS == chunks.MAX_CHUNK_CHARS
+    for c in pg_schema.PLAIN_EXTRA:
+        assert pg_keywords._DEFAULT.analyze(f"ab{c}cd") == ["ab", "cd"] and c.lower() == c and not c.isalnum(), hex(ord(c))

@@ -83,6 +83,50 @@ def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, 
         local.close()
 
 
+def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_env, tiny_embedder, pg_url,
+                                                                      monkeypatch):
+    """The dense leg under a filter, read exactly (by runs of section ids) or through the graph
+    (the cost model's other choice, forced here): the pool's true nearest, best first, nothing
+    from outside it."""
+    import numpy as np
+
+    from remembrancer.indexer import pg_store
+
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+    try:
+        with reader.scoped(()):
+            cat = reader.catalog
+            keep = cat.filtered_section_ids(S.flt.Filters(types=["runbook", "host"]))
+            ids, vecs = cat.passage_vectors()
+            owner = cat.passages_by_id(ids.tolist())
+            pool = np.array([owner[int(i)][0] in keep for i in ids])
+            assert 0 < pool.sum() < len(ids)   # a filter that keeps some passages, not all
+            for q in ("restore the database", "who owns billing", "disk full on pg1"):
+                qv = tiny_embedder.embed_query(q)
+                sims = vecs[pool] @ qv / np.linalg.norm(vecs[pool], axis=1) / np.linalg.norm(qv)
+                k = 8
+                best = ids[pool][np.argsort(-sims, kind="stable")[:k]].tolist()
+                got = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
+                assert [i for i, _ in got] == best, q
+                assert all(a[1] >= b[1] for a, b in zip(got, got[1:]))
+                monkeypatch.setattr(pg_store, "EXACT_BELOW", 0)
+                monkeypatch.setattr(pg_store, "GRAPH_COST_PER_EF", 0)
+                graph = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
+                monkeypatch.undo()
+                assert graph and all(owner[i][0] in keep for i, _ in graph), q
+    finally:
+        reader.close()
+
+
+def test_runs_of_consecutive_ids():
+    from remembrancer.indexer.pg_store import _runs
+
+    assert _runs([1, 2, 3, 7, 9, 10]) == ([1, 7, 9], [3, 7, 10])
+    assert _runs([5]) == ([5], [5])
+
+
 def test_edits_and_deletes_keep_the_store_consistent(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
     writer = Writer(cfg, pg_url, embedder=tiny_embedder)
