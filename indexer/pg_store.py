@@ -28,7 +28,7 @@ import numpy as np
 from . import pg_keywords as kw
 from . import pg_roles, pg_schema, terms
 from .catalog import _indexable as literal_indexable
-from .catalog import filter_where
+from .catalog import _string_list, filter_where
 from .errors import UserError
 from .filters import Filters
 from .priority import RequestsFirst
@@ -54,7 +54,7 @@ RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
-                   " s.stale, d.doc_type, d.stale, d.tags, s.entities, s.content, s.body")
+                   " s.stale, d.doc_type, d.stale, d.tags::text, s.entities::text, s.content, s.body")
 SECTION_SELECT = f"SELECT {SECTION_COLUMNS} FROM sections s JOIN documents d ON d.id = s.doc_id"
 DOCUMENT_COLUMNS = ("id, path, root, rel, content_hash, size, mtime_ns, doc_type, date, title, front_matter,"
                     " tags::text AS tags, warnings, stale, line_count, indexed_at")
@@ -113,7 +113,7 @@ def _vec_parse(text: str) -> np.ndarray:
 
 def _section(r) -> SectionRow:
     return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
-                      list(r[12]), list(r[13]), r[14], r[15])
+                      _string_list(r[12]), _string_list(r[13]), r[14], r[15])   # parsed once a value
 
 
 def _filter_where(f: Filters) -> tuple[str, list]:
