@@ -818,7 +818,7 @@ class PgLedger(MetaReads):
         pool = len(sections) * per_section
         ef = math.ceil(k * max(total, 1) / pool)   # twice the FILTERED_ENOUGH share of k, in expectation
         rows = []
-        if pool >= EXACT_BELOW and ef <= MAX_EF_SEARCH and ef * GRAPH_COST_PER_EF < pool:
+        if ef <= MAX_EF_SEARCH and ef * GRAPH_COST_PER_EF < pool:
             self._set_ef(ef)
             rows = self._q(f"SELECT id, 1 - d FROM (SELECT id, section_id, {expr} <=> {vec} AS d FROM passages"
                            f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {ef}) x"

@@ -111,7 +111,6 @@ def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_
                 got = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
                 assert [i for i, _ in got] == best, q
                 assert all(a[1] >= b[1] for a, b in zip(got, got[1:]))
-                monkeypatch.setattr(pg_store, "EXACT_BELOW", 0)
                 monkeypatch.setattr(pg_store, "GRAPH_COST_PER_EF", 0)
                 graph = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
                 monkeypatch.undo()
