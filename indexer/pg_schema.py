@@ -320,6 +320,31 @@ BEGIN
     END IF;
 END $$;
 """))
+# Indexes a first load into an empty store builds once, at its end, rather than maintaining them
+# row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
+# section as it was copied in and the postings' two btrees took an insert per posting — together
+# the largest part of the server's work in a first load. Each is (name, the statements that build
+# it, the statement that drops it); the definitions are the migrations' (tests compare them).
+# Until they are built a reader's query scans, which is correct, only slower.
+FIRST_LOAD = "first_load"   # meta key: a first load is under way (a killed one carries on as one)
+DEFERRED_INDEXES: list[tuple[str, list[str], str]] = [
+    ("postings_pkey",
+     ["CREATE UNIQUE INDEX IF NOT EXISTS postings_pkey ON postings (field, term, chunk_id) INCLUDE (section_id, tf, dl)",
+      "ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY USING INDEX postings_pkey"],
+     "ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey"),
+    ("postings_chunk", ["CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id)"],
+     "DROP INDEX IF EXISTS postings_chunk"),
+    ("sections_content_grams",
+     [f"CREATE INDEX IF NOT EXISTS sections_content_grams ON sections USING gin ({LITERAL_GRAMS}(content))"],
+     "DROP INDEX IF EXISTS sections_content_grams"),
+    ("sections_heading_grams",
+     [f"CREATE INDEX IF NOT EXISTS sections_heading_grams ON sections USING gin ({LITERAL_GRAMS}(heading))"],
+     "DROP INDEX IF EXISTS sections_heading_grams"),
+    ("chunks_tsv", ["CREATE INDEX IF NOT EXISTS chunks_tsv ON chunks USING gin (to_tsvector('english', text))"],
+     "DROP INDEX IF EXISTS chunks_tsv"),
+]
+
+
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 
