@@ -123,6 +123,14 @@ WRITER_LOCK_HELD = ("l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s 
                     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
+def _create_vector_index(conn, dim: int) -> None:
+    """The HNSW index over the passages' vectors, unless it exists."""
+    with conn.transaction():
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
+        conn.execute(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
+                     f" ((embedding::vector({dim})) vector_cosine_ops)")
+
+
 def unreachable(url: str, e: Exception) -> UserError:
     """The structured error for a store that refused the connection."""
     return UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
@@ -175,7 +183,7 @@ class PgLedger(MetaReads):
             self._build_deferred_indexes()
             contract = self.model_contract()
             if contract:
-                self._ensure_vector_index(int(contract["dim"]))
+                _create_vector_index(self.conn, int(contract["dim"]))
         return first
 
     def _build_deferred_indexes(self) -> None:
@@ -191,14 +199,26 @@ class PgLedger(MetaReads):
                     self._q(sql_text)
 
     def _finish_first_load(self) -> None:
-        """The end of a first load: its indexes built, then the flag cleared (a writer killed
-        before that builds them again as the first load it carries on)."""
-        self._build_deferred_indexes()
+        """The end of a first load: its indexes built and the keyword postings packed, then the
+        flag cleared (a writer killed before that builds them again as the first load it carries
+        on). The HNSW index, the largest build, is built on a connection of its own meanwhile:
+        the other builds and the packing (other tables) need not wait for it."""
+        from concurrent.futures import ThreadPoolExecutor
+
         contract = self.model_contract()
-        if contract:
-            self._ensure_vector_index(int(contract["dim"]))
+        with ThreadPoolExecutor(1) as aside:
+            vectors = aside.submit(self._build_vector_index_aside, int(contract["dim"])) if contract else None
+            self._build_deferred_indexes()
+            self._compact_if_changed()
+            if vectors is not None:
+                vectors.result()   # its error, if any, is the pass's
         self._q("DELETE FROM meta WHERE key = %s", (pg_schema.FIRST_LOAD,))
         self._bulk = False
+
+    def _build_vector_index_aside(self, dim: int) -> None:
+        with _psycopg().connect(self.store.url, autocommit=True, application_name=f"{WRITER_APP} index build") as conn:
+            conn.execute("SET search_path TO public")
+            _create_vector_index(conn, dim)
 
     def _connect(self):
         psycopg = _psycopg()
@@ -255,7 +275,7 @@ class PgLedger(MetaReads):
         if key in RUN_WARNING_KEYS:
             self._store_run_warnings()
         if key == "model_contract" and not self._bulk:   # the index needs the dimension
-            self._ensure_vector_index(int(json.loads(value)["dim"]))
+            _create_vector_index(self.conn, int(json.loads(value)["dim"]))
         elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
             self._finish_first_load()
         if key == "last_indexed_at":   # the end of a pass
@@ -307,12 +327,6 @@ class PgLedger(MetaReads):
     def _visible_run_warnings(self, key: str) -> str:
         rows = self._q("SELECT path, text FROM run_warnings ORDER BY ord").fetchall()
         return json.dumps([r[1] for r in rows] if key == "last_warnings" else [r[0] for r in rows])
-
-    def _ensure_vector_index(self, dim: int) -> None:
-        self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
-        self._q(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
-                f" ((embedding::vector({dim})) vector_cosine_ops)")
-        self._q("RESET maintenance_work_mem")
 
     def counts(self) -> dict[str, int]:
         row = self._q("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM sections),"
