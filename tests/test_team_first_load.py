@@ -33,6 +33,11 @@ def _plan(url: str, sql: str, params=()) -> str:
         return "\n".join(r[0] for r in c.execute("EXPLAIN " + sql, params))
 
 
+def _grams(arg: str) -> str:
+    """The literal index's expression (pg_schema migration 8) over `arg`."""
+    return f"public.{pg_schema.LITERAL_GRAMS}({arg})"
+
+
 def test_a_first_load_builds_its_indexes_at_its_end_as_the_migrations_define_them(notes, data_env, tiny_embedder,
                                                                                    pg_url):
     PgStore(pg_url, readonly=False)   # the migrations alone
@@ -51,7 +56,7 @@ def test_a_first_load_builds_its_indexes_at_its_end_as_the_migrations_define_the
         w.engine.catalog.compact_keywords()   # (a reader's delta then starts past every chunk)
         assert "postings_pkey" in _plan(pg_url, "SELECT chunk_id FROM postings WHERE field = 1 AND term = 'postgres'")
         assert "sections_content_grams" in _plan(
-            pg_url, f"SELECT id FROM sections s WHERE {pg_store_grams('s.content')} @> {pg_store_grams('%s')}",
+            pg_url, f"SELECT id FROM sections s WHERE {_grams('s.content')} @> {_grams('%s')}",
             ("restart",))
         assert "chunks_tsv" in _plan(pg_url, "SELECT id FROM chunks WHERE to_tsvector('english', text) @@ 'backup'")
         # a second pass is not a first load: the indexes stay, updates maintain them
@@ -63,10 +68,6 @@ def test_a_first_load_builds_its_indexes_at_its_end_as_the_migrations_define_the
         assert [h["path"] for h in hits][:1] == ["memory/wombat.md"]
     finally:
         w.close()
-
-
-def pg_store_grams(arg: str) -> str:
-    return f"public.{pg_schema.LITERAL_GRAMS}({arg})"
 
 
 def test_a_first_load_cut_short_carries_on_as_one_and_a_store_without_its_indexes_gets_them(
