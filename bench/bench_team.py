@@ -15,7 +15,8 @@
   a document version carries its version token, so a torn answer (two versions of one document)
   is detected. Errors and torn answers are counted.
 - throughput: the writer's documents/s into each store for the same generated corpus, with the
-  hash embedder (embedding excluded), as a ratio.
+  hash embedder (embedding excluded), as a ratio: medians of alternating passes, with the CPU of
+  the writer, of its backend and of the whole (local) server beside the wall time.
 - crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
 
 Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6), with
@@ -236,22 +237,95 @@ def write_into(cfg: Config, store, emb) -> tuple[float, int]:
         e.close()
 
 
-def throughput(tmp: Path, base_url: str, sections: int) -> dict:
+def _server_cpu(base_url: str):
+    """A function giving the local server's CPU seconds so far, all its processes — those that
+    exited (parallel index-build workers, closed sessions) are in the postmaster's reaped-children
+    time — or None for a server elsewhere."""
+    import psycopg
+
+    from bench.procstat import tree_cpu_seconds
+
+    with psycopg.connect(base_url, autocommit=True) as c:
+        pid_file = Path(c.execute("SHOW data_directory").fetchone()[0]) / "postmaster.pid"
+    try:
+        postmaster = int(pid_file.read_text().split()[0])
+        tree_cpu_seconds(postmaster)
+    except (OSError, ValueError):
+        return None
+    return lambda: tree_cpu_seconds(postmaster)
+
+
+def _timed_pass(cfg: Config, store, emb, server_cpu) -> dict:
+    """One first index into `store` (None: the local store): wall, the writer process's CPU,
+    its PostgreSQL backend's (the server is local: its work is the writer's cost too) and the
+    whole server's, and the load average."""
+    from bench.procstat import cpu_seconds
+
+    e = Engine(cfg, embedder=emb, store=store)
+    try:
+        backend = e.catalog.conn.execute("SELECT pg_backend_pid()").fetchone()[0] if store is not None else None
+        s0, b0 = server_cpu() if server_cpu else 0.0, cpu_seconds(backend) if backend else 0.0
+        c0, t0 = time.process_time(), time.perf_counter()
+        rep = e.refresh()
+        wall, writer_cpu = time.perf_counter() - t0, time.process_time() - c0
+        backend_cpu = cpu_seconds(backend) - b0 if backend else 0.0
+    finally:
+        e.close()
+    server = server_cpu() - s0 if server_cpu else None
+    return {"wall_s": round(wall, 2), "writer_cpu_s": round(writer_cpu, 2), "backend_cpu_s": round(backend_cpu, 2),
+            "server_cpu_s": None if server is None else round(server, 2),
+            "cpu_s": round(writer_cpu + (server if server is not None else backend_cpu), 2),
+            "documents": rep.added, "load_avg": round(os.getloadavg()[0], 1)}
+
+
+def throughput(tmp: Path, base_url: str, sections: int, repeats: int = 3) -> dict:
+    """The writer's first index of the same generated corpus into each store, `repeats` times
+    each, alternating (local, PostgreSQL, local, …) so both see the same machine; medians, and
+    CPU beside wall (the local store's wall includes its fsyncs; PostgreSQL's writer commits
+    without waiting for the WAL flush, see pg_store). Every PostgreSQL pass gets a new database,
+    dropped after it (no autovacuum of an old one during the next pass)."""
+    import psycopg
+
     root = tmp / f"corpus-{sections}"
     generate_corpus(root, sections)
     cfg = Config(roots=make_roots([root]))
     emb = HashEmbedder()
-    os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / f"data-tp-{sections}")
-    local_s, docs = write_into(cfg, None, emb)
-    url = new_database(base_url, f"tp_{sections}")
-    pg_s, _ = write_into(cfg, PgStore(url, readonly=False), emb)
-    out = {"sections": sections, "documents": docs, "local_s": round(local_s, 2), "pg_s": round(pg_s, 2),
-           "local_docs_per_s": round(docs / local_s, 1), "pg_docs_per_s": round(docs / pg_s, 1),
-           "pg_over_local": round(pg_s / local_s, 2)}
-    print(f"throughput ({sections} sections, {docs} documents, hash embedder): local {out['local_docs_per_s']} docs/s, "
-          f"PostgreSQL {out['pg_docs_per_s']} docs/s — PostgreSQL takes {out['pg_over_local']}× the local time",
-          flush=True)
+    server_cpu = _server_cpu(base_url)
+    runs: dict[str, list[dict]] = {"local": [], "pg": []}
+    for i in range(repeats):
+        os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / f"data-tp-{sections}-{i}")
+        runs["local"].append(_timed_pass(cfg, None, emb, server_cpu))
+        url = new_database(base_url, f"tp_{sections}")
+        runs["pg"].append(_timed_pass(cfg, PgStore(url, readonly=False), emb, server_cpu))
+        with psycopg.connect(base_url, autocommit=True) as c:
+            c.execute(f"DROP DATABASE tp_{sections}")
+        for name in ("local", "pg"):
+            print(f"  pass {i + 1} {name:<5} {_pass_line(runs[name][-1])}", flush=True)
+    docs = runs["local"][0]["documents"]
+    med = {name: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "writer_cpu_s", "backend_cpu_s", "cpu_s")}
+           for name, rs in runs.items()}
+    if server_cpu:
+        for name, rs in runs.items():
+            med[name]["server_cpu_s"] = statistics.median(r["server_cpu_s"] for r in rs)
+    out = {"sections": sections, "documents": docs, "repeats": repeats, "runs": runs, "median": med,
+           "local_docs_per_s": round(docs / med["local"]["wall_s"], 1), "pg_docs_per_s": round(docs / med["pg"]["wall_s"], 1),
+           "pg_over_local": round(med["pg"]["wall_s"] / med["local"]["wall_s"], 2),
+           "pg_over_local_each": [round(p["wall_s"] / lo["wall_s"], 2) for lo, p in zip(runs["local"], runs["pg"])],
+           "pg_over_local_cpu": round(med["pg"]["cpu_s"] / med["local"]["cpu_s"], 2)}
+    pg = med["pg"]
+    print(f"throughput ({sections} sections, {docs} documents, hash embedder; median of {repeats} alternating passes): "
+          f"local {out['local_docs_per_s']} docs/s, PostgreSQL {out['pg_docs_per_s']} docs/s — PostgreSQL takes "
+          f"{out['pg_over_local']}× the local wall time (each pass: {out['pg_over_local_each']}) and "
+          f"{out['pg_over_local_cpu']}× its CPU (local {med['local']['cpu_s']:.1f} s; PostgreSQL {pg['cpu_s']:.1f} s: "
+          f"writer {pg['writer_cpu_s']:.1f} + server {pg.get('server_cpu_s', pg['backend_cpu_s']):.1f}, of which its "
+          f"backend {pg['backend_cpu_s']:.1f})", flush=True)
     return out
+
+
+def _pass_line(r: dict) -> str:
+    server = "" if r["server_cpu_s"] is None else f", server {r['server_cpu_s']:.2f}"
+    return (f"{r['wall_s']:7.2f} s wall, CPU {r['cpu_s']:6.2f} s (writer {r['writer_cpu_s']:.2f}, backend "
+            f"{r['backend_cpu_s']:.2f}{server}), load {r['load_avg']}")
 
 
 PARAPHRASES = ("how do we bring the {0} back after the machine died", "what should I check when {0} feels sluggish",
@@ -546,7 +620,10 @@ def main() -> int:
     ap.add_argument("--only", default="parity,latency,concurrency,throughput,crash")
     ap.add_argument("--eval-dir", default="/work/shared/eval")
     ap.add_argument("--sections", type=int, default=100_000, help="generated sections for the latency figure")
+    # 5,000 sections: ~15 s a pass here, so 3 alternating passes per store take ~1.5 min; the
+    # noise was the machine's load, which medians and CPU figures answer, not the pass length
     ap.add_argument("--throughput-sections", type=int, default=5000)
+    ap.add_argument("--throughput-repeats", type=int, default=3, help="alternating passes per store (medians)")
     ap.add_argument("--literal-sections", type=int, default=100_000,
                     help="generated sections for the literal-index and scoped-role figures (--only literal)")
     ap.add_argument("--url", help="an existing server (a superuser URL: databases are created on it)")
@@ -565,7 +642,7 @@ def main() -> int:
         if "parity" in only:
             report["parity"] = parity(Path(args.eval_dir), url)
         if "throughput" in only:
-            report["throughput"] = throughput(tmp, url, args.throughput_sections)
+            report["throughput"] = throughput(tmp, url, args.throughput_sections, args.throughput_repeats)
         if "concurrency" in only:
             report["concurrency"] = concurrency(tmp, url)
         if "crash" in only:

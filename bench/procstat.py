@@ -29,3 +29,20 @@ def cpu_seconds(pid: int) -> float:
     inflate the way it inflates wall time."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process, of its children that exited (reaped: its cutime/cstime) and of
+    its live children: what a server's whole process tree used (a PostgreSQL postmaster's
+    backends and workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(x) for x in fields[11:15])
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            f = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue   # exited meanwhile: its time is in the parent's reaped total, or soon will be
+        if int(f[1]) == pid:
+            total += int(f[11]) + int(f[12])
+    return round(total / tick, 2)

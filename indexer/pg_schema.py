@@ -320,7 +320,7 @@ BEGIN
     END IF;
 END $$;
 """))
-# Whole words from the keyword postings (migration 21): "does the corpus use this word?" (the
+# Whole words from the keyword postings (migration 11): "does the corpus use this word?" (the
 # abstention's question, pg_store.uses_word) is a key lookup of the word's body postings for a
 # section whose tokens are exactly its whole words — one chunk (at most MAX_CHUNK_CHARS = 4000
 # characters, indexer/chunks.py), ASCII letters and digits, and no character but ASCII and common
@@ -332,17 +332,46 @@ PLAIN_EXTRA = ("\u00a0\u00a3\u00a7\u00a9\u00ab\u00ae\u00b0\u00b1\u00b7\u00bb\u00
                "\u2248\u2260\u2264\u2265\u2500\u2502\u26a0\u2705\u2713\u2714\u2717\u274c")
 PLAIN_MAX_CHARS = 4000
 _PLAIN_CLASS = "[^\\x01-\\x7f" + "".join(f"\\u{ord(c):04x}" for c in PLAIN_EXTRA) + "]"   # a regex class
-MIGRATIONS.append((21, "plain sections: their whole words are their body postings", f"""
+MIGRATIONS.append((11, "plain sections: their whole words are their body postings", f"""
 ALTER TABLE sections ADD COLUMN plain boolean GENERATED ALWAYS AS
     (char_length(content) <= {PLAIN_MAX_CHARS} AND content !~ '{_PLAIN_CLASS}') STORED;
 CREATE INDEX sections_content_grams_unplain ON sections USING gin ({LITERAL_GRAMS}(content)) WHERE NOT plain;
 """))
-# The trigram function's true cost (migration 22): ~0.3 ms a section. At its default (an
+# The trigram function's true cost (migration 12): ~0.3 ms a section. At its default (an
 # operator's 100th of a page read) the planner scanned a small store's sections computing every
 # section's trigrams (339 sections: 97 ms a lookup) rather than use the GIN index (<1 ms).
-MIGRATIONS.append((22, "the trigram function's cost, so the planner uses its index", f"""
+MIGRATIONS.append((12, "the trigram function's cost, so the planner uses its index", f"""
 ALTER FUNCTION {LITERAL_GRAMS}(text) COST 10000;
 """))
+# Indexes a first load into an empty store builds once, at its end, rather than maintaining them
+# row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
+# section as it was copied in and the postings' two btrees took an insert per posting — together
+# the largest part of the server's work in a first load. Each is (name, the statements that build
+# it, the statement that drops it); the definitions are the migrations' (tests compare them).
+# Until they are built a reader's query scans, which is correct, only slower.
+FIRST_LOAD = "first_load"   # meta key: a first load is under way (a killed one carries on as one)
+DEFERRED_INDEXES: list[tuple[str, list[str], str]] = [
+    ("postings_pkey",
+     ["CREATE UNIQUE INDEX IF NOT EXISTS postings_pkey ON postings (field, term, chunk_id) INCLUDE (section_id, tf, dl)",
+      "ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY USING INDEX postings_pkey"],
+     "ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey"),
+    ("postings_chunk", ["CREATE INDEX IF NOT EXISTS postings_chunk ON postings (chunk_id)"],
+     "DROP INDEX IF EXISTS postings_chunk"),
+    ("sections_content_grams",
+     [f"CREATE INDEX IF NOT EXISTS sections_content_grams ON sections USING gin ({LITERAL_GRAMS}(content))"],
+     "DROP INDEX IF EXISTS sections_content_grams"),
+    ("sections_heading_grams",
+     [f"CREATE INDEX IF NOT EXISTS sections_heading_grams ON sections USING gin ({LITERAL_GRAMS}(heading))"],
+     "DROP INDEX IF EXISTS sections_heading_grams"),
+    ("sections_content_grams_unplain",
+     [f"CREATE INDEX IF NOT EXISTS sections_content_grams_unplain ON sections USING gin ({LITERAL_GRAMS}(content))"
+      " WHERE NOT plain"],
+     "DROP INDEX IF EXISTS sections_content_grams_unplain"),
+    ("chunks_tsv", ["CREATE INDEX IF NOT EXISTS chunks_tsv ON chunks USING gin (to_tsvector('english', text))"],
+     "DROP INDEX IF EXISTS chunks_tsv"),
+]
+
+
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
 

@@ -127,6 +127,14 @@ WRITER_LOCK_HELD = ("l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s 
                     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
+def _create_vector_index(conn, dim: int) -> None:
+    """The HNSW index over the passages' vectors, unless it exists."""
+    with conn.transaction():
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
+        conn.execute(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
+                     f" ((embedding::vector({dim})) vector_cosine_ops)")
+
+
 def unreachable(url: str, e: Exception) -> UserError:
     """The structured error for a store that refused the connection."""
     return UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
@@ -157,12 +165,64 @@ class PgLedger(MetaReads):
             self._types = {"embeddings": ["text", vector_oid],
                            "passages": ["bigint", "bigint", "integer", "text", "text", vector_oid],
                            "postings": ["smallint", "text", "bigint", "bigint", "integer", "integer"]}
-            # A first pass into an empty store builds the HNSW index once at the end (pgvector
-            # builds it far faster than it inserts one vector at a time); until then readers
-            # search exactly, which is correct, only slower.
-            self._bulk = self._q("SELECT NOT EXISTS (SELECT 1 FROM documents)").fetchone()[0]
-            if self._bulk:
+            self._bulk = self._start_or_resume_first_load()
+
+    def _start_or_resume_first_load(self) -> bool:
+        """Whether this writer makes (or carries on) a first load: into an empty store, or one a
+        killed first load left (its flag in meta). A first load builds the HNSW index and
+        pg_schema.DEFERRED_INDEXES once at its end (`_finish_first_load`): pgvector and
+        PostgreSQL build an index far faster than they insert into one row by row. Until then
+        readers' queries scan or search exactly, which is correct, only slower. A store without
+        some of them otherwise (an older writer killed in its first load) gets them now."""
+        with self.conn.transaction():
+            first = self._q("SELECT EXISTS (SELECT 1 FROM meta WHERE key = %s) OR NOT EXISTS (SELECT 1 FROM documents)",
+                            (pg_schema.FIRST_LOAD,)).fetchone()[0]
+            if first:
                 self._q("DROP INDEX IF EXISTS passages_embedding_hnsw")
+                for _, _, drop in pg_schema.DEFERRED_INDEXES:
+                    self._q(drop)
+                self._q("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                        (pg_schema.FIRST_LOAD, str(time.time())))
+        if not first:
+            self._build_deferred_indexes()
+            contract = self.model_contract()
+            if contract:
+                _create_vector_index(self.conn, int(contract["dim"]))
+        return first
+
+    def _build_deferred_indexes(self) -> None:
+        """Build those of pg_schema.DEFERRED_INDEXES the store lacks, each in its own transaction
+        (a reader waits, if at all, for one of them)."""
+        have = {r[0] for r in self._q("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
+        for name, build, _ in pg_schema.DEFERRED_INDEXES:
+            if name in have:
+                continue
+            with self.conn.transaction():
+                self._q(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+                for sql_text in build:
+                    self._q(sql_text)
+
+    def _finish_first_load(self) -> None:
+        """The end of a first load: its indexes built and the keyword postings packed, then the
+        flag cleared (a writer killed before that builds them again as the first load it carries
+        on). The HNSW index, the largest build, is built on a connection of its own meanwhile:
+        the other builds and the packing (other tables) need not wait for it."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        contract = self.model_contract()
+        with ThreadPoolExecutor(1) as aside:
+            vectors = aside.submit(self._build_vector_index_aside, int(contract["dim"])) if contract else None
+            self._build_deferred_indexes()
+            self._compact_if_changed()
+            if vectors is not None:
+                vectors.result()   # its error, if any, is the pass's
+        self._q("DELETE FROM meta WHERE key = %s", (pg_schema.FIRST_LOAD,))
+        self._bulk = False
+
+    def _build_vector_index_aside(self, dim: int) -> None:
+        with _psycopg().connect(self.store.url, autocommit=True, application_name=f"{WRITER_APP} index build") as conn:
+            conn.execute("SET search_path TO public")
+            _create_vector_index(conn, dim)
 
     def _connect(self):
         psycopg = _psycopg()
@@ -219,12 +279,9 @@ class PgLedger(MetaReads):
         if key in RUN_WARNING_KEYS:
             self._store_run_warnings()
         if key == "model_contract" and not self._bulk:   # the index needs the dimension
-            self._ensure_vector_index(int(json.loads(value)["dim"]))
+            _create_vector_index(self.conn, int(json.loads(value)["dim"]))
         elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
-            self._bulk = False
-            contract = self.model_contract()
-            if contract:
-                self._ensure_vector_index(int(contract["dim"]))
+            self._finish_first_load()
         if key == "last_indexed_at":   # the end of a pass
             self._compact_if_changed()
 
@@ -274,12 +331,6 @@ class PgLedger(MetaReads):
     def _visible_run_warnings(self, key: str) -> str:
         rows = self._q("SELECT path, text FROM run_warnings ORDER BY ord").fetchall()
         return json.dumps([r[1] for r in rows] if key == "last_warnings" else [r[0] for r in rows])
-
-    def _ensure_vector_index(self, dim: int) -> None:
-        self._q(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")   # a graph that fits builds in memory
-        self._q(f"CREATE INDEX IF NOT EXISTS passages_embedding_hnsw ON passages USING hnsw"
-                f" ((embedding::vector({dim})) vector_cosine_ops)")
-        self._q("RESET maintenance_work_mem")
 
     def counts(self) -> dict[str, int]:
         row = self._q("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM sections),"
@@ -377,8 +428,8 @@ class PgLedger(MetaReads):
                                        "{" + ",".join(map(str, lens)) + "}"))
                     for f in kw.FIELDS:
                         tokens[f] += lens[f]
-                        for term, tf in fields[f].items():
-                            postings.append((f, term, cid, sid, tf, kw.quantized_length(lens[f])))
+                        dl = kw.quantized_length(lens[f])
+                        postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
                 for p_ord, (sha, ptext) in enumerate(s["passages"]):
                     passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
             # Each passage is written once, with its vector (new, or already in the store).
@@ -467,9 +518,16 @@ class PgLedger(MetaReads):
                 " DO UPDATE SET value = (meta.value::bigint + 1)::text")
 
     def set_entity_mentions(self, mentions: dict[int, list[str]]) -> None:
+        """One statement, and only the sections whose mentions changed are rewritten: after a
+        first index every section is asked again, and each rewritten row is a new row version
+        whose trigram index entries are computed again."""
+        if not mentions:
+            return
+        ids = list(mentions)
         with self.conn.transaction():
-            self.conn.cursor().executemany("UPDATE sections SET entities = %s::jsonb WHERE id = %s",
-                                           [(json.dumps(v), k) for k, v in mentions.items()])
+            self._q("UPDATE sections s SET entities = m.entities FROM unnest(%s::bigint[], %s::jsonb[]) AS m(id, entities)"
+                    " WHERE s.id = m.id AND s.entities IS DISTINCT FROM m.entities",
+                    (ids, [json.dumps(mentions[i]) for i in ids]))
 
     def set_link_resolutions(self, changes: list[tuple[str | None, int]]) -> None:
         if changes:
@@ -570,7 +628,7 @@ class PgLedger(MetaReads):
 
     def uses_word(self, word: str) -> bool | None:
         """Whether some visible section's content uses `word` (lower-case) whole. A plain section's
-        whole words are its body postings (pg_schema migration 21), so for an ASCII word those
+        whole words are its body postings (pg_schema migration 11), so for an ASCII word those
         answer by key; only the other sections that may contain it are read and tested, as the
         local store tests its candidates. None when the literal index cannot answer."""
         if not self._literal_indexable([word]):

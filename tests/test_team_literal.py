@@ -92,7 +92,7 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
         reader.close()
         local.close()
     # and PostgreSQL uses the GIN indexes for it, on its own even for a store this small (the
-    # trigram function's cost: migration 22) — for a reader role too (its row-level security
+    # trigram function's cost: migration 12) — for a reader role too (its row-level security
     # policy lets every row through, so it does not stand between the query and the index)
     role = f"literal_reader_{os.getpid()}"
     with psycopg.connect(pg_url, autocommit=True) as c:
@@ -125,7 +125,7 @@ WORDS = ["backup", "back", "failover", "fail", "twice", "quoted", "smart", "next
 
 def test_whole_word_checks_answer_like_a_scan(tmp_path, data_env, tiny_embedder, pg_url):
     """`uses_word` from the postings of plain sections and the tested candidates of the others
-    (pg_schema migration 21) gives what a scan of every visible section gives, in and out of a scope."""
+    (pg_schema migration 11) gives what a scan of every visible section gives, in and out of a scope."""
     from remembrancer.indexer import terms
 
     notes = tmp_path / "notes"

@@ -417,9 +417,18 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
         led = st.open_ledger(readonly=True)
         assert led.consistency_problems() == []
         led.close()
+    deferred = {name for name, _, _ in pg_schema.DEFERRED_INDEXES} | {"passages_embedding_hnsw"}
+
+    def first_load_state():
+        with psycopg.connect(pg_url) as c:
+            flag = c.execute("SELECT EXISTS (SELECT 1 FROM meta WHERE key = %s)", (pg_schema.FIRST_LOAD,)).fetchone()[0]
+            names = {r[0] for r in c.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
+        return flag, deferred & names
+    assert first_load_state() == (True, set())   # every restart carried on the first load, without them
     done = subprocess.run([sys.executable, "-m", "remembrancer", "index", "--store", pg_url, "--root", str(root)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert first_load_state() == (False, deferred)   # built at the end of the pass that completed
     assert kills == 6   # every round was killed mid-pass (each stops after at most 15 of 120 documents)
     from remembrancer.indexer.embed import load_embedder_from_dir
 
