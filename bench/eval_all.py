@@ -93,12 +93,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True):
+    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True, shared=None):
         if allowed is not None:
-            return self.phrasing(engine, query, qvec, allowed, credit_record)
+            return self.phrasing(engine, query, qvec, allowed, credit_record, shared)
         key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record)
+            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record, shared)
         ph = self.legs[key]
         return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
                                set(ph.probes_found))
@@ -157,7 +157,8 @@ def summarise(report: dict) -> dict:
             "strata": {k: {"top1": v["top1"], "top5": v["top5"], "n": v["n"]} for k, v in report["strata"].items()},
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
-            "p95": report["latency_ms"]["p95"], "right": right(report), "digest": digest}
+            "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
+            "right": right(report), "digest": digest}
 
 
 def score(session: EvalSession, overrides: dict, alternates: dict | None) -> dict:
@@ -173,7 +174,7 @@ def fmt_row(name: str, s: dict) -> str:
     ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "-"
     return (f"  {name:<22} Top1 {s['top1'] * 100:5.1f}  Top5 {s['top5'] * 100:5.1f}  MRR {s['mrr']:.3f}"
             f"  abst {ab:>4}  false {s['false']}/{s['answerable']}  right {s['right']:>3}"
-            f"  p95 {s['p95']:4.0f}ms  #{s['digest']}  [{strata}]")
+            f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
 
 
 def main() -> int:

@@ -71,9 +71,24 @@ class Candidate:
     dense: float = 0.0
     literal: float = 0.0
     score: float = 0.0
-    why: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)   # the rules that moved it (explain)
     alt: float = 0.0    # the best fused score a rephrasing gave it (alternates only)
     found_by: int = 0   # which phrasing gave it its best evidence: 0 the question, i the i-th alternate
+    # What `explain` says of the fusion, kept as numbers: formatting a line for each of ~500
+    # candidates per phrasing cost ~0.5 ms a search, and only an explained result shows it.
+    fused: float | None = None   # the question's own fused score (None: not fused, or not found by it)
+    by_question: bool = True     # found by the question itself (alternates: a rephrasing may nominate)
+    alt_bonus: float = 0.0       # what the rephrasings' evidence added
+
+    def explanation(self) -> list[str]:
+        head = []
+        if self.fused is not None:
+            head.append(f"bm25={self.bm25:.2f} dense={self.dense:.3f} literal={self.literal:.2f} fused={self.fused:.3f}")
+        elif not self.by_question:
+            head.append("not found by the question itself")
+        if self.alt_bonus:
+            head.append(f"rephrasings +{self.alt_bonus:.3f}")
+        return head + self.why
 
     @property
     def provenance(self) -> str:
@@ -112,11 +127,12 @@ def search(engine, req: SearchRequest) -> dict:
     # Equal scores are ordered by section id (document order of a fresh index), never by which
     # leg happened to add a candidate first: equal inputs give equal rankings.
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.section_id))
-    top_ids = [c.section_id for c in ranked[: max(req.limit * 4, 20)]]
+    shown_at_most = max(req.limit * 4, 20)   # results, their `also` pointers and abstention read no further
+    top_ids = [c.section_id for c in ranked[:shown_at_most]]
     missing = [i for i in top_ids if i not in rows]
     if missing:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
-    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows)
+    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
     no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           else (False, []))
     results = _results(ranked, rows, req, query, mode)
@@ -230,7 +246,8 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
     credit = rank.credits_named_record(it, engine.config.ranking)
-    evidence = [_phrasing(engine, text, vec, allowed, credit) for text, vec in zip(phrasings, vecs)]
+    shared = Lookups(engine, allowed)
+    evidence = [_phrasing(engine, text, vec, allowed, credit, shared) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     rows = _rerank(engine, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
@@ -245,13 +262,13 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
     pooled per document — docs/ranking.md.)"""
     out: dict[int, Candidate] = {}
     for sid, c in evidence[0].cands.items():
-        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why))
+        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why), fused=c.fused)
     sums: dict[int, float] = {}
     for i, ph in enumerate(evidence[1:], 1):
         for sid, c in ph.cands.items():
             o = out.get(sid)
             if o is None:
-                o = out[sid] = Candidate(sid, why=["not found by the question itself"])
+                o = out[sid] = Candidate(sid, by_question=False)
             sums[sid] = sums.get(sid, 0.0) + c.score
             if c.score > o.alt:
                 o.alt = c.score
@@ -261,14 +278,39 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
     for sid, o in out.items():
         evidence_alt = sums.get(sid, 0.0) / n_alt
         if evidence_alt:
-            o.score += ALTERNATE_WEIGHT * evidence_alt
-            o.why.append(f"rephrasings +{ALTERNATE_WEIGHT * evidence_alt:.3f}")
+            o.alt_bonus = ALTERNATE_WEIGHT * evidence_alt
+            o.score += o.alt_bonus
     return out
 
 
-def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True) -> Phrasing:
+class Lookups:
+    """Catalog lookups the phrasings of one request share: a filter's passages, and which section
+    each vector hit is a passage of (rephrasings hit mostly the same passages as the question)."""
+
+    def __init__(self, engine, allowed: set[int] | None):
+        self.engine, self.allowed = engine, allowed
+        self._labels: set[int] | None = None
+        self._passages: dict[int, tuple[int, bool]] = {}
+
+    def allowed_labels(self) -> set[int] | None:
+        if self.allowed is not None and self._labels is None:
+            self._labels = self.engine.catalog.passage_ids_in(self.allowed)
+        return self._labels
+
+    def passages(self, labels: list[int]) -> dict[int, tuple[int, bool]]:
+        """passage id → (section id, heading only?), as catalog.passages_by_id, each read once."""
+        new = [label for label in labels if label not in self._passages]
+        if new:
+            self._passages.update(self.engine.catalog.passages_by_id(new))
+        return self._passages
+
+
+def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True,
+              shared: Lookups | None = None) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once).
-    `credit_record`: whether the named entity's own record gets the literal leg's credit."""
+    `credit_record`: whether the named entity's own record gets the literal leg's credit;
+    `shared`: the request's lookups, when several phrasings run."""
+    shared = shared or Lookups(engine, allowed)
     cands: dict[int, Candidate] = {}
 
     def cand(sid: int) -> Candidate:
@@ -281,9 +323,8 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
         cand(sid).bm25 = score
 
     if qvec is not None:
-        allowed_labels = None if allowed is None else engine.catalog.passage_ids_in(allowed)
-        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels)
-        info = engine.catalog.passages_by_id(label for label, _ in hits)
+        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, shared.allowed_labels())
+        info = shared.passages([label for label, _ in hits])
         for label, sim in hits:
             if label not in info:   # written to the vector file, not yet (or no longer) in the catalog
                 continue
@@ -317,9 +358,10 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
     return Phrasing(query, cands, probes_found)
 
 
-def one_per_section(ranked: list[Candidate], rows: dict) -> list[Candidate]:
+def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:
     """Each section once: parts of a split section (`X (Part 2)`) and a breadcrumb that occurs
-    twice in a document are one section to the reader — the best-scored of them stands for it."""
+    twice in a document are one section to the reader — the best-scored of them stands for it.
+    `keep`: stop after that many (the rest of ~500 candidates would only be keyed and dropped)."""
     seen: set[tuple[str, str]] = set()
     out = []
     for c in ranked:
@@ -328,6 +370,8 @@ def one_per_section(ranked: list[Candidate], rows: dict) -> list[Candidate]:
         if key not in seen:
             seen.add(key)
             out.append(c)
+            if len(out) == keep:
+                break
     return out
 
 
@@ -378,8 +422,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         score = w_dense * dn + (1 - w_dense) * bm
         if identifier_query:
             score = 0.7 * score + 0.3 * (c.literal / lit_max)
-        c.score = score
-        c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
+        c.score = c.fused = score
 
 
 def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
@@ -531,7 +574,7 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
         if mode == "hybrid":
             r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": round(c.literal, 3)}
         if req.explain:
-            r["why"] = c.why
+            r["why"] = c.explanation()
         if i == 0:
             r["content"] = s.content
             if req.content_chars is not None and len(s.content) > req.content_chars:
