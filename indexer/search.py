@@ -64,7 +64,7 @@ class SearchRequest:
     content_chars: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)   # ~500 per phrasing: slots make them cheaper to build and read
 class Candidate:
     section_id: int
     bm25: float = 0.0
@@ -133,6 +133,7 @@ def search(engine, req: SearchRequest) -> dict:
     if missing:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
     ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
+    ranked, rows = _shown_with_text(engine, ranked, rows, req.limit)
     no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           else (False, []))
     results = _results(ranked, rows, req, query, mode)
@@ -158,6 +159,16 @@ def search(engine, req: SearchRequest) -> dict:
     if notes:
         out["notes"] = notes
     return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
+
+
+def _shown_with_text(engine, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
+    """The rerank read the candidates without their text; the shown ones are read whole. A section
+    deleted in between (a writer committed) is dropped, and the next one is read in its place."""
+    while textless := [c.section_id for c in ranked[:limit] if rows[c.section_id].content is None]:
+        rows = {**rows, **engine.catalog.sections_by_id(textless)}
+        gone = {i for i in textless if rows[i].content is None}
+        ranked = [c for c in ranked if c.section_id not in gone]
+    return ranked, rows
 
 
 def _allowed_sections(engine, f: flt.Filters) -> set[int]:
@@ -284,13 +295,15 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
 
 
 class Lookups:
-    """Catalog lookups the phrasings of one request share: a filter's passages, and which section
-    each vector hit is a passage of (rephrasings hit mostly the same passages as the question)."""
+    """Catalog lookups the phrasings of one request share: a filter's passages, which section each
+    vector hit is a passage of, and where each literal probe occurs (rephrasings hit mostly the
+    same passages as the question, and name the same identifiers)."""
 
     def __init__(self, engine, allowed: set[int] | None):
         self.engine, self.allowed = engine, allowed
         self._labels: set[int] | None = None
         self._passages: dict[int, tuple[int, bool]] = {}
+        self._probes: dict[str, list[tuple[int, bool]]] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -303,6 +316,14 @@ class Lookups:
         if new:
             self._passages.update(self.engine.catalog.passages_by_id(new))
         return self._passages
+
+    def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
+        """(section id, in its heading?) of every visible section whose content holds `probe`
+        (lower-cased), filters aside."""
+        if probe not in self._probes:
+            self._probes[probe] = [(sid, probe in head) for sid, head, content, _
+                                   in self.engine.literal_rows([probe], content_only=True) if probe in content]
+        return self._probes[probe]
 
 
 def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True,
@@ -341,7 +362,7 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
-    literal, probes_found = _probe_leg(engine, probes, allowed)
+    literal, probes_found = _probe_leg(engine, probes, allowed, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
     elif not credit_record:
@@ -380,7 +401,8 @@ def section_key(heading: str | None) -> str:
     return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
-def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dict[int, float], set[str]]:
+def _probe_leg(engine, probes: list[str], allowed: set[int] | None,
+               shared: Lookups) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading.
     Also returns the probes found in any visible section (filters aside): the scan abstention
@@ -391,9 +413,7 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dic
     total = engine.section_count() or 1
     out: dict[int, float] = {}
     for probe in probes:
-        p = probe.lower()
-        rows = [(sid, p in head) for sid, head, content, _ in engine.literal_rows([p], content_only=True)
-                if p in content]
+        rows = shared.probe_rows(probe.lower())
         if not rows:
             continue
         found.add(probe)
@@ -427,11 +447,16 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
 
 def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
-    read, for the results."""
+    read, for the results — without their text, but for the few sections the rules read."""
     if not cands:
         return {}
-    rows = engine.catalog.sections_by_id(list(cands))
-    rank.rerank(cands, rows, it, engine.config.ranking)
+    cfg = engine.config.ranking
+    heads = getattr(engine.catalog, "section_heads_by_id", None)   # (a store without it reads the text)
+    rows = (heads or engine.catalog.sections_by_id)(list(cands))
+    texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
+    if texts:
+        rows.update(engine.catalog.sections_by_id(texts))
+    rank.rerank(cands, rows, it, cfg)
     return rows
 
 
