@@ -18,6 +18,11 @@ no rules, no abstention), and with `--ablation` each rule or constant switched o
 `right` counts questions answered right: an answerable one whose first result is a strict hit and
 that did not abstain, an unanswerable one that abstained. The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
+
+Each row's p95 is its searches' wall time and, in brackets, their CPU time (the process's, every
+thread's), each question searched once after one untimed search that loads the model: a rough
+figure on a shared machine. Latency before and after a change: bench/bench_search_latency.py
+(each question's fastest of several, two versions of the code in one run with --against).
 """
 
 from __future__ import annotations
