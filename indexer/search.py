@@ -45,9 +45,10 @@ LITERAL_LEG = True
 ABSTENTION = True
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
-# The rephrasings' mean fused score counts as much as the question's own: with n rephrasings each
-# weighs 1/n of the question (docs/ranking.md: chosen on memory-dev-2, the mildest value of its
-# plateau 1.0–2.0, checked on the other five; 0.75 before).
+# Each rephrasing adds ALTERNATE_WEIGHT / MAX_ALTERNATES (a third) of its fused score: three
+# together weigh as much as the question, fewer weigh less, so the question always weighs most
+# (docs/ranking.md: chosen on memory-dev-2, the mildest value of its plateau 1.0–2.0, checked on
+# the other five; before, 0.75 × the rephrasings' mean).
 ALTERNATE_WEIGHT = 1.0
 # Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
 # such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
@@ -268,12 +269,12 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
 
 
 def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
-    """The question's fused score plus ALTERNATE_WEIGHT × the mean of the rephrasings' fused scores
-    (0 where a rephrasing did not find the section). Rephrasings nominate candidates and add
-    evidence — agreement among them counts, one jargon-rich rephrasing alone counts little — the
-    question keeps the most weight, and the memory rules (applied after) read the question's own
-    wording. (Measured and not kept: the best rephrasing's score instead of the mean; the evidence
-    pooled per document — docs/ranking.md.)"""
+    """The question's fused score plus ALTERNATE_WEIGHT × the rephrasings' fused scores summed over
+    MAX_ALTERNATES (0 where a rephrasing did not find the section, or was not given: with three,
+    their mean). Rephrasings nominate candidates and add evidence — agreement among them counts,
+    one jargon-rich rephrasing alone counts little — the question keeps the most weight, and the
+    memory rules (applied after) read the question's own wording. (Measured and not kept: the best
+    rephrasing's score instead; their median; the evidence pooled per document — docs/ranking.md.)"""
     out: dict[int, Candidate] = {}
     for sid, c in evidence[0].cands.items():
         out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why), fused=c.fused)
@@ -288,9 +289,8 @@ def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
                 o.alt = c.score
                 if c.score > evidence[0].cands.get(sid, o).score:
                     o.found_by = i
-    n_alt = len(evidence) - 1
     for sid, o in out.items():
-        evidence_alt = sums.get(sid, 0.0) / n_alt
+        evidence_alt = sums.get(sid, 0.0) / MAX_ALTERNATES
         if evidence_alt:
             o.alt_bonus = ALTERNATE_WEIGHT * evidence_alt
             o.score += o.alt_bonus
