@@ -18,6 +18,11 @@ no rules, no abstention), and with `--ablation` each rule or constant switched o
 `right` counts questions answered right: an answerable one whose first result is a strict hit and
 that did not abstain, an unanswerable one that abstained. The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
+
+Each row's p95 is its searches' wall time and, in brackets, their CPU time (the process's, every
+thread's), each question searched once after one untimed search that loads the model: a rough
+figure on a shared machine. Latency before and after a change: bench/bench_search_latency.py
+(each question's fastest of several, two versions of the code in one run with --against).
 """
 
 from __future__ import annotations
@@ -93,12 +98,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True):
+    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True, shared=None):
         if allowed is not None:
-            return self.phrasing(engine, query, qvec, allowed, credit_record)
+            return self.phrasing(engine, query, qvec, allowed, credit_record, shared)
         key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record)
+            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record, shared)
         ph = self.legs[key]
         return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
                                set(ph.probes_found))
@@ -157,7 +162,8 @@ def summarise(report: dict) -> dict:
             "strata": {k: {"top1": v["top1"], "top5": v["top5"], "n": v["n"]} for k, v in report["strata"].items()},
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
-            "p95": report["latency_ms"]["p95"], "right": right(report), "digest": digest}
+            "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
+            "right": right(report), "digest": digest}
 
 
 def score(session: EvalSession, overrides: dict, alternates: dict | None) -> dict:
@@ -173,7 +179,7 @@ def fmt_row(name: str, s: dict) -> str:
     ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "-"
     return (f"  {name:<22} Top1 {s['top1'] * 100:5.1f}  Top5 {s['top5'] * 100:5.1f}  MRR {s['mrr']:.3f}"
             f"  abst {ab:>4}  false {s['false']}/{s['answerable']}  right {s['right']:>3}"
-            f"  p95 {s['p95']:4.0f}ms  #{s['digest']}  [{strata}]")
+            f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
 
 
 def main() -> int:

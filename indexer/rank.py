@@ -161,6 +161,12 @@ _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 _STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
 
 
+def reads_text(s, it: Intent, cfg: RankingConfig) -> bool:
+    """Whether the rules read this section's text, not only its heading, type and date: a
+    runbook's, for a how-to question (is_procedure). Search reads the text of these only."""
+    return bool(cfg.enabled and it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook")
+
+
 def is_procedure(s) -> bool:
     """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
     a numbered list of two steps or more outside code — where a runbook keeps what to do, as
@@ -212,7 +218,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(w, f"type {s.doc_type}")
         if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
             scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
-        if it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook" and is_procedure(s):
+        if reads_text(s, it, cfg) and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor
         if swing:

@@ -45,7 +45,11 @@ LITERAL_LEG = True
 ABSTENTION = True
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
-ALTERNATE_WEIGHT = 0.75  # the rephrasings' mean fused score, against the question's 1 (docs/ranking.md)
+# Each rephrasing adds ALTERNATE_WEIGHT / MAX_ALTERNATES (a third) of its fused score: three
+# together weigh as much as the question, fewer weigh less, so the question always weighs most
+# (docs/ranking.md: chosen on memory-dev-2, the mildest value of its plateau 1.0–2.0, checked on
+# the other five; before, 0.75 × the rephrasings' mean).
+ALTERNATE_WEIGHT = 1.0
 # Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
 # such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
 PART_SUFFIX_RE = re.compile(r"(?<!\s)\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
@@ -64,16 +68,31 @@ class SearchRequest:
     content_chars: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)   # ~500 per phrasing: slots make them cheaper to build and read
 class Candidate:
     section_id: int
     bm25: float = 0.0
     dense: float = 0.0
     literal: float = 0.0
     score: float = 0.0
-    why: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)   # the rules that moved it (explain)
     alt: float = 0.0    # the best fused score a rephrasing gave it (alternates only)
     found_by: int = 0   # which phrasing gave it its best evidence: 0 the question, i the i-th alternate
+    # What `explain` says of the fusion, kept as numbers: formatting a line for each of ~500
+    # candidates per phrasing cost ~0.5 ms a search, and only an explained result shows it.
+    fused: float | None = None   # the question's own fused score (None: not fused, or not found by it)
+    by_question: bool = True     # found by the question itself (alternates: a rephrasing may nominate)
+    alt_bonus: float = 0.0       # what the rephrasings' evidence added
+
+    def explanation(self) -> list[str]:
+        head = []
+        if self.fused is not None:
+            head.append(f"bm25={self.bm25:.2f} dense={self.dense:.3f} literal={self.literal:.2f} fused={self.fused:.3f}")
+        elif not self.by_question:
+            head.append("not found by the question itself")
+        if self.alt_bonus:
+            head.append(f"rephrasings +{self.alt_bonus:.3f}")
+        return head + self.why
 
     @property
     def provenance(self) -> str:
@@ -112,11 +131,13 @@ def search(engine, req: SearchRequest) -> dict:
     # Equal scores are ordered by section id (document order of a fresh index), never by which
     # leg happened to add a candidate first: equal inputs give equal rankings.
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.section_id))
-    top_ids = [c.section_id for c in ranked[: max(req.limit * 4, 20)]]
+    shown_at_most = max(req.limit * 4, 20)   # results, their `also` pointers and abstention read no further
+    top_ids = [c.section_id for c in ranked[:shown_at_most]]
     missing = [i for i in top_ids if i not in rows]
     if missing:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
-    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows)
+    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
+    ranked, rows = _shown_with_text(engine, ranked, rows, req.limit)
     no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           else (False, []))
     results = _results(ranked, rows, req, query, mode)
@@ -142,6 +163,16 @@ def search(engine, req: SearchRequest) -> dict:
     if notes:
         out["notes"] = notes
     return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
+
+
+def _shown_with_text(engine, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
+    """The rerank read the candidates without their text; the shown ones are read whole. A section
+    deleted in between (a writer committed) is dropped, and the next one is read in its place."""
+    while textless := [c.section_id for c in ranked[:limit] if rows[c.section_id].content is None]:
+        rows = {**rows, **engine.catalog.sections_by_id(textless)}
+        gone = {i for i in textless if rows[i].content is None}
+        ranked = [c for c in ranked if c.section_id not in gone]
+    return ranked, rows
 
 
 def _allowed_sections(engine, f: flt.Filters) -> set[int]:
@@ -230,45 +261,80 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
     credit = rank.credits_named_record(it, engine.config.ranking)
-    evidence = [_phrasing(engine, text, vec, allowed, credit) for text, vec in zip(phrasings, vecs)]
+    shared = Lookups(engine, allowed)
+    evidence = [_phrasing(engine, text, vec, allowed, credit, shared) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     rows = _rerank(engine, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
 def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
-    """The question's fused score plus ALTERNATE_WEIGHT × the mean of the rephrasings' fused scores
-    (0 where a rephrasing did not find the section). Rephrasings nominate candidates and add
-    evidence — agreement among them counts, one jargon-rich rephrasing alone counts little — the
-    question keeps the most weight, and the memory rules (applied after) read the question's own
-    wording. (Measured and not kept: the best rephrasing's score instead of the mean; the evidence
-    pooled per document — docs/ranking.md.)"""
+    """The question's fused score plus ALTERNATE_WEIGHT × the rephrasings' fused scores summed over
+    MAX_ALTERNATES (0 where a rephrasing did not find the section, or was not given: with three,
+    their mean). Rephrasings nominate candidates and add evidence — agreement among them counts,
+    one jargon-rich rephrasing alone counts little — the question keeps the most weight, and the
+    memory rules (applied after) read the question's own wording. (Measured and not kept: the best
+    rephrasing's score instead; their median; the evidence pooled per document — docs/ranking.md.)"""
     out: dict[int, Candidate] = {}
     for sid, c in evidence[0].cands.items():
-        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why))
+        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why), fused=c.fused)
     sums: dict[int, float] = {}
     for i, ph in enumerate(evidence[1:], 1):
         for sid, c in ph.cands.items():
             o = out.get(sid)
             if o is None:
-                o = out[sid] = Candidate(sid, why=["not found by the question itself"])
+                o = out[sid] = Candidate(sid, by_question=False)
             sums[sid] = sums.get(sid, 0.0) + c.score
             if c.score > o.alt:
                 o.alt = c.score
                 if c.score > evidence[0].cands.get(sid, o).score:
                     o.found_by = i
-    n_alt = len(evidence) - 1
     for sid, o in out.items():
-        evidence_alt = sums.get(sid, 0.0) / n_alt
+        evidence_alt = sums.get(sid, 0.0) / MAX_ALTERNATES
         if evidence_alt:
-            o.score += ALTERNATE_WEIGHT * evidence_alt
-            o.why.append(f"rephrasings +{ALTERNATE_WEIGHT * evidence_alt:.3f}")
+            o.alt_bonus = ALTERNATE_WEIGHT * evidence_alt
+            o.score += o.alt_bonus
     return out
 
 
-def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True) -> Phrasing:
+class Lookups:
+    """Catalog lookups the phrasings of one request share: a filter's passages, which section each
+    vector hit is a passage of, and where each literal probe occurs (rephrasings hit mostly the
+    same passages as the question, and name the same identifiers)."""
+
+    def __init__(self, engine, allowed: set[int] | None):
+        self.engine, self.allowed = engine, allowed
+        self._labels: set[int] | None = None
+        self._passages: dict[int, tuple[int, bool]] = {}
+        self._probes: dict[str, list[tuple[int, bool]]] = {}
+
+    def allowed_labels(self) -> set[int] | None:
+        if self.allowed is not None and self._labels is None:
+            self._labels = self.engine.catalog.passage_ids_in(self.allowed)
+        return self._labels
+
+    def passages(self, labels: list[int]) -> dict[int, tuple[int, bool]]:
+        """passage id → (section id, heading only?), as catalog.passages_by_id, each read once."""
+        new = [label for label in labels if label not in self._passages]
+        if new:
+            self._passages.update(self.engine.catalog.passages_by_id(new))
+        return self._passages
+
+    def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
+        """(section id, in its heading?) of every visible section whose content holds `probe`
+        (lower-cased), filters aside."""
+        if probe not in self._probes:
+            self._probes[probe] = [(sid, probe in head) for sid, head, content, _
+                                   in self.engine.literal_rows([probe], content_only=True) if probe in content]
+        return self._probes[probe]
+
+
+def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True,
+              shared: Lookups | None = None) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once).
-    `credit_record`: whether the named entity's own record gets the literal leg's credit."""
+    `credit_record`: whether the named entity's own record gets the literal leg's credit;
+    `shared`: the request's lookups, when several phrasings run."""
+    shared = shared or Lookups(engine, allowed)
     cands: dict[int, Candidate] = {}
 
     def cand(sid: int) -> Candidate:
@@ -281,9 +347,8 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
         cand(sid).bm25 = score
 
     if qvec is not None:
-        allowed_labels = None if allowed is None else engine.catalog.passage_ids_in(allowed)
-        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, allowed_labels)
-        info = engine.catalog.passages_by_id(label for label, _ in hits)
+        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, shared.allowed_labels())
+        info = shared.passages([label for label, _ in hits])
         for label, sim in hits:
             if label not in info:   # written to the vector file, not yet (or no longer) in the catalog
                 continue
@@ -300,7 +365,7 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
-    literal, probes_found = _probe_leg(engine, probes, allowed)
+    literal, probes_found = _probe_leg(engine, probes, allowed, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
     elif not credit_record:
@@ -317,9 +382,10 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
     return Phrasing(query, cands, probes_found)
 
 
-def one_per_section(ranked: list[Candidate], rows: dict) -> list[Candidate]:
+def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:
     """Each section once: parts of a split section (`X (Part 2)`) and a breadcrumb that occurs
-    twice in a document are one section to the reader — the best-scored of them stands for it."""
+    twice in a document are one section to the reader — the best-scored of them stands for it.
+    `keep`: stop after that many (the rest of ~500 candidates would only be keyed and dropped)."""
     seen: set[tuple[str, str]] = set()
     out = []
     for c in ranked:
@@ -328,6 +394,8 @@ def one_per_section(ranked: list[Candidate], rows: dict) -> list[Candidate]:
         if key not in seen:
             seen.add(key)
             out.append(c)
+            if len(out) == keep:
+                break
     return out
 
 
@@ -336,7 +404,8 @@ def section_key(heading: str | None) -> str:
     return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
-def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dict[int, float], set[str]]:
+def _probe_leg(engine, probes: list[str], allowed: set[int] | None,
+               shared: Lookups) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading.
     Also returns the probes found in any visible section (filters aside): the scan abstention
@@ -347,9 +416,7 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None) -> tuple[dic
     total = engine.section_count() or 1
     out: dict[int, float] = {}
     for probe in probes:
-        p = probe.lower()
-        rows = [(sid, p in head) for sid, head, content, _ in engine.literal_rows([p], content_only=True)
-                if p in content]
+        rows = shared.probe_rows(probe.lower())
         if not rows:
             continue
         found.add(probe)
@@ -378,17 +445,21 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         score = w_dense * dn + (1 - w_dense) * bm
         if identifier_query:
             score = 0.7 * score + 0.3 * (c.literal / lit_max)
-        c.score = score
-        c.why.append(f"bm25={c.bm25:.2f} dense={c.dense:.3f} literal={c.literal:.2f} fused={score:.3f}")
+        c.score = c.fused = score
 
 
 def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
-    read, for the results."""
+    read, for the results — without their text, but for the few sections the rules read."""
     if not cands:
         return {}
-    rows = engine.catalog.sections_by_id(list(cands))
-    rank.rerank(cands, rows, it, engine.config.ranking)
+    cfg = engine.config.ranking
+    heads = getattr(engine.catalog, "section_heads_by_id", None)   # (a store without it reads the text)
+    rows = (heads or engine.catalog.sections_by_id)(list(cands))
+    texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
+    if texts:
+        rows.update(engine.catalog.sections_by_id(texts))
+    rank.rerank(cands, rows, it, cfg)
     return rows
 
 
@@ -531,7 +602,7 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
         if mode == "hybrid":
             r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": round(c.literal, 3)}
         if req.explain:
-            r["why"] = c.why
+            r["why"] = c.explanation()
         if i == 0:
             r["content"] = s.content
             if req.content_chars is not None and len(s.content) > req.content_chars:

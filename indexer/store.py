@@ -36,8 +36,8 @@ class SectionRow:
     doc_stale: bool
     tags: list[str]
     entities: list[str]
-    content: str
-    body: str
+    content: str | None   # None (with body): read without its text (Catalog.section_heads_by_id)
+    body: str | None
 
 
 @dataclass

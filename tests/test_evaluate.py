@@ -296,3 +296,14 @@ def test_yaml_corpus_resolves_from_its_own_folder(tmp_path):
     cases = load_cases(p)
     assert cases[0].corpus == "notes"
     assert corpus_dir(cases, p) == (tmp_path / "notes").resolve()
+
+
+def test_the_report_gives_cpu_time_beside_wall_time():
+    """Wall time on a shared machine measures the neighbours too: the report carries the searches'
+    CPU time as well, and the text says both."""
+    a = Case("a", "q", expect=[Label("a.md", "A")])
+    outs = [{**outcome(a, [r("a.md", "A")], ms=ms), "cpu_ms": cpu} for ms, cpu in ((40.0, 9.0), (10.0, 8.0), (90.0, 30.0))]
+    lat = build_report(outs, limit=5)["latency_ms"]
+    assert (lat["p50"], lat["p95"], lat["cpu_p50"], lat["cpu_p95"]) == (40.0, 90.0, 9.0, 30.0)
+    assert "CPU p50 9.0, p95 30.0 ms" in format_report(build_report(outs, limit=5))
+    assert "cpu_p95" not in build_report([outcome(a, [r("a.md", "A")])], limit=5)["latency_ms"]

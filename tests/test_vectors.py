@@ -105,3 +105,15 @@ def test_the_engine_gives_way_between_documents_and_inside_a_large_one(tmp_path,
     assert calls.count("replace_document") == (chunks - 1) // fulltext.WRITE_SLICE
     assert len(e.vectors) > 2 * V.ADD_SLICE and calls.count("update") >= len(e.vectors) // V.ADD_SLICE
     e.close()
+
+
+def test_top_k_is_what_a_stable_sort_of_every_similarity_gives():
+    """The exact search partitions instead of sorting all similarities: the same k indices, in the
+    same order, equal values in index order — ties at the edge of the k included."""
+    rng = np.random.default_rng(7)
+    for n, k in ((1, 1), (10, 3), (500, 300), (9000, 300), (40, 40), (40, 60)):
+        for values in (rng.standard_normal(n).astype(np.float32),
+                       np.round(rng.standard_normal(n), 1).astype(np.float32),   # many ties
+                       np.zeros(n, dtype=np.float32)):                           # all equal
+            want = np.argsort(-values, kind="stable")[:k]
+            assert np.array_equal(V.top_k(values, k), want), (n, k)
