@@ -56,6 +56,7 @@ SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "lin
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
                    " s.stale, d.doc_type, d.stale, d.tags::text, s.entities::text, s.content, s.body")
 SECTION_SELECT = f"SELECT {SECTION_COLUMNS} FROM sections s JOIN documents d ON d.id = s.doc_id"
+SECTION_HEAD_SELECT = SECTION_SELECT.replace("s.content, s.body", "NULL, NULL")   # as the local catalog's
 DOCUMENT_COLUMNS = ("id, path, root, rel, content_hash, size, mtime_ns, doc_type, date, title, front_matter,"
                     " tags::text AS tags, warnings, stale, line_count, indexed_at")
 CHUNK_SELECT = ("SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
@@ -560,10 +561,17 @@ class PgLedger(MetaReads):
         return [_section(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
 
     def sections_by_id(self, ids) -> dict[int, SectionRow]:
+        return self._sections_by_id(SECTION_SELECT, ids)
+
+    def section_heads_by_id(self, ids) -> dict[int, SectionRow]:
+        """As sections_by_id, without the sections' text (content and body are None)."""
+        return self._sections_by_id(SECTION_HEAD_SELECT, ids)
+
+    def _sections_by_id(self, select: str, ids) -> dict[int, SectionRow]:
         ids = [int(i) for i in ids]
         if not ids:
             return {}
-        return {r[0]: _section(r) for r in self._q(SECTION_SELECT + " WHERE s.id = ANY(%s)", (ids,))}
+        return {r[0]: _section(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
 
     def section_texts(self) -> list[tuple[int, str, str, str]]:
         return [tuple(r) for r in self._q(

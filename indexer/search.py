@@ -454,8 +454,7 @@ def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     if not cands:
         return {}
     cfg = engine.config.ranking
-    heads = getattr(engine.catalog, "section_heads_by_id", None)   # (a store without it reads the text)
-    rows = (heads or engine.catalog.sections_by_id)(list(cands))
+    rows = engine.catalog.section_heads_by_id(list(cands))
     texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
     if texts:
         rows.update(engine.catalog.sections_by_id(texts))
