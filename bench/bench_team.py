@@ -7,6 +7,7 @@
   reuses the local store's vectors, so nothing is embedded twice), Top-1/3, MRR and abstention,
   plus PostgreSQL's own ts_rank as the keyword leg (the measurement behind keeping BM25).
 - latency: reader search p50/p95 at --sections generated sections (server local), per kind —
+  right after the build and again once autovacuum has settled on the new store —
   plain, filtered (type=runbook), identifier, paraphrase (words the corpus lacks), `exact` — with
   the CPU per search of the reader and of its PostgreSQL backend beside the wall time and the
   load average. Vectors come from a hash "embedder" (deterministic unit vectors, dim 384): the
@@ -369,7 +370,23 @@ def timed_searches(reader, requests) -> dict:
             "load_avg": round(os.getloadavg()[0], 1)}
 
 
+def _autovacuum_settled(url: str, quiet_s: float = 5.0, limit_s: float = 900.0) -> float:
+    """Wait until no autovacuum worker has run for `quiet_s` (a just-built store is vacuumed and
+    analysed for minutes: its passages' HNSW index too); returns the seconds waited."""
+    import psycopg
+
+    t0 = last_busy = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as c:
+        while time.perf_counter() - last_busy < quiet_s and time.perf_counter() - t0 < limit_s:
+            if c.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'").fetchone()[0]:
+                last_busy = time.perf_counter()
+            time.sleep(0.5)
+    return time.perf_counter() - t0
+
+
 def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict:
+    """Each kind timed twice: right after the build (autovacuum at work on the new store), and
+    once autovacuum has settled (the state a reader meets from then on)."""
     root = tmp / f"corpus-lat-{sections}"
     generate_corpus(root, sections, seed=11)
     cfg = Config(roots=make_roots([root]))
@@ -379,21 +396,26 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
     reader = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
     out: dict = {"sections": sections, "documents": docs, "index_s": round(write_s, 1)}
+    kinds = latency_queries(queries)
     try:
-        kinds = latency_queries(queries)
         for kind in kinds.values():   # warm-up: the first search of each kind fills the caches
             timed_searches(reader, kind[:1])
-        for name, requests in kinds.items():
-            out[name] = timed_searches(reader, requests)
+        for phase in ("just_built", "settled"):
+            if phase == "settled":
+                out["settle_wait_s"] = round(_autovacuum_settled(url), 1)
+            out[phase] = {name: timed_searches(reader, requests) for name, requests in kinds.items()}
     finally:
         reader.close()
     out["total_s"] = round(time.perf_counter() - t0, 1)
     print(f"reader latency at {sections} sections ({docs} documents, indexed in {out['index_s']} s):", flush=True)
-    for name in kinds:
-        r = out[name]
-        print(f"  {name:<10} n={r['n']:<4} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  CPU/search "
-              f"{r['cpu_ms']:6.1f} ms (python {r['python_cpu_ms']}, server {r['server_cpu_ms']})  load {r['load_avg']}",
-              flush=True)
+    for phase in ("just_built", "settled"):
+        print(f" {phase.replace('_', ' ')}" + (f" (autovacuum quiet after {out['settle_wait_s']} s)"
+                                              if phase == "settled" else ""), flush=True)
+        for name in kinds:
+            r = out[phase][name]
+            print(f"  {name:<10} n={r['n']:<4} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  CPU/search "
+                  f"{r['cpu_ms']:6.1f} ms (python {r['python_cpu_ms']}, server {r['server_cpu_ms']})  load {r['load_avg']}",
+                  flush=True)
     return out
 
 

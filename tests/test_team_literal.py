@@ -164,3 +164,25 @@ def test_the_plain_marks_punctuation_is_punctuation_to_tantivy_and_pythons_lower
     assert pg_schema.PLAIN_MAX_CHARS == chunks.MAX_CHUNK_CHARS
     for c in pg_schema.PLAIN_EXTRA:
         assert pg_keywords._DEFAULT.analyze(f"ab{c}cd") == ["ab", "cd"] and c.lower() == c and not c.isalnum(), hex(ord(c))
+
+
+def test_the_faster_trigram_function_gives_the_first_ones_trigrams(pg_url):
+    """Migration 13 replaced migration 8's trigram function in place (its indexes kept): on any
+    text — case, ς, U+0307, emoji, newlines, under three characters — the same set of trigrams."""
+    import random
+
+    from remembrancer.indexer import pg_schema
+
+    first = next(sql for v, _, sql in pg_schema.MIGRATIONS if v == 8)
+    first = first[:first.index("$f$;") + 4].replace(f"FUNCTION {pg_schema.LITERAL_GRAMS}(", "FUNCTION pg_temp.grams_v8(")
+    rng = random.Random(8)
+    alphabet = list("abcXYZ 01\n\t.-_%\\'\"") + ["é", "É", "ß", "Σ", "ς", "İ", "\u0307", "\u212a", "🚀", "ﬁ", "—", "中"]
+    texts = ["", "a", "ab", "abc", "abcd", "İstanbul", "ΣΊΣΥΦΟΣ rolls", "emoji 🚀 launch", "a\u0307b\u0307c"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(300)]
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        from remembrancer.indexer.pg_schema import migrate
+        migrate(c)
+        c.execute(first)
+        for t in texts:
+            old, new = c.execute(f"SELECT pg_temp.grams_v8(%s), public.{pg_schema.LITERAL_GRAMS}(%s)", (t, t)).fetchone()
+            assert set(old) == set(new), repr(t)
