@@ -98,12 +98,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, allowed, credit_record=True, shared=None):
-        if allowed is not None:
-            return self.phrasing(engine, query, qvec, allowed, credit_record, shared)
+    def _cached_phrasing(self, engine, query, qvec, shared, credit_record=True):
+        if shared.allowed is not None:
+            return self.phrasing(engine, query, qvec, shared, credit_record)
         key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, allowed, credit_record, shared)
+            self.legs[key] = self.phrasing(engine, query, qvec, shared, credit_record)
         ph = self.legs[key]
         return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
                                set(ph.probes_found))

@@ -769,10 +769,9 @@ class Catalog(MetaReads):
             return None
         # The index drives the join, so rows come as the match finds them: through `s.id IN (…)`
         # SQLite listed every match first (a common word: 28k rows, ~23 ms, before the first one).
-        rx = terms.whole_word_re(word)
-        return any(rx.search(r[0].lower()) for r in self.db.execute(
+        return terms.uses_whole(word, (r[0].lower() for r in self.db.execute(
             "SELECT s.content FROM sections_literal l JOIN sections s ON s.id = l.rowid"
-            " WHERE sections_literal MATCH ?", ("content : " + _phrase(word),)))
+            " WHERE sections_literal MATCH ?", ("content : " + _phrase(word),))))
 
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`

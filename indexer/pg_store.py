@@ -281,9 +281,9 @@ class PgLedger(MetaReads):
             self._store_run_warnings()
         if key == "model_contract" and not self._bulk:   # the index needs the dimension
             _create_vector_index(self.conn, int(json.loads(value)["dim"]))
-        elif key == "last_indexed_at" and self._bulk:   # the end of the first pass
+        elif key == "last_indexed_at" and self._bulk:   # the end of a first load (it packs the postings too)
             self._finish_first_load()
-        if key == "last_indexed_at":   # the end of a pass
+        elif key == "last_indexed_at":   # the end of a later pass
             self._compact_if_changed()
 
     def _compact_if_changed(self) -> None:
@@ -649,9 +649,8 @@ class PgLedger(MetaReads):
                 return True
             plain_only = "NOT s.plain AND "
         may, params = self._may_contain([word], with_heading=False)
-        rx = terms.whole_word_re(word)
-        return any(rx.search(r[0].lower())
-                   for r in self._q(f"SELECT s.content FROM sections s WHERE {plain_only}{may}", params))
+        return terms.uses_whole(word, (r[0].lower() for r in
+                                       self._q(f"SELECT s.content FROM sections s WHERE {plain_only}{may}", params)))
 
     def newest_sections(self, f: Filters, limit: int) -> list[int]:
         """As the local catalog's: newest first (date, the earlier section of a day, id) among the

@@ -262,7 +262,7 @@ def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] 
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
     credit = rank.credits_named_record(it, engine.config.ranking)
     shared = Lookups(engine, allowed)
-    evidence = [_phrasing(engine, text, vec, allowed, credit, shared) for text, vec in zip(phrasings, vecs)]
+    evidence = [_phrasing(engine, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     rows = _rerank(engine, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
@@ -329,12 +329,11 @@ class Lookups:
         return self._probes[probe]
 
 
-def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record: bool = True,
-              shared: Lookups | None = None) -> Phrasing:
-    """One phrasing through the three legs, fused (the memory rules come after, once).
-    `credit_record`: whether the named entity's own record gets the literal leg's credit;
-    `shared`: the request's lookups, when several phrasings run."""
-    shared = shared or Lookups(engine, allowed)
+def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
+    """One phrasing through the three legs, fused (the memory rules come after, once), within the
+    request's filter and with its shared lookups (`shared`). `credit_record`: whether the named
+    entity's own record gets the literal leg's credit."""
+    allowed = shared.allowed
     cands: dict[int, Candidate] = {}
 
     def cand(sid: int) -> Candidate:
@@ -365,7 +364,7 @@ def _phrasing(engine, query: str, qvec, allowed: set[int] | None, credit_record:
     matcher, entity_paths = engine.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
-    literal, probes_found = _probe_leg(engine, probes, allowed, shared)
+    literal, probes_found = _probe_leg(engine, probes, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
     elif not credit_record:
@@ -404,8 +403,7 @@ def section_key(heading: str | None) -> str:
     return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
-def _probe_leg(engine, probes: list[str], allowed: set[int] | None,
-               shared: Lookups) -> tuple[dict[int, float], set[str]]:
+def _probe_leg(engine, probes: list[str], shared: Lookups) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading.
     Also returns the probes found in any visible section (filters aside): the scan abstention
@@ -422,7 +420,7 @@ def _probe_leg(engine, probes: list[str], allowed: set[int] | None,
         found.add(probe)
         idf = math.log(1 + total / len(rows))
         for sid, in_heading in rows:
-            if allowed is None or sid in allowed:
+            if shared.allowed is None or sid in shared.allowed:
                 out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
     return out, found
 
@@ -553,8 +551,7 @@ def _word_occurs(engine, word: str) -> bool:
         return used
     if terms.WORD_RUN_RE.fullmatch(w):
         return w in engine.corpus_words()
-    rx = terms.whole_word_re(w)
-    return any(rx.search(content) for _, _, content, _ in engine.lowered_sections())
+    return terms.uses_whole(w, (content for _, _, content, _ in engine.lowered_sections()))
 
 
 def _snippet(text: str, query: str) -> str:

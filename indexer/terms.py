@@ -9,6 +9,7 @@ whole (lower-cased) plus its camelCase/snake_case/dot/dash parts.
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 _TOKEN_RE = re.compile(r"-{0,2}[A-Za-z0-9_][A-Za-z0-9_.\-/:@]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -108,9 +109,11 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_RE.findall(text)]
 
 
-def whole_word_re(word: str) -> re.Pattern:
-    """`word` (lower-case) whole in lower-cased text: not inside a longer run of ASCII letters and digits."""
-    return re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])")
+def uses_whole(word: str, lowered_texts: Iterable[str]) -> bool:
+    """Whether any of the lower-cased texts holds `word` (lower-case) whole: not inside a longer
+    run of ASCII letters and digits. Stops at the first that does."""
+    rx = re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])")
+    return any(rx.search(t) for t in lowered_texts)
 
 
 def content_words(text: str) -> list[str]:

@@ -17,8 +17,7 @@ def _corpus(root):
 
 
 def _scanned(engine, word: str) -> bool:
-    rx = terms.whole_word_re(word)
-    return any(rx.search(s.content.lower()) for s in engine.catalog.sections())
+    return terms.uses_whole(word, (s.content.lower() for s in engine.catalog.sections()))
 
 
 def test_uses_word_answers_what_a_scan_finds(tmp_path, tiny_engine):

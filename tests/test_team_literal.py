@@ -140,8 +140,7 @@ def test_whole_word_checks_answer_like_a_scan(tmp_path, data_env, tiny_embedder,
     reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
 
     def scan(word):
-        rx = terms.whole_word_re(word)
-        return any(rx.search(c.lower()) for _, _, c, _ in reader.lowered_sections())
+        return terms.uses_whole(word, (c.lower() for _, _, c, _ in reader.lowered_sections()))
 
     try:
         seen = {}
