@@ -19,6 +19,8 @@
   hash embedder (embedding excluded), as a ratio: medians of alternating passes, with the CPU of
   the writer, of its backend and of the whole (local) server beside the wall time.
 - crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
+- grams: the literal index's trigram function per section, migration 8's body against the
+  current one (migration 13), on generated section texts and one 1 MB line.
 
 Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6), with
 shared_buffers raised to --shared-buffers (1GB: the HNSW graph at 100k sections is ~410 MB).
@@ -419,6 +421,42 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     return out
 
 
+def grams(base_url: str, sections: int = 5000, rounds: int = 3) -> dict:
+    """The trigram function's cost (the literal index's, computed for every section written and
+    every index build): migration 8's body against the current one, best of `rounds` each."""
+    import psycopg
+
+    from remembrancer.indexer import pg_schema
+
+    rng = random.Random(5)
+    texts = [f"Host app{i % 97}-{i % 10} v0 gen0: " + " ".join(rng.choice(WORDS) for _ in range(28)) + "."
+             for i in range(sections)]
+    url = new_database(base_url, "grams")
+    out: dict = {"sections": sections}
+    with psycopg.connect(url, autocommit=True) as c:
+        pg_schema.migrate(c)
+        c.execute(pg_schema.first_grams_function("pg_temp.grams_v8"))
+        c.execute("CREATE TEMP TABLE texts (t text)")
+        with c.cursor().copy("COPY texts (t) FROM STDIN") as cp:
+            for t in texts:
+                cp.write_row((t,))
+        for label, fn in (("migration 8", "pg_temp.grams_v8"), ("current", f"public.{pg_schema.LITERAL_GRAMS}")):
+            best = min(_seconds(c, f"SELECT sum(cardinality({fn}(t))) FROM texts") for _ in range(rounds))
+            big = min(_seconds(c, f"SELECT cardinality({fn}(repeat('x', 1000000)))") for _ in range(rounds))
+            out[label] = {"ms_per_section": round(best / sections * 1000, 3), "one_mb_s": round(big, 2)}
+    old, new = out["migration 8"], out["current"]
+    print(f"trigram function ({sections} generated sections, best of {rounds}): migration 8 {old['ms_per_section']} ms "
+          f"a section, current {new['ms_per_section']} ms ({old['ms_per_section'] / new['ms_per_section']:.1f}×); "
+          f"a 1 MB line {old['one_mb_s']} → {new['one_mb_s']} s", flush=True)
+    return out
+
+
+def _seconds(conn, sql: str) -> float:
+    t = time.perf_counter()
+    conn.execute(sql).fetchone()
+    return time.perf_counter() - t
+
+
 # -- the literal index and scoped roles ----------------------------------------------------------------------
 
 def _timed(engine, calls) -> tuple[list[float], float]:
@@ -673,6 +711,8 @@ def main() -> int:
             report["latency"] = latency(tmp, url, args.sections)
         if "literal" in only:
             report["literal"] = literal(tmp, url, args.literal_sections)
+        if "grams" in only:
+            report["grams"] = grams(url)
     finally:
         if srv is not None:
             srv.cleanup()

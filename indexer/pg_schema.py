@@ -343,10 +343,11 @@ CREATE INDEX sections_content_grams_unplain ON sections USING gin ({LITERAL_GRAM
 MIGRATIONS.append((12, "the trigram function's cost, so the planner uses its index", f"""
 ALTER FUNCTION {LITERAL_GRAMS}(text) COST 10000;
 """))
-# The same trigrams, ~2.8× faster (migration 13): three runs of non-overlapping 3-character
-# matches, from offsets 0, 1 and 2, hold every position's trigram; the window function over the
-# text's characters cost ~0.2 ms a section (1.4 s of a 5,000-section first load's index builds,
-# and again for every section a later pass writes). The trigram sets are the same (duplicates
+# The same trigrams, ~1.8× faster (migration 13; bench/bench_team.py --only grams): three runs of
+# non-overlapping 3-character matches, from offsets 0, 1 and 2, hold every position's trigram; the
+# window function over the text's characters cost 0.12–0.19 ms a section (computed for every
+# section an index build or a pass writes: the content index was 1.4 s of a 5,000-section first
+# load's index builds). The trigram sets are the same (duplicates
 # aside, which GIN drops), so the indexes built with the old body stay valid as they are.
 MIGRATIONS.append((13, "the trigram function, the same trigrams faster", f"""
 CREATE OR REPLACE FUNCTION {LITERAL_GRAMS}(t text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE COST 10000 AS $f$
@@ -385,6 +386,13 @@ DEFERRED_INDEXES: list[tuple[str, list[str], str]] = [
 
 MIGRATIONS.sort()   # numbered by the helpers that wrote them, applied in order
 LATEST = MIGRATIONS[-1][0]
+
+
+def first_grams_function(name: str) -> str:
+    """Migration 8's trigram function as it was, created as `name` (its faster replacement,
+    migration 13, is compared with it: tests/test_team_literal.py, bench/bench_team.py)."""
+    sql = next(sql for version, _, sql in MIGRATIONS if version == 8)
+    return sql[:sql.index("$f$;") + 4].replace(f"FUNCTION {LITERAL_GRAMS}(", f"FUNCTION {name}(")
 
 
 def applied_version(conn) -> int:
