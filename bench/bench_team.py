@@ -150,14 +150,19 @@ def new_database(base_url: str, name: str) -> str:
     return urlunsplit(urlsplit(base_url)._replace(path="/" + name))
 
 
-def generate_corpus(root: Path, sections: int, per_doc: int = 10, seed: int = 7, version: int = 0) -> int:
-    """`sections` short sections in files of `per_doc`; returns the number of files."""
+def generate_corpus(root: Path, sections: int, per_doc: int = 10, seed: int = 7, version: int = 0,
+                    tagged: bool = False) -> int:
+    """`sections` short sections in files of `per_doc`; returns the number of files. `tagged`:
+    each file tagged `shard-N` (N = its number mod 5), so a tag filter keeps every fifth file, a
+    filter whose sections are scattered over the store (a folder's are consecutive)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     docs = max(1, sections // per_doc)
     for d in range(docs):
         folder = ("runbooks", "journal", "hosts", "memory")[d % 4]
         lines = [f"# Document {d} about {rng.choice(WORDS)} {rng.choice(WORDS)}", ""]
+        if tagged:
+            lines = ["---", f"tags: [shard-{d % 5}]", "---", *lines]
         for s in range(per_doc):
             words = " ".join(rng.choice(WORDS) for _ in range(28))
             lines += [f"## Part {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}", "",
@@ -338,13 +343,15 @@ PARAPHRASES = ("how do we bring the {0} back after the machine died", "what shou
 
 def latency_queries(queries: int, seed: int = 3) -> dict[str, list]:
     """The kinds of reader search timed at scale: plain keyword-and-meaning questions, the same
-    filtered to one type, identifier questions, paraphrases in words the corpus lacks (their
+    filtered to one type (a folder: consecutive sections) or to one tag (every fifth file: sections
+    scattered over the store), identifier questions, paraphrases in words the corpus lacks (their
     absent words are looked up, as abstention does), and `exact` literal searches."""
     rng = random.Random(seed)
     plain = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(queries)]
     return {
         "plain": [S.SearchRequest(q) for q in plain],
         "filtered": [S.SearchRequest(q, filters=S.flt.Filters(types=["runbook"])) for q in plain[:queries // 4]],
+        "scattered": [S.SearchRequest(q, filters=S.flt.Filters(tags=["shard-0"])) for q in plain[-(queries // 4):]],
         "identifier": [S.SearchRequest(f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} {rng.choice(WORDS)}")
                        for _ in range(queries // 4)],
         "paraphrase": [S.SearchRequest(rng.choice(PARAPHRASES).format(rng.choice(WORDS))) for _ in range(queries // 4)],
@@ -355,18 +362,19 @@ def latency_queries(queries: int, seed: int = 3) -> dict[str, list]:
 
 def timed_searches(reader, requests) -> dict:
     """p50/p95 wall ms of `requests` through `reader`, with the CPU ms per search of this process
-    and of the reader's PostgreSQL backend (the server is local: its CPU is the search's too)."""
+    and of the reader's PostgreSQL backends, its side connections' included (the server is local:
+    its CPU is the search's too; a warm-up search has opened the side connections)."""
     from bench.procstat import cpu_seconds
 
-    backend = reader.catalog.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    times, b0, c0 = [], cpu_seconds(backend), time.process_time()
+    backends = [c.execute("SELECT pg_backend_pid()").fetchone()[0] for c in reader.catalog.connections()]
+    times, b0, c0 = [], sum(map(cpu_seconds, backends)), time.process_time()
     for r in requests:
         t = time.perf_counter()
         with reader.scoped(()):
             S.search(reader, r)
         times.append((time.perf_counter() - t) * 1000)
     n = len(requests)
-    py_ms, pg_ms = (time.process_time() - c0) / n * 1000, (cpu_seconds(backend) - b0) / n * 1000
+    py_ms, pg_ms = (time.process_time() - c0) / n * 1000, (sum(map(cpu_seconds, backends)) - b0) / n * 1000
     return {"n": n, "p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1),
             "python_cpu_ms": round(py_ms, 1), "server_cpu_ms": round(pg_ms, 1), "cpu_ms": round(py_ms + pg_ms, 1),
             "load_avg": round(os.getloadavg()[0], 1)}
@@ -390,7 +398,7 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     """Each kind timed twice: right after the build (autovacuum at work on the new store), and
     once autovacuum has settled (the state a reader meets from then on)."""
     root = tmp / f"corpus-lat-{sections}"
-    generate_corpus(root, sections, seed=11)
+    generate_corpus(root, sections, seed=11, tagged=True)
     cfg = Config(roots=make_roots([root]))
     emb = HashEmbedder()
     url = new_database(base_url, f"lat_{sections}")

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterable
+from typing import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -41,8 +41,10 @@ WRITER_LOCK = 0x72656D57          # advisory lock key held by the one writer ("r
 FILTERED_ENOUGH = 0.5             # of the candidates asked, what a filtered graph search must find
 MAX_EF_SEARCH = 1000              # pgvector's limit: a graph search answers at most this many
 # A graph search costs about as much per candidate asked (hnsw.ef_search) as reading this many
-# passages exactly (bench/bench_team.py at 100k sections: ef 1,000 ≈ 235 ms, exact ≈ 1.6 µs a passage)
+# passages exactly (bench/bench_team.py at 100k sections, under load: ef 1,000 ≈ 235 ms, exact ≈ 1.6 µs
+# a passage; quiet, 53 ms and 1.0-1.5 µs: the graph is chosen where it is clearly cheaper)
 GRAPH_COST_PER_EF = 150
+SPLIT_POOL = 8000                 # passages: a reader reads a larger pool exactly in two halves at once
 COMPACT_FRACTION = 0.05           # chunks changed since the keyword postings were packed, to pack again
 WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
@@ -55,8 +57,15 @@ SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "lin
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
                    " s.stale, d.doc_type, d.stale, d.tags::text, s.entities::text, s.content, s.body")
-SECTION_SELECT = f"SELECT {SECTION_COLUMNS} FROM sections s JOIN documents d ON d.id = s.doc_id"
+SECTION_FROM = "FROM sections s JOIN documents d ON d.id = s.doc_id"
+SECTION_SELECT = f"SELECT {SECTION_COLUMNS} {SECTION_FROM}"
 SECTION_HEAD_SELECT = SECTION_SELECT.replace("s.content, s.body", "NULL, NULL")   # as the local catalog's
+# Up to KEYED_BELOW sections read by id look their document up by its key: `OFFSET 0` keeps the
+# planner from hashing every document instead, a cost that grows with the store (the rerank's 500
+# candidates at 10k documents: 10.8 → 5.2 ms; 2,000: 16.7 → 20.8 ms, the hash join the cheaper)
+KEYED_BELOW = 1000
+KEYED_DOCUMENT = ("FROM sections s JOIN LATERAL (SELECT d.path, d.doc_type, d.stale, d.tags FROM documents d"
+                  " WHERE d.id = s.doc_id OFFSET 0) d ON true")
 DOCUMENT_COLUMNS = ("id, path, root, rel, content_hash, size, mtime_ns, doc_type, date, title, front_matter,"
                     " tags::text AS tags, warnings, stale, line_count, indexed_at")
 CHUNK_SELECT = ("SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
@@ -154,6 +163,9 @@ class PgLedger(MetaReads):
         self._ef: int | None = None
         self._maybe_orphaned: set[str] = set()
         self._bulk = False
+        self._prefixes: tuple[str, ...] = ()
+        self._sides: list[Side | None] = []   # a reader's side connections (nearest_soon)
+        self._snapshot: str | None = None      # the request's, exported for them
         # a scoped reader's role (indexer/pg_roles.py): the database shows it only its prefixes
         self.role_scope = pg_roles.session_scope(self.conn) if readonly else None
         if not readonly:
@@ -256,7 +268,14 @@ class PgLedger(MetaReads):
                         hint="one writer per store: stop the other `remembrancer serve --store`, or run readers "
                              "(`remembrancer mcp --store URL`) here")
 
+    def connections(self) -> list:
+        """This ledger's connections, its side connections' too (bench/bench_team.py times their CPU)."""
+        return [self.conn, *(side.ledger.conn for side in self._sides if side is not None)]
+
     def close(self) -> None:
+        for side in self._sides:
+            if side is not None:
+                side.close()
         self.conn.close()
 
     def _q(self, sql, params=None):
@@ -571,6 +590,8 @@ class PgLedger(MetaReads):
         ids = [int(i) for i in ids]
         if not ids:
             return {}
+        if len(ids) < KEYED_BELOW:
+            select = select.replace(SECTION_FROM, KEYED_DOCUMENT)
         return {r[0]: _section(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
 
     def section_texts(self) -> list[tuple[int, str, str, str]]:
@@ -861,36 +882,85 @@ class PgLedger(MetaReads):
             f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM passages WHERE embedding IS NOT NULL"
             f" ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s", (qv, qv, k))]
 
-    def _nearest_in_sections(self, qv: str, k: int, dim: int, sections: list[int]) -> list[tuple[int, float]]:
-        """The dense leg filtered to the passages of `sections`, the filter applied to each
-        candidate's own row, by the cheaper of two ways (the pool's size is the planner's
-        estimate): exactly, reading every passage of the pool, or through the graph asked for
-        enough nearest that k of them should fall in the pool — at least FILTERED_ENOUGH of `k`,
-        else (a filter the graph's neighbourhood starves) exactly after all. pgvector 0.6 has no
-        iterative scans and answers at most 1,000 per graph search, so a narrow filter over a
-        large store is always searched exactly."""
-        if not sections:
-            return []
-        expr, vec = f"embedding::vector({dim})", f"%s::vector({dim})"
-        # the pool read by runs of consecutive section ids (a document's sections are consecutive):
-        # one index descent a run, not one a section (27,500 sections: 167 → 91 ms)
-        exact = (f"SELECT p.id, 1 - (p.{expr} <=> {vec}) FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
-                 " JOIN passages p ON p.section_id BETWEEN r.lo AND r.hi WHERE p.embedding IS NOT NULL"
-                 " ORDER BY 2 DESC, 1 LIMIT %s")
+    def nearest_soon(self, query: np.ndarray, k: int, dim: int,
+                     allowed: "set[int] | SectionPassages | None") -> "Callable[[], list[tuple[int, float]]]":
+        """`nearest`, started: a reader in a request asks its side connections, in the request's
+        own snapshot and scope, so the server reads the dense leg's passages while the caller runs
+        the keyword leg; a large pool read exactly is read in two halves at once (a filtered
+        search's exact read is half its time). Elsewhere (the writer, a call outside a request)
+        it answers now."""
+        if not (self._in_request and self.readonly):
+            rows = self.nearest(query, k, dim, allowed)
+            return lambda: rows
+        if isinstance(allowed, SectionPassages) and allowed:
+            pool, ef = self._pool_and_ef(k, len(allowed.sections))
+            if ef is None and pool >= SPLIT_POOL:
+                qv, half = _vec_text(query), len(allowed.sections) // 2
+                parts = [self._on_side(i, "_exact_in_sections", qv, dim, sections, k)
+                         for i, sections in enumerate((allowed.sections[:half], allowed.sections[half:]))]
+                return lambda: sorted((r for part in parts for r in part()), key=lambda r: (-r[1], r[0]))[:k]
+        return self._on_side(0, "nearest", query, k, dim, allowed)
+
+    def _on_side(self, i: int, method: str, *args) -> "Callable":
+        """Start `method` on side connection `i` (made, or made again, as needed), which joins
+        the request's snapshot, exported once, the first time it is asked in the request."""
+        while len(self._sides) <= i:
+            self._sides.append(None)
+        side = self._sides[i]
+        if side is None or side.broken:
+            if side is not None:
+                side.close()
+            side = self._sides[i] = Side(self.store)
+        if not side.joined and self._snapshot is None:
+            self._snapshot = self._q("SELECT pg_export_snapshot()").fetchone()[0]
+        return side.call(self._snapshot, self._prefixes, method, *args)
+
+    def _pool_and_ef(self, k: int, sections: int) -> tuple[float, int | None]:
+        """The planner's estimate of the passages of `sections` sections, and the graph's
+        hnsw.ef_search to find k of them — None where reading them exactly is cheaper or the
+        graph could not find enough (pgvector 0.6 has no iterative scans and answers at most
+        MAX_EF_SEARCH a search): the ef expected to hold twice the FILTERED_ENOUGH share of k."""
         total, per_section = self._q(
             "SELECT p.reltuples, greatest(p.reltuples / greatest(s.reltuples, 1), 1) FROM pg_class p, pg_class s"
             " WHERE p.oid = 'public.passages'::regclass AND s.oid = 'public.sections'::regclass").fetchone()
-        pool = len(sections) * per_section
-        ef = math.ceil(k * max(total, 1) / pool)   # twice the FILTERED_ENOUGH share of k, in expectation
+        pool = sections * per_section
+        ef = math.ceil(k * max(total, 1) / pool)
+        return pool, (ef if ef <= MAX_EF_SEARCH and ef * GRAPH_COST_PER_EF < pool else None)
+
+    def _nearest_in_sections(self, qv: str, k: int, dim: int, sections: list[int]) -> list[tuple[int, float]]:
+        """The dense leg filtered to the passages of `sections`, the filter applied to each
+        candidate's own row, by the cheaper of two ways (`_pool_and_ef`): exactly, reading every
+        passage of the pool, or through the graph asked for enough nearest that k of them should
+        fall in the pool — at least FILTERED_ENOUGH of `k`, else (a filter the graph's
+        neighbourhood starves) exactly after all."""
+        if not sections:
+            return []
+        _, ef = self._pool_and_ef(k, len(sections))
         rows = []
-        if ef <= MAX_EF_SEARCH and ef * GRAPH_COST_PER_EF < pool:
+        if ef is not None:
+            expr, vec = f"embedding::vector({dim})", f"%s::vector({dim})"
             self._set_ef(ef)
             rows = self._q(f"SELECT id, 1 - d FROM (SELECT id, section_id, {expr} <=> {vec} AS d FROM passages"
                            f" WHERE embedding IS NOT NULL ORDER BY {expr} <=> {vec} LIMIT {ef}) x"
                            " WHERE section_id = ANY(%b) ORDER BY d LIMIT %s", (qv, qv, sections, k)).fetchall()
+            rows = [(int(i), float(sim)) for i, sim in rows]
         if len(rows) < min(k, FILTERED_ENOUGH * k):
-            rows = self._q(exact, (qv, *_runs(sections), k)).fetchall()
-        return [(int(i), float(s)) for i, s in rows]
+            rows = self._exact_in_sections(qv, dim, sections, k)
+        return rows
+
+    def _exact_in_sections(self, qv: str, dim: int, sections: list[int], k: int) -> list[tuple[int, float]]:
+        """The k passages of `sections` nearest the query, every one of them read: by runs of
+        consecutive section ids (a document's sections are consecutive), one index descent a
+        run, not one a section (27,500 sections: 167 → 91 ms). The similarities are computed in
+        a MATERIALIZED step: left to itself, the planner of `ORDER BY … LIMIT` over a join with
+        100 runs or more sorts every passage of the store and checks each against the runs
+        (820 ms at 100k sections, 80 ms so)."""
+        rows = self._q(
+            f"WITH pool AS MATERIALIZED (SELECT p.id, 1 - (p.embedding::vector({dim}) <=> %s::vector({dim})) AS sim"
+            " FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi) JOIN passages p ON p.section_id BETWEEN r.lo AND r.hi"
+            " WHERE p.embedding IS NOT NULL) SELECT id, sim FROM pool ORDER BY sim DESC, id LIMIT %s",
+            (qv, *_runs(sections), k)).fetchall()
+        return [(int(i), float(sim)) for i, sim in rows]
 
     def _set_ef(self, ef: int) -> None:
         if self._ef != ef or self._in_request:
@@ -911,6 +981,7 @@ class PgLedger(MetaReads):
         self._reconnect_if_lost()
         self._in_request = True
         self._meta = {}
+        self._prefixes = prefixes
         try:
             with self.conn.transaction():
                 self._q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -923,6 +994,66 @@ class PgLedger(MetaReads):
                             param="store", code="store_unreachable", hint="retry; check the server") from None
         finally:
             self._in_request = False
+            for side in self._sides:
+                if side is not None:
+                    side.end_request()   # before the snapshot it imported is gone
+            self._snapshot = None
+
+
+class Side:
+    """A reader's side connection, for the dense leg beside the keyword leg: each request it
+    joins imports that request's snapshot (pg_export_snapshot) and builds its scope's views, so
+    both connections see one generation and one scope. Its own thread waits on the server."""
+
+    def __init__(self, store: "PgStore"):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.ledger = PgLedger(store, readonly=True)
+        self.ledger._in_request = True   # always inside a joined transaction: settings are LOCAL
+        self.joined = False
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="remembrancer-pg-side")
+
+    @property
+    def broken(self) -> bool:
+        return self.ledger.conn.closed or self.ledger.conn.broken
+
+    def call(self, snapshot: str, prefixes: tuple[str, ...], method: str, *args) -> "Callable":
+        """Start the ledger's `method` on this side's thread, having joined the request first if it
+        has not; the callable gives its result (or raises its error)."""
+        join, self.joined = not self.joined, True
+        return self._thread.submit(self._run, join and snapshot, prefixes, method, args).result
+
+    def _run(self, snapshot, prefixes, method, args):
+        if snapshot:
+            try:
+                self._join(snapshot, prefixes)
+            except _psycopg().OperationalError:   # its connection died since its last request: once more
+                self.ledger._reconnect_if_lost()
+                self._join(snapshot, prefixes)
+        return getattr(self.ledger, method)(*args)
+
+    def _join(self, snapshot: str, prefixes: tuple[str, ...]) -> None:
+        from psycopg import sql
+
+        self.ledger._q("BEGIN ISOLATION LEVEL REPEATABLE READ")   # not READ ONLY: the scope's TEMP views
+        self.ledger._q(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+        for sql_text in _scope_views(prefixes):
+            self.ledger._q(sql_text)
+
+    def end_request(self) -> None:
+        """Roll the joined transaction back, once what was asked of it has finished (its error,
+        if any, was the request's); a side that fails to is dropped and made again."""
+        if not self.joined:
+            return
+        self.joined = False
+        try:
+            self._thread.submit(self.ledger._q, "ROLLBACK").result()
+        except Exception:
+            self.ledger.conn.close()   # `broken` now: the next request makes another side
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+        self.ledger.close()
 
 
 def _runs(ids: list[int]) -> tuple[list[int], list[int]]:
@@ -1032,6 +1163,9 @@ class PgVectorIndex:
 
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         return self._ledgers().nearest(query, k, self.dim, allowed)
+
+    def search_soon(self, query: np.ndarray, k: int, allowed: set[int] | None = None):
+        return self._ledgers().nearest_soon(query, k, self.dim, allowed)
 
     def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
         pass

@@ -342,11 +342,13 @@ def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = T
             c = cands[sid] = Candidate(sid)
         return c
 
+    # the dense leg started first: the team store answers it beside the keyword leg
+    dense = engine.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
     for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
-    if qvec is not None:
-        hits = engine.vectors.search(qvec, DENSE_CANDIDATES, shared.allowed_labels())
+    if dense is not None:
+        hits = dense()
         info = shared.passages([label for label, _ in hits])
         for label, sim in hits:
             if label not in info:   # written to the vector file, not yet (or no longer) in the catalog

@@ -195,6 +195,10 @@ class Vectors:
         with self.priority.request(), self.lock:
             return self._search(query, k, allowed)
 
+    def search_soon(self, query: np.ndarray, k: int, allowed: set[int] | None = None):
+        rows = self.search(query, k, allowed)   # in memory: nothing to wait on beside the caller
+        return lambda: rows
+
     def _search(self, query: np.ndarray, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         if self.index is None or not self.live:
             return []

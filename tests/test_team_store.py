@@ -119,6 +119,49 @@ def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_
         reader.close()
 
 
+def test_the_dense_leg_beside_the_keyword_leg_sees_the_requests_snapshot(notes, data_env, tiny_embedder, pg_url,
+                                                                        monkeypatch):
+    """A reader's dense leg runs on side connections (a large exact read in two halves at once,
+    forced here) that import the request's snapshot: a document the writer deletes meanwhile is
+    still there for the whole request, its passages included, and gone in the next; the halves
+    merged are the whole read, best first."""
+    import numpy as np
+
+    from remembrancer.indexer import pg_store
+
+    cfg = Config(roots=make_roots([notes]))
+    index_once(cfg, pg_url, tiny_embedder)
+    reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+    monkeypatch.setattr(pg_store, "SPLIT_POOL", 0)
+    qv = tiny_embedder.embed_query("restore the database")
+    f = S.flt.Filters(types=["runbook", "host"])
+    try:
+        with reader.scoped(()):
+            cat = reader.catalog
+            keep = cat.filtered_section_ids(f)
+            ids, vecs = cat.passage_vectors()
+            owner = cat.passages_by_id(ids.tolist())
+            pool = np.array([owner[int(i)][0] in keep for i in ids])
+            sims = vecs[pool] @ qv / np.linalg.norm(vecs[pool], axis=1) / np.linalg.norm(qv)
+            k = int(pool.sum())   # the whole pool, the deleted document's passages among it
+            best = ids[pool][np.argsort(-sims, kind="stable")].tolist()
+            gone = (notes / "runbooks/postgres/restore.md")
+            gone.unlink()
+            index_once(cfg, pg_url, tiny_embedder)   # committed while the request is open
+            got = cat.nearest_soon(qv, k, len(qv), cat.passage_ids_in(keep))()
+            assert [i for i, _ in got] == best
+            assert len([s for s in cat._sides if s is not None and s.joined]) == 2
+            assert cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep)) == got
+        with reader.scoped(()):
+            cat = reader.catalog
+            now = cat.nearest_soon(qv, k, len(qv), cat.passage_ids_in(cat.filtered_section_ids(f)))()
+            deleted = set(ids.tolist()) - cat.passage_ids()
+            assert deleted & set(best)   # the request before saw them …
+            assert now and not {i for i, _ in now} & deleted   # … this one does not
+    finally:
+        reader.close()
+
+
 def test_runs_of_consecutive_ids():
     from remembrancer.indexer.pg_store import _runs
 
