@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import time
 
-import psycopg
-
 log = logging.getLogger(__name__)
 
 MIGRATE_LOCK = 0x72656D31   # advisory lock key while migrating ("rem1")
@@ -410,13 +408,15 @@ def migrate(conn) -> list[int]:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                      " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+    from psycopg.errors import DeadlockDetected   # lazily: without the `team` extra, pg_store says what to install
+
     for version, name, sql in MIGRATIONS:
         for attempt in range(1, STEP_TRIES + 1):
             try:
                 if _apply(conn, version, name, sql):
                     done.append(version)
                 break
-            except psycopg.errors.DeadlockDetected:
+            except DeadlockDetected:
                 if attempt == STEP_TRIES:
                     raise
                 log.info("store: migration %d met a reader's locks (deadlock); trying again", version)

@@ -398,6 +398,22 @@ def test_a_wrong_url_is_a_clear_error(tmp_path):
     assert e.value.code == "store_unreachable"
 
 
+def test_without_the_team_extra_the_cli_says_what_to_install(tmp_path):
+    """No psycopg (the `team` extra not installed): `--store` is a structured error naming the
+    extra, for the reader and the writer alike, never an internal error."""
+    import subprocess
+    import sys
+
+    blocked = "import sys; sys.modules['psycopg'] = None; from remembrancer.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    url = f"postgresql://nobody@/x?host={tmp_path}"
+    for args in (["search", "restore", "--store", url, "--root", str(tmp_path)],
+                 ["serve", "--store", url, "--root", str(tmp_path)]):
+        r = subprocess.run([sys.executable, "-c", blocked, *args], capture_output=True, text=True, timeout=60,
+                           env={**__import__("os").environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")})
+        assert r.returncode not in (0, 70), (args, r.stderr)
+        assert "remembrancer[team]" in r.stderr and "internal error" not in r.stderr, (args, r.stderr)
+
+
 def test_a_reader_whose_connection_died_connects_again(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)
