@@ -204,8 +204,8 @@ class VectorIndex(Protocol):
     saved_generation: int   # what the saved copy reflects (the engine saves after a quiet spell)
 
     def search(self, query: np.ndarray, k: int, allowed: set[int] | None = None) -> list[tuple[int, float]]: ...
-    # `search`, started where the index can answer beside the caller (the team store's second
-    # connection); the callable gives its result
+    # `search`, started where the index can answer beside the caller (the team store's side
+    # connections); the callable gives its result
     def search_soon(self, query: np.ndarray, k: int,
                     allowed: set[int] | None = None) -> Callable[[], list[tuple[int, float]]]: ...
     def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None: ...
