@@ -8,8 +8,9 @@
   plus PostgreSQL's own ts_rank as the keyword leg (the measurement behind keeping BM25).
 - latency: reader search p50/p95 at --sections generated sections (server local), per kind —
   right after the build and again once autovacuum has settled on the new store —
-  plain, filtered (type=runbook), identifier, paraphrase (words the corpus lacks), `exact` — with
-  the CPU per search of the reader and of its PostgreSQL backend beside the wall time and the
+  plain, filtered (type=runbook: one run of sections), scattered (a tag kept by every fifth file),
+  identifier, paraphrase (words the corpus lacks), `exact` — with the CPU per search of the reader
+  and of its PostgreSQL backends (its side connections' included) beside the wall time and the
   load average. Vectors come from a hash "embedder" (deterministic unit vectors, dim 384): the
   vector leg does the same work, without hours of embedding; keyword, literal and rerank work is real.
 - concurrency: 8 reader threads searching while the writer rewrites documents; every section of
@@ -235,16 +236,6 @@ def _parity_line(row: dict) -> str:
 
 # -- throughput and latency ---------------------------------------------------------------------------
 
-def write_into(cfg: Config, store, emb) -> tuple[float, int]:
-    e = Engine(cfg, embedder=emb, store=store)
-    try:
-        t0 = time.perf_counter()
-        rep = e.refresh()
-        return time.perf_counter() - t0, rep.added
-    finally:
-        e.close()
-
-
 def _server_cpu(base_url: str):
     """A function giving the local server's CPU seconds so far, all its processes — those that
     exited (parallel index-build workers, closed sessions) are in the postmaster's reaped-children
@@ -403,7 +394,8 @@ def latency(tmp: Path, base_url: str, sections: int, queries: int = 200) -> dict
     emb = HashEmbedder()
     url = new_database(base_url, f"lat_{sections}")
     t0 = time.perf_counter()
-    write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
+    built = _timed_pass(cfg, PgStore(url, readonly=False), emb, None)
+    write_s, docs = built["wall_s"], built["documents"]
     reader = Engine(cfg, readonly=True, embedder=emb, store=PgStore(url, readonly=True))
     out: dict = {"sections": sections, "documents": docs, "index_s": round(write_s, 1)}
     kinds = latency_queries(queries)
@@ -497,7 +489,8 @@ def literal(tmp: Path, base_url: str, sections: int, queries: int = 60) -> dict:
     cfg = Config(roots=make_roots([root]))
     emb = HashEmbedder()
     url = new_database(base_url, f"lit_{sections}")
-    write_s, docs = write_into(cfg, PgStore(url, readonly=False), emb)
+    built = _timed_pass(cfg, PgStore(url, readonly=False), emb, None)
+    write_s, docs = built["wall_s"], built["documents"]
     with psycopg.connect(url, autocommit=True) as c:
         size = c.execute("SELECT pg_size_pretty(pg_relation_size('sections_content_grams')"
                          " + pg_relation_size('sections_heading_grams')), pg_size_pretty(pg_relation_size('sections'))"

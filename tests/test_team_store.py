@@ -111,8 +111,10 @@ def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_
                 got = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
                 assert [i for i, _ in got] == best, q
                 assert all(a[1] >= b[1] for a, b in zip(got, got[1:]))
+                assert cat.nearest_soon(qv, k, len(qv), cat.passage_ids_in(keep))() == got   # on a side connection
                 monkeypatch.setattr(pg_store, "GRAPH_COST_PER_EF", 0)
                 graph = cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep))
+                assert cat.nearest_soon(qv, k, len(qv), cat.passage_ids_in(keep))() == graph
                 monkeypatch.undo()
                 assert graph and all(owner[i][0] in keep for i, _ in graph), q
     finally:
