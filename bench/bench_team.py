@@ -22,6 +22,9 @@
 - crash: kill -9 of the writer at 80 random points of its passes; the store checked after each.
 - grams: the literal index's trigram function per section, migration 8's body against the
   current one (migration 13), on generated section texts and one 1 MB line.
+- dense: the filtered dense leg's pool read other ways on the store `latency` built (after it in
+  the same run, or on a --url server that keeps it): the shipped exact read, a halfvec copy
+  (pgvector ≥ 0.7) and the iterative HNSW scan (pgvector ≥ 0.8), with their recall.
 
 Without --url a throw-away server is started with pgserver (PostgreSQL 16 + pgvector 0.6), with
 shared_buffers raised to --shared-buffers (1GB: the HNSW graph at 100k sections is ~410 MB).
@@ -34,6 +37,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -197,12 +201,13 @@ def parity(eval_dir: Path, base_url: str) -> list[dict]:
         # The reference: a local store built from scratch with the same vectors, like the PostgreSQL
         # one (an index updated in place carries tantivy's deleted-document statistics until merged).
         saved = os.environ["REMEMBRANCER_DATA_DIR"]
-        os.environ["REMEMBRANCER_DATA_DIR"] = tempfile.mkdtemp(prefix="parity-local-")
+        os.environ["REMEMBRANCER_DATA_DIR"] = local_dir = tempfile.mkdtemp(prefix="parity-local-")
         t0 = time.perf_counter()
         try:
             local = run_eval(str(qpath), None, embedder=emb)
         finally:
             os.environ["REMEMBRANCER_DATA_DIR"] = saved
+            shutil.rmtree(local_dir, ignore_errors=True)
         t_local = time.perf_counter() - t0
         url = new_database(base_url, "parity_" + "".join(c if c.isalnum() else "_" for c in name))
         t0 = time.perf_counter()
@@ -448,6 +453,86 @@ def grams(base_url: str, sections: int = 5000, rounds: int = 3) -> dict:
     print(f"trigram function ({sections} generated sections, best of {rounds}): migration 8 {old['ms_per_section']} ms "
           f"a section, current {new['ms_per_section']} ms ({old['ms_per_section'] / new['ms_per_section']:.1f}×); "
           f"a 1 MB line {old['one_mb_s']} → {new['one_mb_s']} s", flush=True)
+    return out
+
+
+DENSE_K = 300   # the dense leg's candidates (search.DENSE_CANDIDATES)
+
+
+def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> dict:
+    """The filtered dense leg's pool read other ways, on the store `latency` built (`lat_N`, kept
+    on a --url server): the shipped exact read (one connection, every run), a narrow copy of the
+    vectors as halfvec (pgvector ≥ 0.7), and pgvector ≥ 0.8's iterative HNSW scan (the planner's
+    exact plans turned off, so the graph is what is timed). Each with its recall of the exact
+    read's 300; query vectors are random unit vectors, like the hash embedder's; rounds alternate."""
+    import psycopg
+
+    from remembrancer.indexer.pg_store import _runs, _vec_text
+
+    url = urlsplit(base_url)._replace(path=f"/lat_{sections}").geturl()
+    out: dict = {"sections": sections}
+    dim = 384
+    read = ("WITH pool AS MATERIALIZED (SELECT p.id, p.sim FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
+            " CROSS JOIN LATERAL (SELECT id, 1 - ({e} <=> %s::{t}({d})) AS sim FROM {table}"
+            " WHERE section_id BETWEEN r.lo AND r.hi AND {e} IS NOT NULL OFFSET 0) p)"
+            f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
+        version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+        server = c.execute("SHOW server_version").fetchone()[0]
+        at_least = tuple(map(int, version.split(".")[:2])).__ge__
+
+        def exact(q, ids, table="passages", e=f"embedding::vector({dim})", t="vector"):
+            return c.execute(read.format(e=e, t=t, d=dim, table=table), (*_runs(ids), q)).fetchall()
+
+        def graph(q, ids):
+            with c.transaction():
+                for setting in ("hnsw.iterative_scan = relaxed_order", f"hnsw.ef_search = {DENSE_K}",
+                                "enable_seqscan = off", "enable_bitmapscan = off", "max_parallel_workers_per_gather = 0"):
+                    c.execute(f"SET LOCAL {setting}")
+                lo, hi = _runs(ids)   # `+ 0`: not the section index, so the graph is what reads
+                where, args = (("section_id + 0 BETWEEN %s AND %s", [lo[0], hi[0]]) if len(lo) == 1
+                               else ("section_id + 0 = ANY(%s)", [ids]))
+                return c.execute(f"SELECT id FROM passages WHERE {where} ORDER BY embedding::vector({dim}) <=>"
+                                 f" %s::vector({dim}) LIMIT {DENSE_K}", (*args, q)).fetchall()
+
+        ways = {"exact (shipped)": exact}
+        if at_least((0, 7)):
+            c.execute("DROP TABLE IF EXISTS bench_halfvec")
+            c.execute(f"CREATE TABLE bench_halfvec AS SELECT id, section_id, embedding::halfvec({dim}) AS h"
+                      " FROM passages ORDER BY section_id, id")
+            c.execute("CREATE INDEX ON bench_halfvec (section_id)")
+            c.execute("VACUUM ANALYZE bench_halfvec")
+            ways["exact, halfvec copy"] = lambda q, ids: exact(q, ids, "bench_halfvec", "h", "halfvec")
+        if at_least((0, 8)):
+            ways["iterative HNSW scan"] = graph
+        rng = np.random.default_rng(17)
+        qs = [_vec_text(v / np.linalg.norm(v)) for v in rng.standard_normal((queries, dim))]
+        print(f"the filtered dense leg's pool read other ways at {sections} sections (PostgreSQL {server}, pgvector "
+              f"{version}; {queries} queries x {rounds} alternating rounds; wall ms of the statement):", flush=True)
+        pools = {"filtered": "d.doc_type = 'runbook'", "scattered": "d.tags::text LIKE '%%shard-0%%'"}
+        for kind, where in pools.items():
+            ids = [r[0] for r in c.execute(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
+                                           f" WHERE {where} ORDER BY 1")]
+            truth = [{r[0] for r in exact(q, ids)} for q in qs]
+            times: dict = {name: [] for name in ways}
+            recall: dict = {name: [] for name in ways}
+            for _ in range(rounds):
+                for name, fn in ways.items():
+                    for q, t in zip(qs, truth):
+                        t0 = time.perf_counter()
+                        got = {r[0] for r in fn(q, ids)}
+                        times[name].append((time.perf_counter() - t0) * 1000)
+                        recall[name].append(len(got & t) / DENSE_K)
+            out[kind] = {"sections": len(ids), "runs": len(_runs(ids)[0]), **{
+                name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(percentile(v, 0.95), 1),
+                       "recall": round(statistics.mean(recall[name]), 3)} for name, v in times.items()}}
+            base = out[kind]["exact (shipped)"]["p50_ms"]
+            print(f"  {kind} ({len(ids)} sections, {out[kind]['runs']} runs):", flush=True)
+            for name in ways:
+                r = out[kind][name]
+                print(f"    {name:<20} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  x{r['p50_ms'] / base:.2f}"
+                      f"  recall of the exact 300: {r['recall']:.3f}", flush=True)
+        c.execute("DROP TABLE IF EXISTS bench_halfvec")
     return out
 
 
@@ -714,9 +799,12 @@ def main() -> int:
             report["literal"] = literal(tmp, url, args.literal_sections)
         if "grams" in only:
             report["grams"] = grams(url)
+        if "dense" in only:
+            report["dense"] = dense(url, args.sections)
     finally:
         if srv is not None:
             srv.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)   # corpora and a server's data: gigabytes a run at 100k
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

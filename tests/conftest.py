@@ -69,14 +69,24 @@ def tiny_engine(data_env, tiny_embedder):
         e.close()
 
 
+_PG_SERVED: list[str] = []   # the server the team tests ran on, said in the summary
+
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory):
-    """A real PostgreSQL 16 + pgvector (pgserver), stopped at the end of the session."""
-    from tests.pg_helpers import server
+    """A real PostgreSQL + pgvector (pgserver: 16 + 0.6; `make test-pg-latest`: 18 + 0.8),
+    stopped at the end of the session."""
+    from tests.pg_helpers import server, versions
 
     srv = server(tmp_path_factory.mktemp("pg"))
+    _PG_SERVED.append(versions(srv.get_uri()))
     yield srv
     srv.cleanup()
+
+
+def pytest_terminal_summary(terminalreporter):
+    for served in _PG_SERVED:
+        terminalreporter.write_line(f"team store tests ran on {served}")
 
 
 @pytest.fixture

@@ -15,6 +15,17 @@ def server(tmp_dir):
     return pgserver.get_server(str(tmp_dir), cleanup_mode="stop")
 
 
+def versions(url: str) -> str:
+    """The server's PostgreSQL and pgvector versions, as the test summary says them."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        pg = c.execute("SHOW server_version").fetchone()[0]
+        vector = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    return f"PostgreSQL {pg}, pgvector {vector}"
+
+
 def database_url(base_url: str, name: str) -> str:
     parts = urlsplit(base_url)
     return urlunsplit(parts._replace(path="/" + name))

@@ -212,7 +212,8 @@ class Differential:
 def run_differential(a, a_link, b, b_link, world, calls, map_ids: bool = True, clean=lambda x: x) -> Differential:
     """Every call through server `a` (the scoped one) and server `b` (a corpus of only the scoped
     files, asked with that corpus's ids unless `map_ids` is off), both links closed after; each pair
-    of answers normalised (and `clean`ed) and compared field by field."""
+    of answers, and the tool lists (their descriptions hold the store's age), normalised (and
+    `clean`ed) and compared field by field."""
     try:
         tools_a, answers_a = _run_all(a, calls)
         tools_b, answers_b = _run_all(b, [(n, to_scoped_ids(x, world["ids"]) if map_ids else x) for n, x in calls])
@@ -223,7 +224,7 @@ def run_differential(a, a_link, b, b_link, world, calls, map_ids: bool = True, c
                             f"{name}({json.dumps(args)})")
                 for (name, args), x, y in zip(calls, answers_a, answers_b)]
     return Differential(tools_a, tools_b, answers_a, answers_b,
-                        differences(normalise(tools_a, world, "full"), normalise(tools_b, world, "only"), "tools"),
+                        differences(clean(normalise(tools_a, world, "full")), clean(normalise(tools_b, world, "only")), "tools"),
                         per_call)
 
 
