@@ -9,6 +9,7 @@ two): the step is rolled back and tried again, as a reader retries its query.
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 log = logging.getLogger(__name__)
@@ -391,6 +392,25 @@ def first_grams_function(name: str) -> str:
     migration 13, is compared with it: tests/test_team_literal.py, bench/bench_team.py)."""
     sql = next(sql for version, _, sql in MIGRATIONS if version == 8)
     return sql[:sql.index("$f$;") + 4].replace(f"FUNCTION {LITERAL_GRAMS}(", f"FUNCTION {name}(")
+
+
+MIN_PGVECTOR = (0, 5)   # HNSW indexes (migration 1's passages_embedding_hnsw)
+
+
+def vector_problem(conn) -> str | None:
+    """Why this server cannot hold the store's vectors — pgvector missing, or older than
+    MIN_PGVECTOR — or None. Asked before migrating, so the writer says it in one line instead of
+    failing inside migration 1."""
+    row = conn.execute("SELECT default_version, installed_version FROM pg_available_extensions"
+                       " WHERE name = 'vector'").fetchone()
+    if row is None:
+        return "the server has no pgvector (the `vector` extension)"
+    version = row[1] or row[0]   # installed in this database, else what CREATE EXTENSION would install
+    parts = tuple(int(re.match(r"\d*", p).group() or 0) for p in version.split(".")[:2])
+    if parts < MIN_PGVECTOR:
+        return (f"the server's pgvector is {version}; the store needs {'.'.join(map(str, MIN_PGVECTOR))} or newer"
+                " (HNSW indexes)")
+    return None
 
 
 def applied_version(conn) -> int:

@@ -52,6 +52,8 @@ GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the litera
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_reader, or "
                   "`remembrancer team grant-reader ROLE --scope …`)")
+NO_PGVECTOR_HINT = ("install pgvector on the server (the pgvector/pgvector Docker image has it; a managed"
+                    " PostgreSQL: enable its `vector` extension), or point --store at one that has it")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
 SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
 
@@ -1209,6 +1211,9 @@ class PgStore:
         try:
             with psycopg.connect(url, autocommit=True) as conn:
                 if not readonly:
+                    if problem := pg_schema.vector_problem(conn):
+                        raise UserError(f"{problem}: {safe_url(url)} cannot hold the store", param="store",
+                                        code="store_unsupported", hint=NO_PGVECTOR_HINT)
                     pg_schema.migrate(conn)
                 self.schema_version = pg_schema.applied_version(conn)
                 readable = self.schema_version == 0 or conn.execute(
