@@ -461,7 +461,7 @@ DENSE_K = 300   # the dense leg's candidates (search.DENSE_CANDIDATES)
 
 def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> dict:
     """The filtered dense leg's pool read other ways, on the store `latency` built (`lat_N`, kept
-    on a --url server): the shipped exact read (one connection, every run), a narrow copy of the
+    on a --url server): the reader's exact read (on its one connection, every run), a narrow copy of the
     vectors as halfvec (pgvector ≥ 0.7), and pgvector ≥ 0.8's iterative HNSW scan (the planner's
     exact plans turned off, so the graph is what is timed). Each with its recall of the exact
     read's 300; query vectors are random unit vectors, like the hash embedder's; rounds alternate."""
@@ -473,16 +473,20 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
     out: dict = {"sections": sections}
     dim = 384
     read = ("WITH pool AS MATERIALIZED (SELECT p.id, p.sim FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
-            " CROSS JOIN LATERAL (SELECT id, 1 - ({e} <=> %s::{t}({d})) AS sim FROM {table}"
-            " WHERE section_id BETWEEN r.lo AND r.hi AND {e} IS NOT NULL OFFSET 0) p)"
+            f" CROSS JOIN LATERAL (SELECT id, 1 - (h <=> %s::halfvec({dim})) AS sim FROM bench_halfvec"
+            " WHERE section_id BETWEEN r.lo AND r.hi OFFSET 0) p)"
             f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")
+    ledger = PgStore(url, readonly=True).open_ledger(readonly=True)
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
         version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
         server = c.execute("SHOW server_version").fetchone()[0]
         at_least = tuple(map(int, version.split(".")[:2])).__ge__
 
-        def exact(q, ids, table="passages", e=f"embedding::vector({dim})", t="vector"):
-            return c.execute(read.format(e=e, t=t, d=dim, table=table), (*_runs(ids), q)).fetchall()
+        def exact(q, ids):   # the reader's own statement
+            return ledger._exact_in_sections(q, DENSE_K, dim, ids)
+
+        def halfvec(q, ids):   # the same statement over the copy
+            return c.execute(read, (*_runs(ids), q)).fetchall()
 
         def graph(q, ids):
             with c.transaction():
@@ -502,7 +506,7 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
                       " FROM passages ORDER BY section_id, id")
             c.execute("CREATE INDEX ON bench_halfvec (section_id)")
             c.execute("VACUUM ANALYZE bench_halfvec")
-            ways["exact, halfvec copy"] = lambda q, ids: exact(q, ids, "bench_halfvec", "h", "halfvec")
+            ways["exact, halfvec copy"] = halfvec
         if at_least((0, 8)):
             ways["iterative HNSW scan"] = graph
         rng = np.random.default_rng(17)
@@ -533,6 +537,7 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
                 print(f"    {name:<20} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  x{r['p50_ms'] / base:.2f}"
                       f"  recall of the exact 300: {r['recall']:.3f}", flush=True)
         c.execute("DROP TABLE IF EXISTS bench_halfvec")
+    ledger.close()
     return out
 
 
