@@ -476,7 +476,14 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
             f" CROSS JOIN LATERAL (SELECT id, 1 - (h <=> %s::halfvec({dim})) AS sim FROM bench_halfvec"
             " WHERE section_id BETWEEN r.lo AND r.hi OFFSET 0) p)"
             f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")
-    ledger = PgStore(url, readonly=True).open_ledger(readonly=True)
+    from remembrancer.indexer.errors import UserError
+
+    try:
+        ledger = PgStore(url, readonly=True).open_ledger(readonly=True)
+    except UserError as e:
+        print(f"dense: no latency store at {sections} sections ({e.message}); run it with --only latency,dense,"
+              " or on a --url server a latency run left it on", flush=True)
+        return {}
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
         version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
         server = c.execute("SHOW server_version").fetchone()[0]
