@@ -337,6 +337,11 @@ PARAPHRASES = ("how do we bring the {0} back after the machine died", "what shou
                "where are the notes about tidying up the {0}")
 
 
+# The latency corpus's two filters: a folder's type (its sections consecutive) and a tag every fifth
+# file keeps (its sections scattered over the store)
+FILTERS = {"filtered": S.flt.Filters(types=["runbook"]), "scattered": S.flt.Filters(tags=["shard-0"])}
+
+
 def latency_queries(queries: int, seed: int = 3) -> dict[str, list]:
     """The kinds of reader search timed at scale: plain keyword-and-meaning questions, the same
     filtered to one type (a folder: consecutive sections) or to one tag (every fifth file: sections
@@ -346,8 +351,8 @@ def latency_queries(queries: int, seed: int = 3) -> dict[str, list]:
     plain = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(queries)]
     return {
         "plain": [S.SearchRequest(q) for q in plain],
-        "filtered": [S.SearchRequest(q, filters=S.flt.Filters(types=["runbook"])) for q in plain[:queries // 4]],
-        "scattered": [S.SearchRequest(q, filters=S.flt.Filters(tags=["shard-0"])) for q in plain[-(queries // 4):]],
+        "filtered": [S.SearchRequest(q, filters=FILTERS["filtered"]) for q in plain[:queries // 4]],
+        "scattered": [S.SearchRequest(q, filters=FILTERS["scattered"]) for q in plain[-(queries // 4):]],
         "identifier": [S.SearchRequest(f"app{rng.randint(0, 96)}-{rng.randint(0, 9)} {rng.choice(WORDS)}")
                        for _ in range(queries // 4)],
         "paraphrase": [S.SearchRequest(rng.choice(PARAPHRASES).format(rng.choice(WORDS))) for _ in range(queries // 4)],
@@ -461,90 +466,92 @@ DENSE_K = 300   # the dense leg's candidates (search.DENSE_CANDIDATES)
 
 def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> dict:
     """The filtered dense leg's pool read other ways, on the store `latency` built (`lat_N`, kept
-    on a --url server): the reader's exact read (on its one connection, every run), a narrow copy of the
-    vectors as halfvec (pgvector ≥ 0.7), and pgvector ≥ 0.8's iterative HNSW scan (the planner's
-    exact plans turned off, so the graph is what is timed). Each with its recall of the exact
-    read's 300; query vectors are random unit vectors, like the hash embedder's; rounds alternate."""
+    on a --url server), for its two filters: the reader's exact read (on its one connection, every
+    run), a narrow copy of the vectors as halfvec (pgvector ≥ 0.7), and pgvector ≥ 0.8's iterative
+    HNSW scan (the planner's exact plans turned off, so the graph is what is timed). Each with its
+    recall of the exact read's 300; query vectors are random unit vectors, like the hash
+    embedder's; rounds alternate."""
     import psycopg
 
+    from remembrancer.indexer import pg_schema
+    from remembrancer.indexer.errors import UserError
     from remembrancer.indexer.pg_store import _runs, _vec_text
 
     url = urlsplit(base_url)._replace(path=f"/lat_{sections}").geturl()
-    out: dict = {"sections": sections}
-    dim = 384
-    read = ("WITH pool AS MATERIALIZED (SELECT p.id, p.sim FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
-            f" CROSS JOIN LATERAL (SELECT id, 1 - (h <=> %s::halfvec({dim})) AS sim FROM bench_halfvec"
-            " WHERE section_id BETWEEN r.lo AND r.hi OFFSET 0) p)"
-            f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")
-    from remembrancer.indexer.errors import UserError
-
     try:
         ledger = PgStore(url, readonly=True).open_ledger(readonly=True)
     except UserError as e:
         print(f"dense: no latency store at {sections} sections ({e.message}); run it with --only latency,dense,"
               " or on a --url server a latency run left it on", flush=True)
         return {}
-    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
-        version = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-        server = c.execute("SHOW server_version").fetchone()[0]
-        at_least = tuple(map(int, version.split(".")[:2])).__ge__
+    out: dict = {"sections": sections}
+    dim = 384
+    halfvec_read = ("WITH pool AS MATERIALIZED (SELECT p.id, p.sim FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
+                    f" CROSS JOIN LATERAL (SELECT id, 1 - (h <=> %s::halfvec({dim})) AS sim FROM bench_halfvec"
+                    " WHERE section_id BETWEEN r.lo AND r.hi OFFSET 0) p)"
+                    f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")   # the reader's statement, on the copy
+    try:
+        with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
+            version = pg_schema.vector_version(c)
+            at_least = pg_schema.version_tuple(version).__ge__
 
-        def exact(q, ids):   # the reader's own statement
-            return ledger._exact_in_sections(q, DENSE_K, dim, ids)
+            def exact(q, ids):   # the reader's own method
+                return ledger._exact_in_sections(q, DENSE_K, dim, ids)
 
-        def halfvec(q, ids):   # the same statement over the copy
-            return c.execute(read, (*_runs(ids), q)).fetchall()
+            def halfvec(q, ids):
+                return c.execute(halfvec_read, (*_runs(ids), q)).fetchall()
 
-        def graph(q, ids):
-            with c.transaction():
-                for setting in ("hnsw.iterative_scan = relaxed_order", f"hnsw.ef_search = {DENSE_K}",
-                                "enable_seqscan = off", "enable_bitmapscan = off", "max_parallel_workers_per_gather = 0"):
-                    c.execute(f"SET LOCAL {setting}")
-                lo, hi = _runs(ids)   # `+ 0`: not the section index, so the graph is what reads
-                where, args = (("section_id + 0 BETWEEN %s AND %s", [lo[0], hi[0]]) if len(lo) == 1
-                               else ("section_id + 0 = ANY(%s)", [ids]))
-                return c.execute(f"SELECT id FROM passages WHERE {where} ORDER BY embedding::vector({dim}) <=>"
-                                 f" %s::vector({dim}) LIMIT {DENSE_K}", (*args, q)).fetchall()
+            def graph(q, ids):
+                with c.transaction():
+                    for setting in ("hnsw.iterative_scan = relaxed_order", f"hnsw.ef_search = {DENSE_K}",
+                                    "enable_seqscan = off", "enable_bitmapscan = off",
+                                    "max_parallel_workers_per_gather = 0"):
+                        c.execute(f"SET LOCAL {setting}")
+                    lo, hi = _runs(ids)   # `+ 0`: not the section index, so the graph is what reads
+                    where, args = (("section_id + 0 BETWEEN %s AND %s", [lo[0], hi[0]]) if len(lo) == 1
+                                   else ("section_id + 0 = ANY(%s)", [ids]))
+                    return c.execute(f"SELECT id FROM passages WHERE {where} ORDER BY embedding::vector({dim}) <=>"
+                                     f" %s::vector({dim}) LIMIT {DENSE_K}", (*args, q)).fetchall()
 
-        ways = {"exact (shipped)": exact}
-        if at_least((0, 7)):
+            ways = {"exact (shipped)": exact}
+            if at_least((0, 7)):
+                c.execute("DROP TABLE IF EXISTS bench_halfvec")
+                c.execute(f"CREATE TABLE bench_halfvec AS SELECT id, section_id, embedding::halfvec({dim}) AS h"
+                          " FROM passages ORDER BY section_id, id")
+                c.execute("CREATE INDEX ON bench_halfvec (section_id)")
+                c.execute("VACUUM ANALYZE bench_halfvec")
+                ways["exact, halfvec copy"] = halfvec
+            if at_least((0, 8)):
+                ways["iterative HNSW scan"] = graph
+            rng = np.random.default_rng(17)
+            qs = [_vec_text(v / np.linalg.norm(v)) for v in rng.standard_normal((queries, dim))]
+            print(f"the filtered dense leg's pool read other ways at {sections} sections (PostgreSQL "
+                  f"{c.execute('SHOW server_version').fetchone()[0]}, pgvector {version}; {queries} queries x "
+                  f"{rounds} alternating rounds; wall ms of the statement):", flush=True)
+            for kind, f in FILTERS.items():
+                ids = sorted(ledger.filtered_section_ids(f))
+                truth = [{r[0] for r in exact(q, ids)} for q in qs]
+                times: dict = {name: [] for name in ways}
+                recall: dict = {name: [] for name in ways}
+                for _ in range(rounds):
+                    for name, fn in ways.items():
+                        for q, t in zip(qs, truth):
+                            t0 = time.perf_counter()
+                            got = {r[0] for r in fn(q, ids)}
+                            times[name].append((time.perf_counter() - t0) * 1000)
+                            recall[name].append(len(got & t) / DENSE_K)
+                out[kind] = {"sections": len(ids), "runs": len(_runs(ids)[0]), **{
+                    name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(percentile(v, 0.95), 1),
+                           "recall": round(statistics.mean(recall[name]), 3)} for name, v in times.items()}}
+                base = out[kind]["exact (shipped)"]["p50_ms"]
+                print(f"  {kind} ({len(ids)} sections, {out[kind]['runs']} runs):", flush=True)
+                for name in ways:
+                    r = out[kind][name]
+                    print(f"    {name:<20} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  "
+                          f"x{r['p50_ms'] / base:.2f}  recall of the exact 300: {r['recall']:.3f}", flush=True)
             c.execute("DROP TABLE IF EXISTS bench_halfvec")
-            c.execute(f"CREATE TABLE bench_halfvec AS SELECT id, section_id, embedding::halfvec({dim}) AS h"
-                      " FROM passages ORDER BY section_id, id")
-            c.execute("CREATE INDEX ON bench_halfvec (section_id)")
-            c.execute("VACUUM ANALYZE bench_halfvec")
-            ways["exact, halfvec copy"] = halfvec
-        if at_least((0, 8)):
-            ways["iterative HNSW scan"] = graph
-        rng = np.random.default_rng(17)
-        qs = [_vec_text(v / np.linalg.norm(v)) for v in rng.standard_normal((queries, dim))]
-        print(f"the filtered dense leg's pool read other ways at {sections} sections (PostgreSQL {server}, pgvector "
-              f"{version}; {queries} queries x {rounds} alternating rounds; wall ms of the statement):", flush=True)
-        pools = {"filtered": "d.doc_type = 'runbook'", "scattered": "d.tags::text LIKE '%%shard-0%%'"}
-        for kind, where in pools.items():
-            ids = [r[0] for r in c.execute(f"SELECT s.id FROM sections s JOIN documents d ON d.id = s.doc_id"
-                                           f" WHERE {where} ORDER BY 1")]
-            truth = [{r[0] for r in exact(q, ids)} for q in qs]
-            times: dict = {name: [] for name in ways}
-            recall: dict = {name: [] for name in ways}
-            for _ in range(rounds):
-                for name, fn in ways.items():
-                    for q, t in zip(qs, truth):
-                        t0 = time.perf_counter()
-                        got = {r[0] for r in fn(q, ids)}
-                        times[name].append((time.perf_counter() - t0) * 1000)
-                        recall[name].append(len(got & t) / DENSE_K)
-            out[kind] = {"sections": len(ids), "runs": len(_runs(ids)[0]), **{
-                name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(percentile(v, 0.95), 1),
-                       "recall": round(statistics.mean(recall[name]), 3)} for name, v in times.items()}}
-            base = out[kind]["exact (shipped)"]["p50_ms"]
-            print(f"  {kind} ({len(ids)} sections, {out[kind]['runs']} runs):", flush=True)
-            for name in ways:
-                r = out[kind][name]
-                print(f"    {name:<20} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  x{r['p50_ms'] / base:.2f}"
-                      f"  recall of the exact 300: {r['recall']:.3f}", flush=True)
-        c.execute("DROP TABLE IF EXISTS bench_halfvec")
-    ledger.close()
+    finally:
+        ledger.close()
     return out
 
 

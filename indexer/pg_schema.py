@@ -397,17 +397,27 @@ def first_grams_function(name: str) -> str:
 MIN_PGVECTOR = (0, 5)   # HNSW indexes (migration 1's passages_embedding_hnsw)
 
 
+def vector_version(conn) -> str | None:
+    """The server's pgvector: installed in this database, else what CREATE EXTENSION would
+    install; None without one."""
+    row = conn.execute("SELECT coalesce(installed_version, default_version) FROM pg_available_extensions"
+                       " WHERE name = 'vector'").fetchone()
+    return row[0] if row else None
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'0.8.2' → (0, 8, 2); a part's leading digits only ('0.7.0-dev' → (0, 7, 0))."""
+    return tuple(int(re.match(r"\d*", part).group() or 0) for part in version.split("."))
+
+
 def vector_problem(conn) -> str | None:
     """Why this server cannot hold the store's vectors — pgvector missing, or older than
     MIN_PGVECTOR — or None. Asked before migrating, so the writer says it in one line instead of
     failing inside migration 1."""
-    row = conn.execute("SELECT default_version, installed_version FROM pg_available_extensions"
-                       " WHERE name = 'vector'").fetchone()
-    if row is None:
+    version = vector_version(conn)
+    if version is None:
         return "the server has no pgvector (the `vector` extension)"
-    version = row[1] or row[0]   # installed in this database, else what CREATE EXTENSION would install
-    parts = tuple(int(re.match(r"\d*", p).group() or 0) for p in version.split(".")[:2])
-    if parts < MIN_PGVECTOR:
+    if version_tuple(version) < MIN_PGVECTOR:
         return (f"the server's pgvector is {version}; the store needs {'.'.join(map(str, MIN_PGVECTOR))} or newer"
                 " (HNSW indexes)")
     return None

@@ -19,11 +19,10 @@ def versions(url: str) -> str:
     """The server's PostgreSQL and pgvector versions, as the test summary says them."""
     import psycopg
 
+    from remembrancer.indexer.pg_schema import vector_version
+
     with psycopg.connect(url, autocommit=True) as c:
-        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        pg = c.execute("SHOW server_version").fetchone()[0]
-        vector = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-    return f"PostgreSQL {pg}, pgvector {vector}"
+        return f"PostgreSQL {c.execute('SHOW server_version').fetchone()[0]}, pgvector {vector_version(c)}"
 
 
 def database_url(base_url: str, name: str) -> str:
