@@ -69,14 +69,17 @@ for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 
 
-# The constants the legs read: configurations that leave them alone reuse each question's legs.
-LEG_CONSTS = ("HEADING_PASSAGE_WEIGHT", "LITERAL_LEG", "W_DENSE", "W_DENSE_IDENT", "DENSE_CANDIDATES",
-              "BM25_CANDIDATES", "LITERAL_CANDIDATES")
+def leg_settings() -> tuple:
+    """Every scalar constant of indexer/search.py as now set. The legs are cached per value of all of
+    them, not of a list of the ones the legs read: a constant added to the legs for an experiment
+    and swept would otherwise be scored with the first value's legs for every value."""
+    return tuple(sorted((k, v) for k, v in vars(search).items()
+                        if k.isupper() and isinstance(v, (bool, int, float, str))))
 
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of LEG_CONSTS and of whether the named record is credited, and copied for every rule
+    setting of the search constants (leg_settings) and of whether the named record is credited, and copied for every rule
     configuration: the rules, abstention and results run as in the product. Latency figures are
     taken from the uncached rows only."""
 
@@ -101,7 +104,7 @@ class LegCache:
     def _cached_phrasing(self, engine, query, qvec, shared, credit_record=True):
         if shared.allowed is not None:
             return self.phrasing(engine, query, qvec, shared, credit_record)
-        key = (id(engine), query, credit_record, tuple(getattr(search, k) for k in LEG_CONSTS))
+        key = (id(engine), query, credit_record, leg_settings())
         if key not in self.legs:
             self.legs[key] = self.phrasing(engine, query, qvec, shared, credit_record)
         ph = self.legs[key]

@@ -307,3 +307,25 @@ def test_the_report_gives_cpu_time_beside_wall_time():
     assert (lat["p50"], lat["p95"], lat["cpu_p50"], lat["cpu_p95"]) == (40.0, 90.0, 9.0, 30.0)
     assert "CPU p50 9.0, p95 30.0 ms" in format_report(build_report(outs, limit=5))
     assert "cpu_p95" not in build_report([outcome(a, [r("a.md", "A")])], limit=5)["latency_ms"]
+
+
+def test_the_eval_bench_keeps_legs_apart_for_every_value_of_any_search_constant(monkeypatch):
+    """bench/eval_all.py reuses each question's legs across configurations that share its search
+    constants. A constant added to the legs for an experiment, then swept, must get legs of its own
+    for each value (once it was keyed on a hand-kept list, and every value was scored alike)."""
+    import importlib.util
+    from pathlib import Path
+
+    from remembrancer.indexer import search
+
+    spec = importlib.util.spec_from_file_location(
+        "eval_all_under_test", Path(__file__).resolve().parent.parent / "bench" / "eval_all.py")
+    eval_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eval_all)
+    before = eval_all.leg_settings()
+    monkeypatch.setattr(search, "AN_EXPERIMENT_IN_THE_LEGS", 1, raising=False)
+    one = eval_all.leg_settings()
+    monkeypatch.setattr(search, "AN_EXPERIMENT_IN_THE_LEGS", 2)
+    two = eval_all.leg_settings()
+    monkeypatch.setattr(search, "W_DENSE", search.W_DENSE + 0.1)
+    assert len({before, one, two, eval_all.leg_settings()}) == 4
