@@ -79,9 +79,9 @@ def leg_settings() -> tuple:
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of the search constants (leg_settings) and of whether the named record is credited, and copied for every rule
-    configuration: the rules, abstention and results run as in the product. Latency figures are
-    taken from the uncached rows only."""
+    setting of the search constants (leg_settings) and of whether the named record is credited, and
+    copied for every rule configuration: the rules, abstention and results run as in the product.
+    Latency figures are taken from the uncached rows only."""
 
     def __init__(self):
         self.legs: dict = {}
