@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
+KEPT_ROWS = 50_000   # rows of a kind kept in memory between searches (Catalog._kept_rows)
 WRITE_SLICE = 4   # sections written between two chances for requests to go first (indexer/priority.py)
 
 SCHEMA = """
@@ -294,6 +295,9 @@ class Catalog(MetaReads):
         self.path = path
         self.priority = priority or RequestsFirst()
         self._maybe_orphaned: set[str] = set()
+        self._kept: dict[str, dict] = {}   # rows read by id, by kind, valid while _kept_mark holds
+        self._kept_mark: tuple | None = None
+        self._scope: tuple[str, ...] = ()   # the prefixes of the request being served (scoped)
         self.recovered: str | None = None  # why a damaged catalog was moved aside at open, and where
         if readonly:  # a writer may be checkpointing right now: only the magic is checked, SQLite does the rest
             problem = _header_problem(path, sizes=False)
@@ -623,8 +627,40 @@ class Catalog(MetaReads):
         return {r[0]: _section(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
 
     def section_heads_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
-        """As sections_by_id, without the sections' text (content and body are None)."""
-        return {r[0]: _section(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", ids)}
+        """As sections_by_id, without the sections' text (content and body are None). Every search
+        reads its ~500 candidates' heads, mostly sections the searches before read too: kept
+        (_kept_rows)."""
+        return self._kept_rows("heads", ids, lambda some: {
+            r[0]: _section(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", some)})
+
+    def _kept_rows(self, kind: str, ids, read) -> dict:
+        """`read(ids)` for the ids not read before, the rest from memory — kept until the catalog
+        changes in any way (_change_mark), not per generation: a section's entity mentions are
+        rewritten without one. At most KEPT_ROWS of a kind (cleared whole when full); nothing read
+        inside a transaction is kept (it may yet be rolled back)."""
+        if self.db.in_transaction:
+            return read(list(ids))
+        mark = self._change_mark()
+        if mark != self._kept_mark:
+            self._kept, self._kept_mark = {}, mark
+        kept = self._kept.get(kind)
+        if kept is None or len(kept) > KEPT_ROWS:   # a new dict, not clear(): another thread may be reading this one
+            kept = self._kept[kind] = {}
+        ids = list(ids)
+        found = {i: kept[i] for i in ids if i in kept}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            got = read(missing)
+            kept.update(got)
+            found.update(got)
+        return {i: found[i] for i in ids if i in found}
+
+    def _change_mark(self) -> tuple:
+        """A value that moves whenever what this connection reads may have changed: another
+        connection's commit (SQLite's data_version), a write of this connection's own
+        (total_changes, committed or not), or the scope its views show (a row one scope reads is
+        never served to another)."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes, self._scope
 
     def all_chunks(self):
         """(chunk id, section id, path, doc_type, heading, text) for rebuilding the full-text index."""
@@ -697,7 +733,11 @@ class Catalog(MetaReads):
         """Serve one request as if only documents under `prefixes` existed (TEMP views on this
         connection shadow the tables; see indexer/scope.py)."""
         with _scope_views(self.db, prefixes):
-            yield
+            outer, self._scope = self._scope, tuple(prefixes)
+            try:
+                yield
+            finally:
+                self._scope = outer
 
     def record_symlinks(self, targets: dict[str, str]) -> None:
         """Remember which indexed files are symlinks, and to what (corpus paths), after a walk:
@@ -736,10 +776,13 @@ class Catalog(MetaReads):
 
     def passages_by_id(self, passage_ids) -> dict[int, tuple[int, bool]]:
         """passage id → (section id, heading only?) for the given passages — a vector search's hits.
-        Looked up per search rather than cached: during a long ingest the catalog changes with
-        every document, and rebuilding a map of every passage per search cost more than the search."""
-        rows = self._rows_in("SELECT id, section_id, ord FROM passages WHERE id IN ({marks})", map(int, passage_ids))
-        return {pid: (sid, ord_ == 0) for pid, sid, ord_ in rows}   # a section's first passage: its heading alone
+        Read as asked and kept (_kept_rows), not a map of every passage: during a long ingest the
+        catalog changes with every document, and rebuilding such a map per search cost more than
+        the search."""
+        def read(some):
+            rows = self._rows_in("SELECT id, section_id, ord FROM passages WHERE id IN ({marks})", some)
+            return {pid: (sid, ord_ == 0) for pid, sid, ord_ in rows}   # a section's first passage: its heading alone
+        return self._kept_rows("passages", map(int, passage_ids), read)
 
     def passage_ids_in(self, section_ids) -> set[int]:
         """The passages of the given sections (a filtered vector search may return only these)."""

@@ -425,6 +425,9 @@ def _candidates(line: str) -> set[tuple[int, int]]:
 
 # -- the redactor ------------------------------------------------------------------------------
 
+SERVED_CHARS = 8192   # served strings longer than this are redacted each time, not kept
+SERVED_KEPT = 4096    # served strings kept redacted (cleared whole when full): ≤ 32 MB
+
 class Redactor:
     """Pattern families (all but `disable`d ones) plus an optional secret-hash file."""
 
@@ -439,6 +442,7 @@ class Redactor:
         self.hashes = hashes
         self.deny = tuple(deny)
         self._deny_res = [_glob_regex(g) for g in self.deny]
+        self._served: dict[str, str] = {}   # redact_obj's strings, redacted (this policy's, so never stale)
 
     def __reduce__(self):  # by family names: the families' functions are closures (indexer/sandbox.py)
         return (Redactor, (tuple(f.name for f in self.families), self.hashes, self.deny))
@@ -468,9 +472,18 @@ class Redactor:
         return self.redact(text)[0]
 
     def redact_obj(self, obj):
-        """Every string in a JSON-like structure (a response) redacted; other values as they are."""
+        """Every string in a JSON-like structure (a response) redacted; other values as they are.
+        Answers repeat their strings (paths, breadcrumbs, the same sections' snippets), so each
+        string up to SERVED_CHARS is redacted once per policy (up to SERVED_KEPT of them)."""
         if isinstance(obj, str):
-            return self.redact(obj)[0]
+            if len(obj) > SERVED_CHARS:
+                return self.redact(obj)[0]
+            done = self._served.get(obj)
+            if done is None:
+                if len(self._served) >= SERVED_KEPT:
+                    self._served.clear()
+                done = self._served[obj] = self.redact(obj)[0]
+            return done
         if isinstance(obj, dict):
             return {k: self.redact_obj(v) for k, v in obj.items()}
         if isinstance(obj, list):

@@ -756,3 +756,25 @@ def test_secrets_hash_takes_no_values_on_argv():
     assert ap.parse_args(["secrets", "hash", "--name", "x"]).name == "x"
     with pytest.raises(SystemExit):
         ap.parse_args(["secrets", "hash", "hunter2hunter2"])
+
+
+def test_served_strings_are_redacted_every_time_they_are_served(monkeypatch):
+    """redact_obj keeps each served string's redacted form (answers repeat paths, breadcrumbs and
+    snippets): a second answer holding the same secret is redacted alike, a string too long to keep
+    is still redacted, what is kept stays bounded, and another policy gets its own."""
+    from remembrancer.indexer import redact as redact_mod
+
+    secret = "the db password=hunter2xyz9 is in the vault"
+    r = Redactor()
+    first = r.redact_obj({"snippet": secret, "also": [secret]})
+    second = r.redact_obj([secret, (secret,)])
+    assert "hunter2xyz9" not in json.dumps(first) + json.dumps(second)
+    assert first["snippet"] == first["also"][0] == second[0] == second[1][0] == r.redact(secret)[0]
+    long = "word " * (redact_mod.SERVED_CHARS // 5) + secret
+    assert "hunter2xyz9" not in r.redact_obj({"content": long})["content"]
+    monkeypatch.setattr(redact_mod, "SERVED_KEPT", 3)
+    for i in range(10):
+        assert r.redact_obj(f"token={i}abcdefghijk{i}") == r.redact(f"token={i}abcdefghijk{i}")[0]
+    assert len(r._served) <= 3
+    other = Redactor(families=tuple(n for n in FAMILY_NAMES if n != "key_value"))
+    assert other.redact_obj(secret) == secret != r.redact_obj(secret)

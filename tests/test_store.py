@@ -69,3 +69,51 @@ def test_typed_reads_of_the_local_catalog(notes_engine):
     assert summaries[some].sections == len(cat.sections(some))
     doc = cat.document(some)
     assert set(cat.passage_ids_of_document(doc["id"])) == cat.passage_ids_in(s.id for s in cat.sections(some))
+
+
+# -- the section heads kept between searches (Catalog.section_heads_by_id) ---------------------------
+
+def _heads_world(notes_engine):
+    cat: Catalog = notes_engine.catalog
+    runbook = [s.id for s in cat.sections(next(p for p in cat.document_paths() if p.startswith("runbooks/")))]
+    host = [s.id for s in cat.sections("hosts/db1.md")]
+    return cat, runbook, host
+
+
+def test_kept_section_heads_see_another_connections_commit(notes_engine):
+    import sqlite3
+
+    cat, runbook, host = _heads_world(notes_engine)
+    assert cat.section_heads_by_id(host)[host[0]].entities != ["zz-other"]
+    other = sqlite3.connect(cat.path)   # the daemon's writer has a connection of its own
+    with other:
+        other.execute("UPDATE sections SET entities=? WHERE id=?", ('["zz-other"]', host[0]))
+    other.close()
+    assert cat.section_heads_by_id(host)[host[0]].entities == ["zz-other"]
+
+
+def test_kept_section_heads_see_this_connections_own_writes(notes_engine):
+    cat, runbook, host = _heads_world(notes_engine)
+    before = cat.section_heads_by_id(host)[host[0]]
+    cat.db.execute("UPDATE sections SET heading=? WHERE id=?", ("Renamed here", host[0]))
+    assert before.heading != "Renamed here"
+    assert cat.section_heads_by_id(host)[host[0]].heading == "Renamed here"
+
+
+def test_kept_section_heads_never_cross_a_scope(notes_engine):
+    cat, runbook, host = _heads_world(notes_engine)
+    both = runbook + host
+    assert set(cat.section_heads_by_id(both)) == set(both)
+    with cat.scoped(("runbooks",)):
+        assert set(cat.section_heads_by_id(both)) == set(runbook)   # read unscoped a moment ago
+    assert set(cat.section_heads_by_id(both)) == set(both)
+
+
+def test_heads_read_inside_a_transaction_are_not_kept(notes_engine):
+    cat, runbook, host = _heads_world(notes_engine)
+    original = cat.section_heads_by_id(host)[host[0]].heading
+    cat.db.execute("BEGIN")
+    cat.db.execute("UPDATE sections SET heading=? WHERE id=?", ("Rolled back", host[0]))
+    assert cat.section_heads_by_id(host)[host[0]].heading == "Rolled back"
+    cat.db.execute("ROLLBACK")
+    assert cat.section_heads_by_id(host)[host[0]].heading == original
