@@ -636,7 +636,7 @@ class Catalog(MetaReads):
     def _kept_rows(self, kind: str, ids, read) -> dict:
         """`read(ids)` for the ids not read before, the rest from memory — kept until the catalog
         changes in any way (_change_mark), not per generation: a section's entity mentions are
-        rewritten without one. At most KEPT_ROWS of a kind (cleared whole when full); nothing read
+        rewritten without one. At most KEPT_ROWS of a kind (then they start again); nothing read
         inside a transaction is kept (it may yet be rolled back)."""
         if self.db.in_transaction:
             return read(list(ids))

@@ -426,7 +426,8 @@ def _candidates(line: str) -> set[tuple[int, int]]:
 # -- the redactor ------------------------------------------------------------------------------
 
 SERVED_CHARS = 8192   # served strings longer than this are redacted each time, not kept
-SERVED_KEPT = 4096    # served strings kept redacted (cleared whole when full): ≤ 32 MB
+SERVED_KEPT = 4096    # served strings kept with their redacted form (cleared whole when full)
+
 
 class Redactor:
     """Pattern families (all but `disable`d ones) plus an optional secret-hash file."""
