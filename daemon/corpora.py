@@ -162,10 +162,18 @@ class Corpus:
         got = self.last_ingest
         return None if got is None else {"at": got["at"], **self.engine.last_run(got["report"])}
 
-    def freshness(self) -> dict:
-        """One verdict for every answer: fresh, catching up, or STALE with the reason."""
+    def observe(self) -> tuple[int, float | None, bool, dict]:
+        """(queued changes, seconds behind, ingesting?, engine status): what a verdict is judged
+        on, read in this order — the writer's state before the index, so a change that lands in
+        between is in the index, never missed by both."""
         queued, behind = self.queue.pending()
-        st = self.engine.status()
+        ingesting = self.ingesting
+        return queued, behind, ingesting, self.engine.status()
+
+    def freshness(self, observed: tuple[int, float | None, bool, dict] | None = None) -> dict:
+        """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
+        `observed` (observe()) when given, so a status shows the verdict of its own figures."""
+        queued, behind, ingesting, st = observed or self.observe()
         base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
                 "last_indexed_at": st["last_indexed_at"]}
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
@@ -173,7 +181,7 @@ class Corpus:
             return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
         if problem:
             return {**base, "verdict": "stale", "reason": problem}
-        if queued or self.ingesting:
+        if queued or ingesting:
             return {**base, "verdict": "catching_up", "queued_changes": queued,
                     "seconds_behind": round(behind or 0.0, 1)}
         heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]

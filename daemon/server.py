@@ -421,10 +421,10 @@ class Daemon:
             return {"roots": [], "daemon": {**d, "queued_changes": 0, "seconds_behind": None, "ingesting": False,
                                             "last_error": None, "last_ingest": None},
                     "corpora": self.corpora.summaries(self._touched_engines())}
-        st = corpus.engine.status()
-        queued, behind = corpus.queue.pending()
+        observed = corpus.observe()   # one reading: the verdict is that of the figures beside it
+        queued, behind, ingesting, st = observed
         return {**st,
-                "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": corpus.ingesting,
+                "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": ingesting,
                            "last_error": corpus.last_error, "last_ingest": corpus.last_run()},
-                "freshness": corpus.freshness(),
+                "freshness": corpus.freshness(observed),
                 "corpora": self.corpora.summaries(self._touched_engines())}

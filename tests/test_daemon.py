@@ -191,6 +191,51 @@ def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
         d.stop()
 
 
+def test_a_fresh_verdict_agrees_with_the_figures_beside_it(tmp_path, tiny_model_dir):
+    """A status is one reading: while branches are switched and committed under the daemon (its
+    hooks and its watcher both at work), every answer whose verdict is `fresh` shows the indexed
+    HEAD equal to the current one, nothing queued and no ingest running. (The verdict was once
+    judged on a second reading, taken after the figures: "fresh" beside a HEAD not yet indexed —
+    a race this test caught in 2 runs of 6, and test_git_commit_checkout_and_hooks in ~1 of 20.)"""
+    import threading
+
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo, "a.md", "# Alpha\n\nThe capybara runbook.\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    d = DaemonProc(tmp_path, [repo], tiny_model_dir).start()
+    seen, wrong, done = [], [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            st = d.ping()
+            if st and st["freshness"]["verdict"] == "fresh":
+                seen.append(st)
+                r = st["roots"][0]
+                if r["head_indexed"] != r["head_current"] or st["daemon"]["ingesting"] or st["daemon"]["queued_changes"]:
+                    wrong.append((r, st["daemon"]["ingesting"], st["daemon"]["queued_changes"]))
+
+    try:
+        from remembrancer.hooks.install import install_hooks
+        install_hooks(repo)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        for i in range(25):
+            git(repo, "checkout", "-qb", f"b{i}")
+            write(repo, f"b{i}.md", f"# Beta {i}\n\nThe pangolin procedure {i}.\n")
+            git(repo, "add", ".")
+            git(repo, "commit", "-qm", f"b{i}")
+            git(repo, "checkout", "-q", "main")
+        d.wait_fresh()
+        done.set()
+        watcher.join(10)
+        assert seen and wrong == []
+    finally:
+        done.set()
+        d.stop()
+
+
 def test_sigterm_exits_cleanly(daemon):
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(10) == 0
