@@ -164,13 +164,18 @@ def test_atomic_save_becomes_searchable_without_commit(daemon, notes):
     consistent(daemon)
 
 
-def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
+def _repo_under_daemon(tmp_path, tiny_model_dir):
+    """A git repo with one committed note (on `main`), and a daemon serving it."""
     repo = tmp_path / "repo"
     git_init(repo)
     write(repo, "a.md", "# Alpha\n\nThe capybara runbook.\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "one")
-    d = DaemonProc(tmp_path, [repo], tiny_model_dir).start()
+    return repo, DaemonProc(tmp_path, [repo], tiny_model_dir).start()
+
+
+def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
+    repo, d = _repo_under_daemon(tmp_path, tiny_model_dir)
     try:
         from remembrancer.hooks.install import install_hooks
         install_hooks(repo)
@@ -199,12 +204,7 @@ def test_a_fresh_verdict_agrees_with_the_figures_beside_it(tmp_path, tiny_model_
     a race this test caught in 2 runs of 6, and test_git_commit_checkout_and_hooks in ~1 of 20.)"""
     import threading
 
-    repo = tmp_path / "repo"
-    git_init(repo)
-    write(repo, "a.md", "# Alpha\n\nThe capybara runbook.\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "one")
-    d = DaemonProc(tmp_path, [repo], tiny_model_dir).start()
+    repo, d = _repo_under_daemon(tmp_path, tiny_model_dir)
     seen, wrong, done = [], [], threading.Event()
 
     def watch():
