@@ -461,15 +461,12 @@ def grams(base_url: str, sections: int = 5000, rounds: int = 3) -> dict:
     return out
 
 
-DENSE_K = 300   # the dense leg's candidates (search.DENSE_CANDIDATES)
-
-
 def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> dict:
     """The filtered dense leg's pool read other ways, on the store `latency` built (`lat_N`, kept
     on a --url server), for its two filters: the reader's exact read (on its one connection, every
     run), a narrow copy of the vectors as halfvec (pgvector ≥ 0.7), and pgvector ≥ 0.8's iterative
     HNSW scan (the planner's exact plans turned off, so the graph is what is timed). Each with its
-    recall of the exact read's 300; query vectors are random unit vectors, like the hash
+    recall of the exact read's DENSE_CANDIDATES; query vectors are random unit vectors, like the hash
     embedder's; rounds alternate."""
     import psycopg
 
@@ -485,25 +482,25 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
               " or on a --url server a latency run left it on", flush=True)
         return {}
     out: dict = {"sections": sections}
-    dim = 384
+    k, dim = S.DENSE_CANDIDATES, ledger.model_contract()["dim"]   # the dense leg's pool, as the reader asks it
     halfvec_read = ("WITH pool AS MATERIALIZED (SELECT p.id, p.sim FROM unnest(%s::bigint[], %s::bigint[]) r(lo, hi)"
                     f" CROSS JOIN LATERAL (SELECT id, 1 - (h <=> %s::halfvec({dim})) AS sim FROM bench_halfvec"
                     " WHERE section_id BETWEEN r.lo AND r.hi OFFSET 0) p)"
-                    f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {DENSE_K}")   # the reader's statement, on the copy
+                    f" SELECT id FROM pool ORDER BY sim DESC, id LIMIT {k}")   # the reader's statement, on the copy
     try:
         with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
             version = pg_schema.vector_version(c)
             at_least = pg_schema.version_tuple(version).__ge__
 
             def exact(q, ids):   # the reader's own method
-                return ledger._exact_in_sections(q, DENSE_K, dim, ids)
+                return ledger._exact_in_sections(q, k, dim, ids)
 
             def halfvec(q, ids):
                 return c.execute(halfvec_read, (*_runs(ids), q)).fetchall()
 
             def graph(q, ids):
                 with c.transaction():
-                    for setting in ("hnsw.iterative_scan = relaxed_order", f"hnsw.ef_search = {DENSE_K}",
+                    for setting in ("hnsw.iterative_scan = relaxed_order", f"hnsw.ef_search = {k}",
                                     "enable_seqscan = off", "enable_bitmapscan = off",
                                     "max_parallel_workers_per_gather = 0"):
                         c.execute(f"SET LOCAL {setting}")
@@ -511,7 +508,7 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
                     where, args = (("section_id + 0 BETWEEN %s AND %s", [lo[0], hi[0]]) if len(lo) == 1
                                    else ("section_id + 0 = ANY(%s)", [ids]))
                     return c.execute(f"SELECT id FROM passages WHERE {where} ORDER BY embedding::vector({dim}) <=>"
-                                     f" %s::vector({dim}) LIMIT {DENSE_K}", (*args, q)).fetchall()
+                                     f" %s::vector({dim}) LIMIT {k}", (*args, q)).fetchall()
 
             ways = {"exact (shipped)": exact}
             if at_least((0, 7)):
@@ -539,7 +536,7 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
                             t0 = time.perf_counter()
                             got = {r[0] for r in fn(q, ids)}
                             times[name].append((time.perf_counter() - t0) * 1000)
-                            recall[name].append(len(got & t) / DENSE_K)
+                            recall[name].append(len(got & t) / k)
                 out[kind] = {"sections": len(ids), "runs": len(_runs(ids)[0]), **{
                     name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(percentile(v, 0.95), 1),
                            "recall": round(statistics.mean(recall[name]), 3)} for name, v in times.items()}}
@@ -548,7 +545,7 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
                 for name in ways:
                     r = out[kind][name]
                     print(f"    {name:<20} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  "
-                          f"x{r['p50_ms'] / base:.2f}  recall of the exact 300: {r['recall']:.3f}", flush=True)
+                          f"x{r['p50_ms'] / base:.2f}  recall of the exact {k}: {r['recall']:.3f}", flush=True)
             c.execute("DROP TABLE IF EXISTS bench_halfvec")
     finally:
         ledger.close()
