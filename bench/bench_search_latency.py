@@ -3,6 +3,7 @@ wall time measures the neighbours too), with and without the caller's rephrasing
 
     .venv/bin/python bench/bench_search_latency.py [--set mm-v2.dev] [--repeat 3] [--baseline KEY=VALUE …]
     .venv/bin/python bench/bench_search_latency.py --against DIR [--rounds 3]
+    .venv/bin/python bench/bench_search_latency.py --stages [--repeat 3]
 
 How it measures: the index is opened and one untimed search loads the model; then each question
 goes through the MCP `search` path (api.do_search) `--repeat` times and the fastest of the repeats
@@ -63,6 +64,56 @@ def times(session: EvalSession, alternates: dict | None, repeat: int) -> dict[st
     return out
 
 
+def stage_times(session: EvalSession, alternates: dict | None, repeat: int) -> dict[str, float]:
+    """Mean thread time (ms) per search of each stage, every question searched `repeat` times: a
+    timer around each stage's function (the outermost call of a recursive one), thread time so the
+    model's second thread and other processes are not counted in the stage they happen to overlap."""
+    from remembrancer.indexer import catalog, embed, redact, search
+
+    stages = {"question's embedding": (embed.Embedder, "embed_query"),
+              "rephrasings' embedding": (embed.Embedder, "embed_queries"), "legs (all phrasings)": (search, "_phrasing"),
+              "  of which passage -> section": (catalog.Catalog, "passages_by_id"),
+              "rerank (rows and rules)": (search, "_rerank"),
+              "  of which the candidates' rows": (catalog.Catalog, "section_heads_by_id"),
+              "abstention": (search, "_abstains"), "results": (search, "_results"),
+              "redacting the answer": (redact.Redactor, "redact_obj")}
+    spent = {"the whole search (MCP path)": 0.0, **dict.fromkeys(stages, 0.0)}
+    saved = []
+
+    def timed(label, fn):
+        depth = [0]
+
+        def run(*a, **k):
+            depth[0] += 1
+            t0 = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[label] += time.thread_time() - t0
+        return run
+
+    for label, (owner, name) in stages.items():
+        saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, timed(label, getattr(owner, name)))
+    try:
+        n = 0
+        for _ in range(repeat):
+            for case in session.cases:
+                params = {"query": case.query, "limit": 5}
+                if alternates and alternates.get(case.id):
+                    params["alternates"] = alternates[case.id]
+                t0 = time.thread_time()
+                do_search(session.engine, params)
+                spent["the whole search (MCP path)"] += time.thread_time() - t0
+                n += 1
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+    return {label: round(v / n * 1000, 2) for label, v in spent.items()}
+
+
 def figures(per_question: dict[str, tuple[float, float]]) -> dict:
     out = {}
     for i, name in enumerate(("wall", "cpu")):
@@ -110,6 +161,8 @@ def main() -> int:
                     help="a [ranking] setting of the baseline configuration (repeatable)")
     ap.add_argument("--against", metavar="DIR", help="compare with the package in DIR, round by round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--stages", action="store_true",
+                    help="where a search's time goes: thread time per stage (the shipped configuration)")
     ap.add_argument("--code", metavar="DIR", help=argparse.SUPPRESS)   # a child: import the package from DIR
     ap.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)  # a child: per-question times as JSON
     args = ap.parse_args()
@@ -123,6 +176,13 @@ def main() -> int:
         if args.emit:
             print(json.dumps({mode: times(session, alts if with_alt else None, args.repeat)
                               for mode, with_alt in MODES}))
+            return 0
+        if args.stages:
+            for label, with_alt in MODES:
+                print(f"{args.set} {label}: thread ms per search, {args.repeat} passes over the questions"
+                      f" (load average {os.getloadavg()[0]:.1f})")
+                for stage, ms in stage_times(session, alts if with_alt else None, args.repeat).items():
+                    print(f"  {stage:<32} {ms:6.2f}")
             return 0
         shipped = session.engine.config.ranking
         base = deepcopy(shipped)
