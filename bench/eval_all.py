@@ -108,8 +108,9 @@ class LegCache:
         if key not in self.legs:
             self.legs[key] = self.phrasing(engine, query, qvec, shared, credit_record)
         ph = self.legs[key]
-        return search.Phrasing(ph.text, {sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
-                               set(ph.probes_found))
+        # a copy the rules can change: every other field of the phrasing as it was
+        return ph._replace(cands={sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
+                           probes_found=set(ph.probes_found))
 
 
 def _value(text: str):
