@@ -329,3 +329,37 @@ def test_the_eval_bench_keeps_legs_apart_for_every_value_of_any_search_constant(
     two = eval_all.leg_settings()
     monkeypatch.setattr(search, "W_DENSE", search.W_DENSE + 0.1)
     assert len({before, one, two, eval_all.leg_settings()}) == 4
+
+
+def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
+    """The leg cache hands each configuration a copy of a question's phrasing the rules can change.
+    A field added to the phrasing for an experiment must come back as it was computed: once the copy
+    was rebuilt from a hand-kept list of fields, the new one came back with its default and a sweep
+    scored every value alike."""
+    import importlib.util
+    from pathlib import Path
+    from typing import NamedTuple
+
+    from remembrancer.indexer import search
+
+    spec = importlib.util.spec_from_file_location(
+        "eval_all_under_test", Path(__file__).resolve().parent.parent / "bench" / "eval_all.py")
+    eval_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eval_all)
+
+    class Widened(NamedTuple):   # the phrasing with one more field, as an experiment adds one
+        text: str
+        cands: dict
+        probes_found: set
+        an_experiment: bool = False
+
+    monkeypatch.setattr(search, "Phrasing", Widened)
+    computed = Widened("q", {7: search.Candidate(7, bm25=1.5, why=["a rule"])}, {"kf4"}, True)
+    cache = eval_all.LegCache()
+    cache.phrasing = lambda *args: computed
+    shared = type("Shared", (), {"allowed": None})()
+    for _ in range(2):   # the first call computes, the second is served from the cache
+        got = cache._cached_phrasing(object(), "q", None, shared)
+        assert got == computed and got.an_experiment is True
+        got.cands[7].why.append("changed by a configuration")   # a copy: the cache is untouched
+    assert computed.cands[7].why == ["a rule"]
