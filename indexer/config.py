@@ -195,12 +195,14 @@ def load_config(root_args: list[str] | None = None) -> Config:
     index = raw.get("index", {})
     if not isinstance(index, dict):
         raise UserError(f"invalid config {path}: [index] must be a table")
+    roots = raw.get("roots")
+    if roots is not None and (not isinstance(roots, list) or not all(isinstance(r, str) for r in roots)):
+        # checked whatever the command line says: a broken config is reported the same way every time
+        raise UserError(f"invalid config {path}: roots must be a list of folder paths", param="roots",
+                        hint='roots = ["~/notes", "~/work/memory"]')
     if root_args:
         cfg.roots = make_roots(root_args)
-    elif raw.get("roots"):
-        roots = raw["roots"]
-        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
-            raise UserError(f"invalid config {path}: roots must be a list of folder paths")
+    elif roots:
         cfg.roots = make_roots(roots)
     excludes = index.get("exclude", [])
     if not isinstance(excludes, list) or not all(isinstance(e, str) for e in excludes):
@@ -213,14 +215,18 @@ def load_config(root_args: list[str] | None = None) -> Config:
         cfg.model = str(Path(model["path"]).expanduser())
     if isinstance(model, dict) and "compute" in model:
         cfg.model = _model_compute(model, path)
+    layout = raw.get("layout")
+    if layout is not None:
+        cfg.layout = _parse_layout(layout, path)
     ranking = raw.get("ranking")
     if ranking is not None:
         if not isinstance(ranking, dict):
             raise UserError(f"invalid config {path}: [ranking] must be a table")
-        cfg.ranking = RankingConfig.from_dict(ranking)
-    layout = raw.get("layout")
-    if layout is not None:
-        cfg.layout = _parse_layout(layout, path)
+        try:   # after [[layout]]: a type weight may name a type the layout defines
+            cfg.ranking = RankingConfig.from_dict(ranking, cfg.doc_types)
+        except UserError as e:
+            e.message = f"invalid config {path}: {e.message}"
+            raise
     if raw.get("redact") is not None:  # [redact] disable / secret_hashes / deny (indexer/redact.py)
         cfg.redact = RedactionPolicy.from_config(raw["redact"], path)
     _memory_tool_settings(cfg, raw, path)

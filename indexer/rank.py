@@ -9,6 +9,7 @@ overridable in the config file's [ranking] table.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -106,19 +107,61 @@ class RankingConfig:
     enabled: bool = True
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RankingConfig":
+    def from_dict(cls, d: dict, doc_types: tuple[str, ...] | None = None) -> "RankingConfig":
+        """The [ranking] table, each value checked by kind and range: a typo'd key, a string where a
+        number belongs ("x", or "false" — which Python reads as true), a weight for a doc type that
+        does not exist or a factor that could only break the ranking is refused by name."""
+        from .errors import UserError
+
         cfg = cls()
         for k, v in d.items():
             if not hasattr(cfg, k):
-                from .errors import UserError
-
                 raise UserError(f"unknown [ranking] key {k!r}", param="ranking",
                                 options=sorted(cls.__dataclass_fields__))
             if k == "type_weights":
-                cfg.type_weights = {**cfg.type_weights, **{str(t): float(w) for t, w in v.items()}}
+                cfg.type_weights = {**cfg.type_weights, **_type_weights(v, doc_types)}
+            elif isinstance(getattr(cfg, k), bool):
+                if not isinstance(v, bool):
+                    raise UserError(f"[ranking] {k} must be true or false, got {v!r}", param=f"ranking.{k}",
+                                    hint=f"{k} = {str(getattr(cfg, k)).lower()} (a TOML boolean, not a string)")
+                setattr(cfg, k, v)
             else:
-                setattr(cfg, k, type(getattr(cfg, k))(v))
+                low, high = SETTING_RANGES[k]
+                setattr(cfg, k, _number(v, f"ranking.{k}", low, high, default=getattr(cfg, k)))
         return cfg
+
+
+# The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
+SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+                  "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
+WEIGHT_RANGE = (0.0, 10.0)
+
+
+def _number(v, name: str, low: float, high: float, default: float) -> float:
+    from .errors import UserError
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v <= high) or v != v:
+        raise UserError(f"[{name.replace('.', '] ', 1)} must be a number from {low:g} to {high:g}, got {v!r}",
+                        param=name, hint=f"the default is {default:g}")
+    return float(v)
+
+
+def _type_weights(v, doc_types: tuple[str, ...] | None) -> dict[str, float]:
+    from .errors import UserError
+
+    if not isinstance(v, dict):
+        raise UserError(f"[ranking] type_weights must be a table of doc type = multiplier, got {v!r}",
+                        param="ranking.type_weights", hint="type_weights = { plan = 0.85, journal = 0.9 }")
+    out = {}
+    for t, w in v.items():
+        if doc_types is not None and t not in doc_types:
+            near = difflib.get_close_matches(t, doc_types, n=1)
+            raise UserError(f"[ranking] type_weights: unknown doc type {t!r}"
+                            + (f" (did you mean {near[0]!r}?)" if near else ""),
+                            param="ranking.type_weights", options=list(doc_types),
+                            hint="the doc types are the built-in ones and those [[layout]] names")
+        out[str(t)] = _number(w, f"ranking.type_weights.{t}", *WEIGHT_RANGE, default=1.0)
+    return out
 
 
 @dataclass

@@ -91,6 +91,28 @@ def test_unknown_config_keys_and_tables_are_refused(cli, text, named, suggestion
     assert f"unknown {named}" in r.stderr and f"did you mean '{suggestion}'" in r.stderr and "valid:" in r.stderr
 
 
+@pytest.mark.parametrize("text, named", [
+    ('[ranking]\noutcome_tie_margin = "x"\n', "[ranking] outcome_tie_margin must be a number from 0 to 1"),
+    ('[ranking]\nenabled = "false"\n', "[ranking] enabled must be true or false"),   # bool("false") is True
+    ('[ranking]\ntype_weights = 3\n', "[ranking] type_weights must be a table"),
+    ('[ranking]\ntype_weights = { plan = "high" }\n', "[ranking] type_weights.plan must be a number"),
+    ('[ranking]\ntype_weights = { plam = 0.85 }\n', "unknown doc type 'plam' (did you mean 'plan'?)"),
+    ('[ranking]\nrule_swing = 99\n', "[ranking] rule_swing must be a number from 0 to 1"),
+    ('roots = 5\n', "roots must be a list of folder paths"),   # refused even when --root is given
+])
+def test_wrong_kinds_of_config_values_are_refused_by_name(cli, text, named):
+    cli.config.write_text(text + cli.config.read_text())   # before the tiny model's [model] table
+    r = cli("search", "restore the database", "--root", str(cli.notes))
+    assert r.returncode == 2 and "invalid config" in r.stderr and named in r.stderr, r.stderr
+    assert "internal error" not in r.stderr
+
+
+def test_a_layout_type_may_be_weighted(cli):
+    cli.config.write_text('[[layout]]\nglob = "adr/**"\ntype = "decision"\n\n[ranking]\ntype_weights = { decision = 1.2 }\n'
+                          + cli.config.read_text())
+    assert cli("status", "--root", str(cli.notes)).returncode == 0
+
+
 # -- index building and exit codes -------------------------------------------------------------------
 
 def test_first_search_says_it_builds_the_index_and_reads_exit_3_without_one(cli):
