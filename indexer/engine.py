@@ -418,12 +418,12 @@ class Engine:
                 break  # SIGTERM: what is written is whole; the rest waits for the next run
             if progress:
                 progress(i, len(files), f.path)
+            old = known.get(f.path)
             try:
                 data = ingest.read_file(f, self.config.max_file_bytes)
             except ingest.Skip as e:
-                report.warnings.append(str(e))
+                self._unindexable(f.path, old, str(e), report)
                 continue
-            old = known.get(f.path)
             if old is not None and old[1] == corpus.blob_id(data):
                 self.catalog.touch_document(f.path, f.size, f.mtime_ns)
                 report.unchanged += 1
@@ -433,15 +433,8 @@ class Engine:
                 prepared = self._prepare(f, data, matcher, commit_dates.get(f.path), redactor)
             except sandbox.Stopped:
                 break  # SIGTERM mid-document: the child was killed; this document waits for the next run
-            except ingest.Excluded as e:  # front matter `secret: true`: an older copy must go too
-                report.warnings.append(str(e))
-                if old is not None:
-                    self._remove(f.path)
-                    report.removed += 1
-                    report.outcomes[f.path] = "removed"
-                continue
-            except ingest.Skip as e:
-                report.warnings.append(str(e))
+            except ingest.Skip as e:   # binary now, or `secret: true`
+                self._unindexable(f.path, old, str(e), report)
                 continue
             report.warnings += prepared.warnings
             if old is None:
@@ -459,6 +452,15 @@ class Engine:
                 self._commit_derived(save_vectors=False)   # saved once at the end: each save writes the whole file
                 last_save = time.monotonic()
         self._write(pending, report)
+
+    def _unindexable(self, path: str, old, warning: str, report: IndexReport) -> None:
+        """A file that cannot be indexed as it is now (binary, unreadable, `secret: true`): its older
+        copy goes too — the index serves what the files say, never what one used to say."""
+        report.warnings.append(warning)
+        if old is not None:
+            self._remove(path)
+            report.removed += 1
+            report.outcomes[path] = "removed"
 
     def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
         """ingest.prepare, in a child process under a time budget for a large document

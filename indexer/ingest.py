@@ -32,11 +32,8 @@ class Prepared:
 
 
 class Skip(Exception):
-    """The file is not indexable (binary, vanished); the message is the warning to show."""
-
-
-class Excluded(Skip):
-    """The file must not be in the index at all (front matter `secret: true`): drop any old copy."""
+    """The file is not indexable as it is now (binary, unreadable, front matter `secret: true`); the
+    message is the warning to show. Any older copy in the index goes too (engine._unindexable)."""
 
 
 def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
@@ -86,7 +83,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
                         f"headings: parsing its Markdown went over the per-document budget; split the file "
                         f"to search it by section")
     if is_secret_document(parsed.front_matter, text):
-        raise Excluded(f"{f.path}: not indexed (front matter secret: true)")
+        raise Skip(f"{f.path}: not indexed (front matter secret: true)")
     if redacted:
         warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
     warnings += parsed.warnings

@@ -410,6 +410,23 @@ def test_a_crash_during_the_first_index_resumes_without_rewriting_stored_documen
     e.close()
 
 
+def test_a_file_that_turns_binary_is_no_longer_served(notes_engine, notes):
+    """The files are canonical: a note that can no longer be indexed (here it turned binary) is
+    dropped with a warning, not served from its older copy under a "fresh" verdict."""
+    path = notes / "runbooks/postgres/restore.md"
+    rel = "runbooks/postgres/restore.md"
+    before = api.do_search(notes_engine, {"query": "pgbackrest", "exact": True})["results"]
+    assert any(r["path"] == rel for r in before)
+    with path.open("ab") as f:
+        f.write(b"\x00\x01\x02binary now")
+    report = notes_engine.refresh()
+    assert report.removed == 1 and report.outcomes[rel] == "removed"
+    assert any(rel in w and "binary" in w for w in report.warnings)
+    after = api.do_search(notes_engine, {"query": "pgbackrest", "exact": True})["results"]
+    assert not any(r["path"] == rel for r in after)
+    assert rel not in notes_engine.catalog.documents()
+
+
 def test_orphan_embeddings_are_gone_after_a_complete_run(notes_engine, notes):
     notes_engine.catalog.db.execute("INSERT INTO embeddings(text_sha, vector) VALUES ('orphan', x'00000000')")
     write(notes, "new.md", "# New\n\na new note\n")
