@@ -121,8 +121,15 @@ def search(engine, req: SearchRequest) -> dict:
         allowed = None if cands else set()   # nothing listed: the filters matched nothing (said below)
         mode = "filters"
     elif req.exact:
+        if alternates:   # an agent passing them would believe they were used
+            raise UserError("alternates do not apply to an exact search: it finds the text as given",
+                            param="alternates", hint="drop exact to search with rephrasings, or drop alternates")
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
+    elif not terms.words(query) and not terms.literal_probes(query):
+        raise UserError(f"the query has no word to search for: {query[:40]!r}", param="query",
+                        hint="ask in words; for a symbol or operator use an exact search (exact / --exact); "
+                             "to list sections give filters and no query")
     else:
         legs = _hybrid(engine, query, allowed, alternates)
         cands, rows = legs.cands, legs.rows
@@ -141,6 +148,10 @@ def search(engine, req: SearchRequest) -> dict:
     no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           else (False, []))
     results = _results(ranked, rows, req, query, mode)
+    best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if mode == "hybrid" and best_dense > 0 and not no_strong and not _any_word_occurs(engine, [query, *alternates]):
+        notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
+                     f"(best semantic match {best_dense:.2f})")
     out = {
         "query": query,
         "mode": mode,
@@ -541,6 +552,18 @@ def _common_words(engine) -> frozenset[str] | None:
     """The model's everyday words, or None (keyword-only: every word counts, as before)."""
     emb = engine.embedder if engine.contract_problem() is None else None
     return emb.common_words() if emb is not None else None
+
+
+def _any_word_occurs(engine, phrasings: list[str]) -> bool:
+    """Whether a content word of any phrasing occurs in some visible section (a phrasing holding an
+    identifier counts as one that does: abstention judges identifiers). When none does, an answer
+    rests on meaning alone — worth saying, not worth an abstention: a terse paraphrase ("hooking it
+    up to my editor") shares no word with the notes that answer it, and neither does nonsense
+    ("foo"); only the semantic match could tell them apart, and on the dev sets it cannot."""
+    for text in phrasings:
+        if terms.literal_probes(text) or any(_word_occurs(engine, w) for w in dict.fromkeys(terms.content_words(text))):
+            return True
+    return False
 
 
 def _word_occurs(engine, word: str) -> bool:

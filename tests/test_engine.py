@@ -170,11 +170,36 @@ def test_bad_filters_name_the_parameter(engine, bad, param):
 
 @pytest.mark.parametrize("q", [
     '"unbalanced quote', "title:foo AND (bar", "-x --no-track", "https://example.com/a?b=c&d=[1]",
-    "rate(x[5m])", "]]][[{", "NOT OR AND", "*", "field:", "a:b:c", "\\", "''", "🙂 émoji", "x" * 5000,
+    "rate(x[5m])", "NOT OR AND", "field:", "a:b:c", "🙂 émoji", "x" * 5000,
 ])
 def test_agent_style_queries_never_error(engine, q):
     out = search(engine, SearchRequest(q, limit=5))
     assert "results" in out and isinstance(out["no_strong_match"], bool)
+
+
+@pytest.mark.parametrize("q", ["*", "]]][[{", "\\", "''", "???", "🔥🚀", "\x00", "..."])
+def test_a_query_without_a_word_is_a_clear_error_not_a_confident_answer(engine, q):
+    """Nothing to search for: once such a query got the nearest vector's section at a fused score
+    of 0.7 and no_strong_match false. An exact search still takes a symbol as given."""
+    with pytest.raises(UserError) as ei:
+        search(engine, SearchRequest(q, limit=5))
+    assert ei.value.param == "query" and "no word" in ei.value.message and "exact" in ei.value.hint
+    assert "results" in search(engine, SearchRequest(q, exact=True, limit=5))
+
+
+def test_alternates_with_an_exact_search_are_refused(engine):
+    with pytest.raises(UserError) as ei:
+        search(engine, SearchRequest("too many clients", exact=True, alternates=["connection limit"]))
+    assert ei.value.param == "alternates"
+
+
+def test_a_question_none_of_whose_words_the_notes_use_says_it_rests_on_meaning(engine):
+    """Not an abstention (a terse paraphrase shares no word with the notes that answer it either),
+    but the answer says so; a question that shares a word does not get the note."""
+    out = search(engine, SearchRequest("players stuck on loading screens", limit=3))
+    assert out["results"] and any("no word of the question occurs in the notes" in n for n in out.get("notes", []))
+    out = search(engine, SearchRequest("players stuck on the restore", limit=3))
+    assert not any("no word of the question" in n for n in out.get("notes", []))
 
 
 def test_empty_query_without_filters_is_a_clear_error(engine):
