@@ -60,10 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="hybrid search: the best section in full, pointers to the rest")
     _add_store(p)
-    p.add_argument("query", nargs="?", default="", help="the question (may be empty when filters are given)")
+    # Words, not one argument: an agent's unquoted `search how do I restore` is the question it means.
+    p.add_argument("query", nargs="*", default=[], help="the question, quoted or not (may be empty when filters "
+                   "are given)")
     _add_root(p)
     _add_filters(p)
-    p.add_argument("-n", "--limit", type=int, default=5)
+    p.add_argument("-n", "--limit", type=int, default=5, help="how many results, 1–50 (default 5)")
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
     p.add_argument("--explain", action="store_true", help="show why each result ranked where it did")
     p.add_argument("--also", action="append", default=[], metavar="PHRASING",
@@ -229,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
     p.add_argument("--json", action="store_true")
+    for p in sub.choices.values():   # `search … --debug` works as well as `--debug search …`
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return ap
 
 
@@ -388,7 +392,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    out = _memory_call(args, "search", query=args.query, limit=args.limit, type=args.type, path=args.path,
+    out = _memory_call(args, "search", query=" ".join(args.query), limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
                        explain=args.explain, **({"alternates": args.also} if args.also else {}))
     if args.json:

@@ -169,6 +169,10 @@ def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] |
         text = "\n".join(parsed.lines)
     if offset < 0:
         raise UserError("offset must be >= 0", param="offset")
+    if offset and offset >= len(text):   # an empty page would read as "the rest is blank"
+        raise UserError(f"offset {offset} is past the end: the text has {len(text)} characters", param="offset",
+                        hint=f"give an offset below {len(text)} (a page's next_offset)" if text else "",
+                        code="out_of_range")
     page = text[offset:offset + max_chars]
     out.update(content=page, total_chars=len(text), returned_chars=len(page), offset=offset,
                truncated=offset + len(page) < len(text))

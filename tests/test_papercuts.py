@@ -5,6 +5,7 @@ real systemctl, which here has no user session bus: exactly the case being fixed
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -135,6 +136,10 @@ def test_read_lines_out_of_range_is_an_error(cli):
     assert r.returncode == 2 and "past the end" in r.stderr and f"has {n} lines" in r.stderr
     assert cli("read", "hosts/db1.md", "--lines", f"1:{n + 200}", "--root", str(cli.notes)).returncode == 0
     assert cli("read", "hosts/db1.md", "--lines", "5:2", "--root", str(cli.notes)).returncode == 2
+    chars = len((cli.notes / "hosts" / "db1.md").read_text())
+    r = cli("read", "hosts/db1.md", "--offset", str(chars + 10), "--root", str(cli.notes))
+    assert r.returncode == 2 and "past the end" in r.stderr and "characters" in r.stderr
+    assert cli("read", "hosts/db1.md", "--offset", "10", "--root", str(cli.notes)).returncode == 0
 
 
 def test_read_accepts_absolute_and_cwd_relative_paths_inside_a_root(cli):
@@ -157,6 +162,24 @@ def test_root_after_double_dash_warns(cli):
     assert "--root after -- is taken as a search term" in r.stderr
     ok = cli("latest", "--root", str(cli.notes), "--", "db1")
     assert "--root after --" not in ok.stderr
+
+
+def test_an_unquoted_question_is_searched_whole(cli):
+    assert cli("index", "--root", str(cli.notes)).returncode == 0
+    quoted = cli("search", "how do I restore the database", "--root", str(cli.notes), "--json")
+    unquoted = cli("search", "how", "do", "I", "restore", "the", "database", "--root", str(cli.notes), "--json")
+    assert unquoted.returncode == quoted.returncode == 0, unquoted.stderr
+    assert json.loads(unquoted.stdout)["query"] == "how do I restore the database"
+    assert [r["heading"] for r in json.loads(unquoted.stdout)["results"]] == \
+        [r["heading"] for r in json.loads(quoted.stdout)["results"]]
+
+
+def test_debug_is_taken_after_the_command_too():
+    from remembrancer.cli.main import build_parser
+
+    assert build_parser().parse_args(["search", "q", "--debug"]).debug is True
+    assert build_parser().parse_args(["--debug", "search", "q"]).debug is True
+    assert build_parser().parse_args(["search", "q"]).debug is False
 
 
 def test_cli_output_uses_cli_wording(cli):
