@@ -414,8 +414,10 @@ def print_search(out: dict) -> None:
         print(f"best result found by the rephrasing {out['found_by']!r}")
     results = out["results"]
     if out.get("no_strong_match"):
-        print("No strong match. Weak candidates (may not answer the question):")
+        why = "; ".join(out.get("why_no_strong_match", []))
         results = out.get("best_weak", [])
+        print(f"No strong match{' (' + why + ')' if why else ''}."
+              + (" Weak candidates (may not answer the question):" if results else ""))
     elif not results:
         print(out.get("message", "no results"))
         return

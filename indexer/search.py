@@ -145,8 +145,9 @@ def search(engine, req: SearchRequest) -> dict:
         rows = {**rows, **engine.catalog.sections_by_id(missing)}
     ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
     ranked, rows = _shown_with_text(engine, ranked, rows, req.limit)
+    # Filters that let no section through are said as such (below), not as "nothing matches the question".
     no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
-                          else (False, []))
+                          and allowed != set() else (False, []))
     results = _results(ranked, rows, req, query, mode)
     best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if mode == "hybrid" and best_dense > 0 and not no_strong and not _any_word_occurs(engine, [query, *alternates]):

@@ -62,7 +62,9 @@ def search_text(out: dict) -> str:
     results = out.get("results") or []
     if out.get("no_strong_match"):
         weak = out.get("best_weak") or []
-        parts.append(f"No strong match for {out.get('query', '')!r}. The candidates below are weak and may not "
+        why = "; ".join(out.get("why_no_strong_match") or [])
+        parts.append(f"No strong match for {out.get('query', '')!r}{' (' + why + ')' if why else ''}. "
+                     "The candidates below are weak and may not "
                      "answer the question; that is not proof the memory lacks it — rephrase, drop filters, or "
                      "try exact=true for literal strings.")
         parts += [_pointer(i, r) for i, r in enumerate(weak, 1)]

@@ -271,3 +271,12 @@ def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
     ft = FullText(tmp_path / "fulltext")
     assert ft.generation == -1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fulltext"]
+
+
+def test_filters_that_let_nothing_through_say_so_instead_of_abstaining(engine):
+    """Once it said no_strong_match with "no section shares a word or meaning with the question"
+    for a word in dozens of sections, and the CLI promised weak candidates it did not print."""
+    out = search(engine, SearchRequest("postgres", filters=Filters(path="nosuch/")))
+    assert out["results"] == [] and out["no_strong_match"] is False
+    assert "path=nosuch/ matches no section" in out["message"]
+    assert "why_no_strong_match" not in out

@@ -174,6 +174,14 @@ def test_an_unquoted_question_is_searched_whole(cli):
         [r["heading"] for r in json.loads(quoted.stdout)["results"]]
 
 
+def test_an_empty_filter_and_an_abstention_say_why_in_text(cli):
+    assert cli("index", "--root", str(cli.notes)).returncode == 0
+    r = cli("search", "postgres", "--path", "nosuch/", "--root", str(cli.notes))
+    assert r.returncode == 1 and "path=nosuch/ matches no section" in r.stdout and "Weak candidates" not in r.stdout
+    r = cli("search", "how do I set --frobnicate-widgets on db1", "--root", str(cli.notes))
+    assert r.returncode == 1 and "No strong match (not in the corpus: --frobnicate-widgets" in r.stdout, r.stdout
+
+
 def test_debug_is_taken_after_the_command_too():
     from remembrancer.cli.main import build_parser
 
