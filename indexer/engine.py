@@ -296,7 +296,11 @@ class Engine:
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
         report.warning_paths = [self._warning_path(w) for w in report.warnings]
-        self._store_warnings(report.warnings, report.warning_paths)
+        # A file not read again (unchanged) keeps its warnings: its invalid front matter is still there.
+        fresh = set(report.warnings)
+        kept = [(w, p) for w, p in self._stored_warnings()
+                if p in present and report.outcomes.get(p, "unchanged") == "unchanged" and w not in fresh]
+        self._store_warnings([w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
         report.seconds = round(time.monotonic() - t0, 3)
         self.last_report = report
         return report

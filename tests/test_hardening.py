@@ -408,6 +408,29 @@ def test_hostile_files_are_indexed_or_skipped_with_a_named_warning(data_env, tin
     e.close()
 
 
+def test_a_files_warnings_stay_in_status_while_the_file_is_unchanged(data_env, tiny_embedder):
+    """An index pass that reads nothing again must not forget that a file's front matter is broken
+    (status once showed [] after the second `index`), and a fixed file's warning goes."""
+    root = data_env / "warned"
+    write(root, "bad-yaml.md", "---\ntags: [unclosed\n---\n# Bad\n\ntext\n")
+    write(root, "bad-utf8.md", "# Latin\n\n")
+    with (root / "bad-utf8.md").open("ab") as f:
+        f.write(b"caf\xe9\n")
+    write(root, "fine.md", "# Fine\n\ntext\n")
+    e = engine_for([root], tiny_embedder)
+    first = e.refresh().warnings
+    assert any(w.startswith("bad-yaml.md:") for w in first) and any(w.startswith("bad-utf8.md:") for w in first)
+    for _ in range(2):   # nothing changed: nothing is read again
+        assert e.refresh().unchanged == 3
+        warned = e.status()["warnings"]
+        assert sorted(w for w in warned if w.startswith("bad-")) == sorted(w for w in first if w.startswith("bad-"))
+    write(root, "bad-yaml.md", "---\ntags: [fixed]\n---\n# Bad\n\ntext\n")
+    e.refresh()
+    assert not any(w.startswith("bad-yaml.md:") for w in e.status()["warnings"])
+    assert any(w.startswith("bad-utf8.md:") for w in e.status()["warnings"])
+    e.close()
+
+
 def test_the_daemon_keeps_answering_while_it_indexes_hostile_files(tmp_path, tiny_model_dir):
     root = tmp_path / "hostile"
     expect = hostile_corpus(root, big_line_bytes=1_000_000, headings=10_000)  # full size: bench --big
