@@ -382,7 +382,8 @@ def cmd_index(args) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(f"{report.scanned} files: {report.added} added, {report.updated} updated, "
-              f"{report.removed} removed, {report.unchanged} unchanged; "
+              f"{report.removed} removed, {report.unchanged} unchanged"
+              f"{f', {report.skipped} skipped (see the warnings)' if report.skipped else ''}; "
               f"{report.embedded} passages embedded in {report.seconds:.2f}s")
         for w in report.warnings[:20]:
             print(f"warning: {w}", file=sys.stderr)

@@ -604,11 +604,12 @@ class Catalog(MetaReads):
         return self.db.execute("SELECT path, rel, root, title FROM documents ORDER BY id").fetchall()
 
     def document_summaries(self, f: Filters) -> list[DocumentSummary]:
-        """The documents with a section the filters let through, by path (`list`)."""
+        """The documents the filters let through, by path (`list`); one with no section (an empty file,
+        front matter alone) is listed with 0, as `status` counts it. A date filter needs a section."""
         where, params = filter_where(f)
         rows = self.db.execute(
             "SELECT d.path, d.doc_type, d.date, d.title, COUNT(s.id), SUM(length(s.content)), d.tags"
-            f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
+            f" FROM documents d LEFT JOIN sections s ON s.doc_id = d.id WHERE {where}"
             " GROUP BY d.id ORDER BY d.path", params).fetchall()
         return [DocumentSummary(p, t, dt, title, n, chars or 0, json.loads(tags))
                 for p, t, dt, title, n, chars, tags in rows]

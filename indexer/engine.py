@@ -49,6 +49,7 @@ class IndexReport:
     updated: int = 0
     removed: int = 0
     unchanged: int = 0
+    skipped: int = 0    # walked but not indexable as they are now (binary, unreadable, secret: true)
     embedded: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
@@ -66,7 +67,7 @@ class IndexReport:
         """The run as a corpus holding only the scope's files would have reported it."""
         if not wall.prefixes:
             return self.to_dict()
-        counts = {k: 0 for k in ("added", "updated", "removed")}
+        counts = {k: 0 for k in ("added", "updated", "removed", "skipped")}
         unchanged = 0
         walked = [p for p in self.walked if wall.sees(p)]
         for p in walked:
@@ -465,6 +466,9 @@ class Engine:
             self._remove(path)
             report.removed += 1
             report.outcomes[path] = "removed"
+        else:
+            report.skipped += 1
+            report.outcomes[path] = "skipped"
 
     def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
         """ingest.prepare, in a child process under a time budget for a large document

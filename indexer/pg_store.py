@@ -394,7 +394,7 @@ class PgLedger(MetaReads):
     def document_summaries(self, f: Filters) -> list[DocumentSummary]:
         where, params = _filter_where(f)
         rows = self._q("SELECT d.path, d.doc_type, d.date, d.title, count(s.id), sum(length(s.content)), d.tags"
-                       f" FROM documents d JOIN sections s ON s.doc_id = d.id WHERE {where}"
+                       f" FROM documents d LEFT JOIN sections s ON s.doc_id = d.id WHERE {where}"
                        " GROUP BY d.id, d.path, d.doc_type, d.date, d.title, d.tags ORDER BY d.path",
                        params).fetchall()   # a scope's view has no key to group by
         return [DocumentSummary(p, t, dt, title, n, int(chars or 0), list(tags)) for p, t, dt, title, n, chars, tags in rows]

@@ -431,6 +431,25 @@ def test_a_files_warnings_stay_in_status_while_the_file_is_unchanged(data_env, t
     e.close()
 
 
+def test_every_walked_file_is_accounted_for_and_every_document_listed(data_env, tiny_embedder):
+    """A run's counts add up to the files it walked (a binary file is "skipped", not missing), and
+    `list` shows the documents `status` counts — an empty file and front matter alone included."""
+    root = data_env / "counted"
+    write(root, "fine.md", "# Fine\n\ntext\n")
+    write(root, "empty.md", "")
+    write(root, "onlyfm.md", "---\ntitle: Only front matter\ntags: [x]\n---\n")
+    (root / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    e = engine_for([root], tiny_embedder)
+    for n, r in enumerate((e.refresh(), e.refresh())):
+        assert r.scanned == 4 and r.skipped == 1, r
+        assert r.added + r.updated + r.unchanged + r.skipped == r.scanned, r
+        assert (r.added, r.unchanged) == ((3, 0) if n == 0 else (0, 3)), r
+    listed = api.do_list(e, {})
+    assert listed["total"] == e.status()["documents"] == 3
+    assert {d["path"]: d["sections"] for d in listed["documents"]}["onlyfm.md"] == 0
+    e.close()
+
+
 def test_the_daemon_keeps_answering_while_it_indexes_hostile_files(tmp_path, tiny_model_dir):
     root = tmp_path / "hostile"
     expect = hostile_corpus(root, big_line_bytes=1_000_000, headings=10_000)  # full size: bench --big
