@@ -218,6 +218,9 @@ class Hybrid(NamedTuple):
     alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
 
 
+ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
+
+
 class Phrasing(NamedTuple):
     """One phrasing's evidence: its fused candidates (before the memory rules) and the probes found."""
     text: str
@@ -230,7 +233,7 @@ def validate_alternates(alternates, query: str) -> list[str]:
     repeats of the question (or of each other) are dropped, since they add no evidence."""
     if alternates is None or alternates == []:
         return []
-    hint = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
+    hint = ALTERNATES_HINT
     if not isinstance(alternates, list) or not all(isinstance(a, str) for a in alternates):
         raise UserError("alternates must be a list of strings", param="alternates", hint=hint)
     if len(alternates) > MAX_ALTERNATES:

@@ -24,6 +24,7 @@ from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
+from remembrancer.indexer.search import ALTERNATES_HINT
 
 from . import describe, render
 from .choose import choose_corpus, paths_from_uris
@@ -96,8 +97,11 @@ def validation_error(tool: str, exc: ValidationError) -> dict:
         err["valid_options"] = [x.strip(" '\"") for x in str(ctx["expected"]).replace(" or ", ",").split(",")
                                 if x.strip(" '\"")]
     others = sorted({str(e["loc"][0]) for e in errs[1:] if e.get("loc")} - {param})
+    hints = [ALTERNATES_HINT] if param == "alternates" else []   # the engine's own wording for them
     if others:
-        err["hint"] = "also invalid: " + ", ".join(others)
+        hints.append("also invalid: " + ", ".join(others))
+    if hints:
+        err["hint"] = "; ".join(hints)
     return err
 
 

@@ -278,6 +278,8 @@ def test_bad_params_are_structured_errors(indexed, args, param):
     assert f'"param": "{param}"' in body
     if param == "type":
         assert "runbook" in err["valid_options"]
+    if param == "alternates":   # the schema's refusals and the engine's give the same advice
+        assert "short rephrasings in the words the notes would use" in err["hint"], err
 
 
 # -- 6. read -----------------------------------------------------------------------------------
