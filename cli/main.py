@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     _add_root(p)
     p.add_argument("--reembed", action="store_true", help="drop stored vectors and embed everything again")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the run's report as JSON")
 
     p = sub.add_parser("search", help="hybrid search: the best section in full, pointers to the rest")
     _add_store(p)
@@ -74,13 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("read", help="print one section, a line range, or a page of a document")
     _add_store(p)
-    p.add_argument("path")
+    p.add_argument("path", help="the document: its corpus path (hosts/db1.md), or an absolute or "
+                   "cwd-relative path inside a root")
     _add_root(p)
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
     p.add_argument("--lines", help="START:END (1-based, inclusive)")
-    p.add_argument("--offset", type=int, default=0)
-    p.add_argument("--max-chars", type=int, default=20_000)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--offset", type=int, default=0, help="first character of the page (a page's next_offset)")
+    p.add_argument("--max-chars", type=int, default=20_000, help="page size, 100–200000 (default 20000)")
+    p.add_argument("--json", action="store_true", help="the JSON contract instead of text")
 
     p = sub.add_parser("outline", help="a document's sections with line ranges and sizes")
     _add_store(p)
@@ -97,19 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     _add_root(p)
     p.add_argument("--path", help="path prefix")
-    p.add_argument("--type", action="append", default=[])
+    p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
     _add_store(p)
     _add_root(p)
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
-                   help="exit after this long without clients (daemons started on demand)")
-    p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS", help="periodic full rescan interval")
+                   help="exit after this long without clients (default: never; a daemon started on demand "
+                        "passes 600)")
+    p.add_argument("--rescan", type=float, default=600.0, metavar="SECONDS",
+                   help="periodic full rescan interval (default 600)")
     p.add_argument("--pull-every", type=float, default=60.0, metavar="SECONDS",
-                   help="with --store: git fetch + fast-forward and index this often (SIGHUP: now)")
+                   help="with --store: git fetch + fast-forward and index this often (default 60; SIGHUP: now)")
     p.add_argument("--corpus-idle", type=float, default=900.0, metavar="SECONDS",
-                   help="a corpus without requests this long releases its memory (reopened on demand)")
+                   help="a corpus without requests this long releases its memory (default 900; reopened on demand)")
 
     p = sub.add_parser("stop", help="stop the daemon serving this socket")
 
