@@ -99,6 +99,17 @@ def test_unknown_ranking_key_is_refused():
     assert "outcome_tie_margin" in ei.value.options
 
 
+def test_every_numeric_ranking_setting_has_a_range_and_its_default_is_in_it():
+    """A setting added without a range would fail as an internal error the first time a config set it."""
+    defaults = rank.RankingConfig()
+    numeric = {k for k, v in vars(defaults).items() if isinstance(v, float) and not isinstance(v, bool)}
+    assert numeric == set(rank.SETTING_RANGES)
+    for k in numeric:
+        low, high = rank.SETTING_RANGES[k]
+        assert low <= getattr(defaults, k) <= high, k
+        assert rank.RankingConfig.from_dict({k: getattr(defaults, k)}) == defaults
+
+
 @pytest.mark.parametrize("query,probes", [
     ("rate(x[5m])", ["rate("]), ("--no-track", ["--no-track"]), ("did the cut-over happen", []),
     ("pg1's backups", ["pg1"]), ("CARGO_INSTALL_ROOT", ["CARGO_INSTALL_ROOT"]), ("`max_connections = 300`",
