@@ -266,6 +266,8 @@ def test_two_clients_share_one_daemon(indexed):
     ({"query": "backup", "alternates": ["a", "b", "c", "d"]}, "alternates"),
     ({"query": "backup", "alternates": ["restore", "  "]}, "alternates"),
     ({"query": "backup", "alternates": ["x" * 400]}, "alternates"),
+    ({"query": "???"}, "query"),                                            # no word to search for
+    ({"query": "backup", "exact": True, "alternates": ["restore"]}, "alternates"),   # not silently dropped
 ])
 def test_bad_params_are_structured_errors(indexed, args, param):
     r = session(params(indexed), lambda c: c.call_tool("search", args))
@@ -278,7 +280,7 @@ def test_bad_params_are_structured_errors(indexed, args, param):
     assert f'"param": "{param}"' in body
     if param == "type":
         assert "runbook" in err["valid_options"]
-    if param == "alternates":   # the schema's refusals and the engine's give the same advice
+    if param == "alternates" and not args.get("exact"):   # the schema's refusals and the engine's advise alike
         assert "short rephrasings in the words the notes would use" in err["hint"], err
 
 
