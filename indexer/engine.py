@@ -296,12 +296,10 @@ class Engine:
             self.catalog.set_meta("parse_version", str(PARSE_VERSION))
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.current_heads()))
-        report.warning_paths = [self._warning_path(w) for w in report.warnings]
         # A file not read again (unchanged) keeps its warnings: its invalid front matter is still there.
         fresh = set(report.warnings)
-        kept = [(w, p) for w, p in self._stored_warnings()
-                if p in present and report.outcomes.get(p, "unchanged") == "unchanged" and w not in fresh]
-        self._store_warnings([w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
+        self._store_run_warnings(report, lambda w, p: p in present and w not in fresh
+                                 and report.outcomes.get(p, "unchanged") == "unchanged")
         report.seconds = round(time.monotonic() - t0, 3)
         self.last_report = report
         return report
@@ -367,12 +365,17 @@ class Engine:
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(heads))
         touched_paths = touched.exact | {f.path for f in touched.files}
-        report.warning_paths = [self._warning_path(w) for w in report.warnings]
-        kept = [(w, p) for w, p in self._stored_warnings()
-                if w.split(":", 1)[0] not in touched_paths and not w.startswith(tuple(touched.prefixes))]
-        self._store_warnings([w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
+        self._store_run_warnings(report, lambda w, p: w.split(":", 1)[0] not in touched_paths
+                                 and not w.startswith(tuple(touched.prefixes)))
         report.seconds = round(time.monotonic() - t0, 3)
         return report
+
+    def _store_run_warnings(self, report: IndexReport, keep) -> None:
+        """This run's warnings, after the stored ones `keep(warning, path)` says still hold (about a
+        file this run did not read again)."""
+        report.warning_paths = [self._warning_path(w) for w in report.warnings]
+        kept = [(w, p) for w, p in self._stored_warnings() if keep(w, p)]
+        self._store_warnings([w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
 
     def _store_warnings(self, warnings: list[str], paths: list[str | None]) -> None:
         """The last run's warnings and, beside each, the path it is about (what a scope filters by)."""

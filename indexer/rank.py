@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import terms
+from .errors import UserError
 
 # Questions about how to do something want the section that holds the procedure.
 HOWTO_RE = re.compile(
@@ -111,8 +112,6 @@ class RankingConfig:
         """The [ranking] table, each value checked by kind and range: a typo'd key, a string where a
         number belongs ("x", or "false" — which Python reads as true), a weight for a doc type that
         does not exist or a factor that could only break the ranking is refused by name."""
-        from .errors import UserError
-
         cfg = cls()
         for k, v in d.items():
             if not hasattr(cfg, k):
@@ -138,8 +137,6 @@ WEIGHT_RANGE = (0.0, 10.0)
 
 
 def _number(v, name: str, low: float, high: float, default: float) -> float:
-    from .errors import UserError
-
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v <= high) or v != v:
         raise UserError(f"[{name.replace('.', '] ', 1)} must be a number from {low:g} to {high:g}, got {v!r}",
                         param=name, hint=f"the default is {default:g}")
@@ -147,8 +144,6 @@ def _number(v, name: str, low: float, high: float, default: float) -> float:
 
 
 def _type_weights(v, doc_types: tuple[str, ...] | None) -> dict[str, float]:
-    from .errors import UserError
-
     if not isinstance(v, dict):
         raise UserError(f"[ranking] type_weights must be a table of doc type = multiplier, got {v!r}",
                         param="ranking.type_weights", hint="type_weights = { plan = 0.85, journal = 0.9 }")

@@ -45,6 +45,7 @@ LITERAL_LEG = True
 ABSTENTION = True
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
+ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
 # Each rephrasing adds ALTERNATE_WEIGHT / MAX_ALTERNATES (a third) of its fused score: three
 # together weigh as much as the question, fewer weigh less, so the question always weighs most
 # (docs/ranking.md: chosen on memory-dev-2, the mildest value of its plateau 1.0–2.0, checked on
@@ -216,9 +217,6 @@ class Hybrid(NamedTuple):
     rows: dict            # section rows the rerank read
     probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
     alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
-
-
-ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
 
 
 class Phrasing(NamedTuple):
