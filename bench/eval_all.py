@@ -16,7 +16,9 @@ Configurations: `shipped` (the defaults, with `--ranking`/`--const` applied), `p
 weighted hybrid: BM25 + dense 0.7, best passage per section, no literal leg, no heading passage,
 no rules, no abstention), and with `--ablation` each rule or constant switched off alone.
 `right` counts questions answered right: an answerable one whose first result is a strict hit and
-that did not abstain, an unanswerable one that abstained. The team rule reads the ablation: a rule
+that did not abstain, an unanswerable one that abstained. `T1≥2` is Top-1 over every label graded 2 or
+3 ("equally correct"): the distance between it and Top1 is the labeller's preference between right
+answers (docs/ranking.md, "Round 10"). The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
 
 Each row's p95 is its searches' wall time and, in brackets, their CPU time (the process's, every
@@ -162,7 +164,7 @@ def summarise(report: dict) -> dict:
     """The figures the tables print, plus a digest of every ranked list (determinism)."""
     o, a = report["overall"], report["abstention"]
     digest = hashlib.sha256(json.dumps(report["rankings"], sort_keys=True).encode()).hexdigest()[:12]
-    return {"top1": o["top1"], "top5": o["top5"], "mrr": o["mrr"], "n": o["n"],
+    return {"top1": o["top1"], "top5": o["top5"], "mrr": o["mrr"], "n": o["n"], "top1_any": o["top1_any"],
             "strata": {k: {"top1": v["top1"], "top5": v["top5"], "n": v["n"]} for k, v in report["strata"].items()},
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
@@ -182,6 +184,7 @@ def fmt_row(name: str, s: dict) -> str:
     strata = " ".join(f"{k}={v['top1'] * 100:.0f}" for k, v in s["strata"].items())
     ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "-"
     return (f"  {name:<22} Top1 {s['top1'] * 100:5.1f}  Top5 {s['top5'] * 100:5.1f}  MRR {s['mrr']:.3f}"
+            f"  T1≥2 {s['top1_any'] * 100:5.1f}"
             f"  abst {ab:>4}  false {s['false']}/{s['answerable']}  right {s['right']:>3}"
             f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
 

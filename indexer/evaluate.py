@@ -208,17 +208,21 @@ def first_rank(results: list[dict], labels: list[Label], lenient: bool = False) 
 
 
 def judge(case: Case, results: list[dict]) -> dict:
-    """One answerable case against its ranked list: first strict/lenient rank and Recall@5."""
+    """One answerable case against its ranked list: first strict/lenient rank, the first rank of any
+    label graded "equally correct" or better (rank_any), and Recall@5."""
     prim = primary_labels(case.expect)
     rel = recall_labels(case.expect)
     top = results[:RECALL_K]
     found = sum(1 for lab in rel if any(is_hit(r, lab) for r in top))
     return {"rank": first_rank(results, prim), "rank_lenient": first_rank(results, prim, lenient=True),
-            "recall": found / len(rel) if rel else 0.0}
+            "rank_any": first_rank(results, rel), "recall": found / len(rel) if rel else 0.0}
 
 
 def aggregate(judged: list[dict]) -> dict:
-    """Top-k, MRR (strict and lenient) and mean Recall@5 over judged cases; fractions in [0, 1]."""
+    """Top-k, MRR (strict and lenient) and mean Recall@5 over judged cases; fractions in [0, 1].
+    `top1_any`: the first result is a label graded 2 or 3 — a right answer, if not the one the labeller
+    preferred (where two dev sets prefer opposite kinds of note for the same question, the gap between
+    it and top1 is that preference, not a wrong answer)."""
     n = len(judged)
     out: dict = {"n": n}
     for kind, key in (("", "rank"), ("_lenient", "rank_lenient")):
@@ -226,6 +230,7 @@ def aggregate(judged: list[dict]) -> dict:
         for k in TOP_KS:
             out[f"top{k}{kind}"] = _mean([1.0 if r is not None and r <= k else 0.0 for r in ranks])
         out[f"mrr{kind}"] = _mean([1.0 / r if r else 0.0 for r in ranks])
+    out["top1_any"] = _mean([1.0 if j.get("rank_any") == 1 else 0.0 for j in judged])
     out["recall5"] = _mean([j["recall"] for j in judged])
     return out
 
@@ -422,18 +427,20 @@ def _pct(x: float) -> str:
 
 
 def format_report(report: dict, misses: bool = False) -> str:
-    """A compact table for a terminal: strict Top-k/MRR, lenient Top-1/5, Recall@5; then verdict lines."""
+    """A compact table for a terminal: strict Top-k/MRR, lenient Top-1/5, Recall@5, Top-1 over every label
+    graded 2 or 3 (T1≥2); then verdict lines."""
     strata = report.get("strata", {})
     width = max([len("overall")] + [len(s) + 2 for s in strata])
     lines = []
     if report.get("queries"):
         lines.append(f"{report['queries']}  ({report.get('queries_total', 0)} queries, limit {report.get('limit')})")
     lines.append(f"{'':<{width}}  {'n':>4}  {'Top1':>5} {'Top3':>5} {'Top5':>5} {'MRR':>5}  "
-                 f"{'lTop1':>5} {'lTop5':>5}  {'R@5':>5}")
+                 f"{'lTop1':>5} {'lTop5':>5}  {'R@5':>5}  {'T1≥2':>5}")
 
     def row(name: str, m: dict) -> str:
         return (f"{name:<{width}}  {m['n']:>4}  {_pct(m['top1'])} {_pct(m['top3'])} {_pct(m['top5'])} "
-                f"{m['mrr']:5.3f}  {_pct(m['top1_lenient'])} {_pct(m['top5_lenient'])}  {_pct(m['recall5'])}")
+                f"{m['mrr']:5.3f}  {_pct(m['top1_lenient'])} {_pct(m['top5_lenient'])}  {_pct(m['recall5'])}"
+                f"  {_pct(m.get('top1_any', 0.0))}")
 
     lines.append(row("overall", report["overall"]))
     if len(strata) > 1:

@@ -104,17 +104,21 @@ def test_judge_one_case():
     results = [r("b.md", "B"), r("a.md", "A > x"), r("x.md"), r("y.md"), r("z.md"), r("a.md", "A")]
     j = judge(case, results)
     assert j["rank"] == 6 and j["rank_lenient"] == 2
+    assert j["rank_any"] == 1   # b.md#B is graded 2: equally correct, first
     assert j["recall"] == pytest.approx(1 / 3)  # only b.md#B is in the top 5
+    # a grade-1 (partial) label is not an equally correct answer
+    partial = Case("q2", "question", expect=[Label("a.md", "A", 3), Label("x.md", None, 1)])
+    assert judge(partial, results[2:])["rank_any"] == 4
 
 
 # -- aggregation ---------------------------------------------------------------------------------
 
 def test_aggregate_topk_mrr_recall():
     judged = [
-        {"rank": 1, "rank_lenient": 1, "recall": 1.0},
-        {"rank": 3, "rank_lenient": 2, "recall": 0.5},
-        {"rank": None, "rank_lenient": 4, "recall": 0.0},
-        {"rank": None, "rank_lenient": None, "recall": 0.0},
+        {"rank": 1, "rank_lenient": 1, "rank_any": 1, "recall": 1.0},
+        {"rank": 3, "rank_lenient": 2, "rank_any": 1, "recall": 0.5},
+        {"rank": None, "rank_lenient": 4, "rank_any": 2, "recall": 0.0},
+        {"rank": None, "rank_lenient": None, "rank_any": None, "recall": 0.0},
     ]
     m = aggregate(judged)
     assert m["n"] == 4
@@ -123,6 +127,7 @@ def test_aggregate_topk_mrr_recall():
     assert (m["top1_lenient"], m["top3_lenient"], m["top5_lenient"]) == (0.25, 0.5, 0.75)
     assert m["mrr_lenient"] == pytest.approx((1 + 1 / 2 + 1 / 4) / 4, abs=1e-4)
     assert m["recall5"] == 0.375
+    assert m["top1_any"] == 0.5
     assert aggregate([])["top1"] == 0.0
 
 
