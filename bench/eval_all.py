@@ -299,6 +299,17 @@ def print_ablation(results: dict, configs: dict) -> None:
         helps = sum(1 for d in deltas if d > 0)
         verdict = "keep" if helps >= 2 and min(deltas) >= -1 else "REMOVE" if helps < 2 or min(deltas) < -1 else "?"
         print(f"  {cname[1:]:<30}" + "".join(f"{d:>+7d}" for d in deltas) + f"   {verdict} (helps {helps})")
+    print("\nthe same, counting any answer graded 2 or 3 as right (T1≥2, answerable questions only): a rule that"
+          " helps above and not here moves answers between right ones, toward one labeller's preference")
+    for cname in configs:
+        if cname.startswith("-"):
+            print(f"  {cname[1:]:<30}" + "".join(f"{any_right(results[s]['shipped']) - any_right(results[s][cname]):>+7d}"
+                                                for s in sets))
+
+
+def any_right(s: dict) -> int:
+    """Answerable questions whose first result is a label graded 2 or 3."""
+    return round(s["top1_any"] * s["n"])
 
 
 def print_sweep(results: dict, configs: dict) -> None:
