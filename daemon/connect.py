@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
-from remembrancer.indexer.config import Config, data_dir, socket_path
+from remembrancer.indexer.config import Config, ensure_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
 from .client import Client, DaemonError, DaemonUnavailable, ping
@@ -130,8 +130,7 @@ def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | Non
 def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = DEFAULT_IDLE_EXIT_S) -> DaemonBackend:
     """Start a daemon in the background for this corpus (it exits after `idle_exit_s` without clients)."""
     sock = Path(sock or socket_path())
-    log_dir = data_dir()
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = ensure_data_dir()   # UserError naming REMEMBRANCER_DATA_DIR, not a silent fallback
     cmd = [sys.executable, "-m", "remembrancer", "serve", "--idle-exit", str(idle_exit_s)]
     for r in config.roots:
         cmd += ["--root", str(r.path)]

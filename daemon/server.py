@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
-from remembrancer.indexer.config import Config, socket_path
+from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
 from . import protocol
@@ -129,7 +129,8 @@ class Daemon:
                  embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = protocol.IDLE_TIMEOUT_S,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
         self.config = config    # the default corpus (its roots may be empty: then requests must name one)
-        self.sock_path = Path(sock or socket_path())
+        self.sock_path = check_socket_path(Path(sock or socket_path()))
+        ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
         self.idle_exit_s = idle_exit_s
         self.client_timeout_s = client_timeout_s    # a connection idle this long is closed
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
@@ -284,6 +285,9 @@ class Daemon:
         old_umask = os.umask(0o177)
         try:
             self._server = Server(str(self.sock_path), Handler)
+        except OSError as e:
+            raise UserError(f"cannot listen on {self.sock_path}: {e.strerror or e}", code="bad_socket",
+                            param="REMEMBRANCER_SOCKET", hint="set REMEMBRANCER_SOCKET to a path in a folder of your own") from None
         finally:
             os.umask(old_umask)
         os.chmod(self.sock_path, 0o600)

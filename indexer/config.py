@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,13 +58,56 @@ def data_dir() -> Path:
     return Path(env) if env else Path(platformdirs.user_data_dir(APP))
 
 
+def ensure_data_dir() -> Path:
+    """The data dir, created if missing: a wrong REMEMBRANCER_DATA_DIR is a setup error with a fix,
+    not an internal error deep inside the catalog."""
+    d = data_dir()
+    if d.is_dir():
+        return d
+    try:
+        blocker = next((p for p in (d, *d.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is None:
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return d
+        why = f"{blocker} is a file, not a folder"
+    except OSError as e:
+        why = f"cannot create {e.filename or d}: {e.strerror or e}"
+    var = "REMEMBRANCER_DATA_DIR" if os.environ.get("REMEMBRANCER_DATA_DIR") else None
+    raise UserError(f"cannot use the data dir {d}" + (f" (from {var})" if var else "") + f": {why}",
+                    param=var or "data dir", code="bad_data_dir",
+                    hint=(f"set {var} to a folder you can write (it is created if missing), or unset it"
+                          if var else f"make {d} a writable folder, or set REMEMBRANCER_DATA_DIR to one"))
+
+
+# sun_path holds 108 bytes on Linux (104 on macOS and the BSDs), the path's closing NUL included.
+SOCKET_PATH_MAX = (108 if sys.platform.startswith("linux") else 104) - 1
+
+
 def socket_path() -> Path:
+    """The daemon socket; one too long to bind is refused here, before any client or daemon waits on it."""
     env = os.environ.get("REMEMBRANCER_SOCKET")
     if env:
-        return Path(env)
+        return check_socket_path(Path(env), "REMEMBRANCER_SOCKET")
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime else Path(platformdirs.user_runtime_dir())
-    return base / APP / "daemon.sock"
+    if runtime:
+        return check_socket_path(Path(runtime) / APP / "daemon.sock", "XDG_RUNTIME_DIR")
+    with warnings.catch_warnings():   # platformdirs warns on every call without it (a container, su, ssh)
+        warnings.simplefilter("ignore")
+        base = Path(platformdirs.user_runtime_dir())
+    return check_socket_path(base / APP / "daemon.sock", None)
+
+
+def check_socket_path(path: Path, var: str | None = "REMEMBRANCER_SOCKET") -> Path:
+    """AF_UNIX takes a path of at most SOCKET_PATH_MAX bytes: a longer one can never be bound or reached.
+    `var` is the environment variable the path came from, named in the error."""
+    n = len(os.fsencode(str(path)))
+    if n > SOCKET_PATH_MAX:
+        raise UserError(f"the daemon socket path {path}" + (f" (from {var})" if var else "") + f" is {n} bytes "
+                        f"long; a Unix socket path may be at most {SOCKET_PATH_MAX} bytes",
+                        param=var or "REMEMBRANCER_SOCKET", code="bad_socket",
+                        hint=f"set REMEMBRANCER_SOCKET to a shorter path (at most {SOCKET_PATH_MAX} bytes)"
+                             + (", or unset it for the default" if var == "REMEMBRANCER_SOCKET" else ""))
+    return path
 
 
 @dataclass(frozen=True)
@@ -94,7 +139,7 @@ class Config:
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         label = "+".join(r.name for r in self.roots)[:40]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-        return data_dir() / "indexes" / f"{safe}-{digest}"
+        return ensure_data_dir() / "indexes" / f"{safe}-{digest}"
 
     @property
     def doc_types(self) -> tuple[str, ...]:
@@ -105,25 +150,57 @@ class Config:
         return tuple(seen)
 
 
-def make_roots(paths: list[str | Path]) -> list[Root]:
-    """Resolve root folders; names are folder names, made unique when two collide."""
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, KeyError, OSError):   # no HOME and no passwd entry
+        return None
+
+
+def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root]:
+    """Resolve root folders; names are folder names, made unique when two collide.
+
+    `source` is the config file the paths came from (its `roots`), named in the errors instead of
+    --root. `/`, the home folder and a root inside another are refused: each would index files
+    nobody meant (all of a disk, or the same notes twice)."""
+    def refuse(message: str, cli_hint: str, config_hint: str) -> UserError:
+        where = f"invalid config {source}: roots: " if source else ""
+        return UserError(where + message, param="roots" if source else "root",
+                         hint=config_hint if source else cli_hint)
+
     roots: list[Root] = []
+    given: list[str] = []   # each root as the user wrote it, for the messages
     names: set[str] = set()
+    home = _home()
     for raw in paths:
         p = Path(raw).expanduser()
         if not p.exists():
-            raise UserError(f"root not found: {raw}", hint="pass an existing folder with --root")
+            raise refuse(f"root not found: {raw}", "pass an existing folder with --root",
+                         f"correct or remove it in roots = [...] of {source}, or pass --root DIR instead")
         if not p.is_dir():
-            raise UserError(f"root is not a folder: {raw}", hint="--root takes a folder of Markdown files")
+            raise refuse(f"root is not a folder: {raw}", "--root takes a folder of Markdown files",
+                         f"roots = [...] of {source} lists folders of Markdown files: fix or remove it")
         p = p.resolve()
+        if p == Path(p.anchor) or p == home:
+            what = "the filesystem root" if p == Path(p.anchor) else "your home folder"
+            raise refuse(f"root {raw} is {what}: indexing everything under it is never what was meant",
+                         "point --root at the notes folder, e.g. --root ~/notes",
+                         f'list the notes folder instead in {source}, e.g. roots = ["~/notes"]')
         if any(r.path == p for r in roots):
             continue
+        for r, r_raw in zip(roots, given):
+            if p.is_relative_to(r.path) or r.path.is_relative_to(p):
+                inner, outer = (raw, r_raw) if p.is_relative_to(r.path) else (r_raw, raw)
+                raise refuse(f"root {inner} is inside root {outer}: its files would be indexed twice",
+                             f"give only the outer folder: --root {outer}",
+                             f"keep only the outer folder, {outer}, in roots = [...] of {source}")
         name = p.name or "root"
         n, i = name, 2
         while n in names:
             n, i = f"{name}-{i}", i + 1
         names.add(n)
         roots.append(Root(n, p))
+        given.append(str(raw))
     return roots
 
 
@@ -144,22 +221,34 @@ KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
 
 
 def _refuse_unknown_keys(raw: dict, path: Path) -> None:
+    """Every unknown key and table of the file in one error: a file with three typos takes one run."""
     import difflib
 
-    def refuse(key: str, where: str, valid) -> None:
-        near = difflib.get_close_matches(key, list(valid), n=1)
-        raise UserError(f"invalid config {path}: unknown {where} {key!r}"
-                        + (f" (did you mean {near[0]!r}?)" if near else ""),
-                        param=key, options=sorted(valid), hint="fix the name or remove it")
-
+    unknown: list[tuple[str, str | None, list[str]]] = []   # (key, its table or None, valid names there)
     for key, value in raw.items():
         if key not in KNOWN_KEYS:
-            refuse(key, "table" if isinstance(value, dict) else "key", KNOWN_KEYS)
+            unknown.append((key, None, sorted(KNOWN_KEYS)))
+            continue
         sub = KNOWN_KEYS[key]
         if sub is not None and isinstance(value, dict):
-            for k in value:
-                if k not in sub:
-                    refuse(k, f"[{key}] key", sub)
+            unknown += [(k, key, sorted(sub)) for k in value if k not in sub]
+    if not unknown:
+        return
+    parts = []
+    for key, table, valid in unknown:
+        where = f"[{table}] key" if table else ("table" if isinstance(raw[key], dict) else "key")
+        near = difflib.get_close_matches(key, valid, n=1)
+        parts.append(f"unknown {where} {key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    scopes = {table for _, table, _ in unknown}
+    if len(scopes) == 1:   # one place: its valid names as they are written there
+        options = unknown[0][2]
+    else:
+        options = sorted({f"{table}.{v}" if table else v for _, table, valid in unknown for v in valid})
+    raise UserError(f"invalid config {path}: " + "; ".join(parts),
+                    param=", ".join(f"{table}.{key}" if table else key for key, table, _ in unknown)
+                    if len(unknown) > 1 else unknown[0][0],
+                    options=options, hint="fix the names or remove them" if len(unknown) > 1
+                    else "fix the name or remove it")
 
 
 def _model_compute(model: dict, path: Path) -> str | None:
@@ -181,8 +270,21 @@ def _model_compute(model: dict, path: Path) -> str | None:
     return INT8_SPEC if compute == "int8" else None
 
 
-def load_config(root_args: list[str] | None = None) -> Config:
-    """Read the TOML config (if any); roots given on the command line win over configured ones."""
+def _check_model_dir(raw: str, path: Path) -> None:
+    """A configured model folder that is not there is refused: a typo must not quietly turn every
+    search into keyword-only. A folder that lacks files is the loader's to report (doctor FAILs)."""
+    p = Path(raw).expanduser()
+    if p.is_dir():
+        return
+    raise UserError(f"invalid config {path}: [model] path {raw!r} " + ("is not a folder" if p.exists() else "does not exist"),
+                    param="model.path",
+                    hint=f"set [model] path in {path} to a folder holding model.onnx, tokenizer.json and "
+                         "remembrancer-model.toml, or remove it to use the default model")
+
+
+def load_config(root_args: list[str] | None = None, *, with_roots: bool = True) -> Config:
+    """Read the TOML config (if any); roots given on the command line win over configured ones.
+    `with_roots=False` leaves the roots out (doctor checks the model even when a root is wrong)."""
     path = config_path()
     raw: dict = {}
     if path.exists():
@@ -200,10 +302,10 @@ def load_config(root_args: list[str] | None = None) -> Config:
         # checked whatever the command line says: a broken config is reported the same way every time
         raise UserError(f"invalid config {path}: roots must be a list of folder paths", param="roots",
                         hint='roots = ["~/notes", "~/work/memory"]')
-    if root_args:
+    if with_roots and root_args:
         cfg.roots = make_roots(root_args)
-    elif roots:
-        cfg.roots = make_roots(roots)
+    elif with_roots and roots:
+        cfg.roots = make_roots(roots, source=path)
     excludes = index.get("exclude", [])
     if not isinstance(excludes, list) or not all(isinstance(e, str) for e in excludes):
         raise UserError(f"invalid config {path}: [index] exclude must be a list of gitignore patterns")
@@ -211,10 +313,16 @@ def load_config(root_args: list[str] | None = None) -> Config:
     if "max_file_bytes" in index:
         cfg.max_file_bytes = _positive_int(index["max_file_bytes"], "index.max_file_bytes", path)
     model = raw.get("model", {})
-    if isinstance(model, dict) and model.get("path"):
+    if not isinstance(model, dict):
+        raise UserError(f"invalid config {path}: [model] must be a table")
+    if "path" in model and not isinstance(model["path"], str):
+        raise UserError(f"invalid config {path}: [model] path must be a folder path string", param="model.path")
+    if model.get("path"):
         cfg.model = str(Path(model["path"]).expanduser())
-    if isinstance(model, dict) and "compute" in model:
+    if "compute" in model:
         cfg.model = _model_compute(model, path)
+    if model.get("path"):   # after compute: a path with compute = "int8" is refused for that first
+        _check_model_dir(model["path"], path)
     layout = raw.get("layout")
     if layout is not None:
         cfg.layout = _parse_layout(layout, path)

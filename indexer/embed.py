@@ -316,11 +316,13 @@ def load_embedder_from_dir(path: str | Path) -> Embedder:
     pooling, normalize, max_tokens, query_prefix, passage_prefix). Hashes are computed here, so
     replacing either file changes the contract and forces a reindex."""
     root = Path(path).expanduser()
+    if not root.is_dir():
+        raise ModelError(f"model directory {root} " + ("is not a folder" if root.exists() else "does not exist")
+                         + f": fix [model] path (a folder holding model.onnx, tokenizer.json and {MODEL_TOML})")
     files = {n: root / n for n in ("model.onnx", "tokenizer.json", MODEL_TOML)}
     missing = [n for n, p in files.items() if not p.is_file()]
     if missing:
-        raise ModelError(f"model directory {root} lacks {', '.join(missing)}; it needs model.onnx, "
-                         f"tokenizer.json and {MODEL_TOML}")
+        raise ModelError(f"model directory {root} lacks {', '.join(missing)}")
     try:
         cfg = tomllib.loads(files[MODEL_TOML].read_text(encoding="utf-8"))
         contract = ModelContract(

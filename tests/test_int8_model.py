@@ -25,6 +25,7 @@ def test_config_selects_the_int8_graph_by_name(tmp_path, monkeypatch):
     assert config_with(tmp_path, monkeypatch, '[model]\ncompute = "int8"\n').model == embed.INT8_SPEC
     assert config_with(tmp_path, monkeypatch, '[model]\ncompute = "float"\n').model is None
     model_dir = tmp_path / "m"
+    model_dir.mkdir()   # a configured model folder that does not exist is refused at load
     assert config_with(tmp_path, monkeypatch, f'[model]\npath = "{model_dir}"\ncompute = "float"\n').model == str(model_dir)
 
 

@@ -215,3 +215,75 @@ def test_eval_without_shared_says_what_it_needs(cli):
     r = cli("eval", "../shared/eval/queries/mm-v2.dev.jsonl", "--root", str(cli.notes))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "not part of this repository" in r.stderr
+
+
+# -- corpus roots, data dir, socket and model: setup errors say what to do (new-user audit) -----------
+
+def test_cli_refuses_the_filesystem_root_the_home_folder_and_nested_roots(cli):
+    home = cli.tmp / "home"
+    (home / "notes").mkdir(parents=True)
+    cli.env["HOME"] = str(home)
+    for roots, said in ((["/"], "is the filesystem root"), (["~"], "is your home folder"),
+                        ([str(cli.notes), str(cli.notes / "hosts")], f"root {cli.notes / 'hosts'} is inside root {cli.notes}"),
+                        ([str(cli.notes / "hosts"), str(cli.notes)], f"root {cli.notes / 'hosts'} is inside root {cli.notes}")):
+        r = cli("index", *[x for root in roots for x in ("--root", root)])
+        assert r.returncode == 2 and said in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert not (cli.tmp / "data" / "indexes").exists()   # nothing was indexed
+    assert cli("index", "--root", str(home / "notes")).returncode == 0   # a folder inside home is fine
+
+
+def test_cli_data_dir_errors_name_the_variable_instead_of_an_internal_error(cli):
+    (cli.tmp / "afile").write_text("")
+    for data in ("/proc/nonexistent/data", str(cli.tmp / "afile")):
+        r = subprocess.run([sys.executable, "-m", "remembrancer", "search", "x", "--root", str(cli.notes)],
+                           env={**cli.env, "REMEMBRANCER_DATA_DIR": data}, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "REMEMBRANCER_DATA_DIR" in r.stderr and "internal error" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) <= 2   # the "building it now" line, then the error
+        d = subprocess.run([sys.executable, "-m", "remembrancer", "doctor", "--json", "--root", str(cli.notes)],
+                           env={**cli.env, "REMEMBRANCER_DATA_DIR": data}, capture_output=True, text=True, timeout=120)
+        check = {c["check"]: c for c in json.loads(d.stdout)}["data dir"]
+        assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_DATA_DIR" in check["fix"]
+
+
+def test_cli_refuses_a_socket_path_too_long_to_bind_before_starting(cli):
+    long_sock = str(cli.tmp / ("s" * 120))
+    for args in (["serve", "--root", str(cli.notes)], ["search", "x", "--root", str(cli.notes)]):
+        r = subprocess.run([sys.executable, "-m", "remembrancer", *args], env={**cli.env, "REMEMBRANCER_SOCKET": long_sock},
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "REMEMBRANCER_SOCKET" in r.stderr and "bytes long" in r.stderr, r.stderr
+        assert "internal error" not in r.stderr
+    assert not (cli.tmp / "data" / "indexes").exists()   # serve refused before opening the corpus
+    d = subprocess.run([sys.executable, "-m", "remembrancer", "doctor", "--json", "--root", str(cli.notes)],
+                       env={**cli.env, "REMEMBRANCER_SOCKET": long_sock}, capture_output=True, text=True, timeout=120)
+    check = {c["check"]: c for c in json.loads(d.stdout)}["socket"]
+    assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_SOCKET" in check["fix"]
+
+
+def test_doctor_checks_the_configured_model_not_the_default(cli, tiny_model_dir):
+    def model_check():
+        d = cli("doctor", "--json", "--root", str(cli.notes))
+        return d.returncode, {c["check"]: c for c in json.loads(d.stdout)}["model"]
+
+    code, check = model_check()
+    assert check["status"] == "OK" and "tiny-test-model" in check["detail"] and str(tiny_model_dir) in check["detail"]
+    empty = cli.tmp / "empty-model"
+    empty.mkdir()
+    cli.config.write_text(f'[model]\npath = "{empty}"\n')
+    code, check = model_check()
+    assert code == 2 and check["status"] == "FAIL" and f"{empty} lacks model.onnx" in check["detail"]
+    assert "it needs" not in check["detail"] and "[model] path" in check["fix"] and str(cli.config) in check["fix"]
+    cli.config.write_text('[model]\npath = "/nonexistent/model"\n')
+    code, check = model_check()
+    assert code == 2 and check["status"] == "FAIL" and "does not exist" in check["detail"]
+    r = cli("search", "restore", "--root", str(cli.notes))   # refused, not a quiet keyword-only search
+    assert r.returncode == 2 and "'/nonexistent/model' does not exist" in r.stderr and str(cli.config) in r.stderr
+
+
+def test_a_missing_configured_root_names_the_config_file_in_search_and_doctor(cli):
+    cli.config.write_text(f'roots = ["{cli.tmp / "gone"}"]\n' + cli.config.read_text())
+    r = cli("search", "x")
+    assert r.returncode == 2 and "root not found" in r.stderr and "with --root" not in r.stderr
+    assert f"roots = [...] of {cli.config}" in r.stderr
+    config = {c["check"]: c for c in json.loads(cli("doctor", "--json").stdout)}["config"]
+    assert config["status"] == "FAIL" and f"roots = [...] of {cli.config}" in config["fix"]
+    assert config["fix"] not in config["detail"]   # said once, on the fix: line
