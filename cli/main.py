@@ -16,9 +16,11 @@ import sys
 import time
 
 from remembrancer import __version__
+from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
+MAX_ALSO = 3   # the engine's MAX_ALTERNATES (not imported: the client stays light)
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
@@ -46,8 +48,20 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     _add_dates(p)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the fix for the one usage error agents make most: a search term that starts
+    with a dash (`search --force-renewal`) is read as an option."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments: ") and message.split(": ", 1)[1].startswith("-"):
+            term = message.split(": ", 1)[1]
+            message += (f"\n  a term that starts with a dash goes after --: remembrancer search -- {term} "
+                        f"(or quote it inside the question: \"what does {term} do\")")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
+    ap = _Parser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
     ap.add_argument("--version", action="version", version=f"remembrancer {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -319,9 +333,10 @@ def _backend(args, missing: str = "ok"):
     return daemon
 
 
-def corpus_path(path: str, root_args) -> str:
+def corpus_path(path: str, root_args, backend=None) -> str:
     """A document path as the index names it: absolute and cwd-relative paths inside a root are
-    turned into root-relative ones (corpus paths pass through unchanged)."""
+    turned into root-relative ones (corpus paths pass through unchanged). The roots are those of
+    the corpus that answers: given or configured, else the daemon's default corpus (`backend`)."""
     from pathlib import Path
 
     from remembrancer.indexer.config import load_config
@@ -330,7 +345,7 @@ def corpus_path(path: str, root_args) -> str:
     if not p.is_absolute() and not p.exists():
         return path   # a corpus path as search prints it
     try:
-        roots = load_config(root_args).roots
+        roots = load_config(root_args).roots or served_roots(backend)
         real = p.resolve()
     except (UserError, OSError):
         return path
@@ -339,9 +354,26 @@ def corpus_path(path: str, root_args) -> str:
             rel = real.relative_to(r.path).as_posix()
             return rel if len(roots) == 1 else f"{r.name}/{rel}"
     if p.is_absolute():
+        if not roots:
+            raise UserError(f"{path}: no corpus root is known to resolve it against (no --root, no roots in "
+                            "the config file, and the daemon has no default corpus)", param="path",
+                            hint="pass --root DIR, the folder of notes that holds it")
         raise UserError(f"{path} is not inside a corpus root ({', '.join(str(r.path) for r in roots)})",
                         param="path", hint="pass a path inside a root, or the path as search prints it")
     return path
+
+
+def served_roots(backend) -> list:
+    """The roots of the daemon's default corpus, when `backend` is a daemon asked for no corpus
+    of its own (no --root, no configured roots): its answers name paths relative to those."""
+    from pathlib import Path
+
+    from remembrancer.indexer.config import Root
+
+    if getattr(backend, "kind", None) != "daemon" or backend.roots:
+        return []
+    listed = backend.status_at_connect.get("roots") or backend.call("status").get("roots") or []
+    return [Root(r["name"], Path(r["path"])) for r in listed if isinstance(r, dict) and r.get("path")]
 
 
 def _progress_bar():
@@ -396,6 +428,16 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
+    if args.also and args.exact:   # said here in the command line's words (the engine says `alternates`)
+        raise UserError("--also does not apply to --exact: an exact search finds the text as given", param="--also",
+                        hint="drop --exact to search with rephrasings, or drop --also")
+    if len(args.also) > MAX_ALSO:
+        raise UserError(f"--also takes at most {MAX_ALSO} rephrasings, got {len(args.also)}", param="--also",
+                        hint="keep the ones in the words the notes would use")
+    for a in args.also:
+        if not terms.words(a) and not terms.literal_probes(a):
+            raise UserError(f"--also {terms.elide(a, 40)!r} has no word to search for", param="--also",
+                            hint="a rephrasing in the words the notes would use: --also \"pgbouncer pool size\"")
     out = _memory_call(args, "search", query=" ".join(args.query), limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
                        explain=args.explain, **({"alternates": args.also} if args.also else {}))
@@ -415,7 +457,7 @@ def print_search(out: dict) -> None:
     for n in out.get("notes", []):
         print(f"note: {n}")
     if out.get("found_by") and out["found_by"] != out.get("query"):
-        print(f"best result found by the rephrasing {out['found_by']!r}")
+        print(f"best result found by the rephrasing {terms.elide(out['found_by'])!r}")
     results = out["results"]
     if out.get("no_strong_match"):
         why = "; ".join(out.get("why_no_strong_match", []))
@@ -439,6 +481,8 @@ def print_search(out: dict) -> None:
             print("   also in this document: " + "; ".join(r["also"]))
         for w in r.get("why", []):
             print(f"   why: {w}")
+    if out.get("truncated"):
+        print("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
     for note in out.get("left_out", []):
         print(f"(left out: {note})")
 
@@ -451,8 +495,9 @@ def cmd_read(args) -> int:
             lines = (int(a), int(b))
         except ValueError:
             raise UserError(f"--lines must be START:END, got {args.lines!r}", param="lines") from None
-    out = _backend(args, missing="error").call("read", path=corpus_path(args.path, args.root), heading=args.heading,
-                                               lines=lines, offset=args.offset, max_chars=args.max_chars)
+    backend = _backend(args, missing="error")
+    out = backend.call("read", path=corpus_path(args.path, args.root, backend), heading=args.heading,
+                       lines=lines, offset=args.offset, max_chars=args.max_chars)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -464,7 +509,8 @@ def cmd_read(args) -> int:
 
 
 def cmd_outline(args) -> int:
-    out = _backend(args, missing="error").call("outline", path=corpus_path(args.path, args.root))
+    backend = _backend(args, missing="error")
+    out = backend.call("outline", path=corpus_path(args.path, args.root, backend))
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -785,6 +831,8 @@ def cmd_claude_hooks(args) -> int:
     else:
         print(f"Claude Code hooks {report['result']}: {report['settings']}"
               + (f" ({', '.join(report['events'])})" if report["events"] else ""))
+        if report.get("command"):
+            print(f"hook command: {report['command']}")
     return EXIT_OK
 
 

@@ -2,8 +2,8 @@
 
 The file is the user's: every other key, event and hook in it is kept as it was. Our entries are
 recognised by the module they run (`remembrancer.hooks.claude_code`), so installing twice leaves
-one copy (with the current interpreter's path) and uninstalling removes exactly ours. A file that
-is not valid JSON is refused, never overwritten.
+one copy (with the current interpreter's path and REMEMBRANCER_* settings) and uninstalling
+removes exactly ours. A file that is not valid JSON is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ def settings_path() -> Path:
 
 
 def hook_command(python: str | None = None) -> str:
-    return f"{shlex.quote(os.path.abspath(python or sys.executable))} -P -m {MODULE}"
+    """The shell line Claude Code runs, with the REMEMBRANCER_* settings of this shell (the ones
+    `mcp config` keeps): without them a hook asks the default socket and finds no daemon."""
+    from remembrancer.daemon.service import passed_env
+
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in passed_env().items())
+    return f"{env}{shlex.quote(os.path.abspath(python or sys.executable))} -P -m {MODULE}"
 
 
 def _is_ours(hook: object) -> bool:

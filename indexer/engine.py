@@ -819,7 +819,7 @@ class Engine:
             "model": contract,
             "last_indexed_at": float(last) if last else None,
             "warnings": ([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
-                         + self._last_warnings()),
+                         + self.warnings()),
             "redaction": self.redaction.status(),  # families, hash file — or why it fails closed
         }
         if self.scope:  # the vectors the scope's passages use (the embeddings table is shared)
@@ -827,8 +827,10 @@ class Engine:
             out["scope"] = list(self.scope)
         return out
 
-    def _last_warnings(self) -> list[str]:
-        pairs = self._stored_warnings()
+    def warnings(self, path: str | None = None) -> list[str]:
+        """The stored warnings of the index runs, as this engine's scope may see them; with `path`,
+        only those about that file (why a run left it out)."""
+        pairs = [(w, p) for w, p in self._stored_warnings() if path is None or p == path]
         return scope.visible_warnings(self.wall, [w for w, _ in pairs], [p for _, p in pairs])
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ answer is the current text.
 from __future__ import annotations
 
 import difflib
+import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -21,6 +22,7 @@ from .markdown import PLAIN_PART_MARK, parse_markdown, parse_plain
 from .redact import is_secret_document
 
 DEFAULT_PAGE_CHARS = 20_000
+_REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/markdown.py)
 
 
 def resolve(engine, path: str) -> tuple[dict, Path]:
@@ -30,6 +32,11 @@ def resolve(engine, path: str) -> tuple[dict, Path]:
         clean = clean[2:]
     doc = engine.catalog.document(clean) if clean else None
     if doc is None:
+        why = skip_reasons(engine, clean) if clean else []
+        if why:   # on disk, but the index run skipped it: say why rather than "no such document"
+            raise UserError(f"{clean} is not indexed: {'; '.join(why)}", param="path", code="not_found",
+                            hint="it is indexed again once the file changes into something indexable; "
+                                 "the index status lists every file left out")
         known = engine.catalog.document_paths()
         close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
@@ -46,6 +53,12 @@ def resolve(engine, path: str) -> tuple[dict, Path]:
         raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
                         code="outside_root") from None
     return doc, real
+
+
+def skip_reasons(engine, path: str) -> list[str]:
+    """Why the last index run left `path` out (binary, unreadable, too large, `secret: true`): its
+    stored warnings, as the engine's scope sees them (the same ones `status` lists)."""
+    return [w.removeprefix(f"{path}: ") for w in engine.warnings(path)]
 
 
 def _load(engine, path: str):
@@ -133,7 +146,16 @@ def find_section(sections, heading: str):
         if hits:
             return hits[0]
     frag = heading.lower().strip()
-    hits = [s for s in sections if s.heading.lower() == frag or s.heading.lower().endswith(" > " + frag)]
+    crumbs = {s.heading.lower() for s in sections}
+
+    def ends_with_frag(crumb: str) -> bool:
+        return crumb == frag or crumb.endswith(" > " + frag)
+
+    def repeat_of_frag(crumb: str) -> bool:   # "X > Notes [2]": the second "X > Notes", a trailing "Notes" too
+        m = _REPEAT_SUFFIX.search(crumb)
+        return m is not None and crumb[:m.start()] in crumbs and ends_with_frag(crumb[:m.start()])
+
+    hits = [s for s in sections if ends_with_frag(s.heading.lower()) or repeat_of_frag(s.heading.lower())]
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:

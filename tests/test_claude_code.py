@@ -163,3 +163,34 @@ def test_the_hook_script_stays_light():
             "if m.split('.')[0] in heavy or m.startswith(('remembrancer.indexer', 'remembrancer.daemon'))))")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_installed_hook_carries_the_remembrancer_environment(two_projects, serve, tmp_path):
+    """A daemon on a custom socket: the command written to settings.json reaches it on its own,
+    run by a shell whose environment has no REMEMBRANCER_* at all (as Claude Code may run it)."""
+    import os
+    import shlex
+
+    world, d = two_projects, serve()
+    alpha = world["repos"]["alpha"]
+    d.wait_fresh(alpha, 1)
+    odd = str(tmp_path / "it's a data dir")   # a value the shell must get back verbatim
+    settings = tmp_path / "settings.json"
+    r = claude_hooks("install", "--settings", str(settings), env={**world["env"], "REMEMBRANCER_DATA_DIR": odd})
+    assert r.returncode == 0, r.stderr
+    cmd = json.loads(settings.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    words = shlex.split(cmd)
+    assert words[:3] == [f"REMEMBRANCER_CONFIG={world['env']['REMEMBRANCER_CONFIG']}", f"REMEMBRANCER_DATA_DIR={odd}",
+                         f"REMEMBRANCER_SOCKET={world['sock']}"]
+    assert words[3:] == [os.path.abspath(sys.executable), "-P", "-m", "remembrancer.hooks.claude_code"]
+    scrubbed = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": world["env"]["HOME"]}
+    for event, expect in (({"hook_event_name": "SessionStart", "cwd": str(alpha), "source": "startup"}, "index fresh"),
+                          (prompt(alpha, STRONG), "pg_restore")):
+        p = subprocess.run(["/bin/sh", "-c", cmd], input=json.dumps(event), env=scrubbed, cwd=str(alpha),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and expect in p.stdout, (event["hook_event_name"], p.stdout, p.stderr)
+    # `mcp config` carries the same variables: the two registrations agree
+    mcp = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config"], capture_output=True, text=True,
+                         env={**world["env"], "REMEMBRANCER_DATA_DIR": odd}, timeout=60)
+    add = next(line for line in mcp.stdout.splitlines() if line.startswith("claude mcp add"))
+    assert [w for w in shlex.split(add) if w.startswith("REMEMBRANCER_")] == words[:3]

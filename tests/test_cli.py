@@ -66,7 +66,7 @@ def test_search_also_passes_rephrasings_and_bad_ones_are_refused(cli):
                "--root", str(cli.notes))
     assert f"found by the rephrasing {out['found_by']!r}" in text.stdout
     bad = cli("search", "restore", *sum((["--also", f"r{i}"] for i in range(4)), []), "--root", str(cli.notes))
-    assert bad.returncode == 2 and "alternates" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "--also takes at most 3" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_read_outline_status(cli):
