@@ -187,7 +187,8 @@ class Corpus:
         heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
         if heads:
             return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
-        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state"}
+        git = any(r["head_current"] for r in st["roots"])   # a plain folder has no HEAD to be at
+        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state" if git else "at the on-disk state"}
 
     def summary(self) -> dict:
         """One line of `status`'s corpus list."""

@@ -30,6 +30,7 @@ HISTORY_LIMIT = 20
 LATEST_LIMIT = 10
 MAX_LIMIT = 100
 MAX_TERMS = 20
+MAX_TERM_CHARS = 300
 SNIPPET_CHARS = 240
 TOPIC_BM25_SHARE = 0.25   # a topic match holds the topic's words: BM25 at least this share of the best …
 TOPIC_DENSE = 0.5         # … or matches it by meaning this strongly (cosine; search abstains below 0.45)
@@ -274,6 +275,11 @@ def parse_terms(terms) -> list[str]:
         raise UserError("terms are required: identifiers, SHAs, flags, error strings or numbers", param="terms")
     if len(items) > MAX_TERMS:
         raise UserError(f"at most {MAX_TERMS} terms, got {len(items)}", param="terms")
+    long = [t for t in items if len(t) > MAX_TERM_CHARS]
+    if long:   # a pasted log, not a term: and the answer would echo it back whole
+        raise UserError(f"a term is at most {MAX_TERM_CHARS} characters, got one of {len(long[0])}", param="terms",
+                        hint="give the distinctive part (an error code, an identifier, a short phrase), or use "
+                             "search for a longer text")
     return items
 
 

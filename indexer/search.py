@@ -128,7 +128,7 @@ def search(engine, req: SearchRequest) -> dict:
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
     elif not terms.words(query) and not terms.literal_probes(query):
-        raise UserError(f"the query has no word to search for: {query[:40]!r}", param="query",
+        raise UserError(f"the query has no word to search for: {terms.elide(query, 40)!r}", param="query",
                         hint="ask in words; for a symbol or operator use an exact search (exact / --exact); "
                              "to list sections give filters and no query")
     else:
@@ -151,9 +151,16 @@ def search(engine, req: SearchRequest) -> dict:
                           and allowed != set() else (False, []))
     results = _results(ranked, rows, req, query, mode)
     best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
-    if mode == "hybrid" and best_dense > 0 and not no_strong and not _any_word_occurs(engine, [query, *alternates]):
-        notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
-                     f"(best semantic match {best_dense:.2f})")
+    if mode == "hybrid" and best_dense > 0 and not no_strong:
+        if not _any_word_occurs(engine, [query, *alternates]):
+            notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
+                         f"(best semantic match {best_dense:.2f})")
+            for r in results:   # a keyword score here is stop words ("the", "with"): not keyword evidence
+                r["provenance"] = "semantic"
+        elif f.active() and not _any_word_in(engine, [query, *alternates], allowed):
+            notes.append(f"no word of the question occurs in the sections the filters let through ({f.describe()}), "
+                         f"only outside them: these results rest on meaning alone (best semantic match "
+                         f"{best_dense:.2f})")
     out = {
         "query": query,
         "mode": mode,
@@ -170,6 +177,8 @@ def search(engine, req: SearchRequest) -> dict:
         if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
             out["emptied_by"], why = flt.emptied_by(f, engine.catalog.count_sections)
             out["message"] += f" — {why}"
+    if mode == "filters" and results:   # a listing says that it left sections out, as `latest` and `history` do
+        out["truncated"] = len(ranked) > len(results)
     if alternates and mode == "hybrid" and results:
         phrasings = [query, *alternates]
         out["found_by"] = phrasings[ranked[0].found_by]   # which phrasing found the best result
@@ -248,6 +257,9 @@ def validate_alternates(alternates, query: str) -> list[str]:
         if not query:
             raise UserError("alternates need a query to rephrase", param="alternates",
                             hint="give the question in `query`")
+        if not terms.words(text) and not terms.literal_probes(text):   # as the question itself is refused
+            raise UserError(f"alternates: a phrasing has no word to search for: {terms.elide(text, 40)!r}",
+                            param="alternates", hint=hint)
         if text.casefold() != query.casefold() and text.casefold() not in {o.casefold() for o in out}:
             out.append(text)
     return out
@@ -512,7 +524,7 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
     reasons = []
     missing = _missing_identifiers(engine, query, probes_found)
     if missing:
-        reasons.append("not in the corpus: " + ", ".join(missing))
+        reasons.append("not in the corpus: " + _listed(engine, missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
     absent = [w for w in names if not _word_occurs(engine, w)]
     entity_named = bool(engine.entities()[0].mentions(query))
@@ -535,10 +547,17 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
                   if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(engine, w)]
         bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
-        reasons.append(f"not in the corpus: {', '.join(absent)}; best semantic match {top_dense:.2f} < {bar}")
+        reasons.append(f"not in the corpus: {_listed(engine, absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons, bar
+
+
+def _listed(engine, words: list[str]) -> str:
+    """The question's words for a reason, each redacted whole before it is cut short: a cut secret
+    would no longer have the shape the answer's redaction recognises."""
+    redactor = engine.redaction.current()
+    return terms.shown([redactor.redact_text(w) for w in words])
 
 
 def _missing_identifiers(engine, query: str, probes_found: set[str]) -> list[str]:
@@ -566,6 +585,13 @@ def _any_word_occurs(engine, phrasings: list[str]) -> bool:
         if terms.literal_probes(text) or any(_word_occurs(engine, w) for w in dict.fromkeys(terms.content_words(text))):
             return True
     return False
+
+
+def _any_word_in(engine, phrasings: list[str], allowed: set[int] | None) -> bool:
+    """Whether a content word (or identifier) of any phrasing is in one of the allowed sections: one
+    keyword search of those words alone, stop words left out (they match nearly every section)."""
+    text = " ".join(w for p in phrasings for w in [*terms.content_words(p), *terms.literal_probes(p)])
+    return bool(text) and bool(engine.keyword_index().search(text, 1, allowed))
 
 
 def _word_occurs(engine, word: str) -> bool:

@@ -116,6 +116,18 @@ def uses_whole(word: str, lowered_texts: Iterable[str]) -> bool:
     return any(rx.search(t) for t in lowered_texts)
 
 
+def elide(text: str, width: int = 80) -> str:
+    """The text as a message may quote it: an agent's 20 kB query must not come back 20 kB long."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def shown(words: Iterable[str], most: int = 8, width: int = 40) -> str:
+    """Words listed in a message: each elided, at most `most` of them and a count of the rest."""
+    words = list(words)
+    listed = ", ".join(elide(w, width) for w in words[:most])
+    return listed + (f" and {len(words) - most} more" if len(words) > most else "")
+
+
 def content_words(text: str) -> list[str]:
     """The words that carry a question's meaning: not stop words, not single characters."""
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]

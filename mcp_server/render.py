@@ -7,6 +7,8 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
+from remembrancer.indexer.terms import elide
+
 
 def freshness_line(idx: dict | None) -> str:
     """One line: fresh / catching up: N changes queued, S s behind / STALE: reason."""
@@ -63,7 +65,7 @@ def search_text(out: dict) -> str:
     if out.get("no_strong_match"):
         weak = out.get("best_weak") or []
         why = "; ".join(out.get("why_no_strong_match") or [])
-        parts.append(f"No strong match for {out.get('query', '')!r}{' (' + why + ')' if why else ''}. "
+        parts.append(f"No strong match for {elide(out.get('query', ''))!r}{' (' + why + ')' if why else ''}. "
                      "The candidates below are weak and may not "
                      "answer the question; that is not proof the memory lacks it — rephrase, drop filters, or "
                      "try exact=true for literal strings.")
@@ -75,7 +77,7 @@ def search_text(out: dict) -> str:
         best = results[0]
         head = f"Best match: {best['path']} § {_head(best)} — {_facts(best)}, {best.get('provenance', '?')}"
         if out.get("found_by") and out["found_by"] != out.get("query"):
-            head += f" (found by the rephrasing {out['found_by']!r})"
+            head += f" (found by the rephrasing {elide(out['found_by'])!r})"
         body = best.get("content")
         if body is None:
             parts.append(head + (f"\n{best['snippet']}" if best.get("snippet") else ""))
@@ -90,6 +92,8 @@ def search_text(out: dict) -> str:
         if len(results) > 1:
             parts.append("Other matches (open one with read(path, heading)):\n"
                          + "\n".join(_pointer(i, r) for i, r in enumerate(results[1:], 2)))
+        if out.get("truncated"):   # a filters-only listing
+            parts.append("More sections match the filters (newest first): raise limit, or narrow the filters.")
     if out.get("left_out"):
         parts.append("Left out to fit the budget: " + "; ".join(out["left_out"]))
     return "\n\n".join(parts)

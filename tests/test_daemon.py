@@ -161,6 +161,7 @@ def test_atomic_save_becomes_searchable_without_commit(daemon, notes):
     wait_for(lambda: any(r["path"] == "memory/zebra.md" for r in daemon.search("wombat protocol")["results"]))
     st = daemon.wait_fresh()
     assert not any(r.startswith("memory/zebra.md~") for r in json.dumps(st))
+    assert st["freshness"]["detail"] == "at the on-disk state"   # a plain folder: no HEAD to be at
     consistent(daemon)
 
 
@@ -191,6 +192,7 @@ def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
             return docs == {"a.md"} and st
         st = wait_for(equal_to_tree)
         assert st["roots"][0]["head_indexed"] == git(repo, "rev-parse", "HEAD")
+        assert st["freshness"]["detail"] == "at HEAD and on-disk state"
         consistent(d)
     finally:
         d.stop()

@@ -29,6 +29,7 @@ from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FA
                             Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
                             salted_sha256)
 from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
 from tests.corpus_helpers import write
 
@@ -234,6 +235,13 @@ def make_engine(root: Path, embedder, **redact_kw) -> Engine:
     return Engine(Config(roots=make_roots([root]), redact=RedactionPolicy(**redact_kw)), embedder=embedder)
 
 
+def without_echo(text: str, query: str) -> str:
+    """The text with the caller's query taken out: whole, and as messages quote it cut short."""
+    for form in (query, *(elide(query, w)[:-1] for w in (40, 80) if len(query) > w)):
+        text = text.replace(form, "<query>")
+    return text
+
+
 def tool_outputs(engine) -> list[str]:
     """What an agent can get out of the index: searches (also for the secrets themselves), reads
     (whole, per section, per line range, every small page), outlines, lists, status — as JSON and
@@ -253,10 +261,11 @@ def tool_outputs(engine) -> list[str]:
         for exact in (False, True):
             out = api.dispatch_read(engine, "search", {"query": q, "limit": 10, "exact": exact, "explain": True}, fresh)
             text = render.search_text(out)
-            # An answer may echo the caller's own query (a bare token has no shape to recognise);
-            # what must never appear is stored text — so the echo is taken out before looking.
-            outs.append(json.dumps(out, ensure_ascii=False).replace(q, "<query>"))
-            outs.append(text.replace(q, "<query>"))
+            # An answer may echo the caller's own query (a bare token has no shape to recognise),
+            # whole or cut short; what must never appear is stored text — so the echo is taken out
+            # before looking.
+            outs.append(without_echo(json.dumps(out, ensure_ascii=False), q))
+            outs.append(without_echo(text, q))
     for doc in api.dispatch_read(engine, "list", {}, fresh)["documents"]:
         path = doc["path"]
         out = api.dispatch_read(engine, "read", {"path": path}, fresh)
@@ -356,7 +365,7 @@ def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
     d.start()
     try:
         # (an answer may echo the caller's own query: that echo is taken out before looking)
-        answers = [json.dumps(d.search(q, limit=10), ensure_ascii=False).replace(q, "<query>")
+        answers = [without_echo(json.dumps(d.search(q, limit=10), ensure_ascii=False), q)
                    for q in ["unseal vault", "db9 connection", *ALL_SECRETS.values()]]
         answers += [json.dumps(d.call("read", path=p), ensure_ascii=False) for p in CORPUS]
         answers.append(json.dumps(d.call("status"), ensure_ascii=False))

@@ -71,7 +71,7 @@ def test_one_result_per_section_even_when_a_breadcrumb_repeats(tmp_path, tiny_en
 def test_alternates_are_validated_with_a_structured_error(tmp_path, tiny_engine):
     e = tiny_engine(corpus(tmp_path / "notes", BACKUP_DOCS))
     for bad, says in ((["a", "b", "c", "d"], "at most 3"), (["ok", ""], "empty"), ("restore", "list of strings"),
-                      ([1], "list of strings"), (["x" * 301], "chars")):
+                      ([1], "list of strings"), (["x" * 301], "chars"), (["restore", "???"], "no word")):
         with pytest.raises(UserError) as err:
             do_search(e, {"query": "restore", "alternates": bad})
         assert err.value.to_dict()["param"] == "alternates" and says in str(err.value)
