@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from remembrancer.indexer.config import config_path, ensure_data_dir, load_config, socket_path
+from remembrancer.indexer.config import config_path, ensure_data_dir, load_config, model_path_hint, socket_path
 from remembrancer.indexer.errors import UserError
 
 from .client import DaemonUnavailable, check_socket_owner, ping
@@ -87,8 +87,7 @@ def _model_check(cfg, config_error: UserError | None) -> dict:
         elif cfg.model == INT8_SPEC:
             fix = f"pip install 'remembrancer[int8]', or remove compute = \"int8\" from [model] in {config_path()}"
         else:
-            fix = (f"set [model] path in {config_path()} to a folder holding model.onnx, tokenizer.json and "
-                   "remembrancer-model.toml, or remove it to use the default model")
+            fix = model_path_hint(config_path())
         return _check("model", "FAIL", str(e), fix)
     where = "default" if cfg.model is None else ("[model] compute" if cfg.model == INT8_SPEC else cfg.model)
     return _check("model", "OK", f"{emb.contract.describe()} ({where})")

@@ -129,7 +129,7 @@ class Daemon:
                  embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = protocol.IDLE_TIMEOUT_S,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
         self.config = config    # the default corpus (its roots may be empty: then requests must name one)
-        self.sock_path = check_socket_path(Path(sock or socket_path()))
+        self.sock_path = check_socket_path(Path(sock)) if sock else socket_path()   # both checked: AF_UNIX length
         ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
         self.idle_exit_s = idle_exit_s
         self.client_timeout_s = client_timeout_s    # a connection idle this long is closed

@@ -157,6 +157,20 @@ def _home() -> Path | None:
         return None
 
 
+def too_wide(folder: Path) -> str | None:
+    """"/" or "home" when a resolved folder is the filesystem root or the home folder itself: never a
+    corpus (indexing everything under it is never what was meant), whoever names it."""
+    if folder == Path(folder.anchor):
+        return "/"
+    return "home" if folder == _home() else None
+
+
+def model_path_hint(config_file: Path) -> str:
+    """What to do about a [model] path that does not hold a model."""
+    return (f"set [model] path in {config_file} to a folder holding model.onnx, tokenizer.json and "
+            "remembrancer-model.toml, or remove it to use the default model")
+
+
 def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root]:
     """Resolve root folders; names are folder names, made unique when two collide.
 
@@ -171,7 +185,6 @@ def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root
     roots: list[Root] = []
     given: list[str] = []   # each root as the user wrote it, for the messages
     names: set[str] = set()
-    home = _home()
     for raw in paths:
         p = Path(raw).expanduser()
         if not p.exists():
@@ -181,8 +194,8 @@ def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root
             raise refuse(f"root is not a folder: {raw}", "--root takes a folder of Markdown files",
                          f"roots = [...] of {source} lists folders of Markdown files: fix or remove it")
         p = p.resolve()
-        if p == Path(p.anchor) or p == home:
-            what = "the filesystem root" if p == Path(p.anchor) else "your home folder"
+        if wide := too_wide(p):
+            what = "the filesystem root" if wide == "/" else "your home folder"
             raise refuse(f"root {raw} is {what}: indexing everything under it is never what was meant",
                          "point --root at the notes folder, e.g. --root ~/notes",
                          f'list the notes folder instead in {source}, e.g. roots = ["~/notes"]')
@@ -277,9 +290,7 @@ def _check_model_dir(raw: str, path: Path) -> None:
     if p.is_dir():
         return
     raise UserError(f"invalid config {path}: [model] path {raw!r} " + ("is not a folder" if p.exists() else "does not exist"),
-                    param="model.path",
-                    hint=f"set [model] path in {path} to a folder holding model.onnx, tokenizer.json and "
-                         "remembrancer-model.toml, or remove it to use the default model")
+                    param="model.path", hint=model_path_hint(path))
 
 
 def load_config(root_args: list[str] | None = None, *, with_roots: bool = True) -> Config:

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from remembrancer.indexer.config import Config, load_config
+from remembrancer.indexer.config import Config, load_config, too_wide
 from remembrancer.indexer.errors import UserError
 
 
@@ -29,14 +29,13 @@ def paths_from_uris(uris) -> list[str]:
 
 def _usable(raw: list[str], label: str = "", refused: list[str] | None = None) -> list[Path]:
     """The folders that may be a corpus; why each other one was not is added to `refused`."""
-    home = Path.home().resolve()
     out = []
     for r in raw:
         p = Path(r).expanduser()
         if not p.is_dir():
             why = "is not a folder"
-        elif p.resolve() in (home, Path("/")):
-            why = f"is {'the home folder' if p.resolve() == home else '/'}, never taken as a corpus"
+        elif wide := too_wide(p.resolve()):
+            why = f"is {'the home folder' if wide == 'home' else '/'}, never taken as a corpus"
         else:
             out.append(p.resolve())
             continue
