@@ -20,7 +20,8 @@ from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
-MAX_ALSO = 3   # the engine's MAX_ALTERNATES (not imported: the client stays light)
+# The engine names its parameters in backticks; on the command line they are these flags.
+FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
@@ -295,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
 def _error(args, e: UserError) -> None:
     if getattr(args, "json", False):
         print(json.dumps({"error": e.to_dict()}, ensure_ascii=False))
-    print(f"remembrancer: {e}", file=sys.stderr)
+    said = str(e)
+    for name, flag in FLAG_OF.items():
+        said = said.replace(name, flag)
+    print(f"remembrancer: {said}", file=sys.stderr)
 
 
 def _backend(args, missing: str = "ok"):
@@ -385,7 +389,7 @@ def _progress_bar():
 
     def update(done: int, total: int, path: str) -> None:
         if state["bar"] is None:
-            if time.monotonic() - state["t0"] < 1.0 and done < total:
+            if time.monotonic() - state["t0"] < 1.0 or done >= total:   # quick, or done: no bar (it drew a blank line)
                 return
             bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                            TextColumn("{task.fields[path]}", style="dim"),
@@ -428,16 +432,6 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    if args.also and args.exact:   # said here in the command line's words (the engine says `alternates`)
-        raise UserError("--also does not apply to --exact: an exact search finds the text as given", param="--also",
-                        hint="drop --exact to search with rephrasings, or drop --also")
-    if len(args.also) > MAX_ALSO:
-        raise UserError(f"--also takes at most {MAX_ALSO} rephrasings, got {len(args.also)}", param="--also",
-                        hint="keep the ones in the words the notes would use")
-    for a in args.also:
-        if not terms.words(a) and not terms.literal_probes(a):
-            raise UserError(f"--also {terms.elide(a, 40)!r} has no word to search for", param="--also",
-                            hint="a rephrasing in the words the notes would use: --also \"pgbouncer pool size\"")
     out = _memory_call(args, "search", query=" ".join(args.query), limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
                        explain=args.explain, **({"alternates": args.also} if args.also else {}))

@@ -123,13 +123,13 @@ def search(engine, req: SearchRequest) -> dict:
         mode = "filters"
     elif req.exact:
         if alternates:   # an agent passing them would believe they were used
-            raise UserError("alternates do not apply to an exact search: it finds the text as given",
-                            param="alternates", hint="drop exact to search with rephrasings, or drop alternates")
+            raise UserError("`alternates` does not apply to `exact`: an exact search finds the text as given",
+                            param="alternates", hint="drop `exact` to search with rephrasings, or drop `alternates`")
         cands = _literal_leg(engine, query, allowed, case_insensitive=True)
         mode = "exact"
-    elif not terms.words(query) and not terms.literal_probes(query):
+    elif not _searchable(query):
         raise UserError(f"the query has no word to search for: {terms.elide(query, 40)!r}", param="query",
-                        hint="ask in words; for a symbol or operator use an exact search (exact / --exact); "
+                        hint="ask in words; for a symbol or operator use an exact search (`exact`); "
                              "to list sections give filters and no query")
     else:
         legs = _hybrid(engine, query, allowed, alternates)
@@ -242,27 +242,32 @@ def validate_alternates(alternates, query: str) -> list[str]:
         return []
     hint = ALTERNATES_HINT
     if not isinstance(alternates, list) or not all(isinstance(a, str) for a in alternates):
-        raise UserError("alternates must be a list of strings", param="alternates", hint=hint)
+        raise UserError("`alternates` must be a list of strings", param="alternates", hint=hint)
     if len(alternates) > MAX_ALTERNATES:
-        raise UserError(f"alternates takes at most {MAX_ALTERNATES} phrasings, got {len(alternates)}",
+        raise UserError(f"`alternates` takes at most {MAX_ALTERNATES} phrasings, got {len(alternates)}",
                         param="alternates", hint=hint)
     out: list[str] = []
     for a in alternates:
         text = a.strip()
         if not text:
-            raise UserError("alternates: a phrasing is empty", param="alternates", hint=hint)
+            raise UserError("`alternates`: a phrasing is empty", param="alternates", hint=hint)
         if len(text) > MAX_ALTERNATE_CHARS:
-            raise UserError(f"alternates: a phrasing is {len(text)} chars, the most is {MAX_ALTERNATE_CHARS}",
+            raise UserError(f"`alternates`: a phrasing is {len(text)} chars, the most is {MAX_ALTERNATE_CHARS}",
                             param="alternates", hint=hint)
         if not query:
-            raise UserError("alternates need a query to rephrase", param="alternates",
+            raise UserError("`alternates` need a query to rephrase", param="alternates",
                             hint="give the question in `query`")
-        if not terms.words(text) and not terms.literal_probes(text):   # as the question itself is refused
-            raise UserError(f"alternates: a phrasing has no word to search for: {terms.elide(text, 40)!r}",
+        if not _searchable(text):   # as the question itself is refused
+            raise UserError(f"`alternates` {terms.elide(text, 40)!r} has no word to search for",
                             param="alternates", hint=hint)
         if text.casefold() != query.casefold() and text.casefold() not in {o.casefold() for o in out}:
             out.append(text)
     return out
+
+
+def _searchable(text: str) -> bool:
+    """A word or an identifier to search for (not `*`, `???`, emoji)."""
+    return bool(terms.words(text) or terms.literal_probes(text))
 
 
 def _query_vectors(engine, query: str, alternates: list[str]):

@@ -64,14 +64,36 @@ def test_a_latest_term_is_a_term_not_a_log(engine):
     assert memory.latest(engine, ["pgbouncer"])["results"]
 
 
+@pytest.fixture
+def cli_notes(tmp_path, monkeypatch, tiny_model_dir):
+    """A one-note folder, and the CLI run in-process on it with the tiny model (no daemon)."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    for var, value in (("REMEMBRANCER_DATA_DIR", tmp_path / "data"), ("REMEMBRANCER_CONFIG", config),
+                       ("REMEMBRANCER_SOCKET", tmp_path / "no-daemon.sock")):
+        monkeypatch.setenv(var, str(value))
+    write(tmp_path / "notes", "a.md", "# Pool\n\nThe pool size is 20.\n")
+    return tmp_path / "notes"
+
+
 @pytest.mark.parametrize("args, says", [
     (["--also", "???"], "--also '???' has no word"),
     (["--also", "a", "--also", "b", "--also", "c", "--also", "d"], "--also takes at most 3"),
     (["--exact", "--also", "pool size"], "--also does not apply to --exact"),
 ])
-def test_the_command_line_names_its_own_flags(tmp_path, capsys, args, says):
-    assert main(["search", "pool", *args, "--root", str(tmp_path)]) == 2
+def test_the_command_line_names_its_own_flags(cli_notes, capsys, args, says):
+    """The engine refuses them (the MCP tool's parameters, in backticks); the CLI says its flags."""
+    assert main(["search", "pool", *args, "--root", str(cli_notes)]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_quick_index_draws_no_progress_bar(cli_notes, capsys):
+    """A run done in under a second showed the bar at its last step only to stop it: a blank line."""
+    assert main(["index", "--root", str(cli_notes)]) == 0
+    capsys.readouterr()
+    write(cli_notes, "a.md", "# Pool\n\nThe pool size is 35 now.\n")   # the search's refresh reads it again
+    assert main(["search", "pool size", "--root", str(cli_notes)]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_a_term_that_starts_with_a_dash_gets_the_way_to_search_for_it(tmp_path, capsys):
