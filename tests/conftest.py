@@ -71,7 +71,7 @@ def tiny_engine(data_env, tiny_embedder):
         e.close()
 
 
-_PG_SERVED: list[str] = []   # the server the team tests ran on, said in the summary
+_PG_SERVED: list[str] = []   # the server the team tests ran on (or why they were skipped), for the summary
 
 
 @pytest.fixture(scope="session")
@@ -87,16 +87,16 @@ def pg_server(tmp_path_factory):
     crash = distance_crash(srv.get_uri()) if os.environ.get("REMEMBRANCER_PG_OPTIONAL") else None
     if crash:
         srv.cleanup()
-        _PG_SERVED.append(f"skipped: {served}: {crash}")
+        _PG_SERVED.append(f"were skipped: {served}: {crash}")
         pytest.skip(f"{served}: {crash}")
-    _PG_SERVED.append(served)
+    _PG_SERVED.append(f"ran on {served}")
     yield srv
     srv.cleanup()
 
 
 def pytest_terminal_summary(terminalreporter):
     for served in _PG_SERVED:
-        terminalreporter.write_line(f"team store tests {'were ' if served.startswith('skipped') else 'ran on '}{served}")
+        terminalreporter.write_line(f"team store tests {served}")
 
 
 @pytest.fixture
