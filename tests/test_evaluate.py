@@ -318,15 +318,9 @@ def test_the_eval_bench_keeps_legs_apart_for_every_value_of_any_search_constant(
     """bench/eval_all.py reuses each question's legs across configurations that share its search
     constants. A constant added to the legs for an experiment, then swept, must get legs of its own
     for each value (once it was keyed on a hand-kept list, and every value was scored alike)."""
-    import importlib.util
-    from pathlib import Path
-
     from remembrancer.indexer import search
 
-    spec = importlib.util.spec_from_file_location(
-        "eval_all_under_test", Path(__file__).resolve().parent.parent / "bench" / "eval_all.py")
-    eval_all = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(eval_all)
+    eval_all = bench_module("eval_all")
     before = eval_all.leg_settings()
     monkeypatch.setattr(search, "AN_EXPERIMENT_IN_THE_LEGS", 1, raising=False)
     one = eval_all.leg_settings()
@@ -368,3 +362,35 @@ def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
         assert got == computed and got.an_experiment is True
         got.cands[7].why.append("changed by a configuration")   # a copy: the cache is untouched
     assert computed.cands[7].why == ["a rule"]
+
+
+def bench_module(name: str):
+    """A script of bench/ as a module (bench/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        f"{name}_under_test", Path(__file__).resolve().parent.parent / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_label_preferences_count_one_per_question_and_pair_of_kinds():
+    """bench/label_preferences.py: docs/ranking.md's table of which kind of note a set grades 3 over
+    which it grades 2 — a host's and a service's record are one kind."""
+    from remembrancer.indexer.config import DEFAULT_LAYOUT
+    from remembrancer.indexer.meta import Layout
+
+    cases = [
+        Case("r1", "q", stratum="recency", expect=[Label("hosts/db1.md", "db1", 3),
+                                                   Label("journal/2030/2030-01-01.md", "x", 2)]),
+        Case("r2", "q", stratum="recency", expect=[Label("journal/2030/2030-01-02.md", "y", 3),
+                                                   Label("hosts/db1.md", None, 2), Label("services/k.md", None, 2)]),
+        Case("s1", "q", stratum="state", expect=[Label("journal/2030/2030-01-02.md", "y", 3),
+                                                 Label("journal/2030/2030-01-03.md", "z", 2)]),   # one kind: no pair
+        Case("u1", "q", stratum="unanswerable", answerable=False),
+    ]
+    prefs = bench_module("label_preferences").preferences(cases, Layout(DEFAULT_LAYOUT))
+    assert prefs["all"] == {("record", "journal"): 1, ("journal", "record"): 1}
+    assert prefs["recency"] == prefs["all"] and "state" not in prefs
