@@ -521,7 +521,9 @@ def test_the_daemon_answers_and_stops_while_a_pathological_document_is_ingested(
         wait_for(lambda: d.call("status")["daemon"]["ingesting"], timeout=60)
         assert d.search("restoring the database")["results"][0]["path"] == "ok.md"   # answered meanwhile
         assert d.call("status")["daemon"]["ingesting"]   # still on the long document
-        children = _sandbox_children(d.proc.pid)
+        # "ingesting" is said from the moment the file is read; the child shows its own command line a
+        # moment later (a snapshot at once missed it on a loaded machine)
+        children = wait_for(lambda: _sandbox_children(d.proc.pid), timeout=30)
         assert children   # the document is in the child
         d.proc.send_signal(signal.SIGTERM)
         d.proc.wait(30)   # a hang detector, not a timing goal: without the sandbox this waited out the document
