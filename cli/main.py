@@ -17,7 +17,7 @@ import time
 
 from remembrancer import __version__
 from remembrancer.indexer import terms
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, scrubbed
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
@@ -58,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
             term = message.split(": ", 1)[1]
             message += (f"\n  a term that starts with a dash goes after --: remembrancer search -- {term} "
                         f"(or quote it inside the question: \"what does {term} do\")")
-        super().error(message)
+        super().error(scrubbed(message))   # "invalid int value: '<a typed token>'" (indexer/errors.py)
 
 
 def build_parser() -> argparse.ArgumentParser:

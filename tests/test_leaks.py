@@ -64,3 +64,119 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
     assert searcher.doc_freq("body", "host3") == 1 and searcher.doc_freq("body", "lateword") == 1
     assert len(engine.fulltext.search("host3 backups", 20)) >= 1
     engine.close()
+
+
+# -- echoed values ------------------------------------------------------------------------------------
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from remembrancer.cli.secrets_cmd import hash_secrets
+from remembrancer.daemon.client import ping
+
+PROJECT = Path(__file__).resolve().parent.parent
+TOKEN = "ghp_" + "Zq7Rw2Xk9Lm4Np8Vt3Yb6Hc1Jd5Fg0Ks2Qe7"   # GitHub token shaped (redact.py's `github` family)
+HASHED = "Kestrel7Wombat3Quill"   # no secret's shape: known only from the secret-hash file
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_model_dir):
+    """A small corpus, the tiny model, a query log: a real `remembrancer mcp` over stdio (it
+    starts a daemon on demand) and the real CLI."""
+    base = tmp_path_factory.mktemp("leaks")
+    notes = base / "notes"
+    write(notes, "runbooks/restore.md", "# Restore\n\nRestore the database from the nightly backup.\n")
+    write(notes, "journal/2030/2030-01-02.md", "# 2030-01-02\n\nBackups checked on db1.\n")
+    cfg = base / "config.toml"
+    log = base / "queries.jsonl"
+    hashes = base / "secret-hashes.txt"
+    hashes.write_text(hash_secrets(HASHED))
+    cfg.write_text(f'[model]\npath = "{tiny_model_dir}"\n[log]\npath = "{log}"\n'
+                   f'[redact]\nsecret_hashes = "{hashes}"\n')
+    sockdir = Path(tempfile.mkdtemp(prefix="rmb-leak-", dir="/tmp"))   # AF_UNIX paths must stay short
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base),
+           "REMEMBRANCER_DATA_DIR": str(base / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
+           "REMEMBRANCER_CONFIG": str(cfg)}
+    w = {"notes": notes, "env": env, "sock": sockdir / "daemon.sock", "log": log, "base": base, "hashes": hashes}
+    yield w
+    st = ping(w["sock"])
+    if st is not None and st.get("daemon"):
+        os.kill(st["daemon"]["pid"], signal.SIGTERM)   # the daemon this module's sessions started
+        deadline = time.monotonic() + 10
+        while w["sock"].exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def mcp_calls(world, calls: list[tuple[str, dict]]) -> list:
+    p = StdioServerParameters(command=sys.executable,
+                              args=["-m", "remembrancer", "mcp", "--idle-exit", "30", "--root", str(world["notes"])],
+                              env=world["env"], cwd=str(PROJECT))
+
+    async def main():
+        async with Client(p, read_timeout_seconds=120) as c:
+            return [await c.call_tool(name, args) for name, args in calls]
+    return anyio.run(main)
+
+
+def run_cli(world, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env={**world["env"], **(env or {})},
+                          capture_output=True, text=True, timeout=120, cwd=str(PROJECT))
+
+
+ECHO_CALLS = [
+    ("search", {"query": "backup", "limit": TOKEN}, "limit"),
+    ("search", {"query": "backup", "since": TOKEN}, "since"),
+    ("search", {"query": "backup", "until": TOKEN}, "until"),
+    ("search", {"query": "backup", "type": TOKEN}, "type"),
+    ("read", {"path": "runbooks/restore.md", "lines": TOKEN}, "lines"),
+    ("latest", {"terms": "backup", "type": [TOKEN]}, "type"),
+    ("history", {"entity": "db1", "limit": TOKEN}, "limit"),
+    ("search", {"query": "backup", "limit": HASHED}, "limit"),
+    ("search", {"query": "backup", "type": HASHED}, "type"),
+    ("search", {"query": "backup", "since": HASHED}, "since"),
+    ("read", {"path": "runbooks/restore.md", "lines": [HASHED, 2]}, "lines"),
+    ("search", {"query": "backup", "limit": "x " * 60 + TOKEN}, "limit"),   # long: cut after redaction
+]
+
+
+def pieces(token: str) -> list[str]:
+    """Any 8-character piece of the token, in either case."""
+    out = {token[i:i + 8] for i in range(len(token) - 7)}
+    return sorted(out | {p.lower() for p in out})
+
+
+def test_mcp_errors_never_echo_a_token(world):
+    results = mcp_calls(world, [(name, args) for name, args, _ in ECHO_CALLS])
+    leaks = []
+    for (name, args, param), r in zip(ECHO_CALLS, results):
+        blob = r.content[0].text + json.dumps(r.structured_content)
+        assert r.is_error, (name, args)
+        assert r.structured_content["error"]["param"] == param, blob
+        assert "Traceback" not in blob and "\n" not in r.structured_content["error"]["message"]
+        if [p for p in pieces(TOKEN) + pieces(HASHED) if p in blob]:
+            leaks.append((name, param, r.structured_content["error"]["message"]))
+    assert leaks == []
+
+
+@pytest.mark.parametrize("args", [
+    ("search", "--limit", TOKEN, "backup"), ("search", "--type", TOKEN, "backup"), ("search", "--since", TOKEN, "backup"),
+    ("latest", "--until", TOKEN, "backup"), ("read", "runbooks/restore.md", "--lines", TOKEN),
+    ("search", "--type", HASHED, "backup"), ("search", "--json", "--until", HASHED, "backup"),
+])
+def test_cli_errors_never_echo_a_token(world, args):
+    r = run_cli(world, *args, "--root", str(world["notes"]))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("remembrancer") or "usage:" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not [p for p in pieces(TOKEN) + pieces(HASHED) if p in r.stdout + r.stderr], r.stdout + r.stderr
