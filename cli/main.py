@@ -659,19 +659,18 @@ def cmd_report(args) -> int:
 
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.filters import _date
-    from remembrancer.indexer.querylog import format_report, path_for, read_entries, summarise
+    from remembrancer.indexer.querylog import default_path, format_report, path_for, read_redacted, summarise
+    from remembrancer.indexer.redact import RedactionPolicy, RedactorSource
 
-    if args.log:
-        path = Path(args.log).expanduser()
-    else:
-        try:
-            path = path_for(load_config(None))
-        except UserError:  # a config whose roots are gone must not hide the log
-            from remembrancer.indexer.querylog import default_path
-
-            path = default_path()
+    try:
+        config = load_config(None, with_roots=False)   # a config whose roots are gone must not hide the log
+    except UserError:
+        config = None
+    path = Path(args.log).expanduser() if args.log else path_for(config) if config else default_path()
+    # shown under the policy in force (a broken secret-hash file: RedactionError, nothing shown)
+    redactor = RedactorSource(config.redact if config else RedactionPolicy()).current()
     since = _date("since", args.since)
-    rep = summarise(read_entries(path, since), slow_ms=args.slow_ms, top=args.top)
+    rep = summarise(read_redacted(path, redactor, since), slow_ms=args.slow_ms, top=args.top)
     rep["log"] = str(path)
     if args.json:
         print(json.dumps(rep, indent=2, ensure_ascii=False))

@@ -180,3 +180,40 @@ def test_cli_errors_never_echo_a_token(world, args):
     assert r.stderr.startswith("remembrancer") or "usage:" in r.stderr
     assert "Traceback" not in r.stderr
     assert not [p for p in pieces(TOKEN) + pieces(HASHED) if p in r.stdout + r.stderr], r.stdout + r.stderr
+
+
+# -- the query log --------------------------------------------------------------------------------------
+
+LATER = "Osprey4Lantern9Mistral"   # a value added to the secret-hash file after it was logged
+
+
+def test_the_query_log_cuts_a_long_query_between_tokens(world):
+    long_query = "backup " * 70 + TOKEN + " restore"   # the 500-character cut falls inside the token
+    (r,) = mcp_calls(world, [("search", {"query": long_query})])
+    assert not r.is_error
+    logged = world["log"].read_text()
+    assert not [p for p in pieces(TOKEN) if p in logged], logged
+    last = json.loads(logged.splitlines()[-1])
+    assert last["query"].startswith("backup backup") and last["query"].endswith("…") and len(last["query"]) <= 500
+
+
+def test_the_query_log_forgets_values_listed_later_in_the_hash_file(world):
+    (r,) = mcp_calls(world, [("search", {"query": f"restore {LATER} db1"})])
+    assert not r.is_error
+    logged = world["log"].read_text()
+    assert LATER in logged   # not a secret yet
+    added = subprocess.run([sys.executable, "-m", "remembrancer", "secrets", "hash", "--out", str(world["hashes"])],
+                           input=LATER + "\n", env=world["env"], capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    for args in (("report",), ("report", "--json")):
+        rep = run_cli(world, *args)
+        assert rep.returncode == 0, rep.stderr
+        assert "restore" in rep.stdout and LATER not in rep.stdout + rep.stderr
+    assert not [p for p in pieces(LATER) if p in world["log"].read_text()]   # the file itself scrubbed
+
+    # a server that logs after the change scrubs the lines it finds too
+    world["log"].write_text(world["log"].read_text() + logged.splitlines()[-1] + "\n")   # as an old line
+    world["log"].with_name(world["log"].name + ".policy").write_text("old\n")
+    assert LATER in world["log"].read_text()
+    mcp_calls(world, [("search", {"query": "backup"})])
+    assert LATER not in world["log"].read_text()
