@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 
@@ -25,6 +26,36 @@ FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
+RAW_STDOUT = ("mcp",)   # stdout is a protocol stream there, not a terminal
+
+# C0 controls but newline and tab, DEL, C1 controls, and a CR that does not end a line: what lets a
+# note's text move the cursor, recolour, retitle or clear the terminal, or write the clipboard
+# (OSC 52). In human output they are shown as `\x1b`; in JSON as `\u009b` (json.dumps escapes C0
+# already, but not DEL and C1 with ensure_ascii=False).
+_CONTROLS = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str, json_text: bool = False) -> str:
+    """`text` with its control characters made visible (`\x1b`), or JSON-escaped (`\u001b`):
+    the one function every line the CLI prints goes through (`SafeStream`)."""
+    fmt = "\\u{:04x}" if json_text else "\\x{:02x}"
+    return _CONTROLS.sub(lambda m: fmt.format(ord(m.group())), text)
+
+
+class SafeStream:
+    """sys.stdout / sys.stderr while a command runs: every write passes `terminal_safe`, so note
+    text (search, read, latest, history …), error messages and logs cannot drive the terminal."""
+
+    def __init__(self, stream, json_text: bool = False):
+        self._stream = stream
+        self._json = json_text
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text, self._json))
+        return len(text)
+
+    def __getattr__(self, name):   # flush, isatty, fileno, buffer, encoding …
+        return getattr(self._stream, name)
 
 
 def _add_root(p: argparse.ArgumentParser) -> None:
@@ -267,6 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
+    if args.command in RAW_STDOUT:
+        return _main(args)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout, json_text=getattr(args, "json", False)), SafeStream(sys.stderr)
+    try:
+        return _main(args)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

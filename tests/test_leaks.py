@@ -217,3 +217,51 @@ def test_the_query_log_forgets_values_listed_later_in_the_hash_file(world):
     assert LATER in world["log"].read_text()
     mcp_calls(world, [("search", {"query": "backup"})])
     assert LATER not in world["log"].read_text()
+
+
+# -- terminal control sequences in notes ------------------------------------------------------------------
+
+EVIL = ("Rotate the quokkakeys now\x1b]0;pwned-title\x07 then \x1b]52;c;ZWNobyBwd25lZA==\x07 copy, "
+        "\x1b[2J\x1b[H cleared \x1b[31mred\x1b[0m and\rover written \x9b31m c1 \x07bell \x1b\\ done")
+RAW_CONTROLS = [c for c in map(chr, [*range(0, 32), *range(127, 160)]) if c not in "\n\t"]
+
+
+@pytest.fixture(scope="module")
+def evil(world):
+    write(world["notes"], "journal/2030/2030-03-04.md", f"# 2030-03-04 \x1b]0;title\x07\n\n## Keys\n\n{EVIL}\n")
+    r = run_cli(world, "index", "--root", str(world["notes"]))
+    assert r.returncode == 0, r.stderr
+    return world
+
+
+@pytest.mark.parametrize("args", [
+    ("search", "quokkakeys"), ("read", "journal/2030/2030-03-04.md"), ("read", "journal/2030/2030-03-04.md", "--heading", "Keys"),
+    ("latest", "quokkakeys"), ("outline", "journal/2030/2030-03-04.md"),
+])
+def test_note_text_cannot_drive_the_terminal(evil, args):
+    r = run_cli(evil, *args, "--root", str(evil["notes"]))
+    out = r.stdout + r.stderr
+    assert [c for c in RAW_CONTROLS if c in out] == [], out
+    assert r.returncode == 0, out
+    if args[0] != "outline":
+        assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07" in r.stdout and "\\x9b31m" in r.stdout, out   # shown, visibly
+
+
+@pytest.mark.parametrize("args", [("search", "quokkakeys"), ("read", "journal/2030/2030-03-04.md"), ("latest", "quokkakeys")])
+def test_json_output_keeps_control_characters_escaped(evil, args):
+    r = run_cli(evil, *args, "--json", "--root", str(evil["notes"]))
+    assert r.returncode == 0, r.stderr
+    assert [c for c in RAW_CONTROLS if c in r.stdout] == []
+    assert "\\u001b]52;c;ZWNobyBwd25lZA==\\u0007" in r.stdout and "\\u009b31m" in r.stdout
+    assert any("\x1b]52;c;ZWNobyBwd25lZA==\x07" in t for t in strings(json.loads(r.stdout)))   # the text, intact
+
+
+def strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from strings(v)
