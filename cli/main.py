@@ -330,7 +330,7 @@ def _main(args) -> int:
             return EXIT_INDEX
         if args.debug:
             raise
-        print(f"remembrancer: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
+        print(f"remembrancer: internal error: {type(e).__name__}: {scrubbed(str(e))} (re-run with --debug for details)",
               file=sys.stderr)
         return EXIT_BUG
 
