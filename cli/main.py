@@ -49,6 +49,7 @@ class SafeStream:
     def __init__(self, stream, json_text: bool = False):
         self._stream = stream
         self._json = json_text
+        self.unfiltered = stream   # for our own escapes (the progress bar), never for note text
 
     def write(self, text: str) -> int:
         self._stream.write(terminal_safe(text, self._json))
@@ -434,11 +435,11 @@ def _progress_bar():
             if time.monotonic() - state["t0"] < 1.0 or done >= total:   # quick, or done: no bar (it drew a blank line)
                 return
             bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                           TextColumn("{task.fields[path]}", style="dim"),
-                           console=Console(stderr=True), transient=True)
+                           TextColumn("{task.fields[path]}", style="dim"),   # rich passes ESC and C1 through
+                           console=Console(file=getattr(sys.stderr, "unfiltered", sys.stderr)), transient=True)
             bar.start()
             state["bar"], state["task"] = bar, bar.add_task("index", total=total, path="")
-        state["bar"].update(state["task"], completed=done, path=path[-50:])
+        state["bar"].update(state["task"], completed=done, path=terminal_safe(path[-50:]))
         if done >= total:
             state["bar"].stop()
 
