@@ -90,7 +90,25 @@ class _Parser(argparse.ArgumentParser):
             term = message.split(": ", 1)[1]
             message += (f"\n  a term that starts with a dash goes after --: remembrancer search -- {term} "
                         f"(or quote it inside the question: \"what does {term} do\")")
-        super().error(scrubbed(message))   # "invalid int value: '<a typed token>'" (indexer/errors.py)
+        super().error(without_typed_secrets(scrubbed(message)))   # "invalid int value: '<a typed token>'"
+
+
+_ARGV: list[str] = []   # this run's command line: what an error may quote
+
+
+def without_typed_secrets(obj):
+    """An error (text or dict) without the pieces of the command line that the user's redaction
+    policy removes: a value the secret-hash file lists need not look like a secret, so
+    `scrubbed`'s patterns alone miss it (in lower case too, as some errors quote it)."""
+    try:
+        from remembrancer.indexer.api import echoes_redacted
+        from remembrancer.indexer.config import load_config
+        from remembrancer.indexer.redact import RedactorSource
+
+        redactor = RedactorSource(load_config(None, with_roots=False).redact).current()
+    except UserError:   # no usable config or hash file: the patterns still applied
+        return obj
+    return echoes_redacted(redactor, obj, _ARGV, lowered=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,6 +315,7 @@ def _warn_root_after_dashes(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _ARGV[:] = argv
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
     if args.command in RAW_STDOUT:
@@ -338,8 +357,8 @@ def _main(args) -> int:
 
 def _error(args, e: UserError) -> None:
     if getattr(args, "json", False):
-        print(json.dumps({"error": e.to_dict()}, ensure_ascii=False))
-    said = str(e)
+        print(json.dumps({"error": without_typed_secrets(e.to_dict())}, ensure_ascii=False))
+    said = without_typed_secrets(str(e))
     for name, flag in FLAG_OF.items():
         said = said.replace(name, flag)
     print(f"remembrancer: {said}", file=sys.stderr)

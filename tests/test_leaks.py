@@ -173,9 +173,10 @@ def test_mcp_errors_never_echo_a_token(world):
     ("search", "--limit", TOKEN, "backup"), ("search", "--type", TOKEN, "backup"), ("search", "--since", TOKEN, "backup"),
     ("latest", "--until", TOKEN, "backup"), ("read", "runbooks/restore.md", "--lines", TOKEN),
     ("search", "--type", HASHED, "backup"), ("search", "--json", "--until", HASHED, "backup"),
+    ("search", "--limit", HASHED, "backup"), ("report", "--since", HASHED), ("report", "--json", "--since", HASHED),
 ])
 def test_cli_errors_never_echo_a_token(world, args):
-    r = run_cli(world, *args, "--root", str(world["notes"]))
+    r = run_cli(world, *args, *(() if args[0] == "report" else ("--root", str(world["notes"]))))
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("remembrancer") or "usage:" in r.stderr
     assert "Traceback" not in r.stderr
