@@ -87,6 +87,7 @@ from remembrancer.daemon.client import ping
 PROJECT = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_" + "Zq7Rw2Xk9Lm4Np8Vt3Yb6Hc1Jd5Fg0Ks2Qe7"   # GitHub token shaped (redact.py's `github` family)
 HASHED = "Kestrel7Wombat3Quill"   # no secret's shape: known only from the secret-hash file
+AWS_ID = "AKIA" + "Q7RW2XK9LM4NP8VT"   # upper case only: lower-cased, no pattern knows it
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +146,7 @@ ECHO_CALLS = [
     ("search", {"query": "backup", "limit": HASHED}, "limit"),
     ("search", {"query": "backup", "type": HASHED}, "type"),
     ("search", {"query": "backup", "since": HASHED}, "since"),
+    ("search", {"query": "backup", "type": AWS_ID}, "type"),
     ("read", {"path": "runbooks/restore.md", "lines": [HASHED, 2]}, "lines"),
     ("search", {"query": "backup", "limit": "x " * 60 + TOKEN}, "limit"),   # long: cut after redaction
 ]
@@ -164,7 +166,7 @@ def test_mcp_errors_never_echo_a_token(world):
         assert r.is_error, (name, args)
         assert r.structured_content["error"]["param"] == param, blob
         assert "Traceback" not in blob and "\n" not in r.structured_content["error"]["message"]
-        if [p for p in pieces(TOKEN) + pieces(HASHED) if p in blob]:
+        if [p for p in pieces(TOKEN) + pieces(HASHED) + pieces(AWS_ID) if p in blob]:
             leaks.append((name, param, r.structured_content["error"]["message"]))
     assert leaks == []
 
