@@ -106,7 +106,7 @@ def without_typed_secrets(obj):
         from remembrancer.indexer.redact import RedactorSource
 
         redactor = RedactorSource(load_config(None, with_roots=False).redact).current()
-    except UserError:   # no usable config or hash file: the patterns still applied
+    except Exception:   # no usable config or hash file (or an unreadable one): the patterns still applied
         return obj
     return echoes_redacted(redactor, obj, _ARGV, lowered=True)
 
