@@ -4,15 +4,29 @@ values the secret-hash file names. Real tantivy, the tiny model, real CLI and MC
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
+from remembrancer.cli.secrets_cmd import hash_secrets
+from remembrancer.daemon.client import ping
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
 from tests.corpus_helpers import write
 
+PROJECT = Path(__file__).resolve().parent.parent
 PLANTED = "zorblaxquint"   # a word no other note has
 
 
@@ -68,23 +82,6 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
 
 # -- echoed values ------------------------------------------------------------------------------------
 
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-
-from remembrancer.cli.secrets_cmd import hash_secrets
-from remembrancer.daemon.client import ping
-
-PROJECT = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_" + "Zq7Rw2Xk9Lm4Np8Vt3Yb6Hc1Jd5Fg0Ks2Qe7"   # GitHub token shaped (redact.py's `github` family)
 HASHED = "Kestrel7Wombat3Quill"   # no secret's shape: known only from the secret-hash file
 AWS_ID = "AKIA" + "Q7RW2XK9LM4NP8VT"   # upper case only: lower-cased, no pattern knows it
