@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer.config import DOC_TYPES, load_config
-from remembrancer.indexer.errors import UserError, echo, scrub_error
+from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
 from remembrancer.indexer.search import ALTERNATES_HINT
 
@@ -144,7 +144,9 @@ class RememberServer(MCPServer):
         except ToolError as e:
             if isinstance(e.__cause__, ValidationError):
                 return fail(self.policy_redacted(validation_error(name, e.__cause__), arguments))
-            raise
+            # the SDK's own text ("Unknown tool: <name>") through the same chokepoint
+            said = self.policy_redacted({"message": scrubbed(str(e))}, {"tool": name, **(arguments or {})})
+            raise ToolError(said["message"]) from None
 
     def policy_redacted(self, err: dict, arguments: dict) -> dict:
         """An argument error without the values the corpus's secret-hash file lists (they need

@@ -85,6 +85,10 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
 TOKEN = "ghp_" + "Zq7Rw2Xk9Lm4Np8Vt3Yb6Hc1Jd5Fg0Ks2Qe7"   # GitHub token shaped (redact.py's `github` family)
 HASHED = "Kestrel7Wombat3Quill"   # no secret's shape: known only from the secret-hash file
 AWS_ID = "AKIA" + "Q7RW2XK9LM4NP8VT"   # upper case only: lower-cased, no pattern knows it
+EVIL_NOTE = "journal/2030/2030-03-04.md"   # a note with terminal control sequences
+EVIL = ("Rotate the quokkakeys now\x1b]0;pwned-title\x07 then \x1b]52;c;ZWNobyBwd25lZA==\x07 copy, "
+        "\x1b[2J\x1b[H cleared \x1b[31mred\x1b[0m and\rover written \x9b31m c1 \x07bell \x1b\\ done")
+RAW_CONTROLS = [c for c in map(chr, [*range(0, 32), *range(127, 160)]) if c not in "\n\t"]
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +99,7 @@ def world(tmp_path_factory, tiny_model_dir):
     notes = base / "notes"
     write(notes, "runbooks/restore.md", "# Restore\n\nRestore the database from the nightly backup.\n")
     write(notes, "journal/2030/2030-01-02.md", "# 2030-01-02\n\nBackups checked on db1.\n")
+    write(notes, EVIL_NOTE, f"# 2030-03-04 \x1b]0;title\x07\n\n## Keys\n\n{EVIL}\n")
     cfg = base / "config.toml"
     log = base / "queries.jsonl"
     hashes = base / "secret-hashes.txt"
@@ -156,8 +161,10 @@ def pieces(token: str) -> list[str]:
 
 
 def test_mcp_errors_never_echo_a_token(world):
-    results = mcp_calls(world, [(name, args) for name, args, _ in ECHO_CALLS])
-    leaks = []
+    *results, unknown_token, unknown_hashed = mcp_calls(world, [(name, args) for name, args, _ in ECHO_CALLS]
+                                                        + [(TOKEN, {}), (HASHED, {})])
+    leaks = [(r.content[0].text,) for r in (unknown_token, unknown_hashed)   # the SDK's "Unknown tool: …"
+             if not r.is_error or [p for p in pieces(TOKEN) + pieces(HASHED) if p in r.content[0].text]]
     for (name, args, param), r in zip(ECHO_CALLS, results):
         blob = r.content[0].text + json.dumps(r.structured_content)
         assert r.is_error, (name, args)
@@ -221,22 +228,18 @@ def test_the_query_log_forgets_values_listed_later_in_the_hash_file(world):
 
 # -- terminal control sequences in notes ------------------------------------------------------------------
 
-EVIL = ("Rotate the quokkakeys now\x1b]0;pwned-title\x07 then \x1b]52;c;ZWNobyBwd25lZA==\x07 copy, "
-        "\x1b[2J\x1b[H cleared \x1b[31mred\x1b[0m and\rover written \x9b31m c1 \x07bell \x1b\\ done")
-RAW_CONTROLS = [c for c in map(chr, [*range(0, 32), *range(127, 160)]) if c not in "\n\t"]
 
 
 @pytest.fixture(scope="module")
 def evil(world):
-    write(world["notes"], "journal/2030/2030-03-04.md", f"# 2030-03-04 \x1b]0;title\x07\n\n## Keys\n\n{EVIL}\n")
-    r = run_cli(world, "index", "--root", str(world["notes"]))
-    assert r.returncode == 0, r.stderr
+    """The corpus has the note from the start: an `index` run beside the daemon would race it."""
+    assert b"\x1b]52;c;" in (world["notes"] / EVIL_NOTE).read_bytes()
     return world
 
 
 @pytest.mark.parametrize("args", [
-    ("search", "quokkakeys"), ("read", "journal/2030/2030-03-04.md"), ("read", "journal/2030/2030-03-04.md", "--heading", "Keys"),
-    ("latest", "quokkakeys"), ("outline", "journal/2030/2030-03-04.md"),
+    ("search", "quokkakeys"), ("read", EVIL_NOTE), ("read", EVIL_NOTE, "--heading", "Keys"),
+    ("latest", "quokkakeys"), ("outline", EVIL_NOTE),
 ])
 def test_note_text_cannot_drive_the_terminal(evil, args):
     r = run_cli(evil, *args, "--root", str(evil["notes"]))
@@ -247,7 +250,7 @@ def test_note_text_cannot_drive_the_terminal(evil, args):
         assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07" in r.stdout and "\\x9b31m" in r.stdout, out   # shown, visibly
 
 
-@pytest.mark.parametrize("args", [("search", "quokkakeys"), ("read", "journal/2030/2030-03-04.md"), ("latest", "quokkakeys")])
+@pytest.mark.parametrize("args", [("search", "quokkakeys"), ("read", EVIL_NOTE), ("latest", "quokkakeys")])
 def test_json_output_keeps_control_characters_escaped(evil, args):
     r = run_cli(evil, *args, "--json", "--root", str(evil["notes"]))
     assert r.returncode == 0, r.stderr
