@@ -15,7 +15,9 @@ or came back empty (the gaps worth writing down), what is slow, and which calls 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import logging
 import os
@@ -75,7 +77,8 @@ class QueryLog:
                 redactor = self.redactor_source.current()   # RedactionError: not logged
                 entry = redactor.redact_obj(entry)
             line = json.dumps(_cut(entry), ensure_ascii=False) + "\n"
-            with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with self._lock, _file_lock(self.path):
                 if redactor is not None and self._scrubbed_for != redactor.policy_fingerprint():
                     self._scrubbed_for = scrub_if_changed(self.path, redactor)
                 self._append(line)
@@ -83,7 +86,6 @@ class QueryLog:
             log.debug("query log entry not written: %s", e)
 
     def _append(self, line: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             if self.path.stat().st_size > MAX_BYTES:
                 os.replace(self.path, self.path.with_name(self.path.name + ".1"))
@@ -173,6 +175,18 @@ def _cut(entry: dict) -> dict:
     return entry
 
 
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """Held while a process appends, rotates or scrubs the log (MCP servers and the CLI share
+    it): a line appended during a scrub would go to the file the scrub replaces."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _policy_file(path: Path) -> Path:
     return path.with_name(path.name + ".policy")
 
@@ -226,8 +240,9 @@ def read_redacted(path: Path, redactor, since: str | None = None) -> list[dict]:
     """`read_entries`, every string redacted under the policy in force (a value listed since the
     line was written is not shown), the file itself scrubbed if it can be."""
     try:
-        scrub_if_changed(path, redactor)
-    except OSError as e:   # a log someone else owns: still shown redacted
+        with _file_lock(path):
+            scrub_if_changed(path, redactor)
+    except OSError as e:   # a log someone else owns (or no log yet): still shown redacted
         log.debug("query log not scrubbed: %s", e)
     return [redactor.redact_obj(e) for e in read_entries(path, since)]
 
