@@ -80,6 +80,28 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
     engine.close()
 
 
+def test_a_removal_and_an_edit_in_one_commit_keep_every_chunk_once(env, tiny_embedder):
+    """The segment mates re-added at the commit include a document edited in the same batch: each
+    chunk is in the index once, with its new text (and identifier terms) only."""
+    root = env / "notes"
+    for i in range(6):
+        write(root, f"notes/n{i}.md", f"# Note {i}\n\nplain words about host{i} and maxConnections\n")
+    write(root, "private/diary.md", f"# Diary\n\nthe code word is {PLANTED}\n")
+    engine = make_engine(root, tiny_embedder)
+    engine.refresh()
+    (root / "private/diary.md").unlink()
+    write(root, "notes/n2.md", "# Note 2\n\nnow about wombatStatus instead\n")
+    engine.refresh()
+    searcher = engine.fulltext.index.searcher()
+    ids = searcher.fast_field_values("chunk_id", [a for _, a in searcher.search(
+        __import__("tantivy").Query.all_query(), 1000).hits])
+    catalog_ids = [r[0] for r in engine.catalog.all_chunks()]
+    assert sorted(ids) == sorted(catalog_ids) and len(set(ids)) == len(ids)
+    assert searcher.doc_freq("body", PLANTED) == 0 and searcher.doc_freq("body", "host2") == 0
+    assert searcher.doc_freq("ident", "wombatstatus") == 1 and searcher.doc_freq("ident", "maxconnections") == 5
+    engine.close()
+
+
 # -- echoed values ------------------------------------------------------------------------------------
 
 TOKEN = "ghp_" + "Zq7Rw2Xk9Lm4Np8Vt3Yb6Hc1Jd5Fg0Ks2Qe7"   # GitHub token shaped (redact.py's `github` family)
