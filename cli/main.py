@@ -12,12 +12,13 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 
 from remembrancer import __version__
 from remembrancer.indexer import terms
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, scrubbed
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
@@ -25,6 +26,37 @@ FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
 
 log = logging.getLogger("remembrancer")
+RAW_STDOUT = ("mcp",)   # stdout is a protocol stream there, not a terminal
+
+# C0 controls but newline and tab, DEL, C1 controls, and a CR that does not end a line: what lets a
+# note's text move the cursor, recolour, retitle or clear the terminal, or write the clipboard
+# (OSC 52). In human output they are shown as `\x1b`; in JSON as `\u009b` (json.dumps escapes C0
+# already, but not DEL and C1 with ensure_ascii=False).
+_CONTROLS = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str, json_text: bool = False) -> str:
+    """`text` with its control characters made visible (`\x1b`), or JSON-escaped (`\u001b`):
+    the one function every line the CLI prints goes through (`SafeStream`)."""
+    fmt = "\\u{:04x}" if json_text else "\\x{:02x}"
+    return _CONTROLS.sub(lambda m: fmt.format(ord(m.group())), text)
+
+
+class SafeStream:
+    """sys.stdout / sys.stderr while a command runs: every write passes `terminal_safe`, so note
+    text (search, read, latest, history …), error messages and logs cannot drive the terminal."""
+
+    def __init__(self, stream, json_text: bool = False):
+        self._stream = stream
+        self._json = json_text
+        self.unfiltered = stream   # for our own escapes (the progress bar), never for note text
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text, self._json))
+        return len(text)
+
+    def __getattr__(self, name):   # flush, isatty, fileno, buffer, encoding …
+        return getattr(self._stream, name)
 
 
 def _add_root(p: argparse.ArgumentParser) -> None:
@@ -58,7 +90,25 @@ class _Parser(argparse.ArgumentParser):
             term = message.split(": ", 1)[1]
             message += (f"\n  a term that starts with a dash goes after --: remembrancer search -- {term} "
                         f"(or quote it inside the question: \"what does {term} do\")")
-        super().error(message)
+        super().error(without_typed_secrets(scrubbed(message)))   # "invalid int value: '<a typed token>'"
+
+
+_ARGV: list[str] = []   # this run's command line: what an error may quote
+
+
+def without_typed_secrets(obj):
+    """An error (text or dict) without the pieces of the command line that the user's redaction
+    policy removes: a value the secret-hash file lists need not look like a secret, so
+    `scrubbed`'s patterns alone miss it (in lower case too, as some errors quote it)."""
+    try:
+        from remembrancer.indexer.api import echoes_redacted
+        from remembrancer.indexer.config import load_config
+        from remembrancer.indexer.redact import RedactorSource
+
+        redactor = RedactorSource(load_config(None, with_roots=False).redact).current()
+    except Exception:   # no usable config or hash file (or an unreadable one): the patterns still applied
+        return obj
+    return echoes_redacted(redactor, obj, _ARGV, lowered=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -265,8 +315,20 @@ def _warn_root_after_dashes(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _ARGV[:] = argv
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
+    if args.command in RAW_STDOUT:
+        return _main(args)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout, json_text=getattr(args, "json", False)), SafeStream(sys.stderr)
+    try:
+        return _main(args)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -288,15 +350,15 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INDEX
         if args.debug:
             raise
-        print(f"remembrancer: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
+        print(f"remembrancer: internal error: {type(e).__name__}: {scrubbed(str(e))} (re-run with --debug for details)",
               file=sys.stderr)
         return EXIT_BUG
 
 
 def _error(args, e: UserError) -> None:
     if getattr(args, "json", False):
-        print(json.dumps({"error": e.to_dict()}, ensure_ascii=False))
-    said = str(e)
+        print(json.dumps({"error": without_typed_secrets(e.to_dict())}, ensure_ascii=False))
+    said = without_typed_secrets(str(e))
     for name, flag in FLAG_OF.items():
         said = said.replace(name, flag)
     print(f"remembrancer: {said}", file=sys.stderr)
@@ -392,11 +454,11 @@ def _progress_bar():
             if time.monotonic() - state["t0"] < 1.0 or done >= total:   # quick, or done: no bar (it drew a blank line)
                 return
             bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                           TextColumn("{task.fields[path]}", style="dim"),
-                           console=Console(stderr=True), transient=True)
+                           TextColumn("{task.fields[path]}", style="dim"),   # rich passes ESC and C1 through
+                           console=Console(file=getattr(sys.stderr, "unfiltered", sys.stderr)), transient=True)
             bar.start()
             state["bar"], state["task"] = bar, bar.add_task("index", total=total, path="")
-        state["bar"].update(state["task"], completed=done, path=path[-50:])
+        state["bar"].update(state["task"], completed=done, path=terminal_safe(path[-50:]))
         if done >= total:
             state["bar"].stop()
 
@@ -659,19 +721,18 @@ def cmd_report(args) -> int:
 
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.filters import _date
-    from remembrancer.indexer.querylog import format_report, path_for, read_entries, summarise
+    from remembrancer.indexer.querylog import default_path, format_report, path_for, read_redacted, summarise
+    from remembrancer.indexer.redact import RedactionPolicy, RedactorSource
 
-    if args.log:
-        path = Path(args.log).expanduser()
-    else:
-        try:
-            path = path_for(load_config(None))
-        except UserError:  # a config whose roots are gone must not hide the log
-            from remembrancer.indexer.querylog import default_path
-
-            path = default_path()
+    try:
+        config = load_config(None, with_roots=False)   # a config whose roots are gone must not hide the log
+    except UserError:
+        config = None
+    path = Path(args.log).expanduser() if args.log else path_for(config) if config else default_path()
+    # shown under the policy in force (a broken secret-hash file: RedactionError, nothing shown)
+    redactor = RedactorSource(config.redact if config else RedactionPolicy()).current()
     since = _date("since", args.since)
-    rep = summarise(read_entries(path, since), slow_ms=args.slow_ms, top=args.top)
+    rep = summarise(read_redacted(path, redactor, since), slow_ms=args.slow_ms, top=args.top)
     rep["log"] = str(path)
     if args.json:
         print(json.dumps(rep, indent=2, ensure_ascii=False))

@@ -10,7 +10,7 @@ import json
 
 from . import reader
 from .chunks import CHARS_PER_TOKEN, estimate_tokens
-from .errors import UserError
+from .errors import UserError, echo
 from .filters import Filters
 from .search import SearchRequest, search
 
@@ -44,7 +44,7 @@ def _list(params: dict, name: str) -> list[str]:
 def _int(params: dict, name: str, default: int, lo: int, hi: int) -> int:
     v = params.get(name, default)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise UserError(f"{name} must be an integer from {lo} to {hi}, got {v!r}", param=name)
+        raise UserError(f"{name} must be an integer from {lo} to {hi}, got {echo(repr(v))}", param=name)
     return v
 
 
@@ -226,17 +226,27 @@ def answer_in_process(engine, method: str, params: dict, freshness) -> dict | No
             out = {**engine.status(), "daemon": None, "freshness": freshness()}
     return out
 
-def _redacted_echoes(engine, out, params: dict):
+def _redacted_echoes(engine, out, params: dict, lowered: bool = False):
     """Pieces of secrets typed into the request, wherever the answer repeats them (indexer/redact.py)."""
     try:
         redactor = engine.redaction.current()
     except UserError:
         return out
-    return redactor.redact_echoes(out, redactor.echoed_secrets(params))
+    return echoes_redacted(redactor, out, params, lowered)
+
+
+def echoes_redacted(redactor, out, params: dict, lowered: bool = False):
+    """`out` without the pieces of `params` that `redactor` removes; `lowered`: in lower case
+    too (an error may quote a value as it compared it, e.g. a doc type)."""
+    pieces = redactor.echoed_secrets(params)
+    if lowered:
+        pieces = sorted(set(pieces) | {p.lower() for p in pieces}, key=len, reverse=True)
+    return redactor.redact_echoes(out, pieces)
 
 
 def _redacted_error(engine, e: UserError, params: dict) -> UserError:
-    fields = _redacted_echoes(engine, {"message": e.message, "hint": e.hint, "options": e.options}, params)
+    fields = _redacted_echoes(engine, {"message": e.message, "hint": e.hint, "options": e.options}, params,
+                              lowered=True)
     e.message, e.hint, e.options = fields["message"], fields["hint"], fields["options"]
     e.args = (e.message,)
     return e

@@ -675,6 +675,17 @@ class Catalog(MetaReads):
             " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id"
             " WHERE d.path=? ORDER BY c.id", (path,))
 
+    def chunks_by_ids(self, ids: list[int]) -> list:
+        """The rows of `all_chunks` with these chunk ids (those still in the catalog)."""
+        out = []
+        for i in range(0, len(ids), 900):   # SQLite's bound-parameter limit
+            part = ids[i:i + 900]
+            out += self.db.execute(
+                "SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
+                " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id"
+                f" WHERE c.id IN ({','.join('?' * len(part))}) ORDER BY c.id", part).fetchall()
+        return out
+
     def passage_vectors(self, passage_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(labels, vectors) for every passage (or the given ones), straight from the stored blobs."""
         if passage_ids is None:

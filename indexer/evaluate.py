@@ -270,7 +270,8 @@ def _tty_progress():
 
     def update(done: int, total: int, path: str) -> None:
         end = "\n" if done >= total else ""
-        print(f"\rindexing {done}/{total} {path[-50:]:<50}", end=end, file=sys.stderr, flush=True)
+        getattr(sys.stderr, "unfiltered", sys.stderr).write("\r")   # the CLI shows a bare CR in its text as \x0d
+        print(f"indexing {done}/{total} {path[-50:]:<50}", end=end, file=sys.stderr, flush=True)
 
     return update
 

@@ -35,7 +35,9 @@ def _schema() -> tantivy.Schema:
     b.add_text_field("heading", stored=False, tokenizer_name="default")
     b.add_text_field("body", stored=False, tokenizer_name="default")
     b.add_text_field("stem", stored=False, tokenizer_name="en_stem")
-    b.add_text_field("ident", stored=False, tokenizer_name="whitespace")
+    # stored: a purge (FullText.delete_document) re-adds a segment's chunks without splitting
+    # their identifiers again (most of the cost of adding a chunk)
+    b.add_text_field("ident", stored=True, tokenizer_name="whitespace")
     return b.build()
 
 
@@ -45,15 +47,25 @@ def idents(heading: str, text: str) -> str:
 
 
 class FullText:
-    """Open (or rebuild) the index at `directory`; `generation` says which catalog state it holds."""
+    """Open (or rebuild) the index at `directory`; `generation` says which catalog state it holds.
 
-    def __init__(self, directory: Path, priority: RequestsFirst | None = None):
+    `chunks_by_ids(ids)` gives catalog rows (as `replace_document` takes them) by chunk id: a
+    removed document's segments are rewritten from them (`delete_document`)."""
+
+    def __init__(self, directory: Path, priority: RequestsFirst | None = None, chunks_by_ids=None):
         self.dir = directory
         self.priority = priority or RequestsFirst()
+        self.chunks_by_ids = chunks_by_ids
         self.schema = _schema()
         self.index = self._open()
         self._writer = None
         self._lost = False   # a commit failed: pending writes are gone until a rebuild
+        # chunk ids re-added at the next commit (their segments purged), those segments' ords (in
+        # the searcher of the last commit), their identifier terms as stored, paths written since
+        self._rewrite: set[int] = set()
+        self._rewritten_segments: set[int] = set()
+        self._kept_idents: dict[int, str] = {}
+        self._replaced: set[str] = set()
 
     def _open(self) -> tantivy.Index:
         for leftover in (self._building, self._retired):   # a rebuild interrupted by a crash
@@ -102,13 +114,60 @@ class FullText:
         A large document's chunks go in slices, giving way to requests between them."""
         w = self.writer()
         w.delete_documents_by_term("path", path)
+        self._replaced.add(path)
         for i, (chunk_id, section_id, cpath, _doc_type, heading, text) in enumerate(chunks):
             if i and i % WRITE_SLICE == 0:
                 self.priority.give_way()
             w.add_document(self._doc(chunk_id, section_id, cpath, heading, text))
 
     def delete_document(self, path: str) -> None:
+        """Delete a removed (deleted, denied, `secret: true`) document so that no trace of its
+        words stays on disk: tantivy keeps a deleted document's terms, counted in doc_freq, until
+        its segment is merged away, and tantivy-py cannot merge. So the other chunks of the
+        segments holding it are re-added at the commit, the old segments end with no live
+        document, and tantivy drops them and their files. The cost follows the segments touched
+        (a small segment of recent edits is cheap; the first bulk segment is a rewrite)."""
+        if self.chunks_by_ids is not None:
+            self._rewrite |= self._segment_mates(path)
         self.writer().delete_documents_by_term("path", path)
+
+    def _segment_mates(self, path: str) -> set[int]:
+        """Chunk ids of the live documents in the segments that hold `path` and are not already
+        being rewritten at this commit (a branch switch removing 500 files reads each segment once)."""
+        searcher = self.index.searcher()
+        n = searcher.doc_freq("path", path)
+        if not n:
+            return set()
+        own = searcher.search(tantivy.Query.term_query(self.schema, "path", path), n).hits
+        segments = {addr.segment_ord for _, addr in own} - self._rewritten_segments
+        if not segments:
+            return set()
+        self._rewritten_segments |= segments
+        addrs = [addr for _, addr in searcher.search(tantivy.Query.all_query(), searcher.num_docs).hits
+                 if addr.segment_ord in segments]
+        ids = searcher.fast_field_values("chunk_id", addrs)
+        for chunk_id, addr in zip(ids, addrs):
+            self._kept_idents[chunk_id] = searcher.doc(addr).get_first("ident") or ""
+        return set(ids)   # `path`'s own too: deleted, and not in the catalog to be added again
+
+    def _rewrite_segment_mates(self, w) -> None:
+        """Delete the removed documents' segment mates by chunk id and add them again from the
+        catalog as it is now (a mate written again in this batch is deleted with its fresh copy
+        and added once: deletes apply to what was added before them); their stored identifier
+        terms are reused unless their document was written since the last commit."""
+        ids, kept, replaced = sorted(self._rewrite), self._kept_idents, self._replaced
+        self._forget_rewrite()
+        if not ids:
+            return
+        w.delete_documents_by_query(tantivy.Query.term_set_query(self.schema, "chunk_id", ids))
+        for i, (chunk_id, section_id, cpath, _doc_type, heading, text) in enumerate(self.chunks_by_ids(ids)):
+            if i and i % WRITE_SLICE == 0:
+                self.priority.give_way()
+            ident = None if cpath in replaced else kept.get(chunk_id)
+            w.add_document(self._doc(chunk_id, section_id, cpath, heading, text, ident))
+
+    def _forget_rewrite(self) -> None:
+        self._rewrite, self._rewritten_segments, self._kept_idents, self._replaced = set(), set(), {}, set()
 
     def _doc(self, chunk_id, section_id, path, heading, text, ident: str | None = None) -> tantivy.Document:
         if ident is None:
@@ -120,13 +179,16 @@ class FullText:
         """Commit explicitly and check it (a `with` block swallows a failed commit — FIELD-NOTES)."""
         if self._writer is not None:
             try:
+                self._rewrite_segment_mates(self._writer)
                 self._writer.commit()
+                self._writer.garbage_collect_files()   # segments left with no live document: files gone now
                 self._writer.wait_merging_threads()
             except BaseException:
                 # A writer whose commit failed is broken and its pending writes are lost (FIELD-NOTES):
                 # the index matches no catalog generation any more, now or after a restart, until
                 # it is rebuilt — later commits must not stamp it current.
                 self._writer = None
+                self._forget_rewrite()
                 self._lost = True
                 (self.dir / "generation").unlink(missing_ok=True)
                 raise
@@ -140,6 +202,7 @@ class FullText:
         it in: searches keep the old index until the new one is whole (an index changes only by
         swaps). The old files are deleted right after the swap (a redaction change relies on it)."""
         self._writer = None
+        self._forget_rewrite()
         building = self._building
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
@@ -178,6 +241,8 @@ class FullText:
         may answer the identifier terms from a cache (splitting them is most of a build's cost)."""
         self = cls.__new__(cls)
         self.dir, self.schema, self._writer, self._lost = None, _schema(), None, False
+        self.chunks_by_ids = None
+        self._forget_rewrite()
         self.index = tantivy.Index(self.schema)
         self._fill(self.index, chunks, ident_of)
         self.index.reload()

@@ -3,7 +3,10 @@
 One JSON line per question asked through MCP or the CLI: when, which tool, the query, the top
 result, the verdict, the latency and how fresh the index said it was. It never leaves the
 machine (a file under the user's data dir, mode 0600), every string in it is redacted with the
-policy in force (indexer/redact.py) — a broken policy means nothing is logged — and it is
+policy in force (indexer/redact.py) — a broken policy means nothing is logged — then cut between
+tokens (never half a token, which redaction would no longer see as one). When the policy changes
+(a value added to the secret-hash file) the lines already written are redacted again, once: the
+fingerprint of the policy they were last redacted under is kept beside the log (`.policy`). It is
 opt-out: `[log] queries = false` in the config turns it off.
 
 `report` answers what an operator wants from it: what is asked most, where the memory abstained
@@ -12,7 +15,9 @@ or came back empty (the gaps worth writing down), what is slow, and which calls 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import logging
 import os
@@ -22,10 +27,13 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .errors import cut_whole
+
 log = logging.getLogger(__name__)
 
 MAX_BYTES = 5 * 1024 * 1024    # then the file is rotated to queries.jsonl.1 (one generation kept)
 QUERY_CHARS = 500
+ERROR_CHARS = 300
 DEFAULT_SLOW_MS = 1000.0
 LOGGED_TOOLS = ("search", "history", "latest", "neighbors", "verify")
 ABSTAINED = ("no_strong_match", "empty")
@@ -48,6 +56,7 @@ class QueryLog:
         self.path = Path(path)
         self.redactor_source = redactor_source
         self._lock = threading.Lock()
+        self._scrubbed_for: str | None = None   # the policy the file's lines are known redacted under
 
     @classmethod
     def for_config(cls, config) -> "QueryLog | None":
@@ -63,16 +72,20 @@ class QueryLog:
         """Log one call. Never raises: a log problem must not fail a question."""
         try:
             entry = make_entry(tool, params, out, ms, error, client)
+            redactor = None
             if self.redactor_source is not None:
-                entry = self.redactor_source.current().redact_obj(entry)  # RedactionError: not logged
-            line = json.dumps(entry, ensure_ascii=False) + "\n"
-            with self._lock:
+                redactor = self.redactor_source.current()   # RedactionError: not logged
+                entry = redactor.redact_obj(entry)
+            line = json.dumps(_cut(entry), ensure_ascii=False) + "\n"
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with self._lock, _file_lock(self.path):
+                if redactor is not None and self._scrubbed_for != redactor.policy_fingerprint():
+                    self._scrubbed_for = scrub_if_changed(self.path, redactor)
                 self._append(line)
         except Exception as e:
             log.debug("query log entry not written: %s", e)
 
     def _append(self, line: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             if self.path.stat().st_size > MAX_BYTES:
                 os.replace(self.path, self.path.with_name(self.path.name + ".1"))
@@ -138,13 +151,13 @@ def make_entry(tool: str, params: dict, out: dict | None, ms: float, error: dict
                and not (tool in ("neighbors", "verify") and k == "path")}
     entry = {
         "ts": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-        "tool": tool, "client": client, "query": _query_text(tool, params)[:QUERY_CHARS],
+        "tool": tool, "client": client, "query": _query_text(tool, params),
         "latency_ms": round(float(ms), 1),
     }
     if filters:
         entry["params"] = filters
     if error is not None:
-        entry.update(verdict="error", error={"code": error.get("code"), "message": str(error.get("message", ""))[:300]})
+        entry.update(verdict="error", error={"code": error.get("code"), "message": str(error.get("message", ""))})
         return entry
     out = out or {}
     entry.update(verdict=verdict_of(tool, out), results=len(_rows(tool, out)), top=_top(tool, out))
@@ -154,7 +167,85 @@ def make_entry(tool: str, params: dict, out: dict | None, ms: float, error: dict
     return entry
 
 
+def _cut(entry: dict) -> dict:
+    """The entry's free text cut to size after redaction, between tokens (errors.cut_whole)."""
+    entry["query"] = cut_whole(str(entry.get("query", "")), QUERY_CHARS)
+    if isinstance(entry.get("error"), dict):
+        entry["error"]["message"] = cut_whole(str(entry["error"].get("message", "")), ERROR_CHARS)
+    return entry
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """Held while a process appends, rotates or scrubs the log (MCP servers and the CLI share
+    it): a line appended during a scrub would go to the file the scrub replaces."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _policy_file(path: Path) -> Path:
+    return path.with_name(path.name + ".policy")
+
+
+def scrub_if_changed(path: Path, redactor) -> str:
+    """Redact the log's lines (both generations) again if they were last redacted under another
+    policy — a value just added to the secret-hash file leaves the log too — and record this
+    policy's fingerprint beside the log. Returns the fingerprint."""
+    fp = redactor.policy_fingerprint()
+    marker = _policy_file(path)
+    try:
+        if marker.read_text().strip() == fp:
+            return fp
+    except OSError:
+        pass
+    for p in (path.with_name(path.name + ".1"), path):
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        lines = []
+        for line in text.splitlines():
+            try:
+                e = json.loads(line)
+            except json.JSONDecodeError:
+                lines.append(redactor.redact_text(line))
+                continue
+            lines.append(json.dumps(_cut(redactor.redact_obj(e)) if isinstance(e, dict) else redactor.redact_obj(e),
+                                    ensure_ascii=False))
+        _write_private(p, "".join(x + "\n" for x in lines))
+    if path.parent.is_dir():
+        _write_private(marker, fp + "\n")
+    return fp
+
+
+def _write_private(p: Path, text: str) -> None:
+    """Replace `p` with `text` (mode 0600), atomically: a crash leaves the old or the new file."""
+    tmp = p.with_name(p.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, p)
+
+
 # -- reading and reporting -------------------------------------------------------------------------
+
+def read_redacted(path: Path, redactor, since: str | None = None) -> list[dict]:
+    """`read_entries`, every string redacted under the policy in force (a value listed since the
+    line was written is not shown), the file itself scrubbed if it can be."""
+    try:
+        with _file_lock(path):
+            scrub_if_changed(path, redactor)
+    except OSError as e:   # a log someone else owns (or no log yet): still shown redacted
+        log.debug("query log not scrubbed: %s", e)
+    return [redactor.redact_obj(e) for e in read_entries(path, since)]
+
 
 def read_entries(path: Path, since: str | None = None) -> list[dict]:
     """Entries of the log (and its rotated generation), oldest first; bad lines are skipped."""

@@ -29,7 +29,7 @@ class LocalStore:
         return Catalog(self.catalog_file, readonly=readonly, priority=self.priority)
 
     def keyword_index(self, ledgers) -> FullText:
-        return FullText(self.dir / "fulltext", self.priority)
+        return FullText(self.dir / "fulltext", self.priority, lambda ids: ledgers().chunks_by_ids(ids))
 
     def vector_index(self, ledgers, dim: int) -> Vectors:
         return Vectors(self.dir / "vectors", dim, self.priority)

@@ -117,8 +117,11 @@ def uses_whole(word: str, lowered_texts: Iterable[str]) -> bool:
 
 
 def elide(text: str, width: int = 80) -> str:
-    """The text as a message may quote it: an agent's 20 kB query must not come back 20 kB long."""
-    return text if len(text) <= width else text[:width - 1] + "…"
+    """The text as a message may quote it: an agent's 20 kB query must not come back 20 kB long,
+    nor half a secret (indexer/errors.py `echo`: redacted whole, then cut between tokens)."""
+    from .errors import echo
+
+    return echo(text, width)
 
 
 def shown(words: Iterable[str], most: int = 8, width: int = 40) -> str:

@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer.config import DOC_TYPES, load_config
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
 from remembrancer.indexer.search import ALTERNATES_HINT
 
@@ -61,6 +61,8 @@ def ok(text: str, data: dict) -> CallToolResult:
 
 
 def fail(err: dict) -> CallToolResult:
+    """An error result; every error a tool sends passes `scrub_error` (indexer/errors.py)."""
+    err = scrub_error(err)
     return CallToolResult(content=[TextContent(type="text", text=render.error_text(err))],
                           structured_content={"error": err}, is_error=True)
 
@@ -87,8 +89,7 @@ def validation_error(tool: str, exc: ValidationError) -> dict:
     msg = first.get("msg", "invalid argument")
     message = f"{param}: {msg}" if param else msg
     if param and "input" in first and not isinstance(first["input"], dict):
-        got = repr(first["input"])
-        message += f", got {got if len(got) <= 80 else got[:77] + '...'}"
+        message += f", got {echo(repr(first['input']))}"
     err: dict = {"code": "bad_input", "message": message}
     if param:
         err["param"] = param
@@ -114,6 +115,7 @@ class RememberServer(MCPServer):
 
     corpus_chooser = None
     _choosing = None
+    link = None              # set by build_server: its corpus's redaction policy covers argument errors
 
     async def _handle_list_tools(self, ctx, params):
         await self._choose_corpus(ctx)
@@ -141,8 +143,27 @@ class RememberServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if isinstance(e.__cause__, ValidationError):
-                return fail(validation_error(name, e.__cause__))
-            raise
+                return fail(self.policy_redacted(validation_error(name, e.__cause__), arguments))
+            # the SDK's own text ("Unknown tool: <name>") through the same chokepoint
+            said = self.policy_redacted({"message": scrubbed(str(e))}, {"tool": name, **(arguments or {})})
+            raise ToolError(said["message"]) from None
+
+    def policy_redacted(self, err: dict, arguments: dict) -> dict:
+        """An argument error without the values the corpus's secret-hash file lists (they need
+        not look like secrets, so `scrub_error`'s patterns miss them); nothing quoted back if that
+        policy is unusable."""
+        from remembrancer.indexer.api import echoes_redacted
+        from remembrancer.indexer.redact import RedactorSource
+
+        config = getattr(self.link, "config", None)
+        if config is None:
+            return err
+        sources = self.__dict__.setdefault("_redaction", {})
+        source = sources.setdefault(config.redact, RedactorSource(config.redact))
+        try:
+            return echoes_redacted(source.current(), err, arguments or {}, lowered=True)
+        except UserError:
+            return {**err, "message": err["message"].split(", got ", 1)[0]}
 
 
 async def client_roots(ctx) -> list[str]:
@@ -203,6 +224,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         server_instructions += "\n\n" + instructions.strip()
     server = RememberServer(SERVER_NAME, description="Hybrid search over a Markdown working memory.",
                             instructions=server_instructions, version=_version())
+    server.link = link
 
     def call(tool: str, method: str, **params) -> dict:
         """link.call, timed and written to the query log (answers and errors alike)."""
