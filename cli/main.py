@@ -799,16 +799,29 @@ def cmd_mcp(args) -> int:
 def _mcp_config(args) -> int:
     from pathlib import Path
 
-    from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.scope import check_exists, normalize
+    from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop, mcp_args
 
-    roots = args.root or []
-    print("# Claude Code — one line for every project (each project's folder is its corpus):")
-    print(claude_code_line([]))
+    if args.desktop_config and not args.install:
+        raise UserError("--desktop-config names the file --install writes", param="desktop-config",
+                        hint="add --install, or leave --desktop-config out to only print the lines")
+    roots = [str(r.path) for r in load_config(args.root).roots] if args.root else []   # a typo fails here
+    scopes = list(normalize(args.scope))
+    if scopes and roots:
+        check_exists(load_config(roots).roots, tuple(scopes))
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit)
+    if roots:
+        print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
+    else:
+        print("# Claude Code — one line for every project; it serves the config file's roots, else a project "
+              "folder already indexed (pass --root DIR to pin your notes):")
+    print(claude_code_line(flags))
     print("\n# Claude Desktop — claude_desktop_config.json (it has no project: "
           + ("the roots given here)" if roots else "the config file's roots, or add --root DIR here)") + ":")
-    print(json.dumps(desktop_json(roots), indent=2))
+    print(json.dumps(desktop_json(flags), indent=2))
     if args.install:
-        report = install_desktop(roots, Path(args.desktop_config).expanduser() if args.desktop_config else None)
+        report = install_desktop(flags, Path(args.desktop_config).expanduser() if args.desktop_config else None)
         print(f"\nClaude Desktop: {report['result']} in {report['config']} (restart Claude Desktop to load it)")
     return EXIT_OK
 
