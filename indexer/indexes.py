@@ -138,8 +138,7 @@ def describe(index: Index) -> dict:
             catalog.close()
     except Exception as e:  # a damaged index still gets its line, and can be forgotten
         row["problem"] = f"{type(e).__name__}: {e}"
-    if row["last_used_at"] is None:
-        row["last_used_at"] = row["last_indexed_at"]
+    row["last_used_at"] = max((t for t in (row["last_used_at"], row["last_indexed_at"]) if t), default=None)
     return row
 
 
