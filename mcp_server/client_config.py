@@ -54,9 +54,10 @@ def server_entry(args: list[str]) -> dict:
 
 
 def claude_code_line(args: list[str]) -> str:
+    """The name comes before `--env`: claude's `--env` takes every word up to `--`, the name too."""
     entry = server_entry(args)
     env = " ".join(f"--env {shlex.quote(f'{k}={v}')}" for k, v in entry.get("env", {}).items())
-    return (f"claude mcp add --scope user {env + ' ' if env else ''}{SERVER} -- "
+    return (f"claude mcp add --scope user {SERVER} {env + ' ' if env else ''}-- "
             + " ".join(shlex.quote(a) for a in [entry["command"], *entry["args"]]))
 
 

@@ -184,6 +184,8 @@ def test_the_printed_registration_from_an_unrelated_project_answers_from_the_not
     assert r.returncode == 0, r.stderr
     add = next(line for line in r.stdout.splitlines() if line.startswith("claude mcp add"))
     words = shlex.split(add)
+    assert words[:6] == ["claude", "mcp", "add", "--scope", "user", "remembrancer"]   # before the variadic --env
+    assert any(w.startswith("REMEMBRANCER_DATA_DIR=") for w in words[:words.index("--")])
     server = words[words.index("--") + 1:]
     assert server[server.index("--root") + 1] == str(notes)
     assert server[server.index("--scope") + 1] == "journal"
