@@ -43,6 +43,11 @@ def indexes_dir() -> Path:
     return data_dir() / "indexes"
 
 
+def built(config) -> bool:
+    """Whether this corpus has an index on disk (looked up without creating anything)."""
+    return bool(config.roots) and (indexes_dir() / config.index_name() / CATALOG).exists()
+
+
 def record(index_dir: Path, roots) -> None:
     """Note the corpus's roots beside its index and mark it used now (never fails an index run)."""
     f = index_dir / RECORD
@@ -93,12 +98,11 @@ def corpus_for(folders: list[Path]) -> list[Path] | None:
     from .config import Config, make_roots
 
     try:
-        name = Config(roots=make_roots(folders)).index_name()
+        if built(Config(roots=make_roots(folders))):
+            return [Path(f) for f in folders]
     except UserError:
         return None
     every = known()
-    if any(i.name == name for i in every):
-        return [Path(f) for f in folders]
     holding = [i for i in every if i.roots and all(i.holds(f) for f in folders)
                and all(r.is_dir() for r in i.roots)]
     if not holding:

@@ -23,7 +23,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
-from remembrancer.indexer.config import DOC_TYPES, data_dir, load_config
+from remembrancer.indexer import indexes
+from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
 from remembrancer.indexer.search import ALTERNATES_HINT
@@ -203,7 +204,7 @@ def peek(config) -> "describe.IndexFacts":
     from remembrancer.daemon.connect import LocalBackend
 
     where = ", ".join(str(r.path) for r in config.roots)
-    if not (config.roots and (data_dir() / "indexes" / config.index_name() / "catalog.sqlite3").exists()):
+    if not indexes.built(config):
         return describe.IndexFacts(warning=f"{where} is not indexed yet: the first tool call indexes it")
     try:
         backend = LocalBackend(config, readonly=True)
