@@ -886,8 +886,9 @@ def _mcp_config(args) -> int:
                         hint="add --install, or leave --desktop-config out to only print the lines")
     roots = [str(r.path) for r in load_config(args.root).roots] if args.root else []   # a typo fails here
     scopes = list(normalize(args.scope))
-    if scopes and roots:
-        check_exists(load_config(roots).roots, tuple(scopes))
+    served = load_config(roots or None).roots   # without --root: the config's roots, if any, are served
+    if scopes and served:
+        check_exists(served, tuple(scopes))
     flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit)
     if roots:
         print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")

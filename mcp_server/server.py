@@ -505,8 +505,12 @@ def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> Non
 def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:
     """The corpus by choose.py's rule, then tool descriptions written from its index on disk
     (opened at the first tool call)."""
+    from remembrancer.indexer.scope import check_exists
+
     try:
         config, source = choose_corpus(None, client_roots)
+        if link.scope:
+            check_exists(config.roots, link.scope)   # as with --root: a typo must not serve an empty corpus
     except UserError as e:   # every tool answers with it; the descriptions say it
         config, link.config_error, link.start_problem = None, e, str(e)
     else:

@@ -198,6 +198,19 @@ def test_the_printed_registration_from_an_unrelated_project_answers_from_the_not
     assert paths and all(p.startswith("journal/") for p in paths)
 
 
+def test_a_scope_naming_nothing_in_the_chosen_corpus_is_refused(world):
+    """Without --root the corpus is chosen late (here: the config's roots); a mistyped --scope is still
+    refused by name, as with --root, instead of serving an empty corpus."""
+    env, notes = world["env"], world["notes"]
+    cfg = Path(env["REMEMBRANCER_CONFIG"])
+    cfg.write_text(f'roots = ["{notes}"]\n' + cfg.read_text())
+    _, _, [res] = session(env, world["fresh"], args=["--scope", "jornal"], calls=[("search", {"query": "restore"})])
+    assert res.is_error and "scope 'jornal' names no folder" in res.structured_content["error"]["message"]
+    assert "journal" in res.structured_content["error"]["valid_options"]
+    r = cli(env, "mcp", "config", "--scope", "jornal")
+    assert r.returncode == 2 and "scope 'jornal' names no folder" in r.stderr and r.stdout == ""
+
+
 def test_a_clients_nested_roots_serve_the_outer_folder(tmp_path, monkeypatch):
     """A workspace and one of its folders, both sent as roots: the indexed corpus of the outer folder,
     not the nested-roots refusal a user typing them would get."""
