@@ -210,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
                    help="only documents under this path prefix exist for the agent (repeatable)")
 
+    p = sub.add_parser("corpora", help="list the indexed corpora (roots, documents, size, last used, served?); "
+                       "`corpora forget NAME|PATH` deletes one's index (never the notes)")
+    p.add_argument("action", nargs="?", choices=["list", "forget"], default="list")
+    p.add_argument("corpus", nargs="?", metavar="NAME|PATH", help="forget: a NAME as listed, or one of its roots")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security)")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
     tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
@@ -822,6 +828,78 @@ def cmd_hooks(args) -> int:
     return EXIT_OK
 
 
+def cmd_corpora(args) -> int:
+    """`remembrancer corpora`: every index under the data dir; `forget` deletes one (the daemon
+    serving it closes it and deletes it itself, so no request reopens it half-deleted)."""
+    from remembrancer.daemon.client import ping
+    from remembrancer.daemon.connect import DaemonBackend
+    from remembrancer.indexer import indexes
+    from remembrancer.indexer.config import data_dir, socket_path
+
+    if args.action == "list" and args.corpus:
+        raise UserError(f"`corpora` lists them all; got {args.corpus!r}", param="corpus",
+                        hint=f"to delete one's index: remembrancer corpora forget {args.corpus}")
+    if args.action == "forget" and not args.corpus:
+        raise UserError("forget which corpus?", param="corpus",
+                        hint="remembrancer corpora forget NAME|PATH (`remembrancer corpora` lists the names)")
+    sock = socket_path()
+    st = ping(sock)
+    if args.action == "forget":
+        index = indexes.find(args.corpus)
+        row = indexes.describe(index)
+        out = {"forgot": index.name, "roots": row["roots"], "bytes": row["bytes"], "daemon_closed": 0}
+        if st is not None:   # it may serve it: it closes and deletes it itself
+            daemon = DaemonBackend(sock, st)
+            try:
+                out["daemon_closed"] = daemon.call("forget", index=index.name)["closed"]
+            finally:
+                daemon.close()
+        if index.dir.exists():   # no daemon, or one with another data dir
+            indexes.remove(index)
+        if args.json:
+            print(json.dumps(out, indent=2))
+        else:
+            roots = ", ".join(out["roots"]) if out["roots"] else "roots not recorded"
+            print(f"forgot {index.name} ({roots}): its index ({_size(out['bytes'])}) is deleted; the notes are "
+                  "untouched" + (" — the daemon stopped serving it" if out["daemon_closed"] else ""))
+        return EXIT_OK
+    served = {}
+    for c in (st or {}).get("corpora") or []:
+        served[c.get("index_dir")] = c
+    rows = []
+    for index in indexes.known():
+        row = indexes.describe(index)
+        d = served.get(row["index_dir"])
+        row["daemon"] = d.get("state") if d else None   # open / closed (reopened on the next request) / none
+        if d and d.get("state") == "open" and d.get("idle_s") is not None:
+            row["last_used_at"] = time.time() - d["idle_s"]
+        rows.append(row)
+    if args.json:
+        print(json.dumps({"data_dir": str(data_dir()), "daemon": (st or {}).get("daemon", {}).get("pid"),
+                          "corpora": rows}, indent=2))
+        return EXIT_OK
+    if not rows:
+        print(f"no indexed corpora in {data_dir()}")
+        return EXIT_OK
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last_used_at"])) if r["last_used_at"] else "?"
+        docs = "?" if r["documents"] is None else f"{r['documents']} document" + ("" if r["documents"] == 1 else "s")
+        daemon = {"open": "served by the daemon", "closed": "known to the daemon (idle)"}.get(r["daemon"], "no daemon")
+        print(f"{r['name']}  {docs}  {_size(r['bytes'])}  last used {when}  {daemon}")
+        print("    " + (", ".join(r["roots"]) if r["roots"] else "(roots not recorded: indexed by an older version)")
+              + (f"  [missing: {', '.join(r['missing_roots'])}]" if r.get("missing_roots") else "")
+              + (f"  [{r['problem']}]" if r.get("problem") else ""))
+    return EXIT_OK
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
 def cmd_team(args) -> int:
     from remembrancer.indexer import pg_roles
 
@@ -860,16 +938,30 @@ def cmd_mcp(args) -> int:
 def _mcp_config(args) -> int:
     from pathlib import Path
 
-    from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.scope import check_exists, normalize
+    from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop, mcp_args
 
-    roots = args.root or []
-    print("# Claude Code — one line for every project (each project's folder is its corpus):")
-    print(claude_code_line([]))
+    if args.desktop_config and not args.install:
+        raise UserError("--desktop-config names the file --install writes", param="desktop-config",
+                        hint="add --install, or leave --desktop-config out to only print the lines")
+    roots = [str(r.path) for r in load_config(args.root).roots] if args.root else []   # a typo fails here
+    scopes = list(normalize(args.scope))
+    served = load_config(roots or None).roots   # without --root: the config's roots, if any, are served
+    if scopes and served:
+        check_exists(served, tuple(scopes))
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit)
+    if roots:
+        print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
+    else:
+        print("# Claude Code — one line for every project; it serves the config file's roots, else a project "
+              "folder already indexed (pass --root DIR to pin your notes):")
+    print(claude_code_line(flags))
     print("\n# Claude Desktop — claude_desktop_config.json (it has no project: "
           + ("the roots given here)" if roots else "the config file's roots, or add --root DIR here)") + ":")
-    print(json.dumps(desktop_json(roots), indent=2))
+    print(json.dumps(desktop_json(flags), indent=2))
     if args.install:
-        report = install_desktop(roots, Path(args.desktop_config).expanduser() if args.desktop_config else None)
+        report = install_desktop(flags, Path(args.desktop_config).expanduser() if args.desktop_config else None)
         print(f"\nClaude Desktop: {report['result']} in {report['config']} (restart Claude Desktop to load it)")
     return EXIT_OK
 
@@ -932,6 +1024,7 @@ COMMANDS = {
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
     "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks, "team": cmd_team,
+    "corpora": cmd_corpora,
 }
 
 if __name__ == "__main__":

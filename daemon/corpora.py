@@ -14,7 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from remembrancer.indexer.config import Config, load_config
+from remembrancer.indexer import indexes
+from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 
@@ -291,6 +292,7 @@ class Corpora:
                 summary = c.summary()
                 c.engine.release_reader()   # the one summary() just opened on this thread
                 c.stop()
+                indexes.mark_used(c.engine.dir, time.time() - (now - c.last_used))
                 self.model_loads_closed += c.engine.model_loads
                 del self.open[key]
                 self.closed[key] = {**summary, "state": "closed", "closed_at": time.time(),
@@ -318,9 +320,45 @@ class Corpora:
             for c in self.open.values():
                 try:
                     c.stop()
+                    indexes.mark_used(c.engine.dir, time.time() - (time.monotonic() - c.last_used))
                 except Exception:  # one corpus failing to close must not keep the others open
                     log.exception("closing %s failed", c.key)
             self.open.clear()
+
+    def forget(self, name: str) -> dict:
+        """`remembrancer corpora forget`: close the corpus whose index folder is `name` and delete
+        that folder (derived data; the notes are never touched). Done under the registry lock, so no
+        request reopens it half-deleted; a request naming its roots later indexes it anew."""
+        if not name or "/" in name or name in (".", ".."):
+            raise UserError("forget needs the index folder's name, as `remembrancer corpora` prints it",
+                            param="index")
+        with self._lock:
+            hit = [c for c in self.open.values() if c.engine.dir.name == name]
+            if any(c.in_use for c in hit) or any(_index_name(k) == name for k in self._opening):
+                raise UserError(f"the corpus {name} is answering a request right now", code="busy",
+                                hint="run `remembrancer corpora forget` again in a moment")
+            for c in hit:
+                c.stop()
+                del self.open[c.key]
+            dropped = [k for k, v in self.closed.items() if Path(v.get("index_dir", "")).name == name]
+            for k in dropped:
+                del self.closed[k]
+            keys = [c.key for c in hit] + dropped
+            d = indexes.indexes_dir() / name
+            removed = d.is_dir()
+            if removed:
+                indexes.remove(indexes.Index(d, None))
+        if hit:
+            release_memory()
+        log.info("forgot corpus %s (%s)", name, "its index removed" if removed else "no index here")
+        return {"index": name, "closed": len(hit), "keys": [list(k) for k in keys], "removed": removed}
+
+
+def _index_name(key: tuple[str, ...]) -> str | None:
+    try:
+        return Config(roots=make_roots(list(key))).index_name()
+    except UserError:
+        return None
 
 
 def within_param(params: dict) -> str | None:

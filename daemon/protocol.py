@@ -17,8 +17,9 @@ Methods (params → result):
     notify   root (path), event ("post-commit", "save", …)                → {"queued": n}
     reindex  full (bool)                                                  → {"queued": n}
     stop     —                                                            → {"stopping": true}
+    forget   index (an index folder's name)                               → {"closed": n, "removed": bool}
 
-Every method but notify and stop may name its corpus: `"roots": [folders]` (opened on first use),
+Every method but notify, stop and forget may name its corpus: `"roots": [folders]` (opened on first use),
 or `"within": folder` (the open corpus holding that folder; never opens one). Without either,
 the daemon's default corpus (the roots it was started with) answers, as before corpora existed;
 `status` without either lists the daemon and its corpora without opening any.
@@ -33,7 +34,7 @@ import json
 MAX_REQUEST_BYTES = 1_000_000
 IDLE_TIMEOUT_S = 30.0
 METHODS = ("search", "read", "outline", "list", "history", "latest", "neighbors", "verify",
-           "status", "notify", "reindex", "stop")
+           "status", "notify", "reindex", "stop", "forget")
 
 
 class ProtocolError(Exception):

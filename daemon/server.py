@@ -352,6 +352,11 @@ class Daemon:
         if method == "stop":
             threading.Timer(0.05, self.stop).start()
             return {"stopping": True}
+        if method == "forget":   # `remembrancer corpora forget`: this daemon may be serving it
+            out = self.corpora.forget(str(params.get("index") or ""))
+            if self.default_key is not None and list(self.default_key) in out["keys"]:
+                self.default_key = None
+            return out
         if method == "status" and roots is None and within is None and not self._default_open():
             return self.status(None)  # a ping: never reopens a closed corpus
         if method == "reindex" and roots is None and self.default_key is None:

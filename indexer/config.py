@@ -135,11 +135,15 @@ class Config:
 
     def index_dir(self) -> Path:
         """One index per corpus: named after its roots so two corpora never share a catalog."""
+        return ensure_data_dir() / "indexes" / self.index_name()
+
+    def index_name(self) -> str:
+        """The index folder's name (computed without creating the data dir: a lookup must leave no trace)."""
         key = "\n".join(sorted(str(r.path) for r in self.roots))
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         label = "+".join(r.name for r in self.roots)[:40]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-        return ensure_data_dir() / "indexes" / f"{safe}-{digest}"
+        return f"{safe}-{digest}"
 
     @property
     def doc_types(self) -> tuple[str, ...]:

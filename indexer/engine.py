@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import changes, corpus, ingest, links, meta, sandbox, scope, terms
+from . import changes, corpus, indexes, ingest, links, meta, sandbox, scope, terms
 from .catalog import make_private
 from .config import Config
 from .errors import UserError
@@ -123,6 +123,8 @@ class Engine:
         self._resolver: links.Resolver | None = None   # the catalog's link targets, kept across targeted runs
         self._open_vectors()
         if not readonly:
+            if self.store.kind == "local":   # `remembrancer corpora` lists it; MCP sessions may serve it
+                indexes.record(self.dir, [r.path for r in config.roots])
             if self.dir.is_dir():
                 make_private(self.dir)  # the index holds the corpus' text: 0700 folders, 0600 files
             self.repair()

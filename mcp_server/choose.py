@@ -1,10 +1,19 @@
-"""Which corpus a `remembrancer mcp` session serves, so that one user-scope `claude mcp add` line
-serves every project.
+"""Which corpus a `remembrancer mcp` session serves.
 
-In order: `--root`; else the MCP client's roots (`roots/list`: the project the client opened);
-else `CLAUDE_PROJECT_DIR`; else the roots of the config file. A project folder inside a configured
-root means the configured corpus (not a corpus of its own); the home folder and `/` are never
-taken as a corpus (indexing all of a home folder is never what a client meant).
+The rule, in order:
+
+1. `--root` in the registration: that corpus, always (`mcp config --root ~/notes` prints it in
+   every line, so the one user-scope line reaches the notes from any project);
+2. else the `roots` of the config file;
+3. else the folder the client works in — the MCP client's roots (`roots/list`), else
+   `CLAUDE_PROJECT_DIR`, else the working directory — but only if it is already an indexed corpus
+   (someone ran `remembrancer index`/`search --root` on it, or it lies inside the roots of one:
+   indexer/indexes.py). A folder is never indexed just because a client connected from it: a
+   health check (`claude mcp list`) run in any folder must leave nothing behind;
+4. else no corpus: every tool says which folders were considered and how to name one.
+
+The home folder and `/` are never a corpus. Choosing reads only; the index is opened (and a
+daemon started) at the first tool call, never at the handshake or tools/list (mcp_server/server.py).
 """
 
 from __future__ import annotations
@@ -13,8 +22,13 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from remembrancer.indexer import indexes
 from remembrancer.indexer.config import Config, load_config, too_wide
 from remembrancer.indexer.errors import UserError
+
+HINT = ("register the server with your notes folder — `remembrancer mcp config --root ~/notes` prints the "
+        "line (`remembrancer mcp --root ~/notes`) — or set roots = [\"~/notes\"] in the config file; to serve "
+        "a project folder, index it once: `remembrancer index --root DIR`")
 
 
 def paths_from_uris(uris) -> list[str]:
@@ -45,15 +59,18 @@ def _usable(raw: list[str], label: str = "", refused: list[str] | None = None) -
 
 
 def choose_corpus(root_args: list[str] | None, client_roots: list[str] | None = None,
-                  env: dict | None = None) -> tuple[Config, str]:
+                  env: dict | None = None, cwd: str | None = None) -> tuple[Config, str]:
     """(the corpus config, where it came from); UserError when nothing names a corpus."""
     env = os.environ if env is None else env
     if root_args:
         return load_config(root_args), "--root"
     configured = load_config(None)
+    if configured.roots:
+        return configured, "the config file's roots"
     project = [env["CLAUDE_PROJECT_DIR"]] if env.get("CLAUDE_PROJECT_DIR") else []
     candidates = (("the MCP client's roots", "the MCP client's root ", client_roots or []),
-                  ("CLAUDE_PROJECT_DIR", "CLAUDE_PROJECT_DIR=", project))
+                  ("CLAUDE_PROJECT_DIR", "CLAUDE_PROJECT_DIR=", project),
+                  ("the working directory", "the working directory ", [cwd or os.getcwd()]))
     refused: list[str] = []
     for source, label, raw in candidates:
         dirs = _usable(raw, label, refused)
@@ -61,16 +78,9 @@ def choose_corpus(root_args: list[str] | None, client_roots: list[str] | None = 
             continue
         # a client's roots may nest (a workspace and one of its folders): the outer one holds both
         dirs = [d for d in dict.fromkeys(dirs) if not any(o != d and d.is_relative_to(o) for o in dirs)]
-        if configured.roots and all(any(d.is_relative_to(r.path) for r in configured.roots) for d in dirs):
-            return configured, f"{source}, inside the configured corpus"
-        return load_config([str(d) for d in dirs]), source
-    if configured.roots:
-        return configured, "the config file's roots"
-    if refused:   # a project was named, but not one to index: say which and why, not "none given"
-        raise UserError(f"no corpus to serve: {'; '.join(refused)}; and no --root, no roots in the config "
-                        "file", param="root",
-                        hint="pass --root with your notes folder to `remembrancer mcp` (e.g. `remembrancer mcp "
-                             "--root ~/notes`), or set roots = [\"~/notes\"] in the config file")
-    raise UserError("no corpus roots given: no --root, no MCP client roots, no CLAUDE_PROJECT_DIR and no "
-                    "roots in the config file", param="root",
-                    hint="pass --root DIR to `remembrancer mcp`, or set roots = [\"~/notes\"] in the config file")
+        roots = indexes.corpus_for(dirs)
+        if roots is not None:
+            return load_config([str(r) for r in roots]), f"{source}, an indexed corpus"
+        refused.append(f"{label}{', '.join(map(str, dirs))} is not an indexed corpus")
+    raise UserError(f"no corpus to serve: no --root, no roots in the config file; {'; '.join(refused)}",
+                    param="root", hint=HINT)

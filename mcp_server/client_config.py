@@ -2,9 +2,10 @@
 Claude Desktop, with this machine's absolute paths (desktop apps do not inherit the shell's
 PATH or virtualenv), and `--install` to merge the server into Claude Desktop's config file.
 
-Claude Code: one user-scope line serves every project (the server picks each project's corpus,
-mcp_server/choose.py). Claude Desktop has no project: it serves the roots given here, else the
-config file's.
+Every flag given to `mcp config` (--root, --scope, --instructions, --store, --idle-exit) is in
+every line it prints and in the entry `--install` writes: a registration that dropped --scope
+would give an agent meant to see one folder all of the notes. Which corpus a registration
+without --root serves: mcp_server/choose.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from remembrancer.daemon.connect import DEFAULT_IDLE_EXIT_S
 from remembrancer.daemon.service import exec_argv, passed_env
 from remembrancer.hooks.claude_settings import read_json, write_json
 
@@ -27,32 +29,48 @@ def desktop_config_path() -> Path:
     return Path(base) / "Claude" / "claude_desktop_config.json"
 
 
-def server_entry(roots: list[str]) -> dict:
+def mcp_args(roots: list[str] = (), scopes: list[str] = (), instructions: str = "", store: str | None = None,
+             idle_exit_s: float = DEFAULT_IDLE_EXIT_S) -> list[str]:
+    """`remembrancer mcp`'s arguments carrying these settings (roots made absolute: a client starts
+    the server in a folder of its own choosing)."""
+    args = ["mcp"]
+    args += [x for r in roots for x in ("--root", str(Path(r).expanduser().resolve()))]
+    args += [x for s in scopes for x in ("--scope", s)]
+    if instructions:
+        args += ["--instructions", instructions]
+    if store:
+        args += ["--store", store]
+    if idle_exit_s != DEFAULT_IDLE_EXIT_S:
+        args += ["--idle-exit", f"{idle_exit_s:g}"]
+    return args
+
+
+def server_entry(args: list[str]) -> dict:
     argv = exec_argv()
-    args = argv[1:] + ["mcp"] + [x for r in roots for x in ("--root", str(Path(r).expanduser().resolve()))]
-    entry: dict = {"command": argv[0], "args": args}
+    entry: dict = {"command": argv[0], "args": argv[1:] + list(args)}
     if passed_env():
         entry["env"] = passed_env()
     return entry
 
 
-def claude_code_line(roots: list[str]) -> str:
-    entry = server_entry(roots)
+def claude_code_line(args: list[str]) -> str:
+    """The name comes before `--env`: claude's `--env` takes every word up to `--`, the name too."""
+    entry = server_entry(args)
     env = " ".join(f"--env {shlex.quote(f'{k}={v}')}" for k, v in entry.get("env", {}).items())
-    return (f"claude mcp add --scope user {env + ' ' if env else ''}{SERVER} -- "
+    return (f"claude mcp add --scope user {SERVER} {env + ' ' if env else ''}-- "
             + " ".join(shlex.quote(a) for a in [entry["command"], *entry["args"]]))
 
 
-def desktop_json(roots: list[str]) -> dict:
-    return {"mcpServers": {SERVER: server_entry(roots)}}
+def desktop_json(args: list[str]) -> dict:
+    return {"mcpServers": {SERVER: server_entry(args)}}
 
 
-def install_desktop(roots: list[str], path: Path | None = None) -> dict:
+def install_desktop(args: list[str], path: Path | None = None) -> dict:
     """Merge our server into Claude Desktop's config: other servers and settings are kept."""
     path = path or desktop_config_path()
     data = read_json(path, "mcpServers", "config")
     servers = data.setdefault("mcpServers", {})
-    entry = server_entry(roots)
+    entry = server_entry(args)
     if servers.get(SERVER) == entry:
         return {"config": str(path), "result": "already installed"}
     result = "updated" if SERVER in servers else "installed"

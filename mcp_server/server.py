@@ -2,7 +2,9 @@
 memory-native tools history (time), latest (exact terms), neighbors (links) and verify (commits).
 
 A client of the daemon (started on demand when none serves this corpus; a read-only engine
-in-process when none can start). Tool descriptions are written at start-up from the live index.
+in-process when none can start). Tool descriptions are written from the index as it is on disk;
+the daemon is reached (or started) at the first tool call only: the handshake and tools/list —
+all a health check such as `claude mcp list` does — create, index and start nothing.
 stdout is the JSON-RPC stream: logs go to stderr, and nothing else may write to fd 1.
 
 No `from __future__ import annotations` here: the SDK reads the tool signatures at run time.
@@ -21,6 +23,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
+from remembrancer.indexer import indexes
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
@@ -111,9 +114,10 @@ class RememberServer(MCPServer):
 
     Without --root the corpus is chosen once the client is known (its roots answer roots/list):
     `corpus_chooser` runs before the first tools/list or tools/call, then tool descriptions are
-    written from that corpus."""
+    written from that corpus. `connector` runs before the first tools/call only."""
 
     corpus_chooser = None
+    connector = None
     _choosing = None
     link = None              # set by build_server: its corpus's redaction policy covers argument errors
 
@@ -122,16 +126,22 @@ class RememberServer(MCPServer):
         return await super()._handle_list_tools(ctx, params)
 
     async def _handle_call_tool(self, ctx, params):
+        import anyio
+
         await self._choose_corpus(ctx)
+        async with self._choosing:
+            connector, self.connector = self.connector, None
+            if connector is not None:
+                await anyio.to_thread.run_sync(connector)
         return await super()._handle_call_tool(ctx, params)
 
     async def _choose_corpus(self, ctx) -> None:
         import anyio
 
-        if self.corpus_chooser is None:
-            return
         if self._choosing is None:
             self._choosing = anyio.Lock()
+        if self.corpus_chooser is None:
+            return
         async with self._choosing:
             chooser, self.corpus_chooser = self.corpus_chooser, None
             if chooser is not None:
@@ -201,10 +211,35 @@ def tool_descriptions(facts, doc_types) -> dict[str, str]:
 def index_facts(link: Link) -> "describe.IndexFacts":
     if link.backend is not None:
         return describe.gather(link.call)
+    if link.config is not None and link.config_error is None and not link.start_problem:
+        return peek(link.config)
     if (getattr(link, "config", 1) is None and getattr(link, "config_error", None) is None
             and not getattr(link, "start_problem", None)):
         return describe.IndexFacts()  # the corpus is chosen when the client has said who it is
     return describe.IndexFacts(warning=link.start_problem or "no index available")
+
+
+def peek(config) -> "describe.IndexFacts":
+    """The facts of the index as it is on disk, read in place: no daemon is asked or started and
+    nothing is created (a daemon asked about a corpus opens and indexes it)."""
+    from remembrancer.daemon.connect import LocalBackend
+
+    where = ", ".join(str(r.path) for r in config.roots)
+    if not indexes.built(config):
+        return describe.IndexFacts(warning=f"{where} is not indexed yet: the first tool call indexes it")
+    try:
+        backend = LocalBackend(config, readonly=True)
+    except Exception as e:  # a broken index must not stop the server from starting
+        return describe.IndexFacts(warning=f"the index cannot be read: {e}")
+
+    def call(method: str, **params) -> dict:
+        out = backend.call(method, **params)
+        # not judged here (this read-only look is always "stale"): the first call's answer says it
+        return {**out, "freshness": {}} if method == "status" else out
+    try:
+        return describe.gather(call)
+    finally:
+        backend.close()
 
 
 # -- the server ------------------------------------------------------------------------------------
@@ -435,12 +470,12 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         if store:
             open_team_reader(link, store, root_args)
             settings = link.config or settings
-        elif root_args:
-            open_link(link)
         server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
                               querylog=QueryLog.for_config(settings))
         if not root_args and not store and config_error is None:
             server.corpus_chooser = lambda roots: choose_later(server, link, roots)
+        if not store:
+            server.connector = lambda: connect_at_first_call(link)
     try:
         server.run("stdio")
     finally:
@@ -464,6 +499,12 @@ def open_link(link: Link, fail_closed: bool = False) -> None:
         log.exception("remembrancer MCP: connecting to the index failed")
 
 
+def connect_at_first_call(link: Link) -> None:
+    """The first tool call reaches the daemon (started on demand) for the chosen corpus."""
+    if link.config is not None and link.backend is None:
+        open_link(link)
+
+
 def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> None:
     """A reader of the team store: no daemon, no local index; the reader's checkout (its --root or
     working directory) only says how fresh the store is for it."""
@@ -484,16 +525,19 @@ def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> Non
 
 
 def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:
-    """The corpus from the client's roots (else CLAUDE_PROJECT_DIR, else the config's roots),
-    then tool descriptions written from it."""
+    """The corpus by choose.py's rule, then tool descriptions written from its index on disk
+    (opened at the first tool call)."""
+    from remembrancer.indexer.scope import check_exists
+
     try:
         config, source = choose_corpus(None, client_roots)
+        if link.scope:
+            check_exists(config.roots, link.scope)   # as with --root: a typo must not serve an empty corpus
     except UserError as e:   # every tool answers with it; the descriptions say it
         config, link.config_error, link.start_problem = None, e, str(e)
     else:
         log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
         link.config = config
-        open_link(link)
     facts = index_facts(link)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)

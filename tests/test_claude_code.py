@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.test_multi_corpus import serve, two_projects  # noqa: F401  (fixtures)
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
@@ -145,7 +147,7 @@ def test_mcp_config_prints_absolute_paths_and_install_merges(tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     add = next(line for line in r.stdout.splitlines() if line.startswith("claude mcp add"))
-    assert "--scope user" in add and " -- /" in add and add.endswith(" mcp") and "--root" not in add
+    assert "--scope user" in add and " -- /" in add and add.endswith(f" mcp --root {notes.resolve()}")
     exe = add.split(" -- ", 1)[1].split()[0]
     assert Path(exe).is_absolute() and Path(exe).exists()
     data = json.loads(desktop.read_text())
@@ -154,6 +156,40 @@ def test_mcp_config_prints_absolute_paths_and_install_merges(tmp_path):
     assert Path(ours["command"]).exists() and ours["args"][-3:] == ["mcp", "--root", str(notes.resolve())]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "already installed" in again.stdout and json.loads(desktop.read_text()) == data
+
+
+def test_mcp_config_carries_every_flag_into_every_line_and_the_desktop_entry(tmp_path):
+    """--scope and --instructions (and --idle-exit) were dropped: an agent meant to see journal/ got
+    everything. Each printed line and the entry --install writes run the same command."""
+    import shlex
+
+    notes = tmp_path / "notes"
+    (notes / "journal").mkdir(parents=True)
+    desktop = tmp_path / "claude_desktop_config.json"
+    flags = ["--root", str(notes), "--scope", "journal/", "--instructions", "only the journal", "--idle-exit", "30"]
+    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config", *flags, "--install",
+                        "--desktop-config", str(desktop)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = ["mcp", "--root", str(notes.resolve()), "--scope", "journal", "--instructions", "only the journal",
+            "--idle-exit", "30"]
+    add = next(line for line in r.stdout.splitlines() if line.startswith("claude mcp add"))
+    words = shlex.split(add)
+    assert words[words.index("--") + 1:][-len(want):] == want
+    printed = json.loads(r.stdout[r.stdout.index("{"):r.stdout.rindex("}") + 1])
+    assert printed["mcpServers"]["remembrancer"]["args"][-len(want):] == want
+    assert json.loads(desktop.read_text())["mcpServers"]["remembrancer"]["args"][-len(want):] == want
+
+
+@pytest.mark.parametrize("extra, param", [(["--scope", "jornal"], "scope"), (["--desktop-config", "x.json"], "desktop-config"),
+                                          (["--root", "/no/such/notes"], "root")])
+def test_mcp_config_refuses_a_flag_it_cannot_honour(tmp_path, extra, param):
+    notes = tmp_path / "notes"
+    (notes / "journal").mkdir(parents=True)
+    args = extra if param == "root" else ["--root", str(notes), *extra]
+    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config", *args], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and param.split("-")[0] in r.stderr
 
 
 def test_the_hook_script_stays_light():

@@ -174,8 +174,11 @@ def mcp_search(p: StdioServerParameters, query: str, roots: list[Path] | None = 
 
 
 def test_mcp_in_each_project_answers_from_its_own_corpus(two_projects, serve):
+    """Each project is an indexed corpus (the daemon was asked for it): a session opened there serves it."""
     world, d = two_projects, serve()
     alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    d.wait_fresh(alpha, 1)
+    d.wait_fresh(beta, 1)
     # alpha: the client names its project through roots/list; beta: CLAUDE_PROJECT_DIR (no roots)
     a, a_st = mcp_search(mcp_params(world, alpha), "restore the database", roots=[alpha])
     b, b_st = mcp_search(mcp_params(world, beta, CLAUDE_PROJECT_DIR=str(beta)), "broker restarts rebalance")
@@ -197,7 +200,7 @@ def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
         async with Client(mcp_params(world, world["tmp"]), read_timeout_seconds=60) as c:
             return await c.call_tool("search", {"query": "x"})
     res = anyio.run(main)
-    assert res.is_error and "no corpus roots given" in res.content[0].text and "--root" in res.content[0].text
+    assert res.is_error and "no corpus to serve" in res.content[0].text and "--root" in res.content[0].text
 
 
 def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_projects, serve):

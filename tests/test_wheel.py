@@ -93,7 +93,7 @@ def test_the_installed_cli_indexes_searches_and_installs(installed):
 
     config = run([exe, "mcp", "config"], cwd=work, env=env).stdout
     add = next(line for line in config.splitlines() if line.startswith("claude mcp add --scope user "))
-    assert add.endswith(f" remembrancer -- {exe} mcp")   # (this environment's REMEMBRANCER_* as --env)
+    assert add.startswith("claude mcp add --scope user remembrancer ") and add.endswith(f" -- {exe} mcp")   # (this environment's REMEMBRANCER_* as --env)
     settings = work / "claude-settings.json"
     run([exe, "claude-hooks", "install", "--settings", str(settings)], cwd=work, env=env)
     assert f"{venv / 'bin' / 'python'} -P -m remembrancer.hooks.claude_code" in settings.read_text()
