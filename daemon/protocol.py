@@ -16,6 +16,7 @@ Methods (params → result):
     status   —                                                            → daemon + index facts
     notify   root (path), event ("post-commit", "save", …)                → {"queued": n}
     reindex  full (bool)                                                  → {"queued": n}
+             wait (bool): a full pass that starts now, waited for              → {"report": {...}, "pid": n}
     stop     —                                                            → {"stopping": true}
 
 Every method but notify and stop may name its corpus: `"roots": [folders]` (opened on first use),
