@@ -211,18 +211,8 @@ def _lock_held(sock: Path) -> bool:
 
 
 def _data_dir_held() -> bool:
-    """Whether a live process says it holds the data dir's daemon lock (it may still be loading).
-    Only read: probing with flock could make that daemon's own lock attempt fail."""
-    info = writelock.holder(data_dir() / writelock.DAEMON_LOCK)
-    if not info:
-        return False
-    try:
-        os.kill(info["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    """Whether a live process holds the data dir's daemon lock (it may still be loading)."""
+    return writelock.writing(data_dir() / writelock.DAEMON_LOCK) is not None
 
 
 def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path | None = None,

@@ -14,6 +14,7 @@ index it already holds.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -44,6 +45,21 @@ def holder(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return info if isinstance(info, dict) and isinstance(info.get("pid"), int) else None
+
+
+def writing(path: Path) -> dict | None:
+    """Who holds the lock at `path`, if a live process says it does. Only reads the file: probing
+    with flock could make the holder's own attempt fail."""
+    info = holder(path)
+    if info is None:
+        return None
+    try:
+        os.kill(info["pid"], 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return info
 
 
 def describe(info: dict | None) -> str:
@@ -77,6 +93,8 @@ class Held:
             entry[1] -= 1
             if entry[1] == 0:
                 del _held[self._key]
+                with contextlib.suppress(OSError):
+                    os.ftruncate(entry[0], 0)   # free: nobody to name (a kill -9 leaves a dead pid: `writing`)
                 os.close(entry[0])   # closing the descriptor releases the flock
 
     __del__ = release   # an engine that failed half-way through its open lets go of it too

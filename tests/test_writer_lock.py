@@ -4,12 +4,14 @@ the data dir private at every start (issue 31). Real daemons on real sockets, re
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from remembrancer.indexer import writelock
 from tests.corpus_helpers import write
@@ -177,3 +179,50 @@ def test_a_loose_data_dir_is_made_private_by_a_cli_run(tmp_path, notes, tiny_mod
     modes = _modes(data)
     assert modes["."] == modes["indexes/old-corpus"] == "0o700"
     assert modes["daemon.log"] == modes["indexes/old-corpus/catalog.sqlite3"] == modes["logs/queries.jsonl"] == "0o600"
+
+
+def _catalog_being_created(tmp_path: Path, notes: Path, stage: str):
+    """The index dir as a writer leaves it between creating its catalog and writing its schema."""
+    import sqlite3
+
+    from remembrancer.indexer.config import Config, make_roots
+
+    config = Config(roots=make_roots([notes]))
+    index_dir = config.index_dir()
+    index_dir.mkdir(parents=True)
+    catalog = index_dir / "catalog.sqlite3"
+    if stage == "empty file":
+        catalog.write_bytes(b"")
+    else:   # WAL on, the first table made, no schema_version yet
+        db = sqlite3.connect(catalog)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE documents (id INTEGER PRIMARY KEY)")
+        db.commit()
+        db.close()
+    return config, index_dir
+
+
+@pytest.mark.parametrize("stage", ["empty file", "no schema version"])
+def test_a_reader_while_the_first_index_is_created_hears_no_index_yet_not_damaged(tmp_path, notes, data_env, stage):
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.errors import UserError
+
+    config, index_dir = _catalog_being_created(tmp_path, notes, stage)
+    held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", info={"by": "index"})
+    try:
+        with pytest.raises(UserError) as got:
+            Engine(config, readonly=True)
+    finally:
+        held.release()
+    assert got.value.code == "no_index" and "is building it" in got.value.message
+    assert f"(pid {os.getpid()})" in got.value.message
+
+
+def test_an_empty_catalog_without_a_writer_is_still_damaged(tmp_path, notes, data_env):
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.errors import UserError
+
+    config, _ = _catalog_being_created(tmp_path, notes, "empty file")
+    with pytest.raises(UserError) as got:
+        Engine(config, readonly=True)
+    assert got.value.code == "index_broken" and "the file is empty" in got.value.message
