@@ -124,7 +124,7 @@ def acquire(path: Path, what: str, *, wait: Callable[[dict | None], None] | None
         if wait is None:
             os.close(fd)
             raise Busy(f"{what} is being written by {describe(other)}", other,
-                       hint="ask it (`remembrancer index` does), or wait until it ends")
+                       hint="try again when it ends (`remembrancer index` with a daemon running asks the daemon)")
     try:   # outside the guard: this process's own releases must not wait behind it
         wait(other)
         fcntl.flock(fd, fcntl.LOCK_EX)
