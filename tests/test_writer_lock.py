@@ -226,3 +226,32 @@ def test_an_empty_catalog_without_a_writer_is_still_damaged(tmp_path, notes, dat
     with pytest.raises(UserError) as got:
         Engine(config, readonly=True)
     assert got.value.code == "index_broken" and "the file is empty" in got.value.message
+
+
+def test_an_mcp_server_whose_environment_names_another_socket_uses_the_running_daemon(tmp_path, notes, tiny_model_dir):
+    """Claude Desktop launches the MCP server with a bare environment: another socket path, same
+    data dir. It must answer through the daemon that writes the index, not start a second one."""
+    import anyio
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    first = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
+    try:
+        pid = first.call("status")["daemon"]["pid"]
+        other_sock = tmp_path / "run2" / "d.sock"
+        env = {k: v for k, v in first.env.items() if k != "XDG_RUNTIME_DIR"}
+        params = StdioServerParameters(command=sys.executable, env={**env, "REMEMBRANCER_SOCKET": str(other_sock)},
+                                       args=["-m", "remembrancer", "mcp", "--root", str(notes), "--idle-exit", "5"])
+
+        async def main():
+            async with McpClient(params, read_timeout_seconds=120) as c:
+                st = await c.call_tool("index_status", {})
+                r = await c.call_tool("search", {"query": "pgBackRest"})
+                return st.structured_content, r.structured_content
+
+        st, out = anyio.run(main)
+        assert st["daemon"]["pid"] == pid and st["daemon"]["socket"] == str(first.sock)
+        assert out["results"] and out["index"]["verdict"] == "fresh"
+        assert not other_sock.exists()
+    finally:
+        first.stop()
