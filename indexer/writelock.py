@@ -30,7 +30,7 @@ DAEMON_LOCK = "daemon.lock"   # in the data dir
 
 _me: dict = {"by": "index"}   # who this process is, as the lock files say it
 _held: dict[str, list] = {}   # real path → [fd, count]
-_guard = threading.Lock()
+_guard = threading.RLock()   # re-entrant: a Held collected (`__del__`) while this thread holds it
 
 
 def identify(**info) -> None:
