@@ -89,6 +89,18 @@ def test_index_while_the_daemon_ingests_is_done_by_the_daemon(tmp_path, tiny_mod
     assert not re.search(r"rebuilt from the catalog \((?!0 )", log)   # only the empty index's first open
 
 
+def test_index_reembed_with_a_daemon_running_says_to_stop_it_first(tmp_path, notes, tiny_model_dir):
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
+    try:
+        pid = d.call("status")["daemon"]["pid"]
+        p = cli(d.env, "index", "--reembed", "--root", str(notes))
+    finally:
+        d.stop()
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert f"while the daemon (pid {pid}) writes the index" in p.stderr and "`remembrancer stop`" in p.stderr
+
+
 def test_index_waits_while_another_index_run_writes(tmp_path, notes, tiny_model_dir):
     """No daemon: a second `index` waits for the first one's lock and says who it waits for."""
     d = DaemonProc(tmp_path, [notes], tiny_model_dir)   # for its environment only: no daemon runs
