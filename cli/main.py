@@ -269,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    from remembrancer.indexer import writelock
+
+    writelock.identify(by=args.command)   # an index this run writes names it to whoever waits (`serve`: the daemon)
     try:
         return COMMANDS[args.command](args)
     except UserError as e:

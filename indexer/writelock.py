@@ -28,7 +28,7 @@ from .errors import UserError
 WRITER_LOCK = "writer.lock"   # in an index directory (catalog.move_aside leaves it in place)
 DAEMON_LOCK = "daemon.lock"   # in the data dir
 
-_me: dict = {"by": "index"}   # who this process is, as the lock files say it
+_me: dict = {"by": "index"}   # who this process is, as the lock files say it (the CLI: its command)
 _held: dict[str, list] = {}   # real path → [fd, count]
 _guard = threading.RLock()   # re-entrant: a Held collected (`__del__`) while this thread holds it
 
