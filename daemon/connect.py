@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api, writelock
-from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, socket_path
+from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
 from .client import Client, DaemonError, DaemonUnavailable, ping
@@ -220,6 +220,7 @@ def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path 
     """The best backend: a running daemon; else (start=True) a new one; else the local engine.
 
     With no roots given or configured, whatever daemon runs is the answer."""
+    private_data_dir()   # every client start, the MCP server's included (config._make_private)
     if not config.roots:
         found = running_daemon(sock)
         if found is not None:

@@ -87,6 +87,13 @@ DATA_DIR_FILES = ("daemon.log", "daemon.lock")
 _made_private: set[Path] = set()
 
 
+def private_data_dir() -> None:
+    """The data dir made private if it exists (a client that may only talk to the daemon)."""
+    d = data_dir()
+    if d.is_dir():
+        _make_private(d)
+
+
 def _make_private(d: Path) -> None:
     """0700 for the data dir and 0700/0600 for what remembrancer keeps in it, once per process:
     a data dir made by a user or a tool (0755) let other users list the corpora and read the

@@ -108,7 +108,7 @@ def test_index_waits_while_another_index_run_writes(tmp_path, notes, tiny_model_
     assert p.returncode == 0, p.stderr
     index_dir = next((tmp_path / "data" / "indexes").iterdir())
     held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", info={"by": "index"})
-    released = False
+    released, waiting = False, None
     try:
         errf = tmp_path / "index.err"
         with open(errf, "w") as err:
@@ -125,7 +125,7 @@ def test_index_waits_while_another_index_run_writes(tmp_path, notes, tiny_model_
     finally:
         if not released:
             held.release()
-        if waiting.poll() is None:
+        if waiting is not None and waiting.poll() is None:
             waiting.kill()
 
 
@@ -250,6 +250,9 @@ def test_an_mcp_server_whose_environment_names_another_socket_uses_the_running_d
     first = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
     try:
         pid = first.call("status")["daemon"]["pid"]
+        data = tmp_path / "data"
+        data.chmod(0o755)   # loosened by a tool after the daemon started: the MCP server's start tightens it
+        (data / "daemon.lock").chmod(0o644)
         other_sock = tmp_path / "run2" / "d.sock"
         env = {k: v for k, v in first.env.items() if k != "XDG_RUNTIME_DIR"}
         params = StdioServerParameters(command=sys.executable, env={**env, "REMEMBRANCER_SOCKET": str(other_sock)},
@@ -265,5 +268,6 @@ def test_an_mcp_server_whose_environment_names_another_socket_uses_the_running_d
         assert st["daemon"]["pid"] == pid and st["daemon"]["socket"] == str(first.sock)
         assert out["results"] and out["index"]["verdict"] == "fresh"
         assert not other_sock.exists()
+        assert _modes(data)["."] == "0o700" and _modes(data)["daemon.lock"] == "0o600"
     finally:
         first.stop()
