@@ -331,9 +331,11 @@ def _backend(args, missing: str = "ok"):
                         hint="build it with `remembrancer index " + " ".join(f"--root {r.path}" for r in config.roots)
                              + "` (or run a search: it builds one)")
     if daemon is None:
+        backend = connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        # said once connected: while another run builds it, connect raises that instead (writelock)
         print(f"remembrancer: no index yet for {where}: building it now (only this once; `remembrancer "
               "serve` or the service keeps it fresh)", file=sys.stderr)
-        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        return backend
     print(f"remembrancer: no index yet for {where}: the daemon is building it now; waiting for it",
           file=sys.stderr)
     wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)

@@ -145,6 +145,25 @@ def test_search_while_another_process_writes_answers_from_the_last_index(tmp_pat
     assert f"being written by `remembrancer index` (pid {os.getpid()})" in out["index"]["reason"]
 
 
+def test_search_while_another_run_builds_the_first_index_says_so(tmp_path, notes, tiny_model_dir, data_env):
+    """No index yet and `index` building it: the search neither builds a second one beside it nor
+    calls the half-made catalog damaged."""
+    from remembrancer.indexer.config import Config, make_roots
+
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir)   # its environment (the same data dir); no daemon runs
+    index_dir = Config(roots=make_roots([notes])).index_dir()
+    index_dir.mkdir(parents=True)
+    held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", info={"by": "index"})
+    try:
+        p = cli(d.env, "search", "pgBackRest", "--root", str(notes))
+    finally:
+        held.release()
+    assert p.returncode == 3 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert f"`remembrancer index` (pid {os.getpid()}) is building it" in p.stderr
+    assert not (index_dir / "catalog.sqlite3").exists()
+
+
 def _loose_data_dir(tmp_path: Path) -> Path:
     """A data dir made by a user or a tool: 0755 folders, 0644 files."""
     data = tmp_path / "data"
