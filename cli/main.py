@@ -337,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    from remembrancer.indexer import writelock
+
+    writelock.identify(by=args.command)   # an index this run writes names it to whoever waits (`serve`: the daemon)
     try:
         return COMMANDS[args.command](args)
     except UserError as e:
@@ -396,9 +399,11 @@ def _backend(args, missing: str = "ok"):
                         hint="build it with `remembrancer index " + " ".join(f"--root {r.path}" for r in config.roots)
                              + "` (or run a search: it builds one)")
     if daemon is None:
+        backend = connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        # said once connected: while another run builds it, connect raises that instead (writelock)
         print(f"remembrancer: no index yet for {where}: building it now (only this once; `remembrancer "
               "serve` or the service keeps it fresh)", file=sys.stderr)
-        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        return backend
     print(f"remembrancer: no index yet for {where}: the daemon is building it now; waiting for it",
           file=sys.stderr)
     wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
@@ -475,28 +480,85 @@ def _progress_bar():
 
 def cmd_index(args) -> int:
     from remembrancer.indexer.config import load_config
-    from remembrancer.indexer.engine import Engine
 
     if args.store:   # one pass of the team store's writer (refused while `serve --store` runs)
         from remembrancer.indexer.pg_team import Writer
 
         writer = Writer(load_config(args.root), args.store)
-        engine = writer.engine
+        report = writer.engine.refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
     else:
-        engine = Engine(load_config(args.root))
-    report = engine.refresh(progress=_progress_bar(), reembed=args.reembed)
+        config = load_config(args.root)
+        report = _index_by_daemon(config, args.reembed)
+        if report is None:
+            report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report, indent=2))
     else:
-        print(f"{report.scanned} files: {report.added} added, {report.updated} updated, "
-              f"{report.removed} removed, {report.unchanged} unchanged"
-              f"{f', {report.skipped} skipped (see the warnings)' if report.skipped else ''}; "
-              f"{report.embedded} passages embedded in {report.seconds:.2f}s")
-        for w in report.warnings[:20]:
+        skipped = f", {report['skipped']} skipped (see the warnings)" if report["skipped"] else ""
+        print(f"{report['scanned']} files: {report['added']} added, {report['updated']} updated, "
+              f"{report['removed']} removed, {report['unchanged']} unchanged{skipped}; "
+              f"{report['embedded']} passages embedded in {report['seconds']:.2f}s")
+        warnings = report["warnings"]
+        for w in warnings[:20]:
             print(f"warning: {w}", file=sys.stderr)
-        if len(report.warnings) > 20:
-            print(f"warning: … and {len(report.warnings) - 20} more (see `remembrancer status`)", file=sys.stderr)
+        if len(warnings) > 20:
+            print(f"warning: … and {len(warnings) - 20} more (see `remembrancer status`)", file=sys.stderr)
     return EXIT_OK
+
+
+def _index_by_daemon(config, reembed: bool) -> dict | None:
+    """A daemon serving this data dir is the one writer of its indexes (DESIGN.md): it does the
+    pass and this waits for it. None when no daemon runs."""
+    from remembrancer.daemon.client import DaemonUnavailable
+    from remembrancer.daemon.connect import find_daemon
+    from remembrancer.indexer.config import socket_path
+
+    if not config.roots:
+        return None   # the engine refuses it with its own message
+    daemon = find_daemon(config)
+    if daemon is None:
+        return None
+    pid = (daemon.status_at_connect.get("daemon") or {}).get("pid", "?")
+    where = ", ".join(str(r.path) for r in config.roots)
+    try:
+        if reembed:
+            env = "" if daemon.sock == socket_path() else f"REMEMBRANCER_SOCKET={daemon.sock} "
+            raise UserError(f"`index --reembed` cannot run while the daemon (pid {pid}) writes the index of {where}",
+                            code="index_busy", hint=f"stop it with `{env}remembrancer stop` and run it again "
+                                                    "(the daemon starts again on demand)")
+        print(f"remembrancer: the running daemon (pid {pid}) is indexing {where}; waiting for its pass",
+              file=sys.stderr)
+        daemon.client.timeout = None   # a first pass over a large corpus takes what it takes
+        out = daemon.call("reindex", wait=True)
+    except DaemonUnavailable as e:
+        raise UserError(f"the daemon (pid {pid}) stopped answering before its pass ended ({e})",
+                        code="no_daemon", hint="run `remembrancer index` again") from None
+    finally:
+        daemon.close()
+    print(f"remembrancer: indexed by the running daemon (pid {out.get('pid', pid)})", file=sys.stderr)
+    return out["report"]
+
+
+def _index_writer(config):
+    """The engine of this corpus, writable: its writer lock taken first — waited for, with a
+    line saying who holds it, while another `index` (or a daemon that does not answer) writes."""
+    from remembrancer.indexer import writelock
+    from remembrancer.indexer.engine import Engine
+
+    if not config.roots:
+        return Engine(config)   # refused there with its message
+
+    def waiting(other: dict | None) -> None:
+        print(f"remembrancer: {writelock.describe(other)} is writing the index of "
+              f"{', '.join(str(r.path) for r in config.roots)}; waiting for it to finish", file=sys.stderr)
+
+    index_dir = config.index_dir()
+    index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", wait=waiting)
+    try:
+        return Engine(config)   # takes its own count of the lock this process now holds
+    finally:
+        held.release()
 
 
 def cmd_search(args) -> int:

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from remembrancer.indexer import api
-from remembrancer.indexer.config import Config, ensure_data_dir, socket_path
+from remembrancer.indexer import api, writelock
+from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
 from .client import Client, DaemonError, DaemonUnavailable, ping
@@ -115,12 +115,33 @@ def backend_for(sock: Path, status: dict, config: Config) -> DaemonBackend:
     return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None)
 
 
-def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | None:
-    """The running daemon if it serves this corpus."""
+def data_dir_daemon() -> tuple[Path, dict] | None:
+    """(socket, status) of the daemon that holds the data dir, wherever its socket is: a client
+    with another environment (Claude Desktop's bare one has no XDG_RUNTIME_DIR) computes another
+    socket path for the same index, and must use that daemon, not become a second writer."""
+    info = writelock.holder(data_dir() / writelock.DAEMON_LOCK)
+    if not info or not info.get("socket"):
+        return None
+    sock = Path(info["socket"])
+    st = ping(sock)
+    if st is None or (st.get("daemon") or {}).get("pid") != info["pid"]:   # a dead daemon's leftover
+        return None
+    return sock, st
+
+
+def running_daemon(sock: Path | None = None) -> tuple[Path, dict] | None:
+    """(socket, status) of the daemon on `sock` (default: the user's socket), else of the data dir's."""
     sock = Path(sock or socket_path())
     st = ping(sock)
-    if st is None:
+    return (sock, st) if st is not None else data_dir_daemon()
+
+
+def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | None:
+    """The running daemon if it serves this corpus."""
+    found = running_daemon(sock)
+    if found is None:
         return None
+    sock, st = found
     if not serves(st, config):
         log.info("daemon on %s is an older one serving other roots; not using it", sock)
         return None
@@ -135,18 +156,20 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
     for r in config.roots:
         cmd += ["--root", str(r.path)]
     env = {**os.environ, "REMEMBRANCER_SOCKET": str(sock)}
-    with open(log_dir / "daemon.log", "ab") as logf:
+    with open(os.open(log_dir / "daemon.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as logf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
                                 start_new_session=True, env=env)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         st = ping(sock, timeout=1.0)
+        if st is None and proc.poll() == 2:   # refused: a daemon on another socket holds the data dir
+            sock, st = data_dir_daemon() or (sock, None)
         if st is not None:
             if not serves(st, config):
                 raise DaemonUnavailable(f"an older daemon for other roots already serves {sock}")
             return backend_for(sock, st, config)
         # Exit code 2 with a daemon starting elsewhere: another client won the race; wait for it.
-        if proc.poll() is not None and not (proc.returncode == 2 and _lock_held(sock)):
+        if proc.poll() is not None and not (proc.returncode == 2 and (_lock_held(sock) or _data_dir_held())):
             raise DaemonUnavailable(f"daemon exited with code {proc.returncode}; see {log_dir / 'daemon.log'}")
         time.sleep(0.1)
     raise DaemonUnavailable(f"daemon did not answer within {START_TIMEOUT_S:.0f}s; see {log_dir / 'daemon.log'}")
@@ -187,15 +210,21 @@ def _lock_held(sock: Path) -> bool:
         return False
 
 
+def _data_dir_held() -> bool:
+    """Whether a live process holds the data dir's daemon lock (it may still be loading)."""
+    return writelock.writing(data_dir() / writelock.DAEMON_LOCK) is not None
+
+
 def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path | None = None,
             idle_exit_s: float = DEFAULT_IDLE_EXIT_S, progress=None):
     """The best backend: a running daemon; else (start=True) a new one; else the local engine.
 
     With no roots given or configured, whatever daemon runs is the answer."""
+    private_data_dir()   # every client start, the MCP server's included (config._make_private)
     if not config.roots:
-        st = ping(Path(sock or socket_path()))
-        if st is not None:
-            return DaemonBackend(Path(sock or socket_path()), st)
+        found = running_daemon(sock)
+        if found is not None:
+            return DaemonBackend(*found)
         raise UserError("no corpus roots given and no daemon running",
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
     found = find_daemon(config, sock)
@@ -210,4 +239,7 @@ def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path 
                 raise UserError(f"could not start the daemon: {e}", code="no_daemon") from None
             return LocalBackend(config, readonly=True, reason=f"daemon could not start ({e}); answering "
                                 "read-only from the last index")
-    return LocalBackend(config, readonly=readonly_fallback, progress=progress)
+    try:
+        return LocalBackend(config, readonly=readonly_fallback, progress=progress)
+    except writelock.Busy as e:   # `remembrancer index` is writing it: answer from the last index meanwhile
+        return LocalBackend(config, readonly=True, reason=f"{e.message}; answering read-only from the last index")

@@ -87,6 +87,9 @@ class Corpus:
         self.opened_at = time.time()
         self._thread: threading.Thread | None = None
         self._claimed = threading.Event()
+        self._passes = threading.Condition()   # full passes waited for (`full_pass`): asked vs covered
+        self._full_asked = 0
+        self._full_covered = 0
 
     def start(self) -> None:
         self.watcher.start()
@@ -103,6 +106,8 @@ class Corpus:
         self.stopping.set()
         self.engine.stop_requested.set()
         self.queue.close()
+        with self._passes:
+            self._passes.notify_all()   # a client waiting in full_pass gets its answer
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
         self.watcher.stop()
@@ -146,6 +151,8 @@ class Corpus:
         """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
         stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
         self.ingesting = True
+        with self._passes:   # read before the walk: this pass sees the files as they were when asked
+            covers = self._full_asked if full else None
         try:
             report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), "report": report}
@@ -155,7 +162,29 @@ class Corpus:
             self.last_error = f"{type(e).__name__}: {e}"
         finally:
             self.ingesting = False
+            if covers is not None:
+                with self._passes:
+                    self._full_covered = max(self._full_covered, covers)
+                    self._passes.notify_all()
             release_memory()
+
+    def full_pass(self) -> dict:
+        """Queue a full pass and wait for one that starts after this call: `remembrancer index`
+        while the daemon serves the corpus (its one writer does the pass). Its report, scoped."""
+        with self._passes:
+            self._full_asked += 1
+            asked = self._full_asked
+        self.queue.put(full=True)
+        with self._passes:
+            self._passes.wait_for(lambda: self._full_covered >= asked or self.stopping.is_set())
+            done = self._full_covered >= asked
+        if not done:
+            raise UserError("the daemon stopped before its index pass ended", code="daemon_stopping",
+                            hint="run `remembrancer index` again")
+        if self.last_error:
+            raise UserError(f"the daemon's index pass failed: {self.last_error}", code="ingest_failed",
+                            hint="see `remembrancer status` and the daemon log")
+        return self.last_run()
 
     # -- what it says about itself ------------------------------------------------------------------
     def last_run(self) -> dict | None:

@@ -16,6 +16,7 @@ Methods (params → result):
     status   —                                                            → daemon + index facts
     notify   root (path), event ("post-commit", "save", …)                → {"queued": n}
     reindex  full (bool)                                                  → {"queued": n}
+             wait (bool): a full pass that starts now, waited for              → {"report": {...}, "pid": n}
     stop     —                                                            → {"stopping": true}
     forget   index (an index folder's name)                               → {"closed": n, "removed": bool}
 

@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from remembrancer.indexer import api
+from remembrancer.indexer import api, writelock
 from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
@@ -130,7 +130,7 @@ class Daemon:
                  request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
         self.config = config    # the default corpus (its roots may be empty: then requests must name one)
         self.sock_path = check_socket_path(Path(sock)) if sock else socket_path()   # both checked: AF_UNIX length
-        ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
+        self.data_dir = ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
         self.idle_exit_s = idle_exit_s
         self.client_timeout_s = client_timeout_s    # a connection idle this long is closed
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
@@ -145,6 +145,7 @@ class Daemon:
         self._lock = threading.Lock()
         self._touched = threading.local()   # the engines a client thread read from (to release its readers)
         self._lockfile = None
+        self._data_lock = None
         self._server: socketserver.UnixStreamServer | None = None
         self._acquire()
         self.corpora = Corpora(SharedModel(embedder), rescan_s=rescan_s, idle_s=corpus_idle_s)
@@ -156,7 +157,10 @@ class Daemon:
 
     # -- single instance --------------------------------------------------------------------------
     def _acquire(self) -> None:
-        """One daemon per socket: an flock next to it; a dead daemon's socket is replaced."""
+        """One daemon per socket and per data dir (so one writer per index, whatever socket a
+        client's environment names): an flock next to the socket and one in the data dir, which
+        says where this daemon listens (clients elsewhere find it there: connect.data_dir_daemon);
+        a dead daemon's socket is replaced."""
         d = self.sock_path.parent
         try:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -184,6 +188,18 @@ class Daemon:
                 raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
                                      hint="use it, or stop it with `remembrancer stop`", code="already_running")
             raise
+        writelock.identify(by="daemon", socket=str(self.sock_path))   # in the index locks it takes, too
+        try:
+            self._data_lock = writelock.acquire(self.data_dir / writelock.DAEMON_LOCK, f"the data dir {self.data_dir}")
+        except writelock.Busy as e:
+            self._lockfile.close()
+            other = e.holder or {}
+            raise AlreadyRunning(
+                f"a daemon already serves the data dir {self.data_dir} (pid {other.get('pid', '?')}, "
+                f"socket {other.get('socket', '?')}); a second one would be a second writer of its indexes",
+                hint="its clients find it through the data dir, whatever socket they name; to replace it, "
+                     f"stop it first: REMEMBRANCER_SOCKET={other.get('socket', '?')} remembrancer stop",
+                code="already_running") from None
         self._lockfile.seek(0)
         self._lockfile.truncate()
         self._lockfile.write(str(os.getpid()))
@@ -320,6 +336,8 @@ class Daemon:
         except FileNotFoundError:
             pass
         self.corpora.close_all()
+        if self._data_lock is not None:
+            self._data_lock.release()
         log.info("daemon stopped")
 
     # -- requests ---------------------------------------------------------------------------------
@@ -378,6 +396,8 @@ class Daemon:
                         st["corpora"] = [corpus.summary()]
                 return st
             if method == "reindex":
+                if params.get("wait"):   # `remembrancer index`: this daemon is the index's one writer
+                    return {"report": corpus.full_pass(), "pid": os.getpid()}
                 corpus.queue.put(full=True)
                 return {"queued": corpus.queue.pending()[0]}
         finally:

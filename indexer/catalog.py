@@ -261,7 +261,7 @@ def move_aside(index_dir: Path, reason: str) -> Path:
         aside = index_dir / time.strftime(f"damaged-%Y%m%d-%H%M%S-{n}")
     aside.mkdir(mode=0o700)
     for entry in index_dir.iterdir():
-        if entry != aside and not entry.name.startswith("damaged-"):
+        if entry != aside and not entry.name.startswith("damaged-") and entry.name != "writer.lock":   # still held
             os.replace(entry, aside / entry.name)
     log.warning("index catalog %s was damaged (%s): moved the index aside to %s and rebuilding it from "
                 "the files", index_dir / "catalog.sqlite3", reason, aside)

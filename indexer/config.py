@@ -7,6 +7,7 @@ tests and odd setups never touch a real home directory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -63,6 +64,7 @@ def ensure_data_dir() -> Path:
     not an internal error deep inside the catalog."""
     d = data_dir()
     if d.is_dir():
+        _make_private(d)
         return d
     try:
         blocker = next((p for p in (d, *d.parents) if p.exists() and not p.is_dir()), None)
@@ -77,6 +79,40 @@ def ensure_data_dir() -> Path:
                     param=var or "data dir", code="bad_data_dir",
                     hint=(f"set {var} to a folder you can write (it is created if missing), or unset it"
                           if var else f"make {d} a writable folder, or set REMEMBRANCER_DATA_DIR to one"))
+
+
+# What remembrancer keeps in the data dir: made private at every start (_make_private).
+DATA_DIR_FOLDERS = ("indexes", "logs", "models")
+DATA_DIR_FILES = ("daemon.log", "daemon.lock")
+_made_private: set[Path] = set()
+
+
+def private_data_dir() -> None:
+    """The data dir made private if it exists (a client that may only talk to the daemon)."""
+    d = data_dir()
+    if d.is_dir():
+        _make_private(d)
+
+
+def _make_private(d: Path) -> None:
+    """0700 for the data dir and 0700/0600 for what remembrancer keeps in it, once per process:
+    a data dir made by a user or a tool (0755) let other users list the corpora and read the
+    daemon log. Only our own entries are touched: a data dir set to a shared folder keeps the rest."""
+    if d in _made_private:
+        return
+    _made_private.add(d)
+    from .catalog import make_private   # 0700 folders, 0600 files, symlinks left alone
+
+    if too_wide(d.resolve()) is None:
+        with contextlib.suppress(OSError):   # not ours: nothing to tighten here
+            os.chmod(d, 0o700)
+    for name in DATA_DIR_FOLDERS:
+        if (d / name).is_dir() and not (d / name).is_symlink():
+            make_private(d / name)
+    for name in DATA_DIR_FILES:
+        with contextlib.suppress(OSError):
+            if not (d / name).is_symlink():
+                os.chmod(d / name, 0o600)
 
 
 # sun_path holds 108 bytes on Linux (104 on macOS and the BSDs), the path's closing NUL included.

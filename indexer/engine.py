@@ -839,3 +839,6 @@ class Engine:
         self._sandbox.close()
         self._readers.close()
         self._catalog.close()
+        release = getattr(self.store, "close", None)   # the local store's writer lock (indexer/writelock.py)
+        if release is not None:
+            release()

@@ -397,6 +397,7 @@ def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
 # -- 8. no daemon possible: read-only and STALE ------------------------------------------------
 
 def test_readonly_fallback_when_no_daemon_can_start(indexed, tmp_path):
+    wait_no_daemon(indexed)   # a daemon of this data dir would answer, whatever socket the server names
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     p = params(indexed, env={"REMEMBRANCER_SOCKET": str(blocker / "daemon.sock")})
