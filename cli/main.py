@@ -893,10 +893,9 @@ def cmd_hooks(args) -> int:
 def cmd_corpora(args) -> int:
     """`remembrancer corpora`: every index under the data dir; `forget` deletes one (the daemon
     serving it closes it and deletes it itself, so no request reopens it half-deleted)."""
-    from remembrancer.daemon.client import ping
-    from remembrancer.daemon.connect import DaemonBackend
+    from remembrancer.daemon.connect import DaemonBackend, running_daemon
     from remembrancer.indexer import indexes
-    from remembrancer.indexer.config import data_dir, socket_path
+    from remembrancer.indexer.config import data_dir
 
     if args.action == "list" and args.corpus:
         raise UserError(f"`corpora` lists them all; got {args.corpus!r}", param="corpus",
@@ -904,8 +903,7 @@ def cmd_corpora(args) -> int:
     if args.action == "forget" and not args.corpus:
         raise UserError("forget which corpus?", param="corpus",
                         hint="remembrancer corpora forget NAME|PATH (`remembrancer corpora` lists the names)")
-    sock = socket_path()
-    st = ping(sock)
+    sock, st = running_daemon() or (None, None)   # the data dir's daemon, whatever socket it is on
     if args.action == "forget":
         index = indexes.find(args.corpus)
         row = indexes.describe(index)

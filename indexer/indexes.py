@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .config import data_dir
 from .errors import UserError
+from . import writelock
 
 log = logging.getLogger(__name__)
 
@@ -176,4 +177,8 @@ def remove(index: Index) -> None:
     d = index.dir
     if d.is_symlink() or d.resolve().parent != base:   # never follow a link out of the data dir
         raise UserError(f"{d} is not an index folder of {base}", param="corpus")
+    holder = writelock.writing(d / writelock.WRITER_LOCK)
+    if holder is not None and holder.get("pid") != os.getpid():   # never delete under a live writer
+        raise UserError(f"{index.name} is being written by {writelock.describe(holder)}", param="corpus",
+                        hint="forget it when that run ends (a daemon serving it closes it itself)")
     shutil.rmtree(d)

@@ -91,3 +91,26 @@ def test_forget_an_unknown_or_an_index_without_recorded_roots(two_projects):
     assert old["roots"] is None and old["documents"] == 1
     assert "(roots not recorded" in cli(world, "corpora").stdout
     assert cli(world, "corpora", "forget", old["name"]).returncode == 0 and listed(world) == {}
+
+
+def test_forget_refuses_while_another_process_writes_the_index(two_projects):
+    """A `remembrancer index` run (here: a process holding the index's writer lock the way it does)
+    keeps its index: forget names it and deletes nothing."""
+    world = two_projects
+    alpha = world["repos"]["alpha"]
+    assert cli(world, "index", "--root", str(alpha)).returncode == 0
+    index_dir = Path(listed(world)[(str(alpha),)]["index_dir"])
+    hold = ("import sys, time; from remembrancer.indexer import writelock; "
+            "writelock.identify(by='index'); held = writelock.acquire(sys.argv[1], 'the index'); "
+            "print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(index_dir / "writer.lock")], env=world["env"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = cli(world, "corpora", "forget", str(alpha))
+        assert r.returncode == 2 and "being written by `remembrancer index` (pid" in r.stderr, r.stderr
+        assert (index_dir / "catalog.sqlite").exists() or any(index_dir.iterdir())
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli(world, "corpora", "forget", str(alpha)).returncode == 0 and not index_dir.exists()
