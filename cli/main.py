@@ -842,9 +842,11 @@ def cmd_serve(args) -> int:
 
 def cmd_stop(args) -> int:
     from remembrancer.daemon.client import Client, DaemonUnavailable
+    from remembrancer.daemon.connect import running_daemon
     from remembrancer.indexer.config import socket_path
 
-    sock = socket_path()
+    found = running_daemon()   # the data dir's daemon, also when it listens on another socket
+    sock = found[0] if found else socket_path()
     try:
         with Client(sock, timeout=5) as c:
             pid = c.call("status")["daemon"]["pid"]

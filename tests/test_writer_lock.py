@@ -62,6 +62,10 @@ def test_a_second_daemon_on_another_socket_is_refused_and_its_clients_use_the_fi
         assert first.call("status")["daemon"]["requests"] >= before + 2   # this status, and the search
         holder = writelock.holder(index_dir_of(first) / writelock.WRITER_LOCK)
         assert holder["pid"] == pid and holder["by"] == "daemon"
+        # and `stop` from that environment stops the daemon it was answered by
+        s = cli(env2, "stop")
+        assert s.returncode == 0 and f"stopped daemon pid {pid}" in s.stdout, s.stdout + s.stderr
+        wait_for(lambda: first.proc.poll() is not None, timeout=30)
     finally:
         first.stop()
     assert "LockBusy" not in first.log.read_text()
