@@ -817,6 +817,13 @@ class Catalog(MetaReads):
             "SELECT s.content FROM sections_literal l JOIN sections s ON s.id = l.rowid"
             " WHERE sections_literal MATCH ?", ("content : " + _phrase(word),))))
 
+    def sections_beyond_ascii(self, max_chars: int) -> list[tuple[int, str]]:
+        """(section id, content) of the visible sections whose content holds a character beyond
+        ASCII (its length in bytes is not its length in characters) or is over `max_chars`
+        characters long: one scan, which the engine caches per generation."""
+        return self.db.execute("SELECT id, content FROM sections WHERE length(content) > ?"
+                               " OR length(CAST(content AS BLOB)) <> length(content)", (max_chars,)).fetchall()
+
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`
         (already lower-cased by the caller when case-insensitive: SQLite's ASCII lower() applies

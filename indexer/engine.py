@@ -20,8 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import changes, corpus, ingest, links, meta, sandbox, scope, terms
+from . import changes, corpus, fulltext, ingest, links, meta, sandbox, scope, terms
 from .catalog import make_private
+from .chunks import MAX_CHUNK_CHARS
 from .config import Config
 from .errors import UserError
 from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
@@ -117,6 +118,7 @@ class Engine:
         self._lowered_scoped: tuple | None = None   # the last scope's visible rows of _lowered
         self._lowered: tuple[int, list] = (-1, [])
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
+        self._unplain: tuple[tuple, tuple[frozenset[int], frozenset[str]]] = ((), (frozenset(), frozenset()))
         self._section_count: tuple[tuple, int] = ((), 0)
         self._counts_cache: tuple[tuple, dict] = ((), {})
         self._matcher_cache: tuple[list | None, meta.EntityMatcher | None] = (None, None)
@@ -727,6 +729,30 @@ class Engine:
         if self._words[0] != key:
             self._words = (key, frozenset(w for _, _, c, _ in self.lowered_sections() for w in terms.WORD_RUN_RE.findall(c)))
         return self._words[1]
+
+    def uses_word(self, word: str) -> bool | None:
+        """Whether some visible section's content uses `word` (lower-case) whole, as terms.uses_whole
+        says, from the keyword index's term dictionary; the few sections whose tokens are not their
+        whole words (_unplain_sections) are answered from their words. None when it cannot say: a
+        word the dictionary does not keep whole, the team store, an index behind the catalog."""
+        index = self.keyword_index()
+        if (not isinstance(index, fulltext.FullText) or not fulltext.is_body_term(word)
+                or self.fulltext.generation != self.catalog.generation):
+            return None
+        outside, words = self._unplain_sections()
+        return word in words or index.has_word(word, outside)
+
+    def _unplain_sections(self) -> tuple[frozenset[int], frozenset[str]]:
+        """The visible sections whose body tokens may not be their whole words — a letter beyond
+        ASCII (fulltext.tokens_are_words), or more than one chunk (a line cut inside a word) — and
+        the whole words they use, cached per generation and scope."""
+        key = (self.catalog.generation, self.scope)
+        if self._unplain[0] != key:
+            rows = [(i, c) for i, c in self.catalog.sections_beyond_ascii(MAX_CHUNK_CHARS)
+                    if len(c) > MAX_CHUNK_CHARS or not fulltext.tokens_are_words(c)]
+            self._unplain = (key, (frozenset(i for i, _ in rows),
+                                   frozenset(w for _, c in rows for w in terms.WORD_RUN_RE.findall(c.lower()))))
+        return self._unplain[1]
 
     def entities(self):
         """(EntityMatcher, entity name → path of its record) for the visible records, cached."""
