@@ -734,13 +734,13 @@ class Engine:
         """Whether some visible section's content uses `word` (lower-case) whole, as terms.uses_whole
         says, from the keyword index's term dictionary; the few sections whose tokens are not their
         whole words (_unplain_sections) are answered from their words. None when it cannot say: a
-        word the dictionary does not keep whole, the team store, an index behind the catalog."""
-        index = self.keyword_index()
-        if (not isinstance(index, fulltext.FullText) or not fulltext.is_body_term(word)
+        word the dictionary does not keep whole, an index behind the catalog, the team store (its
+        ledger answers from its own postings: pg_store.uses_word)."""
+        if (self.store.kind != "local" or not fulltext.is_body_term(word)
                 or self.fulltext.generation != self.catalog.generation):
             return None
         outside, words = self._unplain_sections()
-        return word in words or index.has_word(word, outside)
+        return word in words or self.keyword_index().has_word(word, outside)
 
     def _unplain_sections(self) -> tuple[frozenset[int], frozenset[str]]:
         """The visible sections whose body tokens may not be their whole words — a letter beyond
