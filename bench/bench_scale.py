@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -334,7 +335,17 @@ def through_daemon(corpus: Corpus, env: dict, args) -> dict:
         time.sleep(args.idle)
         out["daemon idle CPU %"] = round(100 * (cpu_seconds(proc.pid) - c0) / args.idle, 2)
         if not args.no_mcp:
-            out.update(asyncio.run(mcp_kinds(corpus, env, args)))
+            sides = [("", env, PROJECT)]
+            other = None
+            try:
+                if args.against:
+                    other_env, code = against_env(env, args)
+                    other = start_daemon(corpus, other_env, code)
+                    sides.append((" [against]", other_env, code))
+                out.update(asyncio.run(mcp_kinds(corpus, sides, args)))
+            finally:
+                if other is not None:
+                    stop_daemon(*other)
             time.sleep(3)
             out["daemon RSS after the MCP searches MB"] = round(rss_mb(proc.pid), 0)
             c0 = cpu_seconds(proc.pid)
@@ -349,43 +360,50 @@ def through_daemon(corpus: Corpus, env: dict, args) -> dict:
     return out
 
 
-def mcp_against(corpus: Corpus, env: dict, args) -> dict:
-    """`--against DIR`: the MCP searches again, answered by DIR's daemon and MCP server (the same
-    index, right after this checkout's), as rows marked [against]."""
+def against_env(env: dict, args) -> tuple[dict, Path]:
+    """`--against DIR`: the environment of a second daemon and MCP server running DIR's code, on a
+    copy of the index built in-process (made before this checkout's daemon opened it) and a socket
+    of their own."""
+    tmp = Path(env["REMEMBRANCER_DATA_DIR"]).parent
     code = Path(args.against).resolve()
-    env = {**env, "PYTHONPATH": str(code)}
-    proc, c = start_daemon(corpus, env, code)
-    try:
-        kinds = asyncio.run(mcp_kinds(corpus, env, args, code))
-        stop_daemon(proc, c)
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
-    return {f"{k} [against]": v for k, v in kinds.items()}
+    return {**env, "PYTHONPATH": str(code), "REMEMBRANCER_DATA_DIR": str(tmp / "data-against"),
+            "REMEMBRANCER_SOCKET": str(tmp / "run-against" / "d.sock")}, code
 
 
-async def mcp_kinds(corpus: Corpus, env: dict, args, code: Path = PROJECT) -> dict:
+async def mcp_kinds(corpus: Corpus, sides: list[tuple[str, dict, Path]], args) -> dict:
+    """Every search kind through the real MCP stdio client, p50/p95 per side: (label, environment,
+    code) — this checkout, and `--against`'s beside it, each request asked of both in turn (which
+    goes first alternates), so a change in the machine's load falls on both."""
+    from contextlib import AsyncExitStack
+
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--root", str(corpus.root)],
-                                   env=env, cwd=str(code))
     out = {}
-    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
-        await s.initialize()
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for _, env, code in sides:
+            params = StdioServerParameters(command=sys.executable, env=env, cwd=str(code),
+                                           args=["-m", "remembrancer", "mcp", "--root", str(corpus.root)])
+            r, w = await stack.enter_async_context(stdio_client(params))
+            s = await stack.enter_async_context(ClientSession(r, w))
+            await s.initialize()
+            sessions.append(s)
         for kind, reqs in corpus.requests(args.queries).items():
-            times = []
-            for method, p in reqs[:1] + reqs:   # the first one warms up, untimed
+            times: list[list[float]] = [[] for _ in sides]
+            for i, (method, p) in enumerate(reqs[:1] + reqs):   # the first one warms up, untimed
                 p = {k: v for k, v in p.items() if k != "verify_commits"}   # not MCP parameters
                 if method == "search":
                     p.setdefault("query", "")
-                t0 = time.perf_counter()
-                res = await s.call_tool(method, p)
-                times.append((time.perf_counter() - t0) * 1000)
-                if res.is_error:
-                    raise RuntimeError(f"MCP {method} {p}: {res.content}")
-            out[f"MCP {kind} ms"] = pstats(times[1:])
+                order = list(range(len(sides)))
+                for side in order[::-1] if i % 2 else order:
+                    t0 = time.perf_counter()
+                    res = await sessions[side].call_tool(method, p)
+                    times[side].append((time.perf_counter() - t0) * 1000)
+                    if res.is_error:
+                        raise RuntimeError(f"MCP {method} {p}: {res.content}")
+            for (label, _, _), t in zip(sides, times):
+                out[f"MCP {kind} ms{label}"] = pstats(t[1:])
     return out
 
 
@@ -419,9 +437,9 @@ def one_size(n: int, args, tiny_dir: Path | None) -> dict:
         res.update(in_process(corpus, cfg, embedder, args))
     print(f"[{n}] in-process done", file=sys.stderr)
     if not args.no_daemon:
-        res.update(through_daemon(corpus, env, args))
         if args.against and not args.no_mcp:
-            res.update(mcp_against(corpus, env, args))
+            shutil.copytree(env["REMEMBRANCER_DATA_DIR"], against_env(env, args)[0]["REMEMBRANCER_DATA_DIR"])
+        res.update(through_daemon(corpus, env, args))
     print(f"[{n}] {json.dumps(res)}", file=sys.stderr)
     if not args.keep:
         subprocess.run(["rm", "-rf", str(tmp)])
@@ -458,8 +476,8 @@ def main() -> int:
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--against", metavar="DIR", help="another version's package (as bench_search_latency.py "
                     "--against: `git archive` of indexer, daemon, cli, mcp_server, hooks, systemd under DIR/remembrancer, "
-                    "plus remembrancer/): its daemon and MCP server answer the MCP searches too, right after this "
-                    "checkout's, as rows marked [against]")
+                    "plus remembrancer/): a daemon and MCP server of its own, on a copy of the index, answer every "
+                    "MCP request too, in turn with this checkout's, as rows marked [against]")
     args = ap.parse_args()
     if args.synthetic_vectors and not args.real_model:
         ap.error("--synthetic-vectors goes with --real-model (the tiny model's vectors are already cheap)")

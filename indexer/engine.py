@@ -119,6 +119,7 @@ class Engine:
         self._lowered: tuple[int, list] = (-1, [])
         self._words: tuple[tuple, frozenset[str]] = ((), frozenset())
         self._unplain: tuple[tuple, tuple[frozenset[int], frozenset[str]]] = ((), (frozenset(), frozenset()))
+        self._unplain_seen: tuple[int, dict[int, frozenset[str]]] = (0, {})   # (last section id read, id → words)
         self._section_count: tuple[tuple, int] = ((), 0)
         self._counts_cache: tuple[tuple, dict] = ((), {})
         self._matcher_cache: tuple[list | None, meta.EntityMatcher | None] = (None, None)
@@ -745,13 +746,23 @@ class Engine:
     def _unplain_sections(self) -> tuple[frozenset[int], frozenset[str]]:
         """The visible sections whose body tokens may not be their whole words — a letter beyond
         ASCII (fulltext.tokens_are_words), or more than one chunk (a line cut inside a word) — and
-        the whole words they use, cached per generation and scope."""
+        the whole words they use, cached per generation and scope. Only sections new since the
+        last call are read (a full scan of 10,000 documents costs ~45 ms; an edit's, nothing)."""
         key = (self.catalog.generation, self.scope)
         if self._unplain[0] != key:
-            rows = [(i, c) for i, c in self.catalog.sections_beyond_ascii(MAX_CHUNK_CHARS)
-                    if len(c) > MAX_CHUNK_CHARS or not fulltext.tokens_are_words(c)]
-            self._unplain = (key, (frozenset(i for i, _ in rows),
-                                   frozenset(w for _, c in rows for w in terms.WORD_RUN_RE.findall(c.lower()))))
+            after, seen = self._unplain_seen
+            last, rows = self.catalog.sections_beyond_ascii(after, MAX_CHUNK_CHARS)
+            if last < after:   # another catalog (its ids start again): read it whole
+                after, seen = 0, {}
+                last, rows = self.catalog.sections_beyond_ascii(after, MAX_CHUNK_CHARS)
+            new = {i: frozenset(terms.WORD_RUN_RE.findall(c.lower())) for i, c in rows
+                   if len(c) > MAX_CHUNK_CHARS or not fulltext.tokens_are_words(c)}
+            visible = self.catalog.visible_section_ids([*seen, *new])
+            if not self.scope:   # a deleted section is forgotten (a scope does not see them all)
+                seen = {i: w for i, w in seen.items() if i in visible}
+            seen = {**seen, **new}
+            self._unplain_seen = (max(after, last), seen)
+            self._unplain = (key, (frozenset(visible), frozenset().union(*(seen[i] for i in visible))))
         return self._unplain[1]
 
     def entities(self):
