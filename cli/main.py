@@ -64,7 +64,7 @@ class _Version(argparse.Action):
     """`--version`, read from the installed metadata only when asked: importlib.metadata costs
     ~35 ms, which every command would pay."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show the version and exit"):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show program's version number and exit"):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
