@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_scale.py [--sizes 1000,5000,20000] [--real-model [--synthetic-vectors]]
                                           [--edits 20] [--queries 20] [--idle 20] [--no-daemon] [--no-mcp]
+                                          [--against DIR]
 
 Generates a memory-shaped corpus per size (seeded: journal days, host records, runbooks, lessons;
 ≈5 sections a document) as a git repo in a temp dir, then prints for each size, on this machine
@@ -11,10 +12,13 @@ and in this run:
   `refresh_paths()` the daemon uses, p50/p95
 - refresh with nothing changed
 - search kinds p50/p95 in-process (through indexer/api.py, as the daemon answers them): filters
-  only (type + since), exact, a question holding identifiers, a paraphrase, `latest`, `history`
+  only (type + since), exact, a question holding identifiers, a paraphrase, `latest`, `history`,
+  a paraphrase of everyday words, a long question
 - through a real daemon on a real socket: one edit (an atomic save) → searchable, debounce
   included, p50/p95; its RSS once settled; its idle CPU
 - through the real MCP stdio client (the MCP server talks to that daemon): every search kind p50/p95
+  (filters, exact, identifier, paraphrase, latest, history, a paraphrase of everyday words the corpus
+  lacks, a long question); with `--against DIR` also as another version of the code answers them
 and, after all sizes, the growth ratio of every row from the smallest size to each larger one.
 The tiny test model (tests/tiny_model.py) keeps embedding out of the figures (the shape of the
 costs); `--real-model` uses the packaged default model for absolute ones. `--real-model
@@ -31,6 +35,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +59,7 @@ migration schema rollback incident outage page escalate ticket vendor contract b
 FILLER = "the a of to and in for on with after before when then because so but not".split()
 SERVICES = ["postgres", "pgbouncer", "nginx", "redis", "kafka", "grafana", "prometheus", "vault",
             "consul", "haproxy", "minio", "elasticsearch", "rabbitmq", "etcd", "coredns"]
+VAGUE = ["problem", "thing", "issue", "stuff", "trouble", "situation", "setup", "mess"]   # never in the corpus
 VERBS = ["restore", "failover", "upgrade", "rotate-certs", "resize-volume", "drain", "rebuild-index",
          "recover", "migrate", "tune"]
 
@@ -136,6 +142,14 @@ class Corpus:
         return f"memory/lesson-{i}-{topic.replace(' ', '-')}.md", "\n".join(body)
 
     # -- the questions asked of it ------------------------------------------------------------
+    def long_question(self, r: random.Random) -> str:
+        """A question as an agent pastes one: a paragraph of context, the corpus's words among everyday ones."""
+        return (f"we had a problem last week where the {r.choice(WORDS)} on {r.choice(self.hosts)} kept failing after "
+                f"the {r.choice(WORDS)} {r.choice(WORDS)} and nobody could remember how we got it working the previous "
+                f"time, so what was the procedure for the {r.choice(WORDS)} and the {r.choice(WORDS)}, what should we "
+                f"check first, and is there anything about the {r.choice(SERVICES)} {r.choice(WORDS)} we should know "
+                f"before we try it again tomorrow morning")
+
     def requests(self, n: int) -> dict[str, list[tuple[str, dict]]]:
         r = random.Random(99)
         since = self.journal_dates[int(len(self.journal_dates) * 0.8)] if self.journal_dates else "2020-01-01"
@@ -149,6 +163,12 @@ class Corpus:
                            for _ in range(n)],
             "latest": [("latest", {"terms": [r.choice(self.errors)], "verify_commits": False}) for _ in range(n)],
             "history": [("history", {"entity": r.choice(self.hosts), "verify_commits": False}) for _ in range(n)],
+            # Everyday words the corpus lacks, some inside its words ("time" in "timeout"): abstention asks
+            # whether the corpus uses each one (issue 27: 194 / 532 ms through MCP at 10,000 documents).
+            "paraphrase, common words": [("search", {"query": f"what did we do about the {r.choice(VAGUE)} with the "
+                                                              f"{r.choice(VAGUE)} last {r.choice(['time', 'week', 'month'])}"})
+                                         for _ in range(n)],
+            "long question": [("search", {"query": self.long_question(r)}) for _ in range(n)],
         }
 
 
@@ -261,26 +281,37 @@ def synthetic_index(config, embedder) -> dict:
 
 # -- through the daemon and MCP -------------------------------------------------------------------
 
-def through_daemon(corpus: Corpus, env: dict, args) -> dict:
+def start_daemon(corpus: Corpus, env: dict, code: Path):
+    """A daemon run from the package in `code` (this checkout, or `--against`'s), serving the index
+    built in-process once it is fresh: (process, client)."""
     from remembrancer.daemon.client import Client
 
-    out: dict[str, object] = {}
     sock = Path(env["REMEMBRANCER_SOCKET"])
-    log = open(Path(env["REMEMBRANCER_DATA_DIR"]).parent / "daemon.log", "w")
+    log = open(Path(env["REMEMBRANCER_DATA_DIR"]).parent / "daemon.log", "a")
     proc = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--root", str(corpus.root)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=log, cwd=str(PROJECT))
+                            stdout=subprocess.DEVNULL, stderr=log, cwd=str(code))
+    while not sock.exists():
+        if proc.poll() is not None:
+            raise RuntimeError("daemon exited; see daemon.log")
+        time.sleep(0.05)
+    c = Client(sock, timeout=120)
+    while True:
+        st = c.call("status")
+        if st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"] and st["documents"]:
+            return proc, c
+        time.sleep(0.2)
+
+
+def stop_daemon(proc, c) -> None:
+    c.call("stop")
+    proc.wait(timeout=30)
+
+
+def through_daemon(corpus: Corpus, env: dict, args) -> dict:
+    out: dict[str, object] = {}
+    t0 = time.perf_counter()
+    proc, c = start_daemon(corpus, env, PROJECT)
     try:
-        t0 = time.perf_counter()
-        while not sock.exists():
-            if proc.poll() is not None:
-                raise RuntimeError("daemon exited; see daemon.log")
-            time.sleep(0.05)
-        c = Client(sock, timeout=120)
-        while True:
-            st = c.call("status")
-            if st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"] and st["documents"]:
-                break
-            time.sleep(0.2)
         out["daemon start → fresh s (index built in-process)"] = round(time.perf_counter() - t0, 1)
         rng = random.Random(7)
         times = []
@@ -304,15 +335,24 @@ def through_daemon(corpus: Corpus, env: dict, args) -> dict:
         time.sleep(args.idle)
         out["daemon idle CPU %"] = round(100 * (cpu_seconds(proc.pid) - c0) / args.idle, 2)
         if not args.no_mcp:
-            out.update(asyncio.run(mcp_kinds(corpus, env, args)))
+            sides = [("", env, PROJECT)]
+            other = None
+            try:
+                if args.against:
+                    other_env, code = against_env(env, args)
+                    other = start_daemon(corpus, other_env, code)
+                    sides.append((" [against]", other_env, code))
+                out.update(asyncio.run(mcp_kinds(corpus, sides, args)))
+            finally:
+                if other is not None:
+                    stop_daemon(*other)
             time.sleep(3)
             out["daemon RSS after the MCP searches MB"] = round(rss_mb(proc.pid), 0)
             c0 = cpu_seconds(proc.pid)
             time.sleep(args.idle)
             out["daemon idle CPU % after searches"] = round(100 * (cpu_seconds(proc.pid) - c0) / args.idle, 2)
         out["daemon peak RSS MB"] = round(peak_rss_mb(proc.pid), 0)
-        c.call("stop")
-        proc.wait(timeout=30)
+        stop_daemon(proc, c)
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -320,27 +360,50 @@ def through_daemon(corpus: Corpus, env: dict, args) -> dict:
     return out
 
 
-async def mcp_kinds(corpus: Corpus, env: dict, args) -> dict:
+def against_env(env: dict, args) -> tuple[dict, Path]:
+    """`--against DIR`: the environment of a second daemon and MCP server running DIR's code, on a
+    copy of the index built in-process (made before this checkout's daemon opened it) and a socket
+    of their own."""
+    tmp = Path(env["REMEMBRANCER_DATA_DIR"]).parent
+    code = Path(args.against).resolve()
+    return {**env, "PYTHONPATH": str(code), "REMEMBRANCER_DATA_DIR": str(tmp / "data-against"),
+            "REMEMBRANCER_SOCKET": str(tmp / "run-against" / "d.sock")}, code
+
+
+async def mcp_kinds(corpus: Corpus, sides: list[tuple[str, dict, Path]], args) -> dict:
+    """Every search kind through the real MCP stdio client, p50/p95 per side: (label, environment,
+    code) — this checkout, and `--against`'s beside it, each request asked of both in turn (which
+    goes first alternates), so a change in the machine's load falls on both."""
+    from contextlib import AsyncExitStack
+
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--root", str(corpus.root)],
-                                   env=env, cwd=str(PROJECT))
     out = {}
-    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
-        await s.initialize()
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for _, env, code in sides:
+            params = StdioServerParameters(command=sys.executable, env=env, cwd=str(code),
+                                           args=["-m", "remembrancer", "mcp", "--root", str(corpus.root)])
+            r, w = await stack.enter_async_context(stdio_client(params))
+            s = await stack.enter_async_context(ClientSession(r, w))
+            await s.initialize()
+            sessions.append(s)
         for kind, reqs in corpus.requests(args.queries).items():
-            times = []
-            for method, p in reqs[:1] + reqs:   # the first one warms up, untimed
+            times: list[list[float]] = [[] for _ in sides]
+            for i, (method, p) in enumerate(reqs[:1] + reqs):   # the first one warms up, untimed
                 p = {k: v for k, v in p.items() if k != "verify_commits"}   # not MCP parameters
                 if method == "search":
                     p.setdefault("query", "")
-                t0 = time.perf_counter()
-                res = await s.call_tool(method, p)
-                times.append((time.perf_counter() - t0) * 1000)
-                if res.is_error:
-                    raise RuntimeError(f"MCP {method} {p}: {res.content}")
-            out[f"MCP {kind} ms"] = pstats(times[1:])
+                order = list(range(len(sides)))
+                for side in order[::-1] if i % 2 else order:
+                    t0 = time.perf_counter()
+                    res = await sessions[side].call_tool(method, p)
+                    times[side].append((time.perf_counter() - t0) * 1000)
+                    if res.is_error:
+                        raise RuntimeError(f"MCP {method} {p}: {res.content}")
+            for (label, _, _), t in zip(sides, times):
+                out[f"MCP {kind} ms{label}"] = pstats(t[1:])
     return out
 
 
@@ -374,6 +437,8 @@ def one_size(n: int, args, tiny_dir: Path | None) -> dict:
         res.update(in_process(corpus, cfg, embedder, args))
     print(f"[{n}] in-process done", file=sys.stderr)
     if not args.no_daemon:
+        if args.against and not args.no_mcp:
+            shutil.copytree(env["REMEMBRANCER_DATA_DIR"], against_env(env, args)[0]["REMEMBRANCER_DATA_DIR"])
         res.update(through_daemon(corpus, env, args))
     print(f"[{n}] {json.dumps(res)}", file=sys.stderr)
     if not args.keep:
@@ -409,6 +474,10 @@ def main() -> int:
     ap.add_argument("--no-mcp", action="store_true", help="skip the MCP stdio round trips")
     ap.add_argument("--keep", action="store_true", help="keep the temp corpora and indexes")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--against", metavar="DIR", help="another version's package (as bench_search_latency.py "
+                    "--against: `git archive` of indexer, daemon, cli, mcp_server, hooks, systemd under DIR/remembrancer, "
+                    "plus remembrancer/): a daemon and MCP server of its own, on a copy of the index, answer every "
+                    "MCP request too, in turn with this checkout's, as rows marked [against]")
     args = ap.parse_args()
     if args.synthetic_vectors and not args.real_model:
         ap.error("--synthetic-vectors goes with --real-model (the tiny model's vectors are already cheap)")

@@ -16,7 +16,6 @@ import re
 import sys
 import time
 
-from remembrancer import __version__
 from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError, scrubbed
 
@@ -111,10 +110,24 @@ def without_typed_secrets(obj):
     return echoes_redacted(redactor, obj, _ARGV, lowered=True)
 
 
+class _Version(argparse.Action):
+    """`--version`, read from the installed metadata only when asked: importlib.metadata costs
+    ~35 ms, which every command would pay."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show program's version number and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from remembrancer import __version__
+
+        print(f"remembrancer {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
-    ap.add_argument("--version", action="version", version=f"remembrancer {__version__}")
+    ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
@@ -454,16 +467,17 @@ def served_roots(backend) -> list:
 
 
 def _progress_bar():
-    """A rich progress bar on stderr that appears only when there is real work (> ~1 s)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    """A rich progress bar on stderr that appears only when there is real work (> ~1 s); rich is
+    imported then (a daemon's answer needs no bar)."""
     state: dict = {"bar": None, "t0": time.monotonic()}
 
     def update(done: int, total: int, path: str) -> None:
         if state["bar"] is None:
             if time.monotonic() - state["t0"] < 1.0 or done >= total:   # quick, or done: no bar (it drew a blank line)
                 return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                            TextColumn("{task.fields[path]}", style="dim"),   # rich passes ESC and C1 through
                            console=Console(file=getattr(sys.stderr, "unfiltered", sys.stderr)), transient=True)

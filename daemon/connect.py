@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from remembrancer.indexer import api, writelock
+from remembrancer.indexer import writelock
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
@@ -85,6 +85,8 @@ class LocalBackend:
         return {**base, "verdict": "fresh", "detail": "re-checked against the files just now"}
 
     def call(self, method: str, **params) -> dict:
+        from remembrancer.indexer import api   # the engine's: a client answered by the daemon never imports it
+
         if method in api.FRESHNESS_METHODS:
             self.refresh()
         out = api.answer_in_process(self.engine, method, params, self.freshness)

@@ -828,6 +828,20 @@ class Catalog(MetaReads):
             "SELECT s.content FROM sections_literal l JOIN sections s ON s.id = l.rowid"
             " WHERE sections_literal MATCH ?", ("content : " + _phrase(word),))))
 
+    def sections_beyond_ascii(self, after: int, max_chars: int) -> tuple[int, list[tuple[int, str]]]:
+        """(the last section id, [(section id, content)]) of the sections after id `after`, past any
+        scope, whose content holds a character beyond ASCII (its length in bytes is not its length
+        in characters) or is over `max_chars` characters long. Section ids only grow and a
+        section's text never changes, so a caller that keeps the answer asks only for the new ones."""
+        last = self.db.execute("SELECT max(id) FROM main.sections").fetchone()[0] or 0
+        return last, self.db.execute(
+            "SELECT id, content FROM main.sections WHERE id > ? AND id <= ? AND (length(content) > ?"
+            " OR length(CAST(content AS BLOB)) <> length(content))", (after, last, max_chars)).fetchall()
+
+    def visible_section_ids(self, ids) -> set[int]:
+        """Those of the section ids that exist and the request's scope sees."""
+        return {r[0] for r in self._rows_in("SELECT id FROM sections WHERE id IN ({marks})", ids)}
+
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`
         (already lower-cased by the caller when case-insensitive: SQLite's ASCII lower() applies

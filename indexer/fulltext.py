@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 import tantivy
@@ -25,6 +27,7 @@ HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (FIELD-NOTES); the 
 STEM_BOOST = 0.6      # stemmed words find paraphrases; exact words rank first
 IDENT_BOOST = 0.5     # a whole-identifier match is strong evidence
 WRITE_SLICE = 16      # chunks added between two chances for requests to go first (indexer/priority.py)
+TERM_BYTES = 40       # the `default` tokenizer drops a token of this many bytes or more (RemoveLongFilter)
 
 
 def _schema() -> tantivy.Schema:
@@ -44,6 +47,40 @@ def _schema() -> tantivy.Schema:
 def idents(heading: str, text: str) -> str:
     """The `ident` field's text: a chunk's identifier terms (camelCase/snake_case split)."""
     return " ".join(terms.identifier_terms(heading + "\n" + text))
+
+
+@lru_cache(maxsize=1)
+def _body_analyzer() -> tantivy.TextAnalyzer:
+    """The `default` tokenizer of the heading and body fields, rebuilt to ask it about text."""
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(TERM_BYTES))
+            .filter(tantivy.Filter.lowercase()).build())
+
+
+def is_body_term(word: str) -> bool:
+    """Whether a whole word (ASCII letters and digits, lower-case) is kept whole in the body
+    field's term dictionary: tokens of TERM_BYTES or more are dropped."""
+    return len(word) < TERM_BYTES and terms.WORD_RUN_RE.fullmatch(word) is not None
+
+
+@lru_cache(maxsize=None)
+def _separates(c: str) -> bool:
+    """Whether the body tokenizer splits at `c` and lower() makes no ASCII letter or digit of it:
+    asked of the tokenizer itself (its idea of a letter is Rust's, not Python's), once per character."""
+    try:
+        split = _body_analyzer().analyze(f"a{c}b") == ["a", "b"]
+    except ValueError:   # a lone surrogate (no catalog text holds one): no answer, so not
+        return False
+    return split and not terms.WORD_RUN_RE.search(c.lower())
+
+
+_BEYOND_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+
+
+def tokens_are_words(text: str) -> bool:
+    """Whether the body field's tokens of `text` are exactly its whole words (the runs of
+    terms.WORD_RUN_RE in text.lower()) shorter than TERM_BYTES: true unless a character beyond
+    ASCII joins letters into a token ("café" holds the whole word "caf", not the token)."""
+    return text.isascii() or all(map(_separates, set(_BEYOND_ASCII_RE.findall(text))))
 
 
 class FullText:
@@ -254,6 +291,21 @@ class FullText:
     # -- reading ------------------------------------------------------------------------------
     def reload(self) -> None:
         self.index.reload()
+
+    def has_word(self, word: str, outside: frozenset[int] = frozenset()) -> bool:
+        """Whether a live chunk, other than those of the `outside` sections, has the token `word`
+        in its body: an exact term-dictionary lookup (a deleted chunk's terms stay in the
+        dictionary until its segment is merged: a search skips it)."""
+        searcher = self.index.searcher()
+        if not searcher.doc_freq("body", word):
+            return False
+        query = tantivy.Query.term_query(self.schema, "body", word)
+        if outside:
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.MustNot, tantivy.Query.term_set_query(self.schema, "section_id", sorted(outside))),
+            ])
+        return bool(searcher.search(query, 1).hits)
 
     def search(self, text: str, limit: int, allowed_sections: set[int] | None = None) -> dict[int, float]:
         """BM25 over heading, body and identifier terms → best chunk score per section id."""

@@ -604,7 +604,9 @@ def _word_occurs(engine, word: str) -> bool:
     w = word.lower()
     if w in engine.entities()[0].by_name:
         return True
-    used = engine.catalog.uses_word(w)   # the literal index: only sections that may hold it
+    used = engine.uses_word(w)   # the keyword index's term dictionary
+    if used is None:
+        used = engine.catalog.uses_word(w)   # the literal index: only sections that may hold it
     if used is not None:
         return used
     if terms.WORD_RUN_RE.fullmatch(w):

@@ -298,3 +298,19 @@ def test_kill_9_during_reindex_then_restart_is_consistent(tmp_path, tiny_model_d
     assert counts["documents"] == 400
     assert st["daemon"]["last_ingest"]["embedded"] == counts["passages"] - done_vecs
     d.stop()
+
+
+def test_a_cli_search_the_daemon_answers_imports_no_engine(daemon, notes):
+    """The CLI's daemon path is a socket client: its answer costs the daemon's work, not the
+    engine's imports (markdown-it, pathspec, psutil, rich, tantivy, the model's runtime, …: ~1 s of
+    start-up under load for a 9 ms answer). The engine is imported only to answer in-process."""
+    heavy = ("markdown_it", "pathspec", "psutil", "rich", "tantivy", "onnxruntime", "numpy", "hnswlib", "tokenizers",
+             "pygit2", "watchdog", "yaml", "mcp", "pydantic", "psycopg")
+    code = ("import sys; from remembrancer.cli.main import main; rc = main(sys.argv[1:]); "
+            f"print('loaded:', sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
+            "or m.startswith(('remembrancer.indexer.engine', 'remembrancer.indexer.search', 'remembrancer.indexer.api'))))")
+    r = subprocess.run([sys.executable, "-c", code, "search", "--root", str(notes), "restore", "backup"],
+                       env=daemon.env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("[index fresh") and "1. " in r.stdout, r.stdout
+    assert r.stdout.splitlines()[-1] == "loaded: []", r.stdout.splitlines()[-1]
