@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import sqlite3
-import stat
 import time
 from array import array
 from contextlib import contextmanager
@@ -269,20 +268,6 @@ def move_aside(index_dir: Path, reason: str) -> Path:
 
 
 # -- private files -------------------------------------------------------------------------------------
-def make_private(directory: Path) -> None:
-    """0700 folders and 0600 files under `directory` (the index holds the corpus' text): set
-    explicitly, whatever the umask, for the files SQLite, tantivy and hnswlib create."""
-    for here, dirs, files in os.walk(directory):
-        for name, mode in [(d, 0o700) for d in dirs] + [(f, 0o600) for f in files] + [("", 0o700)]:
-            p = os.path.join(here, name) if name else here
-            try:
-                st = os.lstat(p)
-                if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
-                    os.chmod(p, mode)
-            except OSError:  # a file tantivy removed meanwhile
-                continue
-
-
 def _create_private(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tomllib
 import warnings
@@ -94,6 +95,20 @@ def private_data_dir() -> None:
         _make_private(d)
 
 
+def make_private(directory: Path) -> None:
+    """0700 folders and 0600 files under `directory` (the index holds the corpus' text): set
+    explicitly, whatever the umask, for the files SQLite, tantivy and hnswlib create."""
+    for here, dirs, files in os.walk(directory):
+        for name, mode in [(d, 0o700) for d in dirs] + [(f, 0o600) for f in files] + [("", 0o700)]:
+            p = os.path.join(here, name) if name else here
+            try:
+                st = os.lstat(p)
+                if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                    os.chmod(p, mode)
+            except OSError:  # a file tantivy removed meanwhile
+                continue
+
+
 def _make_private(d: Path) -> None:
     """0700 for the data dir and 0700/0600 for what remembrancer keeps in it, once per process:
     a data dir made by a user or a tool (0755) let other users list the corpora and read the
@@ -101,8 +116,6 @@ def _make_private(d: Path) -> None:
     if d in _made_private:
         return
     _made_private.add(d)
-    from .catalog import make_private   # 0700 folders, 0600 files, symlinks left alone
-
     if too_wide(d.resolve()) is None:
         with contextlib.suppress(OSError):   # not ours: nothing to tighten here
             os.chmod(d, 0o700)

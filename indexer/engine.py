@@ -21,9 +21,8 @@ from typing import Callable
 import numpy as np
 
 from . import changes, corpus, fulltext, indexes, ingest, links, meta, sandbox, scope, terms
-from .catalog import make_private
 from .chunks import MAX_CHUNK_CHARS
-from .config import Config
+from .config import Config, make_private
 from .errors import UserError
 from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
 from .store import KeywordIndex, Ledger, Store, VectorIndex
