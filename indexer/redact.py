@@ -41,7 +41,7 @@ from .errors import UserError
 from .meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 1
+REDACTOR_VERSION = 2
 ENV_SECRET_HASHES = "REMEMBRANCER_SECRET_HASHES"
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,40}\Z")
@@ -649,6 +649,8 @@ class Redactor:
             if n:
                 text, k = _elsewhere(before, text, fam.name)
                 counts[fam.name] = counts.get(fam.name, 0) + n + k
+        if counts and text.lstrip("\ufeff").startswith("---"):
+            text = _yaml_safe_front_matter(text)
         return text, counts
 
     def redact_text(self, text: str) -> str:
@@ -781,6 +783,34 @@ def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
         after, k = re.subn(r"(?<![A-Za-z0-9])" + re.escape(v) + r"(?![A-Za-z0-9])", marker(label), after)
         n += k
     return after, n
+
+
+# A marker where a YAML plain scalar starts (`[REDACTED:github]: x`, `token: [REDACTED:x] more`) reads
+# as a flow sequence: the front matter would no longer parse and the record would lose its aliases
+# and IPs. Such a scalar (key, or value to the end of the line) is single-quoted; a quoted one is not
+# touched again, so redaction stays idempotent.
+_FM_MARKER_SCALAR = re.compile(r"(?P<pre>[ \t]*(?:-[ \t]+)*)(?P<key>\[REDACTED:[A-Za-z0-9_.-]+\][^:\n]*?)(?=:(?:[ \t]|$))"
+                               r"|(?P<vpre>[ \t]*(?:-[ \t]+)*[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]+)"
+                               r"(?P<val>\[REDACTED:[A-Za-z0-9_.-]+\][^\n]*?)[ \t]*\Z")
+
+
+def _yaml_safe_front_matter(text: str) -> str:
+    lines = text.split("\n")
+    if lines[0].lstrip("\ufeff").strip() != "---":
+        return text
+    for i in range(1, min(len(lines), 1000)):
+        line = lines[i]
+        if line.strip() in ("---", "..."):
+            break
+        if "[REDACTED:" not in line:
+            continue
+        m = _FM_MARKER_SCALAR.match(line)
+        if m is None:
+            continue
+        g, pre = ("key", "pre") if m.group("key") is not None else ("val", "vpre")
+        quoted = "'" + m.group(g).replace("'", "''") + "'"
+        lines[i] = m.group(pre) + quoted + line[m.end(g):]
+    return "\n".join(lines)
 
 
 def _strings(obj):
