@@ -788,10 +788,15 @@ def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
 # A marker where a YAML plain scalar starts (`[REDACTED:github]: x`, `token: [REDACTED:x] more`) reads
 # as a flow sequence: the front matter would no longer parse and the record would lose its aliases
 # and IPs. Such a scalar (key, or value to the end of the line) is single-quoted; a quoted one is not
-# touched again, so redaction stays idempotent.
-_FM_MARKER_SCALAR = re.compile(r"(?P<pre>[ \t]*(?:-[ \t]+)*)(?P<key>\[REDACTED:[A-Za-z0-9_.-]+\][^:\n]*?)(?=:(?:[ \t]|$))"
-                               r"|(?P<vpre>[ \t]*(?:-[ \t]+)*[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]+)"
-                               r"(?P<val>\[REDACTED:[A-Za-z0-9_.-]+\][^\n]*?)[ \t]*\Z")
+# touched again, so redaction stays idempotent. Every repeat is bounded: the pattern is matched at
+# line starts, but must stay linear from any position.
+_FM_MARKER_SCALAR = re.compile(
+    r"(?P<pre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8})(?P<key>\[REDACTED:[A-Za-z0-9_.-]{1,40}\][^:\n]{0,256}?)(?=:(?:[ \t]|$))"
+    r"|(?P<vpre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8}[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]{1,64})(?=\[REDACTED:)")
+
+
+def _yaml_quoted(scalar: str) -> str:
+    return "'" + scalar.replace("'", "''") + "'"
 
 
 def _yaml_safe_front_matter(text: str) -> str:
@@ -807,9 +812,10 @@ def _yaml_safe_front_matter(text: str) -> str:
         m = _FM_MARKER_SCALAR.match(line)
         if m is None:
             continue
-        g, pre = ("key", "pre") if m.group("key") is not None else ("val", "vpre")
-        quoted = "'" + m.group(g).replace("'", "''") + "'"
-        lines[i] = m.group(pre) + quoted + line[m.end(g):]
+        if m.group("key") is not None:
+            lines[i] = m.group("pre") + _yaml_quoted(m.group("key")) + line[m.end("key"):]
+        else:  # the value, to the end of the line
+            lines[i] = m.group("vpre") + _yaml_quoted(line[m.end():].rstrip())
     return "\n".join(lines)
 
 
