@@ -156,7 +156,9 @@ def audit(corpus: Path, secrets: list[str], verbose: bool) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    ap.add_argument("--eval-dir", default=str(next((d for d in (ROOT.parent / "shared" / "eval",
+                                                                ROOT.parent.parent / "shared" / "eval") if d.is_dir()),
+                                                       ROOT.parent / "shared" / "eval")))
     ap.add_argument("--corpora", nargs="*")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list the planted secrets' redactions")
     args = ap.parse_args()
