@@ -4,7 +4,9 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
 
 * **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
   keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
-  / ``password: …`` secrets, long hex). Each family can be disabled in the config
+  / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
+  passwords on command lines, Azure keys, password hashes, hex after a secret-ish word). A value
+  a family found by its context is redacted wherever else the same text holds it. Each family can be disabled in the config
   (``[redact] disable = ["long_hex"]``); an unknown name is refused.
 * **A secret-hash file** naming live secrets without containing them::
 
@@ -353,7 +355,8 @@ def _secret_value(value: str) -> bool:
     not a placeholder (`changeme`, `<password>`, `${VAR}`, `xxx`, `your-token`), a word, a number, a
     path or a type (`SecretStr`). A lower-case word such as a local `plotline` is kept."""
     v = value.strip()
-    if len(v) < 6 or v.lower() in _ENV_WORDS or _placeholder(v) or _PLACEHOLDER_RE.search(v):
+    # a leading `*` is part of a password here (`_placeholder` reads it as Markdown bold)
+    if len(v) < 6 or v.lower() in _ENV_WORDS or _placeholder(v.lstrip("*") or v) or _PLACEHOLDER_RE.search(v):
         return False
     if v.isdigit() or re.fullmatch(r"[\d.:/T Z+-]+", v) or v.startswith(("/", "~/", "./", "../", "http")):
         return False

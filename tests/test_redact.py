@@ -532,6 +532,7 @@ def test_memory_dev_decoys_stay_readable():
     ("env_secret", "JWT_SECRET_KEY: Zr8*hunter2x", "Zr8*hunter2x"),
     ("env_secret", "MYSQLPASSWORD=Sup3r*Secret", "Sup3r*Secret"),
     ("env_secret", "DB_PASSWORD=ab*Cd9xyz@1", "ab*Cd9xyz@1"),
+    ("env_secret", "PGPASSWORD=*Xk9mQ2vLp psql", "*Xk9mQ2vLp"),
     ("env_secret", "B2_ACCOUNT_KEY=K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2", "K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2"),
     ("env_secret", "requirepass iprZXVS0K6MeTa8Ke4yMz2EE", "iprZXVS0K6MeTa8Ke4yMz2EE"),
     ("env_secret", "    HTTP_Passwd         uEy9OL43bDDL5tFd%iqCoJ", "uEy9OL43bDDL5tFd%iqCoJ"),
