@@ -18,12 +18,11 @@ import argparse
 import json
 import re
 import sys
-from difflib import SequenceMatcher
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from remembrancer.indexer.redact import DEFAULT_REDACTOR, _elsewhere, removed_pieces  # noqa: E402
+from remembrancer.indexer.redact import DEFAULT_REDACTOR, _elsewhere, _strings, removed_pieces  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_FILES = {"memory-dev": "memory-dev-secrets.md", "memory-dev-2": "memory-dev-2-secrets.md",
@@ -65,7 +64,6 @@ def planted(path: Path) -> list[str]:
             continue
         if set(cells[0]) <= set("-: ") or len(cells) <= col:
             continue
-        # the value cell may hold " / " or "|"-free pieces; rejoin cells past col (no | in values)
         cell = cells[col]
         m = re.search(r"password `([^`]+)`", cell)
         pieces = [m.group(1)] if m else _TICKS.findall(cell)
@@ -80,7 +78,7 @@ def planted(path: Path) -> list[str]:
 # -- redaction, family by family ------------------------------------------------------------------
 
 def redactions(text: str) -> tuple[str, list[tuple[str, int, str]]]:
-    """The text redacted as DEFAULT_REDACTOR does, and each redaction: (family, 1-based line, text
+    """The text redacted family by family as DEFAULT_REDACTOR does, and each redaction: (family, 1-based line, text
     removed). A private-key block counts once, on its marker line, with the lines it emptied."""
     found: list[tuple[str, int, str]] = []
     for fam in DEFAULT_REDACTOR.families:
@@ -109,21 +107,8 @@ def corpus_texts(corpus: Path):
     for p in sorted(corpus.rglob("*.md")):
         yield str(p.relative_to(corpus)), p.read_text(encoding="utf-8", errors="replace")
     for p in sorted(corpus.rglob("*.jsonl")):
-        strings: list[str] = []
-        for line in p.read_text(encoding="utf-8").splitlines():
-            _strings(json.loads(line), strings)
+        strings = [v for line in p.read_text(encoding="utf-8").splitlines() for v in _strings(json.loads(line))]
         yield str(p.relative_to(corpus)), "\n".join(strings)
-
-
-def _strings(obj, out: list[str]) -> None:
-    if isinstance(obj, str):
-        out.append(obj)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _strings(v, out)
-    elif isinstance(obj, list):
-        for v in obj:
-            _strings(v, out)
 
 
 def audit(corpus: Path, secrets: list[str], verbose: bool) -> dict:
@@ -132,7 +117,8 @@ def audit(corpus: Path, secrets: list[str], verbose: bool) -> dict:
     false, judged, hits = [], [], 0
     for rel, text in corpus_texts(corpus):
         lines += text.count("\n") + 1
-        redacted, found = redactions(text)
+        _, found = redactions(text)
+        redacted = DEFAULT_REDACTOR.redact(text)[0]   # what is stored: the leak check reads this
         seen.update(s for s in secrets if s in text)
         leaked.update(s for s in secrets if s in redacted)
         for family, line, removed in found:
