@@ -4,7 +4,9 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
 
 * **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
   keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
-  / ``password: …`` secrets, long hex). Each family can be disabled in the config
+  / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
+  passwords on command lines, Azure keys, password hashes, hex after a secret-ish word). A value
+  a family found by its context is redacted wherever else the same text holds it. Each family can be disabled in the config
   (``[redact] disable = ["long_hex"]``); an unknown name is refused.
 * **A secret-hash file** naming live secrets without containing them::
 
@@ -41,7 +43,7 @@ from .errors import UserError
 from .meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 1
+REDACTOR_VERSION = 2
 ENV_SECRET_HASHES = "REMEMBRANCER_SECRET_HASHES"
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,40}\Z")
@@ -65,7 +67,8 @@ def marker(label: str) -> str:
 
 _PLACEHOLDER_START = ("$", "<", "{", "[", "%", "*", "…", "(")
 _PLACEHOLDER_WORDS = {"true", "false", "yes", "no", "none", "null", "nil", "on", "off", "required",
-                      "optional", "redacted", "changeme", "password", "secret", "token", "example"}
+                      "optional", "redacted", "changeme", "password", "secret", "token", "example",
+                      "secretstr", "secretbytes", "pass", "passwd", "pwd", "pw"}
 
 
 def _placeholder(value: str) -> bool:
@@ -136,6 +139,7 @@ def _multi(*parts):
 # the text from every BEGIN that has no END, which is quadratic on a paste of many BEGIN lines.
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_PLACEHOLDER = re.compile(r"(?:x{3,}|X{3,}|\.{3}|…)[\"',]*" + r"[^\S\n]*\Z")
 _PEM_BODY_LINE = re.compile(r"(?<![^\n])[ \t>]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*)?[ \t\\\"',]*\Z")
 
 
@@ -148,6 +152,10 @@ def _private_keys(text: str) -> tuple[str, int]:
     while (m := _PEM_BEGIN.search(text, pos)) is not None:
         end = _PEM_END.search(text, m.end()) if ends else None
         ends = end is not None
+        if end is None and _PEM_PLACEHOLDER.match(text, m.end(), _line_end(text, m.end())):
+            out.append(text[pos:m.end()])  # `-----BEGIN PRIVATE KEY-----xxxx"`: an example, no key
+            pos = m.end()
+            continue
         if end is not None:
             block_end = end.end()
             lines = text.count("\n", m.start(), block_end)
@@ -173,7 +181,9 @@ def _line_end(text: str, pos: int) -> int:
 _H = r"[^\S\n]"  # horizontal whitespace: no pattern crosses a line
 # Repeats are bounded (a scheme is short): an unbounded `[A-Za-z0-9+.-]*` before `://` rescans the
 # rest of a long `a-a-a-…` line from every word start (quadratic: 5 MB kept `index` busy for hours).
-_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{1,256}:(?P<pw>[^\s/?#@'\"<>]{1,256})@")
+# The user may be empty (`redis://:pw@host`); the password may hold `@` (it ends at the last `@`
+# before the host, where the greedy repeat stops; it backtracks at most 256 characters).
+_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{0,256}:(?P<pw>[^\s/?#'\"<>]{1,256})@")
 _GITHUB = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
 _SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
 _SLACK_HOOK = re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
@@ -193,6 +203,9 @@ _VENDOR = re.compile(
     r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"                # Shopify
     r"|dckr_pat_[A-Za-z0-9_-]{27,}"                       # Docker Hub
     r"|hv[sb]\.[A-Za-z0-9_-]{24,}"                        # HashiCorp Vault
+    r"|whsec_[A-Za-z0-9+/=]{24,}"                         # Stripe webhook signing secret
+    r"|AGE-SECRET-KEY-1[0-9A-Z]{58}"                      # age secret key
+    r"|[a-z]{2,8}_(?:srv|server|secret|live|prod|pat|sdk)_[A-Za-z0-9]{24,}"  # a product's own key (sbx_srv_…)
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
                  r"[A-Za-z0-9_-]{20,}")
@@ -266,8 +279,15 @@ def _aws(text: str) -> tuple[str, int]:
     return "\n".join(out), n
 
 
+# Hex is a secret by its context, not by its length: a 32-hex rule id, zone id or node id is kept;
+# hex after a secret-ish word (`key`, `token`, `secret`, `password`, an `Authorization` header) on
+# the same line, within _HEX_CONTEXT characters, is redacted.
+_HEX_CONTEXT = 48
+_HEX_WORDS = re.compile(r"(?i)key|token|secret|pass(?:w|$|[^a-z])|pwd|auth|credential|bearer|signature|hmac|cookie|session")
+
+
 def _long_hex(text: str) -> tuple[str, int]:
-    """32+ hex digits, except 40-digit ones (git commit ids) and labelled digests (`sha256:…`)."""
+    """32+ hex digits after a secret-ish word, except 40-digit ones (git commit ids) and labelled digests."""
     n = 0
 
     def repl(m: re.Match) -> str:
@@ -275,10 +295,160 @@ def _long_hex(text: str) -> tuple[str, int]:
         v = m.group("v")
         if m.group("pre") or len(v) == 40 or v.isdigit() or not any(c.isdigit() for c in v):
             return m.group(0)
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if not _HEX_WORDS.search(text, max(line_start, m.start() - _HEX_CONTEXT), m.start()):
+            return m.group(0)
         n += 1
         return marker("long_hex")
 
     return _LONG_HEX.sub(repl, text), n
+
+
+# -- environment-style assignments and command lines ----------------------------------------------
+# A variable whose *name* says it holds a secret (PGPASSWORD, MYSQLPASSWORD, DJANGO_SECRET_KEY,
+# SECRET_KEY_BASE, B2_ACCOUNT_KEY, requirepass, HTTP_Passwd, clientSecret…). A bounded regex finds
+# `name = value`, `export NAME=value`, `name: value`, quoted values, and config lines `name value`;
+# the name's words (glued or not) and the value are judged in Python (_secret_name, _secret_value).
+_ENV_ASSIGN = re.compile(
+    r"(?<![A-Za-z0-9_.$-])(?P<k>[A-Za-z_][A-Za-z0-9_.-]{0,63})[\"']?" + _H + r"{0,8}[:=]" + _H + r"{0,8}"
+    r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<v>[^\s\"'`]{1,256}))")
+_CONF_LINE = re.compile(r"(?m)^" + _H + r"{0,16}(?:export" + _H + r"+)?(?P<k>[A-Za-z_][A-Za-z0-9_.-]{0,63})" + _H
+                        + r"{1,32}(?P<v>[^\s\"'`]{1,256})" + _H + r"{0,16}$")
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z0-9]+(?![a-z])")
+# a name's last word that holds a secret; glued forms are found by suffix (MYSQLPASSWORD, requirepass)
+_SECRET_WORD_ENDS = ("password", "passwd", "passphrase", "pwd", "pass", "pw", "secret", "secrets", "token",
+                     "tokens", "credential", "credentials", "creds", "auth", "apikey", "accesskey", "privatekey",
+                     "secretkey", "accountkey", "masterkey", "signingkey", "sig")
+# `…_KEY` is a secret when the word before says so (API_KEY, SECRET_KEY, STRIPE_SECRET_KEY)
+_KEY_QUALIFIERS = {"api", "secret", "access", "private", "account", "master", "signing", "encryption", "client",
+                   "app", "auth", "service", "webhook", "hmac", "shared", "session", "license", "sas", "storage",
+                   "deploy", "admin", "root", "crypt", "jwt", "cookie", "csrf"}
+# words after the secret word that still name the value itself (SECRET_KEY_BASE, TOKEN_VALUE)
+_VALUE_SUFFIXES = {"base", "value", "b64", "base64", "hex", "raw", "str", "plain", "cleartext", "prod", "dev",
+                   "staging", "test", "live", "1", "2", "old", "new", "current", "next", "previous", "rw", "ro"}
+
+
+def _secret_name(name: str) -> bool:
+    """A variable name that says its value is a secret (not TOKEN_EXPIRY, PASSWORD_FILE, max_tokens)."""
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    while len(words) > 1 and words[-1] in _VALUE_SUFFIXES:
+        words.pop()
+    if not words:
+        return False
+    last = words[-1]
+    if last == "key":
+        return len(words) > 1 and (words[-2] in _KEY_QUALIFIERS or words[-2].endswith(("secret", "api")))
+    if last in ("max", "min", "num", "count"):
+        return False
+    return last.endswith(_SECRET_WORD_ENDS) and not last.endswith(("bypass", "compass", "passthrough", "oauth"))
+
+
+_PLACEHOLDER_RE = re.compile(r"(?i)(?:x{3,}|\.{3}|your[_-]|my[_-]|example|placeholder|changeme|change[_-]me|dummy|"
+                             r"redacted|secret[_-]?here|<|>|\{\{|\}\}|%s|%\(|\$\(|\$\{|^\\?\$[A-Za-z_]|^\\|\*{4,}|^-+$)")
+_ENV_WORDS = {"true", "false", "yes", "no", "none", "null", "nil", "on", "off", "required", "optional", "str", "string",
+              "bytes", "secretstr", "secretbytes", "int", "bool", "env", "file", "prompt", "ask", "empty", "unset",
+              "password", "secret", "token", "passwordless", "disabled", "enabled"}
+
+
+def _secret_value(value: str) -> bool:
+    """A value worth hiding behind a secret name: 6+ characters with a digit, mixed case or a symbol —
+    not a placeholder (`changeme`, `<password>`, `${VAR}`, `xxx`, `your-token`), a word, a number, a
+    path or a type (`SecretStr`). A lower-case word such as a local `plotline` is kept."""
+    v = value.strip()
+    # a leading `*` is part of a password here (`_placeholder` reads it as Markdown bold)
+    if len(v) < 6 or v.lower() in _ENV_WORDS or _placeholder(v.lstrip("*") or v) or _PLACEHOLDER_RE.search(v):
+        return False
+    if v.isdigit() or re.fullmatch(r"[\d.:/T Z+-]+", v) or v.startswith(("/", "~/", "./", "../", "http")):
+        return False
+    digit = any(c.isdigit() for c in v)
+    alpha = any(c.isalpha() for c in v)
+    mixed = any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)
+    symbol = any(c in "*@!#%^&+=?~|" for c in v)
+    return (digit and alpha) or mixed or (symbol and alpha)
+
+
+def _env_secrets(text: str) -> tuple[str, int]:
+    n = 0
+
+    def assign(m: re.Match) -> str:
+        nonlocal n
+        group = next(g for g in ("dq", "sq", "v") if m.group(g) is not None)
+        raw = m.group(group)
+        value = raw.rstrip(",;") if group == "v" else raw
+        if not _secret_name(m.group("k")) or not _secret_value(value):
+            return m.group(0)
+        n += 1
+        s, e = m.start(group) - m.start(0), m.start(group) - m.start(0) + len(value)
+        return m.group(0)[:s] + marker("env_secret") + m.group(0)[e:]
+
+    return _ENV_ASSIGN.sub(assign, text), n
+
+
+# Kubernetes `env:` entries: `- name: CF_API_TOKEN` and, on the next line, `value: "…"`.
+_K8S_ENV = re.compile(r"(?m)^" + _H + r"{0,32}-" + _H + r"+name:" + _H + r"*[\"']?(?P<k>[A-Za-z_][A-Za-z0-9_.-]{0,63})[\"']?"
+                      + _H + r"*\n" + _H + r"{0,32}value:" + _H + r"*"
+                      r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|(?P<v>[^\s\"'`]{1,256}))")
+# A .pgpass line: host:port:database:user:password
+_PGPASS = re.compile(r"(?m)^" + _H + r"{0,16}[A-Za-z0-9.*_-]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:"
+                     r"(?P<v>[^\s]{1,256})" + _H + r"{0,16}$")
+
+
+def _k8s_env(text: str) -> tuple[str, int]:
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        group = next(g for g in ("dq", "sq", "v") if m.group(g) is not None)
+        if not _secret_name(m.group("k")) or not _secret_value(m.group(group)):
+            return m.group(0)
+        n += 1
+        s = m.start(group) - m.start(0)
+        return m.group(0)[:s] + marker("env_secret") + m.group(0)[s + len(m.group(group)):]
+
+    return _K8S_ENV.sub(repl, text), n
+
+
+def _conf_lines(text: str) -> tuple[str, int]:
+    """`requirepass X`, `HTTP_Passwd  X`, a `.netrc` `password X` line: a config line of name and value."""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        if not _secret_name(m.group("k")) or not _secret_value(m.group("v")):
+            return m.group(0)
+        n += 1
+        s = m.start("v") - m.start(0)
+        return m.group(0)[:s] + marker("env_secret") + m.group(0)[s + len(m.group("v")):]
+
+    return _CONF_LINE.sub(repl, text), n
+
+
+# Passwords on command lines: `curl -u user:pw`, `mysql -pPW`, `sshpass -p PW`, `redis-cli -a PW`, and a
+# `.netrc` line `machine h login u password PW`. The command is named first, then its flag on the line.
+_CLI_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:curl\b[^\n]{0,512}?(?<!\S)(?:-u|--user)(?:" + _H + r"+|=)[\"']?[^\s:\"']{0,128}:"
+    r"|(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]{0,512}?(?<!\S)-p[\"']?(?=[^\s\"'])"
+    r"|sshpass\b[^\n]{0,64}?(?<!\S)-p" + _H + r"*[\"']?"
+    r"|redis-cli\b[^\n]{0,512}?(?<!\S)-a" + _H + r"+[\"']?"
+    r"|(?:machine|login)" + _H + r"[^\n]{0,256}?(?<![A-Za-z0-9_-])password" + _H + r"+[\"']?"
+    r")(?P<v>[^\s\"']{1,256})")
+_AZURE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:Shared)?Access(?:Key)?|AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{16,256}={0,2})"
+                    r"|(?<=[?&;])sig=(?P<s>[A-Za-z0-9%+/]{16,256}(?:=|%3[Dd]){0,2})")
+_PASSWORD_HASH = re.compile(r"\$(?:apr1|2[aby]|5|6|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+]{8,256}|\{S?SHA\}[A-Za-z0-9+/]{20,256}={0,2}")
+
+
+def _azure(text: str) -> tuple[str, int]:
+    """AccountKey=… / SharedAccessKey=… of a connection string, and a SAS token's sig=…"""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        g = "v" if m.group("v") is not None else "s"
+        n += 1
+        s = m.start(g) - m.start(0)
+        return m.group(0)[:s] + marker("azure") + m.group(0)[s + len(m.group(g)):]
+
+    return _AZURE.sub(repl, text), n
 
 
 # Order matters: specific shapes first, so their labels win over the generic ones.
@@ -297,9 +467,10 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("aws", "AWS access key ids (AKIA…) and the 40-char secret key on the same line", _aws, _AWS_PREFIXES),
     _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
-            "Shopify, Docker Hub, Vault tokens", _sub(_VENDOR, "vendor_token"),
+            "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, a product's own "
+            "prefixed keys (xyz_srv_…, xyz_live_…)", _sub(_VENDOR, "vendor_token", 0, lambda v: _looks_secret(v)),
             ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
-             "hvb.")),
+             "hvb.", "whsec_", "AGE-SECRET-KEY-", "_srv_", "_server_", "_secret_", "_live_", "_prod_", "_pat_", "_sdk_")),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),
     _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _jwt, ("eyJ",)),
@@ -308,7 +479,19 @@ FAMILIES: tuple[_Family, ...] = (
                    _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v))), ("bearer", "authorization")),
     _Family("key_value", "values of password/secret/token/api_key keys (key=value, key: value, --token v)",
             _key_value, _KEY_WORDS),
-    _Family("long_hex", "32+ hex digits (not 40-digit git commit ids, not sha256:… digests)", _long_hex),
+    _Family("azure", "Azure AccountKey=/SharedAccessKey= of a connection string, a SAS token's sig=", _azure,
+            ("accountkey=", "accesskey=", "sig=")),
+    _Family("cli_password", "passwords on command lines: curl -u user:pw, mysql -pPW, sshpass -p, redis-cli -a, "
+            ".netrc password", _sub(_CLI_PASSWORD, "cli_password", "v", _secret_value),
+            ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password")),
+    _Family("env_secret", "values of variables named as secrets (PGPASSWORD=, SECRET_KEY_BASE=, export API_KEY=, "
+            "DB_PASSWORD: …, requirepass …, a Kubernetes env entry, a .pgpass line)",
+            _multi(_env_secrets, _conf_lines, _k8s_env, _sub(_PGPASS, "env_secret", "v", _secret_value)),
+            ("pass", "pwd", "pw", "secret", "token", "key", "cred", "auth", "sig", ":")),
+    _Family("password_hash", "password hashes ($apr1$ htpasswd, bcrypt $2y$, crypt $6$, argon2, {SSHA})",
+            _sub(_PASSWORD_HASH, "password_hash"), ("$apr1$", "$2a$", "$2b$", "$2y$", "$5$", "$6$", "$argon2", "{SSHA}", "{SHA}")),
+    _Family("long_hex", "32+ hex digits after a secret-ish word (key, token, secret, password, Authorization) — "
+            "not bare ids, not 40-digit git commit ids, not sha256:… digests", _long_hex),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 
@@ -464,9 +647,13 @@ class Redactor:
         for fam in self.families:
             if not fam.may_match(text, lowered):
                 continue
+            before = text
             text, n = fam.apply(text)
             if n:
-                counts[fam.name] = counts.get(fam.name, 0) + n
+                text, k = _elsewhere(before, text, fam.name)
+                counts[fam.name] = counts.get(fam.name, 0) + n + k
+        if counts and text.lstrip("\ufeff").startswith("---"):
+            text = _yaml_safe_front_matter(text)
         return text, counts
 
     def redact_text(self, text: str) -> str:
@@ -562,6 +749,77 @@ class Redactor:
                 "secret_hashes": str(self.hashes.path) if self.hashes else None,
                 "hash_count": len(self.hashes.digests) if self.hashes else 0,
                 "deny": list(self.deny), "fingerprint": self.policy_fingerprint()[:16]}
+
+
+MARKER_RE = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]+\]")
+PROPAGATED_CHARS = 8   # a value found by its context is looked for elsewhere in the text from this length
+
+
+def removed_pieces(old: str, new: str) -> list[str]:
+    """The pieces of the line `old` that markers replaced in `new` (the text between markers is
+    copied from `old`, so it is found there in order)."""
+    pieces: list[str] = []
+    kept = MARKER_RE.split(new)
+    pos = len(kept[0])
+    for i, literal in enumerate(kept[1:], 1):
+        last = i == len(kept) - 1
+        at = len(old) - len(literal) if last else old.find(literal, pos + 1) if literal else pos + 1
+        if at < pos:
+            break
+        piece = old[pos:at]
+        if piece and not MARKER_RE.fullmatch(piece):
+            pieces.append(piece)
+        pos = at + len(literal)
+    return pieces
+
+
+def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
+    """A value a family found by its context (`POSTMARK_TOKEN=v`) is a secret wherever else the text
+    holds it (`printf … 'v' >> .env`): every other whole occurrence is redacted too — if it looks
+    like one on its own (a `plotline:plotline` password must not take the project's name with it)."""
+    values: set[str] = set()
+    for a, b in zip(before.split("\n"), after.split("\n")):
+        if a != b and b.strip():
+            values.update(v for v in removed_pieces(a, b) if v in after and _looks_secret(v, PROPAGATED_CHARS))
+    n = 0
+    for v in sorted(values, key=len, reverse=True):
+        after, k = re.subn(r"(?<![A-Za-z0-9])" + re.escape(v) + r"(?![A-Za-z0-9])", marker(label), after)
+        n += k
+    return after, n
+
+
+# A marker where a YAML plain scalar starts (`[REDACTED:github]: x`, `token: [REDACTED:x] more`) reads
+# as a flow sequence: the front matter would no longer parse and the record would lose its aliases
+# and IPs. Such a scalar (key, or value to the end of the line) is single-quoted; a quoted one is not
+# touched again, so redaction stays idempotent. Every repeat is bounded: the pattern is matched at
+# line starts, but must stay linear from any position.
+_FM_MARKER_SCALAR = re.compile(
+    r"(?P<pre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8})(?P<key>\[REDACTED:[A-Za-z0-9_.-]{1,40}\][^:\n]{0,256}?)(?=:(?:[ \t]|$))"
+    r"|(?P<vpre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8}[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]{1,64})(?=\[REDACTED:)")
+
+
+def _yaml_quoted(scalar: str) -> str:
+    return "'" + scalar.replace("'", "''") + "'"
+
+
+def _yaml_safe_front_matter(text: str) -> str:
+    lines = text.split("\n")
+    if lines[0].lstrip("\ufeff").strip() != "---":
+        return text
+    for i in range(1, min(len(lines), 1000)):
+        line = lines[i]
+        if line.strip() in ("---", "..."):
+            break
+        if "[REDACTED:" not in line:
+            continue
+        m = _FM_MARKER_SCALAR.match(line)
+        if m is None:
+            continue
+        if m.group("key") is not None:
+            lines[i] = m.group("pre") + _yaml_quoted(m.group("key")) + line[m.end("key"):]
+        else:  # the value, to the end of the line
+            lines[i] = m.group("vpre") + _yaml_quoted(line[m.end():].rstrip())
+    return "\n".join(lines)
 
 
 def _strings(obj):

@@ -60,6 +60,13 @@ SK_KEY = "sk-proj-" + _rand(40)
 HEX_KEY = _rand(64, "0123456789abcdef")
 BEARER = _rand(32)
 CLI_TOKEN = _rand(29, string.ascii_uppercase + string.digits)
+ENV_PGPASSWORD = _rand(14)
+ENV_DJANGO = _rand(20) + "*" + _rand(6)          # a `*` inside the value
+ENV_MYSQL = _rand(10) + "@" + _rand(6)           # an `@` inside the value
+REDIS_PW = _rand(16)                             # redis://:pw@host (empty user)
+AT_PW = _rand(8) + "@" + _rand(8)                # a URL password holding `@`
+CURL_PW = _rand(12)
+RULE_ID = "cbe6f4c310ee3c096d03da5b7e897125"     # a bare 32-hex id: not a secret, must stay readable
 # No recognisable shape at all (lower-case letters only): only the hash file can catch it.
 HASH_ONLY = "lanternquietharborwick"
 HASH_ONLY_NAME = "vault_unseal"
@@ -67,7 +74,8 @@ HASH_ONLY_NAME = "vault_unseal"
 PATTERN_SECRETS = {
     "github": GITHUB, "aws_id": AWS_ID, "aws_secret": AWS_SECRET, "pem": PEM_LINES[1], "url_pw": URL_PW,
     "jwt": JWT, "slack": SLACK_PATH, "password": PASSWORD, "telegram": TELEGRAM, "sk": SK_KEY,
-    "hex": HEX_KEY, "bearer": BEARER, "cli_token": CLI_TOKEN,
+    "hex": HEX_KEY, "bearer": BEARER, "cli_token": CLI_TOKEN, "env_pgpassword": ENV_PGPASSWORD,
+    "env_django": ENV_DJANGO, "env_mysql": ENV_MYSQL, "redis_pw": REDIS_PW, "at_pw": AT_PW, "curl_pw": CURL_PW,
 }
 ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
 
@@ -161,6 +169,20 @@ note: {HASH_ONLY}: {HASH_ONLY}
 # Broken front matter
 
 A lesson about front matter.
+""",
+    # environment-style assignments and command lines (issue 31)
+    "services/app-env.md": f"""# app .env
+
+```sh
+PGPASSWORD={ENV_PGPASSWORD} psql -h db9 shop
+export DJANGO_SECRET_KEY='{ENV_DJANGO}'
+MYSQLPASSWORD={ENV_MYSQL}
+REDIS_URL=redis://:{REDIS_PW}@cache1:6379/0
+BROKER_URL=amqp://app:{AT_PW}@mq1:5672/
+curl -u deploy:{CURL_PW} https://ci.example.com/api
+```
+
+Cloudflare rule {RULE_ID} blocks the scanner.
 """,
     "memory/plain.md": "# Plain lesson\n\nNothing secret here: restart pgbouncer after editing its ini file.\n",
 }
@@ -309,9 +331,10 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     # the redaction really happened (markers are served) and answers still work
     joined = "\n".join(outs)
     for label in ("github", "aws", "private_key", "url_credentials", "jwt", "slack", "key_value",
-                  "telegram", "sk_key", "long_hex", "bearer", HASH_ONLY_NAME):
+                  "telegram", "sk_key", "long_hex", "bearer", "env_secret", "cli_password", HASH_ONLY_NAME):
         assert f"[REDACTED:{label}]" in joined, label
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
+    assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
     hits = search(engine, SearchRequest("unseal vault", limit=3))["results"]
     assert hits and hits[0]["path"] == "runbooks/vault/unseal.md"
@@ -499,10 +522,45 @@ def test_memory_dev_decoys_stay_readable():
     ("key_value", "X-Api-Key: 9f8e7d6cBA54", "9f8e7d6cBA54"),
     ("key_value", "vault login -method=userpass --token s9Xk2Lm8Qw3Er7", "s9Xk2Lm8Qw3Er7"),
     ("long_hex", "encryption_key_material 4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3", "4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3"),
+    ("long_hex", "Authorization: 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    # issue 31: environment-style assignments, glued names, quoted values, values with `*` / `@`
+    ("env_secret", "PGPASSWORD=Xk9mQ2vLp7 psql -h db1", "Xk9mQ2vLp7"),
+    ("env_secret", "export SECRET_KEY=django-insecure-8f#k2l!x9", "django-insecure-8f#k2l!x9"),
+    ("env_secret", "DJANGO_SECRET_KEY='q7w*e8r9t0yUi'", "q7w*e8r9t0yUi"),
+    ("env_secret", "SECRET_KEY_BASE=3b8f0c2a9d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c", "3b8f0c2a9d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c"),
+    ("env_secret", 'STRIPE_SECRET_KEY="Zr8Qp2Lm5Nx7Vb3"', "Zr8Qp2Lm5Nx7Vb3"),
+    ("env_secret", "JWT_SECRET_KEY: Zr8*hunter2x", "Zr8*hunter2x"),
+    ("env_secret", "MYSQLPASSWORD=Sup3r*Secret", "Sup3r*Secret"),
+    ("env_secret", "DB_PASSWORD=ab*Cd9xyz@1", "ab*Cd9xyz@1"),
+    ("env_secret", "PGPASSWORD=*Xk9mQ2vLp psql", "*Xk9mQ2vLp"),
+    ("env_secret", "B2_ACCOUNT_KEY=K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2", "K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2"),
+    ("env_secret", "requirepass iprZXVS0K6MeTa8Ke4yMz2EE", "iprZXVS0K6MeTa8Ke4yMz2EE"),
+    ("env_secret", "    HTTP_Passwd         uEy9OL43bDDL5tFd%iqCoJ", "uEy9OL43bDDL5tFd%iqCoJ"),
+    ("env_secret", "  password Qw9rTy7uIo", "Qw9rTy7uIo"),   # a .netrc line of its own
+    ("env_secret", "env:\n  - name: CF_API_TOKEN\n    value: \"pyvYlJ7-0tfsmRdhMNsYffAmo-yL92im9hqiAEMd\"",
+     "pyvYlJ7-0tfsmRdhMNsYffAmo-yL92im9hqiAEMd"),
+    ("env_secret", "db.example.com:5432:*:admin:GwosMIAVgKrH2Gp7cK1A", "GwosMIAVgKrH2Gp7cK1A"),   # .pgpass
+    ("url_credentials", "REDIS_URL=redis://:Hx7kLm2pQr9s@cache1:6379/0", "Hx7kLm2pQr9s"),
+    ("url_credentials", "rediss://:Hx7kLm2pQr9s@cache1:6380", "Hx7kLm2pQr9s"),
+    ("url_credentials", "postgres://app:pa@ssWord9Xyz@db1/shop", "pa@ssWord9Xyz"),
+    ("vendor_token", "STRIPE_WEBHOOK=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLtgP", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLtgP"),
+    ("vendor_token", "AGE-SECRET-KEY-1QQPX4V9ZVR3N8NFJ0Y6W7PEAK8V6Q0TLMQ2W5C4A3HM7U9FJXGQSQ8Z3ZR",
+     "AGE-SECRET-KEY-1QQPX4V9ZVR3N8NFJ0Y6W7PEAK8V6Q0TLMQ2W5C4A3HM7U9FJXGQSQ8Z3ZR"),
+    ("vendor_token", "Server SDK key: `sbx_srv_Lxd1T44xF1KAO2D7bAD2ug6n4zvH7XbN`", "sbx_srv_Lxd1T44xF1KAO2D7bAD2ug6n4zvH7XbN"),
+    ("azure", "DefaultEndpointsProtocol=https;AccountName=acct1;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFy+/abc==;EndpointSuffix=x",
+     "Zm9vYmFyYmF6cXV4Zm9vYmFy+/abc=="),
+    ("azure", "https://a.blob.core.windows.net/c/f?sv=2021-08-06&sp=r&sig=a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6%3D",
+     "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"),
+    ("cli_password", "machine api.example.com login deploy password Qw9rTy7uIo", "Qw9rTy7uIo"),
+    ("cli_password", "curl -u admin:Pa55w0rdXy https://api.example.com", "Pa55w0rdXy"),
+    ("cli_password", "mysql -u root -pS3cr3tPw mydb", "S3cr3tPw"),
+    ("cli_password", "sshpass -p 'Zx9cV8bN7m' ssh root@h", "Zx9cV8bN7m"),
+    ("cli_password", "redis-cli -h r1 -a Kp8sL2mN4q ping", "Kp8sL2mN4q"),
+    ("password_hash", "admin:$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/", "$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/"),
 ])
 def test_family_catches_its_shape(family, text, secret):
     out, counts = redact(text)
-    assert secret not in out
+    assert secret not in out and not any(f in out for f in fragments(secret))
     assert counts.get(family), (family, out, counts)
     assert f"[REDACTED:{family}]" in out
 
@@ -525,10 +583,92 @@ def test_family_catches_its_shape(family, text, secret):
     "password: rotated-monthly",
     "postgres://app:${PGPASSWORD}@db1/shop",
     "started 2031-05-06T10:05:00Z, token_expiry: 2031-05-06T11:05:00Z",
+    # placeholders are kept on purpose: they are not secrets, and the config they document stays readable
+    "PGPASSWORD=changeme", "DB_PASSWORD=<password>", "DB_PASSWORD=${DB_PASSWORD}", "API_KEY=xxx", "SECRET_KEY=",
+    "SECRET_KEY=your-secret-key", "export SECRET_KEY=$(cat /run/secrets/key)", "Token: gho_************************",
+    "redis-cli -a \"$REDIS_PASSWORD\" ping", "curl -u \"$USER:$PASS\" https://x", "httpx.Client(proxy='socks5://user:pass@host:port')",
+    # names that are not secrets, values that are words, types or paths
+    "TOKEN_EXPIRY=2031-05-06T11:05:00Z", "RESTIC_PASSWORD_FILE=/etc/restic/password", "POSTGRES_PASSWORD: plotline",
+    "postmark_server_token: SecretStr = SecretStr(\"\")", "password: passwordless", "AUTH_TYPE=Bearer",
+    "TOKENIZERS_PARALLELISM=false", "sudo -u postgres psql", "docker run -u 1000:1000 img",
+    '"privateKey": "-----BEGIN PRIVATE KEY-----xxxx"',
+    # issue 27: ids and hashes are not secrets by their length (hex is a secret by its context)
+    "Cloudflare rule id cbe6f4c310ee3c096d03da5b7e897125", "zone 7d1e0c5b9a2f48e3b6c4d0a19e8f7253",
+    "https://bbad9e984d38d1a2aaa919f809cb0e6b@errors.kestrelgames.example/3",
+    "node-1 58 4.1gb 60.2gb 3c7b9f1e2d4a6b8c0e2f4a6b8c0d2e4f 10.0.1.12",
 ])
 def test_ordinary_text_is_left_alone(text):
     out, counts = redact(text)
     assert out == text, counts
+
+
+def test_a_value_found_by_its_name_is_redacted_wherever_else_the_text_holds_it():
+    text = ("POSTMARK_SERVER_TOKEN=b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61\n"
+            "printf 'TOKEN=%s\\n' 'b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61' >> .env\n"
+            "DATABASE_URL=postgresql://plotline:plotline@localhost/plotline\n")
+    out, counts = redact(text)
+    assert "b7e3c1d4" not in out and counts["key_value"] == 2
+    assert out.count("plotline") == 2   # user and database name: a word-shaped password is not chased through the text (the project's name)
+
+
+FRONT_MATTER_RECORD = """---
+title: db1
+aliases: [db-primary, pg1]
+ips: [10.0.0.5, 10.0.1.5]
+ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d: pasted as a key
+token: ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d (old)
+---
+
+# db1
+
+Primary database host.
+"""
+
+
+def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_embedder):
+    out, counts = redact(FRONT_MATTER_RECORD)
+    assert counts["github"] == 2 and "ghp_" not in out
+    assert redact(out) == (out, {})     # idempotent: the quoted marker is not touched again
+    root = env / "notes"
+    write(root, "hosts/db1.md", FRONT_MATTER_RECORD)
+    engine = make_engine(root, tiny_embedder)
+    report = engine.refresh()
+    assert not any("invalid YAML" in w for w in report.warnings), report.warnings
+    fm = engine.catalog.document("hosts/db1.md")["front_matter"]
+    fm = json.loads(fm) if isinstance(fm, str) else fm
+    assert fm["aliases"] == ["db-primary", "pg1"] and fm["ips"] == ["10.0.0.5", "10.0.1.5"]
+    assert "ghp_" not in json.dumps(fm)
+    engine.close()
+
+
+def test_latest_echoes_a_hex_id_term_as_typed(corpus, env, tiny_embedder):
+    engine = make_engine(corpus, tiny_embedder)
+    engine.refresh()
+    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda: {"verdict": "fresh"})
+    assert out["terms"] == [RULE_ID]
+    assert out["results"] and out["results"][0]["path"] == "services/app-env.md"
+    assert RULE_ID in json.dumps(out)
+    engine.close()
+
+
+LONG = 128 * 1024
+FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "'", "*", "$", "\\", "a:a@", "://:",
+                "A_PASSWORD=", "PASSWORD ", "key ", "curl -u a:", "mysql -p", "redis-cli -a ", "sshpass -p ",
+                "login a password ", "&sig=", "AccountKey=", "$apr1$", "- name: A_TOKEN\n", "a:1:a:a:", "a_srv_",
+                "whsec_", "AGE-SECRET-KEY-1", "-----BEGIN PRIVATE KEY-----", "eyJ", "sk-", "ghp_", "AKIA"]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_every_family_stays_linear_on_128k_lines(family):
+    """Catastrophic backtracking (../shared/FIELD-NOTES.md): every family on a 128 K-character line of
+    each character class it touches. Linear work is milliseconds; a quadratic pattern takes seconds
+    to minutes here, so the budget (10 s for the whole family) never flakes and still catches one."""
+    from time import process_time
+    apply = next(f.apply for f in DEFAULT_REDACTOR.families if f.name == family)
+    started = process_time()
+    for unit in FAMILY_UNITS:
+        apply((unit * (LONG // len(unit) + 1))[:LONG])
+    assert process_time() - started < 10.0
 
 
 def test_private_key_block_keeps_the_line_count_and_paging_cannot_rebuild_it():
@@ -785,5 +925,5 @@ def test_served_strings_are_redacted_every_time_they_are_served(monkeypatch):
     for i in range(10):
         assert r.redact_obj(f"token={i}abcdefghijk{i}") == r.redact(f"token={i}abcdefghijk{i}")[0]
     assert len(r._served) <= 3
-    other = Redactor(families=tuple(n for n in FAMILY_NAMES if n != "key_value"))
+    other = Redactor(families=tuple(n for n in FAMILY_NAMES if n not in ("key_value", "env_secret")))
     assert other.redact_obj(secret) == secret != r.redact_obj(secret)
