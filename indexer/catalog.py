@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS documents (
     rel TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,  -- the file's change stamp (corpus.change_stamp), compared for equality only
     doc_type TEXT NOT NULL,
     date TEXT,
     title TEXT NOT NULL,
@@ -392,7 +392,7 @@ class Catalog(MetaReads):
 
     # -- documents ----------------------------------------------------------------------------
     def documents(self) -> dict[str, tuple[int, str, int, int]]:
-        """path → (id, content_hash, size, mtime_ns) for change detection."""
+        """path → (id, content_hash, size, change stamp) for change detection."""
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in
                 self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
 
