@@ -364,8 +364,12 @@ def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> di
             for p in paths:
                 if p in want and want[p] not in found:
                     found[want[p]] = when
-    except pygit2.GitError as e:
-        log.warning("git history of %s could not be read: %s", root.path, e)
+    except (pygit2.GitError, KeyError, TypeError, ValueError) as e:
+        # A damaged repository (a missing tree object makes pygit2's diff raise TypeError): the
+        # dates found so far are kept, the rest are left out; indexing goes on.
+        why = e if isinstance(e, pygit2.GitError) else "a git object it needs is missing or damaged"
+        log.warning("git history of %s could not be read (%s); commit dates are left out — "
+                    "check the repository with `git fsck`", root.path, why)
     return found
 
 
