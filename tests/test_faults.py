@@ -56,3 +56,71 @@ def test_a_repository_missing_its_head_tree_is_a_warning_not_a_crash(tmp_path, r
         assert "internal error" not in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
     p = run("search", "pgbackrest restore", "--root", str(repo), "--json")
     assert json.loads(p.stdout)["results"]
+
+
+# -- a full disk ------------------------------------------------------------------------------------
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 3 MB filesystem (tmpfs) at tmp_path/"data", to fill up."""
+    mnt = tmp_path / "data"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"a small filesystem cannot be mounted here ({r.stderr.strip()}): mounting needs root")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(mnt: Path) -> Path:
+    """Fill the filesystem to the last block; the filler file is returned (delete it to free the disk)."""
+    filler = mnt / f"filler-{uuid.uuid4().hex}"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for block in (65536, 4096, 512, 1):
+            try:
+                while os.write(fd, b"\0" * block):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _big_edit(root: Path) -> None:
+    """An edit whose new rows need new catalog pages (it cannot fit in the pages already there)."""
+    lines = "\n".join(f"zebra migration step {i}: move shard {i * 7} of the zebra cluster to rack {i % 13}"
+                      for i in range(400))
+    write(root, "hosts/db2.md", (root / "hosts/db2.md").read_text() + f"\n## Zebra migration\n\n{lines}\n")
+
+
+def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fresh(tmp_path, small_fs, tiny_model_dir):
+    from tests.test_daemon import DaemonProc, wait_for
+
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
+    try:
+        filler = fill(small_fs)
+        _big_edit(notes)
+
+        def failed():
+            st = d.ping()
+            return st if st and "last ingest failed" in (st["freshness"].get("reason") or "") else None
+
+        failed()   # the edit met the full disk: the verdict says so …
+        st = wait_for(failed, timeout=60)
+        assert st["freshness"]["verdict"] == "stale"
+        out = d.search("zebra migration shard rack")
+        assert out["index"]["verdict"] != "fresh"   # … and so does every answer while it is not indexed
+        filler.unlink()   # the disk has room again: a retry (not the 10-minute rescan) indexes the edit
+
+        def indexed():
+            o = d.search("zebra migration shard rack")
+            return o if o["index"]["verdict"] == "fresh" and o["results"] and \
+                o["results"][0]["path"] == "hosts/db2.md" else None
+
+        wait_for(indexed, timeout=90, step=0.5)
+    finally:
+        d.stop()
