@@ -124,3 +124,43 @@ def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fr
         wait_for(indexed, timeout=90, step=0.5)
     finally:
         d.stop()
+
+
+def test_a_full_disk_is_a_one_line_error_and_searches_answer_from_what_is_there(tmp_path, small_fs, run):
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    assert run("index", "--root", str(notes)).returncode == 0
+    filler = fill(small_fs)
+    _big_edit(notes)
+    p = run("index", "--root", str(notes))
+    _one_line_user_error(p)
+    assert "full" in p.stderr and "REMEMBRANCER_DATA_DIR" in p.stderr
+    for args in (["search", "pgbackrest restore"], ["status"], ["read", "hosts/db1.md"]):
+        p = run(*args, "--root", str(notes), "--json")
+        assert p.returncode == 0, (args, p.stderr)
+        assert "internal error" not in p.stderr
+    out = json.loads(run("search", "pgbackrest restore", "--root", str(notes), "--json").stdout)
+    assert out["results"] and out["index"]["verdict"] == "stale" and "full" in out["index"]["reason"]
+    filler.unlink()
+    assert run("index", "--root", str(notes)).returncode == 0   # room again: the edit is indexed
+    out = json.loads(run("search", "zebra migration shard rack", "--root", str(notes), "--json").stdout)
+    assert out["index"]["verdict"] == "fresh" and out["results"][0]["path"] == "hosts/db2.md"
+
+
+def test_a_read_only_data_folder_is_a_one_line_error_and_searches_still_answer(tmp_path, small_fs, run):
+    """A read-only mount (chmod does not stop root): every command used to exit 70."""
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    assert run("index", "--root", str(notes)).returncode == 0
+    r = subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"the data folder cannot be remounted read-only here ({r.stderr.strip()})")
+    p = run("index", "--root", str(notes))
+    _one_line_user_error(p)
+    assert "read-only" in p.stderr
+    for args in (["search", "pgbackrest restore"], ["status"], ["read", "hosts/db1.md"], ["list"]):
+        p = run(*args, "--root", str(notes), "--json")
+        assert p.returncode == 0, (args, p.returncode, p.stderr)
+        assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+    out = json.loads(run("search", "pgbackrest restore", "--root", str(notes), "--json").stdout)
+    assert out["results"] and out["index"]["verdict"] == "stale" and "read-only" in out["index"]["reason"]
