@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from remembrancer.indexer.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
@@ -166,7 +167,8 @@ class Corpus:
             self._failed, self._retry_at, self._retry_s = None, None, RETRY_FIRST_S
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
             log.exception("ingest failed; retrying in %.0f s", self._retry_s)
-            self.last_error = f"{type(e).__name__}: {e}"
+            fault = store_fault(e, self.engine.dir)   # a full or read-only disk, said with its fix
+            self.last_error = str(fault) if fault is not None else f"{type(e).__name__}: {e}"
             self._failed = (set(paths), full)
             self._retry_at = time.monotonic() + self._retry_s
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)

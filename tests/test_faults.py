@@ -111,7 +111,7 @@ def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fr
 
         failed()   # the edit met the full disk: the verdict says so …
         st = wait_for(failed, timeout=60)
-        assert st["freshness"]["verdict"] == "stale"
+        assert st["freshness"]["verdict"] == "stale" and "is full" in st["freshness"]["reason"]
         out = d.search("zebra migration shard rack")
         assert out["index"]["verdict"] != "fresh"   # … and so does every answer while it is not indexed
         filler.unlink()   # the disk has room again: a retry (not the 10-minute rescan) indexes the edit
