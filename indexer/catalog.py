@@ -338,19 +338,16 @@ class Catalog(MetaReads):
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             try:
                 _probe(self.db)
-            except sqlite3.OperationalError as e:
-                # A WAL catalog with no shared-memory file, on a read-only or full filesystem where
-                # none can be made: read the file as it is (no writer can be changing it there).
-                self.db.close()
-                if store_fault(e, path.parent) is None:
-                    raise
-                self.db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-                _probe(self.db)
             except sqlite3.DatabaseError as e:
                 self.db.close()
                 if is_damage(e):
                     raise CatalogDamaged(path, str(e)) from None
-                raise
+                if not isinstance(e, sqlite3.OperationalError) or store_fault(e, path.parent) is None:
+                    raise
+                # A WAL catalog with no shared-memory file, on a read-only or full filesystem where
+                # none can be made: read the file as it is (no writer can be changing it there).
+                self.db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+                _probe(self.db)
         else:
             problem = _header_problem(path) if path.exists() else None
             if problem is None:
