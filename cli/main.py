@@ -364,8 +364,13 @@ def _main(args) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug: one line by default, the traceback with --debug
-        from remembrancer.indexer.catalog import is_damage
+        from remembrancer.indexer.catalog import is_damage, store_fault
+        from remembrancer.indexer.config import data_dir
 
+        fault = store_fault(e, data_dir())   # a full or read-only disk under the index: the user's to fix
+        if fault is not None and not args.debug:
+            _error(args, fault)
+            return EXIT_USER
         if is_damage(e):  # found mid-run (the open-time probe passed): the documented exit code
             print(f"remembrancer: the index catalog is damaged ({e}) — run `remembrancer index`: it moves "
                   "a damaged catalog aside and rebuilds it from the files", file=sys.stderr)

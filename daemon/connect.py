@@ -61,15 +61,45 @@ class LocalBackend:
     def __init__(self, config: Config, readonly: bool, reason: str = "", embedder=None, progress=None):
         from remembrancer.indexer.engine import Engine
 
+        self.config = config
         self.readonly = readonly
         self.reason = reason
-        self.engine = Engine(config, readonly=readonly, embedder=embedder)
+        try:
+            self.engine = Engine(config, readonly=readonly, embedder=embedder)
+        except Exception as e:
+            if readonly or not self._fall_back(e):
+                raise
+            self.engine = Engine(config, readonly=True, embedder=embedder)
         self.progress = progress
         self.last_report = None
 
+    def _fall_back(self, e: Exception) -> bool:
+        """A full or read-only disk under the index: answer read-only from the index as it is,
+        every answer saying why it is stale (catalog.store_fault). False for any other failure."""
+        from remembrancer.indexer.catalog import store_fault
+
+        fault = store_fault(e, self.config.index_dir())
+        if fault is None:
+            return False
+        log.info("%s", fault)   # every answer's verdict says it
+        self.readonly, self.reason = True, str(fault)
+        return True
+
     def refresh(self):
         if not self.readonly:
-            self.last_report = self.engine.refresh(progress=self.progress)
+            try:
+                self.last_report = self.engine.refresh(progress=self.progress)
+            except Exception as e:
+                if not self._fall_back(e):
+                    raise
+                from remembrancer.indexer.engine import Engine
+
+                embedder = self.engine._embedder
+                try:
+                    self.engine.close()
+                except Exception:   # its connections end with the process anyway
+                    log.debug("closing the writer after a store fault failed", exc_info=True)
+                self.engine = Engine(self.config, readonly=True, embedder=embedder)
         return self.last_report
 
     def freshness(self) -> dict:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import indexes
+from remembrancer.indexer.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
+RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after this, doubling each time …
+RETRY_MAX_S = 60.0      # … up to this: its changes stay queued, never left for the next rescan
 
 
 def corpus_key(paths) -> tuple[str, ...]:
@@ -90,6 +93,9 @@ class Corpus:
         self._passes = threading.Condition()   # full passes waited for (`full_pass`): asked vs covered
         self._full_asked = 0
         self._full_covered = 0
+        self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
+        self._retry_at: float | None = None
+        self._retry_s = RETRY_FIRST_S
 
     def start(self) -> None:
         self.watcher.start()
@@ -131,13 +137,16 @@ class Corpus:
         next_root_check = time.monotonic() + root_check_s
         while not self.stopping.is_set():
             now = time.monotonic()
-            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan)
+            wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan,
+                       self._retry_at or next_rescan)
             batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
             if self.stopping.is_set():
                 break
             now = time.monotonic()
             if batch is not None:
                 self._apply(*batch)
+            elif self._retry_at is not None and now >= self._retry_at:
+                self._apply((), False)   # the failed changes only (kept in _failed)
             if now >= next_root_check:
                 self.watcher.ensure()
                 release_memory()  # what searches freed, too
@@ -149,7 +158,13 @@ class Corpus:
 
     def _apply(self, paths=(), full: bool = True) -> None:
         """Bring the index up to date: the queued paths (and a moved HEAD) only, or with `full` a
-        stat walk of every root (daemon/updates.py); only what changed is read and embedded."""
+        stat walk of every root (daemon/updates.py); only what changed is read and embedded.
+
+        A failed ingest keeps its changes and is retried with backoff (with whatever came since),
+        and the verdict stays STALE until a retry succeeds: an edit that met a full disk is never
+        dropped and never called fresh."""
+        if self._failed is not None:
+            paths, full = set(paths) | self._failed[0], full or self._failed[1]
         self.ingesting = True
         with self._passes:   # read before the walk: this pass sees the files as they were when asked
             covers = self._full_asked if full else None
@@ -157,9 +172,14 @@ class Corpus:
             report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), "report": report}
             self.last_error = None
+            self._failed, self._retry_at, self._retry_s = None, None, RETRY_FIRST_S
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
-            log.exception("ingest failed")
-            self.last_error = f"{type(e).__name__}: {e}"
+            log.exception("ingest failed; retrying in %.0f s", self._retry_s)
+            fault = store_fault(e, self.engine.dir)   # a full or read-only disk, said with its fix
+            self.last_error = str(fault) if fault is not None else f"{type(e).__name__}: {e}"
+            self._failed = (set(paths), full)
+            self._retry_at = time.monotonic() + self._retry_s
+            self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
         finally:
             self.ingesting = False
             if covers is not None:
@@ -208,7 +228,9 @@ class Corpus:
                 "last_indexed_at": st["last_indexed_at"]}
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
-            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}"}
+            retry = self._retry_at
+            when = "" if retry is None else f"; retrying in {max(retry - time.monotonic(), 0):.0f} s"
+            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}{when}"}
         if problem:
             return {**base, "verdict": "stale", "reason": problem}
         if queued or ingesting:

@@ -9,6 +9,7 @@ means "rebuild me from the catalog" — without re-embedding.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS documents (
     rel TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,  -- the file's change stamp (corpus.change_stamp), compared for equality only
     doc_type TEXT NOT NULL,
     date TEXT,
     title TEXT NOT NULL,
@@ -207,6 +208,37 @@ def is_damage(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and any(w in str(exc).lower() for w in _DAMAGE_WORDS)
 
 
+def store_fault(exc: BaseException, where: Path) -> UserError | None:
+    """The user error for a write to the index at `where` that failed because its filesystem is
+    full or read-only, or None for any other failure. Judged by the error chain's errno and by
+    the filesystem itself (statvfs), whatever a library made of it: SQLite says "disk I/O error",
+    "database or disk is full" or, after a failed statement, "cannot rollback - no transaction
+    is active"; tantivy and hnswlib have their own words."""
+    chain, x = [], exc
+    while x is not None and len(chain) < 8:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    errnos = {x.errno for x in chain if isinstance(x, OSError)}
+    text = " ".join(str(x) for x in chain).lower()
+    probe = Path(where)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        fs = os.statvfs(probe)
+        fs_readonly, fs_full = bool(fs.f_flag & os.ST_RDONLY), fs.f_bavail == 0
+    except OSError:
+        fs_readonly = fs_full = False
+    after = "searches answer from the index as it is until then"
+    if errno.EROFS in errnos or "read-only file system" in text or fs_readonly:
+        return UserError(f"the index cannot be written: {where} is on a read-only filesystem", code="store_readonly",
+                         hint=f"remount it read-write, or set REMEMBRANCER_DATA_DIR to a writable folder; {after}")
+    if errnos & {errno.ENOSPC, errno.EDQUOT} or "no space left" in text or "disk is full" in text or fs_full:
+        return UserError(f"the index cannot be written: the disk holding {where} is full", code="store_full",
+                         hint=f"free some space on it, or set REMEMBRANCER_DATA_DIR to a folder on a disk "
+                              f"with room, then run `remembrancer index` again; {after}")
+    return None
+
+
 class CatalogDamaged(UserError):
     def __init__(self, path: Path, reason: str):
         super().__init__(f"the index catalog {path} is damaged ({reason})", code="index_broken",
@@ -295,7 +327,12 @@ class Catalog(MetaReads):
                 self.db.close()
                 if is_damage(e):
                     raise CatalogDamaged(path, str(e)) from None
-                raise
+                if not isinstance(e, sqlite3.OperationalError) or store_fault(e, path.parent) is None:
+                    raise
+                # A WAL catalog with no shared-memory file, on a read-only or full filesystem where
+                # none can be made: read the file as it is (no writer can be changing it there).
+                self.db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+                _probe(self.db)
         else:
             problem = _header_problem(path) if path.exists() else None
             if problem is None:
@@ -377,7 +414,7 @@ class Catalog(MetaReads):
 
     # -- documents ----------------------------------------------------------------------------
     def documents(self) -> dict[str, tuple[int, str, int, int]]:
-        """path → (id, content_hash, size, mtime_ns) for change detection."""
+        """path → (id, content_hash, size, change stamp) for change detection."""
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in
                 self.db.execute("SELECT path, id, content_hash, size, mtime_ns FROM documents")}
 

@@ -10,10 +10,13 @@ sees it), and with its target recorded (a scope judges a symlink by where it poi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import stat
+import struct
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +39,27 @@ class CorpusFile:
     size: int
     mtime_ns: int
     target: str | None = None   # a symlinked file: the corpus path of the file it points to
+    identity: tuple[int, int] | None = None   # (st_dev, st_ino) the walk judged: the read must open this file
+    stamp: int = 0   # what the catalog compares to skip the read (`change_stamp`); 0: always read and compare
+
+
+# A file changed this recently may change again within the same timestamp tick (coarse kernel
+# clocks, 1-2 s on FAT/ext3) and keep its stamp: its stamp is not trusted (git's "racy clean").
+RACY_NS = 2_000_000_000
+
+
+def change_stamp(st: os.stat_result, now_ns: int | None = None) -> int:
+    """The file's stat folded into one integer (stored in the catalog's `mtime_ns` column): equal
+    stamps mean "unchanged, skip the read". Size and mtime alone miss an edit that keeps them
+    (`cp -p`, `rsync -a`, `tar x`, a clock stepped back); the inode-change time cannot be set by
+    a user and moves on every write, and a replaced file has a new inode. A file changed within
+    RACY_NS of now gets 0, so the next run reads it and compares its blob id."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    if max(st.st_mtime_ns, st.st_ctime_ns) > now_ns - RACY_NS:
+        return 0
+    digest = hashlib.blake2b(struct.pack("<qqqQQ", st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                                         st.st_dev), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True) or 1
 
 
 @dataclass
@@ -49,14 +73,20 @@ class Unreadable(Exception):
     """A corpus file that must not or cannot be read; the message is the warning to show."""
 
 
-def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, nofollow: bool = False) -> bytes:
+def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, nofollow: bool = False,
+                      identity: tuple[int, int] | None = None, inside: str | None = None) -> bytes:
     """The bytes of a regular file, for the indexer and for every later read alike.
 
-    Opened non-blocking and checked on the opened descriptor (fstat), so a path swapped for a
-    FIFO, a device or a socket after the walk is refused instead of hanging the caller until some
-    writer opens it; the size cap is checked on the same descriptor and bounds the read, so a file
-    that grew past it since the walk is refused too. `nofollow`: the path must not be a symlink
-    (a reader that already resolved it)."""
+    Opened once, non-blocking, and judged on the opened descriptor (fstat), never by the path
+    again: a path swapped for a FIFO, a device or a socket after the walk is refused instead of
+    hanging the caller until some writer opens it; the size cap is checked on the same descriptor
+    and bounds the read, so a file that grew past it since the walk is refused too. `nofollow`:
+    the path must not be a symlink (a plain file as walked, or a reader that already resolved it).
+    `identity`: the (device, inode) the walk judged — a note swapped for a link to (or a folder
+    swapped for one holding) an outside file between the walk and the read is refused, not indexed
+    under the note's name. `inside`: a real folder the opened file must be in (the reader's root:
+    a parent folder swapped for a symlink after the path was resolved), checked where the
+    descriptor's path can be asked (/proc)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     if nofollow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -65,11 +95,17 @@ def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, n
     except FileNotFoundError:
         raise Unreadable(f"{shown}: vanished while being read") from None
     except OSError as e:
+        if nofollow and e.errno == errno.ELOOP:   # a symlink now, where a file was judged
+            raise Unreadable(f"{shown}: skipped, it was replaced by a symlink while being read") from None
         raise Unreadable(f"{shown}: cannot be read ({e.strerror})") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a folder, FIFO, device, socket
             raise Unreadable(f"{shown}: skipped, not a regular file")
+        if identity is not None and (st.st_dev, st.st_ino) != tuple(identity):
+            raise Unreadable(f"{shown}: skipped, it was replaced while being read (read again on the next change)")
+        if inside is not None and not _opened_inside(fd, inside):
+            raise Unreadable(f"{shown}: refused, the opened file is outside its root")
         if max_bytes is not None and st.st_size > max_bytes:
             raise Unreadable(f"{shown}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
     except BaseException:
@@ -83,6 +119,16 @@ def read_regular_file(path: Path, shown: str, max_bytes: int | None = None, *, n
     if max_bytes is not None and len(data) > max_bytes:
         raise Unreadable(f"{shown}: skipped, it grew over the {max_bytes:,}-byte cap while being read")
     return data
+
+
+def _opened_inside(fd: int, folder: str) -> bool:
+    """Whether the file open on `fd` lies under the real folder `folder` (asked of /proc, so no
+    path is resolved again); True where the system cannot say."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return True
+    return where.startswith(folder.rstrip("/") + "/")
 
 
 def corpus_path(root: Root, rel: str, multi: bool) -> str:
@@ -282,7 +328,8 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
     if not os.access(real, os.R_OK):
         result.warnings.append(f"{cp}: skipped, permission denied")
         return None
-    return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns, target)
+    return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns, target, (st.st_dev, st.st_ino),
+                      change_stamp(st))
 
 
 def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> dict[str, str]:
@@ -317,8 +364,12 @@ def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> di
             for p in paths:
                 if p in want and want[p] not in found:
                     found[want[p]] = when
-    except pygit2.GitError as e:
-        log.warning("git history of %s could not be read: %s", root.path, e)
+    except (pygit2.GitError, KeyError, TypeError, ValueError) as e:
+        # A damaged repository (a missing tree object makes pygit2's diff raise TypeError): the
+        # dates found so far are kept, the rest are left out; indexing goes on.
+        why = e if isinstance(e, pygit2.GitError) else "a git object it needs is missing or damaged"
+        log.warning("git history of %s could not be read (%s); commit dates are left out — "
+                    "check the repository with `git fsck`", root.path, why)
     return found
 
 

@@ -415,7 +415,9 @@ class Engine:
         return [r.path / rel for r in self.config.roots if r.name == name]
 
     def _stat_changed(self, f: corpus.CorpusFile, known) -> bool:
-        return known is None or known[2] != f.size or known[3] != f.mtime_ns
+        """Whether the file must be read (and its blob id compared): its stamp is not the stored
+        one (corpus.change_stamp: size, mtime, ctime and inode, never trusted when recent)."""
+        return known is None or known[2] != f.size or known[3] != f.stamp or not f.stamp
 
     def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
         matcher = self._matcher(self.catalog.entities())
@@ -437,7 +439,7 @@ class Engine:
                 self._unindexable(f.path, old, str(e), report)
                 continue
             if old is not None and old[1] == corpus.blob_id(data):
-                self.catalog.touch_document(f.path, f.size, f.mtime_ns)
+                self.catalog.touch_document(f.path, f.size, f.stamp)
                 report.unchanged += 1
                 report.outcomes[f.path] = "unchanged"
                 continue

@@ -12,12 +12,14 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import tantivy
 
 from . import terms
+from .catalog import store_fault
 from .priority import RequestsFirst
 
 log = logging.getLogger(__name__)
@@ -107,13 +109,25 @@ class FullText:
     def _open(self) -> tantivy.Index:
         for leftover in (self._building, self._retired):   # a rebuild interrupted by a crash
             shutil.rmtree(leftover, ignore_errors=True)
-        self.dir.mkdir(parents=True, exist_ok=True)
         try:
+            self.dir.mkdir(parents=True, exist_ok=True)
             return tantivy.Index(self.schema, str(self.dir), reuse=True)
         except Exception as e:  # corrupt or from an older schema: derived data, so start over
+            if store_fault(e, self.dir) is not None and (self.dir / "meta.json").exists():
+                return self._open_copy(e)   # a full or read-only disk: never wiped for that
             log.warning("full-text index at %s unusable (%s); it will be rebuilt from the catalog", self.dir, e)
             self._wipe()
             return tantivy.Index(self.schema, str(self.dir), reuse=False)
+
+    def _open_copy(self, why: Exception) -> tantivy.Index:
+        """The index as it is, from a private copy: tantivy writes a lock file to open an index,
+        which a read-only or full disk refuses. Searches answer from what is there; writes to the
+        copy are never seen by the next run (its generation is not this folder's)."""
+        self._copy = tempfile.TemporaryDirectory(prefix="remembrancer-fulltext-")
+        copy = Path(self._copy.name) / "fulltext"
+        shutil.copytree(self.dir, copy, ignore=shutil.ignore_patterns("*.lock", ".tmp*"))
+        log.info("full-text index at %s cannot be opened in place (%s); searching a copy of it", self.dir, why)
+        return tantivy.Index(self.schema, str(copy), reuse=True)
 
     def _wipe(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

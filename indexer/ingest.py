@@ -38,9 +38,11 @@ class Skip(Exception):
 
 def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
     """The file's bytes, through the one reader every corpus read uses (corpus.read_regular_file:
-    non-blocking, regular files only, size cap checked on the opened descriptor)."""
+    non-blocking, regular files only, size cap checked on the opened descriptor), which must be
+    the file the walk judged: a plain file is opened without following a symlink, and either
+    kind must have the walk's device and inode."""
     try:
-        return read_regular_file(f.abs_path, f.path, max_bytes)
+        return read_regular_file(f.abs_path, f.path, max_bytes, nofollow=f.target is None, identity=f.identity)
     except Unreadable as e:
         raise Skip(str(e)) from None
 
@@ -61,7 +63,7 @@ def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) 
     stored, so nothing unredacted can be."""
     doc = {
         "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
-        "size": f.size, "mtime_ns": f.mtime_ns, "doc_type": layout.type_of(f.rel),
+        "size": f.size, "mtime_ns": f.stamp, "doc_type": layout.type_of(f.rel),
         "date": meta.document_date(f.rel, {}), "title": f.rel.rsplit("/", 1)[-1], "front_matter": {},
         "tags": [], "warnings": [why], "stale": False, "line_count": data.count(b"\n"),
     }
@@ -94,7 +96,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
     doc = {
         "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
-        "size": f.size, "mtime_ns": f.mtime_ns, "doc_type": doc_type,
+        "size": f.size, "mtime_ns": f.stamp, "doc_type": doc_type,
         "date": doc_date or fallback_date, "title": parsed.title or f.rel.rsplit("/", 1)[-1],
         "front_matter": fm, "tags": meta.tags_of(fm), "warnings": warnings, "stale": doc_stale,
         "line_count": len(parsed.lines),

@@ -25,8 +25,8 @@ DEFAULT_PAGE_CHARS = 20_000
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/markdown.py)
 
 
-def resolve(engine, path: str) -> tuple[dict, Path]:
-    """A corpus path → its catalog row and absolute file, refusing anything outside the roots."""
+def resolve(engine, path: str) -> tuple[dict, Path, Path]:
+    """A corpus path → its catalog row, absolute file and root folder, refusing anything outside the roots."""
     clean = (path or "").strip().replace("\\", "/")
     while clean.startswith("./"):
         clean = clean[2:]
@@ -52,7 +52,7 @@ def resolve(engine, path: str) -> tuple[dict, Path]:
     except (OSError, ValueError, RuntimeError):
         raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
                         code="outside_root") from None
-    return doc, real
+    return doc, real, root.path
 
 
 def skip_reasons(engine, path: str) -> list[str]:
@@ -63,11 +63,11 @@ def skip_reasons(engine, path: str) -> list[str]:
 
 def _load(engine, path: str):
     redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
-    doc, real = resolve(engine, path)
+    doc, real, root = resolve(engine, path)
     if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
         raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
-    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap
-        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True)
+    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap, still in its root
+        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True, inside=str(root))
     except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
     key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())

@@ -280,3 +280,60 @@ def test_filters_that_let_nothing_through_say_so_instead_of_abstaining(engine):
     assert out["results"] == [] and out["no_strong_match"] is False
     assert "path=nosuch/ matches no section" in out["message"]
     assert "why_no_strong_match" not in out
+
+
+def _same_size_and_mtime_edit(path, how: str, tmp) -> None:
+    """Replace `path`'s text with different text of the same size, keeping its mtime, the way
+    `cp -p`, `tar x` and a clock stepped back do (real tools, as a user runs them)."""
+    import os
+    import subprocess
+
+    old = path.read_bytes()
+    new = old.replace(b"PostgreSQL replica", b"PxstgreSQL replica")
+    assert len(new) == len(old) and new != old
+    st = path.stat()
+    staged = tmp / "staged" / path.name
+    staged.parent.mkdir(exist_ok=True)
+    staged.write_bytes(new)
+    os.utime(staged, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if how == "cp -p":
+        subprocess.run(["cp", "-p", str(staged), str(path)], check=True)
+    elif how == "tar x":
+        subprocess.run(["tar", "--format=posix", "-cf", str(tmp / "t.tar"), "-C", str(staged.parent), path.name], check=True)
+        subprocess.run(["tar", "xf", str(tmp / "t.tar"), "-C", str(path.parent)], check=True)
+    else:   # a clock stepped back: the write lands, then the mtime reads what it read before
+        path.write_bytes(new)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.read_bytes() == new and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.mark.parametrize("how", ["cp -p", "tar x", "clock stepped back"])
+def test_an_edit_that_keeps_size_and_mtime_is_seen(corpus, data_env, tiny_embedder, how, monkeypatch):
+    """Issue 31 item 8. The first index must store real stamps, not "too recent to trust" ones, so
+    the recency window is shrunk to 0 here (an inode's change time cannot be set back by a test,
+    and sleeping past the window is what the next test covers)."""
+    from remembrancer.indexer import corpus as corpus_mod
+
+    monkeypatch.setattr(corpus_mod, "RACY_NS", 0)
+    e = engine_for([corpus], tiny_embedder)
+    e.refresh()
+    assert e.refresh().unchanged == 9
+    _same_size_and_mtime_edit(corpus / "hosts/db2.md", how, data_env)
+    report = e.refresh()
+    assert report.updated == 1, report.to_dict()
+    assert b"PxstgreSQL" in (corpus / "hosts/db2.md").read_bytes()
+    assert "PxstgreSQL" in str(list(e.catalog.chunks_of("hosts/db2.md")))
+    e.close()
+
+
+def test_a_same_size_same_mtime_edit_right_after_indexing_is_seen(corpus, data_env, tiny_embedder):
+    """A file indexed within a timestamp tick of its last write cannot be judged by its stat:
+    the next run reads it and compares its blob id (git's "racy clean" rule)."""
+    e = engine_for([corpus], tiny_embedder)
+    p = corpus / "hosts/db2.md"
+    p.write_bytes(p.read_bytes())   # written just now
+    e.refresh()
+    _same_size_and_mtime_edit(p, "clock stepped back", data_env)
+    assert e.refresh().updated == 1
+    assert "PxstgreSQL" in str(list(e.catalog.chunks_of("hosts/db2.md")))
+    e.close()

@@ -293,6 +293,63 @@ def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine,
     assert notes_engine.catalog.document("hosts/db2.md") is None
 
 
+def test_a_note_swapped_for_a_symlink_between_the_walk_and_the_read_is_not_indexed(data_env, tiny_embedder, monkeypatch):
+    """Issue 31 item 5: the walk judged a plain file; before the read it becomes a symlink to an
+    outside file, and after the read it is put back (same size and mtime). The outside text must
+    never be indexed under the note's name. The race is made deterministic by swapping right after
+    the real walk returns (a hook on corpus.walk; the walk itself runs unchanged)."""
+    from remembrancer.indexer import corpus
+
+    root = data_env / "root"
+    note = write(root, "shared.md", "# Shared\n\nThe team's deploy checklist.\n")
+    outside = write(data_env / "home", "pgpass.md", "# pgpass\n\nTOP-SECRET-OUTSIDE password\n")
+    e = engine_for([root], tiny_embedder)
+    assert e.refresh().added == 1
+    write(root, "shared.md", "# Shared\n\nThe team's deploy checklist, edited.\n")
+    real_walk = corpus.walk
+
+    def walk_then_swap(*a, **kw):
+        walked = real_walk(*a, **kw)
+        note.rename(root / ".shared.md.away")
+        note.symlink_to(outside)
+        return walked
+
+    monkeypatch.setattr(corpus, "walk", walk_then_swap)
+    report = e.refresh()
+    monkeypatch.setattr(corpus, "walk", real_walk)
+    note.unlink()
+    (root / ".shared.md.away").rename(note)   # put back: same size and mtime as walked
+    assert "TOP-SECRET" not in json.dumps([c for c in e.catalog.all_chunks()], default=str)
+    assert any(w.startswith("shared.md: skipped, it was replaced") for w in report.warnings), report.warnings
+    # the next run reads the note itself again: nothing stale is left behind as fresh
+    e.refresh()
+    assert "edited" in json.dumps(api.do_read(e, {"path": "shared.md"}))
+    assert "TOP-SECRET" not in json.dumps([c for c in e.catalog.all_chunks()], default=str)
+    e.close()
+
+
+def test_read_refuses_a_folder_swapped_for_a_symlink_after_the_path_was_resolved(notes_engine, notes, monkeypatch):
+    """`read` resolves the path inside the root, then opens it: a parent folder swapped for a
+    symlink out of the root in between must not be followed (checked on the opened descriptor)."""
+    from remembrancer.indexer import reader
+
+    outside = notes.parent / "outside"
+    write(outside, "hosts/db1.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
+    real_resolve = reader.resolve
+
+    def resolve_then_swap(engine, path):
+        resolved = real_resolve(engine, path)
+        shutil.move(str(notes / "hosts"), str(notes.parent / "hosts-away"))
+        (notes / "hosts").symlink_to(outside / "hosts")
+        return resolved
+
+    monkeypatch.setattr(reader, "resolve", resolve_then_swap)
+    with pytest.raises(UserError) as ei:
+        api.do_read(notes_engine, {"path": "hosts/db1.md"})
+    assert "outside its root" in str(ei.value)
+    assert "TOP-SECRET" not in json.dumps(ei.value.to_dict())
+
+
 def test_symlinks_out_of_the_root_and_loops_are_skipped_with_warnings(data_env, tiny_embedder):
     root = data_env / "root"
     write(root, "ok.md", "# Fine\n\nA normal note about backups.\n")
