@@ -123,7 +123,7 @@ def index_map(facts: IndexFacts) -> str:
              "pointers (path, heading, lines, tokens, snippet).")
     if facts.warning and facts.empty:
         return (f"{intro}\nWARNING: {facts.warning}.\nAn empty result is not proof of absence. Use search to "
-                "find sections; use read to open a path from a result.")
+                f"find sections; use read to open a path from a result.\n{WHICH_TOOL}")   # an index built later keeps its tools
     span = f", dated {facts.first_date} to {facts.last_date}" if facts.first_date else ""
     lines = [intro, f"Holds {facts.documents} documents, {facts.sections} sections{span}.",
              "Doc types (type=) and how to weigh them:"]
