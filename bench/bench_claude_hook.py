@@ -10,7 +10,8 @@ the real default model.
    queries, never copied here) ≥ 2 in 3. Each prompt is searched once, with the hook's own
    parameters; both gates judge the same answer. `--answers FILE` also writes every answer (JSON).
 2. Wall time of the hook process as Claude Code runs it (p50/p95, ms): on the ordinary prompts and on
-   memory questions of memory-dev, SessionStart, no daemon, next to a bare interpreter start.
+   memory questions of memory-dev, each with the old and the new gate; SessionStart; no daemon;
+   next to a bare interpreter start. Prints which prompts the new gate gets wrong, then the tables.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ from remembrancer.hooks import claude_code as hook  # noqa: E402
 from remembrancer.indexer.evaluate import percentile  # noqa: E402
 
 HOOK = [sys.executable, "-P", "-m", "remembrancer.hooks.claude_code"]
+# The same script with the old gate in place of `strong`: its wall time, as the hook pays it.
+OLD_HOOK = [sys.executable, "-P", "-c", "import sys; from remembrancer.hooks import claude_code as h; "
+            "h.strong = lambda out: bool(out and not out.get('no_strong_match') and out.get('results')); "
+            "sys.exit(h.main())"]
 ORDINARY = Path(__file__).with_name("claude_hook_ordinary_prompts.txt")
 CORPORA = ("memory-dev", "memory-dev-2", "memory-dev-3")
 
 
-def old_gate(prompt: str, out: dict | None) -> bool:
+def old_gate(prompt: str, out: dict | None) -> bool:   # as OLD_HOOK's
     """The gate before issue 27 item 1: inject whenever the search did not abstain."""
     return bool(out and not out.get("no_strong_match") and out.get("results"))
 
@@ -117,11 +122,16 @@ def main() -> int:
                 old = sum(old_gate(p, o) for p, o in got)
                 new = sum(new_gate(p, o) for p, o in got)
                 rates.append((name, kind, len(got), old, new))
+                wrong = [p for p, o in got if new_gate(p, o) != (kind != "ordinary")]
+                if wrong:
+                    print(f"{name} / {kind}: new gate {'injects' if kind == 'ordinary' else 'misses'}: "
+                          + "; ".join(w[:60] for w in wrong))
         # Wall time as Claude Code pays it: one process per prompt, on the ordinary set and on memory-dev's questions.
         md = roots["memory-dev"]
-        walls["ordinary prompts (memory-dev)"] = [timed(HOOK, env, event(md, p))[0] for p in ordinary]
-        walls["memory questions (memory-dev)"] = [timed(HOOK, env, event(md, p))[0]
-                                                  for p in memory_questions(args.eval, "memory-dev")]
+        for gate, cmd in (("old", OLD_HOOK), ("new", HOOK)):
+            walls[f"{gate} gate, ordinary (memory-dev)"] = [timed(cmd, env, event(md, p))[0] for p in ordinary]
+            walls[f"{gate} gate, questions (memory-dev)"] = [timed(cmd, env, event(md, p))[0]
+                                                            for p in memory_questions(args.eval, "memory-dev")]
         walls["SessionStart"] = [timed(HOOK, env, json.dumps({"hook_event_name": "SessionStart", "cwd": str(md)}))[0]
                                  for _ in range(args.runs)]
         walls["python -c pass (baseline)"] = [timed([sys.executable, "-c", "pass"], env)[0] for _ in range(args.runs)]
