@@ -4,8 +4,9 @@ Claude Code runs this on every prompt (UserPromptSubmit) and at session start (S
 passing one JSON object on stdin (`hook_event_name`, `prompt`, `cwd`, `session_id`, …); what it
 prints on stdout, with exit 0, is added to the model's context.
 
-- UserPromptSubmit: the top section of a search, only when the match is strong (a weak match
-  is noise in every prompt), cut to a small token budget.
+- UserPromptSubmit: the top section of a search, only when the notes answer the prompt (see
+  `strong`: a section that merely did not make the search abstain is noise in every prompt), cut
+  to a small token budget.
 - SessionStart: one line — where the memory lives and how fresh it is.
 
 Stdlib only and one socket exchange with the daemon (like hooks/notify.py): a prompt must never

@@ -111,7 +111,8 @@ def test_prompt_hook_stays_silent_on_ordinary_prompts_and_answers_a_memory_quest
     try:
         d.call("search", roots=[str(notes)], query="restore")   # open the corpus, as the MCP server does
         d.wait_fresh(notes, len(list(notes.rglob("*.md"))))
-        passed = [p for p in ORDINARY if not d.call("search", roots=[str(notes)], query=p, limit=1)["no_strong_match"]]
+        passed = [p for p in ORDINARY
+                  if not d.call("search", roots=[str(notes)], query=p, limit=1)["no_strong_match"]]
         assert len(passed) >= 3   # the premise: the search alone lets most of them through
         for text in ORDINARY:
             r, _ = run_hook(world, prompt(notes, text))
