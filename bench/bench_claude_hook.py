@@ -40,6 +40,8 @@ OLD_HOOK = [sys.executable, "-P", "-c", "import sys; from remembrancer.hooks imp
             "sys.exit(h.main())"]
 ORDINARY = Path(__file__).with_name("claude_hook_ordinary_prompts.txt")
 CORPORA = ("memory-dev", "memory-dev-2", "memory-dev-3")
+EVAL = next((d for d in (PROJECT.parent / "shared" / "eval", PROJECT.parent.parent / "shared" / "eval")  # a worktree
+             if d.is_dir()), PROJECT.parent / "shared" / "eval")
 
 
 def old_gate(prompt: str, out: dict | None) -> bool:   # as OLD_HOOK's
@@ -87,7 +89,7 @@ def event(root: Path, prompt: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="runs of each fixed wall-time case")
-    ap.add_argument("--eval", type=Path, default=PROJECT.parent.parent / "shared" / "eval")
+    ap.add_argument("--eval", type=Path, default=EVAL, help="the eval sets (default: ../shared/eval)")
     ap.add_argument("--answers", type=Path, help="write every search answer here (JSON)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rmb-hook-", dir="/tmp"))
