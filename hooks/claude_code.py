@@ -4,8 +4,9 @@ Claude Code runs this on every prompt (UserPromptSubmit) and at session start (S
 passing one JSON object on stdin (`hook_event_name`, `prompt`, `cwd`, `session_id`, …); what it
 prints on stdout, with exit 0, is added to the model's context.
 
-- UserPromptSubmit: the top section of a search, only when the match is strong (a weak match
-  is noise in every prompt), cut to a small token budget.
+- UserPromptSubmit: the top section of a search, only when the notes answer the prompt (see
+  `strong`: a section that merely did not make the search abstain is noise in every prompt), cut
+  to a small token budget.
 - SessionStart: one line — where the memory lives and how fresh it is.
 
 Stdlib only and one socket exchange with the daemon (like hooks/notify.py): a prompt must never
@@ -29,6 +30,10 @@ from remembrancer.hooks.notify import socket_path
 DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, under ~300 ms
 BUDGET_TOKENS = 600        # the section shown to the model (the daemon's minimum is 200)
 MAX_PROMPT_CHARS = 2000    # a pasted log is not a question: its head is enough to search with
+# The semantic match a section needs to be put in front of the model: the search's own bar for a
+# question using a name the notes lack (indexer/search.py ABSTAIN_DENSE); on memory-dev it keeps out
+# every ordinary coding prompt but one and, with the identifier clause, lets in all questions but one.
+STRONG_DENSE = 0.45
 
 
 def ask(method: str, params: dict, deadline: float, path: str | None = None) -> dict | None:
@@ -63,15 +68,39 @@ def project_dir(event: dict) -> str | None:
     return os.environ.get("CLAUDE_PROJECT_DIR") or (event.get("cwd") if isinstance(event.get("cwd"), str) else None)
 
 
+def search_params(prompt: str, where: str) -> dict:
+    return {"within": where, "query": prompt[:MAX_PROMPT_CHARS], "limit": 1,
+            "budget_tokens": BUDGET_TOKENS}
+
+
+def strong(out: dict | None) -> bool:
+    """Whether the search's best section answers the prompt, judged by what the answer reports.
+
+    "Did not abstain" is not enough: abstention only says nothing contradicts an answer, and a
+    coding prompt ("fix the failing test", "thanks!") shares common words and a little meaning
+    with any notes. So the section must also have keyword evidence (`provenance` not "semantic",
+    which is also what a "rests on meaning alone" note turns it into) and either mean what the
+    prompt says (`scores.dense` ≥ STRONG_DENSE) or hold one of the prompt's identifiers verbatim
+    (`scores.literal` > 0: "what is 10.40.1.12?" matches on nothing else).
+    docs/claude-hook.md has the figures.
+    """
+    if not out or out.get("no_strong_match") or not out.get("results"):
+        return False
+    top = out["results"][0]
+    scores = top.get("scores") or {}
+    if top.get("provenance") not in ("both", "keyword"):
+        return False
+    return scores.get("dense", 0) >= STRONG_DENSE or scores.get("literal", 0) > 0
+
+
 def prompt_context(event: dict, deadline: float, sock: str | None = None) -> str:
     """The top section for this prompt when the match is strong, else ''."""
     prompt = event.get("prompt")
     where = project_dir(event)
     if not isinstance(prompt, str) or not prompt.strip() or not where:
         return ""
-    out = ask("search", {"within": where, "query": prompt[:MAX_PROMPT_CHARS], "limit": 1,
-                         "budget_tokens": BUDGET_TOKENS}, deadline, sock)
-    if not out or out.get("no_strong_match") or not out.get("results"):
+    out = ask("search", search_params(prompt, where), deadline, sock)
+    if not strong(out):
         return ""
     top = out["results"][0]
     text = top.get("content") or top.get("snippet") or ""

@@ -6,6 +6,7 @@ installer, and `mcp config` (with --install into a Claude Desktop config file).
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_multi_corpus import serve, two_projects  # noqa: F401  (fixtures)
+from tests.test_multi_corpus import PROJECT, Serve, serve, two_projects  # noqa: F401  (fixtures)
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
 WEAK = "how do I enable --frobnicate-xyz on kf4"   # an identifier the corpus does not have
@@ -90,6 +91,36 @@ def test_prompt_hook_with_the_daemon_down_or_stuck_is_silent_and_quick(two_proje
     assert held, "the hook did connect to the stuck daemon"
     assert took < 10   # loose: the script's deadline is 0.25 s; this only catches a hook that waits it out
     print(f"hook against a stuck daemon: {took * 1000:.0f} ms including interpreter start-up")
+
+
+# Issue 27 item 1: ordinary coding prompts, which no notes answer (bench/claude_hook_ordinary_prompts.txt has more).
+ORDINARY = ("thanks!", "continue", "what is 2+2", "please refactor the login form to use react hooks",
+            "explain what this function does", "hi")
+
+
+@pytest.mark.real_model
+def test_prompt_hook_stays_silent_on_ordinary_prompts_and_answers_a_memory_question(two_projects):
+    """The sample notes with the real model: the search does not abstain on most ordinary prompts (a
+    coding prompt shares common words and some meaning with any notes), so "did not abstain" alone
+    put a journal entry or runbook into nearly every prompt; the hook's gate keeps them out."""
+    world = {**two_projects, "env": {**two_projects["env"]}}
+    Path(world["env"]["REMEMBRANCER_CONFIG"]).write_text("")   # the packaged default model
+    notes = world["tmp"] / "notes"
+    shutil.copytree(PROJECT / "examples" / "notes", notes)
+    d = Serve(world)
+    try:
+        d.call("search", roots=[str(notes)], query="restore")   # open the corpus, as the MCP server does
+        d.wait_fresh(notes, len(list(notes.rglob("*.md"))))
+        passed = [p for p in ORDINARY
+                  if not d.call("search", roots=[str(notes)], query=p, limit=1)["no_strong_match"]]
+        assert len(passed) >= 3   # the premise: the search alone lets most of them through
+        for text in ORDINARY:
+            r, _ = run_hook(world, prompt(notes, text))
+            assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), text
+        r, _ = run_hook(world, prompt(notes, "how do I restore the database from a backup"))
+        assert r.returncode == 0 and "runbooks/postgres/restore.md" in r.stdout
+    finally:
+        d.stop()
 
 
 # -- settings.json ---------------------------------------------------------------------------------
