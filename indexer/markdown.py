@@ -201,6 +201,9 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
         return {}, 1  # unterminated: a thematic break
     block = lines[1:close]
     if not _looks_like_yaml(block) or _is_admonition(block):
+        if _is_yaml_list_of_keys(block):
+            warnings.append(f"{path}: front matter is a YAML list (- key: value), not a mapping (key: value); "
+                            "indexed as body text — drop the leading dashes to make it metadata")
         return {}, 1
     if size > FRONT_MATTER_MAX_BYTES:
         warnings.append(f"{path}: front matter is over {FRONT_MATTER_MAX_BYTES // 1024} KB "
@@ -222,6 +225,18 @@ def _looks_like_yaml(block: list[str]) -> bool:
     if not significant or not _YAML_KEY_LINE.match(significant[0]):
         return False
     return all(_YAML_KEY_LINE.match(line) or _YAML_OTHER_LINE.match(line) for line in significant)
+
+
+def _is_yaml_list_of_keys(block: list[str]) -> bool:
+    """Front matter written as a list of `- key: value` items: metadata meant, none read, so it is
+    said. A plain bullet list between two rules (no item a mapping) is prose, and stays silent."""
+    if not block or not block[0].startswith("- ") or len("\n".join(block)) > FRONT_MATTER_MAX_BYTES:
+        return False
+    try:
+        data = load_front_matter_yaml("\n".join(block))
+    except Exception:  # YAMLError, RecursionError: prose after all
+        return False
+    return isinstance(data, list) and any(isinstance(item, dict) for item in data)
 
 
 def _is_admonition(block: list[str]) -> bool:

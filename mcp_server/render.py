@@ -31,6 +31,17 @@ def freshness_line(idx: dict | None) -> str:
     return "Index freshness unknown."
 
 
+def _sentence(message: str) -> str:
+    """The engine's message ("no section matches …") as a sentence, so the next one is not run into it."""
+    message = message.strip()
+    return message[:1].upper() + message[1:] + ("" if message.endswith((".", "!", "?")) else ".")
+
+
+def also_text(headings: list[str]) -> str:
+    """The other matching sections of a document; a preamble's heading is empty, so it is named."""
+    return "; ".join(h or "(preamble)" for h in headings)
+
+
 def _loc(r: dict) -> str:
     lines = r.get("lines") or ["?", "?"]
     return f"lines {lines[0]}-{lines[1]}"
@@ -71,7 +82,7 @@ def search_text(out: dict) -> str:
                      "try exact=true for literal strings.")
         parts += [_pointer(i, r) for i, r in enumerate(weak, 1)]
     elif not results:
-        parts.append((out.get("message") or "No section matches.") + " An empty result is not proof of absence: "
+        parts.append(_sentence(out.get("message") or "no section matches") + " An empty result is not proof of absence: "
                      "rephrase, widen the filters, or try exact=true for literal strings.")
     else:
         best = results[0]
@@ -88,7 +99,7 @@ def search_text(out: dict) -> str:
                          "gives the whole section]")
             parts.append(f"{head}\n\n{body}")
         if best.get("also"):
-            parts.append("Also in this document: " + "; ".join(best["also"]))
+            parts.append("Also in this document: " + also_text(best["also"]))
         if len(results) > 1:
             parts.append("Other matches (open one with read(path, heading)):\n"
                          + "\n".join(_pointer(i, r) for i, r in enumerate(results[1:], 2)))

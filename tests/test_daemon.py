@@ -312,5 +312,5 @@ def test_a_cli_search_the_daemon_answers_imports_no_engine(daemon, notes):
     r = subprocess.run([sys.executable, "-c", code, "search", "--root", str(notes), "restore", "backup"],
                        env=daemon.env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("[index fresh") and "1. " in r.stdout, r.stdout
+    assert r.stdout.startswith("Index fresh") and "1. " in r.stdout, r.stdout
     assert r.stdout.splitlines()[-1] == "loaded: []", r.stdout.splitlines()[-1]

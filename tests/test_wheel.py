@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import anyio
@@ -116,3 +117,17 @@ def test_the_installed_mcp_server_lists_its_tools(installed):
         subprocess.run([str(venv / "bin" / "remembrancer"), "stop"], cwd=work, env=env, capture_output=True,
                        timeout=60)
     assert {"search", "read", "list_documents", "index_status"} <= tools
+
+
+def test_the_wheel_carries_the_license_and_builds_without_deprecation_warnings(tmp_path):
+    """PEP 639 metadata (an SPDX expression and the LICENSE file in the wheel), and a build that
+    prints no setuptools deprecation warning (a TOML-table license printed one three times)."""
+    r = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path), str(PROJECT)], cwd=tmp_path)
+    assert "Deprecat" not in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    (wheel,) = tmp_path.glob("remembrancer-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+        licence = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE"))).decode()
+    assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    assert "Author: the remembrancer authors" in meta and "Classifier: Programming Language :: Python :: 3.11" in meta
+    assert licence.startswith("MIT License") and "Copyright (c) 2026 the remembrancer authors" in licence
