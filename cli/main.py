@@ -204,11 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--event", default="manual")
 
     p = sub.add_parser("hooks", help="install or remove the git hooks that notify the daemon")
-    hs = p.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
-    for name in ("install", "uninstall"):
-        hp = hs.add_parser(name)
+    hs = p.add_subparsers(dest="hooks_command", required=True, metavar="{install,uninstall}")
+    for name, what in (("install", "add post-commit, post-merge, post-checkout and post-rewrite hooks to REPO "
+                                   "(a hook already there is kept and runs first; core.hooksPath is respected)"),
+                       ("uninstall", "remove them from REPO (a hook that was there before is put back)")):
+        hp = hs.add_parser(name, help=what, description=what)
         hp.add_argument("repo", help="a git work tree")
-        hp.add_argument("--json", action="store_true")
+        hp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop); "
                        "`mcp config` prints how to register it")
@@ -249,17 +251,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
                        "matches on each prompt, a freshness line at session start)")
-    cs = p.add_subparsers(dest="claude_hooks_command", required=True, metavar="ACTION")
-    for name in ("install", "uninstall"):
-        cp = cs.add_parser(name)
+    cs = p.add_subparsers(dest="claude_hooks_command", required=True, metavar="{install,uninstall}")
+    for name, what in (("install", "add the UserPromptSubmit and SessionStart hooks to Claude Code's settings "
+                                   "(every other setting is kept)"),
+                       ("uninstall", "remove them (every other setting is kept)")):
+        cp = cs.add_parser(name, help=what, description=what)
         cp.add_argument("--settings", metavar="FILE", help="Claude Code settings file (default: "
                         "~/.claude/settings.json, the user scope)")
-        cp.add_argument("--json", action="store_true")
+        cp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("service", help="install the daemon as a systemd user unit / launchd agent")
-    ss = p.add_subparsers(dest="service_command", required=True, metavar="ACTION")
-    for name in ("install", "uninstall"):
-        sp = ss.add_parser(name)
+    ss = p.add_subparsers(dest="service_command", required=True, metavar="{install,uninstall}")
+    for name, what in (("install", "write the systemd --user unit (Linux) or launchd agent (macOS) for the "
+                                   "daemon, then enable and start it"),
+                       ("uninstall", "stop, disable and remove it (the index stays: `corpora forget` deletes it)")):
+        sp = ss.add_parser(name, help=what, description=what)
         _add_root(sp)
         sp.add_argument("--no-start", action="store_true", help="write the unit but do not enable/start it")
         if name == "install":

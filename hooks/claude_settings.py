@@ -29,11 +29,14 @@ def settings_path() -> Path:
 
 def hook_command(python: str | None = None) -> str:
     """The shell line Claude Code runs, with the REMEMBRANCER_* settings of this shell (the ones
-    `mcp config` keeps): without them a hook asks the default socket and finds no daemon."""
+    `mcp config` keeps): without them a hook asks the default socket and finds no daemon. Guarded so
+    that a removed install (its interpreter or package gone) is silent with exit 0 on every prompt,
+    not an exit 127 (the hook itself always exits 0)."""
     from remembrancer.daemon.service import passed_env
 
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in passed_env().items())
-    return f"{env}{shlex.quote(os.path.abspath(python or sys.executable))} -P -m {MODULE}"
+    exe = shlex.quote(os.path.abspath(python or sys.executable))
+    return f"test -x {exe} && {env}{exe} -P -m {MODULE} || true"
 
 
 def _is_ours(hook: object) -> bool:

@@ -6,6 +6,7 @@ installer, and `mcp config` (with --install into a Claude Desktop config file).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -146,7 +147,7 @@ def test_claude_hooks_install_is_idempotent_and_keeps_the_users_hooks(tmp_path):
     ups = once["hooks"]["UserPromptSubmit"]
     assert ups[0] == theirs["hooks"]["UserPromptSubmit"][0] and len(ups) == 2
     ours = [h for g in ups for h in g["hooks"] if "remembrancer" in h["command"]]
-    assert len(ours) == 1 and ours[0]["command"].startswith(sys.executable)
+    assert len(ours) == 1 and ours[0]["command"].startswith(f"test -x {sys.executable} && ")
     assert len(once["hooks"]["SessionStart"]) == 1
     # The command Claude Code will run works as written (a shell line), silently with no daemon.
     p = subprocess.run(ours[0]["command"], shell=True, input=json.dumps({"hook_event_name": "SessionStart",
@@ -247,6 +248,8 @@ def test_installed_hook_carries_the_remembrancer_environment(two_projects, serve
     assert r.returncode == 0, r.stderr
     cmd = json.loads(settings.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     words = shlex.split(cmd)
+    assert words[:4] == ["test", "-x", os.path.abspath(sys.executable), "&&"] and words[-2:] == ["||", "true"]
+    words = words[4:-2]
     assert words[:3] == [f"REMEMBRANCER_CONFIG={world['env']['REMEMBRANCER_CONFIG']}", f"REMEMBRANCER_DATA_DIR={odd}",
                          f"REMEMBRANCER_SOCKET={world['sock']}"]
     assert words[3:] == [os.path.abspath(sys.executable), "-P", "-m", "remembrancer.hooks.claude_code"]
@@ -261,3 +264,32 @@ def test_installed_hook_carries_the_remembrancer_environment(two_projects, serve
                          env={**world["env"], "REMEMBRANCER_DATA_DIR": odd}, timeout=60)
     add = next(line for line in mcp.stdout.splitlines() if line.startswith("claude mcp add"))
     assert [w for w in shlex.split(add) if w.startswith("REMEMBRANCER_")] == words[:3]
+
+
+def test_a_removed_install_leaves_hooks_that_are_silent_with_exit_0(tmp_path):
+    """After `pipx/uv tool uninstall` the settings still name the hook: every prompt must not run a
+    command that exits 127 (interpreter gone) or 1 (package gone) in front of the user."""
+    settings = tmp_path / "settings.json"
+    assert claude_hooks("install", "--settings", str(settings)).returncode == 0
+    cmd = json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    gone_python = cmd.replace(os.path.abspath(sys.executable), str(tmp_path / "venv-removed" / "bin" / "python3"))
+    no_package = tmp_path / "bare" / "bin" / "python3"   # an interpreter without remembrancer installed
+    no_package.parent.mkdir(parents=True)
+    no_package.symlink_to(sys.base_prefix + "/bin/python3")
+    gone_package = cmd.replace(os.path.abspath(sys.executable), str(no_package))
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "how do I restore", "cwd": str(tmp_path)})
+    for line in (gone_python, gone_package):
+        p = subprocess.run(["/bin/sh", "-c", line], input=event, capture_output=True, text=True, timeout=30,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+        assert (p.returncode, p.stdout) == (0, ""), (line, p.returncode, p.stderr)
+
+
+def test_each_install_command_says_what_its_actions_do():
+    for command, words in (("service", ("systemd", "stop, disable and remove")),
+                           ("hooks", ("post-commit", "put back")),
+                           ("claude-hooks", ("UserPromptSubmit", "remove them"))):
+        p = subprocess.run([sys.executable, "-m", "remembrancer", command, "--help"], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0 and "{install,uninstall}" in p.stdout, p.stdout
+        flat = " ".join(p.stdout.split())
+        assert "ACTION" not in p.stdout and all(w in flat for w in words), p.stdout
