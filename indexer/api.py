@@ -137,11 +137,15 @@ def do_list(engine, params: dict) -> dict:
 
     f = validate(f, engine.catalog, engine.config.doc_types)
     limit = _int(params, "limit", 200, 1, 5000)
+    offset = _int(params, "offset", 0, 0, 10**9)
     docs = [{"path": d.path, "type": d.doc_type, "date": d.date, "title": d.title, "sections": d.sections,
              "tokens": d.chars // 4, "tags": d.tags} for d in engine.catalog.document_summaries(f)]
-    out = {"documents": docs[:limit], "total": len(docs)}
-    if len(docs) > limit:
+    out = {"documents": docs[offset:offset + limit], "total": len(docs)}
+    if offset:
+        out["offset"] = offset
+    if len(docs) > offset + limit:
         out["truncated"] = True
+        out["next_offset"] = offset + limit
     return out
 
 

@@ -140,9 +140,13 @@ def list_text(out: dict) -> str:
     lines = [f"{d['path']} — {d['type']}, {d.get('date') or 'undated'}, {d['sections']} sections, "
              f"~{d['tokens']} tokens" + (f": {d['title']}" if d.get("title") else "")
              for d in out["documents"]]
-    n = len(out["documents"])
+    n, start = len(out["documents"]), out.get("offset", 0)
     if out.get("truncated"):
-        lines.append(f"(first {n} of {out['total']} documents; narrow with path= or type=)")
+        lines.append(f"(documents {start + 1}-{start + n} of {out['total']}; the next page: "
+                     f"offset={out['next_offset']}, or narrow with path= or type=)")
+    elif start:
+        lines.append(f"(documents {start + 1}-{start + n} of {out['total']})" if n else
+                     f"(offset={start} is past the last of {out['total']} documents)")
     else:
         lines.append(f"{out['total']} documents")
     return "\n".join(lines)

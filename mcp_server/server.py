@@ -148,7 +148,24 @@ class RememberServer(MCPServer):
                 roots = await client_roots(ctx)
                 await anyio.to_thread.run_sync(chooser, roots)
 
+    async def list_tools(self):
+        """The tools, each schema closed (`additionalProperties: false`): an argument the tool does not
+        take is refused (call_tool), so the schema says so."""
+        return [t.model_copy(update={"input_schema": {**t.input_schema, "additionalProperties": False}})
+                for t in await super().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            valid = sorted(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments or {}) - set(valid))
+            if unknown:   # refused, never ignored: `scope:` for `path:` would widen the answer silently
+                return fail(self.policy_redacted(
+                    {"code": "bad_input", "param": unknown[0], "valid_options": valid,
+                     "message": f"{name} takes no parameter {echo(unknown[0])}"
+                                + (f" (nor {', '.join(echo(u) for u in unknown[1:])})" if unknown[1:] else ""),
+                     "hint": f"{name}'s parameters: {', '.join(valid) or 'none'}"},
+                    {"parameter": " ".join(unknown)}))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -325,11 +342,15 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                                                 "\"quoted phrases\" kept whole. SHAs, --flags, error text, numbers, "
                                                 "identifiers.")],
         since: Since = None,
+        until: Until = None,
         type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
                                                       "'journal'.")] = None,
+        path: Annotated[str | None, Field(description="Only documents under this path prefix, e.g. 'runbooks/'.",
+                                          max_length=1000)] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 10,
     ) -> Result:
-        return answer("latest", render.latest_text, terms=terms, since=since, type=type, limit=limit)
+        return answer("latest", render.latest_text, terms=terms, since=since, until=until, type=type, path=path,
+                      limit=limit)
 
     def neighbors(
         path: Annotated[str, Field(description="Document path as search prints it, e.g. 'hosts/db1.md'.",
@@ -373,9 +394,11 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     def list_documents(
         path: Annotated[str | None, Field(description="Path prefix, e.g. 'hosts/'.", max_length=1000)] = None,
         type: Annotated[str | list[str] | None, Field(description="Only these doc types.")] = None,
+        offset: Annotated[int, Field(ge=0, description="Skip this many documents (paging: the answer says the "
+                                                       "next offset while more remain).")] = 0,
     ) -> Result:
         def body():
-            out = link.call("list", path=path, type=type, limit=LIST_LIMIT)
+            out = link.call("list", path=path, type=type, limit=LIST_LIMIT, offset=offset)
             return ok(render.list_text(out), out)
         return guarded("list_documents", body)
 

@@ -1,0 +1,63 @@
+"""The MCP tools' interface as an agent meets it (issue 27, interface gaps): an argument a tool
+does not take is refused naming the ones it does, `latest` filters like the CLI's, and
+`list_documents` pages. Real MCP client over stdio against a real corpus (tests/test_mcp.py's)."""
+
+from __future__ import annotations
+
+from remembrancer.indexer import api
+from tests.test_mcp import indexed, params, session, text, world  # noqa: F401  (fixtures)
+
+
+def test_an_unknown_argument_is_refused_naming_the_valid_ones(indexed):
+    async def go(c):
+        tools = (await c.list_tools()).tools
+        return tools, {
+            "scope": await c.call_tool("search", {"query": "restore the database", "scope": "runbooks/"}),
+            "two": await c.call_tool("latest", {"terms": "pgbackrest", "paht": "x", "ghp_" + "a" * 36: 1}),
+            "none": await c.call_tool("index_status", {"verbose": True}),
+            "fine": await c.call_tool("search", {"query": "restore the database", "path": "runbooks/"}),
+        }
+
+    tools, r = session(params(indexed), go)
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+    err = r["scope"].structured_content["error"]
+    assert r["scope"].is_error and err["param"] == "scope" and "path" in err["valid_options"]
+    assert err["message"] == "search takes no parameter scope" and "path" in err["hint"]
+    two = r["two"].structured_content["error"]
+    assert r["two"].is_error and {"until", "path", "terms"} <= set(two["valid_options"])
+    assert "paht" in two["message"] and "ghp_" + "a" * 36 not in text(r["two"]) + str(two)   # a token is not echoed
+    assert r["none"].is_error and r["none"].structured_content["error"]["valid_options"] == []
+    assert not r["fine"].is_error and r["fine"].structured_content["results"][0]["path"].startswith("runbooks/")
+
+
+def test_latest_takes_until_and_path_like_the_cli(indexed):
+    async def go(c):
+        return (await c.call_tool("latest", {"terms": "pgbackrest"}),
+                await c.call_tool("latest", {"terms": "pgbackrest", "path": "runbooks/"}),
+                await c.call_tool("latest", {"terms": "pgbackrest", "until": "2030-01-31"}))
+
+    every, scoped, early = session(params(indexed), go)
+    paths = {r["path"] for r in every.structured_content["results"]}
+    assert len({p.split("/")[0] for p in paths}) > 1, paths   # the filters below have something to drop
+    assert scoped.structured_content["results"] and all(
+        r["path"].startswith("runbooks/") for r in scoped.structured_content["results"])
+    dates = [r.get("date") for r in early.structured_content["results"]]
+    assert all(d is None or d <= "2030-01-31" for d in dates)
+    assert len(early.structured_content["results"]) < len(every.structured_content["results"])
+
+
+def test_list_documents_pages_with_an_offset(notes_engine, indexed):
+    whole = api.do_list(notes_engine, {})
+    page = api.do_list(notes_engine, {"limit": 4, "offset": 2})
+    assert page["documents"] == whole["documents"][2:6] and page["next_offset"] == 6 and page["truncated"]
+    last = api.do_list(notes_engine, {"limit": 4, "offset": 8})
+    assert last["documents"] == whole["documents"][8:] and "next_offset" not in last
+
+    async def go(c):
+        return (await c.call_tool("list_documents", {"offset": 5}),
+                await c.call_tool("list_documents", {"offset": 500}))
+
+    rest, past = session(params(indexed), go)
+    assert [d["path"] for d in rest.structured_content["documents"]] == [d["path"] for d in whole["documents"][5:]]
+    assert f"documents 6-{whole['total']} of {whole['total']}" in text(rest)
+    assert not past.is_error and f"past the last of {whole['total']} documents" in text(past)
