@@ -121,6 +121,16 @@ class RememberServer(MCPServer):
     _choosing = None
     link = None              # set by build_server: its corpus's redaction policy covers argument errors
 
+    # Served: tools only. The SDK answers these with empty lists and declares the capabilities;
+    # a client would offer the user resources and prompts that never come, so they are not served.
+    UNSERVED = ("resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
+                "resources/unsubscribe", "prompts/list", "prompts/get")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for method in self.UNSERVED:
+            self._lowlevel_server._request_handlers.pop(method, None)
+
     async def _handle_list_tools(self, ctx, params):
         await self._choose_corpus(ctx)
         return await super()._handle_list_tools(ctx, params)

@@ -61,3 +61,19 @@ def test_list_documents_pages_with_an_offset(notes_engine, indexed):
     assert [d["path"] for d in rest.structured_content["documents"]] == [d["path"] for d in whole["documents"][5:]]
     assert f"documents 6-{whole['total']} of {whole['total']}" in text(rest)
     assert not past.is_error and f"past the last of {whole['total']} documents" in text(past)
+
+
+def test_the_server_declares_only_what_it_serves(indexed):
+    """Tools only: no resources or prompts capability that would list nothing (the SDK's default)."""
+    async def go(c):
+        caps = c.server_capabilities
+        try:
+            await c.list_resources()
+            listed = "answered"
+        except Exception as e:   # the real client raises the server's "method not found"
+            listed = str(e)
+        return caps, listed
+
+    caps, listed = session(params(indexed), go)
+    assert caps.tools is not None and caps.resources is None and caps.prompts is None, caps
+    assert listed != "answered" and "not found" in listed.lower(), listed
