@@ -31,6 +31,9 @@ def resolve(engine, path: str) -> tuple[dict, Path, Path]:
     while clean.startswith("./"):
         clean = clean[2:]
     doc = engine.catalog.document(clean) if clean else None
+    if doc is None and clean:
+        named = named_document(clean, engine.catalog.document_paths())
+        doc = engine.catalog.document(named) if named else None
     if doc is None:
         why = skip_reasons(engine, clean) if clean else []
         if why:   # on disk, but the index run skipped it: say why rather than "no such document"
@@ -53,6 +56,27 @@ def resolve(engine, path: str) -> tuple[dict, Path, Path]:
         raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
                         code="outside_root") from None
     return doc, real, root.path
+
+
+def named_document(name: str, paths: list[str]) -> str | None:
+    """The one document a shorter name means — a `[[wikilink]]` (alias and heading dropped), a file
+    stem (`restore`), or a unique trailing part of its path (`postgres/restore.md`) — else None;
+    several → an error listing them (a guess would open the wrong note)."""
+    name = name.strip()
+    if name.startswith("[[") and name.endswith("]]"):
+        name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
+    if not name:
+        return None
+    want = name.casefold().removesuffix(".md").removesuffix(".markdown").strip("/")
+
+    def base(p: str) -> str:
+        return p.casefold().removesuffix(".md").removesuffix(".markdown")
+    exact = [p for p in paths if base(p) == want]
+    hits = exact or [p for p in paths if base(p).endswith("/" + want)]
+    if len(hits) > 1:
+        raise UserError(f"{name!r} names {len(hits)} documents", param="path", options=sorted(hits)[:10],
+                        code="ambiguous", hint="give more of the path, e.g. " + sorted(hits)[0])
+    return hits[0] if hits else None
 
 
 def skip_reasons(engine, path: str) -> list[str]:

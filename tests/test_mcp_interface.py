@@ -4,7 +4,10 @@ does not take is refused naming the ones it does, `latest` filters like the CLI'
 
 from __future__ import annotations
 
+import pytest
+
 from remembrancer.indexer import api
+from remembrancer.indexer.errors import UserError
 from tests.test_mcp import indexed, params, session, text, world  # noqa: F401  (fixtures)
 
 
@@ -77,3 +80,29 @@ def test_the_server_declares_only_what_it_serves(indexed):
     caps, listed = session(params(indexed), go)
     assert caps.tools is not None and caps.resources is None and caps.prompts is None, caps
     assert listed != "answered" and "not found" in listed.lower(), listed
+
+
+def test_read_takes_a_stem_a_path_suffix_and_a_wikilink(tiny_engine, notes, indexed):
+    from tests.corpus_helpers import write
+
+    write(notes, "a/setup.md", "# Setup A\n\nalpha setup steps.\n")
+    write(notes, "b/setup.md", "# Setup B\n\nbeta setup steps.\n")
+    engine = tiny_engine(notes)
+    want = api.do_read(engine, {"path": "runbooks/postgres/restore.md"})["content"]
+    for name in ("restore", "Restore.md", "postgres/restore.md", "[[restore]]", "[[restore|the runbook]]",
+                 "[[runbooks/postgres/restore#Verify]]"):
+        assert api.do_read(engine, {"path": name})["content"] == want, name
+    with pytest.raises(UserError) as e:
+        api.do_read(engine, {"path": "[[setup]]"})
+    assert e.value.code == "ambiguous" and e.value.to_dict()["valid_options"] == ["a/setup.md", "b/setup.md"]
+    with pytest.raises(UserError) as e:
+        api.do_read(engine, {"path": "gres/restore.md"})   # a suffix is whole path parts, not characters
+    assert e.value.code == "not_found"
+
+    async def go(c):
+        return (await c.call_tool("read", {"path": "[[db1]]"}),
+                await c.call_tool("read", {"path": "db1.md", "heading": "Backups"}))
+
+    whole, part = session(params(indexed), go)
+    assert not whole.is_error and whole.structured_content["path"] == "hosts/db1.md"
+    assert not part.is_error and "pgBackRest" in part.structured_content["content"]
