@@ -260,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.claude/settings.json, the user scope)")
         cp.add_argument("--json", action="store_true", help=JSON_HELP)
 
+    p = sub.add_parser("uninstall", help="remove what remembrancer installed — the Claude Code hooks, its MCP "
+                       "registrations, the service, the git hooks, the daemon (--purge: the indexes too); "
+                       "never your notes")
+    p.add_argument("--purge", action="store_true", help="also delete every index in the data dir (derived data)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    p.add_argument("--settings", metavar="FILE", help="Claude Code settings file (default: ~/.claude/settings.json)")
+    p.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="another repository whose git hooks to remove (the known corpora's are found)")
+
     p = sub.add_parser("service", help="install the daemon as a systemd user unit / launchd agent")
     ss = p.add_subparsers(dest="service_command", required=True, metavar="{install,uninstall}")
     for name, what in (("install", "write the systemd --user unit (Linux) or launchd agent (macOS) for the "
@@ -1093,6 +1102,17 @@ def cmd_claude_hooks(args) -> int:
     return EXIT_OK
 
 
+def cmd_uninstall(args) -> int:
+    from pathlib import Path
+
+    from remembrancer.cli.uninstall_cmd import run
+
+    for line in run(purge=args.purge, dry_run=args.dry_run,
+                    settings=Path(args.settings).expanduser() if args.settings else None, roots=args.root):
+        print(line)
+    return EXIT_OK
+
+
 def cmd_service(args) -> int:
     from remembrancer.daemon.service import install_service, uninstall_service
     from remembrancer.indexer.config import load_config
@@ -1134,7 +1154,7 @@ COMMANDS = {
     "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
     "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks, "team": cmd_team,
-    "corpora": cmd_corpora,
+    "corpora": cmd_corpora, "uninstall": cmd_uninstall,
 }
 
 if __name__ == "__main__":

@@ -77,3 +77,17 @@ def install_desktop(args: list[str], path: Path | None = None) -> dict:
     servers[SERVER] = entry
     write_json(path, data)
     return {"config": str(path), "result": result}
+
+
+def uninstall_desktop(path: Path | None = None) -> dict:
+    """Take our server out of Claude Desktop's config: other servers and settings are kept."""
+    path = path or desktop_config_path()
+    if not path.exists():
+        return {"config": str(path), "result": "no config file"}
+    data = read_json(path, "mcpServers", "config")
+    servers = data.get("mcpServers") or {}
+    if SERVER not in servers:
+        return {"config": str(path), "result": "not installed"}
+    del servers[SERVER]
+    write_json(path, data)
+    return {"config": str(path), "result": "removed"}
