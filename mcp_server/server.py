@@ -60,6 +60,11 @@ BASE_INSTRUCTIONS = (
 # -- results ---------------------------------------------------------------------------------------
 
 def ok(text: str, data: dict) -> CallToolResult:
+    """A result in both forms, on purpose: clients hand the model one of them, not both — Claude
+    Code (2.1) and VS Code give it the structured content alone when there is one, others the text
+    blocks — so each copy must carry the answer whole (the best section's `content`, the freshness,
+    `no_strong_match`). What looks like the answer twice (about 5 KB for one search of the sample
+    notes: 1.9 KB of text, 3.5 KB structured) is one copy per kind of client, not twice the tokens."""
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
