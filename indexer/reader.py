@@ -67,10 +67,10 @@ def named_document(name: str, paths: list[str]) -> str | None:
         name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
     if not name:
         return None
-    want = name.casefold().removesuffix(".md").removesuffix(".markdown").strip("/")
+    want = name.removesuffix(".md").removesuffix(".markdown").strip("/")
 
-    def base(p: str) -> str:
-        return p.casefold().removesuffix(".md").removesuffix(".markdown")
+    def base(p: str) -> str:   # case kept: `Journal/x.md` is another folder than `journal/` (and maybe a scope wall)
+        return p.removesuffix(".md").removesuffix(".markdown")
     exact = [p for p in paths if base(p) == want]
     hits = exact or [p for p in paths if base(p).endswith("/" + want)]
     if len(hits) > 1:
