@@ -7,7 +7,6 @@ Each step says what it did or why it did nothing; `--dry-run` says what it would
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -16,19 +15,6 @@ from pathlib import Path
 from remembrancer.indexer.errors import UserError
 
 MCP_NAME = "remembrancer"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:   # a zombie (a child of the caller, not yet reaped) has let go of everything
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _git_work_trees(extra_roots: list[str]) -> list[Path]:
@@ -97,6 +83,7 @@ def steps(purge: bool, settings: Path | None, roots: list[str]) -> list[tuple[st
 
     def daemon():
         from remembrancer.daemon.client import Client, DaemonUnavailable
+        from remembrancer.daemon.client import process_alive as _alive
         from remembrancer.daemon.connect import running_daemon
 
         found = running_daemon()

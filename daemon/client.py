@@ -141,3 +141,19 @@ def ping(path: Path, timeout: float = 2.0) -> dict | None:
             return c.call("status")
     except (DaemonUnavailable, DaemonError, ValueError):
         return None
+
+
+def process_alive(pid: int) -> bool:
+    """A running process (a zombie — exited, not yet reaped — counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+

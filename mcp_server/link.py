@@ -21,6 +21,7 @@ from pathlib import Path
 
 from remembrancer.daemon import connect as dconnect
 from remembrancer.daemon.client import DaemonUnavailable, ping
+from remembrancer.daemon.client import process_alive as _alive
 from remembrancer.daemon.protocol import IDLE_TIMEOUT_S
 from remembrancer.indexer.config import Config, socket_path
 from remembrancer.indexer.errors import UserError
@@ -169,18 +170,3 @@ class Link:
     def close(self) -> None:
         with self.lock:
             self._drop()
-
-
-def _alive(pid: int) -> bool:
-    """A running process (a zombie — exited, not yet reaped — counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
