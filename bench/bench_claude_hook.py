@@ -31,7 +31,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from remembrancer.daemon.client import Client  # noqa: E402
 from remembrancer.hooks import claude_code as hook  # noqa: E402
-from remembrancer.indexer.evaluate import percentile  # noqa: E402
+from remembrancer.indexer.search.evaluate import percentile  # noqa: E402
 
 HOOK = [sys.executable, "-P", "-m", "remembrancer.hooks.claude_code"]
 # The same script with the old gate in place of `strong`: its wall time, as the hook pays it.

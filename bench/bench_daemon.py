@@ -27,7 +27,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from bench.procstat import cpu_seconds, peak_rss_mb, rss_mb  # noqa: E402
-from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from remembrancer.daemon.client import Client  # noqa: E402

@@ -34,7 +34,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
-from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 
@@ -97,7 +97,7 @@ def main() -> int:
           f"{sum(p.stat().st_size for p in root.rglob('*.md')) / 1e6:.2f} MB")
     if args.compute == "int8":   # build the int8 graph before the timed run (a one-time cost, timed apart)
         built, _, build_cpu = child(f"import sys, json, time; sys.path.insert(0, {str(PROJECT)!r}); t0 = time.perf_counter(); "
-                                    "from remembrancer.indexer.embed import load_embedder, INT8_SPEC; load_embedder(INT8_SPEC); "
+                                    "from remembrancer.indexer.models.embed import load_embedder, INT8_SPEC; load_embedder(INT8_SPEC); "
                                     "print(json.dumps({'seconds': time.perf_counter() - t0}))", env)
         print(f"int8 graph built and loaded in {built['seconds']:.1f} s ({build_cpu:.1f} CPU s), once per data dir")
     load0 = os.getloadavg()
@@ -123,7 +123,7 @@ def main() -> int:
     os.environ.update(env)
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.engine import Engine
-    from remembrancer.indexer.search import SearchRequest, search
+    from remembrancer.indexer.search.answer import SearchRequest, search
 
     queries = [json.loads(line)["query"] for line in open(args.queries) if line.strip()]
     e = Engine(load_config([str(root)]))

@@ -53,7 +53,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from bench.procstat import cpu_seconds, peak_rss_mb  # noqa: E402
-from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -575,8 +575,8 @@ def bench_long_lines(line_mb: float, units: list[str] | None = None) -> dict:
     """Every line shape the patterns touch, `line_mb` MB on one line, through the whole
     decode → redact → parse → chunks → passages pipeline in the sandbox child (as the engine runs a
     large document); seconds and the child's peak RSS per shape."""
-    from remembrancer.indexer import sandbox
-    from remembrancer.indexer.markdown import PLAIN_PART_MARK
+    from remembrancer.indexer.ingest import sandbox
+    from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
     from tests.adversarial_inputs import LINE_UNITS, pathological_line
 
     w = sandbox.Worker("bench-long-lines")
@@ -611,8 +611,8 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
     fences, one line), prepared as the engine prepares them: in the sandbox child, under the product's
     per-document budget. Seconds, outcome, and the child's peak RSS (sampled while it works, so a
     child killed at the budget is measured too)."""
-    from remembrancer.indexer import sandbox
-    from remembrancer.indexer.markdown import PLAIN_PART_MARK
+    from remembrancer.indexer.ingest import sandbox
+    from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 
     n = int(file_mb * 1_000_000)
     shapes = {"paragraphs": "a\n\n", "lines": "a\n", "headings": "# h\n", "list_items": "- a\n",
@@ -663,7 +663,7 @@ def bench_special_files(embedder, tmp: Path) -> dict:
     each read must answer (an error) without blocking."""
     import socket as socketlib
 
-    from remembrancer.indexer import reader
+    from remembrancer.indexer.search import reader
     from remembrancer.indexer.errors import UserError
 
     root = tmp / "special"
@@ -902,7 +902,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
     os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
     model = build_tiny_model(base / "model")
-    from remembrancer.indexer.embed import load_embedder_from_dir
+    from remembrancer.indexer.models.embed import load_embedder_from_dir
 
     embedder = load_embedder_from_dir(model)
     notes = base / "notes"

@@ -45,7 +45,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from bench.procstat import cpu_seconds, peak_rss_mb, rss_mb  # noqa: E402
-from remembrancer.indexer.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
+from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 
 WORDS = """
 restore recover backup database postgres dump table query index server configure config deploy
@@ -411,7 +411,7 @@ async def mcp_kinds(corpus: Corpus, sides: list[tuple[str, dict, Path]], args) -
 
 def one_size(n: int, args, tiny_dir: Path | None) -> dict:
     from remembrancer.indexer.config import Config, make_roots
-    from remembrancer.indexer.embed import load_embedder
+    from remembrancer.indexer.models.embed import load_embedder
 
     tmp = Path(tempfile.mkdtemp(prefix=f"remembrancer-scale-{n}-"))
     root = tmp / "memory"

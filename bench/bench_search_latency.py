@@ -42,7 +42,7 @@ def _import_path(argv: list[str]) -> None:
 _import_path(sys.argv)
 
 from remembrancer.indexer.api import do_search  # noqa: E402
-from remembrancer.indexer.evaluate import EvalSession, percentile  # noqa: E402
+from remembrancer.indexer.search.evaluate import EvalSession, percentile  # noqa: E402
 
 MODES = (("no alternates", False), ("with alternates", True))
 
@@ -68,7 +68,10 @@ def stage_times(session: EvalSession, alternates: dict | None, repeat: int) -> d
     """Mean thread time (ms) per search of each stage, every question searched `repeat` times: a
     timer around each stage's function (the outermost call of a recursive one), thread time so the
     model's second thread and other processes are not counted in the stage they happen to overlap."""
-    from remembrancer.indexer import catalog, embed, redact, search
+    from remembrancer.indexer.store.local import catalog
+    from remembrancer.indexer.models import embed
+    from remembrancer.indexer import redact
+    from remembrancer.indexer.search import answer as search
 
     stages = {"question's embedding": (embed.Embedder, "embed_query"),
               "rephrasings' embedding": (embed.Embedder, "embed_queries"), "legs (all phrasings)": (search, "_phrasing"),

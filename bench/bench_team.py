@@ -51,14 +51,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import remembrancer.indexer.engine  # noqa: E402,F401 — the editable install first (the folder shadows it)
 
-from remembrancer.indexer import api  # noqa: E402
-from remembrancer.indexer import search as S  # noqa: E402
-from remembrancer.indexer.chunks import text_sha  # noqa: E402
+from remembrancer.indexer import api# noqa: E402
+from remembrancer.indexer.search import answer as S# noqa: E402
+from remembrancer.indexer.ingest.chunks import text_sha  # noqa: E402
 from remembrancer.indexer.config import Config, load_config, make_roots  # noqa: E402
 from remembrancer.indexer.engine import Engine  # noqa: E402
-from remembrancer.indexer.evaluate import corpus_dir, load_cases, run_eval  # noqa: E402
-from remembrancer.indexer.pg_store import PgStore  # noqa: E402
-from remembrancer.indexer.pg_team import TeamReader  # noqa: E402
+from remembrancer.indexer.search.evaluate import corpus_dir, load_cases, run_eval  # noqa: E402
+from remembrancer.indexer.store.postgres.store import PgStore  # noqa: E402
+from remembrancer.indexer.team import TeamReader  # noqa: E402
 
 WORDS = ("ledger postgres replica backup restore wal archive vacuum index bloat latency deploy rollback canary "
          "queue worker cron certificate rotate secret vault token cache redis eviction memory heap kernel disk "
@@ -104,7 +104,7 @@ class HashEmbedder:
     figures measure the stores, not the model."""
 
     def __init__(self, dim: int = 384):
-        from remembrancer.indexer.embed import ModelContract
+        from remembrancer.indexer.models.embed import ModelContract
 
         self.contract = ModelContract(name="hash-embedder", model_sha256="0" * 64, tokenizer_sha256="0" * 64,
                                       dim=dim, pooling="mean", normalize=True, max_tokens=256, query_prefix="",
@@ -186,7 +186,7 @@ def percentile(values, q: float) -> float:
 # -- parity -----------------------------------------------------------------------------------------
 
 def parity(eval_dir: Path, base_url: str) -> list[dict]:
-    from remembrancer.indexer.embed import load_embedder
+    from remembrancer.indexer.models.embed import load_embedder
 
     rows = []
     sets = sorted(p.stem for p in (eval_dir / "queries").glob("*.jsonl"))
@@ -436,7 +436,7 @@ def grams(base_url: str, sections: int = 5000, rounds: int = 3) -> dict:
     every index build): migration 8's body against the current one, best of `rounds` each."""
     import psycopg
 
-    from remembrancer.indexer import pg_schema
+    from remembrancer.indexer.store.postgres import schema as pg_schema
 
     rng = random.Random(5)
     texts = [f"Host app{i % 97}-{i % 10} v0 gen0: " + " ".join(rng.choice(WORDS) for _ in range(28)) + "."
@@ -470,9 +470,9 @@ def dense(base_url: str, sections: int, queries: int = 30, rounds: int = 2) -> d
     embedder's; rounds alternate."""
     import psycopg
 
-    from remembrancer.indexer import pg_schema
+    from remembrancer.indexer.store.postgres import schema as pg_schema
     from remembrancer.indexer.errors import UserError
-    from remembrancer.indexer.pg_store import _runs, _vec_text
+    from remembrancer.indexer.store.postgres.store import _runs, _vec_text
 
     url = urlsplit(base_url)._replace(path=f"/lat_{sections}").geturl()
     try:
@@ -583,7 +583,7 @@ def literal(tmp: Path, base_url: str, sections: int, queries: int = 60) -> dict:
     scoped by an unscoped reader, and unscoped."""
     import psycopg
 
-    from remembrancer.indexer import pg_roles
+    from remembrancer.indexer.store.postgres import roles as pg_roles
 
     root = tmp / f"corpus-lit-{sections}"
     generate_corpus(root, sections, seed=13)
@@ -745,7 +745,7 @@ def crash(tmp: Path, base_url: str, rounds: int = 80, sections: int = 3000) -> d
     child = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
              "import remembrancer.indexer.engine; from bench_team import HashEmbedder; "
              "from remembrancer.indexer.config import Config, make_roots; "
-             "from remembrancer.indexer.pg_team import Writer; "
+             "from remembrancer.indexer.team import Writer; "
              f"w = Writer(Config(roots=make_roots([{str(root)!r}])), {url!r}, embedder=HashEmbedder()); "
              "w.pass_once(); w.close()")
     rng = random.Random(21)

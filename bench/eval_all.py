@@ -5,7 +5,7 @@ per-rule ablation with its effect on each corpus separately (docs/ranking.md is 
         [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
         [--ranking KEY=VALUE …] [--const NAME=VALUE …]
 
-Every search goes through `remembrancer eval`'s code path (indexer.evaluate → api.do_search, the
+Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.do_search, the
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
@@ -43,9 +43,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from remembrancer.indexer import search  # noqa: E402
-from remembrancer.indexer.evaluate import EvalSession  # noqa: E402
-from remembrancer.indexer.rank import RankingConfig  # noqa: E402
+from remembrancer.indexer.search import answer as search# noqa: E402
+from remembrancer.indexer.search.evaluate import EvalSession  # noqa: E402
+from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
 
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2")
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
@@ -72,7 +72,7 @@ for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0
 
 
 def leg_settings() -> tuple:
-    """Every scalar constant of indexer/search.py as now set. The legs are cached per value of all of
+    """Every scalar constant of indexer/search/answer.py as now set. The legs are cached per value of all of
     them, not of a list of the ones the legs read: a constant added to the legs for an experiment
     and swept would otherwise be scored with the first value's legs for every value."""
     return tuple(sorted((k, v) for k, v in vars(search).items()
@@ -203,7 +203,7 @@ def main() -> int:
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
                     help="override a [ranking] setting for the shipped row, e.g. outcome_tie_margin=0.2 (repeatable)")
     ap.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a constant of indexer/search.py for the shipped row, e.g. "
+                    help="override a constant of indexer/search/answer.py for the shipped row, e.g. "
                          "HEADING_PASSAGE_WEIGHT=1.0 (repeatable)")
     ap.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                     help="also score the shipped row with a [ranking] setting or a search constant at each "
@@ -213,7 +213,7 @@ def main() -> int:
         """Which part an override goes to (a search constant is upper case) and its typed value."""
         if name.isupper():
             if not hasattr(search, name):
-                ap.error(f"{flag}: no constant {name!r} in indexer/search.py")
+                ap.error(f"{flag}: no constant {name!r} in indexer/search/answer.py")
             return "const", type(getattr(search, name))(_value(value))
         if not hasattr(RankingConfig(), name):
             ap.error(f"{flag}: no [ranking] setting {name!r}")
@@ -223,7 +223,7 @@ def main() -> int:
     for kv in args.const:
         name, _, value = kv.partition("=")
         if not name.isupper():
-            ap.error(f"--const: no constant {name!r} in indexer/search.py")
+            ap.error(f"--const: no constant {name!r} in indexer/search/answer.py")
         shipped["const"][name] = setting("--const", name, value)[1]
     for kv in args.ranking:
         name, _, value = kv.partition("=")

@@ -6,7 +6,7 @@ question, no ranking is strictly right on both.
 
     .venv/bin/python bench/label_preferences.py [--eval-dir ../shared/eval] [--sets memory-dev memory-dev-2]
 
-Doc types come from the default layout (indexer/meta.py), as indexing gives them; a host's and a
+Doc types come from the default layout (indexer/ingest/meta.py), as indexing gives them; a host's and a
 service's record count as one kind, "record" (the memory rules' RECORD_TYPES).
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from remembrancer.indexer.config import DEFAULT_LAYOUT  # noqa: E402
-from remembrancer.indexer.evaluate import load_cases  # noqa: E402
-from remembrancer.indexer.meta import Layout  # noqa: E402
-from remembrancer.indexer.rank import RECORD_TYPES  # noqa: E402
+from remembrancer.indexer.search.evaluate import load_cases  # noqa: E402
+from remembrancer.indexer.ingest.meta import Layout  # noqa: E402
+from remembrancer.indexer.search.rank import RECORD_TYPES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

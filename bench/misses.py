@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from remembrancer.indexer import rank  # noqa: E402
+from remembrancer.indexer.search import rank# noqa: E402
 from remembrancer.indexer.api import do_search  # noqa: E402
-from remembrancer.indexer.evaluate import EvalSession, is_hit, primary_labels  # noqa: E402
+from remembrancer.indexer.search.evaluate import EvalSession, is_hit, primary_labels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -393,7 +393,7 @@ def _main(args) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # a bug: one line by default, the traceback with --debug
-        from remembrancer.indexer.catalog import is_damage, store_fault
+        from remembrancer.indexer.store.local.catalog import is_damage, store_fault
         from remembrancer.indexer.config import data_dir
 
         fault = store_fault(e, data_dir())   # a full or read-only disk under the index: the user's to fix
@@ -430,7 +430,7 @@ def _backend(args, missing: str = "ok"):
     from remembrancer.indexer.config import load_config
 
     if getattr(args, "store", None):   # a reader of the team store: no local index
-        from remembrancer.indexer.pg_team import TeamReader, reader_config
+        from remembrancer.indexer.team import TeamReader, reader_config
 
         config, checkout = reader_config(args.store, args.root)
         return TeamReader(args.store, config, checkout=checkout)
@@ -531,7 +531,7 @@ def cmd_index(args) -> int:
     from remembrancer.indexer.config import load_config
 
     if args.store:   # one pass of the team store's writer (refused while `serve --store` runs)
-        from remembrancer.indexer.pg_team import Writer
+        from remembrancer.indexer.team import Writer
 
         writer = Writer(load_config(args.root), args.store)
         report = writer.engine.refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
@@ -745,7 +745,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from remembrancer.indexer.evaluate import format_report, run_eval
+    from remembrancer.indexer.search.evaluate import format_report, run_eval
 
     from pathlib import Path
 
@@ -764,7 +764,7 @@ def cmd_eval(args) -> int:
 def _memory_call(args, tool: str, **params) -> dict:
     """One question (search or a memory tool) through the backend, written to the local query log."""
     from remembrancer.indexer.config import load_config
-    from remembrancer.indexer.querylog import QueryLog
+    from remembrancer.indexer.search.querylog import QueryLog
 
     backend = _backend(args, missing="build")
     qlog = QueryLog.for_config(load_config(args.root))
@@ -845,8 +845,8 @@ def cmd_report(args) -> int:
     from pathlib import Path
 
     from remembrancer.indexer.config import load_config
-    from remembrancer.indexer.filters import _date
-    from remembrancer.indexer.querylog import default_path, format_report, path_for, read_redacted, summarise
+    from remembrancer.indexer.store.filters import _date
+    from remembrancer.indexer.search.querylog import default_path, format_report, path_for, read_redacted, summarise
     from remembrancer.indexer.redact import RedactionPolicy, RedactorSource
 
     try:
@@ -882,8 +882,8 @@ def cmd_serve(args) -> int:
     from remembrancer.indexer.config import load_config
 
     logging.getLogger().setLevel(logging.DEBUG if args.debug else logging.INFO)
-    if args.store:   # the team store's one writer (indexer/pg_team.py)
-        from remembrancer.indexer.pg_team import Writer
+    if args.store:   # the team store's one writer (indexer/team.py)
+        from remembrancer.indexer.team import Writer
 
         w = Writer(load_config(args.root), args.store)
         try:
@@ -922,11 +922,11 @@ def cmd_stop(args) -> int:
 def cmd_notify(args) -> int:
     from remembrancer.hooks.notify import notify
 
-    if args.store:   # the writer LISTENs on the store (indexer/pg_team.py); no local daemon involved
-        from remembrancer.indexer.pg_notify import notify_writer
+    if args.store:   # the writer LISTENs on the store (indexer/team.py); no local daemon involved
+        from remembrancer.indexer.store.postgres.notify import notify_writer
 
         if not notify_writer(args.store, args.event, timeout=5.0):
-            from remembrancer.indexer.pg_store import safe_url
+            from remembrancer.indexer.store.postgres.store import safe_url
 
             raise UserError(f"could not notify the store {safe_url(args.store)}", param="store", code="store_unreachable",
                             hint="check the URL and the server (the writer still pulls on its timer)")
@@ -1020,7 +1020,7 @@ def _size(n: int) -> str:
 
 
 def cmd_team(args) -> int:
-    from remembrancer.indexer import pg_roles
+    from remembrancer.indexer.store.postgres import roles as pg_roles
 
     if not args.store:
         raise UserError("team commands need the store", param="store",
@@ -1058,7 +1058,7 @@ def _mcp_config(args) -> int:
     from pathlib import Path
 
     from remembrancer.indexer.config import load_config
-    from remembrancer.indexer.scope import check_exists, normalize
+    from remembrancer.indexer.store.scope import check_exists, normalize
     from remembrancer.mcp_server.client_config import claude_code_line, desktop_json, install_desktop, mcp_args
 
     if args.desktop_config and not args.install:
@@ -1131,7 +1131,7 @@ def cmd_doctor(args) -> int:
 
     checks = run_checks(args.root)
     if args.store:
-        from remembrancer.indexer.pg_team import store_checks
+        from remembrancer.indexer.team import store_checks
 
         checks += store_checks(args.store, args.root)
     if args.json:

@@ -76,7 +76,7 @@ class LocalBackend:
     def _fall_back(self, e: Exception) -> bool:
         """A full or read-only disk under the index: answer read-only from the index as it is,
         every answer saying why it is stale (catalog.store_fault). False for any other failure."""
-        from remembrancer.indexer.catalog import store_fault
+        from remembrancer.indexer.store.local.catalog import store_fault
 
         fault = store_fault(e, self.config.index_dir())
         if fault is None:
@@ -115,7 +115,7 @@ class LocalBackend:
         return {**base, "verdict": "fresh", "detail": "re-checked against the files just now"}
 
     def call(self, method: str, **params) -> dict:
-        from remembrancer.indexer import api   # the engine's: a client answered by the daemon never imports it
+        from remembrancer.indexer import api# the engine's: a client answered by the daemon never imports it
 
         if method in api.FRESHNESS_METHODS:
             self.refresh()

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import indexes
-from remembrancer.indexer.catalog import store_fault
+from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
@@ -58,7 +58,7 @@ class SharedModel:
             return self._injected
         with self._lock:
             if spec not in self._loaded:
-                from remembrancer.indexer.embed import ModelError, load_embedder
+                from remembrancer.indexer.models.embed import ModelError, load_embedder
 
                 try:
                     self._loaded[spec] = load_embedder(spec)
@@ -78,7 +78,7 @@ class Corpus:
         self.rescan_s = rescan_s
         self.queue = ChangeQueue()
         self.engine = Engine(config, embedder=model.get(config.model))
-        self.engine.pool_readers()   # request threads share a few catalog connections (indexer/readers.py)
+        self.engine.pool_readers()   # request threads share a few catalog connections (indexer/store/local/readers.py)
         self.updates = Updater(self.engine)
         self.watcher = Watcher([r.path for r in config.roots], self.queue)
         self.stopping = threading.Event()

@@ -69,7 +69,7 @@ def _service_checks() -> list[dict]:
 
 def _model_check(cfg, config_error: UserError | None) -> dict:
     """Load the model the config names (not the default one when another is configured)."""
-    from remembrancer.indexer.embed import DEFAULT_INSTALL_HINT, INT8_SPEC, load_embedder
+    from remembrancer.indexer.models.embed import DEFAULT_INSTALL_HINT, INT8_SPEC, load_embedder
 
     if config_error is not None:
         if config_error.param == "model.path":
@@ -122,7 +122,7 @@ def _socket_check() -> dict:
 
 
 def _hooks_checks(cfg) -> list[dict]:
-    from remembrancer.indexer.corpus import open_repo
+    from remembrancer.indexer.ingest.corpus import open_repo
 
     out = []
     for r in cfg.roots:

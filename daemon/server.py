@@ -26,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from remembrancer.indexer import api, writelock
+from remembrancer.indexer import api
+from remembrancer.indexer import writelock
 from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 

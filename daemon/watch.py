@@ -4,7 +4,7 @@ watchdog reports raw inotify traffic: 200 file writes are ~1,200 events, an atom
 move onto the target, a vim save moves the file to `name~` and writes a new one. None of that
 matters here beyond "which Markdown paths may have changed, and when did it go quiet": the
 ingest thread then re-checks those paths — and only those — against the catalog (by stat, then
-by content hash; indexer/changes.py).
+by content hash; indexer/ingest/changes.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from remembrancer.indexer.corpus import MARKDOWN_SUFFIXES
+from remembrancer.indexer.ingest.corpus import MARKDOWN_SUFFIXES
 
 log = logging.getLogger(__name__)
 

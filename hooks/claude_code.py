@@ -31,7 +31,7 @@ DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, unde
 BUDGET_TOKENS = 600        # the section shown to the model (the daemon's minimum is 200)
 MAX_PROMPT_CHARS = 2000    # a pasted log is not a question: its head is enough to search with
 # The semantic match a section needs to be put in front of the model: the search's own bar for a
-# question using a name the notes lack (indexer/search.py ABSTAIN_DENSE); on memory-dev it keeps out
+# question using a name the notes lack (indexer/search/answer.py ABSTAIN_DENSE); on memory-dev it keeps out
 # every ordinary coding prompt but one and, with the identifier clause, lets in all questions but one.
 STRONG_DENSE = 0.45
 

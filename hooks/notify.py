@@ -80,10 +80,10 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
 
 
 def notify_store(url: str, event: str, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
-    """NOTIFY the team store's writer that the shared repository moved (indexer/pg_notify.py);
+    """NOTIFY the team store's writer that the shared repository moved (indexer/store/postgres/notify.py);
     loaded only when a store is configured, so plain hooks stay stdlib-only."""
     try:
-        from remembrancer.indexer.pg_notify import notify_writer
+        from remembrancer.indexer.store.postgres.notify import notify_writer
     except Exception:  # noqa: BLE001 — hooks never fail
         return False
     return notify_writer(url, event, timeout)

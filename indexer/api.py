@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 
-from . import reader
-from .chunks import CHARS_PER_TOKEN, estimate_tokens
-from .errors import UserError, echo
-from .filters import Filters
-from .search import SearchRequest, search
+from remembrancer.indexer.search import reader
+from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
+from remembrancer.indexer.errors import UserError, echo
+from remembrancer.indexer.store.filters import Filters
+from remembrancer.indexer.search.answer import SearchRequest, search
 
 DEFAULT_BUDGET_TOKENS = 4000
 
@@ -133,7 +133,7 @@ def do_outline(engine, params: dict) -> dict:
 def do_list(engine, params: dict) -> dict:
     engine.redaction.current()  # fail closed: a broken redaction policy serves nothing
     f = filters_from({"path": params.get("path"), "type": params.get("type")})
-    from .filters import validate
+    from remembrancer.indexer.store.filters import validate
 
     f = validate(f, engine.catalog, engine.config.doc_types)
     limit = _int(params, "limit", 200, 1, 5000)
@@ -166,7 +166,7 @@ def _terms(params: dict) -> list[str] | str:
 
 
 def do_history(engine, params: dict) -> dict:
-    from .memory import HISTORY_LIMIT, MAX_LIMIT, history
+    from remembrancer.indexer.memory.tools import HISTORY_LIMIT, MAX_LIMIT, history
 
     return history(engine, _str(params, "entity") or "", topic=_str(params, "topic"),
                    since=_str(params, "since"), until=_str(params, "until"),
@@ -175,7 +175,7 @@ def do_history(engine, params: dict) -> dict:
 
 
 def do_latest(engine, params: dict) -> dict:
-    from .memory import LATEST_LIMIT, MAX_LIMIT, latest
+    from remembrancer.indexer.memory.tools import LATEST_LIMIT, MAX_LIMIT, latest
 
     return latest(engine, _terms(params), since=_str(params, "since"), until=_str(params, "until"),
                   types=_list(params, "type"), path=_str(params, "path"),
@@ -184,13 +184,13 @@ def do_latest(engine, params: dict) -> dict:
 
 
 def do_neighbors(engine, params: dict) -> dict:
-    from .memory import MAX_LIMIT, NEIGHBOR_LIMIT, neighbors
+    from remembrancer.indexer.memory.tools import MAX_LIMIT, NEIGHBOR_LIMIT, neighbors
 
     return neighbors(engine, _str(params, "path") or "", limit=_int(params, "limit", NEIGHBOR_LIMIT, 1, MAX_LIMIT))
 
 
 def do_verify(engine, params: dict) -> dict:
-    from .memory import verify
+    from remembrancer.indexer.memory.tools import verify
 
     return verify(engine, path=_str(params, "path"), heading=_str(params, "heading"), text=_str(params, "text"))
 

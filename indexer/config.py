@@ -19,9 +19,9 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import UserError
-from .rank import RankingConfig
-from .redact import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.search.rank import RankingConfig
+from remembrancer.indexer.redact import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
 
 APP = "remembrancer"
 
@@ -176,7 +176,7 @@ class Config:
     layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
     ranking: RankingConfig = field(default_factory=RankingConfig)
     redact: RedactionPolicy = field(default_factory=RedactionPolicy)  # see indexer/redact.py
-    log_queries: bool = True              # [log] queries: the local query log (indexer/querylog.py), opt-out
+    log_queries: bool = True              # [log] queries: the local query log (indexer/search/querylog.py), opt-out
     query_log: Path | None = None         # [log] path; default <data dir>/logs/queries.jsonl
     verify_repos: list[Path] = field(default_factory=list)  # [verify] repos: more git repos `verify` checks
     metrics_textfile: Path | None = None  # [metrics] textfile: Prometheus metrics after each ingest
@@ -319,8 +319,8 @@ def _refuse_unknown_keys(raw: dict, path: Path) -> None:
 
 def _model_compute(model: dict, path: Path) -> str | None:
     """[model] compute: "float" (the packaged graph as shipped) or "int8" (its int8-compute build,
-    indexer/int8_model.py: faster, other vectors, its own model contract)."""
-    from .embed import COMPUTES, INT8_SPEC
+    indexer/models/int8_model.py: faster, other vectors, its own model contract)."""
+    from remembrancer.indexer.models.embed import COMPUTES, INT8_SPEC
 
     compute = model["compute"]
     if compute not in COMPUTES:

@@ -20,14 +20,23 @@ from typing import Callable
 
 import numpy as np
 
-from . import changes, corpus, fulltext, indexes, ingest, links, meta, sandbox, scope, terms
-from .chunks import MAX_CHUNK_CHARS
-from .config import Config, make_private
-from .errors import UserError
-from .redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
-from .store import KeywordIndex, Ledger, Store, VectorIndex
-from .readers import Readers
-from .store_local import LocalStore
+from remembrancer.indexer.ingest import changes
+from remembrancer.indexer.ingest import corpus
+from remembrancer.indexer.store.local import fulltext
+from remembrancer.indexer import indexes
+from remembrancer.indexer.ingest import document as ingest
+from remembrancer.indexer.ingest import links
+from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.ingest import sandbox
+from remembrancer.indexer.store import scope
+from remembrancer.indexer import terms
+from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
+from remembrancer.indexer.config import Config, make_private
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
+from remembrancer.indexer.store.base import KeywordIndex, Ledger, Store, VectorIndex
+from remembrancer.indexer.store.local.readers import Readers
+from remembrancer.indexer.store.local.store import LocalStore
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +109,7 @@ class Engine:
         self._embedder_error: str | None = None
         self.model_loads = 0
         self._embedder_lock = threading.Lock()
-        # Where the index lives (indexer/store.py): the local store by default.
+        # Where the index lives (indexer/store/base.py): the local store by default.
         self.store = store or LocalStore(self.dir, ", ".join(str(r.path) for r in config.roots))
         self._catalog = self.store.open_ledger(readonly)
         self._writer_thread = threading.get_ident()
@@ -153,7 +162,7 @@ class Engine:
 
     def release_reader(self) -> None:
         """The calling thread is done reading (its request or client ended): its connection goes
-        back to the pool, or is closed (indexer/readers.py)."""
+        back to the pool, or is closed (indexer/store/local/readers.py)."""
         if threading.get_ident() != self._writer_thread:
             self._readers.give_back()
 
@@ -164,7 +173,7 @@ class Engine:
         if self._embedder is None and self._embedder_error is None:
             with self._embedder_lock:  # request threads may all ask at once: load once
                 if self._embedder is None and self._embedder_error is None:
-                    from .embed import ModelError, load_embedder
+                    from remembrancer.indexer.models.embed import ModelError, load_embedder
 
                     try:
                         self._embedder = load_embedder(self.config.model)
@@ -223,7 +232,7 @@ class Engine:
         """An index pass (`_released`), with `[metrics] textfile` written after it, failed or not."""
         if not self.config.metrics_textfile or self.readonly:
             return self._released(run, *args)
-        from . import metrics
+        from remembrancer.indexer import metrics
 
         try:
             report = self._released(run, *args)
@@ -315,7 +324,7 @@ class Engine:
     def refresh_paths(self, paths, progress: ProgressFn | None = None) -> IndexReport:
         """Bring the index up to date for these changed paths (the daemon's watcher events) and
         for whatever differs between the indexed and the current HEAD of each root (what the git
-        hooks announce): the cost follows the change, not the corpus (indexer/changes.py). What
+        hooks announce): the cost follows the change, not the corpus (indexer/ingest/changes.py). What
         only a whole walk can judge — a root itself, a symlink, an unknown old HEAD — and an index
         that must be read again (parser, layout or redaction policy changed) run `refresh()`.
 
@@ -481,7 +490,7 @@ class Engine:
 
     def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
         """ingest.prepare, in a child process under a time budget for a large document
-        (indexer/sandbox.py); past the budget the document is indexed as plain text in parts, and
+        (indexer/ingest/sandbox.py); past the budget the document is indexed as plain text in parts, and
         past a second budget for that, without its text."""
         args = (f, data, self.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
@@ -535,7 +544,7 @@ class Engine:
             if p.entity is not None:
                 resolver.add_entity(p.entity["name"], d["path"], p.entity["aliases"])
         for p in batch:
-            self.store.priority.give_way()   # between documents, requests first (indexer/priority.py)
+            self.store.priority.give_way()   # between documents, requests first (indexer/store/priority.py)
             for lk in p.links:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
@@ -569,7 +578,7 @@ class Engine:
         self.catalog.set_entity_mentions({s.id: new.mentions(s.heading + "\n" + s.body) for s in sections})
         return True
 
-    # -- links (indexer/links.py) ------------------------------------------------------------------
+    # -- links (indexer/ingest/links.py) ------------------------------------------------------------------
     def _reparse_check(self) -> bool:
         """An index built by an older parser: read every document again (nothing is re-embedded)."""
         if self.catalog.get_meta("parse_version") == str(PARSE_VERSION):
@@ -793,7 +802,7 @@ class Engine:
 
     @contextmanager
     def scoped(self, prefixes):
-        """Serve one request as if only the files under `prefixes` existed (indexer/scope.py)."""
+        """Serve one request as if only the files under `prefixes` existed (indexer/store/scope.py)."""
         prefixes = scope.normalize(prefixes)
         if prefixes:
             scope.check_exists(self.config.roots, prefixes)
@@ -808,7 +817,7 @@ class Engine:
 
     def keyword_index(self):
         """The BM25 index this request searches: the main one, or the scope's own, whose
-        statistics are those of the scoped chunks only (indexer/scope.py KeywordIndexes)."""
+        statistics are those of the scoped chunks only (indexer/store/scope.py KeywordIndexes)."""
         if not self.scope:
             return self.fulltext
         return self._keyword_indexes.get(self.scope, self.fulltext.generation, self.catalog.chunk_ids_digest,
@@ -836,7 +845,7 @@ class Engine:
         """HEAD as the scope's own history has it: the newest commit that changed a scoped path."""
         if head is None or not self.scope:
             return head
-        from . import commits
+        from remembrancer.indexer.memory import commits
 
         return commits.scoped_head(root, self.scope, len(self.config.roots) > 1, head)
 

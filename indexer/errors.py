@@ -22,14 +22,14 @@ def cut_whole(text: str, width: int) -> str:
 def echo(value: object, width: int = ECHO_CHARS) -> str:
     """The one way a value someone typed goes back to them (an error, a message, a log line):
     secrets redacted as whole tokens first (indexer/redact.py's patterns), then cut whole-token-first."""
-    from .redact import DEFAULT_REDACTOR   # redact.py imports this module
+    from remembrancer.indexer.redact import DEFAULT_REDACTOR   # redact.py imports this module
 
     return cut_whole(DEFAULT_REDACTOR.redact_text(str(value)), width)
 
 
 def scrubbed(text: str) -> str:
     """An error's own text as it leaves: any secret-shaped token a message quotes, redacted."""
-    from .redact import DEFAULT_REDACTOR
+    from remembrancer.indexer.redact import DEFAULT_REDACTOR
 
     return DEFAULT_REDACTOR.redact_text(text) if text else text
 

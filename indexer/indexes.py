@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import data_dir
-from .errors import UserError
-from . import writelock
+from remembrancer.indexer.config import data_dir
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer import writelock
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def known() -> list[Index]:
 def corpus_for(folders: list[Path]) -> list[Path] | None:
     """The roots of the indexed corpus that is these folders, or holds them all (the most specific
     one); None when none does. A folder becomes a corpus only when someone indexed it."""
-    from .config import Config, make_roots
+    from remembrancer.indexer.config import Config, make_roots
 
     try:
         if built(Config(roots=make_roots(folders))):
@@ -114,7 +114,7 @@ def corpus_for(folders: list[Path]) -> list[Path] | None:
 
 def describe(index: Index) -> dict:
     """One line of `remembrancer corpora`: roots, documents, size on disk, when last indexed and used."""
-    from .store_local import LocalStore
+    from remembrancer.indexer.store.local.store import LocalStore
 
     size = 0
     for here, _, files in os.walk(index.dir):

@@ -23,7 +23,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from . import corpus
+from remembrancer.indexer.ingest import corpus
 
 log = logging.getLogger(__name__)
 

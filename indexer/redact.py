@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import UserError
-from .meta import _glob_regex
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
 REDACTOR_VERSION = 2
@@ -628,7 +628,7 @@ class Redactor:
         self._deny_res = [_glob_regex(g) for g in self.deny]
         self._served: dict[str, str] = {}   # redact_obj's strings, redacted (this policy's, so never stale)
 
-    def __reduce__(self):  # by family names: the families' functions are closures (indexer/sandbox.py)
+    def __reduce__(self):  # by family names: the families' functions are closures (indexer/ingest/sandbox.py)
         return (Redactor, (tuple(f.name for f in self.families), self.hashes, self.deny))
 
     # -- text --

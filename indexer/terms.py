@@ -119,7 +119,7 @@ def uses_whole(word: str, lowered_texts: Iterable[str]) -> bool:
 def elide(text: str, width: int = 80) -> str:
     """The text as a message may quote it: an agent's 20 kB query must not come back 20 kB long,
     nor half a secret (indexer/errors.py `echo`: redacted whole, then cut between tokens)."""
-    from .errors import echo
+    from remembrancer.indexer.errors import echo
 
     return echo(text, width)
 

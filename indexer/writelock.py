@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from .errors import UserError
+from remembrancer.indexer.errors import UserError
 
 WRITER_LOCK = "writer.lock"   # in an index directory (catalog.move_aside leaves it in place)
 DAEMON_LOCK = "daemon.lock"   # in the data dir

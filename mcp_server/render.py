@@ -182,7 +182,7 @@ def error_text(err: dict) -> str:
     return json.dumps({"error": err}, ensure_ascii=False)
 
 
-# -- memory tools (indexer/memory.py) --------------------------------------------------------------
+# -- memory tools (indexer/memory/tools.py) --------------------------------------------------------------
 
 def _commit_bits(r: dict) -> list[str]:
     out = []

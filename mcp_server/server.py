@@ -26,8 +26,8 @@ from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
-from remembrancer.indexer.querylog import LOGGED_TOOLS, QueryLog
-from remembrancer.indexer.search import ALTERNATES_HINT
+from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
+from remembrancer.indexer.search.answer import ALTERNATES_HINT
 
 from . import describe, render
 from .choose import choose_corpus, paths_from_uris
@@ -485,10 +485,10 @@ def _ensure_stderr_logging() -> None:
 def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
         scopes: list[str] | None = None, store: str | None = None) -> int:
     """`remembrancer mcp`: choose the corpus (mcp_server/choose.py) or read a team store
-    (indexer/pg_team.py), connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
+    (indexer/team.py), connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
     with stdout_to_stderr():
-        from remembrancer.indexer.scope import check_exists, normalize
+        from remembrancer.indexer.store.scope import check_exists, normalize
 
         config, config_error = None, None
         try:
@@ -546,7 +546,7 @@ def connect_at_first_call(link: Link) -> None:
 def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> None:
     """A reader of the team store: no daemon, no local index; the reader's checkout (its --root or
     working directory) only says how fresh the store is for it."""
-    from remembrancer.indexer.pg_team import TeamReader, reader_config
+    from remembrancer.indexer.team import TeamReader, reader_config
 
     try:
         link.config, checkout = reader_config(store, root_args)
@@ -565,7 +565,7 @@ def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> Non
 def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:
     """The corpus by choose.py's rule, then tool descriptions written from its index on disk
     (opened at the first tool call)."""
-    from remembrancer.indexer.scope import check_exists
+    from remembrancer.indexer.store.scope import check_exists
 
     try:
         config, source = choose_corpus(None, client_roots)

@@ -44,7 +44,8 @@ def registered_patterns() -> dict[str, re.Pattern]:
                 continue
             for key, value in vars(mod).items():
                 _collect(found, f"{info.name.removeprefix('remembrancer.')}.{key}", value, depth=0)
-    from remembrancer.indexer import memory, meta
+    from remembrancer.indexer.memory import tools as memory
+    from remembrancer.indexer.ingest import meta
 
     matcher = meta.EntityMatcher([meta.Entity("db1", "hosts/db1.md", ["db-primary", "10.0.0.5"]),
                                   meta.Entity("pg-backup", "services/pg.md", ["pgbackrest"])])

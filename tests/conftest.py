@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from remembrancer.indexer.embed import load_embedder_from_dir
+from remembrancer.indexer.models.embed import load_embedder_from_dir
 from tests.tiny_model import build_tiny_model
 
 

@@ -46,7 +46,7 @@ def versions(url: str) -> str:
     """The server's PostgreSQL and pgvector versions, as the test summary says them."""
     import psycopg
 
-    from remembrancer.indexer.pg_schema import vector_version
+    from remembrancer.indexer.store.postgres.schema import vector_version
 
     with psycopg.connect(url, autocommit=True) as c:
         return f"PostgreSQL {c.execute('SHOW server_version').fetchone()[0]}, pgvector {vector_version(c)}"

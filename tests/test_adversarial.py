@@ -18,10 +18,12 @@ import threading
 
 import pytest
 
-from remembrancer.indexer import api, reader, sandbox
-from remembrancer.indexer.catalog import Catalog, CatalogDamaged
+from remembrancer.indexer import api
+from remembrancer.indexer.search import reader
+from remembrancer.indexer.ingest import sandbox
+from remembrancer.indexer.store.local.catalog import Catalog, CatalogDamaged
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
+from remembrancer.indexer.ingest.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
 from tests.adversarial_inputs import (LINE_UNITS, SUPERLINEAR, billion_laughs, growth, huge_front_matter, merge_key_bomb,
                                       registered_patterns)
 from tests.corpus_helpers import engine_for, write
@@ -72,9 +74,9 @@ PATTERNS = registered_patterns()
 
 def test_the_pattern_registry_finds_the_patterns_that_run_on_text_and_queries():
     names = set(PATTERNS)
-    for expected in ("indexer.redact._URL_CREDS", "indexer.redact._KEY_VALUE", "indexer.markdown._YAML_KEY_LINE",
-                     "indexer.terms._TOKEN_RE", "indexer.links._MD_RE", "indexer.rank.HOWTO_RE",
-                     "indexer.rank.PLAN_STATUS_RE.first", "indexer.memory._Term._HEX_RE"):
+    for expected in ("indexer.redact._URL_CREDS", "indexer.redact._KEY_VALUE", "indexer.ingest.markdown._YAML_KEY_LINE",
+                     "indexer.terms._TOKEN_RE", "indexer.ingest.links._MD_RE", "indexer.search.rank.HOWTO_RE",
+                     "indexer.search.rank.PLAN_STATUS_RE.first", "indexer.memory.tools._Term._HEX_RE"):
         assert expected in names, expected
     assert len(PATTERNS) >= 70
 
@@ -358,7 +360,7 @@ def test_index_files_and_folders_are_private(notes_engine):
 def test_onnxruntime_telemetry_is_turned_off():
     import onnxruntime
 
-    from remembrancer.indexer.embed import disable_telemetry
+    from remembrancer.indexer.models.embed import disable_telemetry
 
     assert disable_telemetry(onnxruntime) is True
 
@@ -367,7 +369,7 @@ def test_loading_a_model_turns_onnxruntime_telemetry_off(tiny_model_dir, monkeyp
     """The check above only says this onnxruntime can; this one that loading a model does it."""
     import onnxruntime
 
-    from remembrancer.indexer.embed import load_embedder_from_dir
+    from remembrancer.indexer.models.embed import load_embedder_from_dir
 
     calls = []
     monkeypatch.setattr(onnxruntime, "disable_telemetry_events", lambda: calls.append(1))
@@ -482,7 +484,7 @@ def test_max_file_bytes_must_be_an_integer(tmp_path):
 
 
 def test_a_damage_error_is_recognised_and_a_lock_is_not():
-    from remembrancer.indexer.catalog import is_damage
+    from remembrancer.indexer.store.local.catalog import is_damage
 
     assert is_damage(sqlite3.DatabaseError("database disk image is malformed"))
     assert is_damage(sqlite3.DatabaseError("file is not a database"))
@@ -499,7 +501,7 @@ def _sandbox_children(pid: int) -> list[int]:
             args = open(f"/proc/{entry}/cmdline", "rb").read()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and b"remembrancer.indexer.sandbox" in args:
+        if ppid == pid and b"remembrancer.indexer.ingest.sandbox" in args:
             out.append(int(entry))
     return out
 
@@ -537,7 +539,7 @@ def test_a_long_sections_snippet_is_cut_from_a_window_around_its_match():
     """A 5 MB section in the results cost ~100 ms of whitespace flattening per search (the whole
     body, for a 240-character snippet); the snippet now comes from a window around the match and
     reads as before: the match, flattened whitespace, ellipses where text was left out."""
-    from remembrancer.indexer.search import SNIPPET_CHARS, SNIPPET_WINDOW, _snippet
+    from remembrancer.indexer.search.answer import SNIPPET_CHARS, SNIPPET_WINDOW, _snippet
 
     body = "filler  words\n" * 1000 + "the zebrafish\tswims here\n" + "a-" * 2_500_000
     snippet = _snippet(body, "where does the zebrafish swim")

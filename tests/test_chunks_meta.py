@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from remembrancer.indexer import chunks, meta
+from remembrancer.indexer.ingest import chunks
+from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.config import DEFAULT_LAYOUT, ENTITY_TYPES
-from remembrancer.indexer.markdown import parse_markdown
+from remembrancer.indexer.ingest.markdown import parse_markdown
 
 
 def test_small_section_is_one_chunk():

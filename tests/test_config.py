@@ -135,7 +135,7 @@ def test_a_configured_model_folder_that_does_not_exist_is_refused_at_load(env):
 
 
 def test_the_model_loader_says_a_folder_is_missing_or_lists_only_the_missing_files(tmp_path, tiny_model_dir):
-    from remembrancer.indexer.embed import ModelError, load_embedder_from_dir
+    from remembrancer.indexer.models.embed import ModelError, load_embedder_from_dir
 
     with pytest.raises(ModelError) as e:
         load_embedder_from_dir(tmp_path / "nope")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from remembrancer.indexer.config import DEFAULT_EXCLUDES, make_roots
-from remembrancer.indexer.corpus import blob_id, last_commit_dates, walk
+from remembrancer.indexer.ingest.corpus import blob_id, last_commit_dates, walk
 from tests.corpus_helpers import git, git_init, write
 
 

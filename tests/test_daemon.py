@@ -308,7 +308,7 @@ def test_a_cli_search_the_daemon_answers_imports_no_engine(daemon, notes):
              "pygit2", "watchdog", "yaml", "mcp", "pydantic", "psycopg")
     code = ("import sys; from remembrancer.cli.main import main; rc = main(sys.argv[1:]); "
             f"print('loaded:', sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
-            "or m.startswith(('remembrancer.indexer.engine', 'remembrancer.indexer.search', 'remembrancer.indexer.api'))))")
+            "or m.startswith(('remembrancer.indexer.engine', 'remembrancer.indexer.search.answer', 'remembrancer.indexer.api'))))")
     r = subprocess.run([sys.executable, "-c", code, "search", "--root", str(notes), "restore", "backup"],
                        env=daemon.env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-"""indexer.embed: tokenize → onnxruntime → pool, the model contract, and clear failures.
+"""indexer.models.embed: tokenize → onnxruntime → pool, the model contract, and clear failures.
 
 Everything runs on the tiny test model except one test on the real packaged default model.
 """
@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-import remembrancer.indexer.embed as embed
-from remembrancer.indexer.embed import ModelContract, ModelError, load_embedder, load_embedder_from_dir
+import remembrancer.indexer.models.embed as embed
+from remembrancer.indexer.models.embed import ModelContract, ModelError, load_embedder, load_embedder_from_dir
 from tests.tiny_model import DIM, build_tiny_model
 
 TEXTS = [
@@ -188,7 +188,7 @@ def test_load_embedder_dispatch(monkeypatch, tiny_model_dir):
 
 def test_import_is_cheap():
     """The CLI and MCP server import this module; onnxruntime/tokenizers load only with a model."""
-    code = "import sys, indexer.embed; print('onnxruntime' in sys.modules or 'tokenizers' in sys.modules)"
+    code = "import sys, indexer.models.embed; print('onnxruntime' in sys.modules or 'tokenizers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.filters import Filters
-from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.store.filters import Filters
+from remembrancer.indexer.search.answer import SearchRequest, search
 from tests.corpus_helpers import engine_for, write
 
 
@@ -244,7 +244,7 @@ def test_multiple_roots_prefix_paths(tmp_path, monkeypatch, tiny_embedder):
 
 
 def test_a_fulltext_rebuild_keeps_the_live_index_answering_until_it_swaps(tmp_path):
-    from remembrancer.indexer.fulltext import FullText
+    from remembrancer.indexer.store.local.fulltext import FullText
 
     ft = FullText(tmp_path / "fulltext")
     chunk = lambda i, word: (i, i, f"doc{i}.md", "doc", f"Doc {i}", f"{word} text {i}")  # noqa: E731
@@ -264,7 +264,7 @@ def test_a_fulltext_rebuild_keeps_the_live_index_answering_until_it_swaps(tmp_pa
 
 
 def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
-    from remembrancer.indexer.fulltext import FullText
+    from remembrancer.indexer.store.local.fulltext import FullText
 
     (tmp_path / "fulltext.building" / "x").mkdir(parents=True)   # a rebuild killed half-way
     (tmp_path / "fulltext.old").mkdir()
@@ -312,7 +312,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(corpus, data_env, tiny_embedd
     """Issue 31 item 8. The first index must store real stamps, not "too recent to trust" ones, so
     the recency window is shrunk to 0 here (an inode's change time cannot be set back by a test,
     and sleeping past the window is what the next test covers)."""
-    from remembrancer.indexer import corpus as corpus_mod
+    from remembrancer.indexer.ingest import corpus as corpus_mod
 
     monkeypatch.setattr(corpus_mod, "RACY_NS", 0)
     e = engine_for([corpus], tiny_embedder)

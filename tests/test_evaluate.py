@@ -1,4 +1,4 @@
-"""Judging, aggregation and query-file loading of indexer.evaluate — no engine is built here."""
+"""Judging, aggregation and query-file loading of indexer.search.evaluate — no engine is built here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.evaluate import (
+from remembrancer.indexer.search.evaluate import (
     Case, Label, aggregate, build_report, corpus_dir, first_rank, format_report, heading_key, is_hit,
     judge, load_cases, percentile, primary_labels, quotes_query, recall_labels,
 )
@@ -318,7 +318,7 @@ def test_the_eval_bench_keeps_legs_apart_for_every_value_of_any_search_constant(
     """bench/eval_all.py reuses each question's legs across configurations that share its search
     constants. A constant added to the legs for an experiment, then swept, must get legs of its own
     for each value (once it was keyed on a hand-kept list, and every value was scored alike)."""
-    from remembrancer.indexer import search
+    from remembrancer.indexer.search import answer as search
 
     eval_all = bench_module("eval_all")
     before = eval_all.leg_settings()
@@ -339,7 +339,7 @@ def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
     from pathlib import Path
     from typing import NamedTuple
 
-    from remembrancer.indexer import search
+    from remembrancer.indexer.search import answer as search
 
     spec = importlib.util.spec_from_file_location(
         "eval_all_under_test", Path(__file__).resolve().parent.parent / "bench" / "eval_all.py")
@@ -380,7 +380,7 @@ def test_label_preferences_count_one_per_question_and_pair_of_kinds():
     """bench/label_preferences.py: docs/ranking.md's table of which kind of note a set grades 3 over
     which it grades 2 — a host's and a service's record are one kind."""
     from remembrancer.indexer.config import DEFAULT_LAYOUT
-    from remembrancer.indexer.meta import Layout
+    from remembrancer.indexer.ingest.meta import Layout
 
     cases = [
         Case("r1", "q", stratum="recency", expect=[Label("hosts/db1.md", "db1", 3),

@@ -37,14 +37,17 @@ from hypothesis import strategies as st
 
 from remembrancer.daemon import protocol
 from remembrancer.daemon.client import Client, DaemonError, DaemonUnavailable, ping
-from remembrancer.indexer import api, chunks as chunking, ingest, meta
-from remembrancer.indexer.catalog import Catalog
+from remembrancer.indexer import api
+from remembrancer.indexer.ingest import chunks as chunking
+from remembrancer.indexer.ingest import document as ingest
+from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.store.local.catalog import Catalog
 from remembrancer.indexer.config import DEFAULT_LAYOUT, Root
-from remembrancer.indexer.corpus import CorpusFile, blob_id
+from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.fulltext import FullText
-from remembrancer.indexer.markdown import parse_markdown
-from remembrancer.indexer.vectors import Vectors
+from remembrancer.indexer.store.local.fulltext import FullText
+from remembrancer.indexer.ingest.markdown import parse_markdown
+from remembrancer.indexer.store.local.vectors import Vectors
 from tests.adversarial_inputs import SUPERLINEAR, growth_of
 from tests.corpus_helpers import EXAMPLES, engine_for, write
 from tests.test_daemon import DaemonProc, wait_for
@@ -298,7 +301,7 @@ def test_a_note_swapped_for_a_symlink_between_the_walk_and_the_read_is_not_index
     outside file, and after the read it is put back (same size and mtime). The outside text must
     never be indexed under the note's name. The race is made deterministic by swapping right after
     the real walk returns (a hook on corpus.walk; the walk itself runs unchanged)."""
-    from remembrancer.indexer import corpus
+    from remembrancer.indexer.ingest import corpus
 
     root = data_env / "root"
     note = write(root, "shared.md", "# Shared\n\nThe team's deploy checklist.\n")
@@ -331,7 +334,7 @@ def test_a_note_swapped_for_a_symlink_between_the_walk_and_the_read_is_not_index
 def test_read_refuses_a_folder_swapped_for_a_symlink_after_the_path_was_resolved(notes_engine, notes, monkeypatch):
     """`read` resolves the path inside the root, then opens it: a parent folder swapped for a
     symlink out of the root in between must not be followed (checked on the opened descriptor)."""
-    from remembrancer.indexer import reader
+    from remembrancer.indexer.search import reader
 
     outside = notes.parent / "outside"
     write(outside, "hosts/db1.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
@@ -936,9 +939,9 @@ from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # a write past the limit fails with EFBIG instead
 from tests.corpus_helpers import engine_for, write
 from tests.test_hardening import check_index, corpus_files
-from remembrancer.indexer.embed import load_embedder_from_dir
-from remembrancer.indexer.fulltext import FullText
-from remembrancer.indexer.vectors import Vectors
+from remembrancer.indexer.models.embed import load_embedder_from_dir
+from remembrancer.indexer.store.local.fulltext import FullText
+from remembrancer.indexer.store.local.vectors import Vectors
 from remembrancer.indexer import api
 root, model, store = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 emb = load_embedder_from_dir(model)
@@ -1010,7 +1013,7 @@ def test_fulltext_never_claims_a_generation_after_a_failed_commit(tmp_path):
 import json, resource, signal, sys
 from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-from remembrancer.indexer.fulltext import FullText
+from remembrancer.indexer.store.local.fulltext import FullText
 ft = FullText(Path(sys.argv[1]))
 ft.replace_document("a.md", [(1, 1, "a.md", "doc", "A", "alpha words")]); ft.commit(1)
 ft.replace_document("b.md", [(2, 2, "b.md", "doc", "B", "beta " * 20000)])
@@ -1557,7 +1560,7 @@ def test_a_burst_of_clients_shares_a_few_catalog_connections(quick_daemon):
     """SQLite parks the descriptor of a connection closed while the writer holds its lock: a
     connection per client thread kept the daemon at its peak concurrency's descriptors for good
     (257 catalog descriptors after 256 simultaneous clients). Pooled, a burst reuses a few."""
-    from remembrancer.indexer.readers import POOL_SIZE
+    from remembrancer.indexer.store.local.readers import POOL_SIZE
 
     def catalog_fds() -> int:
         d = f"/proc/{quick_daemon.proc.pid}/fd"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from remembrancer.cli.main import main
-from remembrancer.indexer import memory
+from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
 from remembrancer.mcp_server import render

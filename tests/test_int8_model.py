@@ -1,5 +1,5 @@
 """`[model] compute = "int8"`: the packaged model's int8-compute graph, built locally, under its own
-model contract (indexer/int8_model.py). The build tests run on the real packaged model."""
+model contract (indexer/models/int8_model.py). The build tests run on the real packaged model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-import remembrancer.indexer.embed as embed
+import remembrancer.indexer.models.embed as embed
 from remembrancer.indexer.config import load_config
 from remembrancer.indexer.errors import UserError
 

@@ -5,7 +5,7 @@ does: the same answers as a scan, and only a scope's own sections inside a scope
 from __future__ import annotations
 
 from remembrancer.indexer import terms
-from remembrancer.indexer.catalog import _string_list
+from remembrancer.indexer.store.local.catalog import _string_list
 from tests.corpus_helpers import write
 
 
@@ -68,7 +68,7 @@ def test_word_checks_from_the_term_dictionary_answer_like_a_scan(tmp_path, tiny_
     term dictionary, and the words of the few sections whose tokens are not their whole words: the
     answers a scan of every visible section gives, in and out of a scope, after a deletion too (a
     deleted chunk's terms stay in the dictionary until a merge)."""
-    from remembrancer.indexer import search as S
+    from remembrancer.indexer.search import answer as S
 
     root = tmp_path / "notes"
     for name, text in WORD_FILES.items():
@@ -100,7 +100,7 @@ def test_word_checks_from_the_term_dictionary_answer_like_a_scan(tmp_path, tiny_
 def test_word_checks_read_no_section_text_when_the_dictionary_can_answer(tmp_path, tiny_engine, monkeypatch):
     """A question of common words costs term lookups, not a scan of the sections holding them as
     substrings ("time" in "timeout": tens of thousands of candidates at 10,000 documents)."""
-    from remembrancer.indexer import search as S
+    from remembrancer.indexer.search import answer as S
 
     root = tmp_path / "notes"
     _corpus(root)
@@ -118,7 +118,7 @@ def test_tokens_are_words_only_when_the_tokenizer_says_so():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from remembrancer.indexer import fulltext
+    from remembrancer.indexer.store.local import fulltext
 
     analyzer = fulltext._body_analyzer()
     alphabet = st.sampled_from(list("aZ9 _-.,'é²İ\u212a—’…→🚀ßσΣ\u0301\u00a0\u200d\tx") + ["h" * 41])

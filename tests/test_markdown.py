@@ -1,4 +1,4 @@
-"""Tests for indexer.markdown: front matter, sections with breadcrumbs, fence repair.
+"""Tests for indexer.ingest.markdown: front matter, sections with breadcrumbs, fence repair.
 
 ROBUSTNESS_CASES are the 67 parser cases of the shared evaluation set
 (eval/robustness/robustness_cases.jsonl, from hishamkaram/markdown-memory, MIT), copied here so
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remembrancer.indexer.markdown import (
+from remembrancer.indexer.ingest.markdown import (
     PREAMBLE_HEADING,
     UNTITLED_HEADING,
     ParsedDocument,
@@ -977,7 +977,7 @@ def test_robustness_case(case: Case) -> None:
     if case.id in CHUNKER_CASES:
         # Split parts are the chunker's: every part keeps the section's breadcrumb (our
         # "Release Notes", part 1 of n, for the peer's "Release Notes (Part 1)").
-        from remembrancer.indexer.chunks import split_section
+        from remembrancer.indexer.ingest.chunks import split_section
 
         s = doc.sections[0]
         parts = split_section(s.text, s.start_line)

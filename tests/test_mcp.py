@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
-from remembrancer.indexer.chunks import estimate_tokens
+from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.mcp_server import render
 
 PROJECT = Path(__file__).resolve().parent.parent

@@ -19,13 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer import commits as cm
-from remembrancer.indexer import links, memory, metrics, querylog
+from remembrancer.indexer.memory import commits as cm
+from remembrancer.indexer.ingest import links
+from remembrancer.indexer.memory import tools as memory
+from remembrancer.indexer import metrics
+from remembrancer.indexer.search import querylog
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.filters import Filters
-from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.store.filters import Filters
+from remembrancer.indexer.search.answer import SearchRequest, search
 from tests import memory_fixture as mf
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -166,7 +169,7 @@ def test_history_rows_carry_verified_commits(eng, fx):
 @pytest.fixture(scope="module")
 def real_eng(fx, tmp_path_factory):
     """The fixture with the real default model: a topic is matched by meaning too."""
-    from remembrancer.indexer.embed import load_default_embedder
+    from remembrancer.indexer.models.embed import load_default_embedder
 
     mp = pytest.MonkeyPatch()
     mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path_factory.mktemp("memreal")))

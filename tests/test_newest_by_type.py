@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from remembrancer.indexer.catalog import Catalog
-from remembrancer.indexer.filters import Filters
+from remembrancer.indexer.store.local.catalog import Catalog
+from remembrancer.indexer.store.filters import Filters
 from tests.corpus_helpers import engine_for, write
 
 FILTERS = [
@@ -155,7 +155,7 @@ def test_counts_are_the_listed_sections(typed_engine):
 
 
 def test_an_emptied_filter_result_names_each_filters_count(typed_engine):
-    from remembrancer.indexer.search import SearchRequest, search
+    from remembrancer.indexer.search.answer import SearchRequest, search
 
     out = search(typed_engine, SearchRequest(filters=Filters(types=["runbook"], since="2031-01-01")))
     assert out["results"] == []

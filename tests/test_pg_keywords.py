@@ -1,4 +1,4 @@
-"""The team store's BM25 arithmetic (indexer/pg_keywords.py) on postings made up in memory: no
+"""The team store's BM25 arithmetic (indexer/store/postgres/keywords.py) on postings made up in memory: no
 server needed, the same function the PostgreSQL keyword leg calls."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from remembrancer.indexer import pg_keywords as kw
+from remembrancer.indexer.store.postgres import keywords as kw
 
 
 def _postings(rng, n_chunks: int, terms: int):

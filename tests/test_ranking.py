@@ -6,12 +6,13 @@ import shutil
 
 import pytest
 
-from remembrancer.indexer import rank, terms
-from remembrancer.indexer.catalog import SectionRow
+from remembrancer.indexer.search import rank
+from remembrancer.indexer import terms
+from remembrancer.indexer.store.local.catalog import SectionRow
 from remembrancer.indexer.config import Config, make_roots
-from remembrancer.indexer.embed import load_default_embedder
+from remembrancer.indexer.models.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.search import Candidate, SearchRequest, search
+from remembrancer.indexer.search.answer import Candidate, SearchRequest, search
 from tests.corpus_helpers import EXAMPLES, write
 
 
@@ -175,7 +176,7 @@ def test_e2e_answerable_does_not_abstain(real):
 
 
 def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, monkeypatch, tiny_engine):
-    from remembrancer.indexer import search as S
+    from remembrancer.indexer.search import answer as S
 
     root = tmp_path / "docs"
     for i in range(40):

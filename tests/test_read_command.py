@@ -85,7 +85,7 @@ def test_reading_a_file_the_index_skipped_says_why(served):
 
 def test_a_skipped_file_outside_the_scope_stays_unseen(notes, data_env, tiny_embedder):
     """A scope sees only its own files' warnings: reading outside it says nothing about the file."""
-    from remembrancer.indexer import reader
+    from remembrancer.indexer.search import reader
     from remembrancer.indexer.errors import UserError
     from tests.corpus_helpers import engine_for
 

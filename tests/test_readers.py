@@ -1,12 +1,12 @@
-"""Read-only connections for request threads (indexer/readers.py): pooled, a thread borrows one
+"""Read-only connections for request threads (indexer/store/local/readers.py): pooled, a thread borrows one
 for a request and gives it back; a request that finds none free opens its own after a wait."""
 
 from __future__ import annotations
 
 import threading
 
-from remembrancer.indexer import readers
-from remembrancer.indexer.readers import Readers
+from remembrancer.indexer.store.local import readers
+from remembrancer.indexer.store.local.readers import Readers
 
 
 class FakeLedger:

@@ -21,14 +21,15 @@ from pathlib import Path
 import pytest
 
 from remembrancer.cli import secrets_cmd as secrets_cli
-from remembrancer.indexer import api, reader
+from remembrancer.indexer import api
+from remembrancer.indexer.search import reader
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
                             Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
                             salted_sha256)
-from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
 from tests.corpus_helpers import write

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from remembrancer.indexer.commits import CommitChecker
-from remembrancer.indexer.corpus import discover_repo, open_repo
+from remembrancer.indexer.memory.commits import CommitChecker
+from remembrancer.indexer.ingest.corpus import discover_repo, open_repo
 from tests.corpus_helpers import git, git_init, write
 
 CALLS = 2000

@@ -148,7 +148,7 @@ def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
 # -- the wall's rules -------------------------------------------------------------------------------
 
 def test_prefixes_match_whole_segments_and_exact_case():
-    from remembrancer.indexer.scope import contains, normalize
+    from remembrancer.indexer.store.scope import contains, normalize
 
     for spelled in ("journal", "journal/", "./journal", "journal//", " journal/ "):
         assert normalize([spelled]) == ("journal",)
@@ -185,7 +185,7 @@ def test_mcp_refuses_an_unknown_scope_at_start(tmp_path):
 
 
 def test_a_symlink_is_indexed_under_its_target_and_judged_by_it(tmp_path):
-    from remembrancer.indexer import corpus
+    from remembrancer.indexer.ingest import corpus
     from remembrancer.indexer.config import make_roots
     from tests.corpus_helpers import write
 
@@ -203,7 +203,7 @@ def test_a_symlink_is_indexed_under_its_target_and_judged_by_it(tmp_path):
 
 
 def test_warnings_a_scope_sees():
-    from remembrancer.indexer.scope import Wall, visible_warnings
+    from remembrancer.indexer.store.scope import Wall, visible_warnings
 
     wall = Wall(("journal",), {"journal/link.md": "hosts/db1.md"})
     ws = ["journal/a.md: invalid YAML front matter; ignored", "hosts/b.md: invalid YAML front matter; ignored",
@@ -244,7 +244,7 @@ def test_a_vector_search_of_a_subset_computes_the_same_similarities(tmp_path, mo
     those passages computes (exact search, row by row), whatever else the index holds."""
     import numpy as np
 
-    from remembrancer.indexer import vectors as V
+    from remembrancer.indexer.store.local import vectors as V
 
     rng = np.random.default_rng(14)
     X = rng.standard_normal((500, 24)).astype(np.float32)

@@ -148,7 +148,7 @@ def differences(a, b, where: str = "") -> list[str]:
 def _server(root: Path, app: Path, embedder, scope: list[str]):
     from remembrancer.daemon.connect import LocalBackend
     from remembrancer.indexer.config import Config, make_roots
-    from remembrancer.indexer.scope import normalize
+    from remembrancer.indexer.store.scope import normalize
 
     _Indexed = _local_backend()
     from remembrancer.mcp_server.link import Link

@@ -7,7 +7,7 @@ import pytest
 
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.search.answer import SearchRequest, search
 from tests.corpus_helpers import engine_for, write
 
 BACKUP_DOCS = {
@@ -106,7 +106,7 @@ def test_the_vector_graph_is_the_same_every_time_it_is_built(tmp_path):
     neighbours."""
     import numpy as np
 
-    from remembrancer.indexer.vectors import Vectors
+    from remembrancer.indexer.store.local.vectors import Vectors
 
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((3000, 32)).astype(np.float32)
@@ -159,7 +159,7 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
                 date="2030-01-05"),
             row(3, "journal/2030/2030-02-01.md", "2030-02-01 > 09:00 migration done", doc_type="journal",
                 date="2030-02-01")]
-    from remembrancer.indexer.rank import RankingConfig
+    from remembrancer.indexer.search.rank import RankingConfig
 
     # The newest-of-near-ties rule is a setting, off by default since round 5 (docs/ranking.md).
     assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.1))[0] == 3
@@ -169,7 +169,7 @@ def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
     """With the swing bound the rules decide near ties only: however strong a multiplier is set, a
     journal entry that matches far better stays first for a question about now; one that merely
     ties steps back."""
-    from remembrancer.indexer.rank import RankingConfig
+    from remembrancer.indexer.search.rank import RankingConfig
     from tests.test_ranking import ranked, row
 
     rows = [row(1, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 port", doc_type="journal"),
@@ -182,7 +182,7 @@ def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
 
 
 def test_a_known_entity_and_an_everyday_word_the_corpus_lacks_is_no_reason_to_abstain(notes_engine):
-    from remembrancer.indexer import search as search_mod
+    from remembrancer.indexer.search import answer as search_mod
 
     assert search_mod.terms.is_rare("kubernetes", frozenset({"chart", "helm"}))
     assert not search_mod.terms.is_rare("fetched", frozenset({"fetch"}))
@@ -262,7 +262,7 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
 def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny_engine):
     """Whether the named record is credited is read from the question's wording for every phrasing
     (like the memory rules): "db1 failover" asks what the question asks, a procedure."""
-    from remembrancer.indexer import search as search_mod
+    from remembrancer.indexer.search import answer as search_mod
 
     e = tiny_engine(corpus(tmp_path / "notes", FAILOVER))
     record = set(e.catalog.section_ids_of(["hosts/db1.md"]))
@@ -284,7 +284,7 @@ def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny
 def test_a_plan_answers_questions_about_the_plan_not_what_happened_or_how(query, first):
     """A plan states an intention: in a near tie it steps back (`intention_factor`) for a question
     that does not speak of a plan, so the record, the journal entry or the runbook answers."""
-    from remembrancer.indexer import rank
+    from remembrancer.indexer.search import rank
     from tests.test_ranking import ranked, row
 
     rows = [row(1, "planning/q2.md", "Q2 plan > 2. Postgres 17 on db1", doc_type="plan"),

@@ -4,8 +4,8 @@ of one request share their catalog lookups, and `explain` still says how each re
 
 from __future__ import annotations
 
-from remembrancer.indexer import search as S
-from remembrancer.indexer.search import SearchRequest, search
+from remembrancer.indexer.search import answer as S
+from remembrancer.indexer.search.answer import SearchRequest, search
 from tests.corpus_helpers import write
 
 RUNBOOK = {

@@ -1,4 +1,4 @@
-"""The storage seam (indexer/store.py): the local store keeps the interface, and no module outside
+"""The storage seam (indexer/store/base.py): the local store keeps the interface, and no module outside
 the store modules writes SQL."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer import store
-from remembrancer.indexer.catalog import Catalog
-from remembrancer.indexer.store_local import LocalStore
+from remembrancer.indexer.store import base as store
+from remembrancer.indexer.store.local.catalog import Catalog
+from remembrancer.indexer.store.local.store import LocalStore
 
 PACKAGE = Path(__file__).resolve().parent.parent
-STORE_MODULES = {"indexer/catalog.py", "indexer/store.py", "indexer/store_local.py"}
+STORE_MODULES = {"indexer/store/local/catalog.py", "indexer/store/base.py", "indexer/store/local/store.py"}
 SQL_CALL = re.compile(r"\.(execute|executemany|executescript)\(|\bcatalog\.db\b|\bSELECT\s+[\w*]|\bINSERT\s+INTO\b")
 
 
@@ -21,7 +21,7 @@ def _sources():
     for folder in ("indexer", "daemon", "mcp_server", "cli", "hooks"):
         for path in sorted((PACKAGE / folder).rglob("*.py")):
             rel = path.relative_to(PACKAGE).as_posix()
-            if rel not in STORE_MODULES and not rel.startswith("indexer/pg"):
+            if rel not in STORE_MODULES and not rel.startswith("indexer/store/postgres/"):
                 yield rel, path.read_text()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from remembrancer.hooks.install import install_hooks
-from remembrancer.indexer import meta
+from remembrancer.indexer.ingest import meta
 from tests.corpus_helpers import engine_for, git, git_init, write
 from tests.test_daemon import DaemonProc, wait_for
 

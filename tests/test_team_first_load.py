@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import psycopg
 
-from remembrancer.indexer import pg_schema
-from remembrancer.indexer import search as S
+from remembrancer.indexer.store.postgres import schema as pg_schema
+from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
-from remembrancer.indexer.pg_store import PgStore
-from remembrancer.indexer.pg_team import Writer
+from remembrancer.indexer.store.postgres.store import PgStore
+from remembrancer.indexer.team import Writer
 
 DEFERRED = [name for name, _, _ in pg_schema.DEFERRED_INDEXES]
 
@@ -95,7 +95,7 @@ def test_a_first_load_cut_short_carries_on_as_one_and_a_store_without_its_indexe
 
 
 def _walk(w):
-    from remembrancer.indexer import corpus
+    from remembrancer.indexer.ingest import corpus
 
     cfg = w.engine.config
     return corpus.walk(cfg.roots, cfg.excludes, cfg.max_file_bytes).files

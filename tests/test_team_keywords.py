@@ -9,11 +9,12 @@ import shutil
 
 import psycopg
 
-from remembrancer.indexer import pg_schema, pg_store
-from remembrancer.indexer import search as S
+from remembrancer.indexer.store.postgres import schema as pg_schema
+from remembrancer.indexer.store.postgres import store as pg_store
+from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.pg_store import PgStore
+from remembrancer.indexer.store.postgres.store import PgStore
 from tests.corpus_helpers import write
 from tests.pg_helpers import fresh_database
 from tests.test_team_store import QUERIES, _stats_consistent, index_once

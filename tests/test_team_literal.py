@@ -8,10 +8,10 @@ import os
 
 import psycopg
 
-from remembrancer.indexer import search as S
+from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.pg_store import PgStore
+from remembrancer.indexer.store.postgres.store import PgStore
 from tests.corpus_helpers import write
 from tests.test_team_store import index_once
 
@@ -158,7 +158,9 @@ def test_whole_word_checks_answer_like_a_scan(tmp_path, data_env, tiny_embedder,
 
 def test_the_plain_marks_punctuation_is_punctuation_to_tantivy_and_pythons_lower():
     """What makes a section plain must keep its whole words and its tokens the same."""
-    from remembrancer.indexer import chunks, pg_keywords, pg_schema
+    from remembrancer.indexer.ingest import chunks
+    from remembrancer.indexer.store.postgres import keywords as pg_keywords
+    from remembrancer.indexer.store.postgres import schema as pg_schema
 
     assert pg_schema.PLAIN_MAX_CHARS == chunks.MAX_CHUNK_CHARS
     for c in pg_schema.PLAIN_EXTRA:
@@ -170,7 +172,7 @@ def test_the_faster_trigram_function_gives_the_first_ones_trigrams(pg_url):
     text — case, ς, U+0307, emoji, newlines, under three characters — the same set of trigrams."""
     import random
 
-    from remembrancer.indexer import pg_schema
+    from remembrancer.indexer.store.postgres import schema as pg_schema
 
     first = pg_schema.first_grams_function("pg_temp.grams_v8")
     rng = random.Random(8)
@@ -178,7 +180,7 @@ def test_the_faster_trigram_function_gives_the_first_ones_trigrams(pg_url):
     texts = ["", "a", "ab", "abc", "abcd", "İstanbul", "ΣΊΣΥΦΟΣ rolls", "emoji 🚀 launch", "a\u0307b\u0307c"]
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(300)]
     with psycopg.connect(pg_url, autocommit=True) as c:
-        from remembrancer.indexer.pg_schema import migrate
+        from remembrancer.indexer.store.postgres.schema import migrate
         migrate(c)
         c.execute(first)
         for t in texts:

@@ -15,10 +15,10 @@ import re
 import psycopg
 import pytest
 
-from remembrancer.indexer import pg_roles
+from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.pg_team import TeamReader, Writer
+from remembrancer.indexer.team import TeamReader, Writer
 from tests.scope_world import SCOPE, build
 from tests.test_scope_differential import OUTSIDE, SCOPED_DOCS, calls_for, run_differential
 
@@ -229,7 +229,7 @@ def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world
     as the owner) and find what the same scope finds unscoped; called directly, the function
     names no section outside the role's grants."""
     from remembrancer.indexer.engine import Engine
-    from remembrancer.indexer.pg_store import PgStore
+    from remembrancer.indexer.store.postgres.store import PgStore
 
     cfg = _write(world["full"], world["app"], pg_url, tiny_embedder)
     role = _role()

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.pg_store import PgStore
+from remembrancer.indexer.store.postgres.store import PgStore
 
 START = "import pgserver, sys; print(pgserver.get_server(sys.argv[1], cleanup_mode=None).get_uri())"
 STOP = "import pgserver, sys; pgserver.get_server(sys.argv[1], cleanup_mode='stop').cleanup()"

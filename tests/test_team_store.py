@@ -9,13 +9,14 @@ import json
 import psycopg
 import pytest
 
-from remembrancer.indexer import api, pg_schema
-from remembrancer.indexer import search as S
+from remembrancer.indexer import api
+from remembrancer.indexer.store.postgres import schema as pg_schema
+from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.pg_store import PgStore
-from remembrancer.indexer.pg_team import TeamReader, Writer
+from remembrancer.indexer.store.postgres.store import PgStore
+from remembrancer.indexer.team import TeamReader, Writer
 from tests.corpus_helpers import git, git_init, write
 from tests.pg_helpers import database_url
 
@@ -90,7 +91,7 @@ def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_
     from outside it."""
     import numpy as np
 
-    from remembrancer.indexer import pg_store
+    from remembrancer.indexer.store.postgres import store as pg_store
 
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)
@@ -129,7 +130,7 @@ def test_the_dense_leg_beside_the_keyword_leg_sees_the_requests_snapshot(notes, 
     merged are the whole read, best first."""
     import numpy as np
 
-    from remembrancer.indexer import pg_store
+    from remembrancer.indexer.store.postgres import store as pg_store
 
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)
@@ -165,7 +166,7 @@ def test_the_dense_leg_beside_the_keyword_leg_sees_the_requests_snapshot(notes, 
 
 
 def test_runs_of_consecutive_ids():
-    from remembrancer.indexer.pg_store import _runs
+    from remembrancer.indexer.store.postgres.store import _runs
 
     assert _runs([1, 2, 3, 7, 9, 10]) == ([1, 7, 9], [3, 7, 10])
     assert _runs([5]) == ([5], [5])
@@ -491,7 +492,7 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
     assert done.returncode == 0, done.stderr
     assert first_load_state() == (False, deferred)   # built at the end of the pass that completed
     assert kills == 6   # every round was killed mid-pass (each stops after at most 15 of 120 documents)
-    from remembrancer.indexer.embed import load_embedder_from_dir
+    from remembrancer.indexer.models.embed import load_embedder_from_dir
 
     cfg = Config(roots=make_roots([root]))
     local = Engine(cfg, embedder=load_embedder_from_dir(tiny_model_dir))

@@ -1,14 +1,14 @@
-"""The hnswlib vector file under a writer and searches at once (indexer/vectors.py): a large
-document's vectors go in slices, requests go first between slices (indexer/priority.py), and the
+"""The hnswlib vector file under a writer and searches at once (indexer/store/local/vectors.py): a large
+document's vectors go in slices, requests go first between slices (indexer/store/priority.py), and the
 swap from a document's old vectors to its new ones is one step."""
 
 import threading
 
 import numpy as np
 
-from remembrancer.indexer import priority
-from remembrancer.indexer import vectors as V
-from remembrancer.indexer.vectors import Vectors
+from remembrancer.indexer.store import priority
+from remembrancer.indexer.store.local import vectors as V
+from remembrancer.indexer.store.local.vectors import Vectors
 
 DIM = 16
 
@@ -82,7 +82,8 @@ def test_the_writer_gives_way_while_a_request_is_answered(tmp_path, monkeypatch)
 def test_the_engine_gives_way_between_documents_and_inside_a_large_one(tmp_path, data_env, tiny_embedder, monkeypatch):
     """Every place a large write is cut: before each document, every WRITE_SLICE sections of its
     catalog rows, every WRITE_SLICE chunks into tantivy, every ADD_SLICE vectors."""
-    from remembrancer.indexer import catalog, fulltext
+    from remembrancer.indexer.store.local import catalog
+    from remembrancer.indexer.store.local import fulltext
     from tests.corpus_helpers import engine_for, write
 
     root = tmp_path / "notes"

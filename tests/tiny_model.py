@@ -2,7 +2,7 @@
 
 It goes through the same path as the real model: a WordPiece ``tokenizer.json`` (lowercasing, [CLS]/
 [SEP] template) → an ONNX graph taking input_ids/attention_mask[/token_type_ids] → last_hidden_state
-(batch, seq, 32) → pooling in ``indexer.embed``. Token vectors are fixed random embeddings passed
+(batch, seq, 32) → pooling in ``indexer.models.embed``. Token vectors are fixed random embeddings passed
 through one small mask-aware layer, so texts that share words get more similar vectors than unrelated
 texts, and padding never changes a real token's output (batching cannot change a vector).
 

@@ -1,0 +1,125 @@
+"""One file → the rows the catalog stores for it: parse, metadata, chunks, passages.
+
+Pure: no store is touched here, so the same function serves a first index, an incremental
+update, a daemon notification and a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from remembrancer.indexer.ingest import chunks as chunking
+from remembrancer.indexer.ingest import links as linking
+from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.config import ENTITY_TYPES
+from remembrancer.indexer.ingest.corpus import CorpusFile, Unreadable, blob_id, read_regular_file
+from remembrancer.indexer.ingest.markdown import PLAIN_PART_CHARS, PLAIN_PART_MARK, parse_markdown, parse_plain
+from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_document
+
+BINARY_PROBE = 8192
+
+
+@dataclass
+class Prepared:
+    """A document ready to be written: its row, its sections, and the texts it needs embedded."""
+
+    doc: dict
+    sections: list[dict]
+    entity: dict | None
+    texts: dict[str, str] = field(default_factory=dict)   # text sha → embedded text
+    warnings: list[str] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)       # indexer/ingest/links.py, resolved when written
+
+
+class Skip(Exception):
+    """The file is not indexable as it is now (binary, unreadable, front matter `secret: true`); the
+    message is the warning to show. Any older copy in the index goes too (engine._unindexable)."""
+
+
+def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, through the one reader every corpus read uses (corpus.read_regular_file:
+    non-blocking, regular files only, size cap checked on the opened descriptor), which must be
+    the file the walk judged: a plain file is opened without following a symlink, and either
+    kind must have the walk's device and inode."""
+    try:
+        return read_regular_file(f.abs_path, f.path, max_bytes, nofollow=f.target is None, identity=f.identity)
+    except Unreadable as e:
+        raise Skip(str(e)) from None
+
+
+def decode(path: str, data: bytes) -> tuple[str, list[str]]:
+    """UTF-8 text (BOM dropped); binary files refused; bad bytes replaced with a warning."""
+    if b"\0" in data[:BINARY_PROBE]:
+        raise Skip(f"{path}: skipped, looks binary (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError as e:
+        return data.decode("utf-8-sig", errors="replace"), [f"{path}: invalid UTF-8 at byte {e.start}; bad bytes replaced"]
+
+
+def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) -> Prepared:
+    """The document known to the index (listed, dated by its path) but with no text: what is
+    indexed when reading it safely took too long (indexer/ingest/sandbox.py). Nothing of its text is
+    stored, so nothing unredacted can be."""
+    doc = {
+        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
+        "size": f.size, "mtime_ns": f.stamp, "doc_type": layout.type_of(f.rel),
+        "date": meta.document_date(f.rel, {}), "title": f.rel.rsplit("/", 1)[-1], "front_matter": {},
+        "tags": [], "warnings": [why], "stale": False, "line_count": data.count(b"\n"),
+    }
+    return Prepared(doc, [], None, warnings=[why])
+
+
+def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.EntityMatcher,
+            fallback_date: str | None, redactor: Redactor | None = None, plain: bool = False) -> Prepared:
+    """One document's rows. `plain`: as plain text in parts (markdown.parse_plain), the fallback
+    for a large document whose Markdown parse went over its budget."""
+    text, warnings = decode(f.path, data)
+    # Redaction runs before parsing (indexer/redact.py): no row, chunk, warning or log line sees a
+    # secret. Line structure is kept, so section line ranges stay true for the file on disk.
+    text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
+    parsed = (parse_plain if plain else parse_markdown)(text, f.path)
+    embedded_texts = chunking.plain_embedded_texts if plain else chunking.embedded_texts
+    if plain:
+        warnings.append(f"{f.path}: {PLAIN_PART_MARK}, in parts of ~{PLAIN_PART_CHARS // 1000} KB without "
+                        f"headings: parsing its Markdown went over the per-document budget; split the file "
+                        f"to search it by section")
+    if is_secret_document(parsed.front_matter, text):
+        raise Skip(f"{f.path}: not indexed (front matter secret: true)")
+    if redacted:
+        warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
+    warnings += parsed.warnings
+    fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
+    doc_type = layout.type_of(f.rel)
+    doc_date = meta.document_date(f.rel, fm)
+    doc_stale = meta.document_is_stale(fm)
+    entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
+    doc = {
+        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
+        "size": f.size, "mtime_ns": f.stamp, "doc_type": doc_type,
+        "date": doc_date or fallback_date, "title": parsed.title or f.rel.rsplit("/", 1)[-1],
+        "front_matter": fm, "tags": meta.tags_of(fm), "warnings": warnings, "stale": doc_stale,
+        "line_count": len(parsed.lines),
+    }
+    prepared = Prepared(doc, [], None if entity is None else
+                        {"name": entity.name, "aliases": entity.aliases}, warnings=warnings,
+                        links=[lk.to_dict() for lk in linking.parse_links(text, f.path)])
+    for s in parsed.sections:
+        chain = s.heading.split(" > ") if s.heading else []
+        header = chunking.context_header(doc_type, doc["title"], s.heading)
+        passages = []
+        for embedded in embedded_texts(header, s.body):
+            sha = chunking.text_sha(embedded)
+            prepared.texts[sha] = embedded
+            passages.append((sha, embedded))
+        prepared.sections.append({
+            "heading": s.heading, "title": s.title, "level": s.level,
+            "start_line": s.start_line, "end_line": s.end_line,
+            "date": meta.heading_dates(chain) or doc["date"],
+            "stale": doc_stale or meta.section_is_stale(s.title, s.body),
+            "content": s.text, "body": s.body,
+            "entities": matcher.mentions(s.heading + "\n" + s.body),
+            "chunks": chunking.split_section(s.text, s.start_line),
+            "passages": passages,
+        })
+    return prepared

@@ -1,0 +1,1 @@
+"""Text → vectors: the embedding model (ONNX through onnxruntime) and the contract that says which vectors match."""

@@ -1,0 +1,669 @@
+"""A question → the one section that answers, plus pointers to the next few.
+
+query → legs (BM25, dense, literal) → fusion → rerank → one result per section → verdicts.
+Each step is a small function so it can be measured and explained on its own; docs/ranking.md
+records the figures behind every constant.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from remembrancer.indexer.store import filters as flt
+from remembrancer.indexer.search import rank
+from remembrancer.indexer import terms
+from remembrancer.indexer.ingest.chunks import estimate_tokens
+from remembrancer.indexer.errors import UserError
+
+log = logging.getLogger(__name__)
+
+BM25_CANDIDATES = 200
+DENSE_CANDIDATES = 300
+LITERAL_CANDIDATES = 200
+W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
+W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
+SNIPPET_CHARS = 240
+SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
+# A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
+# without dropping requests") but says less than a passage of its text: its similarity counts at
+# this share (docs/ranking.md: 0.85–0.9 measured alike; 1.0 cost memory-dev 4.5 points).
+HEADING_PASSAGE_WEIGHT = 0.88
+ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
+ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
+ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
+ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
+MAX_LIMIT = 50
+# Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
+# plain weighted hybrid baseline row); the product always runs with both on.
+LITERAL_LEG = True
+ABSTENTION = True
+MAX_ALTERNATES = 3
+MAX_ALTERNATE_CHARS = 300
+ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
+# Each rephrasing adds ALTERNATE_WEIGHT / MAX_ALTERNATES (a third) of its fused score: three
+# together weigh as much as the question, fewer weigh less, so the question always weighs most
+# (docs/ranking.md: chosen on memory-dev-2, the mildest value of its plateau 1.0–2.0, checked on
+# the other five; before, 0.75 × the rephrasings' mean).
+ALTERNATE_WEIGHT = 1.0
+# Only a trailing "(Part N)" is a split suffix (the eval label checker's rule): memory headings
+# such as "2031-04-02 (Wed)" or "(session 1)" are real titles.
+PART_SUFFIX_RE = re.compile(r"(?<!\s)\s*\(part \d+(?:\s*(?:/|of)\s*\d+)?\)\s*$", re.I)
+
+
+@dataclass
+class SearchRequest:
+    query: str = ""
+    limit: int = 5
+    filters: flt.Filters = field(default_factory=flt.Filters)
+    exact: bool = False
+    explain: bool = False
+    alternates: list[str] = field(default_factory=list)  # the caller's rephrasings of `query` (≤ MAX_ALTERNATES)
+    # The most of the first result's content the answer can carry (its token budget's worth): cut
+    # before the answer is redacted and measured, so a 5 MB section costs its cut, not its size.
+    content_chars: int | None = None
+
+
+@dataclass(slots=True)   # ~500 per phrasing: slots make them cheaper to build and read
+class Candidate:
+    section_id: int
+    bm25: float = 0.0
+    dense: float = 0.0
+    literal: float = 0.0
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)   # the rules that moved it (explain)
+    alt: float = 0.0    # the best fused score a rephrasing gave it (alternates only)
+    found_by: int = 0   # which phrasing gave it its best evidence: 0 the question, i the i-th alternate
+    # What `explain` says of the fusion, kept as numbers: formatting a line for each of ~500
+    # candidates per phrasing cost ~0.5 ms a search, and only an explained result shows it.
+    fused: float | None = None   # the question's own fused score (None: not fused, or not found by it)
+    by_question: bool = True     # found by the question itself (alternates: a rephrasing may nominate)
+    alt_bonus: float = 0.0       # what the rephrasings' evidence added
+
+    def explanation(self) -> list[str]:
+        head = []
+        if self.fused is not None:
+            head.append(f"bm25={self.bm25:.2f} dense={self.dense:.3f} literal={self.literal:.2f} fused={self.fused:.3f}")
+        elif not self.by_question:
+            head.append("not found by the question itself")
+        if self.alt_bonus:
+            head.append(f"rephrasings +{self.alt_bonus:.3f}")
+        return head + self.why
+
+    @property
+    def provenance(self) -> str:
+        kw = self.bm25 > 0 or self.literal > 0
+        if kw and self.dense > 0:
+            return "both"
+        return "keyword" if kw else "semantic"
+
+
+def search(engine, req: SearchRequest) -> dict:
+    """Run one search; returns the DESIGN.md contract {results, no_strong_match, ...}."""
+    t0 = time.perf_counter()
+    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
+    if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
+        raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
+    query = (req.query or "").strip()
+    alternates = validate_alternates(req.alternates, query)
+    f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
+    allowed = _allowed_sections(engine, f) if query and (f.active() or engine.scope) else None
+    notes: list[str] = []
+    rows: dict = {}  # section rows already read (the hybrid rerank reads every candidate's)
+    if not query:
+        if not f.active():
+            raise UserError("query is empty", param="query", hint="ask a question, or give filters to list sections")
+        cands = _newest(engine, f, req.limit)
+        allowed = None if cands else set()   # nothing listed: the filters matched nothing (said below)
+        mode = "filters"
+    elif req.exact:
+        if alternates:   # an agent passing them would believe they were used
+            raise UserError("`alternates` does not apply to `exact`: an exact search finds the text as given",
+                            param="alternates", hint="drop `exact` to search with rephrasings, or drop `alternates`")
+        cands = _literal_leg(engine, query, allowed, case_insensitive=True)
+        mode = "exact"
+    elif not _searchable(query):
+        raise UserError(f"the query has no word to search for: {terms.elide(query, 40)!r}", param="query",
+                        hint="ask in words; for a symbol or operator use an exact search (`exact`); "
+                             "to list sections give filters and no query")
+    else:
+        legs = _hybrid(engine, query, allowed, alternates)
+        cands, rows = legs.cands, legs.rows
+        notes += legs.notes
+        mode = "hybrid"
+    # Equal scores are ordered by section id (document order of a fresh index), never by which
+    # leg happened to add a candidate first: equal inputs give equal rankings.
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.section_id))
+    shown_at_most = max(req.limit * 4, 20)   # results, their `also` pointers and abstention read no further
+    top_ids = [c.section_id for c in ranked[:shown_at_most]]
+    missing = [i for i in top_ids if i not in rows]
+    if missing:
+        rows = {**rows, **engine.catalog.sections_by_id(missing)}
+    ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
+    ranked, rows = _shown_with_text(engine, ranked, rows, req.limit)
+    # Filters that let no section through are said as such (below), not as "nothing matches the question".
+    no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
+                          and allowed != set() else (False, []))
+    results = _results(ranked, rows, req, query, mode)
+    best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if mode == "hybrid" and best_dense > 0 and not no_strong:
+        if not _any_word_occurs(engine, [query, *alternates]):
+            notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
+                         f"(best semantic match {best_dense:.2f})")
+            for r in results:   # a keyword score here is stop words ("the", "with"): not keyword evidence
+                r["provenance"] = "semantic"
+        elif f.active() and not _any_word_in(engine, [query, *alternates], allowed):
+            notes.append(f"no word of the question occurs in the sections the filters let through ({f.describe()}), "
+                         f"only outside them: these results rest on meaning alone (best semantic match "
+                         f"{best_dense:.2f})")
+    out = {
+        "query": query,
+        "mode": mode,
+        "results": [] if no_strong else results,
+        "no_strong_match": no_strong,
+        "took_ms": round((time.perf_counter() - t0) * 1000, 1),
+    }
+    if no_strong:
+        out["best_weak"] = results
+        out["why_no_strong_match"] = reasons
+    if not results:
+        out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
+                          else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
+        if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
+            out["emptied_by"], why = flt.emptied_by(f, engine.catalog.count_sections)
+            out["message"] += f" — {why}"
+    if mode == "filters" and results:   # a listing says that it left sections out, as `latest` and `history` do
+        out["truncated"] = len(ranked) > len(results)
+    if alternates and mode == "hybrid" and results:
+        phrasings = [query, *alternates]
+        out["found_by"] = phrasings[ranked[0].found_by]   # which phrasing found the best result
+    if notes:
+        out["notes"] = notes
+    return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
+
+
+def _shown_with_text(engine, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
+    """The rerank read the candidates without their text; the shown ones are read whole. A section
+    deleted in between (a writer committed) is dropped, and the next one is read in its place."""
+    while textless := [c.section_id for c in ranked[:limit] if rows[c.section_id].content is None]:
+        rows = {**rows, **engine.catalog.sections_by_id(textless)}
+        gone = {i for i in textless if rows[i].content is None}
+        ranked = [c for c in ranked if c.section_id not in gone]
+    return ranked, rows
+
+
+def _allowed_sections(engine, f: flt.Filters) -> set[int]:
+    return engine.catalog.filtered_section_ids(f)
+
+
+def _newest(engine, f: flt.Filters, limit: int) -> dict[int, Candidate]:
+    """Filters without a query: matching sections newest first, nothing embedded (ordered and
+    limited in the catalog: the cost follows the limit, not the corpus)."""
+    ids = engine.catalog.newest_sections(f, max(limit * 4, 20))
+    return {sid: Candidate(sid, score=1.0 / (1 + i)) for i, sid in enumerate(ids)}
+
+
+def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
+    """Sections containing the literal string; more occurrences and newer dates first."""
+    needle = query.lower() if case_insensitive else query
+    out = {}
+    for sid, date, n in engine.catalog.literal_counts(needle, case_insensitive):
+        if allowed is not None and sid not in allowed:
+            continue
+        # More occurrences first; among equals the newer section (a date adds < 1).
+        out[sid] = Candidate(sid, literal=int(n), score=float(n) + (rank.date_value(date) or 0) / 1e7)
+    return out
+
+
+class Hybrid(NamedTuple):
+    cands: dict[int, Candidate]
+    notes: list[str]
+    rows: dict            # section rows the rerank read
+    probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
+    alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
+
+
+class Phrasing(NamedTuple):
+    """One phrasing's evidence: its fused candidates (before the memory rules) and the probes found."""
+    text: str
+    cands: dict[int, Candidate]
+    probes_found: set[str]
+
+
+def validate_alternates(alternates, query: str) -> list[str]:
+    """The caller's rephrasings: a list of up to MAX_ALTERNATES non-empty strings, each bounded;
+    repeats of the question (or of each other) are dropped, since they add no evidence."""
+    if alternates is None or alternates == []:
+        return []
+    hint = ALTERNATES_HINT
+    if not isinstance(alternates, list) or not all(isinstance(a, str) for a in alternates):
+        raise UserError("`alternates` must be a list of strings", param="alternates", hint=hint)
+    if len(alternates) > MAX_ALTERNATES:
+        raise UserError(f"`alternates` takes at most {MAX_ALTERNATES} phrasings, got {len(alternates)}",
+                        param="alternates", hint=hint)
+    out: list[str] = []
+    for a in alternates:
+        text = a.strip()
+        if not text:
+            raise UserError("`alternates`: a phrasing is empty", param="alternates", hint=hint)
+        if len(text) > MAX_ALTERNATE_CHARS:
+            raise UserError(f"`alternates`: a phrasing is {len(text)} chars, the most is {MAX_ALTERNATE_CHARS}",
+                            param="alternates", hint=hint)
+        if not query:
+            raise UserError("`alternates` need a query to rephrase", param="alternates",
+                            hint="give the question in `query`")
+        if not _searchable(text):   # as the question itself is refused
+            raise UserError(f"`alternates` {terms.elide(text, 40)!r} has no word to search for",
+                            param="alternates", hint=hint)
+        if text.casefold() != query.casefold() and text.casefold() not in {o.casefold() for o in out}:
+            out.append(text)
+    return out
+
+
+def _searchable(text: str) -> bool:
+    """A word or an identifier to search for (not `*`, `???`, emoji)."""
+    return bool(terms.words(text) or terms.literal_probes(text))
+
+
+def _query_vectors(engine, query: str, alternates: list[str]):
+    """The question's vector alone (so it is the same with or without alternates: the int8 model
+    quantises a batch as a whole), the rephrasings' in one batch."""
+    vecs = [engine.embedder.embed_query(query)]
+    if alternates:
+        vecs.extend(engine.embedder.embed_queries(alternates))
+    return vecs
+
+
+def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] = ()) -> Hybrid:
+    notes: list[str] = []
+    problem = engine.contract_problem()
+    dense_ok = problem is None and engine.vectors is not None and len(engine.vectors)
+    if problem:
+        notes.append(f"keyword search only: {problem}")
+    phrasings = [query, *alternates]
+    vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
+    # Whether the named entity's record is credited is read from the question's wording, for every
+    # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
+    it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
+    credit = rank.credits_named_record(it, engine.config.ranking)
+    shared = Lookups(engine, allowed)
+    evidence = [_phrasing(engine, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
+    cands = evidence[0].cands if not alternates else _combine(evidence)
+    rows = _rerank(engine, it, cands)
+    return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
+
+
+def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
+    """The question's fused score plus ALTERNATE_WEIGHT × the rephrasings' fused scores summed over
+    MAX_ALTERNATES (0 where a rephrasing did not find the section, or was not given: with three,
+    their mean). Rephrasings nominate candidates and add evidence — agreement among them counts,
+    one jargon-rich rephrasing alone counts little — the question keeps the most weight, and the
+    memory rules (applied after) read the question's own wording. (Measured and not kept: the best
+    rephrasing's score instead; their median; the evidence pooled per document — docs/ranking.md.)"""
+    out: dict[int, Candidate] = {}
+    for sid, c in evidence[0].cands.items():
+        out[sid] = Candidate(sid, c.bm25, c.dense, c.literal, c.score, list(c.why), fused=c.fused)
+    sums: dict[int, float] = {}
+    for i, ph in enumerate(evidence[1:], 1):
+        for sid, c in ph.cands.items():
+            o = out.get(sid)
+            if o is None:
+                o = out[sid] = Candidate(sid, by_question=False)
+            sums[sid] = sums.get(sid, 0.0) + c.score
+            if c.score > o.alt:
+                o.alt = c.score
+                if c.score > evidence[0].cands.get(sid, o).score:
+                    o.found_by = i
+    for sid, o in out.items():
+        evidence_alt = sums.get(sid, 0.0) / MAX_ALTERNATES
+        if evidence_alt:
+            o.alt_bonus = ALTERNATE_WEIGHT * evidence_alt
+            o.score += o.alt_bonus
+    return out
+
+
+class Lookups:
+    """Catalog lookups the phrasings of one request share: a filter's passages, which section each
+    vector hit is a passage of, and where each literal probe occurs (rephrasings hit mostly the
+    same passages as the question, and name the same identifiers)."""
+
+    def __init__(self, engine, allowed: set[int] | None):
+        self.engine, self.allowed = engine, allowed
+        self._labels: set[int] | None = None
+        self._passages: dict[int, tuple[int, bool]] = {}
+        self._probes: dict[str, list[tuple[int, bool]]] = {}
+
+    def allowed_labels(self) -> set[int] | None:
+        if self.allowed is not None and self._labels is None:
+            self._labels = self.engine.catalog.passage_ids_in(self.allowed)
+        return self._labels
+
+    def passages(self, labels: list[int]) -> dict[int, tuple[int, bool]]:
+        """passage id → (section id, heading only?), as catalog.passages_by_id, each read once."""
+        new = [label for label in labels if label not in self._passages]
+        if new:
+            self._passages.update(self.engine.catalog.passages_by_id(new))
+        return self._passages
+
+    def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
+        """(section id, in its heading?) of every visible section whose content holds `probe`
+        (lower-cased), filters aside."""
+        if probe not in self._probes:
+            self._probes[probe] = [(sid, probe in head) for sid, head, content, _
+                                   in self.engine.literal_rows([probe], content_only=True) if probe in content]
+        return self._probes[probe]
+
+
+def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
+    """One phrasing through the three legs, fused (the memory rules come after, once), within the
+    request's filter and with its shared lookups (`shared`). `credit_record`: whether the named
+    entity's own record gets the literal leg's credit."""
+    allowed = shared.allowed
+    cands: dict[int, Candidate] = {}
+
+    def cand(sid: int) -> Candidate:
+        c = cands.get(sid)
+        if c is None:
+            c = cands[sid] = Candidate(sid)
+        return c
+
+    # the dense leg started first: the team store answers it beside the keyword leg
+    dense = engine.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
+    for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
+        cand(sid).bm25 = score
+
+    if dense is not None:
+        hits = dense()
+        info = shared.passages([label for label, _ in hits])
+        for label, sim in hits:
+            if label not in info:   # written to the vector file, not yet (or no longer) in the catalog
+                continue
+            sid, heading_only = info[label]
+            if heading_only:
+                sim *= HEADING_PASSAGE_WEIGHT
+            c = cand(sid)
+            c.dense = max(c.dense, sim)
+
+    # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
+    # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
+    # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
+    # Names are found as whole words, so an alias that is a plain word counts too.
+    matcher, entity_paths = engine.entities()
+    own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
+    probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
+    literal, probes_found = _probe_leg(engine, probes, shared)
+    if not LITERAL_LEG:
+        literal, own = {}, set()
+    elif not credit_record:
+        own = set()
+    # Like the other legs, the literal leg nominates its best sections only: a probe found in
+    # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
+    for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
+        cand(sid).literal = weight
+    if own:
+        for sid in engine.catalog.section_ids_of(sorted(own)):
+            if allowed is None or sid in allowed:
+                cand(sid).literal += 1.0
+    _fuse(cands, identifier_query=bool(probes or own))
+    return Phrasing(query, cands, probes_found)
+
+
+def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:
+    """Each section once: parts of a split section (`X (Part 2)`) and a breadcrumb that occurs
+    twice in a document are one section to the reader — the best-scored of them stands for it.
+    `keep`: stop after that many (the rest of ~500 candidates would only be keyed and dropped)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in ranked:
+        s = rows[c.section_id]
+        key = (s.path, section_key(s.heading))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+            if len(out) == keep:
+                break
+    return out
+
+
+def section_key(heading: str | None) -> str:
+    """A breadcrumb's comparable form: a split suffix dropped, whitespace collapsed, casefolded."""
+    return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
+
+
+def _probe_leg(engine, probes: list[str], shared: Lookups) -> tuple[dict[int, float], set[str]]:
+    """Literal evidence for identifier-shaped probes: each probe found in a section adds its
+    IDF (a probe in every section says nothing), doubled when it is in the section's heading.
+    Also returns the probes found in any visible section (filters aside): the scan abstention
+    would otherwise repeat."""
+    found: set[str] = set()
+    if not probes:
+        return {}, found
+    total = engine.section_count() or 1
+    out: dict[int, float] = {}
+    for probe in probes:
+        rows = shared.probe_rows(probe.lower())
+        if not rows:
+            continue
+        found.add(probe)
+        idf = math.log(1 + total / len(rows))
+        for sid, in_heading in rows:
+            if shared.allowed is None or sid in shared.allowed:
+                out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
+    return out, found
+
+
+def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
+    """Min-max weighted sum of the legs; a literal identifier hit adds a fixed share."""
+    if not cands:
+        return
+    bm_max = max(c.bm25 for c in cands.values()) or 1.0
+    dense_vals = [c.dense for c in cands.values() if c.dense > 0]
+    d_min, d_max = (min(dense_vals), max(dense_vals)) if dense_vals else (0.0, 1.0)
+    span = (d_max - d_min) or 1.0
+    w_dense = W_DENSE_IDENT if identifier_query else W_DENSE
+    if not dense_vals:
+        w_dense = 0.0
+    lit_max = max(c.literal for c in cands.values()) or 1
+    for c in cands.values():
+        bm = c.bm25 / bm_max
+        dn = (c.dense - d_min) / span if c.dense > 0 else 0.0
+        score = w_dense * dn + (1 - w_dense) * bm
+        if identifier_query:
+            score = 0.7 * score + 0.3 * (c.literal / lit_max)
+        c.score = c.fused = score
+
+
+def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
+    """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
+    read, for the results — without their text, but for the few sections the rules read."""
+    if not cands:
+        return {}
+    cfg = engine.config.ranking
+    rows = engine.catalog.section_heads_by_id(list(cands))
+    texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
+    if texts:
+        rows.update(engine.catalog.sections_by_id(texts))
+    rank.rerank(cands, rows, it, cfg)
+    return rows
+
+
+def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
+    """Abstention judges every phrasing: the question's own verdict stands unless a rephrasing,
+    judged the same way, finds a section that means what it says — its best semantic match in the
+    top five clears the bar the question missed by ABSTAIN_ALTERNATE_MARGIN (a rephrasing written in
+    the notes' own terms matches more closely than the question whatever the corpus holds, so its
+    evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
+    not "nothing strong"."""
+    no_strong, reasons, bar = _no_strong_match(engine, query, ranked, legs.probes_found)
+    if not no_strong or not ranked or _missing_identifiers(engine, query, legs.probes_found):
+        return no_strong, reasons   # a rephrasing cannot make an identifier the corpus lacks exist
+    for ph in legs.alternates:
+        alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
+        weak, _, _ = _no_strong_match(engine, ph.text, alt_ranked, ph.probes_found)
+        top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
+        if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
+            return False, []
+    return no_strong, reasons
+
+
+def _no_strong_match(engine, query: str, ranked: list[Candidate],
+                     probes_found: set[str]) -> tuple[bool, list[str], float]:
+    """Whether nothing really answers, with the reasons and the semantic bar it applied.
+    docs/ranking.md derives the constants.
+
+    Two signals, because no single score threshold separates answerable from unanswerable
+    questions (their score distributions overlap):
+    - an identifier the question is about (`--enable-tls`, `kf4`) occurs nowhere in the corpus;
+    - a name the question uses (a capitalised or all-caps word: `Okta`, `Stripe`, `SLA`) occurs
+      nowhere, and the best semantic match is weak too (a paraphrase can miss every word of the
+      corpus; it rarely also misses on meaning). When the question is that specific — it uses an
+      absent name, or names an entity the corpus keeps a record of — its other words count too
+      ("the hardware *lease* on pg1"), and several absent words, or one about a known entity,
+      are stronger evidence: the semantic bar is higher.
+    """
+    reasons = []
+    missing = _missing_identifiers(engine, query, probes_found)
+    if missing:
+        reasons.append("not in the corpus: " + _listed(engine, missing))
+    names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
+    absent = [w for w in names if not _word_occurs(engine, w)]
+    entity_named = bool(engine.entities()[0].mentions(query))
+    if absent or entity_named:
+        # A question about an absent name counts its other absent words too; one about a known
+        # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
+        # "serve") says nothing about whether the entity's record answers.
+        common = _common_words(engine) if not absent else None
+        seen = {w.lower() for w in absent} | {m.lower() for m in missing}
+        absent += [w for w in dict.fromkeys(terms.content_words(query))
+                   if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+    bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
+    top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
+    if not absent and not entity_named and not missing:
+        # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")
+        # is evidence whatever the corpus's size; an everyday word's absence is not. Weaker evidence
+        # than a name, so the semantic bar is lower.
+        common = _common_words(engine)
+        absent = [w for w in dict.fromkeys(terms.content_words(query))
+                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+        bar = ABSTAIN_DENSE_TERM
+    if absent and top_dense < bar:
+        reasons.append(f"not in the corpus: {_listed(engine, absent)}; best semantic match {top_dense:.2f} < {bar}")
+    if not ranked:
+        reasons.append("no section shares a word or meaning with the question")
+    return bool(reasons), reasons, bar
+
+
+def _listed(engine, words: list[str]) -> str:
+    """The question's words for a reason, each redacted whole before it is cut short: a cut secret
+    would no longer have the shape the answer's redaction recognises."""
+    redactor = engine.redaction.current()
+    return terms.shown([redactor.redact_text(w) for w in words])
+
+
+def _missing_identifiers(engine, query: str, probes_found: set[str]) -> list[str]:
+    """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
+    front matter is not text); call names and expressions are not asked about on their own."""
+    by_name = engine.entities()[0].by_name
+    return [p for p in terms.literal_probes(query)
+            if terms.is_identifier(p) and not any(c in p for c in "([ ")
+            and p not in probes_found and p.lower() not in by_name]
+
+
+def _common_words(engine) -> frozenset[str] | None:
+    """The model's everyday words, or None (keyword-only: every word counts, as before)."""
+    emb = engine.embedder if engine.contract_problem() is None else None
+    return emb.common_words() if emb is not None else None
+
+
+def _any_word_occurs(engine, phrasings: list[str]) -> bool:
+    """Whether a content word of any phrasing occurs in some visible section (a phrasing holding an
+    identifier counts as one that does: abstention judges identifiers). When none does, an answer
+    rests on meaning alone — worth saying, not worth an abstention: a terse paraphrase ("hooking it
+    up to my editor") shares no word with the notes that answer it, and neither does nonsense
+    ("foo"); only the semantic match could tell them apart, and on the dev sets it cannot."""
+    for text in phrasings:
+        if terms.literal_probes(text) or any(_word_occurs(engine, w) for w in dict.fromkeys(terms.content_words(text))):
+            return True
+    return False
+
+
+def _any_word_in(engine, phrasings: list[str], allowed: set[int] | None) -> bool:
+    """Whether a content word (or identifier) of any phrasing is in one of the allowed sections: one
+    keyword search of those words alone, stop words left out (they match nearly every section)."""
+    text = " ".join(w for p in phrasings for w in [*terms.content_words(p), *terms.literal_probes(p)])
+    return bool(text) and bool(engine.keyword_index().search(text, 1, allowed))
+
+
+def _word_occurs(engine, word: str) -> bool:
+    """The word, whole, in some visible section (or an entity's name)."""
+    w = word.lower()
+    if w in engine.entities()[0].by_name:
+        return True
+    used = engine.uses_word(w)   # the keyword index's term dictionary
+    if used is None:
+        used = engine.catalog.uses_word(w)   # the literal index: only sections that may hold it
+    if used is not None:
+        return used
+    if terms.WORD_RUN_RE.fullmatch(w):
+        return w in engine.corpus_words()
+    return terms.uses_whole(w, (content for _, _, content, _ in engine.lowered_sections()))
+
+
+def _snippet(text: str, query: str) -> str:
+    if len(text) > SNIPPET_WINDOW:
+        # A long section (a 5 MB one-line log): only the text around the first match is flattened,
+        # so a result's snippet costs the window, not the section (it cost ~100 ms per result).
+        low = text.lower()
+        found = [i for i in (low.find(w) for w in terms.content_words(query) if len(w) > 2) if i >= 0]
+        start = max(0, min(found, default=0) - SNIPPET_WINDOW // 2)
+        end = start + SNIPPET_WINDOW
+        inner = _snippet(text[start:end], query)
+        return (("…" if start and not inner.startswith("…") else "") + inner
+                + ("…" if end < len(text) and not inner.endswith("…") else ""))
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    words = [w for w in terms.content_words(query) if len(w) > 2]
+    low = flat.lower()
+    pos = min((low.find(w) for w in words if low.find(w) >= 0), default=0)
+    start = max(0, pos - SNIPPET_CHARS // 3)
+    piece = flat[start:start + SNIPPET_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[dict]:
+    shown = ranked[: req.limit]
+    shown_ids = {c.section_id for c in shown}
+    results = []
+    for i, c in enumerate(shown):
+        s = rows[c.section_id]
+        r = {
+            "path": s.path, "heading": s.heading, "lines": [s.start_line, s.end_line],
+            "score": round(c.score, 4), "type": s.doc_type, "date": s.date,
+            "snippet": _snippet(s.body or s.heading, query),
+            "provenance": c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
+            "tokens": estimate_tokens(s.content),
+        }
+        if s.stale or s.doc_stale:
+            r["stale"] = True
+        also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])
+                if o.doc_id == s.doc_id and o.id not in shown_ids][:3]
+        if also:
+            r["also"] = also
+        if mode == "hybrid":
+            r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": round(c.literal, 3)}
+        if req.explain:
+            r["why"] = c.explanation()
+        if i == 0:
+            r["content"] = s.content
+            if req.content_chars is not None and len(s.content) > req.content_chars:
+                r["content"] = s.content[:req.content_chars]
+                r["content_truncated"] = True
+                r["content_total_chars"] = len(s.content)
+        results.append(r)
+    return results

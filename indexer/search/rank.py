@@ -1,0 +1,281 @@
+"""Rules a memory corpus deserves, applied after fusion: relevance first, then what kind of
+record a section is and when it was true.
+
+Every rule is a small multiplier (or, for time, an order among near ties) so relevance still decides
+between clearly different sections; the rules decide among near ties. The defaults below were
+measured on the dev sets — docs/ranking.md has the before/after figures — and every one is
+overridable in the config file's [ranking] table.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from remembrancer.indexer import terms
+from remembrancer.indexer.errors import UserError
+
+# Questions about how to do something want the section that holds the procedure.
+HOWTO_RE = re.compile(
+    r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
+    r"safe way to|walk me through|what's the way to)\b", re.IGNORECASE)
+# "Did it happen / is it done yet?" wants the newest account of the event (a journal entry),
+# not the plan that announced it.
+OUTCOME_RE = re.compile(
+    r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally)\b", re.IGNORECASE)
+# "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
+STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
+# "Is it still planned?" asks whether an intention survived: the newest decision answers it.
+class _InOrder:
+    """`first` then, later on the same line, `then` (or `alone` anywhere): what `A.*B` means,
+    without the backtracking that makes `\bA\b.*\bB\b` quadratic on a long query repeating A."""
+
+    def __init__(self, first: re.Pattern, then: re.Pattern, alone: re.Pattern | None = None):
+        self.first, self.then, self.alone = first, then, alone
+
+    def search(self, text: str) -> bool:
+        if self.alone is not None and self.alone.search(text):
+            return True
+        pos = 0
+        while (m := self.first.search(text, pos)) is not None:
+            line_end = text.find("\n", m.end())
+            line_end = len(text) if line_end < 0 else line_end
+            if self.then.search(text, m.end(), line_end):  # the earliest A leaves B the most room
+                return True
+            pos = line_end + 1
+        return False
+
+
+PLAN_STATUS_RE = _InOrder(re.compile(r"\b(still|any ?more)\b", re.IGNORECASE),
+                          re.compile(r"\b(plan|planning|planned|going to|intend\w*)\b", re.IGNORECASE))
+# "What happened / why did it break?" asks about an event: the journal is the record of what was
+# seen, the host/service records only summarise it.
+PAST_RE = re.compile(
+    r"\b(did|was|were|had|went|happened|decided|wasn't|weren't|didn't|couldn't|hadn't|back when|"
+    r"that time|last (week|month|time)|the (first|last) time)\b", re.IGNORECASE)
+# A log or error line pasted as it is (no question word, no "?") asks where it was seen before: the
+# journal keeps what was seen.
+ERROR_WORDS_RE = re.compile(r"\b(error|err|fatal|panic|exception|failed|failure|refused|denied|forbidden|cannot|"
+                            r"can't|unable|not allowed|exceeded|timed out|timeout|no such|not found|invalid|"
+                            r"rejected|unavailable|deprecated|oom|killed|crash\w*)\b",
+                            re.IGNORECASE)
+# "What is it now?" — with FACT_RE, a question about the present: the journal is history there.
+CURRENT_RE = re.compile(
+    r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
+    r"end up|ended up)\b", re.IGNORECASE)
+# A question in the present tense ("which port does …", "what's the retention …") asks for a fact
+# as it stands.
+FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
+                     r"when (does|do|is|are))\b", re.IGNORECASE)
+# A how-to question asks for one part of a runbook (the conventions name them: When to use,
+# Before you start, Steps, a Verify under Steps, Rollback): undoing, checking, or else the steps.
+ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
+VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
+                      re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
+                      alone=re.compile(r"\bverify\b", re.IGNORECASE))
+# Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
+# history, like the journal, when the question asks about the present.
+HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
+HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
+RECORD_TYPES = ("host", "service")
+# A question about the plan itself: what was intended, proposed, targeted.
+PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"
+                       r"meant to|supposed to|going to)\b", re.IGNORECASE)
+
+
+@dataclass
+class RankingConfig:
+    type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
+    # "did it happen?": among sections this close to the best, the newest wins. Off by default since
+    # round 5 (it helped one corpus once the record credit was read by intent: docs/ranking.md); a
+    # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
+    outcome_tie_margin: float = 0.0
+    fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
+                                         # Known issues / History are history
+    # The literal leg credits the named entity's own record only for a question about its facts:
+    # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
+    record_credit_by_intent: bool = True
+    howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
+    # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
+    # what it is now or whether it happened — a plan section steps back unless the question speaks of
+    # a plan (PLAN_Q_RE). Chosen on memory-dev (0.8–0.7 alike), checked on memory-dev-2 (docs/ranking.md).
+    intention_factor: float = 0.8
+    # The rules together move a section by at most this share of the best fused score, so they
+    # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
+    rule_swing: float = 0.2
+    enabled: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict, doc_types: tuple[str, ...] | None = None) -> "RankingConfig":
+        """The [ranking] table, each value checked by kind and range: a typo'd key, a string where a
+        number belongs ("x", or "false" — which Python reads as true), a weight for a doc type that
+        does not exist or a factor that could only break the ranking is refused by name."""
+        cfg = cls()
+        for k, v in d.items():
+            if not hasattr(cfg, k):
+                raise UserError(f"unknown [ranking] key {k!r}", param="ranking",
+                                options=sorted(cls.__dataclass_fields__))
+            if k == "type_weights":
+                cfg.type_weights = {**cfg.type_weights, **_type_weights(v, doc_types)}
+            elif isinstance(getattr(cfg, k), bool):
+                if not isinstance(v, bool):
+                    raise UserError(f"[ranking] {k} must be true or false, got {v!r}", param=f"ranking.{k}",
+                                    hint=f"{k} = {str(getattr(cfg, k)).lower()} (a TOML boolean, not a string)")
+                setattr(cfg, k, v)
+            else:
+                low, high = SETTING_RANGES[k]
+                setattr(cfg, k, _number(v, f"ranking.{k}", low, high, default=getattr(cfg, k)))
+        return cfg
+
+
+# The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
+SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+                  "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
+WEIGHT_RANGE = (0.0, 10.0)
+
+
+def _number(v, name: str, low: float, high: float, default: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v <= high) or v != v:
+        raise UserError(f"[{name.replace('.', '] ', 1)} must be a number from {low:g} to {high:g}, got {v!r}",
+                        param=name, hint=f"the default is {default:g}")
+    return float(v)
+
+
+def _type_weights(v, doc_types: tuple[str, ...] | None) -> dict[str, float]:
+    if not isinstance(v, dict):
+        raise UserError(f"[ranking] type_weights must be a table of doc type = multiplier, got {v!r}",
+                        param="ranking.type_weights", hint="type_weights = { plan = 0.85, journal = 0.9 }")
+    out = {}
+    for t, w in v.items():
+        if doc_types is not None and t not in doc_types:
+            near = difflib.get_close_matches(t, doc_types, n=1)
+            raise UserError(f"[ranking] type_weights: unknown doc type {t!r}"
+                            + (f" (did you mean {near[0]!r}?)" if near else ""),
+                            param="ranking.type_weights", options=list(doc_types),
+                            hint="the doc types are the built-in ones and those [[layout]] names")
+        out[str(t)] = _number(w, f"ranking.type_weights.{t}", *WEIGHT_RANGE, default=1.0)
+    return out
+
+
+@dataclass
+class Intent:
+    howto: str      # a procedure: "steps", "verify" or "rollback" ("" when the question is not a how-to)
+    outcome: bool   # whether something happened / is done / is still planned
+    past: bool      # an event: what happened, why it broke, where this log line was seen
+    fact: bool      # a fact as it stands now
+    history: bool = False  # it asks about issues/history itself
+    about_plan: bool = False  # it speaks of a plan, a proposal or an intention
+
+
+def intent(query: str) -> Intent:
+    """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
+    event in the past, or a fact as it stands now (the precedence is that order)."""
+    howto = ""
+    if HOWTO_RE.search(query):
+        howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
+    outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query) or STILL_RE.search(query))
+    question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
+    history = bool(HISTORY_Q_RE.search(query))
+    # A log line is a statement with an error word, or a sentence (not a few keywords) holding an identifier.
+    n_words = len(query.split())
+    log_line = not question and ((n_words >= 3 and bool(ERROR_WORDS_RE.search(query))) or
+                                 (n_words >= 5 and bool(terms.literal_probes(query))))
+    past = not outcome and bool(PAST_RE.search(query) or log_line)
+    fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
+    return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
+
+
+def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
+    """Whether the literal leg should credit the named entity's own record: its front matter
+    defines the name, so the record is evidence for what the entity *is* — not for how to do
+    something to it (a runbook), what happened to it (the journal) or whether something is done."""
+    return not (cfg.enabled and cfg.record_credit_by_intent and (it.howto or it.past or it.outcome))
+
+
+_FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
+_ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
+_STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
+
+
+def reads_text(s, it: Intent, cfg: RankingConfig) -> bool:
+    """Whether the rules read this section's text, not only its heading, type and date: a
+    runbook's, for a how-to question (is_procedure). Search reads the text of these only."""
+    return bool(cfg.enabled and it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook")
+
+
+def is_procedure(s) -> bool:
+    """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
+    a numbered list of two steps or more outside code — where a runbook keeps what to do, as
+    opposed to its introduction, which names the topic in the question's words. (Runbooks only:
+    in other documents a numbered list is as often a plan or a list of options.)"""
+    if _STEP_TITLE_RE.match(s.title or ""):
+        return True
+    return len(_ORDERED_ITEM_RE.findall(_FENCED_RE.sub("", s.content or ""))) >= 2
+
+
+def _in_history(heading: str) -> bool:
+    return any(HISTORY_HEADING_RE.match(part) for part in heading.split(" > ")[1:])
+
+
+def date_value(date: str | None) -> int | None:
+    if not date:
+        return None
+    try:
+        y, m, d = (int(x) for x in date.split("-"))
+        return y * 372 + m * 31 + d
+    except ValueError:
+        return None
+
+
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow. (Which entity's
+    record a question is about is decided earlier, by the literal leg: credits_named_record.)"""
+    if not cfg.enabled or not cands:
+        return
+    swing = cfg.rule_swing * max(c.score for c in cands.values())
+    for sid, c in cands.items():
+        s = rows.get(sid)
+        if s is None:
+            continue
+        factor = 1.0
+
+        def scale(f: float, why: str) -> None:
+            nonlocal factor
+            factor *= f
+            c.why.append(f"{why} ×{round(f, 2):g}")
+
+        w = cfg.type_weights.get(s.doc_type, 1.0)
+        if s.doc_type == "journal":
+            if it.fact:
+                w *= cfg.fact_history_factor
+        elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
+            scale(cfg.fact_history_factor, "the record's history, for a question about now")
+        if w != 1.0:
+            scale(w, f"type {s.doc_type}")
+        if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
+            scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
+        if reads_text(s, it, cfg) and is_procedure(s):
+            scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
+        moved = c.score * factor
+        if swing:
+            moved = min(max(moved, c.score - swing), c.score + swing)
+        c.score = moved
+    if it.outcome and cfg.outcome_tie_margin:
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
+
+
+def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:
+    """Whether something happened is settled by the newest account of it: among the sections
+    within `margin` of the best score, the newest dated one goes first (the rest keep their order)."""
+    best = max(c.score for c in cands.values())
+    near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin)
+            and sid in rows and date_value(rows[sid].date) is not None]
+    if len(near) < 2:
+        return
+    newest = max(near, key=lambda sid: (date_value(rows[sid].date), cands[sid].score))
+    c = cands[newest]
+    if c.score < best:
+        c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
+        c.score = best + 1e-6

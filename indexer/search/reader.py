@@ -1,0 +1,237 @@
+"""Open what a search pointed at: one section verbatim, a line range, an outline, or a page.
+
+Only documents the index knows can be read (so excludes and roots are a boundary, and `../`
+or absolute paths never reach the file system), and the file is re-read from disk so the
+answer is the current text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from remembrancer.indexer.ingest import sandbox
+from remembrancer.indexer.ingest.chunks import estimate_tokens
+from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.document import Skip, decode
+from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK, parse_markdown, parse_plain
+from remembrancer.indexer.redact import is_secret_document
+
+DEFAULT_PAGE_CHARS = 20_000
+_REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
+
+
+def resolve(engine, path: str) -> tuple[dict, Path, Path]:
+    """A corpus path → its catalog row, absolute file and root folder, refusing anything outside the roots."""
+    clean = (path or "").strip().replace("\\", "/")
+    while clean.startswith("./"):
+        clean = clean[2:]
+    doc = engine.catalog.document(clean) if clean else None
+    if doc is None and clean:
+        named = named_document(clean, engine.catalog.document_paths())
+        doc = engine.catalog.document(named) if named else None
+    if doc is None:
+        why = skip_reasons(engine, clean) if clean else []
+        if why:   # on disk, but the index run skipped it: say why rather than "no such document"
+            raise UserError(f"{clean} is not indexed: {'; '.join(why)}", param="path", code="not_found",
+                            hint="it is indexed again once the file changes into something indexable; "
+                                 "the index status lists every file left out")
+        known = engine.catalog.document_paths()
+        close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
+        raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
+                        hint="paths are relative to the corpus root, as search results print them",
+                        code="not_found")
+    root = next((r for r in engine.config.roots if r.name == doc["root"]), None)
+    if root is None:
+        raise UserError(f"{path}: its root is not configured any more", param="path", code="not_found")
+    target = (root.path / doc["rel"])
+    try:
+        real = target.resolve(strict=True)
+        real.relative_to(root.path)
+    except (OSError, ValueError, RuntimeError):
+        raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
+                        code="outside_root") from None
+    return doc, real, root.path
+
+
+def named_document(name: str, paths: list[str]) -> str | None:
+    """The one document a shorter name means — a `[[wikilink]]` (alias and heading dropped), a file
+    stem (`restore`), or a unique trailing part of its path (`postgres/restore.md`) — else None;
+    several → an error listing them (a guess would open the wrong note)."""
+    name = name.strip()
+    if name.startswith("[[") and name.endswith("]]"):
+        name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
+    if not name:
+        return None
+    want = name.removesuffix(".md").removesuffix(".markdown").strip("/")
+
+    def base(p: str) -> str:   # case kept: `Journal/x.md` is another folder than `journal/` (and maybe a scope wall)
+        return p.removesuffix(".md").removesuffix(".markdown")
+    exact = [p for p in paths if base(p) == want]
+    hits = exact or [p for p in paths if base(p).endswith("/" + want)]
+    if len(hits) > 1:
+        raise UserError(f"{name!r} names {len(hits)} documents", param="path", options=sorted(hits)[:10],
+                        code="ambiguous", hint="give more of the path, e.g. " + sorted(hits)[0])
+    return hits[0] if hits else None
+
+
+def skip_reasons(engine, path: str) -> list[str]:
+    """Why the last index run left `path` out (binary, unreadable, too large, `secret: true`): its
+    stored warnings, as the engine's scope sees them (the same ones `status` lists)."""
+    return [w.removeprefix(f"{path}: ") for w in engine.warnings(path)]
+
+
+def _load(engine, path: str):
+    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
+    doc, real, root = resolve(engine, path)
+    if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
+        raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
+    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap, still in its root
+        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True, inside=str(root))
+    except Unreadable as e:
+        raise UserError(str(e), param="path", code="unreadable") from None
+    key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
+    cached = _PARSED.get(key)
+    if cached is None:
+        try:
+            text, _ = decode(doc["path"], data)
+        except Skip as e:
+            raise UserError(str(e), param="path", code="unreadable") from None
+        del data
+        # Read back the way it was indexed: a document indexed as plain text in parts (its Markdown
+        # parse went over the budget) is parsed the same way, so its part headings resolve.
+        plain = PLAIN_PART_MARK in str(doc.get("warnings") or "")
+        if len(text) < sandbox.LARGE_BYTES:
+            cached = redact_and_parse(redactor, text, doc["path"], plain)
+        else:  # in a child process with a budget: a slow document must not stall other requests
+            try:
+                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"], plain))
+            except sandbox.OverBudget:
+                raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
+                                f"({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)", param="path",
+                                code="unreadable") from None
+        _PARSED.put(key, cached, len(text))
+    parsed, secret = cached
+    if secret:
+        raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
+    return doc, parsed
+
+
+def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
+    """(parsed document, is it `secret: true`?) of the text read from disk.
+
+    Redact before anything is cut from it: sections, line ranges, pages and outlines all come
+    from the redacted text (same line count), so no page holds a secret, even one that spans a
+    page boundary."""
+    text, _ = redactor.redact(text)
+    parsed = (parse_plain if plain else parse_markdown)(text, path)
+    return parsed, is_secret_document(parsed.front_matter, text)
+
+
+class _ParsedCache:
+    """The last few documents read, redacted and parsed, keyed by content hash and redaction
+    policy: paging through a large file costs one redaction and one parse, not one per page."""
+
+    def __init__(self, max_chars: int = 32 << 20, max_entries: int = 4):
+        self.max_chars, self.max_entries = max_chars, max_entries
+        self._items: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: tuple, value, chars: int) -> None:
+        if chars > self.max_chars:
+            return
+        with self._lock:
+            self._items[key] = (value, chars)
+            while len(self._items) > self.max_entries or sum(c for _, c in self._items.values()) > self.max_chars:
+                self._items.popitem(last=False)
+
+
+_PARSED = _ParsedCache()
+_READ_WORKER = sandbox.Worker("remembrancer-read")  # its own child: reads never queue behind ingest
+
+
+def find_section(sections, heading: str):
+    """Exact breadcrumb, then case-insensitive, then a unique trailing fragment (`Restore`)."""
+    for pred in (lambda s: s.heading == heading,
+                 lambda s: s.heading.lower() == heading.lower()):
+        hits = [s for s in sections if pred(s)]
+        if hits:
+            return hits[0]
+    frag = heading.lower().strip()
+    crumbs = {s.heading.lower() for s in sections}
+
+    def ends_with_frag(crumb: str) -> bool:
+        return crumb == frag or crumb.endswith(" > " + frag)
+
+    def repeat_of_frag(crumb: str) -> bool:   # "X > Notes [2]": the second "X > Notes", a trailing "Notes" too
+        m = _REPEAT_SUFFIX.search(crumb)
+        return m is not None and crumb[:m.start()] in crumbs and ends_with_frag(crumb[:m.start()])
+
+    hits = [s for s in sections if ends_with_frag(s.heading.lower()) or repeat_of_frag(s.heading.lower())]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise UserError(f"heading {heading!r} is ambiguous", param="heading",
+                        options=[s.heading for s in hits], code="ambiguous")
+    return None
+
+
+def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
+         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> dict:
+    doc, parsed = _load(engine, path)
+    out = {"path": doc["path"], "type": doc["doc_type"], "date": doc["date"]}
+    if heading is not None:
+        s = find_section(parsed.sections, heading)
+        if s is None:
+            close = difflib.get_close_matches(heading, [x.heading for x in parsed.sections], n=5, cutoff=0.3)
+            raise UserError(f"no section {heading!r} in {doc['path']}", param="heading",
+                            options=close or [x.heading for x in parsed.sections][:20], code="not_found")
+        out.update(heading=s.heading, lines=[s.start_line, s.end_line])
+        text = s.text
+    elif lines is not None:
+        start, end = lines
+        n = len(parsed.lines)
+        if start < 1 or end < start:
+            raise UserError(f"lines must be START:END with 1 <= START <= END, got {start}:{end}", param="lines")
+        if start > n:  # an empty answer would read as "these lines are blank"
+            raise UserError(f"lines {start}:{end} start past the end: {doc['path']} has {n} lines", param="lines",
+                            hint=f"give a range within 1:{n}", code="out_of_range")
+        end = min(end, n)
+        out["lines"] = [start, end]
+        text = "\n".join(parsed.lines[start - 1:end])
+    else:
+        text = "\n".join(parsed.lines)
+    if offset < 0:
+        raise UserError("offset must be >= 0", param="offset")
+    if offset and offset >= len(text):   # an empty page would read as "the rest is blank"
+        raise UserError(f"offset {offset} is past the end: the text has {len(text)} characters", param="offset",
+                        hint=f"give an offset below {len(text)} (a page's next_offset)" if text else "",
+                        code="out_of_range")
+    page = text[offset:offset + max_chars]
+    out.update(content=page, total_chars=len(text), returned_chars=len(page), offset=offset,
+               truncated=offset + len(page) < len(text))
+    if out["truncated"]:
+        out["next_offset"] = offset + len(page)
+    return out
+
+
+def outline(engine, path: str) -> dict:
+    doc, parsed = _load(engine, path)
+    return {
+        "path": doc["path"], "type": doc["doc_type"], "date": doc["date"], "title": parsed.title,
+        "sections": [{"heading": s.heading, "level": s.level, "lines": [s.start_line, s.end_line],
+                      "tokens": estimate_tokens(s.text)} for s in parsed.sections],
+        "total_tokens": estimate_tokens("\n".join(parsed.lines)),
+    }

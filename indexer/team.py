@@ -1,0 +1,271 @@
+"""Team memory over the PostgreSQL store: the one writer and the many readers.
+
+The writer (`remembrancer serve --store URL --root CHECKOUT`) keeps a checkout (or mirror) up to
+date with `git fetch` + fast-forward, on a timer and on SIGHUP, and indexes it through the same
+engine as the local store — so redaction runs before anything reaches the shared store, with
+the same policy, failing closed. Readers (`remembrancer mcp --store URL`, the CLI's read
+commands) need no local index: they embed queries only, and every answer says which commit is
+indexed, how long ago, and how the reader's own checkout compares.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from remembrancer.indexer import api
+from remembrancer.indexer.ingest import corpus
+from remembrancer.indexer.store.postgres import notify as pg_notify
+from remembrancer.indexer.store.postgres import roles as pg_roles
+from remembrancer.indexer.config import Config, Root, load_config
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store.postgres.store import PgStore, safe_url
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PULL_S = 60.0
+
+
+def _ago(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 90:
+        return f"{s} s ago"
+    if s < 90 * 60:
+        return f"{round(s / 60)} min ago"
+    if s < 36 * 3600:
+        return f"{round(s / 3600)} h ago"
+    return f"{round(s / 86400)} days ago"
+
+
+def compare_checkout(path: Path, indexed: str, head: str | None = None) -> tuple[str, bool]:
+    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit:
+    (sentence, same?)."""
+    try:
+        repo = corpus.open_repo(path)
+    except Exception:  # noqa: BLE001 — not a git checkout: nothing to compare
+        repo = None
+    mine = (head or corpus.head_id(repo)) if repo is not None else None
+    if mine is None:
+        return "", True
+    if mine == indexed:
+        return "your checkout is at the indexed commit", True
+    try:
+        ahead, behind = repo.ahead_behind(mine, indexed)
+    except Exception:  # noqa: BLE001 — the indexed commit is not in this clone
+        return (f"your checkout is at {mine[:7]}; the indexed commit is not in it "
+                "(git fetch, then compare)"), False
+    if behind == 0:
+        return (f"your checkout is {ahead} commit{'s' * (ahead != 1)} ahead: results may miss what "
+                f"those commits changed"), False
+    if ahead == 0:
+        return (f"your checkout is {behind} commit{'s' * (behind != 1)} behind the index: results may "
+                "show changes you have not pulled"), False
+    return (f"your checkout and the index have diverged ({ahead} ahead, {behind} behind): results "
+            "may differ from your files"), False
+
+
+class TeamReader:
+    """A reader of the team store, answering like the other backends (`call(method, **params)`)."""
+
+    kind = "team"
+    readonly = True
+
+    def __init__(self, url: str, config: Config, embedder=None, checkout: bool = True):
+        self.store = PgStore(url, readonly=True)
+        self.config = config
+        self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
+        self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
+        # a scoped role (indexer/store/postgres/roles.py): every request is served under its grants
+        self.granted = self.engine.catalog.role_scope
+        if self.granted is not None:
+            pg_roles.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
+        self._counts: tuple[tuple, dict] = ((), {})
+
+    def freshness(self) -> dict:
+        """Which commit the store holds, its age, and how this reader's checkout compares."""
+        cat = self.engine.catalog
+        heads = json.loads(cat.get_meta("heads") or "{}")
+        if self.engine.scope:   # HEAD as the scope's own history has it (docs/scopes.md), as status says
+            by_name = {r.name: r for r in self.config.roots}
+            heads = {n: (self.engine._scoped_head(by_name[n], h) if n in by_name and self.checkout else h)
+                     for n, h in heads.items()}
+        last = cat.get_meta("last_indexed_at")
+        key = (cat.generation, self.engine.scope)
+        if self._counts[0] != key:   # counting 100k rows per answer would cost more than the search
+            self._counts = (key, cat.counts())
+        counts = self._counts[1]
+        base = {"documents": counts["documents"], "sections": counts["sections"], "generation": cat.generation,
+                "last_indexed_at": float(last) if last else None, "store": safe_url(self.store.url),
+                "indexed_heads": heads}
+        if last is None:
+            return {**base, "verdict": "stale", "reason": "the writer has not finished a first pass yet"}
+        age = _ago(time.time() - float(last))
+        parts, same = [], True
+        for root in self.config.roots:
+            indexed = heads.get(root.name) if len(heads) != 1 else next(iter(heads.values()))
+            if not indexed:
+                continue
+            line = f"indexed {indexed[:7]}, {age}"
+            if self.checkout:
+                repo = corpus.open_repo(root.path) if self.engine.scope else None
+                mine = corpus.head_id(repo) if repo is not None else None
+                if mine and self.engine._scoped_head(root, mine) == indexed:   # the scope has not moved since
+                    mine = indexed
+                cmp_, ok = compare_checkout(root.path, indexed, mine)
+                same = same and ok
+                line += f"; {cmp_}" if cmp_ else ""
+            parts.append(line)
+        if not parts:
+            parts.append(f"indexed {age} (not a git checkout)")
+        writer = cat.writer_running()
+        if not writer:
+            parts.append("no writer is running: the store is not being updated")
+        detail = "; ".join(parts)
+        out = {**base, "detail": detail, "writer_running": writer}
+        if same and writer:
+            return {**out, "verdict": "fresh"}
+        return {**out, "verdict": "stale", "reason": detail}
+
+    def call(self, method: str, **params) -> dict:
+        if self.granted is not None:
+            params = {**params, "scope": list(pg_roles.effective_scope(self.granted, params.get("scope")))}
+        out = api.answer_in_process(self.engine, method, params, self.freshness)
+        if out is not None:
+            return out
+        if method in ("notify", "reindex"):
+            raise UserError("a reader of the team store does not index", code="team_reader",
+                            hint="the writer (`remembrancer serve --store URL`) indexes the shared checkout")
+        raise UserError(f"{method} is not served by a team-store reader", code="team_reader")
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
+    """The reader's roots: its own checkout when given (freshness compares with it), else the
+    writer's root names (answers still work; `read` needs the files, so it says what is missing)."""
+    if root_args:
+        return load_config(root_args), True
+    cfg = load_config(None) if _has_config_roots() else Config()
+    if cfg.roots:
+        return cfg, True
+    store = PgStore(url, readonly=True)
+    led = store.open_ledger(readonly=True)
+    try:
+        names = json.loads(led.get_meta("roots") or "[]") or led.root_names()
+    finally:
+        led.close()
+    if not names:
+        raise UserError("the store does not name its roots yet", param="store",
+                        hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
+    return Config(roots=[Root(n, Path("/nonexistent/remembrancer-team") / n) for n in names]), False
+
+
+def _has_config_roots() -> bool:
+    try:
+        return bool(load_config(None).roots)
+    except UserError:
+        return False
+
+
+# -- the writer -------------------------------------------------------------------------------------
+
+def pull(path: Path) -> str | None:
+    """`git fetch` + fast-forward of a checkout with an upstream (a bare mirror: `git fetch` only).
+    Returns a warning, or None. Never merges or rewrites: a diverged checkout is reported."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=300)
+
+    if git("rev-parse", "--git-dir").returncode != 0:
+        return None   # a plain folder: indexed as it is
+    if git("rev-parse", "--abbrev-ref", "@{u}").returncode != 0:
+        return None   # no upstream: the checkout is the source
+    fetched = git("fetch", "--quiet")
+    if fetched.returncode != 0:
+        return f"{path}: git fetch failed: {fetched.stderr.strip()[:300]}"
+    if git("rev-parse", "--is-bare-repository").stdout.strip() == "true":
+        return None
+    ff = git("merge", "--ff-only", "--quiet", "@{u}")
+    if ff.returncode != 0:
+        return f"{path}: cannot fast-forward to its upstream ({ff.stderr.strip()[:300]}); indexing it as it is"
+    return None
+
+
+class Writer:
+    """The one writer of a store: refuses to start while another holds the store's lock."""
+
+    def __init__(self, config: Config, url: str, embedder=None):
+        self.config = config
+        self.store = PgStore(url, readonly=False)
+        self.engine = Engine(config, embedder=embedder, store=self.store)   # takes the advisory lock
+        self.engine.catalog.set_meta("roots", json.dumps([r.name for r in config.roots]))
+        self.wake = threading.Event()
+
+    def pass_once(self, progress=None):
+        for r in self.config.roots:
+            problem = pull(r.path)
+            if problem:
+                log.warning("%s", problem)
+        return self.engine.refresh(progress=progress)
+
+    def serve(self, interval_s: float = DEFAULT_PULL_S, stop: threading.Event | None = None) -> None:
+        stop = stop or self.engine.stop_requested
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: (stop.set(), self.engine.stop_requested.set(), self.wake.set()))
+        signal.signal(signal.SIGHUP, lambda *_: self.wake.set())   # `kill -HUP`: pull and index now
+        pg_notify.listen(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
+        log.info("writing %s to %s every %.0f s (SIGHUP or `remembrancer notify --store URL`: now)", ", ".join(str(r.path) for r in self.config.roots),
+                 safe_url(self.store.url), interval_s)
+        while not stop.is_set():
+            try:
+                rep = self.pass_once()
+                if rep.added or rep.updated or rep.removed:
+                    log.info("indexed: %d added, %d updated, %d removed in %.1f s", rep.added, rep.updated,
+                             rep.removed, rep.seconds)
+            except UserError as e:   # redaction policy broken and the like: fail closed, say why, retry
+                log.error("not indexing: %s", e)
+            self.wake.wait(interval_s)
+            self.wake.clear()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+
+def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
+    """`doctor --store URL`: reachable, schema, writer, model contract against this machine's model."""
+    def check(name: str, status: str, detail: str, fix: str = "") -> dict:
+        return {"check": name, "status": status, "detail": detail, **({"fix": fix} if fix else {})}
+
+    try:
+        store = PgStore(url, readonly=True)
+    except UserError as e:
+        return [check("store", "FAIL", str(e), e.hint)]
+    out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
+    led = store.open_ledger(readonly=True)
+    try:
+        running = led.writer_running()
+        out.append(check("store writer", "OK" if running else "WARN",
+                         "a writer holds the store's lock" if running else "no writer is running",
+                         "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        stored = led.model_contract()
+    finally:
+        led.close()
+    try:
+        from remembrancer.indexer.models.embed import load_embedder
+
+        cfg = load_config(root_args) if root_args or _has_config_roots() else Config()
+        mine = load_embedder(cfg.model).contract.to_dict()
+        same = stored is None or stored == mine
+        out.append(check("store model", "OK" if same else "FAIL",
+                         f"store {stored.get('name') if stored else 'none yet'}; here {mine['name']}",
+                         "" if same else "install and configure the store's model here (`model` in the config)"))
+    except Exception as e:  # noqa: BLE001 — the model check above already says why
+        out.append(check("store model", "WARN", f"cannot compare: {e}"))
+    return out
