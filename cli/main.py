@@ -560,7 +560,7 @@ def _print_warnings(warnings: list[str]) -> None:
 
 
 def _index_by_daemon(config, reembed: bool) -> dict | None:
-    """A daemon serving this data dir is the one writer of its indexes (DESIGN.md): it does the
+    """A daemon serving this data dir is the one writer of its indexes: it does the
     pass and this waits for it. None when no daemon runs."""
     from remembrancer.daemon.client import DaemonUnavailable
     from remembrancer.daemon.connect import find_daemon

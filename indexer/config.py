@@ -1,6 +1,6 @@
 """Where things live and what the user configured.
 
-Paths follow platformdirs (DESIGN.md): config in the user config dir, one index per corpus under
+Paths follow platformdirs: config in the user config dir, one index per corpus under
 the user data dir, the daemon socket in the runtime dir. Each has an environment override so
 tests and odd setups never touch a real home directory.
 """

@@ -1,6 +1,6 @@
 """The engine: one corpus's catalog + full-text index + vector file, kept in agreement.
 
-Writes follow DESIGN.md's data flow: the catalog first (one transaction per document), then
+Writes follow one data flow: the catalog first (one transaction per document), then
 the derived stores. On open, a derived store whose generation differs from the catalog's is
 rebuilt from the catalog — never by re-embedding. The engine is a library; the CLI, the daemon
 and the tests all drive it the same way.

@@ -1,4 +1,4 @@
-"""One writer per index, enforced on its directory (DESIGN.md), and one daemon per data dir.
+"""One writer per index, enforced on its directory, and one daemon per data dir.
 
 An flock on a file (`writer.lock` in an index directory, `daemon.lock` in the data dir) held for
 as long as the writer lives; a `kill -9` releases it. The holder writes who it is into the file,

@@ -1,5 +1,5 @@
 """A real PostgreSQL with pgvector for the team-store tests: the `pgserver` wheel starts a
-throw-away server in a temp dir (FIELD-NOTES); each test gets its own database."""
+throw-away server in a temp dir; each test gets its own database."""
 
 from __future__ import annotations
 

@@ -1007,7 +1007,7 @@ def test_disk_full_while_saving_keeps_the_previous_files(data_env, notes, tiny_m
 
 
 def test_fulltext_never_claims_a_generation_after_a_failed_commit(tmp_path):
-    """tantivy: after a failed commit the writer is broken (FIELD-NOTES) — later commits return
+    """tantivy: after a failed commit the writer is broken — later commits return
     but save nothing, so the store must not stamp itself with the caller's generation."""
     script = r"""
 import json, resource, signal, sys

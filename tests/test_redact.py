@@ -661,7 +661,7 @@ FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_every_family_stays_linear_on_128k_lines(family):
-    """Catastrophic backtracking (../shared/FIELD-NOTES.md): every family on a 128 K-character line of
+    """Catastrophic backtracking (super-linear regexes): every family on a 128 K-character line of
     each character class it touches. Linear work is milliseconds; a quadratic pattern takes seconds
     to minutes here, so the budget (10 s for the whole family) never flakes and still catches one."""
     from time import process_time

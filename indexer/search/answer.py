@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
-W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (FIELD-NOTES: beat RRF k=60 on the dev sets)
+W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
 W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
@@ -104,7 +104,7 @@ class Candidate:
 
 
 def search(engine, req: SearchRequest) -> dict:
-    """Run one search; returns the DESIGN.md contract {results, no_strong_match, ...}."""
+    """Run one search; returns the search contract {results, no_strong_match, ...}."""
     t0 = time.perf_counter()
     redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:

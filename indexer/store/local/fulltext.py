@@ -25,7 +25,7 @@ from remembrancer.indexer.store.priority import RequestsFirst
 log = logging.getLogger(__name__)
 
 WRITER_HEAP = 64_000_000
-HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (FIELD-NOTES); the heading also sits in the body
+HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (docs/ranking.md); the heading also sits in the body
 STEM_BOOST = 0.6      # stemmed words find paraphrases; exact words rank first
 IDENT_BOOST = 0.5     # a whole-identifier match is strong evidence
 WRITE_SLICE = 16      # chunks added between two chances for requests to go first (indexer/store/priority.py)
@@ -227,7 +227,7 @@ class FullText:
                                 heading=heading.replace(" > ", " "), body=text, stem=text, ident=ident)
 
     def commit(self, generation: int) -> None:
-        """Commit explicitly and check it (a `with` block swallows a failed commit — FIELD-NOTES)."""
+        """Commit explicitly and check it (a `with` block swallows a failed commit)."""
         if self._writer is not None:
             try:
                 self._rewrite_segment_mates(self._writer)
@@ -235,7 +235,7 @@ class FullText:
                 self._writer.garbage_collect_files()   # segments left with no live document: files gone now
                 self._writer.wait_merging_threads()
             except BaseException:
-                # A writer whose commit failed is broken and its pending writes are lost (FIELD-NOTES):
+                # A writer whose commit failed is broken and its pending writes are lost:
                 # the index matches no catalog generation any more, now or after a restart, until
                 # it is rebuilt — later commits must not stamp it current.
                 self._writer = None
@@ -281,7 +281,7 @@ class FullText:
             ident = ident_of(chunk_id, heading, text) if ident_of else None
             w.add_document(self._doc(chunk_id, section_id, path, heading, text, ident))
             n += 1
-        w.commit()   # explicit and checked (FIELD-NOTES: a `with` block swallows a failed commit)
+        w.commit()   # explicit and checked (a `with` block swallows a failed commit)
         w.wait_merging_threads()
         return n
 
