@@ -562,7 +562,7 @@ def _print_warnings(warnings: list[str]) -> None:
 def _index_by_daemon(config, reembed: bool) -> dict | None:
     """A daemon serving this data dir is the one writer of its indexes (DESIGN.md): it does the
     pass and this waits for it. None when no daemon runs."""
-    from remembrancer.daemon.client import DaemonUnavailable
+    from remembrancer.wire import DaemonUnavailable
     from remembrancer.daemon.connect import find_daemon
     from remembrancer.indexer.config import socket_path
 
@@ -898,7 +898,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from remembrancer.daemon.client import Client, DaemonUnavailable
+    from remembrancer.wire import Client, DaemonUnavailable
     from remembrancer.daemon.connect import running_daemon
     from remembrancer.indexer.config import socket_path
 

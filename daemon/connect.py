@@ -18,8 +18,7 @@ from pathlib import Path
 from remembrancer.indexer import writelock
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
-
-from .client import Client, DaemonError, DaemonUnavailable, ping
+from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +223,21 @@ def wait_for_first_index(link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
             log.warning("the first index is still being built; tool descriptions show what is there now")
             return
         time.sleep(0.25)
+
+
+def process_alive(pid: int) -> bool:
+    """A running process (a zombie — exited, not yet reaped — counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def _lock_held(sock: Path) -> bool:

@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 
 from remembrancer.daemon import connect as dconnect
-from remembrancer.daemon.client import DaemonUnavailable, ping
-from remembrancer.daemon.client import process_alive as _alive
-from remembrancer.daemon.protocol import IDLE_TIMEOUT_S
+from remembrancer.wire import IDLE_TIMEOUT_S, DaemonUnavailable, ping
+from remembrancer.daemon.connect import process_alive as _alive
 from remembrancer.indexer.config import Config, socket_path
 from remembrancer.indexer.errors import UserError
 
