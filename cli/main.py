@@ -430,10 +430,7 @@ def _backend(args, missing: str = "ok"):
     from remembrancer.indexer.config import load_config
 
     if getattr(args, "store", None):   # a reader of the team store: no local index
-        from remembrancer.indexer.team import TeamReader, reader_config
-
-        config, checkout = reader_config(args.store, args.root)
-        return TeamReader(args.store, config, checkout=checkout)
+        return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
     config = load_config(args.root)
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
         return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
