@@ -28,7 +28,7 @@ def socket_path() -> str | None:
     """The daemon socket (remembrancer.wire's), or None when it cannot be known or used: a hook
     has no one to tell."""
     try:
-        return str(wire.socket_path())
+        return wire.socket_path()
     except Exception:  # noqa: BLE001 — no platformdirs, a path too long to bind: no daemon to notify
         return None
 

@@ -145,7 +145,7 @@ def socket_path() -> Path:
     """The daemon socket (resolved by remembrancer.wire, the hooks' and clients' one resolver); one
     too long to bind is refused here as a UserError, before any client or daemon waits on it."""
     try:
-        return wire.socket_path()
+        return Path(wire.socket_path())
     except wire.SocketPathTooLong as e:
         raise _socket_error(e) from None
 
@@ -153,7 +153,7 @@ def socket_path() -> Path:
 def check_socket_path(path: Path, var: str | None = "REMEMBRANCER_SOCKET") -> Path:
     """`path` if AF_UNIX can bind it, else a UserError naming `var` (the variable it came from)."""
     try:
-        return wire.check_socket_path(path, var)
+        return Path(wire.check_socket_path(str(path), var))
     except wire.SocketPathTooLong as e:
         raise _socket_error(e) from None
 

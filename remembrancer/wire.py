@@ -2,7 +2,8 @@
 
 Standard library only, on purpose: the git hook and the Claude Code hook import this on every
 commit and every prompt, so it must cost nothing next to interpreter start-up (platformdirs is
-imported only when XDG_RUNTIME_DIR is unset). The daemon's server, its clients (CLI, MCP server)
+imported only when XDG_RUNTIME_DIR is unset; paths are strings, since pathlib alone would cost
+the hooks ~5 ms). The daemon's server, its clients (CLI, MCP server)
 and both hooks share it, so the protocol is written down once.
 
 Newline-delimited JSON, one request → one response:
@@ -45,7 +46,6 @@ import struct
 import sys
 import time
 import warnings
-from pathlib import Path
 
 APP = "remembrancer"
 MAX_REQUEST_BYTES = 1_000_000
@@ -60,32 +60,32 @@ SOCKET_PATH_MAX = (108 if sys.platform.startswith("linux") else 104) - 1   # sun
 class SocketPathTooLong(ValueError):
     """A socket path AF_UNIX can never bind or reach; `var` is the environment variable it came from."""
 
-    def __init__(self, path: Path, var: str | None):
+    def __init__(self, path: str, var: str | None):
         self.path, self.var, self.length = path, var, len(os.fsencode(str(path)))
         super().__init__(f"the daemon socket path {path}" + (f" (from {var})" if var else "")
                          + f" is {self.length} bytes long; a Unix socket path may be at most "
                          f"{SOCKET_PATH_MAX} bytes")
 
 
-def socket_path() -> Path:
+def socket_path() -> str:
     """The user's daemon socket: $REMEMBRANCER_SOCKET, else $XDG_RUNTIME_DIR/remembrancer/daemon.sock,
     else platformdirs' runtime dir (which warns on every call without XDG_RUNTIME_DIR — a
     container, su, ssh — so the warning is silenced). SocketPathTooLong when it cannot be bound."""
     env = os.environ.get("REMEMBRANCER_SOCKET")
     if env:
-        return check_socket_path(Path(env), "REMEMBRANCER_SOCKET")
+        return check_socket_path(env, "REMEMBRANCER_SOCKET")
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
-        return check_socket_path(Path(runtime) / APP / "daemon.sock", "XDG_RUNTIME_DIR")
+        return check_socket_path(os.path.join(runtime, APP, "daemon.sock"), "XDG_RUNTIME_DIR")
     import platformdirs   # only here: a hook's start-up pays for it only without XDG_RUNTIME_DIR
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        base = Path(platformdirs.user_runtime_dir())
-    return check_socket_path(base / APP / "daemon.sock", None)
+        base = platformdirs.user_runtime_dir()
+    return check_socket_path(os.path.join(base, APP, "daemon.sock"), None)
 
 
-def check_socket_path(path: Path, var: str | None = "REMEMBRANCER_SOCKET") -> Path:
+def check_socket_path(path: str, var: str | None = "REMEMBRANCER_SOCKET") -> str:
     """`path`, or SocketPathTooLong when it is longer than AF_UNIX takes."""
     if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
         raise SocketPathTooLong(path, var)
@@ -206,7 +206,7 @@ def peer_uid(sock: socket.socket) -> int | None:
     return uid
 
 
-def check_socket_owner(path: Path) -> None:
+def check_socket_owner(path: str | os.PathLike) -> None:
     """Refuse a socket that belongs to another user: its answers could be anything, and it would
     learn our paths and prompts."""
     try:
@@ -237,8 +237,8 @@ class Client:
     """One connection to the daemon, opened on first use. `timeout` bounds each socket operation;
     `deadline` (time.monotonic()), when given, bounds everything this client does — a hook's budget."""
 
-    def __init__(self, path: Path | str, timeout: float | None = 30.0, deadline: float | None = None):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike, timeout: float | None = 30.0, deadline: float | None = None):
+        self.path = os.fspath(path)
         self.timeout = timeout
         self.deadline = deadline
         self._ids = itertools.count(1)
@@ -260,7 +260,7 @@ class Client:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.settimeout(self._op_timeout())
-                s.connect(str(self.path))
+                s.connect(self.path)
             except OSError as e:
                 s.close()
                 raise DaemonUnavailable(f"no daemon on {self.path} ({e.strerror or e})") from None
@@ -347,7 +347,7 @@ class Client:
         self.close()
 
 
-def ping(path: Path, timeout: float = 2.0) -> dict | None:
+def ping(path: str | os.PathLike, timeout: float = 2.0) -> dict | None:
     """The daemon's status if one answers, else None."""
     try:
         with Client(path, timeout=timeout) as c:
