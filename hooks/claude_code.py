@@ -25,7 +25,6 @@ import sys
 import time
 
 from remembrancer import wire
-from remembrancer.hooks.notify import socket_path
 
 DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, under ~300 ms
 BUDGET_TOKENS = 600        # the section shown to the model (the daemon's minimum is 200)
@@ -38,14 +37,11 @@ STRONG_DENSE = 0.45
 
 def ask(method: str, params: dict, deadline: float, path: str | None = None) -> dict | None:
     """One request to the daemon, answered before `deadline` (time.monotonic()), else None."""
-    path = path or socket_path()
-    if not path:
-        return None
     try:   # another user's socket is refused by wire.Client: it would learn our prompts
-        with wire.Client(path, deadline=deadline) as client:
+        with wire.Client(path or wire.socket_path(), deadline=deadline) as client:
             out = client.call(method, **params)
-    except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError):
-        return None
+    except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError, ImportError):
+        return None   # ValueError: a socket path too long to bind, or an answer that is not JSON
     return out
 
 

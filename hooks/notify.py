@@ -24,15 +24,6 @@ from remembrancer import wire
 DEFAULT_TIMEOUT_S = 0.5
 
 
-def socket_path() -> str | None:
-    """The daemon socket (remembrancer.wire's), or None when it cannot be known or used: a hook
-    has no one to tell."""
-    try:
-        return wire.socket_path()
-    except Exception:  # noqa: BLE001 — no platformdirs, a path too long to bind: no daemon to notify
-        return None
-
-
 def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str | None = None) -> bool:
     """Send one notify request; True if it was delivered, False if no (trusted) daemon took it.
 
@@ -40,14 +31,12 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
     waited for so the daemon does not write into a closed socket, not because it matters.
     A socket owned by another user is refused (wire.Client refuses it): it would learn our paths.
     """
-    path = path or socket_path()
-    if not path:
-        return False
     try:
+        path = path or wire.socket_path()
         with wire.Client(path, deadline=time.monotonic() + timeout) as client:
             client.send("notify", root=os.path.abspath(root), event=event)
         return True
-    except wire.DaemonUnavailable:
+    except (wire.DaemonUnavailable, wire.SocketPathTooLong, ImportError):   # ImportError: no platformdirs
         return False
 
 
