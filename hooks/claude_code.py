@@ -9,8 +9,8 @@ prints on stdout, with exit 0, is added to the model's context.
   to a small token budget.
 - SessionStart: one line — where the memory lives and how fresh it is.
 
-Stdlib only (remembrancer.wire) and one socket exchange with the daemon (like hooks/notify.py): a prompt must never
-wait for an interpreter importing the engine. Everything runs under one hard deadline; any
+Stdlib only (remembrancer.wire) and one socket exchange with the daemon, like hooks/notify.py: a
+prompt must never wait for an interpreter importing the engine. Everything runs under one hard deadline; any
 failure — no daemon, no open corpus for this project, a slow answer, bad input — prints nothing
 and exits 0.
 

@@ -4,7 +4,7 @@ At start-up it takes what `daemon.connect.connect` gives (the running daemon for
 daemon started on demand, the engine in-process read-only, or a team store's reader). During the
 session:
 
-* the daemon closes idle connections (protocol.IDLE_TIMEOUT_S) and exits after `idle_exit_s`
+* the daemon closes idle connections (wire.IDLE_TIMEOUT_S) and exits after `idle_exit_s`
   without requests, so a lost connection is normal: the call is sent again on a new one, to the
   same daemon if it still answers, else to a daemon started again;
 * if no daemon can be had, the call is answered by the read-only local engine, whose freshness
