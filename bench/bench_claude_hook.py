@@ -29,7 +29,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
-from remembrancer.daemon.client import Client  # noqa: E402
+from remembrancer.wire import Client  # noqa: E402
 from remembrancer.hooks import claude_code as hook  # noqa: E402
 from remembrancer.indexer.search.evaluate import percentile  # noqa: E402
 

@@ -22,7 +22,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from bench.procstat import rss_mb  # noqa: E402
-from remembrancer.daemon.client import Client  # noqa: E402
+from remembrancer.wire import Client  # noqa: E402
 
 
 def call(sock: Path, method: str, **params):

@@ -30,7 +30,7 @@ from bench.procstat import cpu_seconds, peak_rss_mb, rss_mb  # noqa: E402
 from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 EVAL = PROJECT.parent / "shared" / "eval"
 
-from remembrancer.daemon.client import Client  # noqa: E402
+from remembrancer.wire import Client  # noqa: E402
 
 
 def git(repo: Path, *args: str) -> None:

@@ -765,7 +765,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
                          searches: int = 200) -> dict:
     """A daemon serving --docs documents: one client's search latency settled (baseline), then while
     a `line_mb` MB pathological line is ingested; then SIGTERM while it ingests another one."""
-    from remembrancer.daemon.client import Client
+    from remembrancer.wire import Client
     from tests.adversarial_inputs import pathological_line
 
     root = tmp / "corpus"

@@ -284,7 +284,7 @@ def synthetic_index(config, embedder) -> dict:
 def start_daemon(corpus: Corpus, env: dict, code: Path):
     """A daemon run from the package in `code` (this checkout, or `--against`'s), serving the index
     built in-process once it is fresh: (process, client)."""
-    from remembrancer.daemon.client import Client
+    from remembrancer.wire import Client
 
     sock = Path(env["REMEMBRANCER_SOCKET"])
     log = open(Path(env["REMEMBRANCER_DATA_DIR"]).parent / "daemon.log", "a")

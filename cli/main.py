@@ -430,10 +430,7 @@ def _backend(args, missing: str = "ok"):
     from remembrancer.indexer.config import load_config
 
     if getattr(args, "store", None):   # a reader of the team store: no local index
-        from remembrancer.indexer.team import TeamReader, reader_config
-
-        config, checkout = reader_config(args.store, args.root)
-        return TeamReader(args.store, config, checkout=checkout)
+        return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
     config = load_config(args.root)
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
         return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
@@ -562,7 +559,7 @@ def _print_warnings(warnings: list[str]) -> None:
 def _index_by_daemon(config, reembed: bool) -> dict | None:
     """A daemon serving this data dir is the one writer of its indexes: it does the
     pass and this waits for it. None when no daemon runs."""
-    from remembrancer.daemon.client import DaemonUnavailable
+    from remembrancer.wire import DaemonUnavailable
     from remembrancer.daemon.connect import find_daemon
     from remembrancer.indexer.config import socket_path
 
@@ -898,7 +895,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from remembrancer.daemon.client import Client, DaemonUnavailable
+    from remembrancer.wire import Client, DaemonUnavailable
     from remembrancer.daemon.connect import running_daemon
     from remembrancer.indexer.config import socket_path
 

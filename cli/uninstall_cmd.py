@@ -82,8 +82,8 @@ def steps(purge: bool, settings: Path | None, roots: list[str]) -> list[tuple[st
         return "git hooks: " + "; ".join(lines)
 
     def daemon():
-        from remembrancer.daemon.client import Client, DaemonUnavailable
-        from remembrancer.daemon.client import process_alive as _alive
+        from remembrancer.wire import Client, DaemonUnavailable
+        from remembrancer.daemon.connect import process_alive as _alive
         from remembrancer.daemon.connect import running_daemon
 
         found = running_daemon()

@@ -1,8 +1,8 @@
 """How a client (the CLI or the MCP server) reaches the index: the user's daemon (one serves
-every corpus: each request names its corpus by its roots), a daemon started on demand, or the
-engine in-process.
+every corpus: each request names its corpus by its roots), a daemon started on demand, the
+engine in-process, or a team store's reader — chosen in one place, `connect`.
 
-Both backends answer `call(method, **params)` with the same dicts, so callers never care which
+Every backend answers `call(method, **params)` with the same dicts, so callers never care which
 one they got — except that the in-process answer says so in its freshness verdict.
 """
 
@@ -18,8 +18,7 @@ from pathlib import Path
 from remembrancer.indexer import writelock
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
-
-from .client import Client, DaemonError, DaemonUnavailable, ping
+from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +225,21 @@ def wait_for_first_index(link, timeout_s: float = INITIAL_INDEX_WAIT_S) -> None:
         time.sleep(0.25)
 
 
+def process_alive(pid: int) -> bool:
+    """A running process (a zombie — exited, not yet reaped — counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def _lock_held(sock: Path) -> bool:
     """Whether some daemon holds the socket's lock (it may still be loading before it binds)."""
     import fcntl
@@ -247,11 +261,23 @@ def _data_dir_held() -> bool:
     return writelock.writing(data_dir() / writelock.DAEMON_LOCK) is not None
 
 
-def connect(config: Config, *, start: bool, readonly_fallback: bool, sock: Path | None = None,
+def connect(config: Config | None, *, start: bool, readonly_fallback: bool, store: str | None = None,
+            root_args: list[str] | None = None, sock: Path | None = None,
             idle_exit_s: float = DEFAULT_IDLE_EXIT_S, progress=None):
-    """The best backend: a running daemon; else (start=True) a new one; else the local engine.
+    """Who answers a client (the CLI, the MCP server) — the one place that decides it:
+
+    * `store` (a team store's postgresql:// URL): the store's reader (indexer/team.py), never a
+      daemon or a local index; its roots are `root_args` (the reader's checkout) or the store's
+      own names, and `config` is not used;
+    * else a running daemon that serves this corpus; else (start=True) one started now; else the
+      engine in-process (read-only when `readonly_fallback`).
 
     With no roots given or configured, whatever daemon runs is the answer."""
+    if store:
+        from remembrancer.indexer.team import TeamReader, reader_config   # the engine and psycopg: only for a store
+
+        team_config, checkout = reader_config(store, root_args)
+        return TeamReader(store, team_config, checkout=checkout)
     private_data_dir()   # every client start, the MCP server's included (config._make_private)
     if not config.roots:
         found = running_daemon(sock)

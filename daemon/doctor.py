@@ -8,8 +8,8 @@ from pathlib import Path
 
 from remembrancer.indexer.config import config_path, ensure_data_dir, load_config, model_path_hint, socket_path
 from remembrancer.indexer.errors import UserError
+from remembrancer.wire import DaemonUnavailable, check_socket_owner, ping
 
-from .client import DaemonUnavailable, check_socket_owner, ping
 from .service import UNIT_NAME, _run, plist_path, unit_exec_path, unit_path
 
 

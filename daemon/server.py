@@ -26,13 +26,12 @@ import threading
 import time
 from pathlib import Path
 
+from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer import writelock
 from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
-from . import protocol
-from .client import encode_ascii_safe, peer_uid, ping
 from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, roots_param,
                       within_param)
 
@@ -43,67 +42,6 @@ REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its
 
 class AlreadyRunning(UserError):
     pass
-
-
-class _TooLarge(Exception):
-    def __init__(self, ended: bool):
-        super().__init__()
-        self.ended = ended  # its newline was read: the stream is already at the next request
-
-
-def _read_request(sock: socket.socket, buf: bytearray, idle_s: float, request_s: float) -> bytes | None:
-    """The next request line (buffered in `buf`), or None to drop the client: it hung up, sent
-    nothing for `idle_s`, or took over `request_s` to send one line (a slow drip holds no thread
-    for long). Past MAX_REQUEST_BYTES it raises _TooLarge at once, without waiting for a newline."""
-    deadline = time.monotonic() + request_s if buf else None
-    scanned = 0
-    while True:
-        nl = buf.find(b"\n", scanned)
-        if nl >= 0:
-            line = bytes(buf[:nl])
-            del buf[:nl + 1]
-            if len(line) > protocol.MAX_REQUEST_BYTES:
-                raise _TooLarge(ended=True)
-            return line
-        if len(buf) > protocol.MAX_REQUEST_BYTES:
-            raise _TooLarge(ended=False)
-        scanned = len(buf)
-        now = time.monotonic()
-        if deadline is None and buf:
-            deadline = now + request_s
-        left = idle_s if deadline is None else deadline - now
-        if left <= 0:
-            return None
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(1 << 16)
-        except OSError:  # includes the timeout
-            return None
-        if not chunk:
-            return None
-        buf += chunk
-
-
-def _skip_line(sock: socket.socket, buf: bytearray, request_s: float) -> bool:
-    """Discard the rest of an oversized line; False if its newline does not come in time."""
-    deadline = time.monotonic() + request_s
-    while True:
-        nl = buf.find(b"\n")
-        if nl >= 0:
-            del buf[:nl + 1]
-            return True
-        buf.clear()
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(1 << 16)
-        except OSError:
-            return False
-        if not chunk:
-            return False
-        buf += chunk
 
 
 def _check_text(params: dict) -> None:
@@ -127,7 +65,7 @@ def _check_text(params: dict) -> None:
 
 class Daemon:
     def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
-                 embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = protocol.IDLE_TIMEOUT_S,
+                 embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = wire.IDLE_TIMEOUT_S,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
         self.config = config    # the default corpus (its roots may be empty: then requests must name one)
         self.sock_path = check_socket_path(Path(sock)) if sock else socket_path()   # both checked: AF_UNIX length
@@ -184,7 +122,7 @@ class Daemon:
             fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             if e.errno in (errno.EAGAIN, errno.EACCES):
-                st = ping(self.sock_path)
+                st = wire.ping(self.sock_path)
                 pid = st.get("daemon", {}).get("pid") if st else "?"
                 raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
                                      hint="use it, or stop it with `remembrancer stop`", code="already_running")
@@ -255,30 +193,30 @@ class Daemon:
         class Handler(socketserver.BaseRequestHandler):
             def send(self, obj: dict) -> None:
                 self.request.settimeout(daemon.request_timeout_s)  # a client that never reads is dropped
-                self.request.sendall(encode_ascii_safe(obj))
+                self.request.sendall(wire.encode(obj))
 
             def handle(self):
                 sock: socket.socket = self.request
                 daemon._client(+1)
                 try:
-                    uid = peer_uid(sock)  # 0600 in a 0700 folder already; this holds if someone loosens them
+                    uid = wire.peer_uid(sock)  # 0600 in a 0700 folder already; this holds if someone loosens them
                     if uid is not None and uid not in (os.getuid(), 0):
                         log.warning("refused a client running as uid %s", uid)
                         # its request is read (briefly) first: closing on an unread request made the
                         # client's send fail with EPIPE instead of showing it this answer
-                        with contextlib.suppress(_TooLarge):
-                            _read_request(sock, bytearray(), 1.0, 1.0)
+                        with contextlib.suppress(wire.LineTooLong):
+                            wire.read_request(sock, bytearray(), 1.0, 1.0)
                         self.send({"id": None, "ok": False, "error": {
                             "code": "forbidden", "message": f"uid {uid} may not use the daemon of uid {os.getuid()}"}})
                         return
                     buf = bytearray()
                     while not daemon.stopping.is_set():
                         try:
-                            line = _read_request(sock, buf, daemon.client_timeout_s, daemon.request_timeout_s)
-                        except _TooLarge as e:
+                            line = wire.read_request(sock, buf, daemon.client_timeout_s, daemon.request_timeout_s)
+                        except wire.LineTooLong as e:
                             self.send({"id": None, "ok": False, "error": {
-                                "code": "too_large", "message": f"request over {protocol.MAX_REQUEST_BYTES} bytes"}})
-                            if e.ended or _skip_line(sock, buf, daemon.request_timeout_s):
+                                "code": "too_large", "message": f"request over {wire.MAX_REQUEST_BYTES} bytes"}})
+                            if e.ended or wire.skip_line(sock, buf, daemon.request_timeout_s):
                                 continue  # one error for one request; the next line is answered
                             return
                         if line is None:
@@ -346,15 +284,15 @@ class Daemon:
         rid = None
         try:
             try:
-                rid, method, params = protocol.decode_request(line.rstrip(b"\n"))
+                rid, method, params = wire.decode_request(line.rstrip(b"\n"))
             except RecursionError:  # JSON nested deeper than the decoder recurses
-                raise protocol.ProtocolError("malformed", "request is nested too deeply") from None
+                raise wire.ProtocolError("malformed", "request is nested too deeply") from None
             _check_text(params)
             with self._lock:
                 self.requests += 1
                 self.last_activity = time.monotonic()
             return {"id": rid, "ok": True, "result": self.dispatch(method, params)}
-        except protocol.ProtocolError as e:
+        except wire.ProtocolError as e:
             return {"id": rid, "ok": False, "error": {"code": e.code, "message": e.message}}
         except UserError as e:
             return {"id": rid, "ok": False, "error": e.to_dict()}
@@ -403,7 +341,7 @@ class Daemon:
                 return {"queued": corpus.queue.pending()[0]}
         finally:
             self.corpora.release(corpus)
-        raise UserError(f"unknown method {method!r}")  # protocol.decode_request already filters
+        raise UserError(f"unknown method {method!r}")  # wire.decode_request already filters
 
     def _default_open(self) -> bool:
         return self.default_key is not None and self.corpora.get(self.default_key) is not None

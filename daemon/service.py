@@ -16,12 +16,11 @@ from importlib.resources import files
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from remembrancer.indexer.config import Config, data_dir
+from remembrancer.indexer.config import Config, data_dir, passed_env
 
 TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"
 PLIST_NAME = "dev.remembrancer.daemon.plist"
-PASSED_ENV = ("REMEMBRANCER_CONFIG", "REMEMBRANCER_DATA_DIR", "REMEMBRANCER_SOCKET", "REMEMBRANCER_SECRET_HASHES")
 
 
 def exec_argv() -> list[str]:
@@ -30,11 +29,6 @@ def exec_argv() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "remembrancer"]
-
-
-def passed_env() -> dict[str, str]:
-    """The REMEMBRANCER_* settings of this shell, carried into units and client configs."""
-    return {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
 
 
 def unit_path() -> Path:

@@ -9,8 +9,8 @@ prints on stdout, with exit 0, is added to the model's context.
   to a small token budget.
 - SessionStart: one line — where the memory lives and how fresh it is.
 
-Stdlib only and one socket exchange with the daemon (like hooks/notify.py): a prompt must never
-wait for an interpreter importing the engine. Everything runs under one hard deadline; any
+Stdlib only (remembrancer.wire) and one socket exchange with the daemon, like hooks/notify.py: a
+prompt must never wait for an interpreter importing the engine. Everything runs under one hard deadline; any
 failure — no daemon, no open corpus for this project, a slow answer, bad input — prints nothing
 and exits 0.
 
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 
-from remembrancer.hooks.notify import socket_path
+from remembrancer import wire
 
 DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, under ~300 ms
 BUDGET_TOKENS = 600        # the section shown to the model (the daemon's minimum is 200)
@@ -38,30 +37,12 @@ STRONG_DENSE = 0.45
 
 def ask(method: str, params: dict, deadline: float, path: str | None = None) -> dict | None:
     """One request to the daemon, answered before `deadline` (time.monotonic()), else None."""
-    path = path or socket_path()
-    if not path:
-        return None
-    try:
-        if os.stat(path).st_uid != os.getuid():  # another user's socket: it would learn our prompts
-            return None
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(max(deadline - time.monotonic(), 0.001))
-            s.connect(path)
-            s.sendall((json.dumps({"id": 1, "method": method, "params": params}) + "\n").encode("utf-8"))
-            buf = b""
-            while b"\n" not in buf:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                s.settimeout(left)
-                chunk = s.recv(1 << 16)
-                if not chunk:
-                    return None
-                buf += chunk
-        resp = json.loads(buf.split(b"\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-    return resp.get("result") if isinstance(resp, dict) and resp.get("ok") else None
+    try:   # another user's socket is refused by wire.Client: it would learn our prompts
+        with wire.Client(path or wire.socket_path(), deadline=deadline) as client:
+            out = client.call(method, **params)
+    except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError, ImportError):
+        return None   # ValueError: a socket path too long to bind, or an answer that is not JSON
+    return out
 
 
 def project_dir(event: dict) -> str | None:

@@ -14,6 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from remembrancer.indexer.config import passed_env
 from remembrancer.indexer.errors import UserError
 
 EVENTS = ("UserPromptSubmit", "SessionStart")
@@ -32,8 +33,6 @@ def hook_command(python: str | None = None) -> str:
     `mcp config` keeps): without them a hook asks the default socket and finds no daemon. Guarded so
     that a removed install (its interpreter or package gone) is silent with exit 0 on every prompt,
     not an exit 127 (the hook itself always exits 0)."""
-    from remembrancer.daemon.service import passed_env
-
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in passed_env().items())
     exe = shlex.quote(os.path.abspath(python or sys.executable))
     return f"test -x {exe} && {env}{exe} -P -m {MODULE} || true"

@@ -2,8 +2,8 @@
 
 Stdlib only, on purpose: the hook starts a fresh interpreter on every commit, checkout and merge,
 so importing the engine (onnxruntime, tantivy, …) here would cost seconds of CPU for one line of
-JSON. For the same reason the socket path is resolved here exactly as `indexer.config.socket_path`
-does it, instead of importing it.
+JSON. The socket path, framing and client come from remembrancer.wire, which is stdlib-only for
+this reason.
 
 A notification is a hint, never a requirement: the daemon also watches files and rescans. So
 `main` never fails and never prints — no daemon, a stale socket or a slow daemon must not disturb
@@ -15,36 +15,13 @@ a commit.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import sys
 import time
-import warnings
 
-APP = "remembrancer"
+from remembrancer import wire
+
 DEFAULT_TIMEOUT_S = 0.5
-
-
-def socket_path() -> str | None:
-    """The daemon socket, as indexer.config.socket_path() resolves it; None if unknowable.
-
-    platformdirs is only consulted when importable and XDG_RUNTIME_DIR is unset (it warns on
-    stderr then; the warning is silenced because hooks must stay quiet).
-    """
-    env = os.environ.get("REMEMBRANCER_SOCKET")
-    if env:
-        return env
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if not runtime:
-        try:
-            import platformdirs
-        except ImportError:
-            return None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            runtime = platformdirs.user_runtime_dir()
-    return os.path.join(runtime, APP, "daemon.sock")
 
 
 def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str | None = None) -> bool:
@@ -52,30 +29,14 @@ def notify(root: str, event: str, timeout: float = DEFAULT_TIMEOUT_S, path: str 
 
     `timeout` bounds the whole exchange. The answer is read only until the deadline: it is
     waited for so the daemon does not write into a closed socket, not because it matters.
-    A socket owned by another user is refused (as daemon.client does): it would learn our paths.
+    A socket owned by another user is refused (wire.Client refuses it): it would learn our paths.
     """
-    path = path or socket_path()
-    if not path:
-        return False
-    deadline = time.monotonic() + timeout
     try:
-        if os.stat(path).st_uid != os.getuid():
-            return False
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(path)
-            request = {"id": 1, "method": "notify", "params": {"root": os.path.abspath(root), "event": event}}
-            s.sendall((json.dumps(request, separators=(",", ":")) + "\n").encode("utf-8"))
-            try:
-                while (left := deadline - time.monotonic()) > 0:
-                    s.settimeout(left)
-                    chunk = s.recv(4096)
-                    if not chunk or b"\n" in chunk:
-                        break
-            except OSError:
-                pass  # sent is what counts; a slow answer is the daemon's business
-            return True
-    except OSError:
+        path = path or wire.socket_path()
+        with wire.Client(path, deadline=time.monotonic() + timeout) as client:
+            client.send("notify", root=os.path.abspath(root), event=event)
+        return True
+    except (wire.DaemonUnavailable, wire.SocketPathTooLong, ImportError):   # ImportError: no platformdirs
         return False
 
 

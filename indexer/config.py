@@ -11,15 +11,15 @@ import contextlib
 import hashlib
 import os
 import stat
-import sys
 import tomllib
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
+from remembrancer import wire
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC
 from remembrancer.indexer.search.rank import RankingConfig
 from remembrancer.indexer.redact import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
 
@@ -53,6 +53,16 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 def config_path() -> Path:
     env = os.environ.get("REMEMBRANCER_CONFIG")
     return Path(env) if env else Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+# The settings a user sets in the shell, carried into what an install writes (service units, MCP
+# client configs, the Claude Code hook command): without them those would use other paths.
+PASSED_ENV = ("REMEMBRANCER_CONFIG", "REMEMBRANCER_DATA_DIR", "REMEMBRANCER_SOCKET", "REMEMBRANCER_SECRET_HASHES")
+
+
+def passed_env() -> dict[str, str]:
+    """The REMEMBRANCER_* settings of this shell, carried into units and client configs."""
+    return {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
 
 
 def data_dir() -> Path:
@@ -128,35 +138,30 @@ def _make_private(d: Path) -> None:
                 os.chmod(d / name, 0o600)
 
 
-# sun_path holds 108 bytes on Linux (104 on macOS and the BSDs), the path's closing NUL included.
-SOCKET_PATH_MAX = (108 if sys.platform.startswith("linux") else 104) - 1
+SOCKET_PATH_MAX = wire.SOCKET_PATH_MAX
 
 
 def socket_path() -> Path:
-    """The daemon socket; one too long to bind is refused here, before any client or daemon waits on it."""
-    env = os.environ.get("REMEMBRANCER_SOCKET")
-    if env:
-        return check_socket_path(Path(env), "REMEMBRANCER_SOCKET")
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return check_socket_path(Path(runtime) / APP / "daemon.sock", "XDG_RUNTIME_DIR")
-    with warnings.catch_warnings():   # platformdirs warns on every call without it (a container, su, ssh)
-        warnings.simplefilter("ignore")
-        base = Path(platformdirs.user_runtime_dir())
-    return check_socket_path(base / APP / "daemon.sock", None)
+    """The daemon socket (resolved by remembrancer.wire, the hooks' and clients' one resolver); one
+    too long to bind is refused here as a UserError, before any client or daemon waits on it."""
+    try:
+        return Path(wire.socket_path())
+    except wire.SocketPathTooLong as e:
+        raise _socket_error(e) from None
 
 
 def check_socket_path(path: Path, var: str | None = "REMEMBRANCER_SOCKET") -> Path:
-    """AF_UNIX takes a path of at most SOCKET_PATH_MAX bytes: a longer one can never be bound or reached.
-    `var` is the environment variable the path came from, named in the error."""
-    n = len(os.fsencode(str(path)))
-    if n > SOCKET_PATH_MAX:
-        raise UserError(f"the daemon socket path {path}" + (f" (from {var})" if var else "") + f" is {n} bytes "
-                        f"long; a Unix socket path may be at most {SOCKET_PATH_MAX} bytes",
-                        param=var or "REMEMBRANCER_SOCKET", code="bad_socket",
-                        hint=f"set REMEMBRANCER_SOCKET to a shorter path (at most {SOCKET_PATH_MAX} bytes)"
-                             + (", or unset it for the default" if var == "REMEMBRANCER_SOCKET" else ""))
-    return path
+    """`path` if AF_UNIX can bind it, else a UserError naming `var` (the variable it came from)."""
+    try:
+        return Path(wire.check_socket_path(str(path), var))
+    except wire.SocketPathTooLong as e:
+        raise _socket_error(e) from None
+
+
+def _socket_error(e: wire.SocketPathTooLong) -> UserError:
+    return UserError(str(e), param=e.var or "REMEMBRANCER_SOCKET", code="bad_socket",
+                     hint=f"set REMEMBRANCER_SOCKET to a shorter path (at most {SOCKET_PATH_MAX} bytes)"
+                          + (", or unset it for the default" if e.var == "REMEMBRANCER_SOCKET" else ""))
 
 
 @dataclass(frozen=True)
@@ -320,8 +325,6 @@ def _refuse_unknown_keys(raw: dict, path: Path) -> None:
 def _model_compute(model: dict, path: Path) -> str | None:
     """[model] compute: "float" (the packaged graph as shipped) or "int8" (its int8-compute build,
     indexer/models/int8_model.py: faster, other vectors, its own model contract)."""
-    from remembrancer.indexer.models.embed import COMPUTES, INT8_SPEC
-
     compute = model["compute"]
     if compute not in COMPUTES:
         raise UserError(f"invalid config {path}: [model] compute must be one of {', '.join(COMPUTES)}, "

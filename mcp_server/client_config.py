@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from remembrancer.daemon.connect import DEFAULT_IDLE_EXIT_S
-from remembrancer.daemon.service import exec_argv, passed_env
+from remembrancer.daemon.service import exec_argv
+from remembrancer.indexer.config import passed_env
 from remembrancer.hooks.claude_settings import read_json, write_json
 
 SERVER = "remembrancer"

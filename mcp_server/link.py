@@ -1,9 +1,10 @@
 """The MCP server's way to the index, kept alive for a whole session.
 
 At start-up it takes what `daemon.connect.connect` gives (the running daemon for this corpus, a
-daemon started on demand, or the engine in-process read-only). During the session:
+daemon started on demand, the engine in-process read-only, or a team store's reader). During the
+session:
 
-* the daemon closes idle connections (protocol.IDLE_TIMEOUT_S) and exits after `idle_exit_s`
+* the daemon closes idle connections (wire.IDLE_TIMEOUT_S) and exits after `idle_exit_s`
   without requests, so a lost connection is normal: the call is sent again on a new one, to the
   same daemon if it still answers, else to a daemon started again;
 * if no daemon can be had, the call is answered by the read-only local engine, whose freshness
@@ -20,9 +21,8 @@ import time
 from pathlib import Path
 
 from remembrancer.daemon import connect as dconnect
-from remembrancer.daemon.client import DaemonUnavailable, ping
-from remembrancer.daemon.client import process_alive as _alive
-from remembrancer.daemon.protocol import IDLE_TIMEOUT_S
+from remembrancer.wire import IDLE_TIMEOUT_S, DaemonUnavailable, ping
+from remembrancer.daemon.connect import process_alive as _alive
 from remembrancer.indexer.config import Config, socket_path
 from remembrancer.indexer.errors import UserError
 
@@ -34,8 +34,10 @@ STARTING_WAIT_S = 60.0  # how long to wait for a daemon another process is start
 
 class Link:
     def __init__(self, config: Config | None, idle_exit_s: float, *, config_error: UserError | None = None,
-                 scope: tuple[str, ...] = ()):
+                 scope: tuple[str, ...] = (), store: str | None = None, root_args: list[str] | None = None):
         self.config = config
+        self.store = store          # a team store's URL: its reader answers, never a daemon or local index
+        self.root_args = root_args  # the reader's checkout (store only)
         self.scope = scope   # path prefixes: every call carries them; the engine enforces them
         self.config_error = config_error
         self.idle_exit_s = idle_exit_s
@@ -62,10 +64,15 @@ class Link:
         self._last_attempt = time.monotonic()
         error: UserError | None = None
         try:
-            backend = dconnect.connect(self.config, start=True, readonly_fallback=True,
-                                       idle_exit_s=self.idle_exit_s)
+            backend = dconnect.connect(self.config, start=True, readonly_fallback=True, store=self.store,
+                                       root_args=self.root_args, idle_exit_s=self.idle_exit_s)
         except UserError as e:
             backend, error = None, e
+        if self.store:
+            if backend is None:
+                raise error
+            self.config, self.backend = backend.config, backend
+            return
         if (backend is None or backend.kind == "local") and self.config.roots:
             # Our daemon may have lost the start-up race to one another client is starting.
             found = self._await_starting_daemon()

@@ -504,9 +504,10 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         except UserError as e:
             print(f"remembrancer mcp: {e}", file=sys.stderr)
             return 2
-        link = Link(config, idle_exit_s, config_error=config_error, scope=scope)
-        if store:
-            open_team_reader(link, store, root_args)
+        link = Link(config, idle_exit_s, config_error=None if store else config_error, scope=scope, store=store,
+                    root_args=root_args)   # a store reads its own config (indexer/team.py reader_config)
+        if store:   # a reader of the team store: no daemon, no local index; it fails closed
+            open_link(link, fail_closed=True)
             settings = link.config or settings
         server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
                               querylog=QueryLog.for_config(settings))
@@ -541,25 +542,6 @@ def connect_at_first_call(link: Link) -> None:
     """The first tool call reaches the daemon (started on demand) for the chosen corpus."""
     if link.config is not None and link.backend is None:
         open_link(link)
-
-
-def open_team_reader(link: Link, store: str, root_args: list[str] | None) -> None:
-    """A reader of the team store: no daemon, no local index; the reader's checkout (its --root or
-    working directory) only says how fresh the store is for it."""
-    from remembrancer.indexer.team import TeamReader, reader_config
-
-    try:
-        link.config, checkout = reader_config(store, root_args)
-        link.config_error = None
-        link.backend = TeamReader(store, link.config, checkout=checkout)
-    except UserError as e:
-        link.start_problem, link.config_error = str(e), e
-        return
-    except Exception as e:  # the server still starts; each call says what is wrong with the store
-        link.start_problem = f"{type(e).__name__}: {e}"
-        log.exception("remembrancer MCP: opening the team store failed")
-        return
-    open_link(link, fail_closed=True)
 
 
 def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.daemon.client import Client, DaemonError
+from remembrancer.wire import Client, DaemonError
 from tests.corpus_helpers import git, git_init, write
 
 PROJECT = Path(__file__).resolve().parent.parent

@@ -35,8 +35,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remembrancer.daemon import protocol
-from remembrancer.daemon.client import Client, DaemonError, DaemonUnavailable, ping
+from remembrancer import wire
+from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 from remembrancer.indexer import api
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest import document as ingest
@@ -1475,7 +1475,7 @@ def test_the_daemon_refuses_a_socket_folder_owned_by_someone_else(tmp_path, note
 
 
 def test_an_oversized_request_gets_one_error_and_the_stream_stays_in_step(quick_daemon):
-    big = b'{"method": "search", "params": {"query": "' + b"x" * (protocol.MAX_REQUEST_BYTES + 10) + b'"}}\n'
+    big = b'{"method": "search", "params": {"query": "' + b"x" * (wire.MAX_REQUEST_BYTES + 10) + b'"}}\n'
     s = raw(quick_daemon.sock)
     s.sendall(big + b'{"id": 2, "method": "status"}\n')
     out, closed = read_lines(s, 2)
@@ -1486,7 +1486,7 @@ def test_an_oversized_request_gets_one_error_and_the_stream_stays_in_step(quick_
     # a line that never ends is cut off at the limit, without waiting for its newline
     s = raw(quick_daemon.sock)
     try:
-        s.sendall(b"[" + b" " * (protocol.MAX_REQUEST_BYTES + 100))
+        s.sendall(b"[" + b" " * (wire.MAX_REQUEST_BYTES + 100))
     except OSError:
         pass
     out, closed = read_lines(s, 1, timeout=5)

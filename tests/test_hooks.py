@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from remembrancer import wire
 from remembrancer.hooks import notify as notify_mod
 from remembrancer.hooks.install import CHAINED_SUFFIX, HOOK_NAMES, MARKER, install_hooks, uninstall_hooks
 from remembrancer.indexer.errors import UserError
@@ -319,7 +320,7 @@ def test_corpus_hooks_folder_does_not_shadow_ours(tmp_path, daemon):
 
 
 def test_notify_function(tmp_path, git_env):
-    assert notify_mod.socket_path() == str(git_env / "daemon.sock")
+    assert wire.socket_path() == str(git_env / "daemon.sock")
     t0 = time.monotonic()
     assert notify_mod.notify(str(tmp_path), "manual") is False  # no daemon
     assert time.monotonic() - t0 < 1.0
@@ -350,8 +351,8 @@ def test_socket_path_matches_indexer_config(monkeypatch, tmp_path):
 
     monkeypatch.delenv("REMEMBRANCER_SOCKET")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    assert notify_mod.socket_path() == str(socket_path())
+    assert wire.socket_path() == str(socket_path())
     monkeypatch.delenv("XDG_RUNTIME_DIR")  # platformdirs' fallback (it warns; hooks stay quiet)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert notify_mod.socket_path() == str(socket_path())
+        assert wire.socket_path() == str(socket_path())

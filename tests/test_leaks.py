@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.cli.secrets_cmd import hash_secrets
-from remembrancer.daemon.client import ping
+from remembrancer.wire import ping
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from remembrancer.daemon.client import ping
+from remembrancer.wire import ping
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.mcp_server import render
 

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from remembrancer.daemon.client import ping
+from remembrancer.wire import ping
 from tests import memory_fixture as mf
 
 PROJECT = Path(__file__).resolve().parent.parent

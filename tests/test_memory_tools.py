@@ -623,7 +623,7 @@ def test_config_tables_for_the_memory_tools(tmp_path, monkeypatch):
 # -- api / daemon protocol -------------------------------------------------------------------------------
 
 def test_api_dispatches_the_memory_methods_with_freshness(eng):
-    from remembrancer.daemon.protocol import METHODS
+    from remembrancer.wire import METHODS
     from remembrancer.indexer import api
 
     assert {"history", "latest", "neighbors", "verify"} <= set(METHODS)

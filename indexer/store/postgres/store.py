@@ -26,7 +26,6 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from remembrancer.indexer.store.postgres import keywords as kw
-from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
 from remembrancer.indexer.store.local.catalog import _indexable as literal_indexable
@@ -170,8 +169,8 @@ class PgLedger(MetaReads):
         self._prefixes: tuple[str, ...] = ()
         self._sides: list[Side | None] = []   # a reader's side connections (nearest_soon)
         self._snapshot: str | None = None      # the request's, exported for them
-        # a scoped reader's role (indexer/store/postgres/roles.py): the database shows it only its prefixes
-        self.role_scope = pg_roles.session_scope(self.conn) if readonly else None
+        # a scoped reader's role (indexer/store/postgres/roles.py grants it): the database shows it only its prefixes
+        self.role_scope = pg_schema.session_scope(self.conn) if readonly else None
         if not readonly:
             self._take_writer_lock()
             # The files are canonical: a transaction lost to a server crash (never a torn one) is
