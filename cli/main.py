@@ -16,6 +16,7 @@ import re
 import sys
 import time
 
+from remembrancer.indexer import requests as rq
 from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError, scrubbed
 
@@ -71,6 +72,13 @@ def _add_store(p: argparse.ArgumentParser) -> None:
 def _add_dates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--since", help="section date on or after YYYY-MM-DD")
     p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+
+
+def _add_int(p, params: type[rq.Params], name: str, what: str, short: str | None = None) -> None:
+    """An integer flag with the default and bounds its method declares (indexer/requests.py)."""
+    default, lo, hi = params.bounds(name)
+    flags = [f for f in (short, "--" + name.replace("_", "-")) if f]
+    p.add_argument(*flags, type=int, default=default, help=f"{what}, {lo}–{hi} (default {default})")
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -146,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "are given)")
     _add_root(p)
     _add_filters(p)
-    p.add_argument("-n", "--limit", type=int, default=5, help="how many results, 1–50 (default 5)")
+    _add_int(p, rq.SearchParams, "limit", "how many results", "-n")
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
     p.add_argument("--explain", action="store_true", help="show why each result ranked where it did")
     p.add_argument("--also", action="append", default=[], metavar="PHRASING",
@@ -160,8 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
     p.add_argument("--lines", help="START:END (1-based, inclusive)")
-    p.add_argument("--offset", type=int, default=0, help="first character of the page (a page's next_offset)")
-    p.add_argument("--max-chars", type=int, default=20_000, help="page size, 100–200000 (default 20000)")
+    p.add_argument("--offset", type=int, default=rq.ReadParams.bounds("offset")[0],
+                   help="first character of the page (a page's next_offset)")
+    _add_int(p, rq.ReadParams, "max_chars", "page size")
     p.add_argument("--json", action="store_true", help="the JSON contract instead of text")
 
     p = sub.add_parser("outline", help="a document's sections with line ranges and sizes")
@@ -296,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--topic", help="only the sections about this, still in date order")
     _add_dates(p)
-    p.add_argument("-n", "--limit", type=int, default=20)
+    _add_int(p, rq.HistoryParams, "limit", "how many sections, newest first", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
@@ -306,14 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
-    p.add_argument("-n", "--limit", type=int, default=10)
+    _add_int(p, rq.LatestParams, "limit", "how many sections, newest first", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
-    p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
+    _add_int(p, rq.NeighborsParams, "limit", "how many unlinked similar sections", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("verify", help="check the commit SHAs a document cites (or text on stdin) in git")
@@ -626,9 +635,10 @@ def cmd_search(args) -> int:
 
 
 def print_search(out: dict) -> None:
-    from remembrancer.mcp_server.render import also_text, freshness_line
+    from remembrancer.indexer.answers import Freshness, freshness_line
+    from remembrancer.mcp_server.render import also_text
 
-    print(freshness_line(out.get("index")))   # the MCP tool's wording: one spelling of the header
+    print(freshness_line(Freshness.parse(out.get("index"))))   # the MCP tool's wording: one spelling of the header
     for n in out.get("notes", []):
         print(f"note: {n}")
     if out.get("found_by") and out["found_by"] != out.get("query"):

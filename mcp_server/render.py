@@ -7,28 +7,8 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
+from remembrancer.indexer.answers import Freshness, freshness_line
 from remembrancer.indexer.terms import elide
-
-
-def freshness_line(idx: dict | None) -> str:
-    """One line: fresh / catching up: N changes queued, S s behind / STALE: reason."""
-    idx = idx or {}
-    v = idx.get("verdict")
-    size = ""
-    if idx.get("documents") is not None:
-        size = f" ({idx['documents']} documents, {idx.get('sections', '?')} sections)"
-    if v == "fresh":
-        detail = idx.get("detail")
-        return f"Index fresh{size}" + (f": {detail}." if detail else ".")
-    if v == "catching_up":
-        if idx.get("queued_changes"):
-            what = f"{idx['queued_changes']} changes queued, {idx.get('seconds_behind') or 0:g} s behind"
-        else:
-            what = idx.get("reason") or "updating"
-        return f"Index catching up: {what}{size} — the newest edits may be missing."
-    if v == "stale":
-        return f"Index STALE: {idx.get('reason') or 'unknown reason'}{size} — recent changes may be missing."
-    return "Index freshness unknown."
 
 
 def _sentence(message: str) -> str:
@@ -69,7 +49,7 @@ def _pointer(i: int, r: dict) -> str:
 
 
 def search_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     for n in out.get("notes") or []:
         parts.append(f"Note: {n}")
     results = out.get("results") or []
@@ -153,7 +133,7 @@ def list_text(out: dict) -> str:
 
 
 def status_text(st: dict) -> str:
-    lines = [freshness_line(st.get("freshness"))]
+    lines = [freshness_line(Freshness.parse(st.get("freshness")))]
     d = st.get("daemon")
     if d:
         lines.append(f"Daemon: pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
@@ -214,7 +194,7 @@ def _dated_row(i: int, r: dict, extra: str = "") -> str:
 
 def history_text(out: dict) -> str:
     ent = out.get("entity") or {}
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     names = ", ".join(ent.get("aliases") or [])
     scope = []
     if out.get("topic"):
@@ -240,7 +220,7 @@ def history_text(out: dict) -> str:
 
 
 def latest_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     terms = ", ".join(repr(t) for t in out.get("terms") or [])
     scope = f" (filters: {out['filters']})" if out.get("filters") else ""
     rows = out.get("results") or []
@@ -260,7 +240,7 @@ def latest_text(out: dict) -> str:
 
 
 def neighbors_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index")),
+    parts = [freshness_line(Freshness.parse(out.get("index"))),
              f"Links of {out['path']} ({out.get('type')}: {out.get('title')})"]
     ob = out.get("outbound") or []
     parts.append("Links out:\n" + ("\n".join(
@@ -289,7 +269,7 @@ def neighbors_text(out: dict) -> str:
 def verify_text(out: dict) -> str:
     src = out.get("source") or {}
     where = src.get("path", "the given text") + (f" § {src['heading']}" if src.get("heading") else "")
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     repos = out.get("repos") or []
     parts.append(f"Commits cited in {where}, checked in: "
                  + (", ".join(r["repo"] + ("" if r["readable"] else " (UNREADABLE)") for r in repos) or "no repository"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from remembrancer.indexer.answers import Freshness
 from remembrancer.mcp_server import render
 from tests.corpus_helpers import EXAMPLES
 
@@ -82,7 +83,7 @@ def test_the_cli_and_the_mcp_tool_spell_the_freshness_header_alike(cli):
     r = cli("search", "restore the database", "--root", str(cli.notes))
     out = json.loads(cli("search", "restore the database", "--root", str(cli.notes), "--json").stdout)
     first = r.stdout.splitlines()[0]
-    assert first.startswith("Index fresh (") and first == render.freshness_line(out["index"]), r.stdout
+    assert first.startswith("Index fresh (") and first == render.freshness_line(Freshness.parse(out["index"])), r.stdout
 
 
 def test_verify_usage_error_is_in_cli_syntax(cli):

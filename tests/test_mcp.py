@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
 from remembrancer.indexer.ingest.chunks import estimate_tokens
+from remembrancer.indexer.answers import Freshness
 from remembrancer.mcp_server import render
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -513,14 +514,14 @@ def test_setup_output_is_diverted_to_stderr(capfd):
 # -- rendering (no processes) ------------------------------------------------------------------
 
 def test_freshness_lines():
-    assert render.freshness_line({"verdict": "fresh", "documents": 3, "sections": 7}).startswith("Index fresh (3")
-    line = render.freshness_line({"verdict": "catching_up", "queued_changes": 4, "seconds_behind": 1.5})
+    assert render.freshness_line(Freshness.parse({"verdict": "fresh", "documents": 3, "sections": 7})).startswith("Index fresh (3")
+    line = render.freshness_line(Freshness.parse({"verdict": "catching_up", "queued_changes": 4, "seconds_behind": 1.5}))
     assert line.startswith("Index catching up: 4 changes queued, 1.5 s behind")
-    assert render.freshness_line({"verdict": "catching_up", "reason": "HEAD of notes moved"}).startswith(
+    assert render.freshness_line(Freshness.parse({"verdict": "catching_up", "reason": "HEAD of notes moved"})).startswith(
         "Index catching up: HEAD of notes moved")
-    assert render.freshness_line({"verdict": "stale", "reason": "daemon down"}).startswith("Index STALE: daemon down")
+    assert render.freshness_line(Freshness.parse({"verdict": "stale", "reason": "daemon down"})).startswith("Index STALE: daemon down")
     for v in ({"verdict": "fresh"}, {"verdict": "catching_up", "queued_changes": 1}, {"verdict": "stale"}):
-        assert FRESHNESS_LINE.match(render.freshness_line(v))
+        assert FRESHNESS_LINE.match(render.freshness_line(Freshness.parse(v)))
 
 
 def test_search_text_for_weak_and_empty_answers():

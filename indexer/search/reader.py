@@ -20,8 +20,8 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.document import Skip, decode
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK, parse_markdown, parse_plain
 from remembrancer.indexer.redact import is_secret_document
+from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 
-DEFAULT_PAGE_CHARS = 20_000
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
 
 

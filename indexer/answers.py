@@ -1,0 +1,90 @@
+"""Typed records for what crosses the answer seam: the engine builds them, the socket, the MCP
+structuredContent and `--json` carry their JSON, and the renderer reads them back.
+
+Why records and not dicts: every reader of an answer (renderer, CLI, query log, eval) used to pick
+keys out by name; a record names them once and its JSON is the wire format — the same keys in the
+same order as before. Plain dataclasses, not pydantic: the CLI renders these as a socket client,
+and its start-up imports nothing heavy (tests/test_daemon.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+Verdict = Literal["fresh", "catching_up", "stale"]
+
+
+def _wire(record, keep=()) -> dict:
+    """A record's JSON: its fields in declaration order, None left out unless named in `keep`."""
+    return {f.name: v for f in dataclasses.fields(record)
+            if (v := getattr(record, f.name)) is not None or f.name in keep}
+
+
+@dataclass
+class Freshness:
+    """How far the index that answered is behind the files: every answer about content carries one.
+
+    The verdict is judged where the facts are (a daemon knows its queue, the read-only fallback
+    knows it is read-only, a team reader compares commits); the record, its JSON and its wording
+    are built here, once."""
+
+    verdict: Verdict | None = None                # None: an answer from something that did not judge
+    documents: int | None = None
+    sections: int | None = None
+    generation: int | None = None
+    last_indexed_at: float | None = None
+    store: str | None = None                      # a team store: its URL without the password
+    indexed_heads: dict[str, str] | None = None   # a team store: the commit each root was indexed at
+    detail: str | None = None
+    writer_running: bool | None = None            # a team store: is anyone updating it
+    reason: str | None = None
+    queued_changes: int | None = None
+    seconds_behind: float | None = None
+
+    @classmethod
+    def judged(cls, counts, verdict: Verdict, **facts) -> "Freshness":
+        """A verdict on an index whose `counts` are an engine status (or a store's counts)."""
+        return cls(verdict, counts["documents"], counts["sections"], counts["generation"],
+                   counts["last_indexed_at"], **facts)
+
+    @classmethod
+    def parse(cls, data) -> "Freshness | None":
+        """The record from its JSON (None when an answer carried none)."""
+        if not data:
+            return None
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+    def to_json(self) -> dict:
+        """The wire form: counts first (an unindexed store's null time included), then a team
+        store's facts, then the verdict and what it rests on."""
+        counted = self.documents is not None
+        fields = _wire(self, keep=("last_indexed_at",) if counted else ())
+        counts = ("documents", "sections", "generation", "last_indexed_at")
+        store = ("store", "indexed_heads", "detail", "writer_running") if self.writer_running is not None \
+            else ("store", "indexed_heads")
+        order = [*counts, *store, "verdict", "reason", "detail", "queued_changes", "seconds_behind"]
+        return {k: fields[k] for k in dict.fromkeys(order) if k in fields}
+
+    def line(self) -> str:
+        """One line: fresh / catching up: N changes queued, S s behind / STALE: reason."""
+        size = ""
+        if self.documents is not None:
+            size = f" ({self.documents} documents, {'?' if self.sections is None else self.sections} sections)"
+        if self.verdict == "fresh":
+            return f"Index fresh{size}" + (f": {self.detail}." if self.detail else ".")
+        if self.verdict == "catching_up":
+            if self.queued_changes:
+                what = f"{self.queued_changes} changes queued, {self.seconds_behind or 0:g} s behind"
+            else:
+                what = self.reason or "updating"
+            return f"Index catching up: {what}{size} — the newest edits may be missing."
+        if self.verdict == "stale":
+            return f"Index STALE: {self.reason or 'unknown reason'}{size} — recent changes may be missing."
+        return "Index freshness unknown."
+
+
+def freshness_line(fresh: Freshness | None) -> str:
+    """The header of every rendered answer; an answer without a verdict says so."""
+    return (fresh or Freshness()).line()
