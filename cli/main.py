@@ -635,41 +635,10 @@ def cmd_search(args) -> int:
 
 
 def print_search(out: dict) -> None:
-    from remembrancer.indexer.answers import Freshness, freshness_line
-    from remembrancer.mcp_server.render import also_text
+    from remembrancer.indexer.answers import SearchAnswer
+    from remembrancer.mcp_server.render import search_terminal_text
 
-    print(freshness_line(Freshness.parse(out.get("index"))))   # the MCP tool's wording: one spelling of the header
-    for n in out.get("notes", []):
-        print(f"note: {n}")
-    if out.get("found_by") and out["found_by"] != out.get("query"):
-        print(f"best result found by the rephrasing {terms.elide(out['found_by'])!r}")
-    results = out["results"]
-    if out.get("no_strong_match"):
-        why = "; ".join(out.get("why_no_strong_match", []))
-        results = out.get("best_weak", [])
-        print(f"No strong match{' (' + why + ')' if why else ''}."
-              + (" Weak candidates (may not answer the question):" if results else ""))
-    elif not results:
-        print(out.get("message", "no results"))
-        return
-    for i, r in enumerate(results):
-        loc = f"{r['path']}:{r['lines'][0]}-{r['lines'][1]}"
-        head = r["heading"] or "(preamble)"
-        flags = " [stale]" if r.get("stale") else ""
-        print(f"\n{i + 1}. {head}{flags}\n   {loc}  {r['type']}  {r['date'] or ''}  "
-              f"score {r['score']:.3f} ({r['provenance']})  ~{r['tokens']} tokens")
-        if i == 0 and "content" in r and not out.get("no_strong_match"):
-            print("   " + r["content"].replace("\n", "\n   "))
-        else:
-            print(f"   {r['snippet']}")
-        if r.get("also"):
-            print("   also in this document: " + also_text(r["also"]))
-        for w in r.get("why", []):
-            print(f"   why: {w}")
-    if out.get("truncated"):
-        print("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
-    for note in out.get("left_out", []):
-        print(f"(left out: {note})")
+    print(search_terminal_text(SearchAnswer.parse(out)))
 
 
 def cmd_read(args) -> int:

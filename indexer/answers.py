@@ -88,3 +88,107 @@ class Freshness:
 def freshness_line(fresh: Freshness | None) -> str:
     """The header of every rendered answer; an answer without a verdict says so."""
     return (fresh or Freshness()).line()
+
+
+@dataclass
+class Scores:
+    """A hybrid result's evidence per leg."""
+
+    bm25: float
+    dense: float
+    literal: float
+
+
+@dataclass
+class FilterCheck:
+    """One filter of a search that matched nothing, tried alone and left out (store/filters.py)."""
+
+    param: str
+    filter: str
+    matches_without_it: int | None
+    matches_alone: int
+
+
+@dataclass
+class Result:
+    """One section a search returns: a pointer (where, what, how it ranked) and, for the best
+    one, its text (`content`, cut to the budget when `content_truncated`)."""
+
+    path: str
+    heading: str | None = None             # None: the document's preamble
+    lines: list[int] | None = None         # [first, last], 1-based inclusive
+    score: float | None = None
+    type: str | None = None
+    date: str | None = None
+    snippet: str | None = None
+    provenance: str | None = None          # keyword / semantic / both / filter …
+    tokens: int | None = None
+    stale: bool | None = None              # marked stale or superseded
+    also: list[str] | None = None          # other matching headings of the same document
+    scores: Scores | None = None
+    why: list[str] | None = None           # explain: why it ranked there
+    content: str | None = None
+    content_truncated: bool | None = None
+    content_total_chars: int | None = None
+
+    @classmethod
+    def parse(cls, data) -> "Result":
+        known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        if known.get("scores") is not None:
+            known["scores"] = Scores(**known["scores"])
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        out = _wire(self, keep=("heading", "date"))
+        if self.scores is not None:
+            out["scores"] = dataclasses.asdict(self.scores)
+        return out
+
+
+@dataclass
+class SearchAnswer:
+    """What `search` answers: the results (or, when it abstains, the weak candidates and why),
+    what the filters did, and how fresh the index was."""
+
+    query: str = ""
+    mode: str | None = None                # hybrid / exact / filters
+    results: list[Result] = dataclasses.field(default_factory=list)
+    no_strong_match: bool = False
+    took_ms: float | None = None
+    best_weak: list[Result] | None = None
+    why_no_strong_match: list[str] | None = None
+    message: str | None = None             # why nothing came back
+    emptied_by: list[FilterCheck] | None = None   # each filter of an empty filtered search, checked
+    truncated: bool | None = None          # a filters-only listing left sections out
+    found_by: str | None = None            # the phrasing that found the best result
+    notes: list[str] | None = None
+    left_out: list[str] | None = None      # what the token budget cut
+    index: Freshness | None = None
+
+    @classmethod
+    def parse(cls, data) -> "SearchAnswer":
+        known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        for key in ("results", "best_weak"):
+            if known.get(key) is not None:
+                known[key] = [Result.parse(r) for r in known[key]]
+        if known.get("emptied_by") is not None:
+            known["emptied_by"] = [FilterCheck(**e) for e in known["emptied_by"]]
+        if "index" in known:
+            known["index"] = Freshness.parse(known["index"])
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        out = _wire(self)
+        for key in ("results", "best_weak"):
+            if key in out:
+                out[key] = [r.to_json() for r in out[key]]
+        if "emptied_by" in out:
+            out["emptied_by"] = [dataclasses.asdict(e) for e in out["emptied_by"]]
+        if self.index is not None:
+            out["index"] = self.index.to_json()
+        return out
+
+    @property
+    def shown(self) -> list[Result]:
+        """The results a reader sees: the weak candidates when the search abstained."""
+        return (self.best_weak or []) if self.no_strong_match else self.results

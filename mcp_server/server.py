@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer import requests as rq
+from remembrancer.indexer.answers import SearchAnswer
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -318,8 +319,8 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
 
     def search(query, limit, type, path, tags, since, until, exact, alternates) -> Result:
         extra = {"alternates": alternates} if alternates else {}
-        return answer("search", render.search_text, query=query, limit=limit, type=type, path=path, tags=tags,
-                      since=since, until=until, exact=exact, **extra)
+        return answer("search", lambda out: render.search_text(SearchAnswer.parse(out)), query=query, limit=limit,
+                      type=type, path=path, tags=tags, since=since, until=until, exact=exact, **extra)
 
     def history(entity, topic, since, until, limit) -> Result:
         return answer("history", render.history_text, entity=entity, topic=topic, since=since, until=until,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer.answers import Freshness
+from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.mcp_server import render
 from tests.corpus_helpers import EXAMPLES
 
@@ -63,7 +63,7 @@ def test_an_empty_result_reads_as_two_sentences(cli):
     r = cli("search", "--exact", "zqxjwvk-nowhere", "--root", str(cli.notes), "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 1 and not out["results"], r.stdout + r.stderr
-    text = render.search_text(out)
+    text = render.search_text(SearchAnswer.parse(out))
     assert "No section matches. An empty result is not proof of absence" in text, text
 
 
@@ -76,7 +76,7 @@ def test_also_in_this_document_names_the_preamble(cli):
     assert "(preamble)" in also and not also.rstrip().endswith(":") and "; ;" not in also, r.stdout
     out = json.loads(cli("search", "wombat burrows", "-n", "1", "--root", root, "--json").stdout)
     assert "" in out["results"][0]["also"]   # the data keeps the heading read() takes
-    assert "(preamble)" in next(p for p in render.search_text(out).split("\n\n") if p.startswith("Also in this"))
+    assert "(preamble)" in next(p for p in render.search_text(SearchAnswer.parse(out)).split("\n\n") if p.startswith("Also in this"))
 
 
 def test_the_cli_and_the_mcp_tool_spell_the_freshness_header_alike(cli):

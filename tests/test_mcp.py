@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
 from remembrancer.indexer.ingest.chunks import estimate_tokens
-from remembrancer.indexer.answers import Freshness
+from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.mcp_server import render
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -528,11 +528,11 @@ def test_search_text_for_weak_and_empty_answers():
     weak = {"query": "kubernetes", "results": [], "no_strong_match": True, "index": {"verdict": "fresh"},
             "best_weak": [{"path": "a.md", "heading": "A", "lines": [1, 3], "type": "doc", "date": None,
                            "tokens": 5, "snippet": "something", "content": "# A\nsomething"}]}
-    t = render.search_text(weak)
+    t = render.search_text(SearchAnswer.parse(weak))
     assert "No strong match" in t and "not proof" in t and "a.md § A" in t and "# A\nsomething" not in t
     empty = {"query": "x", "results": [], "no_strong_match": False, "index": {"verdict": "fresh"},
              "message": "0 matches for filters: type=plan"}
-    t = render.search_text(empty)
+    t = render.search_text(SearchAnswer.parse(empty))
     assert "0 matches for filters: type=plan" in t and "not proof of absence" in t
 
 
