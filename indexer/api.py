@@ -10,6 +10,7 @@ import json
 
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
+from remembrancer.indexer.answers import SearchAnswer
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import (HistoryParams, LatestParams, ListParams, NeighborsParams, OutlineParams,
                                            ReadParams, SearchParams, VerifyParams)
@@ -24,43 +25,45 @@ def filters_from(p) -> Filters:
 
 
 def do_search(engine, params) -> dict:
+    """A search as the socket answers it: the wire JSON of its SearchAnswer, fitted to the budget."""
     p = SearchParams.from_wire(params)
     req = SearchRequest(query=p.query, limit=p.limit, filters=filters_from(p), exact=p.exact, explain=p.explain,
                         alternates=p.alternates, content_chars=p.budget_tokens * CHARS_PER_TOKEN)
-    return fit_budget(search(engine, req), p.budget_tokens)
+    return fit_budget(SearchAnswer.parse(search(engine, req)), p.budget_tokens).to_json()
 
 
-def fit_budget(out: dict, budget_tokens: int) -> dict:
+def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
     """Keep a response under its token budget: snippets shrink first, then the full content is
     cut, then trailing pointers drop — and the response says what was left out."""
-    key = "best_weak" if out.get("no_strong_match") else "results"
-    results = out.get(key) or []
+    results = out.shown
     left_out: list[str] = []
 
     def size() -> int:
-        return estimate_tokens(json.dumps(out, ensure_ascii=False))
+        return estimate_tokens(json.dumps(out.to_json(), ensure_ascii=False))
 
     for width in (160, 80):
         if size() <= budget_tokens:
             break
         for r in results:
-            if len(r.get("snippet", "")) > width:
-                r["snippet"] = r["snippet"][:width] + "…"
+            if len(r.snippet or "") > width:
+                r.snippet = r.snippet[:width] + "…"
         left_out.append(f"snippets shortened to {width} chars")
-    if results and "content" in results[0] and size() > budget_tokens:
+    if results and results[0].content is not None and size() > budget_tokens:
         over = (size() - budget_tokens) * CHARS_PER_TOKEN + 200
-        content = results[0]["content"]
-        total = results[0].pop("content_total_chars", len(content))   # search may have cut it to the budget already
+        first = results[0]
+        content = first.content
+        total = first.content_total_chars or len(content)   # search may have cut it to the budget already
+        first.content_total_chars = None
         keep = max(len(content) - over, 400)
         if keep < len(content):
-            results[0]["content"] = content[:keep]
-            results[0]["content_truncated"] = True
+            first.content = content[:keep]
+            first.content_truncated = True
             left_out.append(f"first result cut to {keep} of {total} chars (use read for the rest)")
     while len(results) > 1 and size() > budget_tokens:
         dropped = results.pop()
-        left_out.append(f"dropped {dropped['path']} § {dropped['heading'] or '(preamble)'}")
+        left_out.append(f"dropped {dropped.path} § {dropped.heading or '(preamble)'}")
     if left_out:
-        out["left_out"] = left_out
+        out.left_out = left_out
     return out
 
 
