@@ -850,9 +850,10 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        for d in out["documents"]:
-            print(f"{d['path']}  {d['type']}  {d['date'] or ''}  {d['sections']} sections  ~{d['tokens']} tokens")
-        print(f"{out['total']} documents")
+        from remembrancer.indexer.answers import DocumentList
+        from remembrancer.mcp_server.render import list_terminal_text
+
+        print(list_terminal_text(DocumentList.parse(out)))
     return EXIT_OK
 
 

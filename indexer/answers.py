@@ -192,3 +192,41 @@ class SearchAnswer:
     def shown(self) -> list[Result]:
         """The results a reader sees: the weak candidates when the search abstained."""
         return (self.best_weak or []) if self.no_strong_match else self.results
+
+
+@dataclass
+class DocumentSummary:
+    """One document of a listing."""
+
+    path: str
+    type: str
+    date: str | None
+    title: str | None
+    sections: int
+    tokens: int
+    tags: list[str]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class DocumentList:
+    """What `list` answers: one page of documents, the total, and where the next page starts."""
+
+    documents: list[DocumentSummary]
+    total: int
+    offset: int | None = None              # said when the page does not start at the first
+    truncated: bool | None = None
+    next_offset: int | None = None
+
+    @classmethod
+    def parse(cls, data) -> "DocumentList":
+        known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        known["documents"] = [DocumentSummary(**d) for d in known["documents"]]
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        out = _wire(self)
+        out["documents"] = [d.to_json() for d in self.documents]
+        return out

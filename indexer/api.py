@@ -10,7 +10,7 @@ import json
 
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
-from remembrancer.indexer.answers import SearchAnswer
+from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import (HistoryParams, LatestParams, ListParams, NeighborsParams, OutlineParams,
                                            ReadParams, SearchParams, VerifyParams)
@@ -84,15 +84,12 @@ def do_list(engine, params) -> dict:
 
     p = ListParams.from_wire(params)
     f = validate(filters_from(p), engine.catalog, engine.config.doc_types)
-    docs = [{"path": d.path, "type": d.doc_type, "date": d.date, "title": d.title, "sections": d.sections,
-             "tokens": d.chars // 4, "tags": d.tags} for d in engine.catalog.document_summaries(f)]
-    out = {"documents": docs[p.offset:p.offset + p.limit], "total": len(docs)}
-    if p.offset:
-        out["offset"] = p.offset
+    docs = [DocumentSummary(path=d.path, type=d.doc_type, date=d.date, title=d.title, sections=d.sections,
+                            tokens=d.chars // 4, tags=d.tags) for d in engine.catalog.document_summaries(f)]
+    page = DocumentList(documents=docs[p.offset:p.offset + p.limit], total=len(docs), offset=p.offset or None)
     if len(docs) > p.offset + p.limit:
-        out["truncated"] = True
-        out["next_offset"] = p.offset + p.limit
-    return out
+        page.truncated, page.next_offset = True, p.offset + p.limit
+    return page.to_json()
 
 
 def do_history(engine, params) -> dict:

@@ -7,7 +7,7 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
-from remembrancer.indexer.answers import Freshness, Result, SearchAnswer, freshness_line
+from remembrancer.indexer.answers import DocumentList, Freshness, Result, SearchAnswer, freshness_line
 from remembrancer.indexer.terms import elide
 
 
@@ -152,20 +152,25 @@ def outline_text(out: dict) -> str:
     return "\n".join(lines)
 
 
-def list_text(out: dict) -> str:
-    lines = [f"{d['path']} — {d['type']}, {d.get('date') or 'undated'}, {d['sections']} sections, "
-             f"~{d['tokens']} tokens" + (f": {d['title']}" if d.get("title") else "")
-             for d in out["documents"]]
-    n, start = len(out["documents"]), out.get("offset", 0)
-    if out.get("truncated"):
-        lines.append(f"(documents {start + 1}-{start + n} of {out['total']}; the next page: "
-                     f"offset={out['next_offset']}, or narrow with path= or type=)")
+def list_text(out: DocumentList) -> str:
+    lines = [f"{d.path} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
+             + (f": {d.title}" if d.title else "") for d in out.documents]
+    n, start = len(out.documents), out.offset or 0
+    if out.truncated:
+        lines.append(f"(documents {start + 1}-{start + n} of {out.total}; the next page: "
+                     f"offset={out.next_offset}, or narrow with path= or type=)")
     elif start:
-        lines.append(f"(documents {start + 1}-{start + n} of {out['total']})" if n else
-                     f"(offset={start} is past the last of {out['total']} documents)")
+        lines.append(f"(documents {start + 1}-{start + n} of {out.total})" if n else
+                     f"(offset={start} is past the last of {out.total} documents)")
     else:
-        lines.append(f"{out['total']} documents")
+        lines.append(f"{out.total} documents")
     return "\n".join(lines)
+
+
+def list_terminal_text(out: DocumentList) -> str:
+    """For a person at a terminal (`remembrancer list`): one document a line, then the count."""
+    return "\n".join([*(f"{d.path}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
+                         for d in out.documents), f"{out.total} documents"])
 
 
 def status_text(st: dict) -> str:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer import requests as rq
-from remembrancer.indexer.answers import SearchAnswer
+from remembrancer.indexer.answers import DocumentList, SearchAnswer
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -348,7 +348,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     def list_documents(path, type, offset) -> Result:
         def body():
             out = link.call("list", path=path, type=type, limit=LIST_LIMIT, offset=offset)
-            return ok(render.list_text(out), out)
+            return ok(render.list_text(DocumentList.parse(out)), out)
         return guarded("list_documents", body)
 
     def index_status() -> Result:

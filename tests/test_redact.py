@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer.answers import Freshness, SearchAnswer
+from remembrancer.indexer.answers import DocumentList, Freshness, SearchAnswer
 from remembrancer.cli import secrets_cmd as secrets_cli
 from remembrancer.indexer import api
 from remembrancer.indexer.search import reader
@@ -307,7 +307,7 @@ def tool_outputs(engine) -> list[str]:
                 break
             offset = page["next_offset"]
     lst = api.dispatch_read(engine, "list", {}, fresh)
-    keep(lst, render.list_text(lst))
+    keep(lst, render.list_text(DocumentList.parse(lst)))
     st = engine.status()
     keep(st, render.status_text(st))
     return outs
