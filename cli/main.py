@@ -17,7 +17,6 @@ import sys
 import time
 
 from remembrancer.indexer import requests as rq
-from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError, scrubbed
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70

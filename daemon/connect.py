@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import writelock
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 
@@ -102,9 +103,7 @@ class LocalBackend:
                 self.engine = Engine(self.config, readonly=True, embedder=embedder)
         return self.last_report
 
-    def freshness(self) -> "Freshness":
-        from remembrancer.indexer.answers import Freshness
-
+    def freshness(self) -> Freshness:
         st = self.engine.status()
         if self.readonly:
             return Freshness.judged(st, "stale", reason=self.reason or "daemon down: answering read-only "

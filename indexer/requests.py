@@ -14,7 +14,6 @@ import dataclasses
 import inspect
 import typing
 from dataclasses import dataclass
-from typing import ClassVar
 
 from remembrancer.indexer.errors import UserError, echo
 
