@@ -16,7 +16,7 @@ import re
 import sys
 import time
 
-from remembrancer.indexer import terms
+from remembrancer.indexer import requests as rq
 from remembrancer.indexer.errors import UserError, scrubbed
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
@@ -71,6 +71,13 @@ def _add_store(p: argparse.ArgumentParser) -> None:
 def _add_dates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--since", help="section date on or after YYYY-MM-DD")
     p.add_argument("--until", help="section date on or before YYYY-MM-DD")
+
+
+def _add_int(p, params: type[rq.Params], name: str, what: str, short: str | None = None) -> None:
+    """An integer flag with the default and bounds its method declares (indexer/requests.py)."""
+    default, lo, hi = params.bounds(name)
+    flags = [f for f in (short, "--" + name.replace("_", "-")) if f]
+    p.add_argument(*flags, type=int, default=default, help=f"{what}, {lo}–{hi} (default {default})")
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -146,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "are given)")
     _add_root(p)
     _add_filters(p)
-    p.add_argument("-n", "--limit", type=int, default=5, help="how many results, 1–50 (default 5)")
+    _add_int(p, rq.SearchParams, "limit", "how many results", "-n")
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
     p.add_argument("--explain", action="store_true", help="show why each result ranked where it did")
     p.add_argument("--also", action="append", default=[], metavar="PHRASING",
@@ -160,8 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
     p.add_argument("--lines", help="START:END (1-based, inclusive)")
-    p.add_argument("--offset", type=int, default=0, help="first character of the page (a page's next_offset)")
-    p.add_argument("--max-chars", type=int, default=20_000, help="page size, 100–200000 (default 20000)")
+    p.add_argument("--offset", type=int, default=rq.ReadParams.bounds("offset")[0],
+                   help="first character of the page (a page's next_offset)")
+    _add_int(p, rq.ReadParams, "max_chars", "page size")
     p.add_argument("--json", action="store_true", help="the JSON contract instead of text")
 
     p = sub.add_parser("outline", help="a document's sections with line ranges and sizes")
@@ -296,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--topic", help="only the sections about this, still in date order")
     _add_dates(p)
-    p.add_argument("-n", "--limit", type=int, default=20)
+    _add_int(p, rq.HistoryParams, "limit", "how many sections, newest first", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("latest", help="sections containing ALL the terms, newest first (exact, no ranking)")
@@ -306,14 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
-    p.add_argument("-n", "--limit", type=int, default=10)
+    _add_int(p, rq.LatestParams, "limit", "how many sections, newest first", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("neighbors", help="links out, backlinks, broken links and unlinked similar sections")
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
-    p.add_argument("-n", "--limit", type=int, default=5, help="how many unlinked similar sections")
+    _add_int(p, rq.NeighborsParams, "limit", "how many unlinked similar sections", "-n")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("verify", help="check the commit SHAs a document cites (or text on stdin) in git")
@@ -623,40 +631,10 @@ def cmd_search(args) -> int:
 
 
 def print_search(out: dict) -> None:
-    from remembrancer.mcp_server.render import also_text, freshness_line
+    from remembrancer.indexer.answers import SearchAnswer
+    from remembrancer.mcp_server.render import search_terminal_text
 
-    print(freshness_line(out.get("index")))   # the MCP tool's wording: one spelling of the header
-    for n in out.get("notes", []):
-        print(f"note: {n}")
-    if out.get("found_by") and out["found_by"] != out.get("query"):
-        print(f"best result found by the rephrasing {terms.elide(out['found_by'])!r}")
-    results = out["results"]
-    if out.get("no_strong_match"):
-        why = "; ".join(out.get("why_no_strong_match", []))
-        results = out.get("best_weak", [])
-        print(f"No strong match{' (' + why + ')' if why else ''}."
-              + (" Weak candidates (may not answer the question):" if results else ""))
-    elif not results:
-        print(out.get("message", "no results"))
-        return
-    for i, r in enumerate(results):
-        loc = f"{r['path']}:{r['lines'][0]}-{r['lines'][1]}"
-        head = r["heading"] or "(preamble)"
-        flags = " [stale]" if r.get("stale") else ""
-        print(f"\n{i + 1}. {head}{flags}\n   {loc}  {r['type']}  {r['date'] or ''}  "
-              f"score {r['score']:.3f} ({r['provenance']})  ~{r['tokens']} tokens")
-        if i == 0 and "content" in r and not out.get("no_strong_match"):
-            print("   " + r["content"].replace("\n", "\n   "))
-        else:
-            print(f"   {r['snippet']}")
-        if r.get("also"):
-            print("   also in this document: " + also_text(r["also"]))
-        for w in r.get("why", []):
-            print(f"   why: {w}")
-    if out.get("truncated"):
-        print("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
-    for note in out.get("left_out", []):
-        print(f"(left out: {note})")
+    print(search_terminal_text(SearchAnswer.parse(out)))
 
 
 def cmd_read(args) -> int:
@@ -868,9 +846,10 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        for d in out["documents"]:
-            print(f"{d['path']}  {d['type']}  {d['date'] or ''}  {d['sections']} sections  ~{d['tokens']} tokens")
-        print(f"{out['total']} documents")
+        from remembrancer.indexer.answers import DocumentList
+        from remembrancer.mcp_server.render import list_terminal_text
+
+        print(list_terminal_text(DocumentList.parse(out)))
     return EXIT_OK
 
 

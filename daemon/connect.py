@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import writelock
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
@@ -101,17 +102,15 @@ class LocalBackend:
                 self.engine = Engine(self.config, readonly=True, embedder=embedder)
         return self.last_report
 
-    def freshness(self) -> dict:
+    def freshness(self) -> Freshness:
         st = self.engine.status()
-        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
-                "last_indexed_at": st["last_indexed_at"]}
         if self.readonly:
-            return {**base, "verdict": "stale", "reason": self.reason or "daemon down: answering read-only "
-                    "from the last index; changes since then are not seen"}
+            return Freshness.judged(st, "stale", reason=self.reason or "daemon down: answering read-only "
+                                    "from the last index; changes since then are not seen")
         problem = self.engine.contract_problem() if self.engine._embedder is not None else None
         if problem:
-            return {**base, "verdict": "stale", "reason": problem}
-        return {**base, "verdict": "fresh", "detail": "re-checked against the files just now"}
+            return Freshness.judged(st, "stale", reason=problem)
+        return Freshness.judged(st, "fresh", detail="re-checked against the files just now")
 
     def call(self, method: str, **params) -> dict:
         from remembrancer.indexer import api# the engine's: a client answered by the daemon never imports it

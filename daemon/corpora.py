@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import indexes
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
@@ -220,36 +221,33 @@ class Corpus:
         ingesting = self.ingesting
         return queued, behind, ingesting, self.engine.status()
 
-    def freshness(self, observed: tuple[int, float | None, bool, dict] | None = None) -> dict:
+    def freshness(self, observed: tuple[int, float | None, bool, dict] | None = None) -> Freshness:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
         `observed` (observe()) when given, so a status shows the verdict of its own figures."""
         queued, behind, ingesting, st = observed or self.observe()
-        base = {"documents": st["documents"], "sections": st["sections"], "generation": st["generation"],
-                "last_indexed_at": st["last_indexed_at"]}
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
             retry = self._retry_at
             when = "" if retry is None else f"; retrying in {max(retry - time.monotonic(), 0):.0f} s"
-            return {**base, "verdict": "stale", "reason": f"last ingest failed: {self.last_error}{when}"}
+            return Freshness.judged(st, "stale", reason=f"last ingest failed: {self.last_error}{when}")
         if problem:
-            return {**base, "verdict": "stale", "reason": problem}
+            return Freshness.judged(st, "stale", reason=problem)
         if queued or ingesting:
-            return {**base, "verdict": "catching_up", "queued_changes": queued,
-                    "seconds_behind": round(behind or 0.0, 1)}
+            return Freshness.judged(st, "catching_up", queued_changes=queued, seconds_behind=round(behind or 0.0, 1))
         heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
         if heads:
-            return {**base, "verdict": "catching_up", "reason": f"HEAD of {heads[0]['name']} moved"}
+            return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0]['name']} moved")
         git = any(r["head_current"] for r in st["roots"])   # a plain folder has no HEAD to be at
-        return {**base, "verdict": "fresh", "detail": "at HEAD and on-disk state" if git else "at the on-disk state"}
+        return Freshness.judged(st, "fresh", detail="at HEAD and on-disk state" if git else "at the on-disk state")
 
     def summary(self) -> dict:
         """One line of `status`'s corpus list."""
         try:
             fr = self.freshness()
         except Exception as e:  # a broken index still gets its line
-            fr = {"verdict": "stale", "reason": f"{type(e).__name__}: {e}"}
+            fr = Freshness(verdict="stale", reason=f"{type(e).__name__}: {e}")
         return {"roots": list(self.key), "index_dir": str(self.config.index_dir()), "state": "open",
-                "idle_s": round(time.monotonic() - self.last_used, 1), "freshness": fr}
+                "idle_s": round(time.monotonic() - self.last_used, 1), "freshness": fr.to_json()}
 
 
 class Corpora:

@@ -394,5 +394,5 @@ class Daemon:
         return {**st,
                 "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": ingesting,
                            "last_error": corpus.last_error, "last_ingest": corpus.last_run()},
-                "freshness": corpus.freshness(observed),
+                "freshness": corpus.freshness(observed).to_json(),
                 "corpora": self.corpora.summaries(self._touched_engines())}

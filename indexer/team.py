@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
 from remembrancer.indexer.store.postgres import roles as pg_roles
@@ -87,7 +88,7 @@ class TeamReader:
             pg_roles.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
         self._counts: tuple[tuple, dict] = ((), {})
 
-    def freshness(self) -> dict:
+    def freshness(self) -> Freshness:
         """Which commit the store holds, its age, and how this reader's checkout compares."""
         cat = self.engine.catalog
         heads = json.loads(cat.get_meta("heads") or "{}")
@@ -101,10 +102,10 @@ class TeamReader:
             self._counts = (key, cat.counts())
         counts = self._counts[1]
         base = {"documents": counts["documents"], "sections": counts["sections"], "generation": cat.generation,
-                "last_indexed_at": float(last) if last else None, "store": safe_url(self.store.url),
-                "indexed_heads": heads}
+                "last_indexed_at": float(last) if last else None}
+        store = {"store": safe_url(self.store.url), "indexed_heads": heads}
         if last is None:
-            return {**base, "verdict": "stale", "reason": "the writer has not finished a first pass yet"}
+            return Freshness.judged(base, "stale", **store, reason="the writer has not finished a first pass yet")
         age = _ago(time.time() - float(last))
         parts, same = [], True
         for root in self.config.roots:
@@ -127,10 +128,9 @@ class TeamReader:
         if not writer:
             parts.append("no writer is running: the store is not being updated")
         detail = "; ".join(parts)
-        out = {**base, "detail": detail, "writer_running": writer}
         if same and writer:
-            return {**out, "verdict": "fresh"}
-        return {**out, "verdict": "stale", "reason": detail}
+            return Freshness.judged(base, "fresh", **store, detail=detail, writer_running=writer)
+        return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
     def call(self, method: str, **params) -> dict:
         if self.granted is not None:

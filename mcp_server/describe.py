@@ -144,13 +144,6 @@ def index_map(facts: IndexFacts) -> str:
 
 
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.
-ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
-                   "the answer says which phrasing found the best result). Use them for questions in your own "
-                   "words (a symptom, a story, a vague description) and when a first search came back weak: "
-                   "short and concrete, in the terms and names the notes would use — the tool, host, service, "
-                   "command, setting or error text — not a repeat of the question. Example: for 'players got "
-                   "stuck with a 403 after the update' try ['Cloudflare rule blocking client version', "
-                   "'403 forbidden new app build'].")
 
 # One line every memory tool's description shares: which axis each tool answers.
 WHICH_TOOL = ("Search ranks by relevance (what do we know about X). Other axes: history = one host/service "

@@ -7,28 +7,8 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
+from remembrancer.indexer.answers import DocumentList, Freshness, Result, SearchAnswer, freshness_line
 from remembrancer.indexer.terms import elide
-
-
-def freshness_line(idx: dict | None) -> str:
-    """One line: fresh / catching up: N changes queued, S s behind / STALE: reason."""
-    idx = idx or {}
-    v = idx.get("verdict")
-    size = ""
-    if idx.get("documents") is not None:
-        size = f" ({idx['documents']} documents, {idx.get('sections', '?')} sections)"
-    if v == "fresh":
-        detail = idx.get("detail")
-        return f"Index fresh{size}" + (f": {detail}." if detail else ".")
-    if v == "catching_up":
-        if idx.get("queued_changes"):
-            what = f"{idx['queued_changes']} changes queued, {idx.get('seconds_behind') or 0:g} s behind"
-        else:
-            what = idx.get("reason") or "updating"
-        return f"Index catching up: {what}{size} — the newest edits may be missing."
-    if v == "stale":
-        return f"Index STALE: {idx.get('reason') or 'unknown reason'}{size} — recent changes may be missing."
-    return "Index freshness unknown."
 
 
 def _sentence(message: str) -> str:
@@ -42,72 +22,108 @@ def also_text(headings: list[str]) -> str:
     return "; ".join(h or "(preamble)" for h in headings)
 
 
-def _loc(r: dict) -> str:
-    lines = r.get("lines") or ["?", "?"]
+def _loc(lines: list[int] | None) -> str:
+    lines = lines or ["?", "?"]
     return f"lines {lines[0]}-{lines[1]}"
 
 
-def _head(r: dict) -> str:
-    return r.get("heading") or "(preamble)"
+def _head(heading: str | None) -> str:
+    return heading or "(preamble)"
 
 
-def _facts(r: dict) -> str:
-    bits = [_loc(r), r.get("type") or "?"]
-    if r.get("date"):
-        bits.append(r["date"])
-    bits.append(f"~{r.get('tokens', '?')} tokens")
-    if r.get("stale"):
+def _facts(r: Result) -> str:
+    bits = [_loc(r.lines), r.type or "?"]
+    if r.date:
+        bits.append(r.date)
+    bits.append(f"~{'?' if r.tokens is None else r.tokens} tokens")
+    if r.stale:
         bits.append("marked stale/superseded")
     return ", ".join(bits)
 
 
-def _pointer(i: int, r: dict) -> str:
-    out = f"{i}. {r['path']} § {_head(r)} — {_facts(r)}"
-    if r.get("snippet"):
-        out += f"\n   {r['snippet']}"
+def _pointer(i: int, r: Result) -> str:
+    out = f"{i}. {r.path} § {_head(r.heading)} — {_facts(r)}"
+    if r.snippet:
+        out += f"\n   {r.snippet}"
     return out
 
 
-def search_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index"))]
-    for n in out.get("notes") or []:
+def search_text(out: SearchAnswer) -> str:
+    """For the model: the best section in full, pointers to the rest, and what to try when weak."""
+    parts = [freshness_line(out.index)]
+    for n in out.notes or []:
         parts.append(f"Note: {n}")
-    results = out.get("results") or []
-    if out.get("no_strong_match"):
-        weak = out.get("best_weak") or []
-        why = "; ".join(out.get("why_no_strong_match") or [])
-        parts.append(f"No strong match for {elide(out.get('query', ''))!r}{' (' + why + ')' if why else ''}. "
+    results = out.results
+    if out.no_strong_match:
+        weak = out.best_weak or []
+        why = "; ".join(out.why_no_strong_match or [])
+        parts.append(f"No strong match for {elide(out.query)!r}{' (' + why + ')' if why else ''}. "
                      "The candidates below are weak and may not "
                      "answer the question; that is not proof the memory lacks it — rephrase, drop filters, or "
                      "try exact=true for literal strings.")
         parts += [_pointer(i, r) for i, r in enumerate(weak, 1)]
     elif not results:
-        parts.append(_sentence(out.get("message") or "no section matches") + " An empty result is not proof of absence: "
+        parts.append(_sentence(out.message or "no section matches") + " An empty result is not proof of absence: "
                      "rephrase, widen the filters, or try exact=true for literal strings.")
     else:
         best = results[0]
-        head = f"Best match: {best['path']} § {_head(best)} — {_facts(best)}, {best.get('provenance', '?')}"
-        if out.get("found_by") and out["found_by"] != out.get("query"):
-            head += f" (found by the rephrasing {elide(out['found_by'])!r})"
-        body = best.get("content")
+        head = f"Best match: {best.path} § {_head(best.heading)} — {_facts(best)}, {best.provenance or '?'}"
+        if out.found_by and out.found_by != out.query:
+            head += f" (found by the rephrasing {elide(out.found_by)!r})"
+        body = best.content
         if body is None:
-            parts.append(head + (f"\n{best['snippet']}" if best.get("snippet") else ""))
+            parts.append(head + (f"\n{best.snippet}" if best.snippet else ""))
         else:
             body = body.rstrip("\n")
-            if best.get("content_truncated"):
-                body += (f"\n[… cut to fit the response; read(path={best['path']!r}, heading={best['heading']!r}) "
+            if best.content_truncated:
+                body += (f"\n[… cut to fit the response; read(path={best.path!r}, heading={best.heading!r}) "
                          "gives the whole section]")
             parts.append(f"{head}\n\n{body}")
-        if best.get("also"):
-            parts.append("Also in this document: " + also_text(best["also"]))
+        if best.also:
+            parts.append("Also in this document: " + also_text(best.also))
         if len(results) > 1:
             parts.append("Other matches (open one with read(path, heading)):\n"
                          + "\n".join(_pointer(i, r) for i, r in enumerate(results[1:], 2)))
-        if out.get("truncated"):   # a filters-only listing
+        if out.truncated:   # a filters-only listing
             parts.append("More sections match the filters (newest first): raise limit, or narrow the filters.")
-    if out.get("left_out"):
-        parts.append("Left out to fit the budget: " + "; ".join(out["left_out"]))
+    if out.left_out:
+        parts.append("Left out to fit the budget: " + "; ".join(out.left_out))
     return "\n\n".join(parts)
+
+
+def search_terminal_text(out: SearchAnswer) -> str:
+    """For a person at a terminal (`remembrancer search`): every result numbered with its score,
+    the best one in full."""
+    lines = [freshness_line(out.index)]   # the MCP tool's wording: one spelling of the header
+    for n in out.notes or []:
+        lines.append(f"note: {n}")
+    if out.found_by and out.found_by != out.query:
+        lines.append(f"best result found by the rephrasing {elide(out.found_by)!r}")
+    results = out.results
+    if out.no_strong_match:
+        why = "; ".join(out.why_no_strong_match or [])
+        results = out.best_weak or []
+        lines.append(f"No strong match{' (' + why + ')' if why else ''}."
+                     + (" Weak candidates (may not answer the question):" if results else ""))
+    elif not results:
+        lines.append(out.message if out.message is not None else "no results")
+        return "\n".join(lines)
+    for i, r in enumerate(results):
+        loc = f"{r.path}:{r.lines[0]}-{r.lines[1]}"
+        flags = " [stale]" if r.stale else ""
+        lines.append(f"\n{i + 1}. {_head(r.heading)}{flags}\n   {loc}  {r.type}  {r.date or ''}  "
+                     f"score {r.score:.3f} ({r.provenance})  ~{r.tokens} tokens")
+        if i == 0 and r.content is not None and not out.no_strong_match:
+            lines.append("   " + r.content.replace("\n", "\n   "))
+        else:
+            lines.append(f"   {r.snippet}")
+        if r.also:
+            lines.append("   also in this document: " + also_text(r.also))
+        lines += [f"   why: {w}" for w in r.why or []]
+    if out.truncated:
+        lines.append("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
+    lines += [f"(left out: {note})" for note in out.left_out or []]
+    return "\n".join(lines)
 
 
 def read_text(out: dict) -> str:
@@ -115,7 +131,7 @@ def read_text(out: dict) -> str:
     if out.get("heading") is not None:
         where += f" § {out['heading'] or '(preamble)'}"
     if out.get("lines"):
-        where += f" ({_loc(out)})"
+        where += f" ({_loc(out.get('lines'))})"
     head = f"{where} — {out.get('type') or '?'}{', ' + out['date'] if out.get('date') else ''}; " \
            f"chars {out['offset']}-{out['offset'] + out['returned_chars']} of {out['total_chars']}"
     text = f"{head}\n\n{out['content']}"
@@ -136,24 +152,29 @@ def outline_text(out: dict) -> str:
     return "\n".join(lines)
 
 
-def list_text(out: dict) -> str:
-    lines = [f"{d['path']} — {d['type']}, {d.get('date') or 'undated'}, {d['sections']} sections, "
-             f"~{d['tokens']} tokens" + (f": {d['title']}" if d.get("title") else "")
-             for d in out["documents"]]
-    n, start = len(out["documents"]), out.get("offset", 0)
-    if out.get("truncated"):
-        lines.append(f"(documents {start + 1}-{start + n} of {out['total']}; the next page: "
-                     f"offset={out['next_offset']}, or narrow with path= or type=)")
+def list_text(out: DocumentList) -> str:
+    lines = [f"{d.path} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
+             + (f": {d.title}" if d.title else "") for d in out.documents]
+    n, start = len(out.documents), out.offset or 0
+    if out.truncated:
+        lines.append(f"(documents {start + 1}-{start + n} of {out.total}; the next page: "
+                     f"offset={out.next_offset}, or narrow with path= or type=)")
     elif start:
-        lines.append(f"(documents {start + 1}-{start + n} of {out['total']})" if n else
-                     f"(offset={start} is past the last of {out['total']} documents)")
+        lines.append(f"(documents {start + 1}-{start + n} of {out.total})" if n else
+                     f"(offset={start} is past the last of {out.total} documents)")
     else:
-        lines.append(f"{out['total']} documents")
+        lines.append(f"{out.total} documents")
     return "\n".join(lines)
 
 
+def list_terminal_text(out: DocumentList) -> str:
+    """For a person at a terminal (`remembrancer list`): one document a line, then the count."""
+    return "\n".join([*(f"{d.path}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
+                         for d in out.documents), f"{out.total} documents"])
+
+
 def status_text(st: dict) -> str:
-    lines = [freshness_line(st.get("freshness"))]
+    lines = [freshness_line(Freshness.parse(st.get("freshness")))]
     d = st.get("daemon")
     if d:
         lines.append(f"Daemon: pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
@@ -196,7 +217,8 @@ def _commit_bits(r: dict) -> list[str]:
 
 
 def _dated_row(i: int, r: dict, extra: str = "") -> str:
-    head = f"{i}. {r.get('date') or 'undated'}  {r['path']} § {_head(r)} — {_loc(r)}, {r.get('type') or '?'}"
+    head = (f"{i}. {r.get('date') or 'undated'}  {r['path']} § {_head(r.get('heading'))} — "
+            f"{_loc(r.get('lines'))}, {r.get('type') or '?'}")
     if r.get("record"):
         head += ", the entity's record"
     if r.get("dated_by") in ("commit", "modified"):
@@ -214,7 +236,7 @@ def _dated_row(i: int, r: dict, extra: str = "") -> str:
 
 def history_text(out: dict) -> str:
     ent = out.get("entity") or {}
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     names = ", ".join(ent.get("aliases") or [])
     scope = []
     if out.get("topic"):
@@ -240,7 +262,7 @@ def history_text(out: dict) -> str:
 
 
 def latest_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     terms = ", ".join(repr(t) for t in out.get("terms") or [])
     scope = f" (filters: {out['filters']})" if out.get("filters") else ""
     rows = out.get("results") or []
@@ -260,7 +282,7 @@ def latest_text(out: dict) -> str:
 
 
 def neighbors_text(out: dict) -> str:
-    parts = [freshness_line(out.get("index")),
+    parts = [freshness_line(Freshness.parse(out.get("index"))),
              f"Links of {out['path']} ({out.get('type')}: {out.get('title')})"]
     ob = out.get("outbound") or []
     parts.append("Links out:\n" + ("\n".join(
@@ -279,7 +301,7 @@ def neighbors_text(out: dict) -> str:
     sim = out.get("similar") or []
     if sim:
         parts.append("Close in meaning but not linked either way:\n" + "\n".join(
-            f"- {x['path']} § {_head(x)} (similarity {x['similarity']:.2f}, {x.get('date') or 'undated'})"
+            f"- {x['path']} § {_head(x.get('heading'))} (similarity {x['similarity']:.2f}, {x.get('date') or 'undated'})"
             for x in sim))
     for n in out.get("notes") or []:
         parts.append(f"Note: {n}")
@@ -289,7 +311,7 @@ def neighbors_text(out: dict) -> str:
 def verify_text(out: dict) -> str:
     src = out.get("source") or {}
     where = src.get("path", "the given text") + (f" § {src['heading']}" if src.get("heading") else "")
-    parts = [freshness_line(out.get("index"))]
+    parts = [freshness_line(Freshness.parse(out.get("index")))]
     repos = out.get("repos") or []
     parts.append(f"Commits cited in {where}, checked in: "
                  + (", ".join(r["repo"] + ("" if r["readable"] else " (UNREADABLE)") for r in repos) or "no repository"))

@@ -20,10 +20,12 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
+from remembrancer.indexer import requests as rq
+from remembrancer.indexer.answers import DocumentList, SearchAnswer
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -40,8 +42,6 @@ ROOTS_WAIT_S = 2.0            # how long the client may take to answer roots/lis
 LIST_LIMIT = 100              # list_documents rows per answer (~4000 tokens with the structured copy)
 
 Result = Annotated[CallToolResult, dict[str, Any]]
-Since = Annotated[str | None, Field(description="Only sections dated on or after YYYY-MM-DD.", max_length=40)]
-Until = Annotated[str | None, Field(description="Only sections dated on or before YYYY-MM-DD.", max_length=40)]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 
@@ -317,87 +317,26 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
             return ok(render_text(out), out)
         return guarded(tool, body)
 
-    def search(
-        query: Annotated[str, Field(description="The question or keywords, in plain words. May be empty when "
-                                    "filters are given (then: matching sections, newest first).")],
-        limit: Annotated[int, Field(ge=1, le=50, description="How many sections to return (1-50); the first "
-                                    "comes in full, the rest as pointers.")] = 5,
-        type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
-                                                      "'runbook' or ['host', 'journal'].")] = None,
-        path: Annotated[str | None, Field(description="Only documents under this path prefix, e.g. 'runbooks/'.",
-                                          max_length=1000)] = None,
-        tags: Annotated[str | list[str] | None, Field(description="Only documents having ALL these front "
-                                                      "matter tags.")] = None,
-        since: Since = None,
-        until: Until = None,
-        exact: Annotated[bool, Field(description="Literal, case-insensitive string match only — for error "
-                                     "messages, identifiers, paths.")] = False,
-        alternates: Annotated[list[str] | None, Field(description=describe.ALTERNATES_HELP,
-                                                      max_length=3)] = None,
-    ) -> Result:
+    def search(query, limit, type, path, tags, since, until, exact, alternates) -> Result:
         extra = {"alternates": alternates} if alternates else {}
-        return answer("search", render.search_text, query=query, limit=limit, type=type, path=path, tags=tags,
-                      since=since, until=until, exact=exact, **extra)
+        return answer("search", lambda out: render.search_text(SearchAnswer.parse(out)), query=query, limit=limit,
+                      type=type, path=path, tags=tags, since=since, until=until, exact=exact, **extra)
 
-    def history(
-        entity: Annotated[str, Field(description="A host or service: its name, an alias or an IP, e.g. 'db1', "
-                                     "'pg-primary', '10.20.1.11'.", min_length=1, max_length=200)],
-        topic: Annotated[str | None, Field(description="Only the sections about this (keyword + semantic match), "
-                                           "still in date order, e.g. 'backups'.", max_length=1000)] = None,
-        since: Since = None,
-        until: Until = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 20,
-    ) -> Result:
+    def history(entity, topic, since, until, limit) -> Result:
         return answer("history", render.history_text, entity=entity, topic=topic, since=since, until=until,
                       limit=limit)
 
-    def latest(
-        terms: Annotated[str | list[str], Field(description="The exact strings a section must ALL contain: a "
-                                                "list (each verbatim), or one string split on spaces with "
-                                                "\"quoted phrases\" kept whole. SHAs, --flags, error text, numbers, "
-                                                "identifiers.")],
-        since: Since = None,
-        until: Until = None,
-        type: Annotated[str | list[str] | None, Field(description="Only these doc types (any of them), e.g. "
-                                                      "'journal'.")] = None,
-        path: Annotated[str | None, Field(description="Only documents under this path prefix, e.g. 'runbooks/'.",
-                                          max_length=1000)] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many sections, newest first (1-100).")] = 10,
-    ) -> Result:
+    def latest(terms, since, until, type, path, limit) -> Result:
         return answer("latest", render.latest_text, terms=terms, since=since, until=until, type=type, path=path,
                       limit=limit)
 
-    def neighbors(
-        path: Annotated[str, Field(description="Document path as search prints it, e.g. 'hosts/db1.md'.",
-                                   min_length=1, max_length=1000)],
-        limit: Annotated[int, Field(ge=1, le=100, description="How many unlinked similar sections (1-100).")] = 5,
-    ) -> Result:
+    def neighbors(path, limit) -> Result:
         return answer("neighbors", render.neighbors_text, path=path, limit=limit)
 
-    def verify(
-        path: Annotated[str | None, Field(description="A document whose cited commit SHAs to check, e.g. "
-                                          "'journal/2030/2030-02-12.md'.", max_length=1000)] = None,
-        heading: Annotated[str | None, Field(description="Only this section of `path` (breadcrumb or a unique "
-                                             "last part).", max_length=1000)] = None,
-        text: Annotated[str | None, Field(description="Or: text to scan for SHAs instead of a document, e.g. "
-                                          "'fixed in app@4f2a9c1'.", max_length=200_000)] = None,
-    ) -> Result:
+    def verify(path, heading, text) -> Result:
         return answer("verify", render.verify_text, path=path, heading=heading, text=text)
 
-    def read(
-        path: Annotated[str, Field(description="Document path as search/list_documents print it, e.g. "
-                                   "'runbooks/postgres/restore.md'.", min_length=1, max_length=1000)],
-        heading: Annotated[str | None, Field(description="A section: its breadcrumb 'H1 > H2' or a unique last "
-                                             "part, e.g. 'Restore'.")] = None,
-        lines: Annotated[list[int] | str | None, Field(description="A line range [start, end] (1-based, "
-                                                       "inclusive) or 'start:end'.")] = None,
-        outline: Annotated[bool, Field(description="Return the document's sections with line ranges and "
-                                       "token sizes instead of text.")] = False,
-        offset: Annotated[int, Field(ge=0, description="Character offset to start from (paging: use "
-                                     "next_offset from the previous answer).")] = 0,
-        max_chars: Annotated[int, Field(ge=100, le=200_000, description="Most characters to return in "
-                                        "this page.")] = 20_000,
-    ) -> Result:
+    def read(path, heading, lines, outline, offset, max_chars) -> Result:
         def body():
             if outline:
                 out = link.call("outline", path=path)
@@ -406,15 +345,10 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
             return ok(render.read_text(out), out)
         return guarded("read", body)
 
-    def list_documents(
-        path: Annotated[str | None, Field(description="Path prefix, e.g. 'hosts/'.", max_length=1000)] = None,
-        type: Annotated[str | list[str] | None, Field(description="Only these doc types.")] = None,
-        offset: Annotated[int, Field(ge=0, description="Skip this many documents (paging: the answer says the "
-                                                       "next offset while more remain).")] = 0,
-    ) -> Result:
+    def list_documents(path, type, offset) -> Result:
         def body():
             out = link.call("list", path=path, type=type, limit=LIST_LIMIT, offset=offset)
-            return ok(render.list_text(out), out)
+            return ok(render.list_text(DocumentList.parse(out)), out)
         return guarded("list_documents", body)
 
     def index_status() -> Result:
@@ -422,6 +356,12 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
             st = link.call("status")
             return ok(render.status_text(st), st)
         return guarded("index_status", body)
+
+    # each tool's parameters — names, types, defaults, bounds, descriptions — are its request's (indexer/requests.py)
+    for fn, params in ((search, rq.SearchParams), (read, rq.ReadParams), (list_documents, rq.ListParams),
+                       (index_status, rq.StatusParams), (history, rq.HistoryParams), (latest, rq.LatestParams),
+                       (neighbors, rq.NeighborsParams), (verify, rq.VerifyParams)):
+        fn.__signature__ = params.tool_signature(Result)
 
     server.add_tool(search, description=desc["search"], annotations=READ_ONLY,
                     title="Search the memory")

@@ -18,6 +18,7 @@ import threading
 
 import pytest
 
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer import api
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.ingest import sandbox
@@ -443,12 +444,12 @@ SECRET_QUERY = "frobnicate password=hunter2xyz9 sk-abcdefghijklmnop1234567890"
 
 
 def test_secrets_typed_into_a_query_are_echoed_redacted(notes_engine):
-    out = api.dispatch_read(notes_engine, "search", {"query": SECRET_QUERY}, dict)
+    out = api.dispatch_read(notes_engine, "search", {"query": SECRET_QUERY}, Freshness)
     text = json.dumps(out)
     assert "hunter2xyz9" not in text and "abcdefghijklmnop1234567890" not in text
     assert out.get("why_no_strong_match") or out["results"]
     with pytest.raises(UserError) as ei:
-        api.dispatch_read(notes_engine, "search", {"query": "x", "since": "password=hunter2xyz9"}, dict)
+        api.dispatch_read(notes_engine, "search", {"query": "x", "since": "password=hunter2xyz9"}, Freshness)
     assert "hunter2xyz9" not in json.dumps(ei.value.to_dict()) and "hunter2xyz9" not in str(ei.value)
 
 

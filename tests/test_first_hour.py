@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.mcp_server import render
 from tests.corpus_helpers import EXAMPLES
 
@@ -62,7 +63,7 @@ def test_an_empty_result_reads_as_two_sentences(cli):
     r = cli("search", "--exact", "zqxjwvk-nowhere", "--root", str(cli.notes), "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 1 and not out["results"], r.stdout + r.stderr
-    text = render.search_text(out)
+    text = render.search_text(SearchAnswer.parse(out))
     assert "No section matches. An empty result is not proof of absence" in text, text
 
 
@@ -75,14 +76,14 @@ def test_also_in_this_document_names_the_preamble(cli):
     assert "(preamble)" in also and not also.rstrip().endswith(":") and "; ;" not in also, r.stdout
     out = json.loads(cli("search", "wombat burrows", "-n", "1", "--root", root, "--json").stdout)
     assert "" in out["results"][0]["also"]   # the data keeps the heading read() takes
-    assert "(preamble)" in next(p for p in render.search_text(out).split("\n\n") if p.startswith("Also in this"))
+    assert "(preamble)" in next(p for p in render.search_text(SearchAnswer.parse(out)).split("\n\n") if p.startswith("Also in this"))
 
 
 def test_the_cli_and_the_mcp_tool_spell_the_freshness_header_alike(cli):
     r = cli("search", "restore the database", "--root", str(cli.notes))
     out = json.loads(cli("search", "restore the database", "--root", str(cli.notes), "--json").stdout)
     first = r.stdout.splitlines()[0]
-    assert first.startswith("Index fresh (") and first == render.freshness_line(out["index"]), r.stdout
+    assert first.startswith("Index fresh (") and first == render.freshness_line(Freshness.parse(out["index"])), r.stdout
 
 
 def test_verify_usage_error_is_in_cli_syntax(cli):

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remembrancer import wire
+from remembrancer.indexer.answers import Freshness
 from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 from remembrancer.indexer import api
 from remembrancer.indexer.ingest import chunks as chunking
@@ -819,7 +820,7 @@ def test_markdown_parse_is_not_quadratic_on_unclosed_brackets():
 @pytest.mark.parametrize("scope", [5, True, 1.5, ["journal\x00"], {"a": 1}])
 def test_a_bad_scope_is_a_structured_error(query_engine, scope):
     with pytest.raises(UserError) as ei:
-        api.dispatch_read(query_engine, "search", {"query": "restore", "scope": scope}, dict)
+        api.dispatch_read(query_engine, "search", {"query": "restore", "scope": scope}, Freshness)
     assert ei.value.param == "scope"
 
 

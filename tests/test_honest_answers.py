@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from remembrancer.indexer.answers import SearchAnswer
 from remembrancer.cli.main import main
 from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
@@ -39,7 +40,7 @@ def test_words_found_only_outside_the_filters_are_said_to_be(engine):
     out = do_search(engine, {"query": "zebra", "type": ["journal"], "limit": 3})
     assert out["results"] and not out["no_strong_match"]
     assert any("only outside them" in n and "type=journal" in n for n in out.get("notes", [])), out.get("notes")
-    assert "only outside them" in render.search_text(out)
+    assert "only outside them" in render.search_text(SearchAnswer.parse(out))
     # the word in the filtered sections, or no filter: nothing to say
     for params in ({"query": "restore test", "type": ["journal"]}, {"query": "zebra"}):
         out = do_search(engine, {**params, "limit": 3})
@@ -51,7 +52,7 @@ def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
     out = do_search(engine, {"query": wall, "limit": 3})
     assert out["no_strong_match"]
     assert sum(len(r) for r in out["why_no_strong_match"]) < 300, out["why_no_strong_match"]
-    assert len(render.search_text(out)) < 3_000
+    assert len(render.search_text(SearchAnswer.parse(out))) < 3_000
     many = " ".join(f"qq_word{i}" for i in range(30))   # thirty absent identifiers: eight listed, the rest counted
     reasons = do_search(engine, {"query": many, "limit": 3})["why_no_strong_match"]
     assert any("and 22 more" in r for r in reasons), reasons
@@ -106,7 +107,7 @@ def test_a_term_that_starts_with_a_dash_gets_the_way_to_search_for_it(tmp_path, 
 def test_a_listing_by_filters_says_how_much_it_left_out(engine):
     whole = do_search(engine, {"type": ["journal"], "limit": 50})
     assert len(whole["results"]) == 2 and not whole["truncated"]
-    assert "More sections match" not in render.search_text(whole)
+    assert "More sections match" not in render.search_text(SearchAnswer.parse(whole))
     out = do_search(engine, {"type": ["journal"], "limit": 1})
     assert out["mode"] == "filters" and len(out["results"]) == 1 and out["truncated"]
-    assert "More sections match the filters" in render.search_text(out)
+    assert "More sections match the filters" in render.search_text(SearchAnswer.parse(out))

@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.wire import ping
 from remembrancer.indexer.ingest.chunks import estimate_tokens
+from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.mcp_server import render
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -513,25 +514,25 @@ def test_setup_output_is_diverted_to_stderr(capfd):
 # -- rendering (no processes) ------------------------------------------------------------------
 
 def test_freshness_lines():
-    assert render.freshness_line({"verdict": "fresh", "documents": 3, "sections": 7}).startswith("Index fresh (3")
-    line = render.freshness_line({"verdict": "catching_up", "queued_changes": 4, "seconds_behind": 1.5})
+    assert render.freshness_line(Freshness.parse({"verdict": "fresh", "documents": 3, "sections": 7})).startswith("Index fresh (3")
+    line = render.freshness_line(Freshness.parse({"verdict": "catching_up", "queued_changes": 4, "seconds_behind": 1.5}))
     assert line.startswith("Index catching up: 4 changes queued, 1.5 s behind")
-    assert render.freshness_line({"verdict": "catching_up", "reason": "HEAD of notes moved"}).startswith(
+    assert render.freshness_line(Freshness.parse({"verdict": "catching_up", "reason": "HEAD of notes moved"})).startswith(
         "Index catching up: HEAD of notes moved")
-    assert render.freshness_line({"verdict": "stale", "reason": "daemon down"}).startswith("Index STALE: daemon down")
+    assert render.freshness_line(Freshness.parse({"verdict": "stale", "reason": "daemon down"})).startswith("Index STALE: daemon down")
     for v in ({"verdict": "fresh"}, {"verdict": "catching_up", "queued_changes": 1}, {"verdict": "stale"}):
-        assert FRESHNESS_LINE.match(render.freshness_line(v))
+        assert FRESHNESS_LINE.match(render.freshness_line(Freshness.parse(v)))
 
 
 def test_search_text_for_weak_and_empty_answers():
     weak = {"query": "kubernetes", "results": [], "no_strong_match": True, "index": {"verdict": "fresh"},
             "best_weak": [{"path": "a.md", "heading": "A", "lines": [1, 3], "type": "doc", "date": None,
                            "tokens": 5, "snippet": "something", "content": "# A\nsomething"}]}
-    t = render.search_text(weak)
+    t = render.search_text(SearchAnswer.parse(weak))
     assert "No strong match" in t and "not proof" in t and "a.md § A" in t and "# A\nsomething" not in t
     empty = {"query": "x", "results": [], "no_strong_match": False, "index": {"verdict": "fresh"},
              "message": "0 matches for filters: type=plan"}
-    t = render.search_text(empty)
+    t = render.search_text(SearchAnswer.parse(empty))
     assert "0 matches for filters: type=plan" in t and "not proof of absence" in t
 
 

@@ -627,7 +627,9 @@ def test_api_dispatches_the_memory_methods_with_freshness(eng):
     from remembrancer.indexer import api
 
     assert {"history", "latest", "neighbors", "verify"} <= set(METHODS)
-    fresh = lambda: {"verdict": "fresh"}  # noqa: E731
+    from remembrancer.indexer.answers import Freshness
+
+    fresh = lambda: Freshness("fresh")  # noqa: E731
     h = api.dispatch_read(eng, "history", {"entity": "db2", "limit": 2}, fresh)
     assert h["index"] == {"verdict": "fresh"} and len(h["results"]) == 2
     lt = api.dispatch_read(eng, "latest", {"terms": ["6432"], "type": "journal"}, fresh)

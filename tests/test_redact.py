@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from remembrancer.indexer.answers import DocumentList, Freshness, SearchAnswer
 from remembrancer.cli import secrets_cmd as secrets_cli
 from remembrancer.indexer import api
 from remembrancer.indexer.search import reader
@@ -276,14 +277,14 @@ def tool_outputs(engine) -> list[str]:
         if text is not None:
             outs.append(text)
 
-    fresh = lambda: {"verdict": "fresh"}  # noqa: E731
+    fresh = lambda: Freshness("fresh")  # noqa: E731
     queries = ["runner registration token", "offsite bucket keys", "db9 connection password",
                "deploy key", "slack webhook", "telegram bot", "unseal vault", "hex signing key",
                "grafana bearer", *ALL_SECRETS.values(), "REDACTED"]
     for q in queries:
         for exact in (False, True):
             out = api.dispatch_read(engine, "search", {"query": q, "limit": 10, "exact": exact, "explain": True}, fresh)
-            text = render.search_text(out)
+            text = render.search_text(SearchAnswer.parse(out))
             # An answer may echo the caller's own query (a bare token has no shape to recognise),
             # whole or cut short; what must never appear is stored text — so the echo is taken out
             # before looking.
@@ -306,7 +307,7 @@ def tool_outputs(engine) -> list[str]:
                 break
             offset = page["next_offset"]
     lst = api.dispatch_read(engine, "list", {}, fresh)
-    keep(lst, render.list_text(lst))
+    keep(lst, render.list_text(DocumentList.parse(lst)))
     st = engine.status()
     keep(st, render.status_text(st))
     return outs
@@ -645,7 +646,7 @@ def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_e
 def test_latest_echoes_a_hex_id_term_as_typed(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
-    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda: {"verdict": "fresh"})
+    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda: Freshness("fresh"))
     assert out["terms"] == [RULE_ID]
     assert out["results"] and out["results"][0]["path"] == "services/app-env.md"
     assert RULE_ID in json.dumps(out)
@@ -800,7 +801,7 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
         with pytest.raises(RedactionError):
             call()
     with pytest.raises(UserError) as e:
-        api.dispatch_read(engine, "search", {"query": "unseal"}, lambda: {})
+        api.dispatch_read(engine, "search", {"query": "unseal"}, Freshness)
     assert e.value.to_dict()["code"] == "redaction_unavailable"
     assert "empty" in engine.status()["warnings"][0]
     # the environment variable wins over the (broken) configured file

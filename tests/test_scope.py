@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from remembrancer.indexer import api
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.errors import UserError
 from tests.corpus_helpers import EXAMPLES, engine_for
 
@@ -48,7 +49,7 @@ def leaks(obj, echo: dict | None = None) -> list[str]:
 
 
 def call(engine, method, **params):
-    return api.dispatch_read(engine, method, {**params, "scope": SCOPE}, lambda: {"verdict": "fresh"})
+    return api.dispatch_read(engine, method, {**params, "scope": SCOPE}, lambda: Freshness("fresh"))
 
 
 def test_every_read_method_sees_only_the_scope(engine):
@@ -103,13 +104,13 @@ def test_outside_looks_exactly_like_nonexistent(engine):
 def test_bad_scopes_are_refused(engine):
     for bad in (["../etc"], ["/abs"], [""], [3]):
         with pytest.raises(UserError) as ei:
-            api.dispatch_read(engine, "search", {"query": "x", "scope": bad}, dict)
+            api.dispatch_read(engine, "search", {"query": "x", "scope": bad}, Freshness)
         assert ei.value.param == "scope"
 
 
 def test_scope_does_not_stick_to_the_connection(engine):
     call(engine, "list")
-    everything = api.dispatch_read(engine, "list", {}, dict)
+    everything = api.dispatch_read(engine, "list", {}, Freshness)
     assert any(d["path"].startswith("hosts/") for d in everything["documents"])
 
 
@@ -166,7 +167,7 @@ def test_prefixes_match_whole_segments_and_exact_case():
 def test_a_scope_naming_nothing_is_refused_with_what_it_may_mean(engine):
     for bad, meant in (("Journal/", "journal"), ("jornal", "journal"), ("journal/2099", None)):
         with pytest.raises(UserError) as ei:
-            api.dispatch_read(engine, "list", {"scope": [bad]}, dict)
+            api.dispatch_read(engine, "list", {"scope": [bad]}, Freshness)
         assert ei.value.param == "scope" and ei.value.code == "not_found"
         if meant:
             assert meant in (ei.value.options or []), ei.value.to_dict()

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from remembrancer.indexer import api
+from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
@@ -74,8 +75,8 @@ def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, 
         assert _top(local, "backup", scope=("runbooks/",)) == _top(reader, "backup", scope=("runbooks/",))
         for method, params in [("list", {}), ("outline", {"path": "runbooks/postgres/restore.md"}),
                                ("latest", {"terms": ["postgres"]}), ("neighbors", {"path": "README.md"})]:
-            a = api.dispatch_read(local, method, params, dict)
-            b = api.dispatch_read(reader, method, params, dict)
+            a = api.dispatch_read(local, method, params, Freshness)
+            b = api.dispatch_read(reader, method, params, Freshness)
             assert a == b, method
         _stats_consistent(pg_url)
     finally:

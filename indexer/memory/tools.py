@@ -27,16 +27,13 @@ from remembrancer.indexer.search import reader
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.requests import HISTORY_LIMIT, LATEST_LIMIT, MAX_LIMIT, NEIGHBOR_LIMIT
 
-HISTORY_LIMIT = 20
-LATEST_LIMIT = 10
-MAX_LIMIT = 100
 MAX_TERMS = 20
 MAX_TERM_CHARS = 300
 SNIPPET_CHARS = 240
 TOPIC_BM25_SHARE = 0.25   # a topic match holds the topic's words: BM25 at least this share of the best …
 TOPIC_DENSE = 0.5         # … or matches it by meaning this strongly (cosine; search abstains below 0.45)
-NEIGHBOR_LIMIT = 5
 SIMILAR_PER_PASSAGE = 40
 MAX_VERIFY_TEXT = 200_000
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from remembrancer.indexer.answers import FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import rank
 from remembrancer.indexer import terms
@@ -104,7 +105,7 @@ class Candidate:
 
 
 def search(engine, req: SearchRequest) -> dict:
-    """Run one search; returns the search contract {results, no_strong_match, ...}."""
+    """Run one search; returns its SearchAnswer as the wire has it, redacted."""
     t0 = time.perf_counter()
     redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
@@ -156,35 +157,30 @@ def search(engine, req: SearchRequest) -> dict:
             notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
                          f"(best semantic match {best_dense:.2f})")
             for r in results:   # a keyword score here is stop words ("the", "with"): not keyword evidence
-                r["provenance"] = "semantic"
+                r.provenance = "semantic"
         elif f.active() and not _any_word_in(engine, [query, *alternates], allowed):
             notes.append(f"no word of the question occurs in the sections the filters let through ({f.describe()}), "
                          f"only outside them: these results rest on meaning alone (best semantic match "
                          f"{best_dense:.2f})")
-    out = {
-        "query": query,
-        "mode": mode,
-        "results": [] if no_strong else results,
-        "no_strong_match": no_strong,
-        "took_ms": round((time.perf_counter() - t0) * 1000, 1),
-    }
+    out = SearchAnswer(query=query, mode=mode, results=[] if no_strong else results, no_strong_match=no_strong,
+                       took_ms=round((time.perf_counter() - t0) * 1000, 1))
     if no_strong:
-        out["best_weak"] = results
-        out["why_no_strong_match"] = reasons
+        out.best_weak, out.why_no_strong_match = results, reasons
     if not results:
-        out["message"] = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
-                          else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
+        out.message = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
+                       else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
         if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
-            out["emptied_by"], why = flt.emptied_by(f, engine.catalog.count_sections)
-            out["message"] += f" — {why}"
+            checks, why = flt.emptied_by(f, engine.catalog.count_sections)
+            out.emptied_by = [FilterCheck(**c) for c in checks]
+            out.message += f" — {why}"
     if mode == "filters" and results:   # a listing says that it left sections out, as `latest` and `history` do
-        out["truncated"] = len(ranked) > len(results)
+        out.truncated = len(ranked) > len(results)
     if alternates and mode == "hybrid" and results:
         phrasings = [query, *alternates]
-        out["found_by"] = phrasings[ranked[0].found_by]   # which phrasing found the best result
+        out.found_by = phrasings[ranked[0].found_by]   # which phrasing found the best result
     if notes:
-        out["notes"] = notes
-    return redactor.redact_obj(out)  # served text is redacted again, with the policy in force now
+        out.notes = notes
+    return redactor.redact_obj(out.to_json())  # served text is redacted again, with the policy in force now
 
 
 def _shown_with_text(engine, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
@@ -636,34 +632,27 @@ def _snippet(text: str, query: str) -> str:
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
-def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[dict]:
+def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:
     shown = ranked[: req.limit]
     shown_ids = {c.section_id for c in shown}
     results = []
     for i, c in enumerate(shown):
         s = rows[c.section_id]
-        r = {
-            "path": s.path, "heading": s.heading, "lines": [s.start_line, s.end_line],
-            "score": round(c.score, 4), "type": s.doc_type, "date": s.date,
-            "snippet": _snippet(s.body or s.heading, query),
-            "provenance": c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
-            "tokens": estimate_tokens(s.content),
-        }
-        if s.stale or s.doc_stale:
-            r["stale"] = True
-        also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])
-                if o.doc_id == s.doc_id and o.id not in shown_ids][:3]
-        if also:
-            r["also"] = also
+        r = Result(path=s.path, heading=s.heading, lines=[s.start_line, s.end_line], score=round(c.score, 4),
+                   type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.heading, query),
+                   provenance=c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
+                   tokens=estimate_tokens(s.content), stale=True if s.stale or s.doc_stale else None)
+        r.also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])
+                  if o.doc_id == s.doc_id and o.id not in shown_ids][:3] or None
         if mode == "hybrid":
-            r["scores"] = {"bm25": round(c.bm25, 3), "dense": round(c.dense, 4), "literal": round(c.literal, 3)}
+            r.scores = Scores(bm25=round(c.bm25, 3), dense=round(c.dense, 4), literal=round(c.literal, 3))
         if req.explain:
-            r["why"] = c.explanation()
+            r.why = c.explanation()
         if i == 0:
-            r["content"] = s.content
+            r.content = s.content
             if req.content_chars is not None and len(s.content) > req.content_chars:
-                r["content"] = s.content[:req.content_chars]
-                r["content_truncated"] = True
-                r["content_total_chars"] = len(s.content)
+                r.content = s.content[:req.content_chars]
+                r.content_truncated = True
+                r.content_total_chars = len(s.content)
         results.append(r)
     return results

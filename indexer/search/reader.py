@@ -19,8 +19,8 @@ from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
+from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 
-DEFAULT_PAGE_CHARS = 20_000
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
 
 

@@ -1,0 +1,289 @@
+"""What each method takes: one declaration per method of its parameters — types, defaults, bounds
+and the words that describe them.
+
+Three users read these: the MCP tools (their signatures, hence their input schemas, are built
+from the record: `tool_signature`), the socket (`from_wire` turns a request's untrusted JSON into
+the record, with the engine's structured errors) and the CLI (its flags take their defaults and
+bounds from here). A parameter is declared once, so the three cannot drift apart. Plain
+dataclasses: the CLI reads them at every start, and pydantic is imported only by the MCP server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from dataclasses import dataclass
+
+from remembrancer.indexer.errors import UserError, echo
+
+MAX_LIMIT = 100                  # history, latest, neighbors: sections per answer
+HISTORY_LIMIT = 20
+LATEST_LIMIT = 10
+NEIGHBOR_LIMIT = 5
+SEARCH_LIMIT = 50                # search: sections per answer
+DEFAULT_PAGE_CHARS = 20_000      # read: one page
+DEFAULT_BUDGET_TOKENS = 4000     # search: what an answer may cost the caller
+MAX_OFFSET = 1 << 40             # read: the socket's ceiling on a character offset
+MAX_LIST_OFFSET = 10**9          # list: the socket's ceiling on a document offset
+
+ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
+                   "the answer says which phrasing found the best result). Use them for questions in your own "
+                   "words (a symptom, a story, a vague description) and when a first search came back weak: "
+                   "short and concrete, in the terms and names the notes would use — the tool, host, service, "
+                   "command, setting or error text — not a repeat of the question. Example: for 'players got "
+                   "stuck with a 403 after the update' try ['Cloudflare rule blocking client version', "
+                   "'403 forbidden new app build'].")
+CONSTRAINTS = ("ge", "le", "min_length", "max_length")
+
+
+def param(default=dataclasses.MISSING, *, description: str | None = None, socket_only: bool = False, **bounds):
+    """A parameter: its default, its bounds (ge, le, min_length, max_length) and its description.
+    `socket_only`: an engine knob the MCP tool does not offer (the tool fixes it)."""
+    assert set(bounds) <= set(CONSTRAINTS), bounds
+    return dataclasses.field(default=default, metadata={"description": description, "socket_only": socket_only,
+                                                         **bounds})
+
+
+SINCE = "Only sections dated on or after YYYY-MM-DD."
+UNTIL = "Only sections dated on or before YYYY-MM-DD."
+PATH_PREFIX = "Only documents under this path prefix, e.g. 'runbooks/'."
+
+
+class Params:
+    """A method's parameters (each subclass a dataclass of `param`s)."""
+
+    @classmethod
+    def bounds(cls, name: str) -> tuple[object, int | None, int | None]:
+        """(default, lowest, highest) of an integer parameter, as declared."""
+        f = next(f for f in dataclasses.fields(cls) if f.name == name)
+        return f.default, f.metadata.get("ge"), f.metadata.get("le")
+
+    @classmethod
+    def tool_signature(cls, returns) -> inspect.Signature:
+        """The MCP tool's signature (pydantic `Field`s in `Annotated` types): the SDK builds the
+        tool's input schema from it."""
+        from typing import Annotated
+
+        from pydantic import Field
+
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.metadata["socket_only"]:
+                continue
+            spec = {k: f.metadata[k] for k in ("description", *CONSTRAINTS) if f.metadata.get(k) is not None}
+            default = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+            out.append(inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                         annotation=Annotated[hints[f.name], Field(**spec)], default=default))
+        return inspect.Signature(out, return_annotation=returns)
+
+
+# -- the socket's checks: untrusted JSON → a record, or the engine's structured error -----------------
+
+def _str(params, name: str, default: str | None = None) -> str | None:
+    v = params.get(name, default)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise UserError(f"{name} must be a string", param=name)
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (valid as a JSON escape, not as text)
+        raise UserError(f"{name} is not valid text (lone surrogate)", param=name) from None
+    return v
+
+
+def _list(params, name: str) -> list[str]:
+    v = params.get(name)
+    if v is None or v == "":
+        return []
+    if isinstance(v, str):
+        return [x for x in (s.strip() for s in v.split(",")) if x]
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return v
+    raise UserError(f"{name} must be a string or a list of strings", param=name)
+
+
+def _int(params, model: type[Params], name: str, hi: int | None = None) -> int:
+    default, lo, declared_hi = model.bounds(name)
+    hi = declared_hi if hi is None else hi
+    v = params.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise UserError(f"{name} must be an integer from {lo} to {hi}, got {echo(repr(v))}", param=name)
+    return v
+
+
+def _bool(params, name: str, default: bool) -> bool:
+    v = params.get(name, default)
+    if not isinstance(v, bool):
+        raise UserError(f"{name} must be true or false", param=name)
+    return v
+
+
+def _required(value: str | None, name: str) -> str:
+    if not value:
+        raise UserError(f"{name} is required", param=name)
+    return value
+
+
+# -- the methods --------------------------------------------------------------------------------------
+
+@dataclass
+class SearchParams(Params):
+    query: str = param(description="The question or keywords, in plain words. May be empty when filters are "
+                       "given (then: matching sections, newest first).")
+    limit: int = param(5, ge=1, le=SEARCH_LIMIT, description="How many sections to return (1-50); the first "
+                       "comes in full, the rest as pointers.")
+    type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. "
+                                         "'runbook' or ['host', 'journal'].")
+    path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
+    tags: str | list[str] | None = param(None, description="Only documents having ALL these front matter tags.")
+    since: str | None = param(None, description=SINCE, max_length=40)
+    until: str | None = param(None, description=UNTIL, max_length=40)
+    exact: bool = param(False, description="Literal, case-insensitive string match only — for error "
+                        "messages, identifiers, paths.")
+    alternates: list[str] | None = param(None, description=ALTERNATES_HELP, max_length=3)
+    explain: bool = param(False, socket_only=True)
+    budget_tokens: int = param(DEFAULT_BUDGET_TOKENS, ge=200, le=50_000, socket_only=True)
+
+    @classmethod
+    def from_wire(cls, params) -> "SearchParams":
+        budget = _int(params, cls, "budget_tokens")
+        return cls(query=_str(params, "query", "") or "", limit=_int(params, cls, "limit"),
+                   type=_list(params, "type"), path=_str(params, "path"), tags=_list(params, "tags"),
+                   since=_str(params, "since"), until=_str(params, "until"),
+                   exact=bool(params.get("exact", False)), explain=bool(params.get("explain", False)),
+                   alternates=params.get("alternates") or [],   # validated by search (a structured error names it)
+                   budget_tokens=budget)
+
+
+@dataclass
+class ReadParams(Params):
+    path: str = param(description="Document path as search/list_documents print it, e.g. "
+                      "'runbooks/postgres/restore.md'.", min_length=1, max_length=1000)
+    heading: str | None = param(None, description="A section: its breadcrumb 'H1 > H2' or a unique last "
+                                "part, e.g. 'Restore'.")
+    lines: list[int] | str | None = param(None, description="A line range [start, end] (1-based, "
+                                          "inclusive) or 'start:end'.")
+    outline: bool = param(False, description="Return the document's sections with line ranges and "
+                          "token sizes instead of text.")
+    offset: int = param(0, ge=0, description="Character offset to start from (paging: use "
+                        "next_offset from the previous answer).")
+    max_chars: int = param(DEFAULT_PAGE_CHARS, ge=100, le=200_000, description="Most characters to return in "
+                           "this page.")
+
+    @classmethod
+    def from_wire(cls, params) -> "ReadParams":
+        path = _required(_str(params, "path"), "path")
+        heading = _str(params, "heading")
+        lines = params.get("lines")
+        if lines is not None:
+            if isinstance(lines, str) and ":" in lines:
+                lines = lines.split(":", 1)
+            try:
+                lines = (int(lines[0]), int(lines[1]))
+            except (TypeError, ValueError, IndexError):
+                raise UserError("lines must be [start, end] or \"start:end\"", param="lines") from None
+        if heading is not None and lines is not None:
+            raise UserError("give heading or lines, not both", param="lines")
+        if params.get("outline"):
+            return cls(path=path, outline=True)
+        return cls(path=path, heading=heading, lines=lines, offset=_int(params, cls, "offset", hi=MAX_OFFSET),
+                   max_chars=_int(params, cls, "max_chars"))
+
+
+@dataclass
+class OutlineParams(Params):
+    path: str = param(min_length=1, max_length=1000)
+
+    @classmethod
+    def from_wire(cls, params) -> "OutlineParams":
+        return cls(path=_required(_str(params, "path"), "path"))
+
+
+@dataclass
+class ListParams(Params):
+    path: str | None = param(None, description="Path prefix, e.g. 'hosts/'.", max_length=1000)
+    type: str | list[str] | None = param(None, description="Only these doc types.")
+    offset: int = param(0, ge=0, description="Skip this many documents (paging: the answer says the "
+                        "next offset while more remain).")
+    limit: int = param(200, ge=1, le=5000, socket_only=True)
+
+    @classmethod
+    def from_wire(cls, params) -> "ListParams":
+        return cls(path=_str(params, "path"), type=_list(params, "type"), limit=_int(params, cls, "limit"),
+                   offset=_int(params, cls, "offset", hi=MAX_LIST_OFFSET))
+
+
+@dataclass
+class HistoryParams(Params):
+    entity: str = param(description="A host or service: its name, an alias or an IP, e.g. 'db1', "
+                        "'pg-primary', '10.20.1.11'.", min_length=1, max_length=200)
+    topic: str | None = param(None, description="Only the sections about this (keyword + semantic match), "
+                              "still in date order, e.g. 'backups'.", max_length=1000)
+    since: str | None = param(None, description=SINCE, max_length=40)
+    until: str | None = param(None, description=UNTIL, max_length=40)
+    limit: int = param(HISTORY_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
+    verify_commits: bool = param(True, socket_only=True)
+
+    @classmethod
+    def from_wire(cls, params) -> "HistoryParams":
+        return cls(entity=_str(params, "entity") or "", topic=_str(params, "topic"),
+                   since=_str(params, "since"), until=_str(params, "until"), limit=_int(params, cls, "limit"),
+                   verify_commits=_bool(params, "verify_commits", True))
+
+
+@dataclass
+class LatestParams(Params):
+    terms: str | list[str] = param(description="The exact strings a section must ALL contain: a list (each "
+                                   "verbatim), or one string split on spaces with \"quoted phrases\" kept "
+                                   "whole. SHAs, --flags, error text, numbers, identifiers.")
+    since: str | None = param(None, description=SINCE, max_length=40)
+    until: str | None = param(None, description=UNTIL, max_length=40)
+    type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.")
+    path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
+    limit: int = param(LATEST_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
+    verify_commits: bool = param(True, socket_only=True)
+
+    @classmethod
+    def from_wire(cls, params) -> "LatestParams":
+        terms = params.get("terms")
+        if terms is None:
+            terms = []
+        elif not (isinstance(terms, str) or (isinstance(terms, list) and all(isinstance(x, str) for x in terms))):
+            raise UserError("terms must be a string or a list of strings", param="terms")
+        return cls(terms=terms, since=_str(params, "since"), until=_str(params, "until"),
+                   type=_list(params, "type"), path=_str(params, "path"), limit=_int(params, cls, "limit"),
+                   verify_commits=_bool(params, "verify_commits", True))
+
+
+@dataclass
+class NeighborsParams(Params):
+    path: str = param(description="Document path as search prints it, e.g. 'hosts/db1.md'.",
+                      min_length=1, max_length=1000)
+    limit: int = param(NEIGHBOR_LIMIT, ge=1, le=MAX_LIMIT, description="How many unlinked similar sections "
+                       "(1-100).")
+
+    @classmethod
+    def from_wire(cls, params) -> "NeighborsParams":
+        return cls(path=_str(params, "path") or "", limit=_int(params, cls, "limit"))
+
+
+@dataclass
+class VerifyParams(Params):
+    path: str | None = param(None, description="A document whose cited commit SHAs to check, e.g. "
+                             "'journal/2030/2030-02-12.md'.", max_length=1000)
+    heading: str | None = param(None, description="Only this section of `path` (breadcrumb or a unique "
+                                "last part).", max_length=1000)
+    text: str | None = param(None, description="Or: text to scan for SHAs instead of a document, e.g. "
+                             "'fixed in app@4f2a9c1'.", max_length=200_000)
+
+    @classmethod
+    def from_wire(cls, params) -> "VerifyParams":
+        return cls(path=_str(params, "path"), heading=_str(params, "heading"), text=_str(params, "text"))
+
+
+@dataclass
+class StatusParams(Params):
+    """index_status takes nothing."""
