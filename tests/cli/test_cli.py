@@ -7,13 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.corpus_helpers import EXAMPLES
+from tests.support.paths import EXAMPLES
 
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

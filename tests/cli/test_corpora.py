@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_multi_corpus import serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.two_projects import serve, two_projects  # noqa: F401  (fixtures)
 
 
 def cli(world, *args: str) -> subprocess.CompletedProcess:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus_helpers import EXAMPLES, git, git_init, write
-from tests.test_daemon import DaemonProc, wait_for
+from tests.support.corpus import git, git_init, write
+from tests.support.paths import EXAMPLES
+from tests.support.daemon import DaemonProc, wait_for
 
 DUP = "# Dup\n\n## Notes\n\nfirst\n\n## Other\n\n### Notes\n\nsecond\n\n## Notes\n\nthird\n"
 
@@ -87,7 +88,7 @@ def test_a_skipped_file_outside_the_scope_stays_unseen(notes, data_env, tiny_emb
     """A scope sees only its own files' warnings: reading outside it says nothing about the file."""
     from remembrancer.indexer.search import reader
     from remembrancer.indexer.errors import UserError
-    from tests.corpus_helpers import engine_for
+    from tests.support.corpus import engine_for
 
     (notes / "misc").mkdir()
     (notes / "misc" / "image.md").write_bytes(b"\x00\x01binary")

@@ -16,9 +16,9 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.corpus_helpers import git, git_init, write
+from tests.support.corpus import git, git_init, write
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 def _world(tmp: Path, tiny_model_dir, url: str) -> dict:

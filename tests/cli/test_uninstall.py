@@ -10,10 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.corpus_helpers import git, git_init
-from tests.test_daemon import DaemonProc
+from tests.support.corpus import git, git_init
+from tests.support.daemon import DaemonProc
 
 
 def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, notes, tiny_model_dir):

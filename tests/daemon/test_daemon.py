@@ -14,98 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.daemon.client import Client, DaemonError
-from tests.corpus_helpers import git, git_init, write
-
-PROJECT = Path(__file__).resolve().parent.parent
-
-
-def wait_for(pred, timeout=20.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError("condition not met in time")
-
-
-class DaemonProc:
-    def __init__(self, tmp: Path, roots: list[Path], model_dir: Path, extra=()):
-        self.sock = tmp / "run" / "d.sock"
-        self.env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_SOCKET": str(self.sock),
-                    "REMEMBRANCER_CONFIG": str(tmp / "config.toml")}
-        (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
-        self.cmd = [sys.executable, "-m", "remembrancer", "serve", *extra]
-        for r in roots:
-            self.cmd += ["--root", str(r)]
-        self.log = tmp / "daemon.log"
-        self.proc = None
-
-    def start(self, wait=True):
-        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
-        if wait:
-            wait_for(lambda: self.sock.exists() and self.ping())
-            self.wait_fresh()
-        return self
-
-    def ping(self):
-        try:
-            return self.call("status")
-        except Exception:
-            return None
-
-    def call(self, method, **params):
-        with Client(self.sock, timeout=30) as c:
-            return c.call(method, **params)
-
-    def wait_fresh(self, timeout=30.0):
-        def fresh():
-            st = self.ping()
-            return st if st and st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"] else None
-        return wait_for(fresh, timeout)
-
-    def search(self, q, **kw):
-        return self.call("search", query=q, **kw)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
+from remembrancer.daemon.client import DaemonError
+from tests.support.corpus import git, git_init, write
+from tests.support.daemon import DaemonProc, consistent, wait_for
 
 @pytest.fixture
 def daemon(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
     yield d
     d.stop()
-
-
-def consistent(d: DaemonProc) -> dict:
-    """Catalog, tantivy and hnswlib agree: same sections, same passages, no duplicates."""
-    st = d.call("status")
-    db = sqlite3.connect(f"file:{st['index_dir']}/catalog.sqlite3?mode=ro", uri=True)
-    paths = [r[0] for r in db.execute("SELECT path FROM documents")]
-    assert len(paths) == len(set(paths))
-    passages = {r[0] for r in db.execute("SELECT id FROM passages")}
-    chunks = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-    missing_vec = db.execute("SELECT COUNT(*) FROM passages p LEFT JOIN embeddings e ON e.text_sha=p.text_sha"
-                             " WHERE e.text_sha IS NULL").fetchone()[0]
-    gen = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
-    # After a targeted update the vector file is written once the daemon is quiet (daemon/updates.py)
-    meta_file = Path(st["index_dir"], "vectors/vectors.json")
-    meta = wait_for(lambda: (lambda m: m if m["generation"] == gen else None)(json.loads(meta_file.read_text())), 20)
-    assert set(meta["live"]) == passages
-    assert missing_vec == 0
-    assert st["fulltext_generation"] == st["vectors_generation"] == gen
-    import tantivy
-    idx = tantivy.Index.open(str(Path(st["index_dir"]) / "fulltext"))
-    assert idx.searcher().num_docs == chunks
-    db.close()
-    return {"documents": len(paths), "passages": len(passages)}
 
 
 def test_socket_is_private_and_a_second_daemon_is_refused(daemon, tmp_path, notes, tiny_model_dir):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 def run(tmp_path, *args):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_multi_corpus import PROJECT, Serve, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.paths import PROJECT
+from tests.support.two_projects import Serve, serve, two_projects  # noqa: F401  (fixtures)
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
 WEAK = "how do I enable --frobnicate-xyz on kf4"   # an identifier the corpus does not have

@@ -6,7 +6,7 @@ import os
 
 from remembrancer.indexer.config import DEFAULT_EXCLUDES, make_roots
 from remembrancer.indexer.ingest.corpus import blob_id, last_commit_dates, walk
-from tests.corpus_helpers import git, git_init, write
+from tests.support.corpus import git, git_init, write
 
 
 def rels(result) -> list[str]:

@@ -8,7 +8,7 @@ import threading
 
 from remembrancer.daemon import watch
 from remembrancer.daemon.updates import Updater
-from tests.corpus_helpers import engine_for, write
+from tests.support.corpus import engine_for, write
 
 
 def test_a_saves_events_are_one_batch():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +24,12 @@ from remembrancer.indexer.ingest.markdown import (
     parse_markdown,
     parse_plain,
 )
-
-DATA = Path(__file__).parent / "data"
+from tests.support.markdown import assert_tiling, markdownish
+from tests.support.paths import TEST_DATA
 
 
 def _fixture(name: str) -> str:
-    return (DATA / name).read_text(encoding="utf-8")
+    return (TEST_DATA / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -986,7 +985,7 @@ def test_robustness_case(case: Case) -> None:
         return
     for kind, expected in case.expect.items():
         _check(doc, kind, expected)
-    _assert_tiling(doc)
+    assert_tiling(doc)
 
 
 def test_all_robustness_cases_are_ported() -> None:
@@ -1006,69 +1005,22 @@ def test_one_huge_line_stays_in_its_section_verbatim() -> None:
 # --- the tiling property -------------------------------------------------------------------
 
 
-def _assert_tiling(doc: ParsedDocument) -> None:
-    """Sections tile [body_start_line, len(lines)], minus a whitespace-only preamble."""
-    sections, lines = doc.sections, doc.lines
-    body = lines[doc.body_start_line - 1 :]
-    if all(not line.strip() for line in body):
-        assert sections == []
-        return
-    assert sections, "a non-blank body has sections"
-    expected_start = doc.body_start_line
-    if sections[0].level > 0:  # no preamble section: it was blank
-        preamble = lines[doc.body_start_line - 1 : sections[0].start_line - 1]
-        assert all(not line.strip() for line in preamble)
-        expected_start = sections[0].start_line
-    for section in sections:
-        assert section.start_line == expected_start
-        assert section.start_line <= section.end_line
-        assert section.text == "".join(
-            line + "\n" for line in lines[section.start_line - 1 : section.end_line]
-        )
-        expected_start = section.end_line + 1
-    assert sections[-1].end_line == len(lines)
-    assert [s.level == 0 for s in sections].count(True) <= 1
-    assert len({s.heading for s in sections}) == len(sections)
-
-
-_LINE = st.one_of(
-    st.sampled_from(
-        [
-            "", " ", "\t", "# H", "## Sub", "### Deep", "#### x", "####### seven", "#",
-            "  ## indented", "    # code", "Title", "=====", "---", "...", "***", "- item",
-            "  - nested", "> ## quoted", "> text", "```", "```bash", "```python", "```md",
-            "````", "~~~", "~~~json", "# a comment", "key: value", "title: Doc",
-            "<!-- c -->", "<!--", "-->", "text with `code`", "Option<T>", "é ü 漢字 🙂",
-            "\x00", "\ufeff", "\u2028", "\x0c",
-        ]
-    ),
-    st.text(max_size=12),
-)
-_NEWLINE = st.sampled_from(["\n", "\r\n", "\r"])
-
-
-@st.composite
-def _markdownish(draw: st.DrawFn) -> str:
-    lines = draw(st.lists(_LINE, max_size=30))
-    return "".join(line + draw(_NEWLINE) for line in lines) + draw(st.sampled_from(["", "x"]))
-
-
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_markdownish())
+@given(markdownish())
 def test_sections_tile_the_body_for_any_markdownish_text(text: str) -> None:
     doc = parse_markdown(text, "random.md")
-    _assert_tiling(doc)
+    assert_tiling(doc)
     assert "\r" not in "".join(doc.lines)
     assert all(w.startswith("random.md: ") for w in doc.warnings)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_markdownish(), st.integers(min_value=1, max_value=60))
+@given(markdownish(), st.integers(min_value=1, max_value=60))
 def test_plain_parts_tile_the_body_like_sections(text: str, part_chars: int) -> None:
     """The large-document fallback (parse_plain) keeps parse_markdown's tiling guarantee, reads the
     same front matter, and gives every part a unique heading."""
     doc = parse_plain(text, "random.md", part_chars=part_chars)
-    _assert_tiling(doc)
+    assert_tiling(doc)
     assert doc.front_matter == parse_markdown(text, "random.md").front_matter
     assert all(s.heading.startswith("Part ") and s.level == 1 for s in doc.sections)
     assert len({s.heading for s in doc.sections}) == len(doc.sections)
@@ -1086,7 +1038,7 @@ def test_plain_parts_are_cut_at_blank_lines_past_the_size_and_never_hold_heading
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_never_raises_on_arbitrary_text(text: str) -> None:
-    _assert_tiling(parse_markdown(text))
+    assert_tiling(parse_markdown(text))
 
 
 # --- a normal document ---------------------------------------------------------------------
@@ -1133,7 +1085,7 @@ def test_line_ranges_of_a_normal_document() -> None:
         ("Database > Sub Title", "Sub Title", 2, 20, 23),
         ("Database > Backups nightly", "Backups nightly", 2, 24, 24),
     ]
-    _assert_tiling(doc)
+    assert_tiling(doc)
 
 
 def test_section_text_and_body() -> None:
@@ -1280,7 +1232,7 @@ def test_many_unclosed_fences_finish() -> None:
     started = time.perf_counter()
     doc = parse_markdown(text, "e.md")
     assert time.perf_counter() - started < 60
-    _assert_tiling(doc)
+    assert_tiling(doc)
     assert len(doc.sections) > 1
     assert "e.md: too many unclosed code fences; stopped repairing them" in doc.warnings
 
@@ -1312,7 +1264,7 @@ def test_nul_bytes() -> None:
     doc = parse_markdown("# A\x00B\n\nx\x00y\n\n## C\n\x00\n", "nul.md")
     assert _paths(doc) == ["A\ufffdB", "A\ufffdB > C"]
     assert doc.sections[0].body == "x\x00y"  # bodies stay verbatim
-    _assert_tiling(doc)
+    assert_tiling(doc)
 
 
 def test_nul_bytes_in_front_matter_are_not_fatal() -> None:
@@ -1339,14 +1291,14 @@ def test_absurdly_nested_lists_are_reported_not_fatal(depth: int) -> None:
         "deep.md: blocks nested over 256 levels deep; "
         "text after them may not be split into sections"
     ]
-    _assert_tiling(doc)
+    assert_tiling(doc)
 
 
 @pytest.mark.parametrize("depth", [50, 3000])
 def test_deeply_nested_blockquotes(depth: int) -> None:
     doc = parse_markdown("# Top\n\n" + ">" * depth + " x\n\n# After\n")
     assert doc.sections[0].heading == "Top"
-    _assert_tiling(doc)
+    assert_tiling(doc)
 
 
 def test_deeply_nested_yaml_does_not_raise() -> None:

@@ -32,7 +32,7 @@ from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FA
 from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
-from tests.corpus_helpers import write
+from tests.support.corpus import write
 
 # -- planted fake secrets (random, seeded: never issued by anyone) ------------------------------------
 
@@ -377,7 +377,7 @@ def test_policy_change_scrubs_what_was_stored_before(corpus, hashes, env, tiny_e
 
 def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
     """The real daemon process, over its socket, with its log captured."""
-    from tests.test_daemon import DaemonProc
+    from tests.support.daemon import DaemonProc
 
     root = tmp_path / "notes"
     for rel, text in CORPUS.items():

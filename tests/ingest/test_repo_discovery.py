@@ -11,7 +11,7 @@ from pathlib import Path
 
 from remembrancer.indexer.memory.commits import CommitChecker
 from remembrancer.indexer.ingest.corpus import discover_repo, open_repo
-from tests.corpus_helpers import git, git_init, write
+from tests.support.corpus import git, git_init, write
 
 CALLS = 2000
 
@@ -67,7 +67,7 @@ STATUS_CALLS = 12_000   # the daemon starts with ~17k references to None; each s
 def test_daemon_on_a_plain_folder_survives_many_requests(tmp_path, tiny_model_dir):
     """The real daemon, a plain (non-git) folder, one client asking `status` over and over: before
     the fix the daemon died of `none_dealloc` after ~5,500 requests (bench_robustness `latency`)."""
-    from tests.test_daemon import DaemonProc
+    from tests.support.daemon import DaemonProc
 
     root = tmp_path / "notes"
     for i in range(3):

@@ -14,8 +14,8 @@ import pytest
 
 from remembrancer.hooks.install import install_hooks
 from remembrancer.indexer.ingest import meta
-from tests.corpus_helpers import engine_for, git, git_init, write
-from tests.test_daemon import DaemonProc, wait_for
+from tests.support.corpus import engine_for, git, git_init, write
+from tests.support.daemon import DaemonProc, wait_for
 
 N_OTHER = 30   # filler documents: a full walk scans all of them, a targeted update none
 

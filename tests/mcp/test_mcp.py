@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,82 +20,19 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.mcp_server import render
+from tests.support.daemon import poll_until
+from tests.support.mcp_world import IDLE_EXIT, indexed, params, session, text, world  # noqa: F401  (fixtures)
 
-PROJECT = Path(__file__).resolve().parent.parent
-EXAMPLES = PROJECT / "examples" / "notes"
-IDLE_EXIT = 5
 TOOLS = {"search", "read", "list_documents", "index_status", "history", "latest", "neighbors", "verify"}
 FRESHNESS_LINE = re.compile(r"^Index (fresh|catching up: .+|STALE: .+)")
 SHARED: dict = {}
 
 
 # -- fixtures ----------------------------------------------------------------------------------
-
-def _git(repo: Path, *args: str, home: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, stdin=subprocess.DEVNULL)
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """A git corpus and an environment of its own; any daemon still up at the end is stopped."""
-    base = tmp_path_factory.mktemp("mcp")
-    home = base / "home"
-    home.mkdir()
-    corpus = base / "notes"
-    shutil.copytree(EXAMPLES, corpus)
-    _git(corpus, "init", "-q", "-b", "main", home=home)
-    _git(corpus, "add", "-A", home=home)
-    _git(corpus, "commit", "-q", "-m", "notes", home=home)
-    sockdir = Path(tempfile.mkdtemp(prefix="rmb-mcp-", dir="/tmp"))  # AF_UNIX paths must stay short
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "REMEMBRANCER_DATA_DIR": str(base / "data"),
-        "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
-        "REMEMBRANCER_CONFIG": str(base / "config.toml"),   # absent: no configured roots
-    }
-    w = {"corpus": corpus.resolve(), "env": env, "sock": sockdir / "daemon.sock", "base": base}
-    yield w
-    st = ping(w["sock"])
-    if st is not None and st.get("daemon"):
-        os.kill(st["daemon"]["pid"], signal.SIGTERM)   # the daemon these tests started
-        wait_for(lambda: not w["sock"].exists(), 10)
-    shutil.rmtree(sockdir, ignore_errors=True)
-
-
-def params(world, *, env: dict | None = None, roots: bool = True) -> StdioServerParameters:
-    args = ["-m", "remembrancer", "mcp", "--idle-exit", str(IDLE_EXIT)]
-    if roots:
-        args += ["--root", str(world["corpus"])]
-    return StdioServerParameters(command=sys.executable, args=args, env={**world["env"], **(env or {})},
-                                 cwd=str(PROJECT))
-
-
-def session(p: StdioServerParameters, fn):
-    """Run `await fn(client)` in one MCP session over stdio; returns its result."""
-    async def main():
-        async with Client(p, read_timeout_seconds=120) as c:
-            return await fn(c)
-    return anyio.run(main)
-
-
-def wait_for(cond, timeout: float, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
-
 
 def alive(pid: int) -> bool:
     try:
@@ -110,19 +46,8 @@ def alive(pid: int) -> bool:
 
 
 def wait_no_daemon(world) -> None:
-    assert wait_for(lambda: not world["sock"].exists() and ping(world["sock"]) is None, IDLE_EXIT + 10), \
+    assert poll_until(lambda: not world["sock"].exists() and ping(world["sock"]) is None, IDLE_EXIT + 10), \
         "a previous daemon did not exit by itself"
-
-
-def text(result) -> str:
-    return result.content[0].text
-
-
-@pytest.fixture(scope="module")
-def indexed(world):
-    """The corpus indexed once (by a daemon started on demand)."""
-    session(params(world), lambda c: c.call_tool("index_status", {}))
-    return world
 
 
 # -- 1. tools and their descriptions -----------------------------------------------------------
@@ -219,7 +144,7 @@ def test_daemon_started_on_demand_exits_when_idle(indexed):
     pid = st["daemon"]["pid"]
     assert st["daemon"]["idle_exit_s"] == IDLE_EXIT
     t0 = time.monotonic()
-    assert wait_for(lambda: not world["sock"].exists() and not alive(pid), IDLE_EXIT + 8), \
+    assert poll_until(lambda: not world["sock"].exists() and not alive(pid), IDLE_EXIT + 8), \
         f"daemon {pid} still up {time.monotonic() - t0:.1f}s after the client left"
     assert ping(world["sock"]) is None
 
@@ -427,7 +352,7 @@ def test_reconnects_when_the_daemon_dies(indexed):
     async def go(c):
         first = (await c.call_tool("index_status", {})).structured_content["daemon"]["pid"]
         os.kill(first, signal.SIGTERM)             # the daemon these tests started
-        assert wait_for(lambda: not alive(first), 10)
+        assert poll_until(lambda: not alive(first), 10)
         r = await c.call_tool("search", {"query": "restore the database"})
         second = (await c.call_tool("index_status", {})).structured_content["daemon"]
         return first, r, second

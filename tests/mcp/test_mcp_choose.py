@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import ListRootsResult, Root
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples" / "notes"
 
 

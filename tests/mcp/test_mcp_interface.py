@@ -1,6 +1,6 @@
 """The MCP tools' interface as an agent meets it (issue 27, interface gaps): an argument a tool
 does not take is refused naming the ones it does, `latest` filters like the CLI's, and
-`list_documents` pages. Real MCP client over stdio against a real corpus (tests/test_mcp.py's)."""
+`list_documents` pages. Real MCP client over stdio against a real corpus (tests/mcp/test_mcp.py's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from remembrancer.indexer import api
 from remembrancer.indexer.errors import UserError
-from tests.test_mcp import indexed, params, session, text, world  # noqa: F401  (fixtures)
+from tests.support.mcp_world import indexed, params, session, text, world  # noqa: F401  (fixtures)
 
 
 def test_an_unknown_argument_is_refused_naming_the_valid_ones(indexed):
@@ -83,7 +83,7 @@ def test_the_server_declares_only_what_it_serves(indexed):
 
 
 def test_read_takes_a_stem_a_path_suffix_and_a_wikilink(tiny_engine, notes, indexed):
-    from tests.corpus_helpers import write
+    from tests.support.corpus import write
 
     write(notes, "a/setup.md", "# Setup A\n\nalpha setup steps.\n")
     write(notes, "b/setup.md", "# Setup B\n\nbeta setup steps.\n")

@@ -2,7 +2,7 @@
 
 `python -m cli.main mcp --root <fixture>` runs with a private environment: a config naming the
 fixture's app repository for `verify` and a query log path, a data dir and a socket of its own;
-the server starts a daemon on demand with the real default model (as in tests/test_mcp.py).
+the server starts a daemon on demand with the real default model (as in tests/mcp/test_mcp.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
-from tests import memory_fixture as mf
+from tests.support import memory as mf
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 FRESHNESS_LINE = re.compile(r"^Index (fresh|catching up: .+|STALE: .+)")
 MEMORY_TOOLS = {"history", "latest", "neighbors", "verify"}
 

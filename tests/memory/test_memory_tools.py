@@ -1,4 +1,4 @@
-"""Memory-native tools on a git fixture corpus (tests/memory_fixture.py): history, latest, filters
+"""Memory-native tools on a git fixture corpus (tests/support/memory.py): history, latest, filters
 alone, links (neighbors), commits (verify), the query log and `report`, Prometheus metrics, and
 `remembrancer eval cases.yaml` end to end.
 
@@ -29,9 +29,9 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests import memory_fixture as mf
+from tests.support import memory as mf
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 # -- fixtures ----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 import remembrancer.indexer.models.embed as embed
 from remembrancer.indexer.models.embed import ModelContract, ModelError, load_embedder, load_embedder_from_dir
-from tests.tiny_model import DIM, build_tiny_model
+from tests.support.tiny_model import DIM, build_tiny_model
 
 TEXTS = [
     "restore the database from a backup",

@@ -1,6 +1,6 @@
 """Issue 14, classes 2–6: inputs built to make parsing, redaction, reads or the stores fail.
 
-Each test is a class of input (tests/adversarial_inputs.py generates them; the robustness bench
+Each test is a class of input (tests/support/adversarial.py generates them; the robustness bench
 runs them at full size): YAML alias bombs, long lines against every compiled pattern, special
 files swapped in after indexing, damaged catalogs, and the smaller promises (descriptor-free
 modes, resumable first index, orphans, secrets echoed from a query, config types).
@@ -24,9 +24,9 @@ from remembrancer.indexer.ingest import sandbox
 from remembrancer.indexer.store.local.catalog import Catalog, CatalogDamaged
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
-from tests.adversarial_inputs import (LINE_UNITS, SUPERLINEAR, billion_laughs, growth, huge_front_matter, merge_key_bomb,
+from tests.support.adversarial import (LINE_UNITS, SUPERLINEAR, billion_laughs, growth, huge_front_matter, merge_key_bomb,
                                       registered_patterns)
-from tests.corpus_helpers import engine_for, write
+from tests.support.corpus import engine_for, write
 
 # ---------------------------------------------------------------------------------------------
 # 2. Expansion bombs in front matter
@@ -169,12 +169,13 @@ def test_plain_text_parts_fit_where_the_markdown_parse_runs_out_of_memory(monkey
     """The input of the test above (markdown-it needs GBs for it) as plain text in parts, in a real
     child under the same 400 MB limit: indexed, bounded by its size."""
     monkeypatch.setenv("REMEMBRANCER_SANDBOX_MEMORY_BYTES", str(400 << 20))
-    from tests import test_hardening as H
+    from remembrancer.indexer.ingest.corpus import CorpusFile
+    from tests.support.adversarial import FUZZ_LAYOUT, FUZZ_MATCHER, FUZZ_ROOT
 
     data = ("a\n\n" * 1_600_000).encode()
-    f = H.CorpusFile(H._ROOT, "big.md", "big.md", H._ROOT.path / "big.md", len(data), 0)
+    f = CorpusFile(FUZZ_ROOT, "big.md", "big.md", FUZZ_ROOT.path / "big.md", len(data), 0)
     w = sandbox.Worker("test-plain")
-    prepared = w.call("prepare", (f, data, H._LAYOUT, H._MATCHER, None, None, True), budget_s=600)
+    prepared = w.call("prepare", (f, data, FUZZ_LAYOUT, FUZZ_MATCHER, None, None, True), budget_s=600)
     w.close()
     assert 1000 < len(prepared.sections) < 2000   # ~4 KB parts of 4.8 MB
     assert any("indexed as plain text" in x for x in prepared.warnings)
@@ -511,8 +512,8 @@ def test_the_daemon_answers_and_stops_while_a_pathological_document_is_ingested(
     the daemon without waiting for the document (the child is killed)."""
     import signal
 
-    from tests.adversarial_inputs import pathological_line
-    from tests.test_daemon import DaemonProc, wait_for
+    from tests.support.adversarial import pathological_line
+    from tests.support.daemon import DaemonProc, wait_for
 
     root = tmp_path / "notes"
     write(root, "ok.md", "# Normal\n\nA normal note about restoring the database.\n")

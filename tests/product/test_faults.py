@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus_helpers import EXAMPLES, git, git_init, write
+from tests.support.corpus import git, git_init, write
+from tests.support.paths import EXAMPLES
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def _big_edit(root: Path) -> None:
 
 
 def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fresh(tmp_path, small_fs, tiny_model_dir):
-    from tests.test_daemon import DaemonProc, wait_for
+    from tests.support.daemon import DaemonProc, wait_for
 
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)

@@ -10,14 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from remembrancer.mcp_server import render
-from tests.corpus_helpers import EXAMPLES
+from tests.support.paths import EXAMPLES
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

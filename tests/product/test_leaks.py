@@ -24,9 +24,9 @@ from remembrancer.daemon.client import ping
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
-from tests.corpus_helpers import write
+from tests.support.corpus import write
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 PLANTED = "zorblaxquint"   # a word no other note has
 
 

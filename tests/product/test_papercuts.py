@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus_helpers import EXAMPLES
+from tests.support.paths import EXAMPLES
+from tests.support.paths import PROJECT
 
 
 @pytest.fixture
@@ -204,7 +205,7 @@ def test_cli_output_uses_cli_wording(cli):
 def test_make_bench_and_eval_say_what_they_need_without_shared(tmp_path, goal):
     clone = tmp_path / "clone"   # a plain clone: no ../shared beside it
     clone.mkdir()
-    shutil.copy(Path(__file__).resolve().parent.parent / "Makefile", clone / "Makefile")
+    shutil.copy(PROJECT / "Makefile", clone / "Makefile")
     r = subprocess.run(["make", "-s", goal], cwd=clone, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stdout + r.stderr
     assert f"make {goal} needs the evaluation corpora and query sets in ../shared/eval" in r.stdout

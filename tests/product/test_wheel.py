@@ -22,8 +22,8 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples" / "notes"
 
 pytestmark = pytest.mark.wheel

@@ -9,7 +9,7 @@ import pytest
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.corpus_helpers import engine_for, write
+from tests.support.corpus import engine_for, write
 
 
 @pytest.fixture

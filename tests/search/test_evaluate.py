@@ -11,6 +11,7 @@ from remembrancer.indexer.search.evaluate import (
     Case, Label, aggregate, build_report, corpus_dir, first_rank, format_report, heading_key, is_hit,
     judge, load_cases, percentile, primary_labels, quotes_query, recall_labels,
 )
+from tests.support.paths import PROJECT
 
 
 def r(path: str, heading: str = "") -> dict:
@@ -336,13 +337,12 @@ def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
     was rebuilt from a hand-kept list of fields, the new one came back with its default and a sweep
     scored every value alike."""
     import importlib.util
-    from pathlib import Path
     from typing import NamedTuple
 
     from remembrancer.indexer.search import answer as search
 
     spec = importlib.util.spec_from_file_location(
-        "eval_all_under_test", Path(__file__).resolve().parent.parent / "bench" / "eval_all.py")
+        "eval_all_under_test", PROJECT / "bench" / "eval_all.py")
     eval_all = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(eval_all)
 
@@ -367,10 +367,9 @@ def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
 def bench_module(name: str):
     """A script of bench/ as a module (bench/ is not a package)."""
     import importlib.util
-    from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        f"{name}_under_test", Path(__file__).resolve().parent.parent / "bench" / f"{name}.py")
+        f"{name}_under_test", PROJECT / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

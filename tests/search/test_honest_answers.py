@@ -11,7 +11,7 @@ from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
 from remembrancer.mcp_server import render
-from tests.corpus_helpers import write
+from tests.support.corpus import write
 
 DOCS = {
     "hosts/web3.md": "# web3\n\n## Zebra\n\nThe zebra crossing sensor feeds the nginx frontend.\n",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from remembrancer.indexer import terms
 from remembrancer.indexer.store.local.catalog import _string_list
-from tests.corpus_helpers import write
+from tests.support.corpus import write
 
 
 def _corpus(root):

@@ -11,7 +11,7 @@ import pytest
 
 from remembrancer.indexer.store.local.catalog import Catalog
 from remembrancer.indexer.store.filters import Filters
-from tests.corpus_helpers import engine_for, write
+from tests.support.corpus import engine_for, write
 
 FILTERS = [
     Filters(types=["journal"]),

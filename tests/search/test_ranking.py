@@ -8,27 +8,13 @@ import pytest
 
 from remembrancer.indexer.search import rank
 from remembrancer.indexer import terms
-from remembrancer.indexer.store.local.catalog import SectionRow
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.models.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.search.answer import Candidate, SearchRequest, search
-from tests.corpus_helpers import EXAMPLES, write
-
-
-_DOC_IDS: dict[str, int] = {}
-
-
-def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, content="text"):
-    doc_id = _DOC_IDS.setdefault(path, len(_DOC_IDS) + 1)   # sections of one path share a document
-    return SectionRow(sid, doc_id, path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
-                      False, [], [], content, content)
-
-
-def ranked(rows, scores, query, cfg=None):
-    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
-    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query), cfg or rank.RankingConfig())
-    return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
+from remembrancer.indexer.search.answer import SearchRequest, search
+from tests.support.corpus import write
+from tests.support.paths import EXAMPLES
+from tests.support.ranking import ranked, row
 
 
 def test_questions_about_now_prefer_records_and_questions_about_events_are_left_to_relevance():

@@ -8,7 +8,8 @@ import pytest
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.corpus_helpers import engine_for, write
+from tests.support.corpus import engine_for, write
+from tests.support.ranking import ranked, row
 
 BACKUP_DOCS = {
     "notes/backup.md": "# Backups\n\n## Restore a database\n\nRestore the postgres dump with pg_restore.\n\n"
@@ -142,7 +143,6 @@ def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_recor
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     """A record's H1 section holds its facts table: it is a first-class section (no overview rule
     steps it back), and it wins over a near tie elsewhere in the record."""
-    from tests.test_ranking import ranked, row
 
     rows = [row(1, "hosts/db1.md", "db1", doc_type="host", level=1),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host"),
@@ -152,7 +152,6 @@ def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
 
 @pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
 def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(query):
-    from tests.test_ranking import ranked, row
 
     rows = [row(1, "hosts/db1.md", "db1 > Disks", doc_type="host", date="2030-01-01"),
             row(2, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 migration started", doc_type="journal",
@@ -170,7 +169,6 @@ def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
     journal entry that matches far better stays first for a question about now; one that merely
     ties steps back."""
     from remembrancer.indexer.search.rank import RankingConfig
-    from tests.test_ranking import ranked, row
 
     rows = [row(1, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 port", doc_type="journal"),
             row(2, "hosts/db1.md", "db1 > Services", doc_type="host")]
@@ -238,7 +236,6 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
     """A runbook's introduction names its topic in the words the question uses; its numbered steps
     are the answer. A how-to question steps up a runbook's section that is a procedure — a numbered
     list of two steps or more, or a numbered step heading (`### 3. Promote`) — so a near tie goes to it."""
-    from tests.test_ranking import ranked, row
 
     rows = [row(1, "runbooks/failover.md", "Fail over db1", doc_type="runbook", level=1,
                 content="Promote the replica when db1 dies."),
@@ -285,7 +282,6 @@ def test_a_plan_answers_questions_about_the_plan_not_what_happened_or_how(query,
     """A plan states an intention: in a near tie it steps back (`intention_factor`) for a question
     that does not speak of a plan, so the record, the journal entry or the runbook answers."""
     from remembrancer.indexer.search import rank
-    from tests.test_ranking import ranked, row
 
     rows = [row(1, "planning/q2.md", "Q2 plan > 2. Postgres 17 on db1", doc_type="plan"),
             row(2, "hosts/db1.md", "db1", doc_type="host", level=1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.corpus_helpers import write
+from tests.support.corpus import write
 
 RUNBOOK = {
     "runbooks/failover.md": "---\ntype: runbook\n---\n# Fail over db1\n\nFail over db1 when db1 dies: promote "

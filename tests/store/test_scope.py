@@ -14,9 +14,10 @@ import pytest
 
 from remembrancer.indexer import api
 from remembrancer.indexer.errors import UserError
-from tests.corpus_helpers import EXAMPLES, engine_for
+from tests.support.corpus import engine_for
+from tests.support.paths import EXAMPLES
+from tests.support.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parent.parent
 SCOPE = ["journal/", "runbooks/"]
 # Strings that exist only outside the scope (host and lesson and plan files, their front matter).
 OUTSIDE = ["hosts/", "memory/", "planning/", "pg-replica", "reports-db", "10.20.1.12", "Connection slots exhausted",
@@ -187,7 +188,7 @@ def test_mcp_refuses_an_unknown_scope_at_start(tmp_path):
 def test_a_symlink_is_indexed_under_its_target_and_judged_by_it(tmp_path):
     from remembrancer.indexer.ingest import corpus
     from remembrancer.indexer.config import make_roots
-    from tests.corpus_helpers import write
+    from tests.support.corpus import write
 
     root = tmp_path / "c"
     write(root, "hosts/db1.md", "# db1\n")

@@ -4,23 +4,22 @@ the store modules writes SQL."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from remembrancer.indexer.store import base as store
 from remembrancer.indexer.store.local.catalog import Catalog
 from remembrancer.indexer.store.local.store import LocalStore
+from tests.support.paths import PROJECT
 
-PACKAGE = Path(__file__).resolve().parent.parent
 STORE_MODULES = {"indexer/store/local/catalog.py", "indexer/store/base.py", "indexer/store/local/store.py"}
 SQL_CALL = re.compile(r"\.(execute|executemany|executescript)\(|\bcatalog\.db\b|\bSELECT\s+[\w*]|\bINSERT\s+INTO\b")
 
 
 def _sources():
     for folder in ("indexer", "daemon", "mcp_server", "cli", "hooks"):
-        for path in sorted((PACKAGE / folder).rglob("*.py")):
-            rel = path.relative_to(PACKAGE).as_posix()
+        for path in sorted((PROJECT / folder).rglob("*.py")):
+            rel = path.relative_to(PROJECT).as_posix()
             if rel not in STORE_MODULES and not rel.startswith("indexer/store/postgres/"):
                 yield rel, path.read_text()
 

@@ -15,9 +15,9 @@ from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.store.postgres.store import PgStore
-from tests.corpus_helpers import write
-from tests.pg_helpers import fresh_database
-from tests.test_team_store import QUERIES, _stats_consistent, index_once
+from tests.support.corpus import write
+from tests.support.pg import fresh_database
+from tests.support.team import QUERIES, index_once, stats_consistent
 
 # What migrations 1–4 made of the keyword tables (a store a version-4 writer left behind: its
 # term_stats held each term's number of postings).
@@ -81,7 +81,7 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
     # deleted documents until its segments merge)
     _edit(notes)
     index_once(cfg, pg_url, tiny_embedder)
-    _stats_consistent(pg_url)
+    stats_consistent(pg_url)
     shutil.rmtree(data_env / "data")
     local = Engine(cfg, embedder=tiny_embedder)
     local.refresh()
@@ -121,7 +121,7 @@ def test_a_store_of_version_4_migrates_and_answers_as_a_fresh_one(notes, data_en
         fresh = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(fresh_url, readonly=True))
         _same_scores(fresh, old, QUERIES + ["restore the wombat backup"])
         assert old.catalog.consistency_problems() == []
-        _stats_consistent(pg_url)
+        stats_consistent(pg_url)
     finally:
         fresh.close()
         old.close()
@@ -173,7 +173,7 @@ def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, da
     monkeypatch.setattr(pg_store, "COMPACT_FRACTION", 10.0)      # and now it may not pack again
     _edit(notes)
     index_once(cfg, pg_url, tiny_embedder)
-    _stats_consistent(pg_url)
+    stats_consistent(pg_url)
     terms2, mark2, above, dead = _packed_state(pg_url)
     assert (terms2, mark2) == (terms, mark) and above > 0 and dead > 0   # packed, deleted since, written since
     local = Engine(cfg, embedder=tiny_embedder)

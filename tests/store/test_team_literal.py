@@ -12,8 +12,8 @@ from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.store.postgres.store import PgStore
-from tests.corpus_helpers import write
-from tests.test_team_store import index_once
+from tests.support.corpus import write
+from tests.support.team import index_once
 
 FILES = {
     "errors.md": "# Connection errors\n\nERR_CONN_RESET at 10.0.0.1:5432 after `--no-track`.\n\n"

@@ -3,7 +3,7 @@
 A role granted journal/ + services/ with `grant_reader` (what `remembrancer team grant-reader`
 runs) issuing raw SELECTs sees only those rows — statistics and writer-only meta included — and
 the MCP tools over it answer exactly as a store holding only those folders does: the scope
-differential's world and calls (tests/scope_world.py, tests/test_scope_differential.py), both
+differential's world and calls (tests/support/scope_world.py, tests/store/test_scope_differential.py), both
 sides PostgreSQL readers.
 """
 
@@ -19,8 +19,7 @@ from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.team import TeamReader, Writer
-from tests.scope_world import SCOPE, build
-from tests.test_scope_differential import OUTSIDE, SCOPED_DOCS, calls_for, run_differential
+from tests.support.scope_world import OUTSIDE, SCOPE, SCOPED_DOCS, build, calls_for, run_differential
 
 _names = itertools.count()
 
@@ -168,7 +167,7 @@ def _team_server(cfg: Config, url: str, embedder):
 
 
 def test_a_scoped_role_answers_like_a_store_of_only_its_files(world, data_env, tiny_embedder, pg_server):
-    from tests.pg_helpers import fresh_database
+    from tests.support.pg import fresh_database
 
     full_url, only_url = fresh_database(pg_server.get_uri(), "full"), fresh_database(pg_server.get_uri(), "only")
     cfg_full = _write(world["full"], world["app"], full_url, tiny_embedder)
@@ -201,7 +200,7 @@ def test_a_scoped_role_answers_like_a_store_of_only_its_files(world, data_env, t
 
 def test_the_role_differential_sees_a_leak(world, data_env, tiny_embedder, pg_server):
     """An unscoped reader of the full store differs from the only-scoped store (the check can fail)."""
-    from tests.pg_helpers import fresh_database
+    from tests.support.pg import fresh_database
 
     full_url, only_url = fresh_database(pg_server.get_uri(), "lfull"), fresh_database(pg_server.get_uri(), "lonly")
     cfg_full = _write(world["full"], world["app"], full_url, tiny_embedder)

@@ -17,20 +17,9 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.store import PgStore
 from remembrancer.indexer.team import TeamReader, Writer
-from tests.corpus_helpers import git, git_init, write
-from tests.pg_helpers import database_url
-
-QUERIES = ["how do I restart postgres", "what is the backup schedule", "deploy checklist", "pg1 disk full",
-           "restore from a base backup", "who owns the billing service", "--no-track", "wal archiving lag"]
-
-
-def index_once(cfg, pg_url, embedder) -> None:
-    """One complete writer pass into the store, the writer closed (its lock released) after it."""
-    w = Writer(cfg, pg_url, embedder=embedder)
-    try:
-        w.pass_once()
-    finally:
-        w.close()
+from tests.support.corpus import git, git_init, write
+from tests.support.pg import database_url
+from tests.support.team import QUERIES, index_once, stats_consistent
 
 
 def _top(engine, q, **kw):
@@ -38,23 +27,6 @@ def _top(engine, q, **kw):
         r = S.search(engine, S.SearchRequest(q, **kw))
     rows = r["results"] or r.get("best_weak", [])
     return [(x["path"], x["heading"], x.get("scores")) for x in rows], r["no_strong_match"]
-
-
-def _stats_consistent(url: str) -> None:
-    """The stored field totals are exactly what the chunks say, and every posting has its chunk
-    (updates and deletes included; document frequencies are counted from the postings)."""
-    with psycopg.connect(url) as c:
-        orphans = c.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS"
-                            " (SELECT 1 FROM chunks c WHERE c.id = p.chunk_id)").fetchone()[0]
-        n_chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        fields = c.execute("SELECT field, docs, tokens FROM field_stats ORDER BY field").fetchall()
-        sums = c.execute("SELECT sum(lens[1]), sum(lens[2]), sum(lens[3]), sum(lens[4]) FROM chunks").fetchone()
-        posted = c.execute("SELECT count(DISTINCT chunk_id) FROM postings").fetchone()[0]
-        empty = c.execute("SELECT count(*) FROM chunks WHERE lens = '{0,0,0,0}'").fetchone()[0]
-    assert orphans == 0
-    assert posted == n_chunks - empty
-    assert all(docs == n_chunks for _, docs, _ in fields)
-    assert [t for _, _, t in fields] == [int(x or 0) for x in sums]
 
 
 def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, pg_url):
@@ -77,7 +49,7 @@ def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, 
             a = api.dispatch_read(local, method, params, dict)
             b = api.dispatch_read(reader, method, params, dict)
             assert a == b, method
-        _stats_consistent(pg_url)
+        stats_consistent(pg_url)
     finally:
         reader.close()
         writer.close()
@@ -190,7 +162,7 @@ def test_edits_and_deletes_keep_the_store_consistent(notes, data_env, tiny_embed
         assert _top(reader, "feed the zebra")[0][0][1].endswith("Zebra step")
         assert reader.catalog.document("README.md") is None
         reader.close()
-        _stats_consistent(pg_url)
+        stats_consistent(pg_url)
         with psycopg.connect(pg_url) as c:   # no orphans: every embedding is used by a passage
             assert c.execute("SELECT count(*) FROM embeddings e WHERE NOT EXISTS"
                              " (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)").fetchone()[0] == 0
@@ -513,7 +485,7 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
 
 
 def test_the_writer_lock_is_per_database(notes, data_env, tiny_embedder, pg_server, pg_url):
-    from tests.pg_helpers import fresh_database
+    from tests.support.pg import fresh_database
 
     other = fresh_database(pg_server.get_uri())
     cfg = Config(roots=make_roots([notes]))

@@ -84,7 +84,7 @@ def test_the_engine_gives_way_between_documents_and_inside_a_large_one(tmp_path,
     catalog rows, every WRITE_SLICE chunks into tantivy, every ADD_SLICE vectors."""
     from remembrancer.indexer.store.local import catalog
     from remembrancer.indexer.store.local import fulltext
-    from tests.corpus_helpers import engine_for, write
+    from tests.support.corpus import engine_for, write
 
     root = tmp_path / "notes"
     write(root, "small.md", "# Small\n\nbackup restore\n")

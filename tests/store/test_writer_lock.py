@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from remembrancer.indexer import writelock
-from tests.corpus_helpers import write
-from tests.test_daemon import DaemonProc, consistent, wait_for
+from tests.support.corpus import write
+from tests.support.daemon import DaemonProc, consistent, wait_for
 
 
 def cli(env: dict, *args: str, **kw) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Adversarial inputs shared by tests/test_adversarial.py and bench/bench_robustness.py.
+"""Adversarial inputs shared by tests/product/test_adversarial.py and bench/bench_robustness.py.
 
 Each generator is a class of input that once broke a promise (issue 14): YAML alias bombs,
 long lines of every character class the patterns touch, and every regular expression the
@@ -11,6 +11,10 @@ import importlib
 import pkgutil
 import re
 import time
+from pathlib import Path
+
+from remembrancer.indexer.config import DEFAULT_LAYOUT, Root
+from remembrancer.indexer.ingest import meta
 
 # The subpackages are mapped folders (pyproject's package-dir), so each is walked on its own.
 SUBPACKAGES = ("remembrancer.indexer", "remembrancer.daemon", "remembrancer.hooks", "remembrancer.mcp_server",
@@ -130,3 +134,9 @@ def huge_front_matter(chars: int = 2_000_000) -> str:
     """A front matter that is plain YAML but megabytes long."""
     n = chars // 24
     return "---\ntags:\n" + "".join(f"  - tag-{i:012d}\n" for i in range(n)) + "---\n# Huge\n\nBody after it.\n"
+
+
+# What a fuzzed document is prepared under: a root no file is read from, the default layout, no entities.
+FUZZ_ROOT = Root("fuzz", Path("/nonexistent-fuzz-root"))
+FUZZ_LAYOUT = meta.Layout(DEFAULT_LAYOUT)
+FUZZ_MATCHER = meta.EntityMatcher([])

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
+from tests.support.paths import PROJECT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+EXAMPLES = PROJECT / "examples" / "notes"
 
 
 def write(root: Path, rel: str, text: str) -> Path:

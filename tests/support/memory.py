@@ -5,7 +5,7 @@ runbook full of links, a lesson and a plan item — committed with the git CLI a
 every SHA is the same on every machine. Next to it an `app` repository whose commits the journal
 cites (`app@<sha>`): one landed, one amended away after it was cited, one on an unmerged branch.
 
-    python -m tests.memory_fixture /tmp/memory-demo     # build it (docs/memory-tools.md uses it)
+    python -m tests.support.memory /tmp/memory-demo     # build it (docs/memory-tools.md uses it)
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from tests.support.paths import PROJECT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+EXAMPLES = PROJECT / "examples" / "notes"
 
 
 def _env(when: str, home: Path) -> dict:

@@ -13,14 +13,21 @@ commits that change nothing there dropped, same authors, dates and messages (wha
 `git filter-repo --path journal/ --path services/` makes). Commit ids therefore differ; `ids` maps each full commit to its scoped twin, and the
 comparison reads the only-scoped answers with their ids mapped back. Cited commits live in a
 third repository (`app`, configured as `[verify] repos` in both), so the files' text is identical.
+
+Below the corpora, the differential itself (the calls, the normalisation, the comparison): the
+local scope test and the team store's role test run the same one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+
+import anyio
 
 SCOPE = ("journal", "services")   # the scope: two folders
 
@@ -260,3 +267,168 @@ def map_ids_back(text: str, mapping: dict[str, str]) -> str:
         return back[hits[0]][: len(h)] if len(hits) == 1 else h
     return HEX_RE.sub(sub, text)
 
+
+VOLATILE = {"index_dir", "took_ms", "last_indexed_at", "generation", "fulltext_generation", "vectors_generation",
+            "seconds", "at", "started_at", "indexed_at", "pid", "socket", "clients", "requests", "idle_exit_s",
+            "model_loads", "notifications", "last_notification"}
+
+
+QUERIES = ["replication lag on db1", "backup restore", "too many clients", "how do I restore the database",
+           "pool size 40", "uppercase escape words JOURNAL", "journal-archive December", "db1", "pg1 replication",
+           "pgbackrest", "what happened on 2030-02-10", "Okta SSO login", "wip replication tuning draft",
+           "broken front matter", "10.9.0.11", "pg-primary"]
+
+
+SCOPED_DOCS = ["journal/2030-02-10.md", "journal/2030-02-11.md", "journal/db1-log.md", "journal/pool.md",
+               "journal/broken.md", "services/queue.md"]
+
+
+OUTSIDE = ["hosts/db1.md", "JOURNAL/shout.md", "journal-archive/2029-12-01.md", "journal/host-db1.md",
+           "runbooks/restore.md", "hosts/incident.md", "journal/follow-up.md", "Journal/2030-02-10.md"]
+
+
+def calls_for(world) -> list[tuple[str, dict]]:
+    """Representative arguments for every tool; commit ids are the full history's."""
+    out: list[tuple[str, dict]] = [("index_status", {}), ("list_documents", {}), ("list_documents", {"path": "journal/"}),
+                                   ("list_documents", {"type": "journal"}), ("list_documents", {"path": "hosts/"})]
+    for q in QUERIES:
+        out.append(("search", {"query": q}))
+    out += [
+        ("search", {"query": "replication", "limit": 10}),
+        ("search", {"query": "replication", "type": "journal", "since": "2030-02-11"}),
+        ("search", {"query": "backup", "tags": ["database"]}),
+        ("search", {"query": "", "type": "journal"}),
+        ("search", {"query": "", "tags": ["ops"]}),
+        ("search", {"query": "too many clients", "exact": True}),
+        ("search", {"query": "replication", "path": "journal/"}),
+        ("search", {"query": "x", "type": "host"}),
+        ("search", {"query": "x", "tags": ["nonexistent-tag"]}),
+        ("latest", {"terms": ["replication"]}),
+        ("latest", {"terms": "\"too many clients\" 40"}),
+        ("latest", {"terms": ["db1", "pgbackrest"]}),
+        ("latest", {"terms": ["UPPERCASE"]}),
+        ("latest", {"terms": [world["app_ids"][0][:10]]}),
+        ("latest", {"terms": ["replication"], "type": "journal", "since": "2030-02-11"}),
+        ("history", {"entity": "db1"}),
+        ("history", {"entity": "pg1", "topic": "replication"}),
+        ("history", {"entity": "10.9.0.11"}),
+        ("history", {"entity": "queue"}),
+        ("history", {"entity": "pg-primary", "topic": "replication"}),
+        ("history", {"entity": "mq", "since": "2030-02-11"}),
+        ("search", {"query": "pg-primary replication", "limit": 8}),
+        ("verify", {"text": f"fixed in app@{world['app_ids'][0][:10]} and {world['app_ids'][1][:7]}"}),
+        ("verify", {"path": "journal/2030-02-10.md", "heading": "db1 replication lag"}),
+        ("verify", {}),
+    ]
+    for c in world["commits"]:
+        out.append(("verify", {"text": f"landed in {c[:12]}"}))
+        out.append(("verify", {"text": c}))
+        out.append(("latest", {"terms": [c[:10]]}))
+    for p in SCOPED_DOCS:
+        out += [("read", {"path": p}), ("read", {"path": p, "outline": True}), ("neighbors", {"path": p}),
+                ("verify", {"path": p}), ("read", {"path": p, "lines": [1, 3]})]
+    out.append(("read", {"path": "journal/2030-02-10.md", "heading": "Backup"}))
+    for p in OUTSIDE:
+        out += [("read", {"path": p}), ("neighbors", {"path": p}), ("verify", {"path": p})]
+    return out
+
+
+def to_scoped_ids(args: dict, mapping: dict[str, str]) -> dict:
+    """The same question asked of the only-scoped corpus: a full commit id becomes its twin there."""
+    text = json.dumps(args)
+    for old, new in mapping.items():
+        for n in (40, 12, 10, 7):
+            text = text.replace(old[:n], new[:n])
+    return json.loads(text)
+
+
+def normalise(obj, world, which: str):
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    if which == "only":
+        text = map_ids_back(text, world["ids"])
+    text = text.replace(str(world[which]), "<root>")
+    text = re.sub(r"generation \d+", "generation N", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "<time>", text)
+    text = re.sub(r"\(\d+(\.\d+)? ?ms\)", "(<ms>)", text)
+    return _drop_volatile(json.loads(text))
+
+
+def _drop_volatile(obj):
+    if isinstance(obj, dict):
+        return {k: ("<volatile>" if k in VOLATILE else _drop_volatile(v)) for k, v in obj.items() if k != "scope"}
+    if isinstance(obj, list):
+        return [_drop_volatile(v) for v in obj]
+    if isinstance(obj, str) and obj.startswith("{") and obj.endswith("}"):
+        try:  # a tool's text is JSON sometimes (errors): compare it as data
+            return _drop_volatile(json.loads(obj))
+        except ValueError:
+            return obj
+    return obj
+
+
+def differences(a, b, where: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{where}.{k}: {'missing in scoped' if k not in a else 'missing in only-scoped'} "
+                           f"({json.dumps(a.get(k, b.get(k)))[:160]})")
+            else:
+                out += differences(a[k], b[k], f"{where}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        out = [f"{where}: {len(a)} vs {len(b)} items"] if len(a) != len(b) else []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += differences(x, y, f"{where}[{i}]")
+        return out
+    if a != b:
+        return [f"{where}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"]
+    return []
+
+
+def _run_all(server, calls):
+    from mcp import Client
+
+    async def go():
+        async with Client(server) as c:
+            tools = (await c.list_tools()).tools
+            answers = []
+            for name, args in calls:
+                r = await c.call_tool(name, args)
+                answers.append({"is_error": bool(r.is_error), "text": [x.text for x in r.content],
+                                "structured": r.structured_content})
+            return {t.name: {"description": t.description, "schema": t.input_schema} for t in tools}, answers
+    return anyio.run(go)
+
+
+@dataclass
+class Differential:
+    tools_a: dict
+    tools_b: dict
+    answers_a: list
+    answers_b: list
+    tool_diffs: list[str]
+    per_call: list[list[str]]   # the differing fields of each call's two answers
+
+    @property
+    def diffs(self) -> list[str]:
+        return self.tool_diffs + [d for call in self.per_call for d in call]
+
+
+def run_differential(a, a_link, b, b_link, world, calls, map_ids: bool = True, clean=lambda x: x) -> Differential:
+    """Every call through server `a` (the scoped one) and server `b` (a corpus of only the scoped
+    files, asked with that corpus's ids unless `map_ids` is off), both links closed after; each pair
+    of answers, and the tool lists (their descriptions hold the store's age), normalised (and
+    `clean`ed) and compared field by field."""
+    try:
+        tools_a, answers_a = _run_all(a, calls)
+        tools_b, answers_b = _run_all(b, [(n, to_scoped_ids(x, world["ids"]) if map_ids else x) for n, x in calls])
+    finally:
+        a_link.close()
+        b_link.close()
+    per_call = [differences(clean(normalise(x, world, "full")), clean(normalise(y, world, "only")),
+                            f"{name}({json.dumps(args)})")
+                for (name, args), x, y in zip(calls, answers_a, answers_b)]
+    return Differential(tools_a, tools_b, answers_a, answers_b,
+                        differences(clean(normalise(tools_a, world, "full")), clean(normalise(tools_b, world, "only")), "tools"),
+                        per_call)
