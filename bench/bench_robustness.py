@@ -62,7 +62,8 @@ from hypothesis import strategies as st  # noqa: E402
 from bench import scope_escapes  # noqa: E402
 from tests.product import test_hardening as H  # noqa: E402
 from tests.support.adversarial import FUZZ_LAYOUT, FUZZ_MATCHER, FUZZ_ROOT  # noqa: E402
-from tests.support.corpus import EXAMPLES, engine_for, write  # noqa: E402
+from tests.support.corpus import engine_for, write  # noqa: E402
+from tests.support.paths import EXAMPLES  # noqa: E402
 from tests.support.daemon import DaemonProc, wait_for  # noqa: E402
 from tests.support.tiny_model import build_tiny_model  # noqa: E402
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
 from tests.support.paths import EXAMPLES
 
 
@@ -20,12 +20,10 @@ def cli(tmp_path_factory, tiny_model_dir):
     notes = tmp / "notes"
     shutil.copytree(EXAMPLES, notes)
     (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp / "no-daemon.sock")}
+    env = remembrancer_env(data=tmp / "data", config=tmp / "config.toml", socket=tmp / "no-daemon.sock")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
-                              timeout=120)
+        return run_cli(*args, env=env)
 
     run.notes = notes
     return run

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.two_projects import serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.cli import run_cli
 
 
 def cli(world, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=world["env"], capture_output=True,
-                          text=True, timeout=300)
+    return run_cli(*args, env=world["env"], timeout=300)
 
 
 def listed(world) -> dict[str, dict]:

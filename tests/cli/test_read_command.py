@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init, write
-from tests.support.paths import EXAMPLES
 from tests.support.daemon import DaemonProc, wait_for
+from tests.support.paths import EXAMPLES
 
 DUP = "# Dup\n\n## Notes\n\nfirst\n\n## Other\n\n### Notes\n\nsecond\n\n## Notes\n\nthird\n"
 
@@ -38,8 +38,7 @@ def served(tmp_path_factory, tiny_model_dir):
 
 
 def read(d: DaemonProc, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", "read", *args], env=d.env, cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return run_cli("read", *args, env=d.env, cwd=cwd)
 
 
 def test_read_takes_absolute_and_cwd_relative_paths_from_the_daemons_corpus(served):

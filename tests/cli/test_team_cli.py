@@ -13,10 +13,13 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init, write
+from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
 
@@ -31,15 +34,13 @@ def _world(tmp: Path, tiny_model_dir, url: str) -> dict:
     for name in ("shared", "mine"):
         git(tmp, "clone", "-q", str(origin), str(tmp / name))
     (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_CONFIG": str(tmp / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp / "no-daemon.sock")}
+    env = remembrancer_env(data=tmp / "data", config=tmp / "config.toml", socket=tmp / "no-daemon.sock")
     env.pop("REMEMBRANCER_STORE", None)
     return {"origin": origin, "shared": tmp / "shared", "mine": tmp / "mine", "env": env, "url": url}
 
 
 def _cli(world, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=world["env"], capture_output=True,
-                          text=True, timeout=timeout, cwd=str(PROJECT))
+    return run_cli(*args, env=world["env"], cwd=PROJECT, timeout=timeout)
 
 
 def _wait(cond, timeout: float = 60) -> bool:
@@ -171,9 +172,8 @@ def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its
 
         # a scoped login made by the CLI: only runbooks/ exists for it
         role = f"runbooks_{os.getpid()}"
-        g = subprocess.run([sys.executable, "-m", "remembrancer", "team", "grant-reader", role, "--scope", "runbooks/",
-                            "--password-stdin", "--store", pg_url, "--json"], input="s3cret\n", env=w["env"],
-                           capture_output=True, text=True, timeout=120, cwd=str(PROJECT))
+        g = run_cli("team", "grant-reader", role, "--scope", "runbooks/", "--password-stdin", "--store", pg_url,
+                    "--json", env=w["env"], cwd=PROJECT, input="s3cret\n")
         assert g.returncode == 0, g.stderr
         assert json.loads(g.stdout)["scope"] == ["runbooks"]
         mine = pg_url.replace("postgres:@", f"{role}:s3cret@")

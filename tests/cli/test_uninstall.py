@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
+import pytest
+
+from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init
 from tests.support.daemon import DaemonProc
 
@@ -31,8 +33,7 @@ def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, note
     d.env = env
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        p = subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
-                           timeout=120)
+        p = run_cli(*args, env=env)
         assert p.returncode == 0, (args, p.stdout, p.stderr)
         return p
 

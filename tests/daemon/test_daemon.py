@@ -18,6 +18,7 @@ from remembrancer.daemon.client import DaemonError
 from tests.support.corpus import git, git_init, write
 from tests.support.daemon import DaemonProc, consistent, wait_for
 
+
 @pytest.fixture
 def daemon(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir).start()

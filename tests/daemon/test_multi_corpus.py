@@ -5,17 +5,18 @@ driven by the SDK's stdio client from each project's folder. The tiny model keep
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import ListRootsResult, Root
 
 from tests.support.daemon import wait_for
 from tests.support.two_projects import run_git, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.cli import run_cli
 
 
 def test_two_corpora_one_daemon_fresh_after_commits_one_model(two_projects, serve):
@@ -115,8 +116,7 @@ def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_project
     from the finished index (not an empty 'catching up' answer)."""
     world, d = two_projects, serve()
     beta = world["repos"]["beta"]
-    r = subprocess.run([sys.executable, "-m", "remembrancer", "search", "kafka consumers rebalance broker",
-                        "--root", str(beta)], env=world["env"], capture_output=True, text=True, timeout=120)
+    r = run_cli("search", "kafka consumers rebalance broker", "--root", str(beta), env=world["env"])
     assert "no index yet" in r.stderr and "the daemon is building it now" in r.stderr
     assert "notes.md" in r.stdout and "0 documents" not in r.stdout
     assert d.status(beta)["daemon"]["pid"] == d.proc.pid

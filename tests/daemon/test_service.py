@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from tests.support.cli import run_cli
 
 
 
 def run(tmp_path, *args):
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml")}
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+    return run_cli(*args, env=env, timeout=60)
 
 
 def test_install_writes_an_absolute_unit_and_uninstall_removes_it(tmp_path):

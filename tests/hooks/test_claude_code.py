@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.paths import PROJECT
 from tests.support.two_projects import Serve, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.cli import run_cli
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
 WEAK = "how do I enable --frobnicate-xyz on kf4"   # an identifier the corpus does not have
@@ -128,8 +129,7 @@ def test_prompt_hook_stays_silent_on_ordinary_prompts_and_answers_a_memory_quest
 # -- settings.json ---------------------------------------------------------------------------------
 
 def claude_hooks(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", "claude-hooks", *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+    return run_cli("claude-hooks", *args, env=env, timeout=60)
 
 
 def test_claude_hooks_install_is_idempotent_and_keeps_the_users_hooks(tmp_path):
@@ -200,8 +200,7 @@ def test_mcp_config_carries_every_flag_into_every_line_and_the_desktop_entry(tmp
     (notes / "journal").mkdir(parents=True)
     desktop = tmp_path / "claude_desktop_config.json"
     flags = ["--root", str(notes), "--scope", "journal/", "--instructions", "only the journal", "--idle-exit", "30"]
-    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config", *flags, "--install",
-                        "--desktop-config", str(desktop)], capture_output=True, text=True, timeout=60)
+    r = run_cli("mcp", "config", *flags, "--install", "--desktop-config", str(desktop), timeout=60)
     assert r.returncode == 0, r.stderr
     want = ["mcp", "--root", str(notes.resolve()), "--scope", "journal", "--instructions", "only the journal",
             "--idle-exit", "30"]
@@ -219,8 +218,7 @@ def test_mcp_config_refuses_a_flag_it_cannot_honour(tmp_path, extra, param):
     notes = tmp_path / "notes"
     (notes / "journal").mkdir(parents=True)
     args = extra if param == "root" else ["--root", str(notes), *extra]
-    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config", *args], capture_output=True,
-                       text=True, timeout=60)
+    r = run_cli("mcp", "config", *args, timeout=60)
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and param.split("-")[0] in r.stderr
 
@@ -261,8 +259,7 @@ def test_installed_hook_carries_the_remembrancer_environment(two_projects, serve
                            capture_output=True, text=True, timeout=30)
         assert p.returncode == 0 and expect in p.stdout, (event["hook_event_name"], p.stdout, p.stderr)
     # `mcp config` carries the same variables: the two registrations agree
-    mcp = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "config"], capture_output=True, text=True,
-                         env={**world["env"], "REMEMBRANCER_DATA_DIR": odd}, timeout=60)
+    mcp = run_cli("mcp", "config", env={**world["env"], "REMEMBRANCER_DATA_DIR": odd}, timeout=60)
     add = next(line for line in mcp.stdout.splitlines() if line.startswith("claude mcp add"))
     assert [w for w in shlex.split(add) if w.startswith("REMEMBRANCER_")] == words[:3]
 
@@ -289,8 +286,7 @@ def test_each_install_command_says_what_its_actions_do():
     for command, words in (("service", ("systemd", "stop, disable and remove")),
                            ("hooks", ("post-commit", "put back")),
                            ("claude-hooks", ("UserPromptSubmit", "remove them"))):
-        p = subprocess.run([sys.executable, "-m", "remembrancer", command, "--help"], capture_output=True, text=True,
-                           timeout=60)
+        p = run_cli(command, "--help", timeout=60)
         assert p.returncode == 0 and "{install,uninstall}" in p.stdout, p.stdout
         flat = " ".join(p.stdout.split())
         assert "ACTION" not in p.stdout and all(w in flat for w in words), p.stdout

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from remembrancer.indexer.memory.commits import CommitChecker
 from remembrancer.indexer.ingest.corpus import discover_repo, open_repo
 from tests.support.corpus import git, git_init, write

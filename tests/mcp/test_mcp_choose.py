@@ -4,7 +4,6 @@ behind: real MCP server processes over stdio, real CLI subprocesses, the tiny mo
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -17,6 +16,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import ListRootsResult, Root
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
 EXAMPLES = PROJECT / "examples" / "notes"
@@ -27,9 +28,8 @@ def env(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-choose-", dir="/tmp"))  # AF_UNIX paths must stay short
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "d.sock"),
-           "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml")}   # absent: no configured roots
+    env = remembrancer_env(data=tmp_path / "data", socket=sockdir / "d.sock", home=home,
+                           config=tmp_path / "config.toml")   # absent: no configured roots
     yield env
     _stop(env)
     shutil.rmtree(sockdir, ignore_errors=True)
@@ -51,7 +51,7 @@ def world(env, tmp_path, tiny_model_dir):
 
 def _stop(env: dict) -> None:
     """Stop a daemon a session may have started on demand (its idle exit would take a while)."""
-    subprocess.run([sys.executable, "-m", "remembrancer", "stop"], env=env, capture_output=True, timeout=60)
+    run_cli("stop", env=env, timeout=60)
 
 
 def indexes(env: dict) -> list[str]:
@@ -86,8 +86,7 @@ def served_roots(res) -> list[str]:
 
 
 def cli(env: dict, *args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return run_cli(*args, env=env, cwd=cwd, timeout=300)
 
 
 # -- what is refused, and said ---------------------------------------------------------------------

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
 from tests.support import memory as mf
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
 FRESHNESS_LINE = re.compile(r"^Index (fresh|catching up: .+|STALE: .+)")
@@ -41,9 +42,7 @@ def world(tmp_path_factory):
     cfg = base / "config.toml"
     cfg.write_text(f'[verify]\nrepos = ["{fx["app"]}"]\n[log]\npath = "{log}"\n')
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-mem-", dir="/tmp"))   # AF_UNIX paths must stay short
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "REMEMBRANCER_DATA_DIR": str(base / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
-           "REMEMBRANCER_CONFIG": str(cfg)}
+    env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", config=cfg, home=home)
     w = {**fx, "env": env, "sock": sockdir / "daemon.sock", "log": log}
     yield w
     st = ping(w["sock"])
@@ -163,8 +162,7 @@ def test_memory_tools_over_mcp_stdio(world):
     assert verdicts[("latest", "0042 zzqx-nothing")] == "relaxed"
     assert verdicts[("history", "db3")] == "error" and verdicts[("search", "")] == "empty"
 
-    rep = subprocess.run([sys.executable, "-m", "remembrancer", "report", "--json"], cwd=PROJECT, env=world["env"],
-                         capture_output=True, text=True, timeout=60)
+    rep = run_cli("report", "--json", env=world["env"], cwd=PROJECT, timeout=60)
     assert rep.returncode == 0, rep.stderr
     summary = json.loads(rep.stdout)
     assert summary["queries"] == len(entries) and summary["by_tool"]["history"] == 3

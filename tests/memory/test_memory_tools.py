@@ -11,10 +11,7 @@ it was cited, one on an unmerged branch).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +27,8 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.search.answer import SearchRequest, search
 from tests.support import memory as mf
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
 
@@ -657,16 +656,13 @@ def test_eval_yaml_cases_end_to_end(fx, tmp_path):
   - q: what is our Kubernetes ingress controller
     answerable: false
 """)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
-           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "s.sock")}
-    p = subprocess.run([sys.executable, "-m", "remembrancer", "eval", str(cases), "--root", str(fx["notes"]), "--json"],
-                       cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "none.toml", socket=tmp_path / "s.sock",
+                           home=tmp_path)
+    p = run_cli("eval", str(cases), "--root", str(fx["notes"]), "--json", env=env, cwd=PROJECT, timeout=300)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["queries_total"] == 4 and rep["overall"]["n"] == 3
     assert rep["overall"]["top3"] == 1.0, rep["misses"]
     assert rep["abstention"]["unanswerable"] == 1
-    text = subprocess.run([sys.executable, "-m", "remembrancer", "eval", str(cases), "--root", str(fx["notes"])],
-                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+    text = run_cli("eval", str(cases), "--root", str(fx["notes"]), env=env, cwd=PROJECT, timeout=300)
     assert text.returncode == 0 and "top" in text.stdout.lower()

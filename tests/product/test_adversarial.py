@@ -12,8 +12,6 @@ import json
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -26,7 +24,9 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.markdown import FRONT_MATTER_MAX_BYTES, load_front_matter_yaml, parse_markdown
 from tests.support.adversarial import (LINE_UNITS, SUPERLINEAR, billion_laughs, growth, huge_front_matter, merge_key_bomb,
                                       registered_patterns)
+from tests.support.cli import run_cli
 from tests.support.corpus import engine_for, write
+from tests.support.env import remembrancer_env
 
 # ---------------------------------------------------------------------------------------------
 # 2. Expansion bombs in front matter
@@ -275,10 +275,8 @@ def test_read_refuses_a_file_grown_over_the_size_cap(notes_engine, notes):
 def cli_in(tmp_path, tiny_model_dir):
     """`remembrancer …` in a subprocess with its own data dir, config (the tiny model) and no daemon."""
     (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
-    return lambda *a: subprocess.run([sys.executable, "-m", "remembrancer", *a], env=env, capture_output=True,
-                                     text=True, timeout=120)
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=tmp_path / "none.sock")
+    return lambda *a: run_cli(*a, env=env)
 
 
 def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
@@ -477,10 +475,8 @@ def test_paging_a_large_file_redacts_it_once_and_no_page_holds_a_secret(notes_en
 
 def test_max_file_bytes_must_be_an_integer(tmp_path):
     (tmp_path / "config.toml").write_text('[index]\nmax_file_bytes = "ten"\n')
-    env = {**os.environ, "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"), "REMEMBRANCER_DATA_DIR": str(tmp_path / "d"),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "none.sock")}
-    p = subprocess.run([sys.executable, "-m", "remembrancer", "index", "--root", str(tmp_path)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    env = remembrancer_env(data=tmp_path / "d", config=tmp_path / "config.toml", socket=tmp_path / "none.sock")
+    p = run_cli("index", "--root", str(tmp_path), env=env)
     assert p.returncode == 2 and "max_file_bytes" in p.stderr and "'ten'" in p.stderr, p.stderr
 
 

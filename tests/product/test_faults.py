@@ -9,13 +9,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init, write
+from tests.support.env import remembrancer_env
 from tests.support.paths import EXAMPLES
 
 
@@ -23,13 +24,11 @@ from tests.support.paths import EXAMPLES
 def run(tmp_path, tiny_model_dir):
     """The CLI as a user runs it, on this test's data folder (REMEMBRANCER_DATA_DIR)."""
     (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"),
-           "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"), "REMEMBRANCER_SOCKET": str(tmp_path / "no.sock")}
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=tmp_path / "no.sock")
 
     def cli(*args: str, data: Path | None = None) -> subprocess.CompletedProcess:
         e = env if data is None else {**env, "REMEMBRANCER_DATA_DIR": str(data)}
-        return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=e, capture_output=True,
-                              text=True, timeout=120)
+        return run_cli(*args, env=e)
 
     return cli
 

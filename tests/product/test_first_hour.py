@@ -5,17 +5,16 @@ indexing fast)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from remembrancer.mcp_server import render
-from tests.support.paths import EXAMPLES
-from tests.support.paths import PROJECT
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
+from tests.support.paths import EXAMPLES, PROJECT
 
 
 
@@ -36,14 +35,13 @@ def cli(tmp_path, tiny_model_dir):
     """Run the CLI with its own data dir, config (the tiny model), socket and config home."""
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(config),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "no-daemon.sock"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock",
+                           XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)
 
     def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "remembrancer", *args], env={**env, **(env_extra or {})},
-                              capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+        return run_cli(*args, env={**env, **(env_extra or {})}, cwd=tmp_path)
 
     run.notes, run.tmp = notes, tmp_path
     return run

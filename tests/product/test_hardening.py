@@ -48,11 +48,10 @@ from remembrancer.indexer.ingest.markdown import parse_markdown
 from remembrancer.indexer.store.local.vectors import Vectors
 from tests.support.adversarial import FUZZ_LAYOUT, FUZZ_MATCHER, FUZZ_ROOT, SUPERLINEAR, growth_of
 from tests.support.corpus import engine_for, write
-from tests.support.paths import EXAMPLES
 from tests.support.daemon import DaemonProc, wait_for
 from tests.support.index_check import check_index, corpus_files
 from tests.support.markdown import assert_tiling, markdownish
-from tests.support.paths import PROJECT
+from tests.support.paths import EXAMPLES, PROJECT
 
 NOBODY = 65534
 IS_ROOT = os.geteuid() == 0

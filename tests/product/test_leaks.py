@@ -24,7 +24,9 @@ from remembrancer.daemon.client import ping
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
+from tests.support import cli
 from tests.support.corpus import write
+from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
 PLANTED = "zorblaxquint"   # a word no other note has
@@ -129,9 +131,7 @@ def world(tmp_path_factory, tiny_model_dir):
     cfg.write_text(f'[model]\npath = "{tiny_model_dir}"\n[log]\npath = "{log}"\n'
                    f'[redact]\nsecret_hashes = "{hashes}"\n')
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-leak-", dir="/tmp"))   # AF_UNIX paths must stay short
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base),
-           "REMEMBRANCER_DATA_DIR": str(base / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
-           "REMEMBRANCER_CONFIG": str(cfg)}
+    env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", config=cfg, home=base)
     w = {"notes": notes, "env": env, "sock": sockdir / "daemon.sock", "log": log, "base": base, "hashes": hashes}
     yield w
     st = ping(w["sock"])
@@ -155,8 +155,7 @@ def mcp_calls(world, calls: list[tuple[str, dict]]) -> list:
 
 
 def run_cli(world, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env={**world["env"], **(env or {})},
-                          capture_output=True, text=True, timeout=120, cwd=str(PROJECT))
+    return cli.run_cli(*args, env={**world["env"], **(env or {})}, cwd=PROJECT)
 
 
 ECHO_CALLS = [
@@ -231,8 +230,7 @@ def test_the_query_log_forgets_values_listed_later_in_the_hash_file(world):
     assert not r.is_error
     logged = world["log"].read_text()
     assert LATER in logged   # not a secret yet
-    added = subprocess.run([sys.executable, "-m", "remembrancer", "secrets", "hash", "--out", str(world["hashes"])],
-                           input=LATER + "\n", env=world["env"], capture_output=True, text=True, timeout=60)
+    added = cli.run_cli("secrets", "hash", "--out", str(world["hashes"]), env=world["env"], input=LATER + "\n", timeout=60)
     assert added.returncode == 0, added.stderr
     for args in (("report",), ("report", "--json")):
         rep = run_cli(world, *args)

@@ -6,7 +6,6 @@ real systemctl, which here has no user session bus: exactly the case being fixed
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import EXAMPLES
-from tests.support.paths import PROJECT
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
+from tests.support.paths import EXAMPLES, PROJECT
 
 
 @pytest.fixture
@@ -23,14 +23,13 @@ def cli(tmp_path, tiny_model_dir):
     """Run the CLI with its own data dir, config (the tiny model), socket and config home."""
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(config),
-           "REMEMBRANCER_SOCKET": str(tmp_path / "no-daemon.sock"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock",
+                           XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)
 
     def run(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True,
-                              text=True, cwd=str(cwd or tmp_path), input=input, timeout=120)
+        return run_cli(*args, env=env, cwd=cwd or tmp_path, input=input)
 
     run.env, run.notes, run.config, run.tmp = env, notes, config, tmp_path
     return run
@@ -236,12 +235,10 @@ def test_cli_refuses_the_filesystem_root_the_home_folder_and_nested_roots(cli):
 def test_cli_data_dir_errors_name_the_variable_instead_of_an_internal_error(cli):
     (cli.tmp / "afile").write_text("")
     for data in ("/proc/nonexistent/data", str(cli.tmp / "afile")):
-        r = subprocess.run([sys.executable, "-m", "remembrancer", "search", "x", "--root", str(cli.notes)],
-                           env={**cli.env, "REMEMBRANCER_DATA_DIR": data}, capture_output=True, text=True, timeout=120)
+        r = run_cli("search", "x", "--root", str(cli.notes), env={**cli.env, "REMEMBRANCER_DATA_DIR": data})
         assert r.returncode == 2 and "REMEMBRANCER_DATA_DIR" in r.stderr and "internal error" not in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) <= 2   # the "building it now" line, then the error
-        d = subprocess.run([sys.executable, "-m", "remembrancer", "doctor", "--json", "--root", str(cli.notes)],
-                           env={**cli.env, "REMEMBRANCER_DATA_DIR": data}, capture_output=True, text=True, timeout=120)
+        d = run_cli("doctor", "--json", "--root", str(cli.notes), env={**cli.env, "REMEMBRANCER_DATA_DIR": data})
         check = {c["check"]: c for c in json.loads(d.stdout)}["data dir"]
         assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_DATA_DIR" in check["fix"]
 
@@ -249,13 +246,11 @@ def test_cli_data_dir_errors_name_the_variable_instead_of_an_internal_error(cli)
 def test_cli_refuses_a_socket_path_too_long_to_bind_before_starting(cli):
     long_sock = str(cli.tmp / ("s" * 120))
     for args in (["serve", "--root", str(cli.notes)], ["search", "x", "--root", str(cli.notes)]):
-        r = subprocess.run([sys.executable, "-m", "remembrancer", *args], env={**cli.env, "REMEMBRANCER_SOCKET": long_sock},
-                           capture_output=True, text=True, timeout=60)
+        r = run_cli(*args, env={**cli.env, "REMEMBRANCER_SOCKET": long_sock}, timeout=60)
         assert r.returncode == 2 and "REMEMBRANCER_SOCKET" in r.stderr and "bytes long" in r.stderr, r.stderr
         assert "internal error" not in r.stderr
     assert not (cli.tmp / "data" / "indexes").exists()   # serve refused before opening the corpus
-    d = subprocess.run([sys.executable, "-m", "remembrancer", "doctor", "--json", "--root", str(cli.notes)],
-                       env={**cli.env, "REMEMBRANCER_SOCKET": long_sock}, capture_output=True, text=True, timeout=120)
+    d = run_cli("doctor", "--json", "--root", str(cli.notes), env={**cli.env, "REMEMBRANCER_SOCKET": long_sock})
     check = {c["check"]: c for c in json.loads(d.stdout)}["socket"]
     assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_SOCKET" in check["fix"]
 

@@ -4,6 +4,8 @@ does: the same answers as a scan, and only a scope's own sections inside a scope
 
 from __future__ import annotations
 
+import pytest
+
 from remembrancer.indexer import terms
 from remembrancer.indexer.store.local.catalog import _string_list
 from tests.support.corpus import write

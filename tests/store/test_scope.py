@@ -14,9 +14,10 @@ import pytest
 
 from remembrancer.indexer import api
 from remembrancer.indexer.errors import UserError
+from tests.support.cli import run_cli
 from tests.support.corpus import engine_for
-from tests.support.paths import EXAMPLES
-from tests.support.paths import PROJECT
+from tests.support.env import remembrancer_env
+from tests.support.paths import EXAMPLES, PROJECT
 
 SCOPE = ["journal/", "runbooks/"]
 # Strings that exist only outside the scope (host and lesson and plan files, their front matter).
@@ -122,9 +123,7 @@ def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
     shutil.copytree(EXAMPLES, root)
     (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
     sock = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmb-scope-{os.getpid()}.sock"
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
-           "REMEMBRANCER_SOCKET": str(sock)}
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=sock, home=tmp_path)
     args = ["-m", "remembrancer", "mcp", "--root", str(root), "--idle-exit", "2"] + [x for s in SCOPE for x in ("--scope", s)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(PROJECT))
 
@@ -174,14 +173,10 @@ def test_a_scope_naming_nothing_is_refused_with_what_it_may_mean(engine):
 
 
 def test_mcp_refuses_an_unknown_scope_at_start(tmp_path):
-    import subprocess
-
     (tmp_path / "notes" / "journal").mkdir(parents=True)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "REMEMBRANCER_DATA_DIR": str(tmp_path / "d"),
-           "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml"), "REMEMBRANCER_SOCKET": str(tmp_path / "s.sock")}
-    r = subprocess.run([sys.executable, "-m", "remembrancer", "mcp", "--root", str(tmp_path / "notes"),
-                        "--scope", "JOURNAL/"], env=env, cwd=str(PROJECT), capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL)
+    env = remembrancer_env(data=tmp_path / "d", config=tmp_path / "none.toml", socket=tmp_path / "s.sock", home=tmp_path)
+    r = run_cli("mcp", "--root", str(tmp_path / "notes"), "--scope", "JOURNAL/", env=env, cwd=PROJECT,
+                input="", timeout=60)   # stdin at its end at once
     assert r.returncode == 2 and "case-sensitive" in r.stderr and "journal" in r.stderr
 
 

@@ -26,6 +26,7 @@ import pytest
 from tests.support.paths import PROJECT
 from tests.support.scope_world import (OUTSIDE, QUERIES, SCOPED_DOCS, build, calls_for, differences, normalise,
                                        run_differential, to_scoped_ids)
+from tests.support.env import remembrancer_env
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +120,8 @@ def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):
              ("read", {"path": "journal/host-db1.md"}), ("latest", {"terms": ["replication"]})]
 
     def params(which: str, scope: list[str]) -> StdioServerParameters:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-               "REMEMBRANCER_DATA_DIR": str(tmp_path / f"data-{which}"),
-               "REMEMBRANCER_CONFIG": str(tmp_path / "config.toml"),
-               "REMEMBRANCER_SOCKET": str(sockdir / f"{which}.sock")}
+        env = remembrancer_env(data=tmp_path / f"data-{which}", config=tmp_path / "config.toml",
+                               socket=sockdir / f"{which}.sock", home=tmp_path)
         args = ["-m", "remembrancer", "mcp", "--root", str(world[which]), "--idle-exit", "2"]
         args += [x for s in scope for x in ("--scope", s)]
         return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(PROJECT))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 
 import psycopg
+import pytest
 
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.store.postgres import store as pg_store

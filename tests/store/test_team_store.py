@@ -17,6 +17,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.store import PgStore
 from remembrancer.indexer.team import TeamReader, Writer
+from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init, write
 from tests.support.pg import database_url
 from tests.support.team import QUERIES, index_once, stats_consistent
@@ -459,8 +460,7 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
             names = {r[0] for r in c.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
         return flag, deferred & names
     assert first_load_state() == (True, set())   # every restart carried on the first load, without them
-    done = subprocess.run([sys.executable, "-m", "remembrancer", "index", "--store", pg_url, "--root", str(root)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = run_cli("index", "--store", pg_url, "--root", str(root), env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert first_load_state() == (False, deferred)   # built at the end of the pass that completed
     assert kills == 6   # every round was killed mid-pass (each stops after at most 15 of 120 documents)

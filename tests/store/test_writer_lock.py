@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from remembrancer.indexer import writelock
+from tests.support.cli import run_cli
 from tests.support.corpus import write
 from tests.support.daemon import DaemonProc, consistent, wait_for
 
 
-def cli(env: dict, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "remembrancer", *args], env=env, capture_output=True,
-                          text=True, timeout=120, **kw)
+def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, env=env)
 
 
 def big_corpus(root: Path, n: int = 400) -> Path:

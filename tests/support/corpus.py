@@ -8,9 +8,7 @@ from pathlib import Path
 
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
-from tests.support.paths import PROJECT
-
-EXAMPLES = PROJECT / "examples" / "notes"
+from tests.support.env import GIT_IDENTITY
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -21,8 +19,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {**os.environ, **GIT_IDENTITY}
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
                           text=True).stdout.strip()
 

@@ -4,7 +4,6 @@ every test that needs a daemon (it is started, asked, and stopped at teardown th
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -13,6 +12,7 @@ import time
 from pathlib import Path
 
 from remembrancer.daemon.client import Client
+from tests.support.env import remembrancer_env
 
 
 def poll_until(pred, timeout: float, step: float = 0.2):
@@ -38,8 +38,7 @@ def wait_for(pred, timeout=20.0, step=0.1):
 class DaemonProc:
     def __init__(self, tmp: Path, roots: list[Path], model_dir: Path, extra=()):
         self.sock = tmp / "run" / "d.sock"
-        self.env = {**os.environ, "REMEMBRANCER_DATA_DIR": str(tmp / "data"), "REMEMBRANCER_SOCKET": str(self.sock),
-                    "REMEMBRANCER_CONFIG": str(tmp / "config.toml")}
+        self.env = remembrancer_env(data=tmp / "data", socket=self.sock, config=tmp / "config.toml")
         (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
         self.cmd = [sys.executable, "-m", "remembrancer", "serve", *extra]
         for r in roots:

@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.daemon.client import ping
 from tests.support.daemon import poll_until
+from tests.support.env import GIT_IDENTITY, remembrancer_env
 from tests.support.paths import EXAMPLES, PROJECT
 
 IDLE_EXIT = 5
@@ -25,9 +26,7 @@ IDLE_EXIT = 5
 
 def _git(repo: Path, *args: str, home: Path) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+           "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1", **GIT_IDENTITY}
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, stdin=subprocess.DEVNULL)
 
 
@@ -43,13 +42,8 @@ def world(tmp_path_factory):
     _git(corpus, "add", "-A", home=home)
     _git(corpus, "commit", "-q", "-m", "notes", home=home)
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-mcp-", dir="/tmp"))  # AF_UNIX paths must stay short
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "REMEMBRANCER_DATA_DIR": str(base / "data"),
-        "REMEMBRANCER_SOCKET": str(sockdir / "daemon.sock"),
-        "REMEMBRANCER_CONFIG": str(base / "config.toml"),   # absent: no configured roots
-    }
+    env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", home=home,
+                           config=base / "config.toml")   # absent: no configured roots
     w = {"corpus": corpus.resolve(), "env": env, "sock": sockdir / "daemon.sock", "base": base}
     yield w
     st = ping(w["sock"])

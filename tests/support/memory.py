@@ -16,9 +16,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from tests.support.paths import PROJECT
 
-EXAMPLES = PROJECT / "examples" / "notes"
+from tests.support.paths import EXAMPLES
 
 
 def _env(when: str, home: Path) -> dict:

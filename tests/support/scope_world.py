@@ -29,6 +29,8 @@ from pathlib import Path
 
 import anyio
 
+from tests.support.env import GIT_IDENTITY
+
 SCOPE = ("journal", "services")   # the scope: two folders
 
 # (date, message, {path: text or None to delete}) — applied in order on main; "wip" branches off.
@@ -150,9 +152,7 @@ Draft on a branch that never landed: replication tuning.
 
 def _git(repo: Path, *args: str, date: str | None = None, input: str | None = None) -> str:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(repo.parent),
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **GIT_IDENTITY}
     if date:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True,

@@ -4,7 +4,6 @@ Claude Code tests."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 
 from remembrancer.daemon.client import Client as SocketClient
 from tests.support.daemon import wait_for
+from tests.support.env import GIT_IDENTITY, remembrancer_env
 
 
 def run_git(repo: Path, env: dict, *args: str) -> None:
@@ -31,11 +31,8 @@ def two_projects(tmp_path, tiny_model_dir):
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-multi-", dir="/tmp"))  # AF_UNIX paths must stay short
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_SOCKET": str(sockdir / "d.sock"),
-           "REMEMBRANCER_CONFIG": str(config), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = remembrancer_env(data=tmp_path / "data", socket=sockdir / "d.sock", config=config, home=home,
+                           GIT_CONFIG_GLOBAL=str(home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1", **GIT_IDENTITY)
     repos = {}
     for name, text in (("alpha", "# Postgres restore\n\nRestore the alpha database with pg_restore from the nightly dump.\n"),
                        ("beta", "# Kafka rebalance\n\nThe beta consumers rebalance when a broker restarts; raise session.timeout.\n")):
