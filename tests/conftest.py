@@ -6,12 +6,6 @@ from remembrancer.indexer.models.embed import load_embedder_from_dir
 from tests.support.tiny_model import build_tiny_model
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "real_model: loads the packaged default embedding model (slower, still runs in CI)")
-    config.addinivalue_line("markers", "wheel: builds the wheel and installs it into a fresh venv (a minute or two; "
-                            "runs in `make test`)")
-
-
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A tiny deterministic BERT-like model directory (see tests/support/tiny_model.py)."""

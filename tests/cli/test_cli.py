@@ -38,6 +38,7 @@ def test_index_then_incremental(cli):
     assert (report["added"], report["updated"], report["embedded"], report["unchanged"]) == (0, 0, 0, 9)
 
 
+@pytest.mark.slow
 def test_search_json_contract_and_exit_codes(cli):
     p = cli("search", "pgBackRest restore point in time", "--root", str(cli.notes), "--json")
     assert p.returncode == 0, p.stderr
@@ -52,6 +53,7 @@ def test_search_json_contract_and_exit_codes(cli):
     assert none.returncode == 1
 
 
+@pytest.mark.slow
 def test_search_also_passes_rephrasings_and_bad_ones_are_refused(cli):
     p = cli("search", "zzz qqq", "--also", "pgBackRest restore", "--also", "point in time recovery",
             "--root", str(cli.notes), "--json")
@@ -65,6 +67,7 @@ def test_search_also_passes_rephrasings_and_bad_ones_are_refused(cli):
     assert bad.returncode == 2 and "--also takes at most 3" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_read_outline_status(cli):
     r = cli("read", "runbooks/postgres/restore.md", "--heading", "Verify", "--root", str(cli.notes))
     assert r.returncode == 0 and r.stdout.startswith("## Verify")

@@ -29,6 +29,7 @@ def notes_of(repo: Path) -> dict[str, bytes]:
     return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_corpora_lists_each_index_with_roots_documents_size_and_use(two_projects):
     world = two_projects
     alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
@@ -46,6 +47,7 @@ def test_corpora_lists_each_index_with_roots_documents_size_and_use(two_projects
     assert f"{a['name']}  1 document  " in text and str(alpha) in text and "no daemon" in text
 
 
+@pytest.mark.slow
 def test_forget_deletes_the_index_never_the_notes(two_projects):
     world = two_projects
     alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
@@ -63,6 +65,7 @@ def test_forget_deletes_the_index_never_the_notes(two_projects):
     assert listed(world) == {} and beta.is_dir()
 
 
+@pytest.mark.slow
 def test_forget_tells_the_daemon_serving_it_to_drop_it(two_projects, serve):
     world, d = two_projects, serve()
     alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
@@ -78,6 +81,7 @@ def test_forget_tells_the_daemon_serving_it_to_drop_it(two_projects, serve):
     assert set(listed(world)) == {(str(beta),)}
 
 
+@pytest.mark.slow
 def test_forget_an_unknown_or_an_index_without_recorded_roots(two_projects):
     world = two_projects
     r = cli(world, "corpora", "forget", "nope")
@@ -95,6 +99,7 @@ def test_forget_an_unknown_or_an_index_without_recorded_roots(two_projects):
     assert cli(world, "corpora", "forget", old["name"]).returncode == 0 and listed(world) == {}
 
 
+@pytest.mark.slow
 def test_forget_refuses_while_another_process_writes_the_index(two_projects):
     """A `remembrancer index` run (here: a process holding the index's writer lock the way it does)
     keeps its index: forget names it and deletes nothing."""

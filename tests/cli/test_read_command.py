@@ -41,6 +41,7 @@ def read(d: DaemonProc, *args: str, cwd: Path | None = None) -> subprocess.Compl
     return run_cli("read", *args, env=d.env, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_read_takes_absolute_and_cwd_relative_paths_from_the_daemons_corpus(served):
     """No --root: the paths resolve against the roots of the corpus that answers (the daemon's)."""
     hosts = served.notes / "hosts"

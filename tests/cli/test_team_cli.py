@@ -52,6 +52,7 @@ def _wait(cond, timeout: float = 60) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_writer_readers_and_mcp_over_a_real_postgres(tmp_path, tiny_model_dir, pg_url):
     w = _world(tmp_path, tiny_model_dir, pg_url)
     writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--store", pg_url, "--root",
@@ -123,6 +124,7 @@ def test_a_reader_without_a_store_index_gets_a_clear_error(tmp_path, tiny_model_
     assert r.returncode == 2 and "postgresql://" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its_scope(tmp_path, tiny_model_dir,
                                                                                         pg_url):
     """A real writer process pulling from a real bare remote on a one-hour timer: a push then

@@ -17,6 +17,7 @@ from tests.support.corpus import git, git_init
 from tests.support.daemon import DaemonProc
 
 
+@pytest.mark.slow
 def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, notes, tiny_model_dir):
     git_init(notes)
     git(notes, "add", "-A")

@@ -48,6 +48,7 @@ def test_stale_socket_is_replaced(tmp_path, notes, tiny_model_dir):
         d.stop()
 
 
+@pytest.mark.slow
 def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon):
     s = socket.socket(socket.AF_UNIX)
     s.connect(str(daemon.sock))
@@ -65,6 +66,7 @@ def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon):
     assert daemon.search("pgBackRest restore")["results"]
 
 
+@pytest.mark.slow
 def test_atomic_save_becomes_searchable_without_commit(daemon, notes):
     target = notes / "memory/zebra.md"
     tmp = notes / "memory/.zebra.md.tmp"
@@ -93,6 +95,7 @@ def _repo_under_daemon(tmp_path, tiny_model_dir):
     return repo, DaemonProc(tmp_path, [repo], tiny_model_dir).start()
 
 
+@pytest.mark.slow
 def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
     repo, d = _repo_under_daemon(tmp_path, tiny_model_dir)
     try:
@@ -116,6 +119,7 @@ def test_git_commit_checkout_and_hooks(tmp_path, tiny_model_dir):
         d.stop()
 
 
+@pytest.mark.slow
 def test_a_fresh_verdict_agrees_with_the_figures_beside_it(tmp_path, tiny_model_dir):
     """A status is one reading: while branches are switched and committed under the daemon (its
     hooks and its watcher both at work), every answer whose verdict is `fresh` shows the indexed
@@ -162,6 +166,7 @@ def test_sigterm_exits_cleanly(daemon):
     assert not daemon.sock.exists()
 
 
+@pytest.mark.slow
 def test_root_that_vanishes_and_returns(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir, extra=("--rescan", "1")).start()
     try:
@@ -178,12 +183,14 @@ def test_root_that_vanishes_and_returns(tmp_path, notes, tiny_model_dir):
         d.stop()
 
 
+@pytest.mark.slow
 def test_idle_exit(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir, extra=("--idle-exit", "1.5")).start()
     assert d.proc.wait(30) == 0
     assert not d.sock.exists()
 
 
+@pytest.mark.slow
 def test_kill_9_during_reindex_then_restart_is_consistent(tmp_path, tiny_model_dir):
     root = tmp_path / "big"
     for i in range(400):

@@ -19,6 +19,7 @@ from tests.support.two_projects import run_git, serve, two_projects  # noqa: F40
 from tests.support.cli import run_cli
 
 
+@pytest.mark.slow
 def test_two_corpora_one_daemon_fresh_after_commits_one_model(two_projects, serve):
     world, d = two_projects, serve()
     alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
@@ -47,6 +48,7 @@ def test_two_corpora_one_daemon_fresh_after_commits_one_model(two_projects, serv
     assert out["corpora"] == [] and "no corpus" in out["ignored"]
 
 
+@pytest.mark.slow
 def test_idle_corpus_released_and_reopened(two_projects, serve):
     world, d = two_projects, serve("--corpus-idle", "1")
     alpha = world["repos"]["alpha"]
@@ -81,6 +83,7 @@ def mcp_search(p: StdioServerParameters, query: str, roots: list[Path] | None = 
     return anyio.run(main)
 
 
+@pytest.mark.slow
 def test_mcp_in_each_project_answers_from_its_own_corpus(two_projects, serve):
     """Each project is an indexed corpus (the daemon was asked for it): a session opened there serves it."""
     world, d = two_projects, serve()
@@ -100,6 +103,7 @@ def test_mcp_in_each_project_answers_from_its_own_corpus(two_projects, serve):
     assert d.call("status")["daemon"]["model_loads"] == 1
 
 
+@pytest.mark.slow
 def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
     """No --root, no roots from the client, no CLAUDE_PROJECT_DIR, no configured roots: a tool
     answers with the structured error and its fix (the server itself still starts)."""
@@ -111,6 +115,7 @@ def test_mcp_without_any_corpus_says_how_to_name_one(two_projects):
     assert res.is_error and "no corpus to serve" in res.content[0].text and "--root" in res.content[0].text
 
 
+@pytest.mark.slow
 def test_cli_search_on_a_new_corpus_waits_for_the_daemon_to_build_it(two_projects, serve):
     """The daemon takes any corpus: a first CLI search of one says it is being built and answers
     from the finished index (not an empty 'catching up' answer)."""

@@ -37,6 +37,7 @@ def prompt(repo: Path, text: str) -> dict:
     return {"hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": str(repo), "session_id": "s1"}
 
 
+@pytest.mark.slow
 def test_prompt_hook_adds_the_top_section_only_for_a_strong_match(two_projects, serve):
     world, d = two_projects, serve()
     alpha = world["repos"]["alpha"]
@@ -61,6 +62,7 @@ def test_prompt_hook_adds_the_top_section_only_for_a_strong_match(two_projects, 
     assert str(alpha) in line.stdout and "index fresh" in line.stdout and "1 documents" in line.stdout
 
 
+@pytest.mark.slow
 def test_prompt_hook_never_opens_a_corpus_nor_fails(two_projects, serve):
     """beta was never opened: the hook prints nothing and the daemon did not start indexing it."""
     world, d = two_projects, serve()
@@ -101,6 +103,7 @@ ORDINARY = ("thanks!", "continue", "what is 2+2", "please refactor the login for
             "explain what this function does", "hi")
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_prompt_hook_stays_silent_on_ordinary_prompts_and_answers_a_memory_question(two_projects):
     """The sample notes with the real model: the search does not abstain on most ordinary prompts (a
@@ -232,6 +235,7 @@ def test_the_hook_script_stays_light():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_installed_hook_carries_the_remembrancer_environment(two_projects, serve, tmp_path):
     """A daemon on a custom socket: the command written to settings.json reaches it on its own,
     run by a shell whose environment has no REMEMBRANCER_* at all (as Claude Code may run it)."""

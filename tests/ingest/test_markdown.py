@@ -1005,6 +1005,7 @@ def test_one_huge_line_stays_in_its_section_verbatim() -> None:
 # --- the tiling property -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(markdownish())
 def test_sections_tile_the_body_for_any_markdownish_text(text: str) -> None:
@@ -1282,6 +1283,7 @@ def test_deeply_nested_lists_do_not_hide_later_headings(depth: int) -> None:
     assert doc.warnings == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [200, 3000])
 def test_absurdly_nested_lists_are_reported_not_fatal(depth: int) -> None:
     nested = "".join("  " * i + "- item\n" for i in range(depth))
@@ -1307,6 +1309,7 @@ def test_deeply_nested_yaml_does_not_raise() -> None:
     assert _paths(doc) == ["H"]
 
 
+@pytest.mark.slow
 def test_one_hundred_thousand_headings_finish() -> None:
     text = "".join(f"{'#' * (i % 6 + 1)} Heading {i % 50}\n" for i in range(100_000))
     started = time.perf_counter()
@@ -1317,6 +1320,7 @@ def test_one_hundred_thousand_headings_finish() -> None:
     assert doc.sections[-1].end_line == 100_000
 
 
+@pytest.mark.slow
 def test_one_hundred_thousand_identical_headings_finish() -> None:
     doc = parse_markdown("## Same\n" * 100_000)
     assert doc.sections[-1].heading == "Same [100000]"

@@ -66,6 +66,7 @@ def test_discovery_still_searches_upward(tmp_path):
 STATUS_CALLS = 12_000   # the daemon starts with ~17k references to None; each status took 3 before
 
 
+@pytest.mark.slow
 def test_daemon_on_a_plain_folder_survives_many_requests(tmp_path, tiny_model_dir):
     """The real daemon, a plain (non-git) folder, one client asking `status` over and over: before
     the fix the daemon died of `none_dealloc` after ~5,500 requests (bench_robustness `latency`)."""

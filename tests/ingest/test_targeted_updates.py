@@ -56,6 +56,7 @@ def daemon(tmp_path, mem, tiny_model_dir):
     d.stop()
 
 
+@pytest.mark.slow
 def test_edit_is_applied_from_the_watchers_path_alone(daemon, mem):
     atomic_save(mem / "runbooks/restore.md", "# Restore pg1\n\nRun wombatrestore on [[pg1]] instead.\n")
     st = settled(daemon, lambda: found(daemon, "wombatrestore"))
@@ -95,6 +96,7 @@ def test_a_folder_moved_in_is_walked_alone(daemon, mem, tmp_path):
     assert st["daemon"]["last_ingest"]["scanned"] == 2
 
 
+@pytest.mark.slow
 def test_branch_switch_follows_the_head_to_head_diff(tmp_path, tiny_model_dir, monkeypatch):
     repo = corpus(tmp_path / "repo")
     git_init(repo)
@@ -127,6 +129,7 @@ def test_branch_switch_follows_the_head_to_head_diff(tmp_path, tiny_model_dir, m
         d.stop()
 
 
+@pytest.mark.slow
 def test_a_change_the_watcher_missed_is_caught_by_the_rescan(tmp_path, mem, tiny_model_dir):
     """A write through a hard link outside the root changes the file without an inotify event in
     the watched folder (as bind mounts and network file systems do): only the rescan sees it."""

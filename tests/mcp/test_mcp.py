@@ -52,6 +52,7 @@ def wait_no_daemon(world) -> None:
 
 # -- 1. tools and their descriptions -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_list_tools_describe_the_live_index(indexed):
     world = indexed
 
@@ -88,6 +89,7 @@ def test_list_tools_describe_the_live_index(indexed):
 
 # -- 2. search ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_search_follows_the_contract(indexed):
     async def go(c):
         return await c.call_tool("search", {"query": "how do I restore the database from a backup"})
@@ -116,6 +118,7 @@ def test_search_follows_the_contract(indexed):
     assert "Traceback" not in body
 
 
+@pytest.mark.slow
 def test_search_with_alternates_says_which_phrasing_found_the_best_result(indexed):
     async def go(c):
         return await c.call_tool("search", {"query": "the thing that went wrong with too many connections",
@@ -131,6 +134,7 @@ def test_search_with_alternates_says_which_phrasing_found_the_best_result(indexe
 
 # -- 3. a daemon on demand, gone when idle -----------------------------------------------------
 
+@pytest.mark.slow
 def test_daemon_started_on_demand_exits_when_idle(indexed):
     world = indexed
     wait_no_daemon(world)
@@ -151,6 +155,7 @@ def test_daemon_started_on_demand_exits_when_idle(indexed):
 
 # -- 4. two clients, one daemon ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_clients_share_one_daemon(indexed):
     world = indexed
     wait_no_daemon(world)          # both servers start at once with no daemon running: they race
@@ -182,6 +187,7 @@ def test_two_clients_share_one_daemon(indexed):
 
 # -- 5. bad parameters -------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, param", [
     ({"query": "backup", "limit": 0}, "limit"),
     ({"query": "backup", "type": "nope"}, "type"),
@@ -211,6 +217,7 @@ def test_bad_params_are_structured_errors(indexed, args, param):
 
 # -- 6. read -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_read_section_outline_pages_and_refusal(indexed):
     async def go(c):
         return [await c.call_tool("read", a) for a in (
@@ -245,6 +252,7 @@ def test_read_section_outline_pages_and_refusal(indexed):
     assert missing.is_error and missing.structured_content["error"]["param"] == "heading"
 
 
+@pytest.mark.slow
 def test_list_documents_and_status(indexed):
     async def go(c):
         return (await c.call_tool("list_documents", {"type": "host"}),
@@ -261,6 +269,7 @@ def test_list_documents_and_status(indexed):
 
 # -- 7. a saved file becomes searchable --------------------------------------------------------
 
+@pytest.mark.slow
 def test_atomic_save_becomes_searchable_without_commit(indexed):
     corpus = indexed["corpus"]
     target = corpus / "runbooks" / "redis-failover.md"
@@ -287,6 +296,7 @@ def test_atomic_save_becomes_searchable_without_commit(indexed):
         target.unlink(missing_ok=True)
 
 
+@pytest.mark.slow
 def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
     """hooks install → git commit with the git CLI → the post-commit hook notifies the daemon →
     the MCP search tool returns the new section."""
@@ -321,6 +331,7 @@ def test_git_commit_with_hooks_becomes_searchable_through_mcp(indexed):
 
 # -- 8. no daemon possible: read-only and STALE ------------------------------------------------
 
+@pytest.mark.slow
 def test_readonly_fallback_when_no_daemon_can_start(indexed, tmp_path):
     wait_no_daemon(indexed)   # a daemon of this data dir would answer, whatever socket the server names
     blocker = tmp_path / "a-file"
@@ -348,6 +359,7 @@ def test_readonly_fallback_when_no_daemon_can_start(indexed, tmp_path):
 
 # -- more: the daemon dies mid-session; no roots at all ----------------------------------------
 
+@pytest.mark.slow
 def test_reconnects_when_the_daemon_dies(indexed):
     async def go(c):
         first = (await c.call_tool("index_status", {})).structured_content["daemon"]["pid"]
@@ -383,6 +395,7 @@ def test_starts_without_roots_and_says_why(indexed):
 
 # -- stdout is the JSON-RPC stream and nothing else ------------------------------------------------
 
+@pytest.mark.slow
 def test_stdout_carries_only_json_rpc(indexed):
     """A raw client: every line the server writes to stdout is a JSON-RPC message; logs go to stderr."""
     import json
@@ -529,6 +542,7 @@ def test_empty_index_still_serves_with_a_warning():
 
 # -- last: checked after everything else, so that a failure here hides nothing under -x ---------
 
+@pytest.mark.slow   # with the slow test whose result it reads (else it is skipped)
 def test_shared_daemon_loaded_the_model_once():
     """The two clients of test_two_clients_share_one_daemon saw one model load in their daemon."""
     if "two_clients" not in SHARED:

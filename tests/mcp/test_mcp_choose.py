@@ -91,6 +91,7 @@ def cli(env: dict, *args: str, cwd=None) -> subprocess.CompletedProcess:
 
 # -- what is refused, and said ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", ["home", "/"])
 def test_a_home_or_root_project_dir_is_named_as_refused(env, project):
     """CLAUDE_PROJECT_DIR was given: the error says it was refused and why, not that none was given."""
@@ -115,6 +116,7 @@ def test_a_folder_not_indexed_is_named_and_the_fix_said(env, tmp_path):
 
 # -- a health check leaves nothing behind ----------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["project", "root"])
 def test_a_health_check_creates_no_corpus_and_starts_no_daemon(world, how):
     """`claude mcp list` in a folder: initialize + tools/list. Neither a folder the client connected
@@ -132,6 +134,7 @@ def test_a_health_check_creates_no_corpus_and_starts_no_daemon(world, how):
     assert said in tools["search"].description
 
 
+@pytest.mark.slow
 def test_tools_list_of_an_indexed_corpus_describes_it_without_a_daemon(world):
     env, notes = world["env"], world["notes"]
     assert cli(env, "index", "--root", str(notes)).returncode == 0
@@ -143,6 +146,7 @@ def test_tools_list_of_an_indexed_corpus_describes_it_without_a_daemon(world):
 
 # -- which corpus answers --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_config_roots_win_over_the_project_the_client_opened(world):
     """From a code project that is itself an indexed corpus, a registration without --root serves the
     config's roots (the user's notes), not the project."""
@@ -154,6 +158,7 @@ def test_the_config_roots_win_over_the_project_the_client_opened(world):
     assert served_roots(st) == [str(notes)]
 
 
+@pytest.mark.slow
 def test_from_home_the_config_roots_answer(world):
     env, notes = world["env"], world["notes"]
     cfg = Path(env["REMEMBRANCER_CONFIG"])
@@ -164,6 +169,7 @@ def test_from_home_the_config_roots_answer(world):
     assert not res.is_error and res.structured_content["results"]
 
 
+@pytest.mark.slow
 def test_an_indexed_project_is_served_and_a_folder_inside_it_too(world):
     """No --root, no config roots: the folder the client opened is served when it is an indexed
     corpus (here indexed with the CLI), and a subfolder of one serves that corpus."""
@@ -174,6 +180,7 @@ def test_an_indexed_project_is_served_and_a_folder_inside_it_too(world):
     assert len(indexes(env)) == 1
 
 
+@pytest.mark.slow
 def test_the_printed_registration_from_an_unrelated_project_answers_from_the_notes(world):
     """`mcp config --root NOTES --scope journal/ --instructions …`: the Claude Code line, parsed back,
     carries every flag, and the command it registers, started in an unrelated project that the client
@@ -197,6 +204,7 @@ def test_the_printed_registration_from_an_unrelated_project_answers_from_the_not
     assert paths and all(p.startswith("journal/") for p in paths)
 
 
+@pytest.mark.slow
 def test_a_scope_naming_nothing_in_the_chosen_corpus_is_refused(world):
     """Without --root the corpus is chosen late (here: the config's roots); a mistyped --scope is still
     refused by name, as with --root, instead of serving an empty corpus."""

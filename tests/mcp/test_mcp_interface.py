@@ -11,6 +11,7 @@ from remembrancer.indexer.errors import UserError
 from tests.support.mcp_world import indexed, params, session, text, world  # noqa: F401  (fixtures)
 
 
+@pytest.mark.slow
 def test_an_unknown_argument_is_refused_naming_the_valid_ones(indexed):
     async def go(c):
         tools = (await c.list_tools()).tools
@@ -33,6 +34,7 @@ def test_an_unknown_argument_is_refused_naming_the_valid_ones(indexed):
     assert not r["fine"].is_error and r["fine"].structured_content["results"][0]["path"].startswith("runbooks/")
 
 
+@pytest.mark.slow
 def test_latest_takes_until_and_path_like_the_cli(indexed):
     async def go(c):
         return (await c.call_tool("latest", {"terms": "pgbackrest"}),
@@ -49,6 +51,7 @@ def test_latest_takes_until_and_path_like_the_cli(indexed):
     assert len(early.structured_content["results"]) < len(every.structured_content["results"])
 
 
+@pytest.mark.slow
 def test_list_documents_pages_with_an_offset(notes_engine, indexed):
     whole = api.do_list(notes_engine, {})
     page = api.do_list(notes_engine, {"limit": 4, "offset": 2})
@@ -66,6 +69,7 @@ def test_list_documents_pages_with_an_offset(notes_engine, indexed):
     assert not past.is_error and f"past the last of {whole['total']} documents" in text(past)
 
 
+@pytest.mark.slow
 def test_the_server_declares_only_what_it_serves(indexed):
     """Tools only: no resources or prompts capability that would list nothing (the SDK's default)."""
     async def go(c):
@@ -82,6 +86,7 @@ def test_the_server_declares_only_what_it_serves(indexed):
     assert listed != "answered" and "not found" in listed.lower(), listed
 
 
+@pytest.mark.slow
 def test_read_takes_a_stem_a_path_suffix_and_a_wikilink(tiny_engine, notes, indexed):
     from tests.support.corpus import write
 

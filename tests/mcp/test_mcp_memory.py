@@ -69,6 +69,7 @@ def text(r) -> str:
     return r.content[0].text
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_memory_tools_over_mcp_stdio(world):
     shas = world["shas"]

@@ -179,6 +179,7 @@ def real_eng(fx, tmp_path_factory):
     mp.undo()
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_history_topic_keeps_the_matches_in_date_order(real_eng):
     out = memory.history(real_eng, "db1", topic="migration")
@@ -643,6 +644,7 @@ def test_api_dispatches_the_memory_methods_with_freshness(eng):
 
 # -- corpus-owned eval cases, end to end ------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_eval_yaml_cases_end_to_end(fx, tmp_path):
     cases = tmp_path / "cases.yaml"

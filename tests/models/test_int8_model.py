@@ -40,6 +40,7 @@ def test_bad_compute_is_a_user_error(tmp_path, monkeypatch, text, needle):
     assert e.value.param == "model.compute"
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_int8_graph_is_built_once_and_has_its_own_contract(data_env):
     """Built from the packaged graph into the data dir: another name and sha256 than the default,

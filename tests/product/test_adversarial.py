@@ -81,6 +81,7 @@ def test_the_pattern_registry_finds_the_patterns_that_run_on_text_and_queries():
     assert len(PATTERNS) >= 70
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_every_pattern_is_linear_on_long_lines(name):
     pattern = PATTERNS[name]
@@ -97,6 +98,7 @@ def test_every_pattern_is_linear_on_long_lines(name):
     assert not worst, f"{name} ({pattern.pattern[:80]!r}) grows super-linearly on {sorted(worst, reverse=True)[:3]}"
 
 
+@pytest.mark.slow
 def test_a_document_over_the_memory_limit_is_over_budget(monkeypatch):
     monkeypatch.setenv("REMEMBRANCER_SANDBOX_MEMORY_BYTES", str(400 << 20))
     w = sandbox.Worker("test-memory")
@@ -128,6 +130,7 @@ def test_the_child_runs_as_background_work():
     w.close()
 
 
+@pytest.mark.slow
 def test_the_budget_counts_the_childs_cpu_not_the_wall_clock():
     """A child that gets no CPU for a while (a busy machine; here SIGSTOP for 1.5 s) is waited for:
     its budget is CPU seconds (at load ≈ 10 a wall-clock budget gave up 5 MB of `a\\n`, indexing it
@@ -165,6 +168,7 @@ def test_a_document_over_both_budgets_is_indexed_without_text_and_the_queue_move
     e.close()
 
 
+@pytest.mark.slow
 def test_plain_text_parts_fit_where_the_markdown_parse_runs_out_of_memory(monkeypatch):
     """The input of the test above (markdown-it needs GBs for it) as plain text in parts, in a real
     child under the same 400 MB limit: indexed, bounded by its size."""
@@ -182,6 +186,7 @@ def test_plain_text_parts_fit_where_the_markdown_parse_runs_out_of_memory(monkey
     assert prepared.sections[0]["start_line"] == 1 and prepared.sections[-1]["end_line"] == 3_200_000
 
 
+@pytest.mark.slow
 def test_a_document_whose_markdown_parse_is_over_budget_is_indexed_and_read_as_plain_parts(
         data_env, tiny_embedder, monkeypatch):
     """Past the first budget the document is searchable as plain text in parts, and `read` parses it
@@ -279,6 +284,7 @@ def cli_in(tmp_path, tiny_model_dir):
     return lambda *a: run_cli(*a, env=env)
 
 
+@pytest.mark.slow
 def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
     notes = tmp_path / "notes"
     write(notes, "a.md", "# A\n\ntext\n")
@@ -327,6 +333,7 @@ def test_a_damaged_catalog_is_moved_aside_and_rebuilt_from_the_files(notes, data
     e.close()
 
 
+@pytest.mark.slow
 def test_the_cli_rebuilds_a_garbage_catalog_and_says_so(tmp_path, tiny_model_dir):
     notes = tmp_path / "notes"
     write(notes, "a.md", "# A\n\ntext about restoring\n")
@@ -503,6 +510,7 @@ def _sandbox_children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_the_daemon_answers_and_stops_while_a_pathological_document_is_ingested(tmp_path, tiny_model_dir):
     """The slow document is in the sandbox child: requests are answered meanwhile, and SIGTERM ends
     the daemon without waiting for the document (the child is killed)."""
@@ -546,6 +554,7 @@ def test_a_long_sections_snippet_is_cut_from_a_window_around_its_match():
     assert _snippet(short, "filler") == " ".join(short.split())[:SNIPPET_CHARS] + "…"
 
 
+@pytest.mark.slow
 def test_a_huge_first_result_is_cut_to_the_budget_before_it_is_redacted(tmp_path, data_env, tiny_embedder, monkeypatch):
     """A 2 MB section as the first result: the answer carries the budget's worth of it, says how
     long the whole is, and the served-text redaction sees only that cut (it read the whole section

@@ -40,6 +40,7 @@ def _one_line_user_error(p: subprocess.CompletedProcess) -> None:
 
 
 # -- a repository whose HEAD tree object is missing ------------------------------------------------
+@pytest.mark.slow
 def test_a_repository_missing_its_head_tree_is_a_warning_not_a_crash(tmp_path, run):
     repo = tmp_path / "notes"
     shutil.copytree(EXAMPLES, repo)
@@ -95,6 +96,7 @@ def _big_edit(root: Path) -> None:
     write(root, "hosts/db2.md", (root / "hosts/db2.md").read_text() + f"\n## Zebra migration\n\n{lines}\n")
 
 
+@pytest.mark.slow
 def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fresh(tmp_path, small_fs, tiny_model_dir):
     from tests.support.daemon import DaemonProc, wait_for
 
@@ -126,6 +128,7 @@ def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fr
         d.stop()
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_one_line_error_and_searches_answer_from_what_is_there(tmp_path, small_fs, run):
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)
@@ -147,6 +150,7 @@ def test_a_full_disk_is_a_one_line_error_and_searches_answer_from_what_is_there(
     assert out["index"]["verdict"] == "fresh" and out["results"][0]["path"] == "hosts/db2.md"
 
 
+@pytest.mark.slow
 def test_a_read_only_data_folder_is_a_one_line_error_and_searches_still_answer(tmp_path, small_fs, run):
     """A read-only mount (chmod does not stop root): every command used to exit 70."""
     notes = tmp_path / "notes"

@@ -63,6 +63,7 @@ def test_an_empty_result_reads_as_two_sentences(cli):
     assert "No section matches. An empty result is not proof of absence" in text, text
 
 
+@pytest.mark.slow
 def test_also_in_this_document_names_the_preamble(cli):
     root = _corpus(cli, {"wombats.md": "Wombat burrows are dug by wombats; wombat notes.\n\n"
                                        "# Wombat care\n\nFeed the wombat. Wombat wombat burrows.\n\n"
@@ -75,6 +76,7 @@ def test_also_in_this_document_names_the_preamble(cli):
     assert "(preamble)" in next(p for p in render.search_text(out).split("\n\n") if p.startswith("Also in this"))
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_mcp_tool_spell_the_freshness_header_alike(cli):
     r = cli("search", "restore the database", "--root", str(cli.notes))
     out = json.loads(cli("search", "restore the database", "--root", str(cli.notes), "--json").stdout)

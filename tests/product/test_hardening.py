@@ -155,6 +155,7 @@ TRAVERSALS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", TRAVERSALS)
 def test_read_refuses_paths_outside_the_roots(notes_engine, notes, path):
     secret = notes.parent / "outside" / "secret.md"
@@ -171,6 +172,7 @@ def test_read_refuses_paths_outside_the_roots(notes_engine, notes, path):
             assert ei.value.param == "path"
 
 
+@pytest.mark.slow
 def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine, notes):
     outside = notes.parent / "outside"
     write(outside, "db1.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
@@ -193,6 +195,7 @@ def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine,
     assert notes_engine.catalog.document("hosts/db2.md") is None
 
 
+@pytest.mark.slow
 def test_a_note_swapped_for_a_symlink_between_the_walk_and_the_read_is_not_indexed(data_env, tiny_embedder, monkeypatch):
     """Issue 31 item 5: the walk judged a plain file; before the read it becomes a symlink to an
     outside file, and after the read it is put back (same size and mtime). The outside text must
@@ -322,6 +325,7 @@ def hostile_corpus(root: Path, *, big_line_bytes: int, headings: int) -> dict[st
     return expect
 
 
+@pytest.mark.slow
 def test_hostile_files_are_indexed_or_skipped_with_a_named_warning(data_env, tiny_embedder):
     root = data_env / "hostile"
     expect = hostile_corpus(root, big_line_bytes=1_000_000, headings=20_000)
@@ -407,6 +411,7 @@ def test_every_walked_file_is_accounted_for_and_every_document_listed(data_env, 
     e.close()
 
 
+@pytest.mark.slow
 def test_the_daemon_keeps_answering_while_it_indexes_hostile_files(tmp_path, tiny_model_dir):
     root = tmp_path / "hostile"
     expect = hostile_corpus(root, big_line_bytes=1_000_000, headings=10_000)  # full size: bench --big
@@ -597,6 +602,7 @@ def check_document_bytes(data: bytes, rel: str = "notes/fuzz.md") -> str:
     return "indexed"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(markdown_bytes())
 def test_any_bytes_are_indexed_or_skipped_and_sections_tile(data):
@@ -678,6 +684,7 @@ def query_engine(tmp_path_factory, tiny_embedder):
             os.environ["REMEMBRANCER_DATA_DIR"] = old
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(query=_QUERY, params=_PARAMS)
@@ -793,6 +800,7 @@ def fault_round(root: Path, corpus: VersionedCorpus, embedder, rng: random.Rando
         e.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fresh_engine", [False, True], ids=["same-engine", "new-engine"])
 def test_fault_injection_in_every_store_then_recovery_is_consistent(data_env, tiny_embedder, fresh_engine):
     root = data_env / "gen"
@@ -878,6 +886,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["vectors", "fulltext"])
 def test_disk_full_while_saving_keeps_the_previous_files(data_env, notes, tiny_model_dir, store):
     """A real short write: RLIMIT_FSIZE makes the save fail with EFBIG part-way (hnswlib's writer
@@ -1006,6 +1015,7 @@ def index_dir_for(data: Path, roots: list[Path]) -> Path:
             os.environ["REMEMBRANCER_DATA_DIR"] = old
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_of_reindexing_leaves_consistent_stores(tmp_path, tiny_model_dir):
     corpus = VersionedCorpus(tmp_path / "corpus", CRASH_DOCS, seed=11)
     d = DaemonProc(tmp_path, [corpus.root], tiny_model_dir)
@@ -1090,6 +1100,7 @@ def hammer(sock: Path, n_clients: int, stop: threading.Event, expected: dict, n_
     return {"threads": threads, "stats": stats}
 
 
+@pytest.mark.slow
 def test_many_clients_search_while_a_large_reindex_runs(tmp_path, tiny_model_dir):
     n_docs, clients = 150, 8
     root = tmp_path / "corpus"
@@ -1193,6 +1204,7 @@ def closed_by_peer(s: socket.socket, within: float) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_socket_is_0600_in_a_0700_folder_even_if_the_folder_was_open(tmp_path, notes, tiny_model_dir):
     d = DaemonProc(tmp_path, [notes], tiny_model_dir)
     d.sock.parent.mkdir(parents=True)
@@ -1206,6 +1218,7 @@ def test_socket_is_0600_in_a_0700_folder_even_if_the_folder_was_open(tmp_path, n
         d.stop()
 
 
+@pytest.mark.slow
 def test_a_shared_socket_folder_is_never_made_private(tmp_path, notes, tiny_model_dir):
     """REMEMBRANCER_SOCKET=/tmp/x.sock: the daemon used to chmod the socket's folder to 0700 —
     as root, /tmp itself (it happened on this machine while these tests were written)."""
@@ -1366,6 +1379,7 @@ def test_the_daemon_refuses_a_socket_folder_owned_by_someone_else(tmp_path, note
     assert not d.sock.exists()
 
 
+@pytest.mark.slow
 def test_an_oversized_request_gets_one_error_and_the_stream_stays_in_step(quick_daemon):
     big = b'{"method": "search", "params": {"query": "' + b"x" * (protocol.MAX_REQUEST_BYTES + 10) + b'"}}\n'
     s = raw(quick_daemon.sock)
@@ -1387,6 +1401,7 @@ def test_an_oversized_request_gets_one_error_and_the_stream_stays_in_step(quick_
     assert quick_daemon.search("pgBackRest restore")["results"]
 
 
+@pytest.mark.slow
 def test_silent_half_line_and_slow_drip_clients_are_dropped_and_block_nobody(quick_daemon):
     idle = [raw(quick_daemon.sock) for _ in range(12)]
     half = [raw(quick_daemon.sock) for _ in range(4)]
@@ -1416,6 +1431,7 @@ def test_silent_half_line_and_slow_drip_clients_are_dropped_and_block_nobody(qui
     wait_for(lambda: quick_daemon.call("status")["daemon"]["clients"] <= 1, timeout=5)
 
 
+@pytest.mark.slow
 def test_a_burst_of_clients_connecting_at_once_is_accepted(quick_daemon):
     """socketserver's default listen backlog (5) made connect() fail with EAGAIN in a burst."""
     socks = [raw(quick_daemon.sock) for _ in range(64)]
@@ -1427,6 +1443,7 @@ def test_a_burst_of_clients_connecting_at_once_is_accepted(quick_daemon):
         s.close()
 
 
+@pytest.mark.slow
 def test_client_connections_do_not_leak_catalog_connections(quick_daemon):
     """Each connection's thread opened its own read-only SQLite connection and nothing closed it:
     1,600 short connections left ~1,100 fds open (EMFILE under a 1024 limit, i.e. a dead daemon)."""
@@ -1448,6 +1465,7 @@ def test_client_connections_do_not_leak_catalog_connections(quick_daemon):
     assert fds() - before < 50, (before, fds())   # bounded; it grew by ~300 here before
 
 
+@pytest.mark.slow
 def test_a_burst_of_clients_shares_a_few_catalog_connections(quick_daemon):
     """SQLite parks the descriptor of a connection closed while the writer holds its lock: a
     connection per client thread kept the daemon at its peak concurrency's descriptors for good
@@ -1490,6 +1508,7 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.slow
 def test_malformed_requests_each_get_one_error_and_the_daemon_keeps_serving(quick_daemon):
     s = raw(quick_daemon.sock, timeout=30)
     for i, bad in enumerate(MALFORMED):
@@ -1506,6 +1525,7 @@ def test_malformed_requests_each_get_one_error_and_the_daemon_keeps_serving(quic
     assert quick_daemon.search("pgBackRest restore")["results"]
 
 
+@pytest.mark.slow
 def test_random_request_lines_never_break_the_daemon(quick_daemon):
     rng = random.Random(3)
     pieces = [b"{", b"}", b"[", b"]", b'"', b":", b",", b"method", b"search", b"params", b"query", b"id",

@@ -181,6 +181,7 @@ def pieces(token: str) -> list[str]:
     return sorted(out | {p.lower() for p in out})
 
 
+@pytest.mark.slow
 def test_mcp_errors_never_echo_a_token(world):
     *results, unknown_token, unknown_hashed = mcp_calls(world, [(name, args) for name, args, _ in ECHO_CALLS]
                                                         + [(TOKEN, {}), (HASHED, {})])
@@ -215,6 +216,7 @@ def test_cli_errors_never_echo_a_token(world, args):
 LATER = "Osprey4Lantern9Mistral"   # a value added to the secret-hash file after it was logged
 
 
+@pytest.mark.slow
 def test_the_query_log_cuts_a_long_query_between_tokens(world):
     long_query = "backup " * 70 + TOKEN + " restore"   # the 500-character cut falls inside the token
     (r,) = mcp_calls(world, [("search", {"query": long_query})])
@@ -225,6 +227,7 @@ def test_the_query_log_cuts_a_long_query_between_tokens(world):
     assert last["query"].startswith("backup backup") and last["query"].endswith("…") and len(last["query"]) <= 500
 
 
+@pytest.mark.slow
 def test_the_query_log_forgets_values_listed_later_in_the_hash_file(world):
     (r,) = mcp_calls(world, [("search", {"query": f"restore {LATER} db1"})])
     assert not r.is_error

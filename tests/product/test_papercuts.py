@@ -47,6 +47,7 @@ def test_service_install_print_changes_nothing(cli):
     assert "PYTHONPATH" not in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "darwin" or shutil.which("systemctl") is None, reason="systemd only")
 def test_service_install_without_a_user_bus_fails_and_names_the_fallbacks(cli):
     if subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True).returncode == 0:
@@ -65,6 +66,7 @@ def test_service_install_without_a_user_bus_fails_and_names_the_fallbacks(cli):
     assert d.returncode == 2
 
 
+@pytest.mark.slow
 def test_doctor_sees_an_execstart_that_is_gone(cli):
     unit = Path(cli.env["XDG_CONFIG_HOME"]) / "systemd" / "user" / "remembrancer.service"
     unit.parent.mkdir(parents=True)
@@ -116,6 +118,7 @@ def test_a_layout_type_may_be_weighted(cli):
 
 # -- index building and exit codes -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_first_search_says_it_builds_the_index_and_reads_exit_3_without_one(cli):
     r = cli("read", "hosts/db1.md", "--root", str(cli.notes))
     assert r.returncode == 3 and "no index yet" in r.stderr and "remembrancer index" in r.stderr
@@ -129,6 +132,7 @@ def test_first_search_says_it_builds_the_index_and_reads_exit_3_without_one(cli)
 
 # -- read ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_read_lines_out_of_range_is_an_error(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     n = len((cli.notes / "hosts" / "db1.md").read_text().splitlines())
@@ -142,6 +146,7 @@ def test_read_lines_out_of_range_is_an_error(cli):
     assert cli("read", "hosts/db1.md", "--offset", "10", "--root", str(cli.notes)).returncode == 0
 
 
+@pytest.mark.slow
 def test_read_accepts_absolute_and_cwd_relative_paths_inside_a_root(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     want = cli("read", "hosts/db1.md", "--root", str(cli.notes)).stdout
@@ -156,6 +161,7 @@ def test_read_accepts_absolute_and_cwd_relative_paths_inside_a_root(cli):
 
 # -- argument and wording papercuts -----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_root_after_double_dash_warns(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     r = cli("latest", "--root", str(cli.notes), "--", "--enable-x", "--root", str(cli.notes))
@@ -164,6 +170,7 @@ def test_root_after_double_dash_warns(cli):
     assert "--root after --" not in ok.stderr
 
 
+@pytest.mark.slow
 def test_an_unquoted_question_is_searched_whole(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     quoted = cli("search", "how do I restore the database", "--root", str(cli.notes), "--json")
@@ -174,6 +181,7 @@ def test_an_unquoted_question_is_searched_whole(cli):
         [r["heading"] for r in json.loads(quoted.stdout)["results"]]
 
 
+@pytest.mark.slow
 def test_an_empty_filter_and_an_abstention_say_why_in_text(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     r = cli("search", "postgres", "--path", "nosuch/", "--root", str(cli.notes))
@@ -190,6 +198,7 @@ def test_debug_is_taken_after_the_command_too():
     assert build_parser().parse_args(["search", "q"]).debug is False
 
 
+@pytest.mark.slow
 def test_cli_output_uses_cli_wording(cli):
     assert cli("index", "--root", str(cli.notes)).returncode == 0
     r = cli("latest", "db1", "--root", str(cli.notes))
@@ -219,6 +228,7 @@ def test_eval_without_shared_says_what_it_needs(cli):
 
 # -- corpus roots, data dir, socket and model: setup errors say what to do (new-user audit) -----------
 
+@pytest.mark.slow
 def test_cli_refuses_the_filesystem_root_the_home_folder_and_nested_roots(cli):
     home = cli.tmp / "home"
     (home / "notes").mkdir(parents=True)
@@ -232,6 +242,7 @@ def test_cli_refuses_the_filesystem_root_the_home_folder_and_nested_roots(cli):
     assert cli("index", "--root", str(home / "notes")).returncode == 0   # a folder inside home is fine
 
 
+@pytest.mark.slow
 def test_cli_data_dir_errors_name_the_variable_instead_of_an_internal_error(cli):
     (cli.tmp / "afile").write_text("")
     for data in ("/proc/nonexistent/data", str(cli.tmp / "afile")):
@@ -243,6 +254,7 @@ def test_cli_data_dir_errors_name_the_variable_instead_of_an_internal_error(cli)
         assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_DATA_DIR" in check["fix"]
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_socket_path_too_long_to_bind_before_starting(cli):
     long_sock = str(cli.tmp / ("s" * 120))
     for args in (["serve", "--root", str(cli.notes)], ["search", "x", "--root", str(cli.notes)]):
@@ -255,6 +267,7 @@ def test_cli_refuses_a_socket_path_too_long_to_bind_before_starting(cli):
     assert d.returncode == 2 and check["status"] == "FAIL" and "REMEMBRANCER_SOCKET" in check["fix"]
 
 
+@pytest.mark.slow
 def test_doctor_checks_the_configured_model_not_the_default(cli, tiny_model_dir):
     def model_check():
         d = cli("doctor", "--json", "--root", str(cli.notes))
@@ -275,6 +288,7 @@ def test_doctor_checks_the_configured_model_not_the_default(cli, tiny_model_dir)
     assert r.returncode == 2 and "'/nonexistent/model' does not exist" in r.stderr and str(cli.config) in r.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_configured_root_names_the_config_file_in_search_and_doctor(cli):
     cli.config.write_text(f'roots = ["{cli.tmp / "gone"}"]\n' + cli.config.read_text())
     r = cli("search", "x")

@@ -55,6 +55,7 @@ def installed(tmp_path_factory):
     return venv, env, work
 
 
+@pytest.mark.slow
 def test_only_one_top_level_name_in_site_packages(installed):
     venv, env, work = installed
     code = ("import importlib.metadata as m; d = m.distribution('remembrancer'); "
@@ -67,6 +68,7 @@ def test_only_one_top_level_name_in_site_packages(installed):
     assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(PROJECT)
 
 
+@pytest.mark.slow
 def test_the_installed_cli_indexes_searches_and_installs(installed):
     venv, env, work = installed
     exe = str(venv / "bin" / "remembrancer")
@@ -100,6 +102,7 @@ def test_the_installed_cli_indexes_searches_and_installs(installed):
     assert f"{venv / 'bin' / 'python'} -P -m remembrancer.hooks.claude_code" in settings.read_text()
 
 
+@pytest.mark.slow
 def test_the_installed_mcp_server_lists_its_tools(installed):
     venv, env, work = installed
     notes = work / "mcp-notes"
@@ -119,6 +122,7 @@ def test_the_installed_mcp_server_lists_its_tools(installed):
     assert {"search", "read", "list_documents", "index_status"} <= tools
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_license_and_builds_without_deprecation_warnings(tmp_path):
     """PEP 639 metadata (an SPDX expression and the LICENSE file in the wheel), and a build that
     prints no setuptools deprecation warning (a TOML-table license printed one three times)."""

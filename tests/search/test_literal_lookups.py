@@ -115,6 +115,7 @@ def test_word_checks_read_no_section_text_when_the_dictionary_can_answer(tmp_pat
     assert scanned == []
 
 
+@pytest.mark.slow
 def test_tokens_are_words_only_when_the_tokenizer_says_so():
     """fulltext.tokens_are_words: where it holds, the body field's tokens are the text's whole words."""
     from hypothesis import given, settings

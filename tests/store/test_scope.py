@@ -115,6 +115,7 @@ def test_scope_does_not_stick_to_the_connection(engine):
     assert any(d["path"].startswith("hosts/") for d in everything["documents"])
 
 
+@pytest.mark.slow
 def test_mcp_with_scope_leaks_nothing(tmp_path, tiny_model_dir):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters

@@ -70,6 +70,7 @@ def _local_backend():
 
 
 # Without the slash too: `journal` never holds journal-archive/ (nor JOURNAL/).
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", [["journal/", "services/"], ["journal", "./services"]])
 def test_scoped_server_answers_exactly_like_a_corpus_of_only_the_scope(world, tiny_embedder, tmp_path, monkeypatch,
                                                                         scope):
@@ -107,6 +108,7 @@ def test_the_differential_sees_a_leak(world, tiny_embedder, tmp_path, monkeypatc
     assert all(run_differential(full, full_link, only, only_link, world, calls, map_ids=False).per_call)
 
 
+@pytest.mark.slow
 def test_over_stdio_with_the_daemon(world, tiny_model_dir, tmp_path):
     """The real path: `remembrancer mcp --scope journal/` (a daemon on a socket) against
     `remembrancer mcp` over the only-scoped corpus — a few tools, the same comparison."""

@@ -95,6 +95,7 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
         local.close()
 
 
+@pytest.mark.slow
 def test_a_store_of_version_4_migrates_and_answers_as_a_fresh_one(notes, data_env, tiny_embedder, pg_server, pg_url):
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)

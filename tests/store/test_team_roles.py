@@ -166,6 +166,7 @@ def _team_server(cfg: Config, url: str, embedder):
     return build_server(link, doc_types=cfg.doc_types), link
 
 
+@pytest.mark.slow
 def test_a_scoped_role_answers_like_a_store_of_only_its_files(world, data_env, tiny_embedder, pg_server):
     from tests.support.pg import fresh_database
 
@@ -223,6 +224,7 @@ def _no_store(obj):
     return obj
 
 
+@pytest.mark.slow
 def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world, data_env, tiny_embedder, pg_url):
     """Migration 10: a scoped role's literal lookups go through the trigram index (a function run
     as the owner) and find what the same scope finds unscoped; called directly, the function

@@ -67,6 +67,7 @@ def _nothing_created(url: str) -> bool:
         return c.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_a_server_without_pgvector_is_refused_in_one_line_and_left_as_it_was(server_with):
     url = server_with(_without_pgvector)
     with pytest.raises(UserError) as e:
@@ -76,6 +77,7 @@ def test_a_server_without_pgvector_is_refused_in_one_line_and_left_as_it_was(ser
     assert _nothing_created(url)
 
 
+@pytest.mark.slow
 def test_a_pgvector_older_than_hnsw_is_refused_naming_both_versions(server_with):
     url = server_with(_declared_old)
     with pytest.raises(UserError) as e:

@@ -30,6 +30,7 @@ def _top(engine, q, **kw):
     return [(x["path"], x["heading"], x.get("scores")) for x in rows], r["no_strong_match"]
 
 
+@pytest.mark.slow
 def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
     local = Engine(cfg, embedder=tiny_embedder)
@@ -408,6 +409,7 @@ def test_a_reader_whose_connection_died_connects_again(notes, data_env, tiny_emb
         reader.close()
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, data_env, tiny_model_dir, pg_url):
     """The writer (a real `remembrancer index --store` process) is killed with SIGKILL at several
     points of a long first pass; after each kill the store is consistent, and the pass that
@@ -484,6 +486,7 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
         local.close()
 
 
+@pytest.mark.slow
 def test_the_writer_lock_is_per_database(notes, data_env, tiny_embedder, pg_server, pg_url):
     from tests.support.pg import fresh_database
 

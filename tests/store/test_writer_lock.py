@@ -34,6 +34,7 @@ def index_dir_of(d: DaemonProc) -> Path:
     return Path(d.call("status")["index_dir"])
 
 
+@pytest.mark.slow
 def test_a_second_daemon_on_another_socket_is_refused_and_its_clients_use_the_first(tmp_path, notes, tiny_model_dir):
     first = DaemonProc(tmp_path, [notes], tiny_model_dir).start()
     try:
@@ -71,6 +72,7 @@ def test_a_second_daemon_on_another_socket_is_refused_and_its_clients_use_the_fi
     assert "LockBusy" not in first.log.read_text()
 
 
+@pytest.mark.slow
 def test_index_while_the_daemon_ingests_is_done_by_the_daemon(tmp_path, tiny_model_dir):
     root = big_corpus(tmp_path / "big")
     d = DaemonProc(tmp_path, [root], tiny_model_dir)
@@ -105,6 +107,7 @@ def test_index_reembed_with_a_daemon_running_says_to_stop_it_first(tmp_path, not
     assert f"while the daemon (pid {pid}) writes the index" in p.stderr and "`remembrancer stop`" in p.stderr
 
 
+@pytest.mark.slow
 def test_index_waits_while_another_index_run_writes(tmp_path, notes, tiny_model_dir):
     """No daemon: a second `index` waits for the first one's lock and says who it waits for."""
     d = DaemonProc(tmp_path, [notes], tiny_model_dir)   # for its environment only: no daemon runs
@@ -133,6 +136,7 @@ def test_index_waits_while_another_index_run_writes(tmp_path, notes, tiny_model_
             waiting.kill()
 
 
+@pytest.mark.slow
 def test_search_while_another_process_writes_answers_from_the_last_index(tmp_path, notes, tiny_model_dir):
     """No daemon, and `index` holds the writer lock: a search does not become a second writer."""
     d = DaemonProc(tmp_path, [notes], tiny_model_dir)
@@ -263,6 +267,7 @@ def test_an_empty_catalog_without_a_writer_is_still_damaged(tmp_path, notes, dat
     assert got.value.code == "index_broken" and "the file is empty" in got.value.message
 
 
+@pytest.mark.slow
 def test_an_mcp_server_whose_environment_names_another_socket_uses_the_running_daemon(tmp_path, notes, tiny_model_dir):
     """Claude Desktop launches the MCP server with a bare environment: another socket path, same
     data dir. It must answer through the daemon that writes the index, not start a second one."""
