@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init, write
+from tests.support.daemon import poll_until, stop_process
 from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
@@ -43,13 +44,8 @@ def _cli(world, *args: str, timeout: float = 120) -> subprocess.CompletedProcess
     return run_cli(*args, env=world["env"], cwd=PROJECT, timeout=timeout)
 
 
-def _wait(cond, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.3)
-    return False
+def _wait(cond, timeout: float = 60):
+    return poll_until(cond, timeout, step=0.3)
 
 
 @pytest.mark.slow
@@ -196,9 +192,4 @@ def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its
 
 def _stop(writer: subprocess.Popen) -> None:
     """SIGTERM, as the service manager stops the writer; killed if it has not exited in 30 s."""
-    writer.send_signal(signal.SIGTERM)
-    try:
-        writer.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        writer.kill()
-        writer.wait()
+    stop_process(writer, grace=30)

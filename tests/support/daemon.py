@@ -27,6 +27,17 @@ def poll_until(pred, timeout: float, step: float = 0.2):
     return pred()
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 10) -> None:
+    """SIGTERM, as a service manager stops a daemon; killed if it has not exited after `grace` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def wait_for(pred, timeout=20.0, step=0.1):
     """`pred()`'s first truthy value; fails the test when there is none within `timeout`."""
     v = poll_until(pred, timeout, step)
@@ -73,12 +84,8 @@ class DaemonProc:
         return self.call("search", query=q, **kw)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.proc:
+            stop_process(self.proc)
 
 
 def consistent(d: DaemonProc) -> dict:

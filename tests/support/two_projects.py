@@ -5,7 +5,6 @@ Claude Code tests."""
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from remembrancer.daemon.client import Client as SocketClient
-from tests.support.daemon import wait_for
+from tests.support.daemon import stop_process, wait_for
 from tests.support.env import GIT_IDENTITY, remembrancer_env
 
 
@@ -78,12 +77,7 @@ class Serve:
         return wait_for(fresh, 30)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 
