@@ -21,7 +21,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from remembrancer.daemon.client import ping
+from remembrancer.daemon.client import ping, process_alive
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.mcp_server import render
 from tests.support.daemon import poll_until
@@ -32,18 +32,7 @@ FRESHNESS_LINE = re.compile(r"^Index (fresh|catching up: .+|STALE: .+)")
 SHARED: dict = {}
 
 
-# -- fixtures ----------------------------------------------------------------------------------
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
+# -- fixtures (the world, its sessions: tests/support/mcp_world.py) -----------------------------
 
 def wait_no_daemon(world) -> None:
     assert poll_until(lambda: not world["sock"].exists() and ping(world["sock"]) is None, IDLE_EXIT + 10), \
@@ -148,7 +137,7 @@ def test_daemon_started_on_demand_exits_when_idle(indexed):
     pid = st["daemon"]["pid"]
     assert st["daemon"]["idle_exit_s"] == IDLE_EXIT
     t0 = time.monotonic()
-    assert poll_until(lambda: not world["sock"].exists() and not alive(pid), IDLE_EXIT + 8), \
+    assert poll_until(lambda: not world["sock"].exists() and not process_alive(pid), IDLE_EXIT + 8), \
         f"daemon {pid} still up {time.monotonic() - t0:.1f}s after the client left"
     assert ping(world["sock"]) is None
 
@@ -364,7 +353,7 @@ def test_reconnects_when_the_daemon_dies(indexed):
     async def go(c):
         first = (await c.call_tool("index_status", {})).structured_content["daemon"]["pid"]
         os.kill(first, signal.SIGTERM)             # the daemon these tests started
-        assert poll_until(lambda: not alive(first), 10)
+        assert poll_until(lambda: not process_alive(first), 10)
         r = await c.call_tool("search", {"query": "restore the database"})
         second = (await c.call_tool("index_status", {})).structured_content["daemon"]
         return first, r, second
