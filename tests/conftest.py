@@ -3,18 +3,12 @@ import os
 import pytest
 
 from remembrancer.indexer.models.embed import load_embedder_from_dir
-from tests.tiny_model import build_tiny_model
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "real_model: loads the packaged default embedding model (slower, still runs in CI)")
-    config.addinivalue_line("markers", "wheel: builds the wheel and installs it into a fresh venv (a minute or two; "
-                            "runs in `make test`)")
+from tests.support.tiny_model import build_tiny_model
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    """A tiny deterministic BERT-like model directory (see tests/tiny_model.py)."""
+    """A tiny deterministic BERT-like model directory (see tests/support/tiny_model.py)."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
@@ -28,7 +22,7 @@ def notes(tmp_path):
     """A private copy of the sample corpus (examples/notes) that a test may edit."""
     import shutil
 
-    from tests.corpus_helpers import EXAMPLES
+    from tests.support.paths import EXAMPLES
 
     root = tmp_path / "notes"
     shutil.copytree(EXAMPLES, root)
@@ -45,7 +39,7 @@ def data_env(tmp_path, monkeypatch):
 @pytest.fixture
 def notes_engine(notes, data_env, tiny_embedder):
     """An engine over the private sample-corpus copy, indexed with the tiny model."""
-    from tests.corpus_helpers import engine_for
+    from tests.support.corpus import engine_for
 
     e = engine_for([notes], tiny_embedder)
     e.refresh()
@@ -56,7 +50,7 @@ def notes_engine(notes, data_env, tiny_embedder):
 @pytest.fixture
 def tiny_engine(data_env, tiny_embedder):
     """Build, index and (at teardown) close an engine over the given roots with the tiny model."""
-    from tests.corpus_helpers import engine_for
+    from tests.support.corpus import engine_for
 
     made = []
 
@@ -78,7 +72,7 @@ _PG_SERVED: list[str] = []   # the server the team tests ran on (or why they wer
 def pg_server(tmp_path_factory):
     """A real PostgreSQL + pgvector (pgserver: 16 + 0.6; `make test-pg-latest`: 18 + 0.8),
     stopped at the end of the session."""
-    from tests.pg_helpers import distance_crash, server, versions
+    from tests.support.pg import distance_crash, server, versions
 
     srv = server(tmp_path_factory.mktemp("pg"))
     served = versions(srv.get_uri())
@@ -102,6 +96,6 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.fixture
 def pg_url(pg_server):
     """The URL of an empty database of its own on the session's server."""
-    from tests.pg_helpers import fresh_database
+    from tests.support.pg import fresh_database
 
     return fresh_database(pg_server.get_uri())

@@ -389,7 +389,7 @@ LATEST = MIGRATIONS[-1][0]
 
 def first_grams_function(name: str) -> str:
     """Migration 8's trigram function as it was, created as `name` (its faster replacement,
-    migration 13, is compared with it: tests/test_team_literal.py, bench/bench_team.py)."""
+    migration 13, is compared with it: tests/store/test_team_literal.py, bench/bench_team.py)."""
     sql = next(sql for version, _, sql in MIGRATIONS if version == 8)
     return sql[:sql.index("$f$;") + 4].replace(f"FUNCTION {LITERAL_GRAMS}(", f"FUNCTION {name}(")
 

@@ -1,0 +1,100 @@
+"""The command line as a user runs it: real subprocesses, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.support.cli import run_cli
+from tests.support.env import remembrancer_env
+from tests.support.paths import EXAMPLES
+
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory, tiny_model_dir):
+    tmp = tmp_path_factory.mktemp("cli")
+    notes = tmp / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data", config=tmp / "config.toml", socket=tmp / "no-daemon.sock")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return run_cli(*args, env=env)
+
+    run.notes = notes
+    return run
+
+
+def test_index_then_incremental(cli):
+    first = cli("index", "--root", str(cli.notes))
+    assert first.returncode == 0, first.stderr
+    assert "9 added" in first.stdout
+    again = cli("index", "--root", str(cli.notes), "--json")
+    report = json.loads(again.stdout)
+    assert (report["added"], report["updated"], report["embedded"], report["unchanged"]) == (0, 0, 0, 9)
+
+
+@pytest.mark.slow
+def test_search_json_contract_and_exit_codes(cli):
+    p = cli("search", "pgBackRest restore point in time", "--root", str(cli.notes), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out) >= {"results", "no_strong_match", "index"}
+    assert out["index"]["verdict"] == "fresh"
+    first = out["results"][0]
+    assert set(first) >= {"path", "heading", "lines", "score", "type", "date", "snippet", "provenance", "content"}
+    exact = cli("search", "too many clients already", "--exact", "--root", str(cli.notes), "--json")
+    assert {r["path"] for r in json.loads(exact.stdout)["results"]} == {"journal/2030/2030-01-20.md", "hosts/db1.md"}
+    none = cli("search", "zzzqqq-never-written", "--exact", "--root", str(cli.notes))
+    assert none.returncode == 1
+
+
+@pytest.mark.slow
+def test_search_also_passes_rephrasings_and_bad_ones_are_refused(cli):
+    p = cli("search", "zzz qqq", "--also", "pgBackRest restore", "--also", "point in time recovery",
+            "--root", str(cli.notes), "--json")
+    assert p.returncode in (0, 1), p.stderr
+    out = json.loads(p.stdout)
+    assert out["found_by"] in ("pgBackRest restore", "point in time recovery")
+    text = cli("search", "zzz qqq", "--also", "pgBackRest restore", "--also", "point in time recovery",
+               "--root", str(cli.notes))
+    assert f"found by the rephrasing {out['found_by']!r}" in text.stdout
+    bad = cli("search", "restore", *sum((["--also", f"r{i}"] for i in range(4)), []), "--root", str(cli.notes))
+    assert bad.returncode == 2 and "--also takes at most 3" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_read_outline_status(cli):
+    r = cli("read", "runbooks/postgres/restore.md", "--heading", "Verify", "--root", str(cli.notes))
+    assert r.returncode == 0 and r.stdout.startswith("## Verify")
+    o = cli("outline", "runbooks/postgres/restore.md", "--root", str(cli.notes))
+    assert "Before you start" in o.stdout and "tokens" in o.stdout
+    s = cli("status", "--root", str(cli.notes), "--json")
+    st = json.loads(s.stdout)
+    assert st["documents"] == 9 and st["model"]["dim"] == 32 and st["daemon"] is None
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["search", "x", "--root", "/nonexistent/folder"], "root not found"),
+    (["search", "x", "--type", "nope"], "unknown type 'nope'"),
+    (["search", "x", "--since", "last week"], "since must be a date"),
+    (["read", "../../etc/passwd"], "no indexed document"),
+    (["read", "runbooks/postgres/restore.md", "--heading", "Nope"], "no section 'Nope'"),
+    (["read", "runbooks/postgres/restore.md", "--lines", "x:y"], "--lines must be START:END"),
+])
+def test_bad_input_is_one_line_with_exit_2(cli, args, needle):
+    if "--root" not in args:
+        args = [*args, "--root", str(cli.notes)]
+    p = cli(*args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert needle in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_no_roots_no_daemon(cli):
+    p = cli("status")
+    assert p.returncode == 2 and "no corpus roots given" in p.stderr

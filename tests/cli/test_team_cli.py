@@ -1,0 +1,195 @@
+"""Team memory end to end with the real CLI and the real MCP client over stdio: `serve --store`
+writes a git checkout into a real PostgreSQL, a second writer is refused, readers (`search`,
+`status`, `mcp --store`) answer from the store with their own checkout's freshness."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.support.cli import run_cli
+from tests.support.corpus import git, git_init, write
+from tests.support.daemon import poll_until, stop_process
+from tests.support.env import remembrancer_env
+from tests.support.paths import PROJECT
+
+
+
+def _world(tmp: Path, tiny_model_dir, url: str) -> dict:
+    origin = tmp / "origin"
+    git_init(origin)
+    write(origin, "runbooks/restart.md", "# Restart the ledger service\n\nRun `systemctl restart ledger` on app1.\n")
+    write(origin, "journal/2030-01-02.md", "# 2030-01-02\n\nThe ledger service crashed at noon.\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "first")
+    for name in ("shared", "mine"):
+        git(tmp, "clone", "-q", str(origin), str(tmp / name))
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data", config=tmp / "config.toml", socket=tmp / "no-daemon.sock")
+    env.pop("REMEMBRANCER_STORE", None)
+    return {"origin": origin, "shared": tmp / "shared", "mine": tmp / "mine", "env": env, "url": url}
+
+
+def _cli(world, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return run_cli(*args, env=world["env"], cwd=PROJECT, timeout=timeout)
+
+
+def _wait(cond, timeout: float = 60):
+    return poll_until(cond, timeout, step=0.3)
+
+
+@pytest.mark.slow
+def test_writer_readers_and_mcp_over_a_real_postgres(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def indexed() -> bool:
+            r = _cli(w, "status", "--store", pg_url, "--root", str(w["mine"]), "--json")
+            return r.returncode == 0 and json.loads(r.stdout)["documents"] == 2
+        assert _wait(indexed), writer.stderr.read() if writer.poll() is not None else "writer still running"
+
+        second = _cli(w, "index", "--store", pg_url, "--root", str(w["shared"]))
+        assert second.returncode == 2 and "already has a writer" in second.stderr, second.stderr
+
+        r = _cli(w, "search", "how do I restart the ledger", "--store", pg_url, "--root", str(w["mine"]), "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["results"][0]["path"] == "runbooks/restart.md"
+        head = git(w["shared"], "rev-parse", "HEAD")
+        assert out["index"]["verdict"] == "fresh" and f"indexed {head[:7]}" in out["index"]["detail"]
+
+        # Upstream moves; SIGHUP makes the writer pull and index now.
+        write(w["origin"], "runbooks/rotate.md", "# Rotate the wombat keys\n\nRotate them every quarter.\n")
+        git(w["origin"], "add", "-A")
+        git(w["origin"], "commit", "-q", "-m", "rotate")
+        writer.send_signal(signal.SIGHUP)
+
+        def has_rotate() -> bool:
+            r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]), "--json")
+            return r.returncode == 0 and json.loads(r.stdout)["results"][0]["path"] == "runbooks/rotate.md"
+        assert _wait(has_rotate)
+        r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]))
+        assert "the indexed commit is not in it (git fetch" in r.stdout.splitlines()[0], r.stdout
+        git(w["mine"], "fetch", "-q")   # now the reader's clone knows the indexed commit
+        r = _cli(w, "search", "rotate the wombat keys", "--store", pg_url, "--root", str(w["mine"]))
+        assert "your checkout is 1 commit behind the index" in r.stdout.splitlines()[0], r.stdout
+
+        st = _cli(w, "status", "--store", pg_url, "--root", str(w["mine"]))
+        assert st.returncode == 0 and "store: postgresql://" in st.stdout and "3 documents" in st.stdout, st.stdout
+        doc = _cli(w, "doctor", "--store", pg_url, "--root", str(w["mine"]), "--json")
+        checks = {c["check"]: c for c in json.loads(doc.stdout)}
+        assert checks["store"]["status"] == "OK" and checks["store writer"]["status"] == "OK"
+        assert checks["store model"]["status"] == "OK"
+
+        params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                       args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])
+
+        async def go():
+            async with Client(params, read_timeout_seconds=120) as c:
+                res = await c.call_tool("search", {"query": "what happened to the ledger service"})
+                status = await c.call_tool("index_status", {})
+                return res, status
+        res, status = anyio.run(go)
+        assert not res.is_error
+        text = res.content[0].text
+        assert text.startswith("Index STALE: indexed ") and "behind the index" in text.splitlines()[0], text[:300]
+        assert res.structured_content["results"][0]["path"].startswith(("journal/", "runbooks/"))
+        assert not status.is_error
+    finally:
+        _stop(writer)
+    assert writer.returncode == 0, writer.stderr.read()
+
+
+def test_a_reader_without_a_store_index_gets_a_clear_error(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    r = _cli(w, "search", "anything", "--store", pg_url, "--root", str(w["mine"]))
+    assert r.returncode == 3 and "holds no index yet" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(w, "search", "anything", "--store", "mysql://nope", "--root", str(w["mine"]))
+    assert r.returncode == 2 and "postgresql://" in r.stderr
+
+
+@pytest.mark.slow
+def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its_scope(tmp_path, tiny_model_dir,
+                                                                                        pg_url):
+    """A real writer process pulling from a real bare remote on a one-hour timer: a push then
+    `remembrancer notify --store URL` (PostgreSQL NOTIFY; the writer LISTENs) is searchable without
+    the timer, and so is a push announced by the git hook module configured with the store.
+    `team grant-reader` makes a login that the CLI then serves only its prefixes."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(w["origin"]), str(remote))
+    for name in ("shared", "mine"):
+        git(w[name], "remote", "set-url", "origin", str(remote))
+        git(w[name], "fetch", "-q")
+        git(w[name], "branch", "-q", "--set-upstream-to", "origin/" + git(w[name], "branch", "--show-current"))
+    log = open(tmp_path / "writer.log", "w")
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "--debug", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=log, stderr=log, text=True)
+
+    def writer_log() -> str:
+        return (tmp_path / "writer.log").read_text()[-3000:]
+
+    def top(query: str, url: str = pg_url) -> str | None:
+        r = _cli(w, "search", query, "--store", url, "--root", str(w["mine"]), "--json")
+        results = json.loads(r.stdout).get("results") if r.returncode == 0 else None
+        return results[0]["path"] if results else None
+
+    def push(path: str, text: str) -> None:
+        write(w["mine"], path, text)
+        git(w["mine"], "add", "-A")
+        git(w["mine"], "commit", "-q", "-m", path)
+        git(w["mine"], "push", "-q", "origin", "HEAD")
+    try:
+        assert _wait(lambda: top("restart the ledger") == "runbooks/restart.md", 240), writer_log()
+        push("runbooks/rotate.md", "# Rotate the wombat keys\n\nRotate them every quarter.\n")
+        time.sleep(2)
+        assert top("rotate the wombat keys") != "runbooks/rotate.md"   # the timer would take an hour
+        r = _cli(w, "notify", "--store", pg_url, "--event", "post-push")
+        assert r.returncode == 0, r.stderr
+        assert _wait(lambda: top("rotate the wombat keys") == "runbooks/rotate.md", 240), writer_log()
+
+        push("journal/2030-01-03.md", "# 2030-01-03\n\nThe quokka migration finished.\n")
+        hook = subprocess.run([sys.executable, "-P", "-m", "remembrancer.hooks.notify", "--root", str(w["mine"]),
+                               "--event", "post-commit"], env={**w["env"], "REMEMBRANCER_STORE": pg_url},
+                              capture_output=True, text=True, timeout=60)
+        assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == ""
+        assert _wait(lambda: top("quokka migration") == "journal/2030-01-03.md", 240), writer_log()
+
+        # a scoped login made by the CLI: only runbooks/ exists for it
+        role = f"runbooks_{os.getpid()}"
+        g = run_cli("team", "grant-reader", role, "--scope", "runbooks/", "--password-stdin", "--store", pg_url,
+                    "--json", env=w["env"], cwd=PROJECT, input="s3cret\n")
+        assert g.returncode == 0, g.stderr
+        assert json.loads(g.stdout)["scope"] == ["runbooks"]
+        mine = pg_url.replace("postgres:@", f"{role}:s3cret@")
+        listed = _cli(w, "list", "--store", mine, "--root", str(w["mine"]), "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert sorted(d["path"] for d in json.loads(listed.stdout)["documents"]) == ["runbooks/restart.md",
+                                                                                     "runbooks/rotate.md"]
+        assert top("quokka migration", mine) != "journal/2030-01-03.md"
+        readers = _cli(w, "team", "readers", "--store", pg_url)
+        assert readers.returncode == 0 and f"{role}: reads runbooks" in readers.stdout
+        assert _cli(w, "team", "revoke-reader", role, "--store", pg_url).returncode == 0
+        gone = _cli(w, "list", "--store", mine, "--root", str(w["mine"]), "--json")
+        assert gone.returncode == 2 and "may not read the store" in json.loads(gone.stdout)["error"]["message"]
+    finally:
+        _stop(writer)
+        log.close()
+
+
+def _stop(writer: subprocess.Popen) -> None:
+    """SIGTERM, as the service manager stops the writer; killed if it has not exited in 30 s."""
+    stop_process(writer, grace=30)

@@ -1,0 +1,75 @@
+"""`remembrancer uninstall` as a leaving user runs it (issue 27, leaving): a real daemon on a real
+socket, real git hooks in a repository made with the git CLI, real Claude Code and Claude Desktop
+settings files in a throwaway HOME. `claude` is kept off PATH (CI has no Claude Code): the step
+then names the exact command to run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.support.cli import run_cli
+from tests.support.corpus import git, git_init
+from tests.support.daemon import DaemonProc
+
+
+@pytest.mark.slow
+def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, notes, tiny_model_dir):
+    git_init(notes)
+    git(notes, "add", "-A")
+    git(notes, "commit", "-qm", "notes")
+    before = {p: p.read_bytes() for p in sorted(notes.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    bin_dir = tmp_path / "bin"   # git and sh, not claude
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir)
+    env = {**d.env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "PATH": str(bin_dir)}
+    d.env = env
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        p = run_cli(*args, env=env)
+        assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p
+
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(json.dumps({"model": "opus"}))
+    cli("hooks", "install", str(notes))
+    cli("claude-hooks", "install")
+    cli("mcp", "config", "--root", str(notes), "--install")
+    desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
+    config = json.loads(desktop.read_text())
+    config["mcpServers"]["other"] = {"command": "/bin/other"}
+    desktop.write_text(json.dumps(config))
+    d.start()
+    index_dirs = list((tmp_path / "data" / "indexes").iterdir())
+    assert index_dirs and "remembrancer" in settings.read_text()
+
+    dry = cli("uninstall", "--dry-run", "--purge").stdout
+    assert "would remove the Claude Code hooks" in dry and "would remove every index" in dry
+    assert "remembrancer" in settings.read_text() and d.proc.poll() is None and all(p.exists() for p in index_dirs)
+
+    out = cli("uninstall", "--purge").stdout
+    assert "Claude Code hooks: removed" in out
+    assert "`claude` is not on PATH — run: claude mcp remove remembrancer --scope user" in out
+    assert "Claude Desktop MCP server: removed" in out
+    assert "git hooks: " in out and "removed" in out.split("git hooks: ")[1].splitlines()[0]
+    assert f"daemon: stopped (pid {d.proc.pid})" in out
+    assert "indexes: deleted 1" in out and "pipx uninstall remembrancer" in out.splitlines()[-1]
+    assert json.loads(settings.read_text()) == {"model": "opus"}
+    assert json.loads(desktop.read_text())["mcpServers"] == {"other": {"command": "/bin/other"}}
+    hooks = notes / ".git" / "hooks"
+    assert not any("remembrancer" in p.read_text(errors="replace") for p in hooks.iterdir() if p.is_file())
+    d.proc.wait(30)
+    assert not any(p.exists() for p in index_dirs)
+    assert {p: p.read_bytes() for p in sorted(notes.rglob("*")) if p.is_file() and ".git" not in p.parts} == before
+
+    again = cli("uninstall").stdout   # nothing left: every step says so, none fails
+    assert "Claude Code hooks: not installed" in again and "daemon: none running" in again
+    assert "Claude Desktop MCP server: not installed" in again and "indexes kept" in again

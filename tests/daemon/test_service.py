@@ -1,0 +1,38 @@
+"""`service install` writes a unit with absolute paths (a service does not inherit the shell's PATH)."""
+
+from __future__ import annotations
+
+import os
+from tests.support.cli import run_cli
+
+
+
+def run(tmp_path, *args):
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "REMEMBRANCER_DATA_DIR": str(tmp_path / "data"), "REMEMBRANCER_CONFIG": str(tmp_path / "none.toml")}
+    return run_cli(*args, env=env, timeout=60)
+
+
+def test_install_writes_an_absolute_unit_and_uninstall_removes_it(tmp_path):
+    notes = tmp_path / "my notes"
+    notes.mkdir()
+    p = run(tmp_path, "service", "install", "--root", str(notes), "--no-start")
+    assert p.returncode == 0, p.stderr
+    unit = tmp_path / "cfg" / "systemd" / "user" / "remembrancer.service"
+    text = unit.read_text()
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.split("=", 1)[1].split()[0].startswith("/")          # absolute program
+    assert f'--root "{notes.resolve()}"' in exec_line and " serve " in exec_line
+    assert f'REMEMBRANCER_DATA_DIR={tmp_path / "data"}' in text and "WantedBy=default.target" in text
+    p = run(tmp_path, "service", "uninstall")
+    assert p.returncode == 0 and not unit.exists()
+
+
+def test_install_without_roots_serves_every_corpus(tmp_path):
+    """One daemon serves whatever corpus a request names: a unit needs no roots (given, they are
+    only opened at start, warm)."""
+    p = run(tmp_path, "service", "install", "--no-start")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "cfg" / "systemd" / "user" / "remembrancer.service").read_text()
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.rstrip().endswith(" serve") and "--root" not in exec_line

@@ -1,0 +1,931 @@
+"""Secrets never reach the index or an answer (indexer/redact.py, cli/secrets_cmd.py).
+
+The leak tests plant known fake secrets — in many shapes, plus one that only the secret-hash
+file knows — in a fixture corpus, index it with a real engine (tiny model), and then look for
+the secrets' bytes everywhere: every file under the data dir (raw and lower-cased, whole and
+in fragments, plus tantivy's term dictionary), every tool output, every warning and log line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import logging
+import random
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from remembrancer.indexer.answers import DocumentList, Freshness, SearchAnswer
+from remembrancer.cli import secrets_cmd as secrets_cli
+from remembrancer.indexer import api
+from remembrancer.indexer.search import reader
+from remembrancer.indexer.config import Config, load_config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
+                            Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
+                            salted_sha256)
+from remembrancer.indexer.search.answer import SearchRequest, search
+from remembrancer.indexer.terms import elide
+from remembrancer.mcp_server import render
+from tests.support.corpus import write
+
+# -- planted fake secrets (random, seeded: never issued by anyone) ------------------------------------
+
+_rng = random.Random(20310506)
+ALNUM = string.ascii_letters + string.digits
+
+
+def _rand(n: int, alphabet: str = ALNUM) -> str:
+    while True:
+        v = "".join(_rng.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in v) and (alphabet != ALNUM or (any(c.isupper() for c in v) and any(c.islower() for c in v))):
+            return v
+
+
+GITHUB = "ghp_" + _rand(36)
+AWS_ID = "AKIA" + _rand(16, string.ascii_uppercase + string.digits)
+AWS_SECRET = _rand(18) + "/" + _rand(10) + "+" + _rand(10)
+PEM_LINES = [_rand(64, ALNUM + "+/") for _ in range(3)]
+URL_PW = "Ur1" + _rand(13)
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJ" + _rand(24) + "." + _rand(32, ALNUM + "_-")
+SLACK_PATH = "T0" + _rand(7, string.ascii_uppercase + string.digits) + "/B0" + \
+    _rand(7, string.ascii_uppercase + string.digits) + "/" + _rand(24)
+PASSWORD = _rand(18)
+TELEGRAM = "7" + _rand(8, string.digits) + ":AA" + _rand(33, ALNUM + "_-")
+SK_KEY = "sk-proj-" + _rand(40)
+HEX_KEY = _rand(64, "0123456789abcdef")
+BEARER = _rand(32)
+CLI_TOKEN = _rand(29, string.ascii_uppercase + string.digits)
+ENV_PGPASSWORD = _rand(14)
+ENV_DJANGO = _rand(20) + "*" + _rand(6)          # a `*` inside the value
+ENV_MYSQL = _rand(10) + "@" + _rand(6)           # an `@` inside the value
+REDIS_PW = _rand(16)                             # redis://:pw@host (empty user)
+AT_PW = _rand(8) + "@" + _rand(8)                # a URL password holding `@`
+CURL_PW = _rand(12)
+RULE_ID = "cbe6f4c310ee3c096d03da5b7e897125"     # a bare 32-hex id: not a secret, must stay readable
+# No recognisable shape at all (lower-case letters only): only the hash file can catch it.
+HASH_ONLY = "lanternquietharborwick"
+HASH_ONLY_NAME = "vault_unseal"
+
+PATTERN_SECRETS = {
+    "github": GITHUB, "aws_id": AWS_ID, "aws_secret": AWS_SECRET, "pem": PEM_LINES[1], "url_pw": URL_PW,
+    "jwt": JWT, "slack": SLACK_PATH, "password": PASSWORD, "telegram": TELEGRAM, "sk": SK_KEY,
+    "hex": HEX_KEY, "bearer": BEARER, "cli_token": CLI_TOKEN, "env_pgpassword": ENV_PGPASSWORD,
+    "env_django": ENV_DJANGO, "env_mysql": ENV_MYSQL, "redis_pw": REDIS_PW, "at_pw": AT_PW, "curl_pw": CURL_PW,
+}
+ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
+
+CORPUS = {
+    "journal/2031/2031-05-06.md": f"""# 2031-05-06
+
+## 09:40 runner registration
+
+Registered the new runner with the token Tobi pasted:
+
+```bash
+GH_TOKEN={GITHUB} gh api -X POST orgs/acme/actions/runners/registration-token --jq .token
+./config.sh --url https://github.com/acme --token {CLI_TOKEN} \\
+  --name gha-runner-02 --unattended
+```
+
+## 10:20 offsite bucket
+
+```bash
+mc alias set wasabi https://s3.eu-central-2.wasabisys.com {AWS_ID} {AWS_SECRET}
+```
+
+Commit bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c fixed the mirror job; WAL segment
+0000000100000C1E00000042 was the last one archived.
+
+## 11:00 grafana
+
+```bash
+curl -H "Authorization: Bearer {BEARER}" https://grafana.example.com/api/annotations
+```
+""",
+    "hosts/db9.md": f"""---
+host: db9
+tags: [postgres]
+---
+
+# db9 — replica
+
+## Connection
+
+The app connects with postgres://app:{URL_PW}@db9.internal:5432/shop and the old libpq string was
+`primary_conninfo = 'host=10.0.0.9 user=replicator password={PASSWORD}'`.
+
+## Deploy key
+
+-----BEGIN OPENSSH PRIVATE KEY-----
+{PEM_LINES[0]}
+{PEM_LINES[1]}
+{PEM_LINES[2]}
+-----END OPENSSH PRIVATE KEY-----
+
+## After the key
+
+The key above was rotated; the unseal word {HASH_ONLY} was typed at the console.
+""",
+    "services/alerts.md": f"""# Alerting
+
+## Slack
+
+```yaml
+receivers:
+  - name: slack-ops
+    slack_configs:
+      - api_url: https://hooks.slack.com/services/{SLACK_PATH}
+```
+
+## Bots
+
+Telegram bot `{TELEGRAM}` posts to #ops; the session JWT was {JWT} for a while.
+OpenAI key: {SK_KEY}
+Signing key (hex): {HEX_KEY}
+""",
+    # only the hash file knows this one, in several shapes: heading, prose, quoted, key=value, URL
+    "runbooks/vault/unseal.md": f"""# Unseal vault
+
+## Unseal with {HASH_ONLY}
+
+Type `{HASH_ONLY}` at the prompt, or run `vault operator unseal "{HASH_ONLY}"`.
+Config line: unseal_word={HASH_ONLY}; mirror at https://vault.internal/{HASH_ONLY}/status.
+
+## Afterwards
+
+Check `vault status`.
+""",
+    # broken YAML front matter holding a secret: the parser's warning must not quote it
+    "memory/broken-front-matter.md": f"""---
+title: [unterminated {HASH_ONLY}
+note: {HASH_ONLY}: {HASH_ONLY}
+---
+
+# Broken front matter
+
+A lesson about front matter.
+""",
+    # environment-style assignments and command lines (issue 31)
+    "services/app-env.md": f"""# app .env
+
+```sh
+PGPASSWORD={ENV_PGPASSWORD} psql -h db9 shop
+export DJANGO_SECRET_KEY='{ENV_DJANGO}'
+MYSQLPASSWORD={ENV_MYSQL}
+REDIS_URL=redis://:{REDIS_PW}@cache1:6379/0
+BROKER_URL=amqp://app:{AT_PW}@mq1:5672/
+curl -u deploy:{CURL_PW} https://ci.example.com/api
+```
+
+Cloudflare rule {RULE_ID} blocks the scanner.
+""",
+    "memory/plain.md": "# Plain lesson\n\nNothing secret here: restart pgbouncer after editing its ini file.\n",
+}
+
+
+def fragments(secret: str) -> set[str]:
+    """The secret and the alphanumeric runs of it a tokenizer could store (8+ chars)."""
+    out = {secret}
+    out.update(p for p in re.split(r"[^A-Za-z0-9]+", secret) if len(p) >= 8)
+    return out
+
+
+def hash_file_text(salt_hex: str, entries: list[tuple[str, str]]) -> str:
+    return f"salt {salt_hex}\n" + "".join(f"{salted_sha256(bytes.fromhex(salt_hex), v)}\t{n}\n" for n, v in entries)
+
+
+def leaks_in_text(text: str, secrets: dict[str, str] = ALL_SECRETS) -> list[str]:
+    low = text.lower()
+    return sorted({k for k, s in secrets.items() for frag in fragments(s) if frag.lower() in low})
+
+
+def leaks_in_dir(d: Path, secrets: dict[str, str] = ALL_SECRETS) -> list[str]:
+    found = []
+    for p in sorted(d.rglob("*")):
+        if not p.is_file():
+            continue
+        data = p.read_bytes()
+        low = data.lower()
+        for k, s in secrets.items():
+            if any(f.encode() in data or f.lower().encode() in low for f in fragments(s)):
+                found.append(f"{k} in {p.relative_to(d)}")
+    return found
+
+
+def leaks_in_terms(engine, secrets: dict[str, str] = ALL_SECRETS) -> list[str]:
+    """tantivy's term dictionary may be compressed on disk: ask it for every term it holds."""
+    searcher = engine.fulltext.index.searcher()
+    terms = set()
+    for field in ("path", "heading", "body", "stem", "ident"):
+        terms.update(t for t, _ in searcher.terms_with_prefix(field, ""))
+    frags = {k: {f.lower() for f in fragments(s)} for k, s in secrets.items()}
+    return sorted({k for k, fs in frags.items() for t in terms if len(t) >= 8 for f in fs if t in f or f in t})
+
+
+# -- fixtures -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("REMEMBRANCER_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.delenv(ENV_SECRET_HASHES, raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def corpus(env):
+    root = env / "notes"
+    for rel, text in CORPUS.items():
+        write(root, rel, text)
+    return root
+
+
+@pytest.fixture
+def hashes(env):
+    p = env / "keys" / "secret-hashes.txt"
+    p.parent.mkdir()
+    p.write_text(hash_file_text("a1b2c3d4e5f60718293a4b5c6d7e8f90", [(HASH_ONLY_NAME, HASH_ONLY)]))
+    return p
+
+
+def make_engine(root: Path, embedder, **redact_kw) -> Engine:
+    return Engine(Config(roots=make_roots([root]), redact=RedactionPolicy(**redact_kw)), embedder=embedder)
+
+
+def without_echo(text: str, query: str) -> str:
+    """The text with the caller's query taken out: whole, and as messages quote it cut short."""
+    for form in (query, *(elide(query, w)[:-1] for w in (40, 80) if len(query) > w)):
+        text = text.replace(form, "<query>")
+    return text
+
+
+def tool_outputs(engine) -> list[str]:
+    """What an agent can get out of the index: searches (also for the secrets themselves), reads
+    (whole, per section, per line range, every small page), outlines, lists, status — as JSON and
+    as the MCP server renders them."""
+    outs: list[str] = []
+
+    def keep(obj, text: str | None = None):
+        outs.append(json.dumps(obj, ensure_ascii=False))
+        if text is not None:
+            outs.append(text)
+
+    fresh = lambda: Freshness("fresh")  # noqa: E731
+    queries = ["runner registration token", "offsite bucket keys", "db9 connection password",
+               "deploy key", "slack webhook", "telegram bot", "unseal vault", "hex signing key",
+               "grafana bearer", *ALL_SECRETS.values(), "REDACTED"]
+    for q in queries:
+        for exact in (False, True):
+            out = api.dispatch_read(engine, "search", {"query": q, "limit": 10, "exact": exact, "explain": True}, fresh)
+            text = render.search_text(SearchAnswer.parse(out))
+            # An answer may echo the caller's own query (a bare token has no shape to recognise),
+            # whole or cut short; what must never appear is stored text — so the echo is taken out
+            # before looking.
+            outs.append(without_echo(json.dumps(out, ensure_ascii=False), q))
+            outs.append(without_echo(text, q))
+    for doc in api.dispatch_read(engine, "list", {}, fresh)["documents"]:
+        path = doc["path"]
+        out = api.dispatch_read(engine, "read", {"path": path}, fresh)
+        keep(out, render.read_text(out))
+        outline = api.dispatch_read(engine, "read", {"path": path, "outline": True}, fresh)
+        keep(outline, render.outline_text(outline))
+        for s in outline["sections"]:
+            keep(api.dispatch_read(engine, "read", {"path": path, "heading": s["heading"]}, fresh))
+            keep(api.dispatch_read(engine, "read", {"path": path, "lines": s["lines"]}, fresh))
+        offset = 0
+        while True:  # paging can never reassemble a removed region
+            page = api.dispatch_read(engine, "read", {"path": path, "offset": offset, "max_chars": 100}, fresh)
+            keep(page)
+            if not page["truncated"]:
+                break
+            offset = page["next_offset"]
+    lst = api.dispatch_read(engine, "list", {}, fresh)
+    keep(lst, render.list_text(DocumentList.parse(lst)))
+    st = engine.status()
+    keep(st, render.status_text(st))
+    return outs
+
+
+# -- the leak tests -----------------------------------------------------------------------------------
+
+def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes, env, tiny_embedder,
+                                                                 caplog, capsys, monkeypatch):
+    monkeypatch.setenv(ENV_SECRET_HASHES, str(hashes))
+    caplog.set_level(logging.DEBUG)
+    engine = make_engine(corpus, tiny_embedder)
+    report = engine.refresh()
+    assert report.added == len(CORPUS)
+
+    data_dir = env / "data"
+    assert list(data_dir.rglob("catalog.sqlite3")), "the index was written where we look"
+    assert leaks_in_dir(data_dir) == []
+    assert leaks_in_terms(engine) == []
+
+    outs = tool_outputs(engine)
+    assert leaks_in_text("\n".join(outs)) == []
+    # the redaction really happened (markers are served) and answers still work
+    joined = "\n".join(outs)
+    for label in ("github", "aws", "private_key", "url_credentials", "jwt", "slack", "key_value",
+                  "telegram", "sk_key", "long_hex", "bearer", "env_secret", "cli_password", HASH_ONLY_NAME):
+        assert f"[REDACTED:{label}]" in joined, label
+    assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
+    assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
+    assert "0000000100000C1E00000042" in joined
+    hits = search(engine, SearchRequest("unseal vault", limit=3))["results"]
+    assert hits and hits[0]["path"] == "runbooks/vault/unseal.md"
+
+    logs = "\n".join(r.getMessage() for r in caplog.records) + "\n".join(report.warnings)
+    captured = capsys.readouterr()
+    assert leaks_in_text(logs + captured.out + captured.err + json.dumps(engine.status())) == []
+    assert any("secret(s) redacted" in w for w in report.warnings)
+    assert any("invalid YAML front matter" in w for w in report.warnings)  # that warning exists, and is clean
+    engine.close()
+
+
+def test_policy_change_scrubs_what_was_stored_before(corpus, hashes, env, tiny_embedder, monkeypatch):
+    """Index without the hash file: the hash-only secret is stored (and the scan finds it — the
+    probe works). Configure the file: every document is read again and no file under the data
+    dir, no term, no answer holds it any more."""
+    engine = make_engine(corpus, tiny_embedder)
+    engine.refresh()
+    only = {"hash_only": HASH_ONLY}
+    assert leaks_in_dir(env / "data", only), "positive control: the scan sees stored text"
+    assert leaks_in_terms(engine, only)
+    assert leaks_in_dir(env / "data", PATTERN_SECRETS) == []  # patterns were on all along
+    engine.close()
+
+    monkeypatch.setenv(ENV_SECRET_HASHES, str(hashes))
+    engine = make_engine(corpus, tiny_embedder)
+    before = tiny_embedder.texts_embedded
+    report = engine.refresh()
+    assert report.updated == len(CORPUS)                     # a policy change re-reads everything …
+    assert tiny_embedder.texts_embedded - before < 15        # … but re-embeds only what changed
+    assert leaks_in_dir(env / "data") == []
+    assert leaks_in_terms(engine) == []
+    assert leaks_in_text("\n".join(tool_outputs(engine))) == []
+
+    again = engine.refresh()                                 # same policy: nothing to do
+    assert (again.updated, again.added, again.embedded) == (0, 0, 0)
+    engine.close()
+
+
+def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
+    """The real daemon process, over its socket, with its log captured."""
+    from tests.support.daemon import DaemonProc
+
+    root = tmp_path / "notes"
+    for rel, text in CORPUS.items():
+        write(root, rel, text)
+    hashes = tmp_path / "hashes.txt"
+    hashes.write_text(hash_file_text("00112233445566778899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
+    d = DaemonProc(tmp_path, [root], tiny_model_dir)
+    d.env[ENV_SECRET_HASHES] = str(hashes)
+    d.start()
+    try:
+        # (an answer may echo the caller's own query: that echo is taken out before looking)
+        answers = [without_echo(json.dumps(d.search(q, limit=10), ensure_ascii=False), q)
+                   for q in ["unseal vault", "db9 connection", *ALL_SECRETS.values()]]
+        answers += [json.dumps(d.call("read", path=p), ensure_ascii=False) for p in CORPUS]
+        answers.append(json.dumps(d.call("status"), ensure_ascii=False))
+        assert leaks_in_text("\n".join(answers)) == []
+        assert "[REDACTED:vault_unseal]" in "\n".join(answers)
+    finally:
+        d.stop()
+    assert leaks_in_text(d.log.read_text(errors="replace")) == []
+    assert leaks_in_dir(tmp_path / "data") == []
+
+
+# -- memory-dev's eight planted secrets (copied from ../shared/eval/memory-dev-secrets.md) ------------
+
+MEMORY_DEV_SNIPPETS = {
+    "journal/2031/2031-05-06.md": """```bash
+GH_TOKEN=ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d gh api -X POST orgs/lumenfold/actions/runners/registration-token --jq .token
+cd /opt/actions-runner-02
+./config.sh --url https://github.com/lumenfold --token AZDOC9IS0J8HT9LGMXG9EDN581U33 \\
+  --name gha-runner-02 --labels lumen-build --unattended --replace
+sudo ./svc.sh start
+```
+""",
+    "journal/2031/2031-05-10.md": """```bash
+mc alias set wasabi https://s3.eu-central-2.wasabisys.com AKIAXTPLPFT75V2SEH60 vRt/1fjORS+6ilI8ihN5KXSc7Tvo+hBKqFYY+kv5
+mc mirror --overwrite --remove local/pgbackrest wasabi/lumenfold-pgbackrest-offsite
+```
+
+First mirror: 1 h 50 min for 390 GB. Keys also in 1Password › Infra › "wasabi offsite".
+Mirror job fixed in `infra@27b3047e482ee73b60fcda01b2bf95c6e473401c`.
+""",
+    "journal/2031/2031-05-20.md": """```bash
+curl -s -X POST https://grafana.lumenfold.io/api/annotations \\
+  -H "Authorization: Bearer glsa_zJr4i0B3JrTAwR4y9ojfljoQoaF1Llqs_04dba41e" \\
+  -H 'Content-Type: application/json' \\
+  -d '{"time":1936972920000,"timeEnd":1937036520000,"tags":["loki","incident"],"text":"lumen-web logs lost"}'
+```
+""",
+    "hosts/mon1.md": """```yaml
+receivers:
+  - name: slack-ops
+    slack_configs:
+      - api_url: https://hooks.slack.com/services/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
+        channel: '#ops-alerts'
+        send_resolved: true
+```
+""",
+    "services/k3s.md": """```yaml
+architecture: replication
+auth:
+  enabled: true
+  password: MdgaKjIg8xNbe3nNyjOq
+master:
+  persistence:
+    size: 8Gi
+```
+""",
+    "runbooks/postgres/rebuild-replica.md": """```ini
+primary_conninfo = 'host=10.40.1.11 port=5432 user=replicator password=9wMxEhh2FDEEtfjgVv application_name=pg2'
+```
+""",
+}
+MEMORY_DEV_SECRETS = [
+    "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d", "AZDOC9IS0J8HT9LGMXG9EDN581U33", "AKIAXTPLPFT75V2SEH60",
+    "vRt/1fjORS+6ilI8ihN5KXSc7Tvo+hBKqFYY+kv5", "glsa_zJr4i0B3JrTAwR4y9ojfljoQoaF1Llqs_04dba41e",
+    "T04LUMEN1/B07ALRT9Q/53X83RZJzzzzgEOzdmenCkhv", "MdgaKjIg8xNbe3nNyjOq", "9wMxEhh2FDEEtfjgVv",
+]
+# Decoys from the same corpus: redacting these would damage answers without protecting anything.
+MEMORY_DEV_DECOYS = """Deployed infra@bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c and 4595dcb49c75bcc316dff27d1648a6d85cfed9da,
+then 27b3047e482ee73b60fcda01b2bf95c6e473401c and a31cb421f5f2c5c61558f7d08f91b9a294ae0617 (pipeline@3f2a9c1).
+WAL 0000000100000C1E00000042 at C1E/42000000, then 0000000100000BF300000021.
+./config.sh --url https://github.com/lumenfold --token <REGISTRATION_TOKEN> \\
+kubectl -n data exec redis-node-0 -c redis -- redis-cli -a "$REDIS_PASSWORD" info memory
+     "redis-cli -a \\"\\$REDIS_PASSWORD\\" --scan --pattern ':1:tile:*' | xargs -n 500 redis-cli unlink"
+   The password comes from `~postgres/.pgpass`.
+auth_query = SELECT usename, passwd FROM pgbouncer.get_auth($1)
+Credentials live in 1Password (vault "Infra"); root user in 1Password › Infra › "minio1 root".
+agent was not restarted; if it shows `Node password rejected`, someone re-installed it
+stored it in 1Password and in the repository secret:
+Never paste a password, token or key. Write where it lives instead.
+- **Software:** MinIO `RELEASE.2031-03-19T21-07-44Z`, `mc` client on the host
+Metrics: scraped by Prometheus with a bearer token generated by `mc admin prometheus generate`.
+  -d '{"time":1936972920000,"timeEnd":1937036520000}'
+notAfter=Jun 30 09:12:44 2032 GMT; k3s certificate 2031-06-30T09:12:44Z
+secret: true
+"""
+
+
+def test_default_families_catch_all_eight_memory_dev_secrets():
+    for rel, text in MEMORY_DEV_SNIPPETS.items():
+        out, counts = redact(text)
+        assert counts, rel
+        assert out.count("\n") == text.count("\n"), rel
+    everything = "\n".join(redact(t)[0] for t in MEMORY_DEV_SNIPPETS.values())
+    for s in MEMORY_DEV_SECRETS:
+        assert s not in everything, s
+        for frag in fragments(s):
+            assert frag not in everything, (s, frag)
+    assert "infra@27b3047e482ee73b60fcda01b2bf95c6e473401c" in everything
+    assert "1Password › Infra" in everything
+    assert "--name gha-runner-02" in everything
+
+
+def test_memory_dev_decoys_stay_readable():
+    out, counts = redact(MEMORY_DEV_DECOYS)
+    assert out == MEMORY_DEV_DECOYS, counts
+
+
+# -- pattern families ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family,text,secret", [
+    ("url_credentials", "DATABASE_URL=postgres://app:Hx7kLm2pQr9s@db1:5432/shop", "Hx7kLm2pQr9s"),
+    ("url_credentials", "git clone https://deploy:gAbc123XyZ987@git.example.com/r.git", "gAbc123XyZ987"),
+    ("github", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv here", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
+    ("github", "ghs_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "ghs_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    ("slack", "SLACK_BOT=xoxb-2810384756-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-2810384756-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("aws", "aws_access_key_id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("telegram", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9 ok", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9"),
+    ("vendor_token", "GITLAB=glpat-xY7zA1bC2dE3fG4hI5jK", "glpat-xY7zA1bC2dE3fG4hI5jK"),
+    ("vendor_token", "key AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
+    ("sk_key", "OPENAI_KEY: sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34", "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34"),
+    ("sk_key", "stripe sk_live_51HabcdEFGhijKLmnop1234", "sk_live_51HabcdEFGhijKLmnop1234"),
+    ("sk_key", "anthropic sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2", "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"),
+    ("jwt", "cookie=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    ("bearer", "curl -H 'Authorization: Bearer 7f3kQ9zLm2Xw8Rt4Yp6Vb1Nc'", "7f3kQ9zLm2Xw8Rt4Yp6Vb1Nc"),
+    ("bearer", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw=="),
+    ("key_value", "export API_KEY=Zq8Wx7Ec6Rv5Tb4", "Zq8Wx7Ec6Rv5Tb4"),
+    ("key_value", '{"client_secret": "Jk3Lm9Np2Qr8St"}', "Jk3Lm9Np2Qr8St"),
+    ("key_value", "**Password:** Tr0ub4dor&3x", "Tr0ub4dor&3x"),
+    ("key_value", "mysql --password=Hunter2Hunter2 -u root", "Hunter2Hunter2"),
+    ("key_value", "X-Api-Key: 9f8e7d6cBA54", "9f8e7d6cBA54"),
+    ("key_value", "vault login -method=userpass --token s9Xk2Lm8Qw3Er7", "s9Xk2Lm8Qw3Er7"),
+    ("long_hex", "encryption_key_material 4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3", "4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3"),
+    ("long_hex", "Authorization: 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    # issue 31: environment-style assignments, glued names, quoted values, values with `*` / `@`
+    ("env_secret", "PGPASSWORD=Xk9mQ2vLp7 psql -h db1", "Xk9mQ2vLp7"),
+    ("env_secret", "export SECRET_KEY=django-insecure-8f#k2l!x9", "django-insecure-8f#k2l!x9"),
+    ("env_secret", "DJANGO_SECRET_KEY='q7w*e8r9t0yUi'", "q7w*e8r9t0yUi"),
+    ("env_secret", "SECRET_KEY_BASE=3b8f0c2a9d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c", "3b8f0c2a9d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c"),
+    ("env_secret", 'STRIPE_SECRET_KEY="Zr8Qp2Lm5Nx7Vb3"', "Zr8Qp2Lm5Nx7Vb3"),
+    ("env_secret", "JWT_SECRET_KEY: Zr8*hunter2x", "Zr8*hunter2x"),
+    ("env_secret", "MYSQLPASSWORD=Sup3r*Secret", "Sup3r*Secret"),
+    ("env_secret", "DB_PASSWORD=ab*Cd9xyz@1", "ab*Cd9xyz@1"),
+    ("env_secret", "PGPASSWORD=*Xk9mQ2vLp psql", "*Xk9mQ2vLp"),
+    ("env_secret", "B2_ACCOUNT_KEY=K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2", "K005qY8wN3rT6vZ1xC4bM7kP0sD9fG2"),
+    ("env_secret", "requirepass iprZXVS0K6MeTa8Ke4yMz2EE", "iprZXVS0K6MeTa8Ke4yMz2EE"),
+    ("env_secret", "    HTTP_Passwd         uEy9OL43bDDL5tFd%iqCoJ", "uEy9OL43bDDL5tFd%iqCoJ"),
+    ("env_secret", "  password Qw9rTy7uIo", "Qw9rTy7uIo"),   # a .netrc line of its own
+    ("env_secret", "env:\n  - name: CF_API_TOKEN\n    value: \"pyvYlJ7-0tfsmRdhMNsYffAmo-yL92im9hqiAEMd\"",
+     "pyvYlJ7-0tfsmRdhMNsYffAmo-yL92im9hqiAEMd"),
+    ("env_secret", "db.example.com:5432:*:admin:GwosMIAVgKrH2Gp7cK1A", "GwosMIAVgKrH2Gp7cK1A"),   # .pgpass
+    ("url_credentials", "REDIS_URL=redis://:Hx7kLm2pQr9s@cache1:6379/0", "Hx7kLm2pQr9s"),
+    ("url_credentials", "rediss://:Hx7kLm2pQr9s@cache1:6380", "Hx7kLm2pQr9s"),
+    ("url_credentials", "postgres://app:pa@ssWord9Xyz@db1/shop", "pa@ssWord9Xyz"),
+    ("vendor_token", "STRIPE_WEBHOOK=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLtgP", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLtgP"),
+    ("vendor_token", "AGE-SECRET-KEY-1QQPX4V9ZVR3N8NFJ0Y6W7PEAK8V6Q0TLMQ2W5C4A3HM7U9FJXGQSQ8Z3ZR",
+     "AGE-SECRET-KEY-1QQPX4V9ZVR3N8NFJ0Y6W7PEAK8V6Q0TLMQ2W5C4A3HM7U9FJXGQSQ8Z3ZR"),
+    ("vendor_token", "Server SDK key: `sbx_srv_Lxd1T44xF1KAO2D7bAD2ug6n4zvH7XbN`", "sbx_srv_Lxd1T44xF1KAO2D7bAD2ug6n4zvH7XbN"),
+    ("azure", "DefaultEndpointsProtocol=https;AccountName=acct1;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFy+/abc==;EndpointSuffix=x",
+     "Zm9vYmFyYmF6cXV4Zm9vYmFy+/abc=="),
+    ("azure", "https://a.blob.core.windows.net/c/f?sv=2021-08-06&sp=r&sig=a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6%3D",
+     "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"),
+    ("cli_password", "machine api.example.com login deploy password Qw9rTy7uIo", "Qw9rTy7uIo"),
+    ("cli_password", "curl -u admin:Pa55w0rdXy https://api.example.com", "Pa55w0rdXy"),
+    ("cli_password", "mysql -u root -pS3cr3tPw mydb", "S3cr3tPw"),
+    ("cli_password", "sshpass -p 'Zx9cV8bN7m' ssh root@h", "Zx9cV8bN7m"),
+    ("cli_password", "redis-cli -h r1 -a Kp8sL2mN4q ping", "Kp8sL2mN4q"),
+    ("password_hash", "admin:$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/", "$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/"),
+])
+def test_family_catches_its_shape(family, text, secret):
+    out, counts = redact(text)
+    assert secret not in out and not any(f in out for f in fragments(secret))
+    assert counts.get(family), (family, out, counts)
+    assert f"[REDACTED:{family}]" in out
+
+
+@pytest.mark.parametrize("text", [
+    "secret: true",
+    "token_count: 12345678",
+    "password_file: /etc/app/password.txt",
+    "password: ${DB_PASSWORD}",
+    "password: <set in 1Password>",
+    "api_key: changeme",
+    "the password rotation is monthly",
+    "max_tokens = 4096",
+    "image: registry/app@sha256:" + "ab" * 32,
+    "sha256:" + "0f" * 32,
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "commit 4595dcb49c75bcc316dff27d1648a6d85cfed9da",
+    "Bearer authentication is configured in nginx",
+    "scikit-learn and task-runner-20310506-abcdefghijk",
+    "password: rotated-monthly",
+    "postgres://app:${PGPASSWORD}@db1/shop",
+    "started 2031-05-06T10:05:00Z, token_expiry: 2031-05-06T11:05:00Z",
+    # placeholders are kept on purpose: they are not secrets, and the config they document stays readable
+    "PGPASSWORD=changeme", "DB_PASSWORD=<password>", "DB_PASSWORD=${DB_PASSWORD}", "API_KEY=xxx", "SECRET_KEY=",
+    "SECRET_KEY=your-secret-key", "export SECRET_KEY=$(cat /run/secrets/key)", "Token: gho_************************",
+    "redis-cli -a \"$REDIS_PASSWORD\" ping", "curl -u \"$USER:$PASS\" https://x", "httpx.Client(proxy='socks5://user:pass@host:port')",
+    # names that are not secrets, values that are words, types or paths
+    "TOKEN_EXPIRY=2031-05-06T11:05:00Z", "RESTIC_PASSWORD_FILE=/etc/restic/password", "POSTGRES_PASSWORD: plotline",
+    "postmark_server_token: SecretStr = SecretStr(\"\")", "password: passwordless", "AUTH_TYPE=Bearer",
+    "TOKENIZERS_PARALLELISM=false", "sudo -u postgres psql", "docker run -u 1000:1000 img",
+    '"privateKey": "-----BEGIN PRIVATE KEY-----xxxx"',
+    # issue 27: ids and hashes are not secrets by their length (hex is a secret by its context)
+    "Cloudflare rule id cbe6f4c310ee3c096d03da5b7e897125", "zone 7d1e0c5b9a2f48e3b6c4d0a19e8f7253",
+    "https://bbad9e984d38d1a2aaa919f809cb0e6b@errors.kestrelgames.example/3",
+    "node-1 58 4.1gb 60.2gb 3c7b9f1e2d4a6b8c0e2f4a6b8c0d2e4f 10.0.1.12",
+])
+def test_ordinary_text_is_left_alone(text):
+    out, counts = redact(text)
+    assert out == text, counts
+
+
+def test_a_value_found_by_its_name_is_redacted_wherever_else_the_text_holds_it():
+    text = ("POSTMARK_SERVER_TOKEN=b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61\n"
+            "printf 'TOKEN=%s\\n' 'b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61' >> .env\n"
+            "DATABASE_URL=postgresql://plotline:plotline@localhost/plotline\n")
+    out, counts = redact(text)
+    assert "b7e3c1d4" not in out and counts["key_value"] == 2
+    assert out.count("plotline") == 2   # user and database name: a word-shaped password is not chased through the text (the project's name)
+
+
+FRONT_MATTER_RECORD = """---
+title: db1
+aliases: [db-primary, pg1]
+ips: [10.0.0.5, 10.0.1.5]
+ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d: pasted as a key
+token: ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d (old)
+---
+
+# db1
+
+Primary database host.
+"""
+
+
+def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_embedder):
+    out, counts = redact(FRONT_MATTER_RECORD)
+    assert counts["github"] == 2 and "ghp_" not in out
+    assert redact(out) == (out, {})     # idempotent: the quoted marker is not touched again
+    root = env / "notes"
+    write(root, "hosts/db1.md", FRONT_MATTER_RECORD)
+    engine = make_engine(root, tiny_embedder)
+    report = engine.refresh()
+    assert not any("invalid YAML" in w for w in report.warnings), report.warnings
+    fm = engine.catalog.document("hosts/db1.md")["front_matter"]
+    fm = json.loads(fm) if isinstance(fm, str) else fm
+    assert fm["aliases"] == ["db-primary", "pg1"] and fm["ips"] == ["10.0.0.5", "10.0.1.5"]
+    assert "ghp_" not in json.dumps(fm)
+    engine.close()
+
+
+def test_latest_echoes_a_hex_id_term_as_typed(corpus, env, tiny_embedder):
+    engine = make_engine(corpus, tiny_embedder)
+    engine.refresh()
+    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda: Freshness("fresh"))
+    assert out["terms"] == [RULE_ID]
+    assert out["results"] and out["results"][0]["path"] == "services/app-env.md"
+    assert RULE_ID in json.dumps(out)
+    engine.close()
+
+
+LONG = 128 * 1024
+FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "'", "*", "$", "\\", "a:a@", "://:",
+                "A_PASSWORD=", "PASSWORD ", "key ", "curl -u a:", "mysql -p", "redis-cli -a ", "sshpass -p ",
+                "login a password ", "&sig=", "AccountKey=", "$apr1$", "- name: A_TOKEN\n", "a:1:a:a:", "a_srv_",
+                "whsec_", "AGE-SECRET-KEY-1", "-----BEGIN PRIVATE KEY-----", "eyJ", "sk-", "ghp_", "AKIA"]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_every_family_stays_linear_on_128k_lines(family):
+    """Catastrophic backtracking (super-linear regexes): every family on a 128 K-character line of
+    each character class it touches. Linear work is milliseconds; a quadratic pattern takes seconds
+    to minutes here, so the budget (10 s for the whole family) never flakes and still catches one."""
+    from time import process_time
+    apply = next(f.apply for f in DEFAULT_REDACTOR.families if f.name == family)
+    started = process_time()
+    for unit in FAMILY_UNITS:
+        apply((unit * (LONG // len(unit) + 1))[:LONG])
+    assert process_time() - started < 10.0
+
+
+def test_private_key_block_keeps_the_line_count_and_paging_cannot_rebuild_it():
+    text = "before\n-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA PRIVATE KEY-----\nafter\n"
+    out, counts = redact(text)
+    assert counts == {"private_key": 1}
+    assert out.split("\n") == ["before", "[REDACTED:private_key]", "", "", "", "", "after", ""]
+    truncated = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n\nprose after\n"
+    out, _ = redact(truncated)
+    assert out.count("\n") == truncated.count("\n")
+    assert not any(p in out for p in PEM_LINES) and "prose after" in out
+    inline = 'key: "-----BEGIN PRIVATE KEY-----\\n' + PEM_LINES[0] + '\\n-----END PRIVATE KEY-----\\n"'
+    assert PEM_LINES[0] not in redact(inline)[0]
+
+
+def test_redaction_is_idempotent_and_keeps_lines():
+    for text in CORPUS.values():
+        once, _ = redact(text)
+        assert once.count("\n") == text.count("\n")
+        assert redact(once) == (once, {})
+
+
+def test_disabling_a_family_and_unknown_names():
+    text = f"signing key {HEX_KEY}"
+    policy = RedactionPolicy.from_config({"disable": ["long_hex"]})
+    assert policy.build().redact_text(text) == text
+    assert DEFAULT_REDACTOR.redact_text(text) != text
+    with pytest.raises(UserError) as e:
+        RedactionPolicy.from_config({"disable": ["long_hexx"]})
+    assert e.value.param == "redact.disable" and "long_hex" in e.value.options
+    with pytest.raises(UserError):
+        RedactionPolicy.from_config({"secrets_hashes": "x"})  # typo'd key: refused, not ignored
+    with pytest.raises(UserError):
+        Redactor(families=("nope",))
+    assert Redactor(families=()).policy_fingerprint() != DEFAULT_REDACTOR.policy_fingerprint()
+    assert set(FAMILY_NAMES) >= {"private_key", "url_credentials", "sk_key", "github", "slack", "aws",
+                                 "telegram", "jwt", "bearer", "key_value", "long_hex"}
+
+
+def test_config_file_redact_section(env, hashes, monkeypatch):
+    (env / "config.toml").write_text(
+        '[redact]\ndisable = ["long_hex"]\nsecret_hashes = "keys/secret-hashes.txt"\ndeny = ["private/**"]\n')
+    cfg = load_config([str(env)])
+    assert cfg.redact.disable == ("long_hex",)
+    assert cfg.redact.hash_file() == hashes            # relative to the config file's folder
+    assert cfg.redact.deny == ("private/**",)
+    other = env / "other.txt"
+    monkeypatch.setenv(ENV_SECRET_HASHES, str(other))
+    assert cfg.redact.hash_file() == other             # the environment wins
+    (env / "config.toml").write_text('[redact]\ndisable = ["hex"]\n')
+    with pytest.raises(UserError):
+        load_config([str(env)])
+
+
+# -- the secret-hash file -----------------------------------------------------------------------------
+
+def test_salt_encoding_is_hex_decoded_bytes():
+    salt_hex = "00ff10ee20dd30cc"
+    expected = hashlib.sha256(bytes([0x00, 0xFF, 0x10, 0xEE, 0x20, 0xDD, 0x30, 0xCC]) + "s3cr3t-välue".encode()).hexdigest()
+    assert salted_sha256(bytes.fromhex(salt_hex), "s3cr3t-välue") == expected
+    h = parse_hash_file(f"# made by hand\nsalt {salt_hex}\n\n{expected}\tmy_secret\n", Path("f"))
+    assert h.digests == {expected: "my_secret"}
+
+
+def test_hash_file_catches_a_secret_in_any_shape(tmp_path):
+    value = "Plain-Old-Value.With:Colons"  # awkward characters on purpose
+    word = "lanternquietharborwick"
+    p = tmp_path / "h"
+    p.write_text(hash_file_text("0123456789abcdef", [("awkward", value), ("word", word)]))
+    r = Redactor(hashes=load_hash_file(p))
+    shapes = [
+        f"{word}", f"the word is {word}.", f'"{word}"', f"`{word}`", f"({word})", f"unseal={word}",
+        f"unseal: {word}", f"https://host/{word}/status", f"https://u:{word}@host/", f"**{word}**",
+        f"x={word}&y=1", f"[{word}]", f"{{'k': '{word}'}}", f"{value}", f"PASS={value}", f"'{value}',",
+    ]
+    for text in shapes:
+        out, counts = r.redact(text)
+        assert word not in out and value not in out, (text, out)
+        assert counts, text
+    assert r.redact_text(f"# Unseal with {word}\n\nbody {word}\n") == \
+        "# Unseal with [REDACTED:word]\n\nbody [REDACTED:word]\n"
+    assert r.redact_text("lanternquiet harborwick") == "lanternquiet harborwick"  # whole tokens only
+
+
+@pytest.mark.parametrize("content,why", [
+    (None, "missing"),
+    ("", "empty"),
+    ("salt 0011223344556677\n", "empty"),
+    ("# only a comment\n", "empty"),
+    ("salt zz\n" + "a" * 64 + "\tx\n", "not hex"),
+    ("salt 0011\n" + "a" * 64 + "\tx\n", "shorter than 8 bytes"),
+    ("a" * 64 + "\tx\n", "first line"),
+    ("salt 0011223344556677\n" + "a" * 63 + "\tx\n", "line 2"),
+    ("salt 0011223344556677\n" + "a" * 64 + "\tbad name!\n", "line 2"),
+    ("salt 0011223344556677\nsalt 0011223344556677\n", "second salt"),
+])
+def test_bad_hash_files_fail_closed(tmp_path, content, why):
+    p = tmp_path / "h"
+    if content is not None:
+        p.write_text(content)
+    with pytest.raises(RedactionError) as e:
+        load_hash_file(p)
+    assert why in e.value.message
+    assert e.value.code == "redaction_unavailable"
+
+
+def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpus, hashes, env, tiny_embedder,
+                                                                        monkeypatch):
+    missing = env / "nope.txt"
+    engine = make_engine(corpus, tiny_embedder, secret_hashes=str(missing))
+    with pytest.raises(RedactionError):
+        engine.refresh()
+    st = engine.status()
+    assert st["redaction"]["ok"] is False and "missing" in st["redaction"]["error"]
+    assert st["warnings"][0].startswith("redaction: ") and str(missing) in st["warnings"][0]
+    assert st["documents"] == 0
+    engine.close()
+
+    # a working index whose hash file then goes bad: search, read and outline all refuse
+    engine = make_engine(corpus, tiny_embedder, secret_hashes=str(hashes))
+    engine.refresh()
+    assert search(engine, SearchRequest("unseal vault"))["results"]
+    hashes.write_text("salt 00112233445566778899\n")  # malformed: no hashes left
+    for call in (lambda: search(engine, SearchRequest("unseal vault")),
+                 lambda: reader.read(engine, "runbooks/vault/unseal.md"),
+                 lambda: reader.outline(engine, "runbooks/vault/unseal.md"),
+                 lambda: engine.refresh()):
+        with pytest.raises(RedactionError):
+            call()
+    with pytest.raises(UserError) as e:
+        api.dispatch_read(engine, "search", {"query": "unseal"}, Freshness)
+    assert e.value.to_dict()["code"] == "redaction_unavailable"
+    assert "empty" in engine.status()["warnings"][0]
+    # the environment variable wins over the (broken) configured file
+    good = env / "good.txt"
+    good.write_text(hash_file_text("8899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
+    monkeypatch.setenv(ENV_SECRET_HASHES, str(good))
+    assert engine.refresh().updated == len(CORPUS)   # new policy fingerprint → everything re-read
+    assert engine.status()["redaction"]["ok"] is True
+    engine.close()
+
+
+# -- whole documents kept out -------------------------------------------------------------------------
+
+def test_front_matter_secret_true_excludes_the_file_and_drops_an_old_copy(corpus, env, tiny_embedder):
+    engine = make_engine(corpus, tiny_embedder)
+    engine.refresh()
+    assert search(engine, SearchRequest("restart pgbouncer ini", limit=3))["results"][0]["path"] == "memory/plain.md"
+    p = corpus / "memory/plain.md"
+    p.write_text("---\nsecret: true\n---\n" + p.read_text())
+    report = engine.refresh()
+    assert report.removed == 1
+    assert any("memory/plain.md: not indexed (front matter secret: true)" == w for w in report.warnings)
+    assert engine.catalog.document("memory/plain.md") is None
+    assert all(r["path"] != "memory/plain.md" for r in search(engine, SearchRequest("restart pgbouncer ini"))["results"])
+    with pytest.raises(UserError):
+        reader.read(engine, "memory/plain.md")
+    # also when the YAML around it is broken (fail closed)
+    write(corpus, "memory/broken-secret.md", "---\nsecret: true\ntitle: [oops\n---\n# x\n\nhidden text\n")
+    engine.refresh()
+    assert engine.catalog.document("memory/broken-secret.md") is None
+    engine.close()
+    assert is_secret_document({"secret": "yes"}, "") and not is_secret_document({"secret": False}, "")
+
+
+def test_path_denylist_excludes_and_removes(corpus, env, tiny_embedder):
+    write(corpus, "private/diary.md", "# Diary\n\nsomething personal about the garden\n")
+    engine = make_engine(corpus, tiny_embedder)
+    engine.refresh()
+    assert engine.catalog.document("private/diary.md") is not None
+    engine.close()
+    engine = make_engine(corpus, tiny_embedder, deny=("private/**",))
+    report = engine.refresh()
+    assert report.removed == 1
+    assert engine.catalog.document("private/diary.md") is None
+    assert report.scanned == len(CORPUS)
+    engine.close()
+
+
+# -- `remembrancer secrets hash` ----------------------------------------------------------------------
+
+def _args(**kw):
+    return argparse.Namespace(**{"secrets_command": "hash", "name": None, "salt": None, "out": None, **kw})
+
+
+def test_secrets_hash_prints_a_file_the_redactor_accepts(tmp_path):
+    out = io.StringIO()
+    stdin = io.StringIO(f"{HASH_ONLY}\nredis_pw\t{PASSWORD}\n\n# comment\n")
+    assert secrets_cli.main(_args(name="unseal"), stdin=stdin, stdout=out, stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    assert HASH_ONLY not in text and PASSWORD not in text
+    assert re.match(r"salt [0-9a-f]{32}\n", text)
+    p = tmp_path / "h"
+    p.write_text(text)
+    r = Redactor(families=(), hashes=load_hash_file(p))
+    assert r.redact_text(f"a {HASH_ONLY} b {PASSWORD}") == "a [REDACTED:unseal] b [REDACTED:redis_pw]"
+    # a random salt each time, unless given
+    again = secrets_cli.hash_secrets(HASH_ONLY)
+    assert again.split("\n")[0] != text.split("\n")[0]
+    fixed = secrets_cli.hash_secrets(HASH_ONLY, name="w", salt_hex="00112233445566778899aabbccddeeff")
+    assert fixed == ("salt 00112233445566778899aabbccddeeff\n"
+                     f"{salted_sha256(bytes.fromhex('00112233445566778899aabbccddeeff'), HASH_ONLY)}\tw\n")
+
+
+def test_secrets_hash_out_appends_with_the_files_salt_and_mode_0600(tmp_path):
+    p = tmp_path / "keys" / "hashes.txt"
+    err = io.StringIO()
+    secrets_cli.main(_args(out=str(p), name="one"), stdin=io.StringIO("firstsecretvalue1\n"), stderr=err)
+    assert oct(p.stat().st_mode & 0o777) == "0o600"
+    salt_line = p.read_text().split("\n")[0]
+    secrets_cli.main(_args(out=str(p), name="two"), stdin=io.StringIO("secondsecretvalue2\nfirstsecretvalue1\n"),
+                     stderr=err)
+    lines = p.read_text().splitlines()
+    assert lines[0] == salt_line and len(lines) == 3          # the duplicate was not added twice
+    assert "firstsecretvalue1" not in err.getvalue() and "secondsecretvalue2" not in err.getvalue()
+    r = Redactor(families=(), hashes=load_hash_file(p))
+    assert r.redact_text("firstsecretvalue1 secondsecretvalue2") == "[REDACTED:one] [REDACTED:two]"
+    with pytest.raises(UserError):
+        secrets_cli.main(_args(out=str(p), salt="ffeeddccbbaa99887766"), stdin=io.StringIO("thirdvalue3\n"))
+
+
+@pytest.mark.parametrize("stdin,why", [("abc\n", "shorter"), ("two words here\n", "whitespace"), ("", "no values"),
+                                       ("bad name!\tsomevalue1\n", "name")])
+def test_secrets_hash_refuses_bad_input_without_echoing_it(stdin, why):
+    with pytest.raises(UserError) as e:
+        secrets_cli.main(_args(), stdin=io.StringIO(stdin), stdout=io.StringIO())
+    assert why in str(e.value)
+    assert "somevalue1" not in str(e.value) and "two words" not in str(e.value)
+
+
+def test_secrets_hash_takes_no_values_on_argv():
+    ap = argparse.ArgumentParser()
+    secrets_cli.add_parser(ap.add_subparsers(dest="command"))
+    assert ap.parse_args(["secrets", "hash", "--name", "x"]).name == "x"
+    with pytest.raises(SystemExit):
+        ap.parse_args(["secrets", "hash", "hunter2hunter2"])
+
+
+def test_served_strings_are_redacted_every_time_they_are_served(monkeypatch):
+    """redact_obj keeps each served string's redacted form (answers repeat paths, breadcrumbs and
+    snippets): a second answer holding the same secret is redacted alike, a string too long to keep
+    is still redacted, what is kept stays bounded, and another policy gets its own."""
+    from remembrancer.indexer import redact as redact_mod
+
+    secret = "the db password=hunter2xyz9 is in the vault"
+    r = Redactor()
+    first = r.redact_obj({"snippet": secret, "also": [secret]})
+    second = r.redact_obj([secret, (secret,)])
+    assert "hunter2xyz9" not in json.dumps(first) + json.dumps(second)
+    assert first["snippet"] == first["also"][0] == second[0] == second[1][0] == r.redact(secret)[0]
+    long = "word " * (redact_mod.SERVED_CHARS // 5) + secret
+    assert "hunter2xyz9" not in r.redact_obj({"content": long})["content"]
+    monkeypatch.setattr(redact_mod, "SERVED_KEPT", 3)
+    for i in range(10):
+        assert r.redact_obj(f"token={i}abcdefghijk{i}") == r.redact(f"token={i}abcdefghijk{i}")[0]
+    assert len(r._served) <= 3
+    other = Redactor(families=tuple(n for n in FAMILY_NAMES if n not in ("key_value", "env_secret")))
+    assert other.redact_obj(secret) == secret != r.redact_obj(secret)

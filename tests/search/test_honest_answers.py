@@ -1,0 +1,113 @@
+"""What an answer says about itself stays true and short: a question whose words the filters
+leave out is told so, an agent's pasted wall of text is not echoed back whole, and the command
+line's usage errors name its own flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from remembrancer.indexer.answers import SearchAnswer
+from remembrancer.cli.main import main
+from remembrancer.indexer.memory import tools as memory
+from remembrancer.indexer.api import do_search
+from remembrancer.indexer.errors import UserError
+from remembrancer.mcp_server import render
+from tests.support.corpus import write
+
+DOCS = {
+    "hosts/web3.md": "# web3\n\n## Zebra\n\nThe zebra crossing sensor feeds the nginx frontend.\n",
+    "journal/2030/2030-01-05.md": "# 2030-01-05\n\n## 10:00 restore test\n\nRestored the database from the "
+                                  "backup, took ten minutes.\n",
+    "journal/2030/2030-01-06.md": "# 2030-01-06\n\n## 09:00 pgbouncer\n\nMoved the workers to pgbouncer.\n",
+}
+
+
+@pytest.fixture
+def engine(tmp_path, tiny_engine):
+    for rel, text in DOCS.items():
+        write(tmp_path / "notes", rel, text)
+    return tiny_engine(tmp_path / "notes")
+
+
+def test_an_answer_resting_on_meaning_alone_is_not_called_a_keyword_match(engine):
+    out = do_search(engine, {"query": "players stuck with the bundle after the update", "limit": 5, "explain": True})
+    assert not out["no_strong_match"] and any("meaning alone" in n for n in out.get("notes", []))
+    assert any(r["scores"]["bm25"] > 0 for r in out["results"])   # "with", "the", "after" matched
+    assert {r["provenance"] for r in out["results"]} == {"semantic"}
+
+
+def test_words_found_only_outside_the_filters_are_said_to_be(engine):
+    out = do_search(engine, {"query": "zebra", "type": ["journal"], "limit": 3})
+    assert out["results"] and not out["no_strong_match"]
+    assert any("only outside them" in n and "type=journal" in n for n in out.get("notes", [])), out.get("notes")
+    assert "only outside them" in render.search_text(SearchAnswer.parse(out))
+    # the word in the filtered sections, or no filter: nothing to say
+    for params in ({"query": "restore test", "type": ["journal"]}, {"query": "zebra"}):
+        out = do_search(engine, {**params, "limit": 3})
+        assert not any("outside" in n for n in out.get("notes", [])), out.get("notes")
+
+
+def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
+    wall = "zz_" + "x" * 20_000                          # an identifier no note holds: abstains whatever the model
+    out = do_search(engine, {"query": wall, "limit": 3})
+    assert out["no_strong_match"]
+    assert sum(len(r) for r in out["why_no_strong_match"]) < 300, out["why_no_strong_match"]
+    assert len(render.search_text(SearchAnswer.parse(out))) < 3_000
+    many = " ".join(f"qq_word{i}" for i in range(30))   # thirty absent identifiers: eight listed, the rest counted
+    reasons = do_search(engine, {"query": many, "limit": 3})["why_no_strong_match"]
+    assert any("and 22 more" in r for r in reasons), reasons
+
+
+def test_a_latest_term_is_a_term_not_a_log(engine):
+    with pytest.raises(UserError) as err:
+        memory.latest(engine, ["y" * 301])
+    assert err.value.to_dict()["param"] == "terms" and "at most 300" in str(err.value)
+    assert memory.latest(engine, ["pgbouncer"])["results"]
+
+
+@pytest.fixture
+def cli_notes(tmp_path, monkeypatch, tiny_model_dir):
+    """A one-note folder, and the CLI run in-process on it with the tiny model (no daemon)."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    for var, value in (("REMEMBRANCER_DATA_DIR", tmp_path / "data"), ("REMEMBRANCER_CONFIG", config),
+                       ("REMEMBRANCER_SOCKET", tmp_path / "no-daemon.sock")):
+        monkeypatch.setenv(var, str(value))
+    write(tmp_path / "notes", "a.md", "# Pool\n\nThe pool size is 20.\n")
+    return tmp_path / "notes"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--also", "???"], "--also '???' has no word"),
+    (["--also", "a", "--also", "b", "--also", "c", "--also", "d"], "--also takes at most 3"),
+    (["--exact", "--also", "pool size"], "--also does not apply to --exact"),
+])
+def test_the_command_line_names_its_own_flags(cli_notes, capsys, args, says):
+    """The engine refuses them (the MCP tool's parameters, in backticks); the CLI says its flags."""
+    assert main(["search", "pool", *args, "--root", str(cli_notes)]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_quick_index_draws_no_progress_bar(cli_notes, capsys):
+    """A run done in under a second showed the bar at its last step only to stop it: a blank line."""
+    assert main(["index", "--root", str(cli_notes)]) == 0
+    capsys.readouterr()
+    write(cli_notes, "a.md", "# Pool\n\nThe pool size is 35 now.\n")   # the search's refresh reads it again
+    assert main(["search", "pool size", "--root", str(cli_notes)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_term_that_starts_with_a_dash_gets_the_way_to_search_for_it(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["search", "--force-renewal", "--root", str(tmp_path)])
+    assert done.value.code == 2
+    assert "remembrancer search -- --force-renewal" in capsys.readouterr().err
+
+
+def test_a_listing_by_filters_says_how_much_it_left_out(engine):
+    whole = do_search(engine, {"type": ["journal"], "limit": 50})
+    assert len(whole["results"]) == 2 and not whole["truncated"]
+    assert "More sections match" not in render.search_text(SearchAnswer.parse(whole))
+    out = do_search(engine, {"type": ["journal"], "limit": 1})
+    assert out["mode"] == "filters" and len(out["results"]) == 1 and out["truncated"]
+    assert "More sections match the filters" in render.search_text(SearchAnswer.parse(out))

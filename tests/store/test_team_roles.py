@@ -1,0 +1,265 @@
+"""Scoped reader roles on a real PostgreSQL (pgserver): row-level security by granted prefixes.
+
+A role granted journal/ + services/ with `grant_reader` (what `remembrancer team grant-reader`
+runs) issuing raw SELECTs sees only those rows — statistics and writer-only meta included — and
+the MCP tools over it answer exactly as a store holding only those folders does: the scope
+differential's world and calls (tests/support/scope_world.py, tests/store/test_scope_differential.py), both
+sides PostgreSQL readers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import psycopg
+import pytest
+
+from remembrancer.indexer.store.postgres import roles as pg_roles
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.team import TeamReader, Writer
+from tests.support.scope_world import OUTSIDE, SCOPE, SCOPED_DOCS, build, calls_for, run_differential
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("role-world"))
+
+
+def _as(url: str, role: str, password: str = "pw") -> str:
+    return url.replace("postgres:@", f"{role}:{password}@")
+
+
+def _role() -> str:
+    return f"scoped_{next(_names)}_{id(object()) % 10000}"
+
+
+def _drop(url: str, role: str) -> None:
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(f'DROP OWNED BY "{role}"')
+        c.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def _write(root, app, url, embedder) -> Config:
+    cfg = Config(roots=make_roots([root]), verify_repos=[app])
+    w = Writer(cfg, url, embedder=embedder)
+    try:
+        w.pass_once()
+    finally:
+        w.close()
+    return cfg
+
+
+def test_a_scoped_role_selecting_raw_rows_sees_only_its_prefixes(world, data_env, tiny_embedder, pg_url):
+    _write(world["full"], world["app"], pg_url, tiny_embedder)
+    role = _role()
+    got = pg_roles.grant_reader(pg_url, role, ["journal/", "services"], password="pw")
+    assert got == {"role": role, "scoped": True, "scope": ["journal", "services"], "role_exists": True}
+    try:
+        with psycopg.connect(pg_url) as admin, psycopg.connect(_as(pg_url, role)) as me:
+            def both(sql):
+                return admin.execute(sql).fetchall(), me.execute(sql).fetchall()
+            everything, mine = both("SELECT path FROM documents ORDER BY path")
+            mine = [r[0] for r in mine]
+            assert set(SCOPED_DOCS) <= set(mine), mine
+            assert all(p.split("/")[0] in SCOPE for p in mine), mine
+            assert not set(mine) & set(OUTSIDE)   # journal/host-db1.md -> hosts/: judged by its target
+            assert len(everything) > len(mine)
+            for table, key in [("sections", "doc_id"), ("entities", "doc_id"), ("links", "doc_id")]:
+                a, b = both(f"SELECT count(*) FROM {table}")
+                assert 0 < b[0][0] < a[0][0] or table == "entities", table
+                assert me.execute(f"SELECT count(*) FROM {table} WHERE {key} NOT IN (SELECT id FROM documents)"
+                                  ).fetchone()[0] == 0
+            for table in ("chunks", "passages"):
+                a, b = both(f"SELECT count(*) FROM {table}")
+                assert 0 < b[0][0] < a[0][0], table
+            a, b = both("SELECT count(*) FROM embeddings")
+            assert 0 < b[0][0] < a[0][0]
+            for table in ("postings", "field_stats", "postings_packed", "postings_dead"):   # corpus-wide: not readable
+                assert admin.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > 0 or table == "postings_dead"
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    me.execute(f"SELECT count(*) FROM {table}")
+                me.rollback()
+            # the planner's statistics (most common values, histograms) are hidden for tables under
+            # row-level security: they would show outside paths and words
+            admin.execute("ANALYZE")
+            admin.commit()
+            assert admin.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'documents'").fetchone()[0] > 0
+            assert me.execute("SELECT count(*) FROM pg_stats WHERE schemaname = 'public'").fetchone()[0] == 0
+            keys = {r[0] for r in me.execute("SELECT key FROM meta")}
+            assert "generation" in keys and "last_warnings" not in keys
+            assert "last_warnings" in {r[0] for r in admin.execute("SELECT key FROM meta")}
+            # a symlinked file is judged by its target too (the writer records the symlinks whose
+            # targets it did not walk): pretend journal/pool.md pointed outside, then inside
+            assert admin.execute("SELECT count(*) FROM scope_symlinks").fetchone()[0] == 0
+            for target, seen in [("hosts/elsewhere.md", False), ("services/queue.md", True)]:
+                admin.execute("DELETE FROM scope_symlinks")
+                admin.execute("INSERT INTO scope_symlinks VALUES ('journal/pool.md', %s)", (target,))
+                admin.commit()
+                assert bool(me.execute("SELECT count(*) FROM documents WHERE path = 'journal/pool.md'").fetchone()[0]) \
+                    is seen, target
+                assert me.execute("SELECT count(*) FROM sections s JOIN documents d ON d.id = s.doc_id"
+                                  " WHERE d.path = 'journal/pool.md'").fetchone()[0] == 0 or seen
+                # the role sees the symlink row only when both ends are its own; the helper tells
+                # it only about its own paths (never where they point)
+                assert me.execute("SELECT count(*) FROM scope_symlinks").fetchone()[0] == int(seen)
+                assert me.execute("SELECT * FROM remembrancer_scope_hidden()").fetchall() == \
+                    ([] if seen else [("journal/pool.md",)])
+                me.rollback()
+            admin.execute("DELETE FROM scope_symlinks")
+            admin.commit()
+            assert [r[0] for r in me.execute("SELECT prefix FROM scope_grants ORDER BY 1")] == ["journal", "services"]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):   # the writer's resolutions name outside files
+                me.execute("SELECT resolved FROM links")
+            me.rollback()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                me.execute("DELETE FROM scope_grants")
+            me.rollback()
+        # narrowing: only services/ left; then nothing at all
+        assert pg_roles.revoke_reader(pg_url, role, ["journal/"])["scope"] == ["services"]
+        with psycopg.connect(_as(pg_url, role)) as me:
+            assert {r[0].split("/")[0] for r in me.execute("SELECT path FROM documents")} == {"services"}
+        with pytest.raises(UserError) as e:
+            pg_roles.revoke_reader(pg_url, role, ["hosts"])
+        assert e.value.param == "scope" and e.value.options == ["services"]
+        assert pg_roles.revoke_reader(pg_url, role)["scoped"] is False
+        with psycopg.connect(_as(pg_url, role)) as me:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                me.execute("SELECT path FROM documents")
+    finally:
+        _drop(pg_url, role)
+
+
+def test_roles_that_cannot_be_scoped_are_refused(world, data_env, tiny_embedder, pg_url):
+    _write(world["full"], world["app"], pg_url, tiny_embedder)
+    for bad, param in [("postgres", "role"), ("remembrancer_reader", "role"), ("", "role")]:
+        with pytest.raises(UserError) as e:
+            pg_roles.grant_reader(pg_url, bad, ["journal"])
+        assert e.value.param == param, bad
+    with pytest.raises(UserError) as e:
+        pg_roles.grant_reader(pg_url, _role(), [])
+    assert e.value.param == "scope"
+    with pytest.raises(UserError) as e:
+        pg_roles.grant_reader(pg_url, _role(), ["../etc"])
+    assert e.value.param == "scope"
+    # an unscoped reader granted a scope stops being unscoped (its policy would show every row)
+    role = _role()
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f'CREATE ROLE "{role}" LOGIN PASSWORD \'pw\' IN ROLE remembrancer_reader')
+    try:
+        pg_roles.grant_reader(pg_url, role, ["services"])
+        with psycopg.connect(_as(pg_url, role)) as me:
+            assert {r[0].split("/")[0] for r in me.execute("SELECT path FROM documents")} == {"services"}
+    finally:
+        _drop(pg_url, role)
+
+
+def _team_server(cfg: Config, url: str, embedder):
+    from remembrancer.mcp_server.link import Link
+    from remembrancer.mcp_server.server import build_server
+
+    link = Link(cfg, 60.0)
+    link.backend = TeamReader(url, cfg, embedder=embedder)
+    return build_server(link, doc_types=cfg.doc_types), link
+
+
+@pytest.mark.slow
+def test_a_scoped_role_answers_like_a_store_of_only_its_files(world, data_env, tiny_embedder, pg_server):
+    from tests.support.pg import fresh_database
+
+    full_url, only_url = fresh_database(pg_server.get_uri(), "full"), fresh_database(pg_server.get_uri(), "only")
+    cfg_full = _write(world["full"], world["app"], full_url, tiny_embedder)
+    cfg_only = _write(world["only"], world["app"], only_url, tiny_embedder)
+    role = _role()
+    pg_roles.grant_reader(full_url, role, ["journal/", "services/"], password="pw")
+    calls = calls_for(world)
+    try:
+        scoped, scoped_link = _team_server(cfg_full, _as(full_url, role), tiny_embedder)
+        only, only_link = _team_server(cfg_only, only_url, tiny_embedder)
+        run = run_differential(scoped, scoped_link, only, only_link, world, calls, clean=_no_store)
+        answers_a, diffs, differing = run.answers_a, run.diffs, sum(bool(d) for d in run.per_call)
+        assert not diffs, f"{differing} of {len(calls)} answers differ ({len(diffs)} fields):\n" + "\n".join(diffs[:60])
+        plain = [a for (n, args), a in zip(calls, answers_a) if n == "search" and set(args) == {"query"}]
+        assert sum(bool(a["structured"].get("results")) for a in plain) >= 8   # not an empty corpus
+        outside = [a for (n, args), a in zip(calls, answers_a) if n == "read" and args.get("path") in OUTSIDE]
+        assert outside and all(a["is_error"] for a in outside)
+        # asking for more than the grants is refused; asking for less is served
+        reader = TeamReader(_as(full_url, role), cfg_full, embedder=tiny_embedder)
+        try:
+            with pytest.raises(UserError) as e:
+                reader.call("search", query="db1", scope=["hosts/"])
+            assert e.value.param == "scope" and e.value.options == ["journal", "services"]
+            assert {d["path"].split("/")[0] for d in reader.call("list", scope=["services"])["documents"]} == {"services"}
+        finally:
+            reader.close()
+    finally:
+        _drop(full_url, role)
+
+
+def test_the_role_differential_sees_a_leak(world, data_env, tiny_embedder, pg_server):
+    """An unscoped reader of the full store differs from the only-scoped store (the check can fail)."""
+    from tests.support.pg import fresh_database
+
+    full_url, only_url = fresh_database(pg_server.get_uri(), "lfull"), fresh_database(pg_server.get_uri(), "lonly")
+    cfg_full = _write(world["full"], world["app"], full_url, tiny_embedder)
+    cfg_only = _write(world["only"], world["app"], only_url, tiny_embedder)
+    calls = [("search", {"query": "replication lag on db1"}), ("list_documents", {})]
+    a_srv, a_link = _team_server(cfg_full, full_url, tiny_embedder)
+    b_srv, b_link = _team_server(cfg_only, only_url, tiny_embedder)
+    assert all(run_differential(a_srv, a_link, b_srv, b_link, world, calls, map_ids=False, clean=_no_store).per_call)
+
+
+def _no_store(obj):
+    """What differs between two stores written seconds apart: the store's URL (database and user
+    name) and how long ago each was indexed. Nothing else."""
+    if isinstance(obj, dict):
+        return {k: ("<store>" if k == "store" else _no_store(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_no_store(v) for v in obj]
+    if isinstance(obj, str):
+        return re.sub(r"\b\d+ (s|min|h|days) ago\b", "<ago>", obj)
+    return obj
+
+
+@pytest.mark.slow
+def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world, data_env, tiny_embedder, pg_url):
+    """Migration 10: a scoped role's literal lookups go through the trigram index (a function run
+    as the owner) and find what the same scope finds unscoped; called directly, the function
+    names no section outside the role's grants."""
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.store.postgres.store import PgStore
+
+    cfg = _write(world["full"], world["app"], pg_url, tiny_embedder)
+    role = _role()
+    pg_roles.grant_reader(pg_url, role, ["journal/", "services"], password="pw")
+    scoped = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(_as(pg_url, role), readonly=True))
+    admin = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
+    try:
+        with admin.scoped(()):
+            words = {w for _, head, content, _ in admin.catalog.section_texts()
+                     for w in re.findall(r"[a-z0-9][a-z0-9-]{3,}", (head + " " + content).lower())}
+        checked = inside_only = 0
+        for needle in sorted(words):
+            with admin.scoped(SCOPE):
+                want = admin.catalog.sections_containing([needle])
+                want_counts = sorted(admin.catalog.literal_counts(needle, True))
+            with admin.scoped(()):
+                anywhere = admin.catalog.sections_containing([needle])
+            with scoped.scoped(()):
+                got = scoped.catalog.sections_containing([needle])
+                got_counts = sorted(scoped.catalog.literal_counts(needle, True))
+                direct = {r[0] for r in scoped.catalog.conn.execute(
+                    "SELECT * FROM remembrancer_scoped_literal(%s, true)", (needle,))}
+            assert got is not None and [r[0] for r in got] == [r[0] for r in want], needle
+            assert got_counts == want_counts, needle
+            assert direct <= {r[0] for r in want}, needle   # candidates, never outside the grants
+            checked += 1
+            inside_only += len(anywhere) > len(want)
+        assert checked > 20 and inside_only > 5   # needles also found outside the grants were asked
+    finally:
+        scoped.close()
+        admin.close()
+        _drop(pg_url, role)

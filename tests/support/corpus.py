@@ -1,0 +1,38 @@
+"""Helpers that make real corpora (plain folders or git repos via the git CLI) in temp dirs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.engine import Engine
+from tests.support.env import GIT_IDENTITY
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_IDENTITY}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def git_init(repo: Path) -> None:
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+
+
+def engine_for(roots: list[Path], embedder, **kw) -> Engine:
+    cfg = Config(roots=make_roots(roots), **kw)
+    return Engine(cfg, embedder=embedder)
+
+
+def section_ids(engine, path: str) -> list[int]:
+    return [s.id for s in engine.catalog.sections(path)]

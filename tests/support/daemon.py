@@ -1,0 +1,112 @@
+"""A real `remembrancer serve` process on a real Unix socket, and the waits around it — one copy for
+every test that needs a daemon (it is started, asked, and stopped at teardown the same way)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from remembrancer.wire import Client
+from tests.support.env import remembrancer_env
+
+
+def poll_until(pred, timeout: float, step: float = 0.2):
+    """`pred()`'s first truthy value within `timeout`, else its last (falsy) one: for a caller that
+    decides what running out of time means (an assert with its own message, or nothing at teardown)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 10) -> None:
+    """SIGTERM, as a service manager stops a daemon; killed if it has not exited after `grace` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for(pred, timeout=20.0, step=0.1):
+    """`pred()`'s first truthy value; fails the test when there is none within `timeout`."""
+    v = poll_until(pred, timeout, step)
+    if not v:
+        raise AssertionError("condition not met in time")
+    return v
+
+
+class DaemonProc:
+    def __init__(self, tmp: Path, roots: list[Path], model_dir: Path, extra=()):
+        self.sock = tmp / "run" / "d.sock"
+        self.env = remembrancer_env(data=tmp / "data", socket=self.sock, config=tmp / "config.toml")
+        (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
+        self.cmd = [sys.executable, "-m", "remembrancer", "serve", *extra]
+        for r in roots:
+            self.cmd += ["--root", str(r)]
+        self.log = tmp / "daemon.log"
+        self.proc = None
+
+    def start(self, wait=True):
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        if wait:
+            wait_for(lambda: self.sock.exists() and self.ping())
+            self.wait_fresh()
+        return self
+
+    def ping(self):
+        try:
+            return self.call("status")
+        except Exception:
+            return None
+
+    def call(self, method, **params):
+        with Client(self.sock, timeout=30) as c:
+            return c.call(method, **params)
+
+    def wait_fresh(self, timeout=30.0):
+        def fresh():
+            st = self.ping()
+            return st if st and st["freshness"]["verdict"] == "fresh" and not st["daemon"]["ingesting"] else None
+        return wait_for(fresh, timeout)
+
+    def search(self, q, **kw):
+        return self.call("search", query=q, **kw)
+
+    def stop(self):
+        if self.proc:
+            stop_process(self.proc)
+
+
+def consistent(d: DaemonProc) -> dict:
+    """Catalog, tantivy and hnswlib agree: same sections, same passages, no duplicates."""
+    st = d.call("status")
+    db = sqlite3.connect(f"file:{st['index_dir']}/catalog.sqlite3?mode=ro", uri=True)
+    paths = [r[0] for r in db.execute("SELECT path FROM documents")]
+    assert len(paths) == len(set(paths))
+    passages = {r[0] for r in db.execute("SELECT id FROM passages")}
+    chunks = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    missing_vec = db.execute("SELECT COUNT(*) FROM passages p LEFT JOIN embeddings e ON e.text_sha=p.text_sha"
+                             " WHERE e.text_sha IS NULL").fetchone()[0]
+    gen = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+    # After a targeted update the vector file is written once the daemon is quiet (daemon/updates.py)
+    meta_file = Path(st["index_dir"], "vectors/vectors.json")
+    meta = wait_for(lambda: (lambda m: m if m["generation"] == gen else None)(json.loads(meta_file.read_text())), 20)
+    assert set(meta["live"]) == passages
+    assert missing_vec == 0
+    assert st["fulltext_generation"] == st["vectors_generation"] == gen
+    import tantivy
+    idx = tantivy.Index.open(str(Path(st["index_dir"]) / "fulltext"))
+    assert idx.searcher().num_docs == chunks
+    db.close()
+    return {"documents": len(paths), "passages": len(passages)}

@@ -1,0 +1,22 @@
+"""Section rows and a rerank of them without an index: the ranking rules' unit tests' inputs."""
+
+from __future__ import annotations
+
+from remembrancer.indexer.search import rank
+from remembrancer.indexer.search.answer import Candidate
+from remembrancer.indexer.store.local.catalog import SectionRow
+
+
+_DOC_IDS: dict[str, int] = {}
+
+
+def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, content="text"):
+    doc_id = _DOC_IDS.setdefault(path, len(_DOC_IDS) + 1)   # sections of one path share a document
+    return SectionRow(sid, doc_id, path, heading, heading.split(" > ")[-1], level, 1, 2, date, stale, doc_type,
+                      False, [], [], content, content)
+
+
+def ranked(rows, scores, query, cfg=None):
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query), cfg or rank.RankingConfig())
+    return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]

@@ -1,0 +1,38 @@
+"""The team store's shared test steps: one writer pass into a database, the questions both stores
+are asked, and the check that the stored keyword statistics match the chunks."""
+
+from __future__ import annotations
+
+import psycopg
+
+from remembrancer.indexer.team import Writer
+
+
+QUERIES = ["how do I restart postgres", "what is the backup schedule", "deploy checklist", "pg1 disk full",
+           "restore from a base backup", "who owns the billing service", "--no-track", "wal archiving lag"]
+
+
+def index_once(cfg, pg_url, embedder) -> None:
+    """One complete writer pass into the store, the writer closed (its lock released) after it."""
+    w = Writer(cfg, pg_url, embedder=embedder)
+    try:
+        w.pass_once()
+    finally:
+        w.close()
+
+
+def stats_consistent(url: str) -> None:
+    """The stored field totals are exactly what the chunks say, and every posting has its chunk
+    (updates and deletes included; document frequencies are counted from the postings)."""
+    with psycopg.connect(url) as c:
+        orphans = c.execute("SELECT count(*) FROM postings p WHERE NOT EXISTS"
+                            " (SELECT 1 FROM chunks c WHERE c.id = p.chunk_id)").fetchone()[0]
+        n_chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        fields = c.execute("SELECT field, docs, tokens FROM field_stats ORDER BY field").fetchall()
+        sums = c.execute("SELECT sum(lens[1]), sum(lens[2]), sum(lens[3]), sum(lens[4]) FROM chunks").fetchone()
+        posted = c.execute("SELECT count(DISTINCT chunk_id) FROM postings").fetchone()[0]
+        empty = c.execute("SELECT count(*) FROM chunks WHERE lens = '{0,0,0,0}'").fetchone()[0]
+    assert orphans == 0
+    assert posted == n_chunks - empty
+    assert all(docs == n_chunks for _, docs, _ in fields)
+    assert [t for _, _, t in fields] == [int(x or 0) for x in sums]
