@@ -23,7 +23,7 @@ FORBIDDEN = {
     "a work-log round or session": re.compile(r"(?i)\b(round|session) \d+\b|\b(this|last|previous|next) round\b"),
     "an issue number": re.compile(r"(?i)\bissue #?\d+\b"),
     "notes outside the repository": re.compile(r"FIELD[- ]NOTES|DESIGN\.md"),
-    "who did the work": re.compile(r"(?i)\bthe lead\b|\bhelpers?\b(?! (function|script|module))"),
+    "who did the work": re.compile(r"(?i)\bthe lead\b|\b(by|from) (a|the) helper\b|\ba helper's\b|\bhelper-\d+"),
 }
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)   # examples inside code are not links of the page
