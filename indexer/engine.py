@@ -529,7 +529,7 @@ class Engine:
                 new_vectors = dict(zip(missing, vecs))
                 report.embedded += len(missing)
                 for p in batch:
-                    report.embedded_for[p.doc["path"]] = set(p.texts) & set(missing)
+                    report.embedded_for[p.doc.path] = set(p.texts) & set(missing)
             if self.catalog.model_contract() is None:
                 self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
                 self._open_vectors()
@@ -540,18 +540,18 @@ class Engine:
         resolver = self._resolver = self._resolver or self._link_resolver()
         for p in batch:
             d = p.doc
-            resolver.add_document(d["path"], d["rel"], d["root"], d["title"])
+            resolver.add_document(d.path, d.rel, d.root, d.title)
             if p.entity is not None:
-                resolver.add_entity(p.entity["name"], d["path"], p.entity["aliases"])
+                resolver.add_entity(p.entity.name, d.path, p.entity.aliases)
         for p in batch:
             self.store.priority.give_way()   # between documents, requests first (indexer/store/priority.py)
             for lk in p.links:
-                lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], p.doc["path"])
+                lk.resolved = resolver.resolve(lk.target, lk.kind, p.doc.path)
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
             removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
             if self.store.indexes_in_ledger:   # nothing to read back for them
                 continue
-            self.fulltext.replace_document(p.doc["path"], self.catalog.chunks_of(p.doc["path"]))
+            self.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
             if self.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)
                 self.vectors.update(removed, list(labels), vecs)

@@ -15,6 +15,7 @@ from remembrancer.indexer.config import ENTITY_TYPES
 from remembrancer.indexer.ingest.corpus import CorpusFile, Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_CHARS, PLAIN_PART_MARK, parse_markdown, parse_plain
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_document
+from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 BINARY_PROBE = 8192
 
@@ -23,12 +24,12 @@ BINARY_PROBE = 8192
 class Prepared:
     """A document ready to be written: its row, its sections, and the texts it needs embedded."""
 
-    doc: dict
-    sections: list[dict]
-    entity: dict | None
+    doc: DocumentRecord
+    sections: list[SectionRecord]
+    entity: EntityRecord | None
     texts: dict[str, str] = field(default_factory=dict)   # text sha → embedded text
     warnings: list[str] = field(default_factory=list)
-    links: list[dict] = field(default_factory=list)       # indexer/ingest/links.py, resolved when written
+    links: list[LinkRecord] = field(default_factory=list)  # indexer/ingest/links.py, resolved when written
 
 
 class Skip(Exception):
@@ -61,12 +62,12 @@ def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) 
     """The document known to the index (listed, dated by its path) but with no text: what is
     indexed when reading it safely took too long (indexer/ingest/sandbox.py). Nothing of its text is
     stored, so nothing unredacted can be."""
-    doc = {
-        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
-        "size": f.size, "mtime_ns": f.stamp, "doc_type": layout.type_of(f.rel),
-        "date": meta.document_date(f.rel, {}), "title": f.rel.rsplit("/", 1)[-1], "front_matter": {},
-        "tags": [], "warnings": [why], "stale": False, "line_count": data.count(b"\n"),
-    }
+    doc = DocumentRecord(
+        path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),
+        size=f.size, mtime_ns=f.stamp, doc_type=layout.type_of(f.rel),
+        date=meta.document_date(f.rel, {}), title=f.rel.rsplit("/", 1)[-1], front_matter={},
+        tags=[], warnings=[why], stale=False, line_count=data.count(b"\n"),
+    )
     return Prepared(doc, [], None, warnings=[why])
 
 
@@ -94,34 +95,34 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     doc_date = meta.document_date(f.rel, fm)
     doc_stale = meta.document_is_stale(fm)
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
-    doc = {
-        "path": f.path, "root": f.root.name, "rel": f.rel, "content_hash": blob_id(data),
-        "size": f.size, "mtime_ns": f.stamp, "doc_type": doc_type,
-        "date": doc_date or fallback_date, "title": parsed.title or f.rel.rsplit("/", 1)[-1],
-        "front_matter": fm, "tags": meta.tags_of(fm), "warnings": warnings, "stale": doc_stale,
-        "line_count": len(parsed.lines),
-    }
-    prepared = Prepared(doc, [], None if entity is None else
-                        {"name": entity.name, "aliases": entity.aliases}, warnings=warnings,
-                        links=[lk.to_dict() for lk in linking.parse_links(text, f.path)])
+    doc = DocumentRecord(
+        path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),
+        size=f.size, mtime_ns=f.stamp, doc_type=doc_type,
+        date=doc_date or fallback_date, title=parsed.title or f.rel.rsplit("/", 1)[-1],
+        front_matter=fm, tags=meta.tags_of(fm), warnings=warnings, stale=doc_stale,
+        line_count=len(parsed.lines),
+    )
+    prepared = Prepared(doc, [], None if entity is None else EntityRecord(entity.name, entity.aliases),
+                        warnings=warnings, links=[LinkRecord(lk.target, lk.kind, lk.line, lk.anchor, lk.text)
+                                                  for lk in linking.parse_links(text, f.path)])
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
-        header = chunking.context_header(doc_type, doc["title"], s.heading)
+        header = chunking.context_header(doc_type, doc.title, s.heading)
         passages = []
         for embedded in embedded_texts(header, s.body):
             sha = chunking.text_sha(embedded)
             prepared.texts[sha] = embedded
             passages.append((sha, embedded))
-        prepared.sections.append({
-            "heading": s.heading, "title": s.title, "level": s.level,
-            "start_line": s.start_line, "end_line": s.end_line,
-            "date": meta.heading_dates(chain) or doc["date"],
-            "stale": doc_stale or meta.section_is_stale(s.title, s.body),
-            "content": s.text, "body": s.body,
-            "entities": matcher.mentions(s.heading + "\n" + s.body),
-            "chunks": chunking.split_section(s.text, s.start_line),
-            "passages": passages,
-        })
+        prepared.sections.append(SectionRecord(
+            heading=s.heading, title=s.title, level=s.level,
+            start_line=s.start_line, end_line=s.end_line,
+            date=meta.heading_dates(chain) or doc.date,
+            stale=doc_stale or meta.section_is_stale(s.title, s.body),
+            content=s.text, body=s.body,
+            entities=matcher.mentions(s.heading + "\n" + s.body),
+            chunks=chunking.split_section(s.text, s.start_line),
+            passages=passages,
+        ))
     return prepared
 
 

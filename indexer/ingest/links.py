@@ -37,10 +37,6 @@ class Link:
     line: int            # 1-based line in the file
     text: str = ""       # alias / link text
 
-    def to_dict(self) -> dict:
-        return {"target": self.target, "anchor": self.anchor, "kind": self.kind, "line": self.line,
-                "text": self.text}
-
 
 def _blank_code_spans(line: str) -> str:
     """Inline code spans (a run of n backticks up to the next run of exactly n) become spaces.

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol, TypedDict, runtime_checkable
+from typing import Callable, Iterable, Mapping, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
+from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 
 @dataclass
@@ -88,16 +89,7 @@ SectionText = tuple[int, str, str, str]          # section id, heading, content,
 DocumentName = tuple[str, str, str, str]         # path, rel, root, title
 
 
-DOCUMENT_INSERT_COLUMNS = ("path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
-                           " front_matter, tags, warnings, stale, line_count, indexed_at")
-
-
-def document_values(doc: dict, indexed_at: float) -> tuple:
-    """A parsed document's row for DOCUMENT_INSERT_COLUMNS, the same in every store (JSON as text)."""
-    return (doc["path"], doc["root"], doc["rel"], doc["content_hash"], doc["size"], doc["mtime_ns"],
-            doc["doc_type"], doc["date"], doc["title"], json.dumps(doc["front_matter"], default=str),
-            json.dumps(doc["tags"]), json.dumps(doc["warnings"]), int(doc["stale"]),
-            doc["line_count"], indexed_at)
+DOCUMENT_INSERT_COLUMNS = DocumentRecord.COLUMNS
 
 
 class MetaReads:
@@ -135,8 +127,9 @@ class Ledger(Protocol):
     def known_tags(self) -> set[str]: ...
 
     # writes (one transaction per document)
-    def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
-                       entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
+    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
+                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
+                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
         """`new_vectors`: this document's texts embedded in this run (the engine passes no other)."""
     def delete_document(self, path: str) -> list[int]: ...
     def touch_document(self, path: str, size: int, mtime_ns: int) -> None: ...

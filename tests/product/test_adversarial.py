@@ -184,7 +184,7 @@ def test_plain_text_parts_fit_where_the_markdown_parse_runs_out_of_memory(monkey
     w.close()
     assert 1000 < len(prepared.sections) < 2000   # ~4 KB parts of 4.8 MB
     assert any("indexed as plain text" in x for x in prepared.warnings)
-    assert prepared.sections[0]["start_line"] == 1 and prepared.sections[-1]["end_line"] == 3_200_000
+    assert prepared.sections[0].start_line == 1 and prepared.sections[-1].end_line == 3_200_000
 
 
 @pytest.mark.slow

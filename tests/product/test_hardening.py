@@ -589,7 +589,7 @@ def check_document_bytes(data: bytes, rel: str = "notes/fuzz.md") -> str:
 
     doc = parse_markdown(DEFAULT_REDACTOR.redact(text)[0], rel)
     assert_tiling(doc)
-    assert prepared.doc["line_count"] == len(doc.lines)
+    assert prepared.doc.line_count == len(doc.lines)
     assert [(s["start_line"], s["end_line"]) for s in prepared.sections] == \
            [(s.start_line, s.end_line) for s in doc.sections]
     for s in prepared.sections:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -30,7 +30,8 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
 from remembrancer.indexer.store.base import (DOCUMENT_INSERT_COLUMNS, DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
-                    SectionText, document_values)
+                    SectionText)
+from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
 
@@ -449,8 +450,9 @@ class Catalog(MetaReads):
     def known_shas(self, shas: list[str]) -> set[str]:
         return {r[0] for r in self._rows_in("SELECT text_sha FROM embeddings WHERE text_sha IN ({marks})", shas)}
 
-    def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
-                       entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
+    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
+                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
+                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
         """Replace one document in a single transaction; returns (removed passage ids, added passage ids).
 
         `sections` carry their chunks and passages; `new_vectors` holds embeddings for text shas
@@ -459,13 +461,13 @@ class Catalog(MetaReads):
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            removed = self._delete_document(doc["path"])
+            removed = self._delete_document(doc.path)
             for sha, vec in new_vectors.items():
                 db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
                            (sha, np.asarray(vec, dtype=np.float32).tobytes()))
             cur = db.execute(
                 f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                document_values(doc, time.time()))
+                doc.values(time.time()))
             doc_id = cur.lastrowid
             added: list[int] = []
             for ord_, s in enumerate(sections):
@@ -474,24 +476,24 @@ class Catalog(MetaReads):
                 sid = db.execute(
                     "INSERT INTO sections(doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
                     " content, body, entities, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (doc_id, ord_, s["heading"], s["title"], s["level"], s["start_line"], s["end_line"],
-                     s["date"], int(s["stale"]), s["content"], s["body"], json.dumps(s["entities"]),
-                     doc["doc_type"])).lastrowid
-                for c in s["chunks"]:
+                    (doc_id, ord_, s.heading, s.title, s.level, s.start_line, s.end_line,
+                     s.date, int(s.stale), s.content, s.body, json.dumps(s.entities),
+                     doc.doc_type)).lastrowid
+                for c in s.chunks:
                     db.execute("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text)"
                                " VALUES (?,?,?,?,?,?)",
                                (sid, c.part, c.nparts, c.start_line, c.end_line, c.text))
-                for p_ord, (sha, ptext) in enumerate(s["passages"]):
+                for p_ord, (sha, ptext) in enumerate(s.passages):
                     added.append(db.execute(
                         "INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
                         (sid, p_ord, sha, ptext)).lastrowid)
             if entity is not None:
                 db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
-                           (entity["name"], doc_id, json.dumps(entity["aliases"])))
+                           (entity.name, doc_id, json.dumps(entity.aliases)))
             for lk in links or ():
                 db.execute("INSERT INTO links(doc_id, target, anchor, kind, line, text, resolved)"
-                           " VALUES (?,?,?,?,?,?,?)", (doc_id, lk["target"], lk.get("anchor"), lk["kind"],
-                                                       lk["line"], lk.get("text") or "", lk.get("resolved")))
+                           " VALUES (?,?,?,?,?,?,?)", (doc_id, lk.target, lk.anchor, lk.kind,
+                                                       lk.line, lk.text or "", lk.resolved))
             self._drop_orphan_embeddings()
             self._bump_generation()
             db.execute("COMMIT")

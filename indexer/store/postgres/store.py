@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -33,8 +33,9 @@ from remembrancer.indexer.store.local.catalog import _string_list, filter_where
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow, document_values
+from remembrancer.indexer.store.base import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow
 from remembrancer.indexer.store.local.vectors import EF_SEARCH, EXACT_BELOW
+from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
 
@@ -416,12 +417,13 @@ class PgLedger(MetaReads):
         sql = ", ".join(f"ARRAY(SELECT nextval('{seq}') FROM generate_series(1, %s))" for seq in seqs[:len(counts)])
         return [list(ids) for ids in self._q("SELECT " + sql, counts).fetchone()]
 
-    def write_document(self, doc: dict, sections: list[dict], new_vectors: dict[str, np.ndarray],
-                       entity: dict | None, links: list[dict] | None = None) -> tuple[list[int], list[int]]:
+    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
+                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
+                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
         """Replace one document — catalog rows, keyword postings and statistics, passage vectors —
         in one transaction; returns (removed passage ids, added passage ids)."""
         with self.conn.transaction():
-            removed = self._delete_document(doc["path"])
+            removed = self._delete_document(doc.path)
             # This document's new vectors the store lacks (another document of the batch may have
             # stored a shared one already).
             mine = list(new_vectors)
@@ -433,19 +435,19 @@ class PgLedger(MetaReads):
             doc_id = self._q(
                 f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
-                document_values(doc, time.time())).fetchone()[0]
-            sids, cids, pids = self._ids(len(sections), sum(len(s["chunks"]) for s in sections),
-                                         sum(len(s["passages"]) for s in sections))
+                doc.values(time.time())).fetchone()[0]
+            sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
+                                         sum(len(s.passages) for s in sections))
             cids, pid_iter = iter(cids), iter(pids)
             sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
             tokens = [0, 0, 0, 0]
             for ord_, (sid, s) in enumerate(zip(sids, sections)):
-                sec_rows.append((sid, doc_id, ord_, s["heading"], s["title"], s["level"], s["start_line"],
-                                 s["end_line"], s["date"], int(s["stale"]), s["content"], s["body"],
-                                 json.dumps(s["entities"])))
-                for c in s["chunks"]:
+                sec_rows.append((sid, doc_id, ord_, s.heading, s.title, s.level, s.start_line,
+                                 s.end_line, s.date, int(s.stale), s.content, s.body,
+                                 json.dumps(s.entities)))
+                for c in s.chunks:
                     cid = next(cids)
-                    fields = kw.chunk_terms(s["heading"], c.text)
+                    fields = kw.chunk_terms(s.heading, c.text)
                     lens = [sum(fields[f].values()) for f in kw.FIELDS]
                     chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
                                        "{" + ",".join(map(str, lens)) + "}"))
@@ -453,7 +455,7 @@ class PgLedger(MetaReads):
                         tokens[f] += lens[f]
                         dl = kw.quantized_length(lens[f])
                         postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
-                for p_ord, (sha, ptext) in enumerate(s["passages"]):
+                for p_ord, (sha, ptext) in enumerate(s.passages):
                     passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
             # Each passage is written once, with its vector (new, or already in the store).
             stored = list({r[3] for r in passage_rows} - vecs.keys())
@@ -473,11 +475,11 @@ class PgLedger(MetaReads):
             if entity is not None:
                 self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
                         " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
-                        (entity["name"], doc_id, json.dumps(entity["aliases"])))
+                        (entity.name, doc_id, json.dumps(entity.aliases)))
             if links:
                 self._copy(cur, "links(doc_id, target, anchor, kind, line, text, resolved)",
-                           [(doc_id, lk["target"], lk.get("anchor"), lk["kind"], lk["line"], lk.get("text") or "",
-                             lk.get("resolved")) for lk in links])
+                           [(doc_id, lk.target, lk.anchor, lk.kind, lk.line, lk.text or "", lk.resolved)
+                            for lk in links])
             self._drop_orphan_embeddings()
             self._bump_generation()
         return removed, pids
