@@ -165,8 +165,9 @@ def _literal_index(db) -> None:
                              "INSERT INTO sections_literal(sections_literal) VALUES ('rebuild')"])
 
 
-def _section_types(db) -> None:
-    """The sections' own copy of their document's type, and its index."""
+def ensure_section_types(db) -> None:
+    """The sections' own copy of their document's type, and its index. Checked at every writable
+    open too (three cheap lookups): rows an older remembrancer wrote since have no type yet."""
     if not has_section_types(db):
         _in_transaction(db, ["ALTER TABLE sections ADD COLUMN doc_type TEXT", SECTION_TYPES_INDEX])
     db.execute(SECTION_TYPES_INDEX)
@@ -174,8 +175,7 @@ def _section_types(db) -> None:
 
 
 def fill_section_types(db) -> None:
-    """Give rows without a type their document's: rows written by a version from before the column
-    (also after this migration ran: an older remembrancer may have written to the index since)."""
+    """Give rows without a type their document's."""
     if db.execute(   # NULLs sort first in the index: one lookup
             "SELECT 1 FROM sections INDEXED BY sections_type_newest WHERE doc_type IS NULL LIMIT 1").fetchone() is None:
         return
@@ -193,7 +193,7 @@ class Migration:
 MIGRATIONS = (
     Migration(1, "tables", _tables),
     Migration(2, "literal index", _literal_index),
-    Migration(3, "sections carry their document's type", _section_types),
+    Migration(3, "sections carry their document's type", ensure_section_types),
 )
 LATEST = MIGRATIONS[-1].version
 
