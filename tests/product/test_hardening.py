@@ -590,15 +590,15 @@ def check_document_bytes(data: bytes, rel: str = "notes/fuzz.md") -> str:
     doc = parse_markdown(DEFAULT_REDACTOR.redact(text)[0], rel)
     assert_tiling(doc)
     assert prepared.doc.line_count == len(doc.lines)
-    assert [(s["start_line"], s["end_line"]) for s in prepared.sections] == \
+    assert [(s.start_line, s.end_line) for s in prepared.sections] == \
            [(s.start_line, s.end_line) for s in doc.sections]
     for s in prepared.sections:
-        parts = s["chunks"]
+        parts = s.chunks
         assert parts and all(c.nparts == len(parts) for c in parts)
-        assert parts[0].start_line == s["start_line"]
-        assert all(s["start_line"] <= c.start_line <= c.end_line for c in parts)
-        assert len("".join(c.text for c in parts)) <= len(s["content"])
-        assert s["passages"] and all(sha == chunking.text_sha(t) for sha, t in s["passages"])
+        assert parts[0].start_line == s.start_line
+        assert all(s.start_line <= c.start_line <= c.end_line for c in parts)
+        assert len("".join(c.text for c in parts)) <= len(s.content)
+        assert s.passages and all(sha == chunking.text_sha(t) for sha, t in s.passages)
     assert all(w.startswith(rel + ":") for w in prepared.warnings)
     return "indexed"
 

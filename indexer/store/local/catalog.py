@@ -32,120 +32,16 @@ from remembrancer.indexer.store.priority import RequestsFirst
 from remembrancer.indexer.store.base import (DOCUMENT_INSERT_COLUMNS, DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
+from remembrancer.indexer.store.local import migrations
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
 KEPT_ROWS = 50_000   # rows of a kind kept in memory between searches (Catalog._kept_rows)
 WRITE_SLICE = 4   # sections written between two chances for requests to go first (indexer/store/priority.py)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    root TEXT NOT NULL,
-    rel TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,  -- the file's change stamp (corpus.change_stamp), compared for equality only
-    doc_type TEXT NOT NULL,
-    date TEXT,
-    title TEXT NOT NULL,
-    front_matter TEXT NOT NULL,
-    tags TEXT NOT NULL,
-    warnings TEXT NOT NULL,
-    stale INTEGER NOT NULL,
-    line_count INTEGER NOT NULL,
-    indexed_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sections (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL,
-    heading TEXT NOT NULL,
-    title TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    date TEXT,
-    stale INTEGER NOT NULL,
-    content TEXT NOT NULL,
-    body TEXT NOT NULL,
-    entities TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sections_doc ON sections(doc_id);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
-    part INTEGER NOT NULL,
-    nparts INTEGER NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
-CREATE TABLE IF NOT EXISTS passages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL,
-    text_sha TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS passages_section ON passages(section_id);
-CREATE INDEX IF NOT EXISTS passages_sha ON passages(text_sha);
-CREATE TABLE IF NOT EXISTS embeddings (text_sha TEXT PRIMARY KEY, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS entities (
-    name TEXT NOT NULL,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    aliases TEXT NOT NULL,
-    PRIMARY KEY (name, doc_id)
-);
--- [[wikilinks]] and relative Markdown links (indexer/ingest/links.py); `resolved` is the target's path or
--- NULL, re-resolved when documents come and go, so backlinks are a query on it.
-CREATE TABLE IF NOT EXISTS links (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    target TEXT NOT NULL,
-    anchor TEXT,
-    kind TEXT NOT NULL,
-    line INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    resolved TEXT
-);
-CREATE INDEX IF NOT EXISTS links_doc ON links(doc_id);
-CREATE INDEX IF NOT EXISTS links_resolved ON links(resolved);
--- Filters without a query list sections newest first: this order, read from an index with a LIMIT.
-CREATE INDEX IF NOT EXISTS sections_newest ON sections(date DESC, start_line);
-"""
-
-# The literal index: every section's heading and text as trigrams (FTS5 over the sections table,
-# kept current by triggers inside each document's transaction), so "which sections contain this
-# string?" reads the index instead of every section. Case-insensitive; strings of 3+ characters.
-LITERAL_SCHEMA = """
-CREATE VIRTUAL TABLE IF NOT EXISTS sections_literal USING fts5(
-    heading, content, content='sections', content_rowid='id', tokenize='trigram');
-CREATE TRIGGER IF NOT EXISTS sections_literal_add AFTER INSERT ON sections BEGIN
-    INSERT INTO sections_literal(rowid, heading, content) VALUES (new.id, new.heading, new.content);
-END;
-CREATE TRIGGER IF NOT EXISTS sections_literal_drop AFTER DELETE ON sections BEGIN
-    INSERT INTO sections_literal(sections_literal, rowid, heading, content)
-    VALUES ('delete', old.id, old.heading, old.content);
-END;
-CREATE TRIGGER IF NOT EXISTS sections_literal_change AFTER UPDATE OF heading, content ON sections BEGIN
-    INSERT INTO sections_literal(sections_literal, rowid, heading, content)
-    VALUES ('delete', old.id, old.heading, old.content);
-    INSERT INTO sections_literal(rowid, heading, content) VALUES (new.id, new.heading, new.content);
-END;
-"""
 LITERAL_MIN = 3   # trigrams: a shorter string cannot be looked up (callers scan instead)
 
-# Each section carries its document's type, so "the newest sections of type X" is read from one
-# index in order: through the documents join, a filters-only search for journal days walked every
-# newer section of other types first (45k rows at 20k documents, ~55 ms). Written with the section
-# in the document's transaction; a catalog from before the column gets it filled once at open.
-SECTION_TYPES_INDEX = "CREATE INDEX IF NOT EXISTS sections_type_newest ON sections(doc_type, date DESC, start_line)"
 
 
 SECTION_SELECT = """
@@ -156,18 +52,6 @@ FROM sections s JOIN documents d ON d.id = s.doc_id
 # The same rows without their text (content and body None): what ranking reads of ~500 candidates
 # per search, most of which are never shown — their text was half the cost of reading them.
 SECTION_HEAD_SELECT = SECTION_SELECT.replace("s.content, s.body", "NULL, NULL")
-
-
-def _statements(script: str) -> list[str]:
-    """A script's statements (trigger bodies kept whole: they end with `END;`)."""
-    out, cur = [], []
-    for line in script.strip().splitlines():
-        cur.append(line)
-        text = "\n".join(cur).strip()
-        if text.endswith("END;") or (text.endswith(";") and not text.upper().startswith("CREATE TRIGGER")):
-            out.append(text)
-            cur = []
-    return out
 
 
 def _indexable(needle: str) -> bool:
@@ -351,23 +235,8 @@ class Catalog(MetaReads):
                 self._open_writable()
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=5000")
-        self.has_literal_index = self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE name='sections_literal'").fetchone() is not None
-        self.has_section_types = _has_section_types(self.db)
-
-    def _add_literal_index(self) -> None:
-        """Create the literal index; a catalog from before it gets it filled from its sections once."""
-        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='sections_literal'").fetchone():
-            return
-        self.db.execute("BEGIN IMMEDIATE")   # executescript would commit: one statement at a time
-        try:
-            for stmt in _statements(LITERAL_SCHEMA):
-                self.db.execute(stmt)
-            self.db.execute("INSERT INTO sections_literal(sections_literal) VALUES ('rebuild')")
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        self.has_literal_index = migrations.has_literal_index(self.db)
+        self.has_section_types = migrations.has_section_types(self.db)
 
     def _open_writable(self) -> None:
         _create_private(self.path)
@@ -375,32 +244,8 @@ class Catalog(MetaReads):
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         _probe(self.db)
-        self.db.executescript(SCHEMA)
-        if self.get_meta("schema_version") is None:
-            self.set_meta("schema_version", str(SCHEMA_VERSION))
-        self._add_literal_index()
-        self._add_section_types()
-
-    def _add_section_types(self) -> None:
-        """The sections' own copy of their document's type (SECTION_TYPES_INDEX), filled for rows
-        without one: a catalog from before the column, or rows an older version wrote since."""
-        missing = not _has_section_types(self.db)
-        if not missing:
-            self.db.execute(SECTION_TYPES_INDEX)
-            if self.db.execute(   # NULLs sort first in the index: one lookup
-                    "SELECT 1 FROM sections INDEXED BY sections_type_newest WHERE doc_type IS NULL LIMIT 1").fetchone() is None:
-                return
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            if missing:
-                self.db.execute("ALTER TABLE sections ADD COLUMN doc_type TEXT")
-                self.db.execute(SECTION_TYPES_INDEX)
-            self.db.execute("UPDATE sections SET doc_type = (SELECT d.doc_type FROM documents d WHERE d.id = sections.doc_id)"
-                            " WHERE doc_type IS NULL")
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        migrations.migrate(self.db)
+        migrations.ensure_section_types(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -897,7 +742,7 @@ class Catalog(MetaReads):
 
     def _newest(self, f: Filters, limit: int, with_text: bool, keys: bool = False) -> list:
         """One read of newest_sections in index order: ids, or (id, date, start_line) with `keys`.
-        One type is looked up on the sections' own copy of it (SECTION_TYPES_INDEX)."""
+        One type is looked up on the sections' own copy of it (migrations.SECTION_TYPES_INDEX)."""
         one_type = len(f.types) == 1 and self.has_section_types
         where, params = filter_where(f, any_of=_own_type if one_type else None)
         sql = (f"SELECT s.id, s.date, s.start_line, s.body FROM sections s JOIN documents d ON d.id = s.doc_id WHERE ({where})"
@@ -977,10 +822,6 @@ SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path 
 def _own_type(col, values) -> tuple[str, list]:
     """filter_where's type condition on the sections' own copy of their document's type."""
     return f"s.doc_type IN ({','.join('?' * len(values))})", list(values)
-
-
-def _has_section_types(db) -> bool:
-    return any(r[1] == "doc_type" for r in db.execute("PRAGMA main.table_info(sections)"))
 
 
 def _quote(s: str) -> str:
