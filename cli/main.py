@@ -269,9 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
         cp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("uninstall", help="remove what remembrancer installed — the Claude Code hooks, its MCP "
-                       "registrations, the service, the git hooks, the daemon (--purge: the indexes too); "
-                       "never your notes")
-    p.add_argument("--purge", action="store_true", help="also delete every index in the data dir (derived data)")
+                       "registrations, the service, the git hooks, the daemon (--purge: the indexes and the query "
+                       "log too); never your notes")
+    p.add_argument("--purge", action="store_true",
+                   help="also delete every index in the data dir (derived data) and the query log")
     p.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     p.add_argument("--settings", metavar="FILE", help="Claude Code settings file (default: ~/.claude/settings.json)")
     p.add_argument("--root", action="append", default=[], metavar="DIR",

@@ -1,6 +1,7 @@
 """`remembrancer uninstall` — take out everything an install put in the user's tools, in the order
 that leaves nothing failing behind: the Claude Code hooks, the MCP registrations, the service, the
-git hooks of every known repository, the daemon; with `--purge` the indexes too. Never the notes,
+git hooks of every known repository, the daemon; with `--purge` the indexes and the query log too
+(the questions asked: derived from the user, not from the notes). Never the notes,
 and never the package itself (the package manager that installed it removes it: the last line says how).
 
 Each step says what it did or why it did nothing; `--dry-run` says what it would do."""
@@ -115,8 +116,23 @@ def steps(purge: bool, settings: Path | None, roots: list[str]) -> list[tuple[st
            (f"the service ({unit_path()} / {plist_path()})", service),
            ("the git hooks of every known repository", git_hooks),
            ("the running daemon", daemon)]
+    def query_log_purged():
+        from remembrancer.indexer.config import load_config
+        from remembrancer.indexer.errors import UserError
+        from remembrancer.indexer.search import querylog
+
+        try:
+            log = querylog.path_for(load_config(None))
+        except UserError:   # a config that no longer loads: the log is where it is by default
+            log = querylog.default_path()
+        gone = [p for p in (log, *(log.with_name(log.name + s) for s in (".1", ".lock", ".policy"))) if p.is_file()]
+        for p in gone:
+            p.unlink()
+        return f"query log: deleted ({log})" if gone else "query log: none"
+
     if purge:
         out.append(("every index in the data dir (never the notes)", indexes_purged))
+        out.append(("the query log (the questions asked)", query_log_purged))
     return out
 
 

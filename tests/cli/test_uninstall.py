@@ -15,6 +15,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.corpus import git, git_init
 from tests.support.daemon import DaemonProc
+from tests.support.env import remembrancer_env
 
 
 @pytest.mark.slow
@@ -73,3 +74,30 @@ def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, note
     again = cli("uninstall").stdout   # nothing left: every step says so, none fails
     assert "Claude Code hooks: not installed" in again and "daemon: none running" in again
     assert "Claude Desktop MCP server: not installed" in again and "indexes kept" in again
+
+
+def test_purge_deletes_the_query_log_and_plain_uninstall_keeps_it(tmp_path):
+    """The query log holds the questions a user asked (their words, not the notes'): `--purge`
+    takes it with the indexes, rotated copy and side files included; a plain uninstall keeps it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=tmp_path / "d.sock",
+                           home=home, XDG_CONFIG_HOME=str(home / ".config"))
+    logs = tmp_path / "data" / "logs"
+    logs.mkdir(parents=True)
+    files = [logs / name for name in ("queries.jsonl", "queries.jsonl.1", "queries.jsonl.lock", "queries.jsonl.policy")]
+    for f in files:
+        f.write_text('{"query": "how do I rotate the prod db password"}\n')
+
+    kept = run_cli("uninstall", env=env)
+    assert kept.returncode == 0, kept.stderr
+    assert "query log" not in kept.stdout and all(f.exists() for f in files)
+
+    dry = run_cli("uninstall", "--dry-run", "--purge", env=env)
+    assert "would remove the query log" in dry.stdout and all(f.exists() for f in files)
+
+    purged = run_cli("uninstall", "--purge", env=env)
+    assert purged.returncode == 0, purged.stderr
+    assert f"query log: deleted ({files[0]})" in purged.stdout
+    assert not any(f.exists() for f in files)
+    assert "query log: none" in run_cli("uninstall", "--purge", env=env).stdout
