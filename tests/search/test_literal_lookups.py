@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from remembrancer.indexer import terms
-from remembrancer.indexer.store.local.catalog import _string_list
+from remembrancer.indexer.store.common import string_list as _string_list
 from tests.support.corpus import write
 
 

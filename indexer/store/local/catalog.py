@@ -19,7 +19,6 @@ import time
 from array import array
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -33,6 +32,7 @@ from remembrancer.indexer.store.base import (DOCUMENT_INSERT_COLUMNS, DocumentNa
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 from remembrancer.indexer.store.local import migrations
+from remembrancer.indexer.store.common import filter_where, literal_indexable, string_list
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,6 @@ IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit
 KEPT_ROWS = 50_000   # rows of a kind kept in memory between searches (Catalog._kept_rows)
 WRITE_SLICE = 4   # sections written between two chances for requests to go first (indexer/store/priority.py)
 
-LITERAL_MIN = 3   # trigrams: a shorter string cannot be looked up (callers scan instead)
 
 
 
@@ -54,12 +53,6 @@ FROM sections s JOIN documents d ON d.id = s.doc_id
 SECTION_HEAD_SELECT = SECTION_SELECT.replace("s.content, s.body", "NULL, NULL")
 
 
-def _indexable(needle: str) -> bool:
-    """Whether the literal index can look `needle` up: long enough for a trigram, and no NUL (an
-    FTS5 query string ends at one: "unterminated string"); otherwise the caller scans."""
-    return len(needle) >= LITERAL_MIN and "\x00" not in needle
-
-
 def _phrase(needle: str) -> str:
     """An FTS5 query matching `needle` as one string (trigram tokenizer: a substring match)."""
     return '"' + needle.replace('"', '""') + '"'
@@ -67,19 +60,8 @@ def _phrase(needle: str) -> str:
 
 def _section(row) -> SectionRow:
     return SectionRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-                      bool(row[9]), row[10], bool(row[11]), _string_list(row[12]), _string_list(row[13]),
+                      bool(row[9]), row[10], bool(row[11]), string_list(row[12]), string_list(row[13]),
                       row[14], row[15])
-
-
-@lru_cache(maxsize=4096)
-def _parsed_strings(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
-
-
-def _string_list(raw: str) -> list[str]:
-    """A stored JSON list of strings (tags, entity mentions), each row its own list: the same few
-    values repeat across sections, and a search reads ~500 rows, two lists each (a fifth of it)."""
-    return list(_parsed_strings(raw))
 
 
 # -- a damaged catalog ----------------------------------------------------------------------------
@@ -427,7 +409,7 @@ class Catalog(MetaReads):
     def entities(self, unscoped: bool = False) -> list[tuple[str, str, list[str]]]:
         """(name, record path, aliases); `unscoped` reads past a scope's views (caches do)."""
         schema = "main." if unscoped else ""
-        return [(r[0], r[1], _string_list(r[2])) for r in self.db.execute(
+        return [(r[0], r[1], string_list(r[2])) for r in self.db.execute(
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
@@ -677,7 +659,7 @@ class Catalog(MetaReads):
         text themselves (the index folds case like Unicode, Python's lower() differs at the edges).
         None when the index cannot answer: a needle under LITERAL_MIN characters, or a catalog
         opened read-only before it had the index — the caller scans instead."""
-        if not self.has_literal_index or not needles or not all(map(_indexable, needles)):
+        if not self.has_literal_index or not needles or not all(map(literal_indexable, needles)):
             return None
         match = ("content : " if content_only else "") + "(" + " OR ".join(map(_phrase, needles)) + ")"
         return self.db.execute(
@@ -689,7 +671,7 @@ class Catalog(MetaReads):
         """Whether some visible section's content uses `word` (lower-case) whole, from the literal
         index's candidates, read lazily: the first that does ends the lookup. None when the index
         cannot answer (as sections_containing)."""
-        if not self.has_literal_index or not _indexable(word):
+        if not self.has_literal_index or not literal_indexable(word):
             return None
         # The index drives the join, so rows come as the match finds them: through `s.id IN (…)`
         # SQLite listed every match first (a common word: 28k rows, ~23 ms, before the first one).
@@ -717,7 +699,7 @@ class Catalog(MetaReads):
         to the content); the literal index picks the candidates."""
         col = "lower(s.content)" if case_insensitive else "s.content"
         where, params = f"instr({col}, ?) > 0", [needle]
-        if self.has_literal_index and _indexable(needle):
+        if self.has_literal_index and literal_indexable(needle):
             where = "s.id IN (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND " + where
             params.insert(0, "content : " + _phrase(needle))
         return self.db.execute(
@@ -769,7 +751,7 @@ class Catalog(MetaReads):
         mention = "EXISTS (SELECT 1 FROM json_each(s.entities) WHERE value = ?)"
         if not needles:
             return [r[0] for r in self.db.execute(records, record_paths)]
-        if not self.has_literal_index or not all(map(_indexable, needles)):   # every section's mentions
+        if not self.has_literal_index or not all(map(literal_indexable, needles)):   # every section's mentions
             return [r[0] for r in self.db.execute(records.replace(" WHERE ", " WHERE (") + f") OR {mention}",
                                                   (*record_paths, name))]
         match = "(" + " OR ".join(map(_phrase, needles)) + ")"
@@ -785,33 +767,6 @@ class Catalog(MetaReads):
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731
         return {"documents": q("documents"), "sections": q("sections"), "chunks": q("chunks"),
                 "passages": q("passages"), "vectors": q("embeddings")}
-
-
-def filter_where(f: Filters, mark: str = "?", any_of=None, has_tag=None, true: str = "1") -> tuple[str, list]:
-    """Validated filters (indexer/store/filters.py) as a WHERE clause over sections `s` joined to
-    documents `d`. One builder for both stores: SQLite's by default; PostgreSQL passes its
-    placeholder, list test, tag test and literal true (indexer/store/postgres/store.py)."""
-    any_of = any_of or (lambda col, values: (f"{col} IN ({','.join(mark * len(values))})", list(values)))
-    has_tag = has_tag or (lambda: f"EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = {mark})")
-    where, params = [], []
-    if f.types:
-        clause, values = any_of("d.doc_type", f.types)
-        where.append(clause)
-        params += values
-    if f.path:
-        where.append(f"(d.path = {mark} OR d.path LIKE {mark} ESCAPE '\\')")
-        esc = f.path.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        params += [f.path.rstrip("/"), esc + ("/%" if f.path.endswith("/") else "%")]
-    for tag in f.tags:
-        where.append(has_tag())
-        params.append(tag)
-    if f.since:
-        where.append(f"s.date >= {mark}")
-        params.append(f.since)
-    if f.until:
-        where.append(f"s.date <= {mark}")
-        params.append(f.until)
-    return " AND ".join(where) or true, params
 
 
 # -- scopes (indexer/store/scope.py): TEMP views named like the tables, holding only the visible rows

@@ -19,15 +19,13 @@ from pathlib import Path
 import tantivy
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.store.common import HEADING_BOOST, IDENT_BOOST, STEM_BOOST
 from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.store.priority import RequestsFirst
 
 log = logging.getLogger(__name__)
 
 WRITER_HEAP = 64_000_000
-HEADING_BOOST = 1.0   # heading ×1 beat ×2 on the dev sets (docs/ranking.md); the heading also sits in the body
-STEM_BOOST = 0.6      # stemmed words find paraphrases; exact words rank first
-IDENT_BOOST = 0.5     # a whole-identifier match is strong evidence
 WRITE_SLICE = 16      # chunks added between two chances for requests to go first (indexer/store/priority.py)
 TERM_BYTES = 40       # the `default` tokenizer drops a token of this many bytes or more (RemoveLongFilter)
 

@@ -30,14 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW
 from remembrancer.indexer.store.priority import RequestsFirst
 
 log = logging.getLogger(__name__)
 
-EF_SEARCH = 128
 M = 16
 EF_CONSTRUCTION = 200
-EXACT_BELOW = 20_000   # a filtered set smaller than this is searched exactly
 ADD_SLICE = 16         # vectors added per hold of the lock (about a ms of hnswlib work)
 
 

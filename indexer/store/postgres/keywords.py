@@ -26,7 +26,7 @@ import numpy as np
 import tantivy
 
 from remembrancer.indexer import terms
-from remembrancer.indexer.store.local.fulltext import HEADING_BOOST, IDENT_BOOST, STEM_BOOST
+from remembrancer.indexer.store.common import HEADING_BOOST, IDENT_BOOST, STEM_BOOST
 
 K1, B = 1.2, 0.75
 HEADING, BODY, STEM, IDENT = 0, 1, 2, 3

@@ -28,13 +28,11 @@ import numpy as np
 from remembrancer.indexer.store.postgres import keywords as kw
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
-from remembrancer.indexer.store.local.catalog import _indexable as literal_indexable
-from remembrancer.indexer.store.local.catalog import _string_list, filter_where
+from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, string_list
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
 from remembrancer.indexer.store.base import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow
-from remembrancer.indexer.store.local.vectors import EF_SEARCH, EXACT_BELOW
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
@@ -127,7 +125,7 @@ def _vec_parse(text: str) -> np.ndarray:
 
 def _section(r) -> SectionRow:
     return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
-                      _string_list(r[12]), _string_list(r[13]), r[14], r[15])   # parsed once a value
+                      string_list(r[12]), string_list(r[13]), r[14], r[15])   # parsed once a value
 
 
 def _filter_where(f: Filters) -> tuple[str, list]:
