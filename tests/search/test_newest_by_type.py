@@ -99,6 +99,7 @@ def _drop_column(path) -> None:
     db = sqlite3.connect(path)
     db.execute("DROP INDEX sections_type_newest")
     db.execute("ALTER TABLE sections DROP COLUMN doc_type")
+    db.execute("PRAGMA user_version = 2")   # the catalog as a version from before migration 3 left it
     db.commit()
     db.close()
 

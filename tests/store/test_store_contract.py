@@ -25,12 +25,12 @@ def store(request, tmp_path):
     """A writable store of each kind, empty."""
     if request.param == "local":
         s = LocalStore(tmp_path / "idx", "notes")
+        yield s
+        s.close()
     else:
         from remembrancer.indexer.store.postgres.store import PgStore
 
-        s = PgStore(request.getfixturevalue("pg_url"), readonly=False)
-    yield s
-    s.close() if hasattr(s, "close") else None
+        yield PgStore(request.getfixturevalue("pg_url"), readonly=False)   # no connection of its own: its ledgers hold them
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_rewrite_replaces_and_a_delete_removes_everything(ledger):
     removed, added = write(ledger, doc("notes/a.md"), [section("New", "new words here")], seed=1)
     assert len(removed) == 1 and len(added) == 1
     assert [s.heading for s in ledger.sections("notes/a.md")] == ["New"]
-    assert not ledger.sections_containing(["old words"])
+    assert ledger.sections_containing(["old words"]) == []
     gone = ledger.delete_document("notes/a.md")
     assert gone == added
     assert ledger.document("notes/a.md") is None and ledger.section_count() == 0
@@ -168,5 +168,5 @@ def test_a_scope_is_a_wall(store, ledger):
         assert ledger.document_paths() == ["notes/journal/j.md"]
         assert ledger.document("notes/private/p.md") is None
         assert ledger.section_count() == 1
-        assert not ledger.sections_containing(["outside the wall"])
+        assert ledger.sections_containing(["outside the wall"]) == []
     assert ledger.section_count() == 2

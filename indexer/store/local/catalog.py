@@ -227,7 +227,7 @@ class Catalog(MetaReads):
         self.db.execute("PRAGMA synchronous=NORMAL")
         _probe(self.db)
         migrations.migrate(self.db)
-        migrations.ensure_section_types(self.db)
+        migrations.fill_section_types(self.db)
 
     def close(self) -> None:
         self.db.close()

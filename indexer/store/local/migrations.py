@@ -165,17 +165,17 @@ def _literal_index(db) -> None:
                              "INSERT INTO sections_literal(sections_literal) VALUES ('rebuild')"])
 
 
-def ensure_section_types(db) -> None:
-    """The sections' own copy of their document's type, and its index. Checked at every writable
-    open too (three cheap lookups): rows an older remembrancer wrote since have no type yet."""
+def _section_types(db) -> None:
+    """The sections' own copy of their document's type, and its index (filled by fill_section_types,
+    which every writable open runs)."""
     if not has_section_types(db):
-        _in_transaction(db, ["ALTER TABLE sections ADD COLUMN doc_type TEXT", SECTION_TYPES_INDEX])
+        db.execute("ALTER TABLE sections ADD COLUMN doc_type TEXT")
     db.execute(SECTION_TYPES_INDEX)
-    fill_section_types(db)
 
 
 def fill_section_types(db) -> None:
-    """Give rows without a type their document's."""
+    """Give rows without a type their document's. Run at every writable open (one index lookup):
+    an older remembrancer that knows nothing of the column may have written rows since."""
     if db.execute(   # NULLs sort first in the index: one lookup
             "SELECT 1 FROM sections INDEXED BY sections_type_newest WHERE doc_type IS NULL LIMIT 1").fetchone() is None:
         return
@@ -193,7 +193,7 @@ class Migration:
 MIGRATIONS = (
     Migration(1, "tables", _tables),
     Migration(2, "literal index", _literal_index),
-    Migration(3, "sections carry their document's type", ensure_section_types),
+    Migration(3, "sections carry their document's type", _section_types),
 )
 LATEST = MIGRATIONS[-1].version
 
