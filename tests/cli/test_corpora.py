@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.two_projects import serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.two_projects import serve, serving_both, two_projects  # noqa: F401  (fixtures)
 from tests.support.cli import run_cli
 
 
@@ -67,10 +67,8 @@ def test_forget_deletes_the_index_never_the_notes(two_projects):
 
 @pytest.mark.slow
 def test_forget_tells_the_daemon_serving_it_to_drop_it(two_projects, serve):
-    world, d = two_projects, serve()
-    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
-    d.wait_fresh(alpha, 1)
-    d.wait_fresh(beta, 1)
+    world = two_projects
+    d, alpha, beta = serving_both(world, serve)
     rows = listed(world)
     assert rows[(str(alpha),)]["daemon"] == rows[(str(beta),)]["daemon"] == "open"
     r = cli(world, "corpora", "forget", str(alpha))

@@ -15,16 +15,14 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.types import ListRootsResult, Root
 
 from tests.support.daemon import wait_for
-from tests.support.two_projects import run_git, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.two_projects import run_git, serve, serving_both, two_projects  # noqa: F401  (fixtures)
 from tests.support.cli import run_cli
 
 
 @pytest.mark.slow
 def test_two_corpora_one_daemon_fresh_after_commits_one_model(two_projects, serve):
-    world, d = two_projects, serve()
-    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
-    d.wait_fresh(alpha, 1)
-    d.wait_fresh(beta, 1)
+    world = two_projects
+    d, alpha, beta = serving_both(world, serve)
     for repo, rel, text in ((alpha, "backups.md", "# Backups\n\nalpha backups run at 02:00 with pgbackrest.\n"),
                             (beta, "topics.md", "# Topics\n\nbeta topic retention is seven days.\n")):
         (repo / rel).write_text(text)
@@ -86,10 +84,8 @@ def mcp_search(p: StdioServerParameters, query: str, roots: list[Path] | None = 
 @pytest.mark.slow
 def test_mcp_in_each_project_answers_from_its_own_corpus(two_projects, serve):
     """Each project is an indexed corpus (the daemon was asked for it): a session opened there serves it."""
-    world, d = two_projects, serve()
-    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
-    d.wait_fresh(alpha, 1)
-    d.wait_fresh(beta, 1)
+    world = two_projects
+    d, alpha, beta = serving_both(world, serve)
     # alpha: the client names its project through roots/list; beta: CLAUDE_PROJECT_DIR (no roots)
     a, a_st = mcp_search(mcp_params(world, alpha), "restore the database", roots=[alpha])
     b, b_st = mcp_search(mcp_params(world, beta, CLAUDE_PROJECT_DIR=str(beta)), "broker restarts rebalance")

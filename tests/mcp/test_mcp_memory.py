@@ -8,13 +8,10 @@ the server starts a daemon on demand with the real default model (as in tests/mc
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import anyio
@@ -22,9 +19,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from remembrancer.wire import ping
 from tests.support import memory as mf
 from tests.support.cli import run_cli
+from tests.support.daemon import stop_daemon_at
 from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
@@ -45,12 +42,7 @@ def world(tmp_path_factory):
     env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", config=cfg, home=home)
     w = {**fx, "env": env, "sock": sockdir / "daemon.sock", "log": log}
     yield w
-    st = ping(w["sock"])
-    if st is not None and st.get("daemon"):
-        os.kill(st["daemon"]["pid"], signal.SIGTERM)   # the daemon this module's sessions started
-        deadline = time.monotonic() + 10
-        while w["sock"].exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    stop_daemon_at(w["sock"])   # the daemon this module's sessions started
     shutil.rmtree(sockdir, ignore_errors=True)
 
 

@@ -13,9 +13,8 @@ import pytest
 
 from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.mcp_server import render
-from tests.support.cli import run_cli
-from tests.support.env import remembrancer_env
-from tests.support.paths import EXAMPLES, PROJECT
+from tests.support.cli import sandboxed_cli
+from tests.support.paths import PROJECT
 
 
 
@@ -34,18 +33,7 @@ def test_make_demo_installs_without_the_test_extras_and_make_test_with_them(tmp_
 @pytest.fixture
 def cli(tmp_path, tiny_model_dir):
     """Run the CLI with its own data dir, config (the tiny model), socket and config home."""
-    config = tmp_path / "config.toml"
-    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock",
-                           XDG_CONFIG_HOME=str(tmp_path / "xdg"))
-    notes = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, notes)
-
-    def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-        return run_cli(*args, env={**env, **(env_extra or {})}, cwd=tmp_path)
-
-    run.notes, run.tmp = notes, tmp_path
-    return run
+    return sandboxed_cli(tmp_path, tiny_model_dir)
 
 
 def _corpus(cli, files: dict[str, str]) -> str:

@@ -5,13 +5,10 @@ values the secret-hash file names. Real tantivy, the tiny model, real CLI and MC
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import anyio
@@ -20,12 +17,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from remembrancer.cli.secrets_cmd import hash_secrets
-from remembrancer.wire import ping
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
 from tests.support import cli
 from tests.support.corpus import write
+from tests.support.daemon import stop_daemon_at
 from tests.support.env import remembrancer_env
 from tests.support.paths import PROJECT
 
@@ -134,12 +131,7 @@ def world(tmp_path_factory, tiny_model_dir):
     env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", config=cfg, home=base)
     w = {"notes": notes, "env": env, "sock": sockdir / "daemon.sock", "log": log, "base": base, "hashes": hashes}
     yield w
-    st = ping(w["sock"])
-    if st is not None and st.get("daemon"):
-        os.kill(st["daemon"]["pid"], signal.SIGTERM)   # the daemon this module's sessions started
-        deadline = time.monotonic() + 10
-        while w["sock"].exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    stop_daemon_at(w["sock"])   # the daemon this module's sessions started
     shutil.rmtree(sockdir, ignore_errors=True)
 
 

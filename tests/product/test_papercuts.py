@@ -13,26 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
-from tests.support.env import remembrancer_env
-from tests.support.paths import EXAMPLES, PROJECT
+from tests.support.cli import run_cli, sandboxed_cli
+from tests.support.paths import PROJECT
 
 
 @pytest.fixture
 def cli(tmp_path, tiny_model_dir):
     """Run the CLI with its own data dir, config (the tiny model), socket and config home."""
-    config = tmp_path / "config.toml"
-    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock",
-                           XDG_CONFIG_HOME=str(tmp_path / "xdg"))
-    notes = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, notes)
-
-    def run(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
-        return run_cli(*args, env=env, cwd=cwd or tmp_path, input=input)
-
-    run.env, run.notes, run.config, run.tmp = env, notes, config, tmp_path
-    return run
+    return sandboxed_cli(tmp_path, tiny_model_dir)
 
 
 # -- service ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ every test that needs a daemon (it is started, asked, and stopped at teardown th
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -11,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from remembrancer.wire import Client
+from remembrancer.wire import Client, ping
 from tests.support.env import remembrancer_env
 
 
@@ -110,3 +111,12 @@ def consistent(d: DaemonProc) -> dict:
     assert idx.searcher().num_docs == chunks
     db.close()
     return {"documents": len(paths), "passages": len(passages)}
+
+
+def stop_daemon_at(sock: Path, timeout: float = 10) -> None:
+    """Stop the daemon serving `sock` (one a test's clients started on demand) and wait for its
+    socket to go."""
+    st = ping(sock)
+    if st is not None and st.get("daemon"):
+        os.kill(st["daemon"]["pid"], signal.SIGTERM)
+        poll_until(lambda: not sock.exists(), timeout)

@@ -93,3 +93,12 @@ def serve(two_projects):
     yield start
     for s in made:
         s.stop()
+
+
+def serving_both(world, serve) -> tuple[Serve, Path, Path]:
+    """A daemon serving both projects, each indexed with its one note: (daemon, alpha, beta)."""
+    d = serve()
+    alpha, beta = world["repos"]["alpha"], world["repos"]["beta"]
+    d.wait_fresh(alpha, 1)
+    d.wait_fresh(beta, 1)
+    return d, alpha, beta
