@@ -89,9 +89,6 @@ SectionText = tuple[int, str, str, str]          # section id, heading, content,
 DocumentName = tuple[str, str, str, str]         # path, rel, root, title
 
 
-DOCUMENT_INSERT_COLUMNS = DocumentRecord.COLUMNS
-
-
 class MetaReads:
     """What every ledger reads from its meta table the same way (each one has its own get_meta)."""
 

@@ -28,7 +28,7 @@ from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import (DOCUMENT_INSERT_COLUMNS, DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
+from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 from remembrancer.indexer.store.local import migrations
@@ -293,7 +293,7 @@ class Catalog(MetaReads):
                 db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
                            (sha, np.asarray(vec, dtype=np.float32).tobytes()))
             cur = db.execute(
-                f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO documents({DocumentRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 doc.values(time.time()))
             doc_id = cur.lastrowid
             added: list[int] = []

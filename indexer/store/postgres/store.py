@@ -32,7 +32,7 @@ from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_whe
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import DOCUMENT_INSERT_COLUMNS, DocumentSummary, MetaReads, SectionRow
+from remembrancer.indexer.store.base import DocumentSummary, MetaReads, SectionRow
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
@@ -431,7 +431,7 @@ class PgLedger(MetaReads):
                 self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
                            [(sha, vecs[sha]) for sha in mine if sha not in have], self._types["embeddings"])
             doc_id = self._q(
-                f"INSERT INTO documents({DOCUMENT_INSERT_COLUMNS})"
+                f"INSERT INTO documents({DocumentRecord.COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
                 doc.values(time.time())).fetchone()[0]
             sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
