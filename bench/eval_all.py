@@ -18,7 +18,7 @@ no rules, no abstention), and with `--ablation` each rule or constant switched o
 `right` counts questions answered right: an answerable one whose first result is a strict hit and
 that did not abstain, an unanswerable one that abstained. `T1≥2` is Top-1 over every label graded 2 or
 3 ("equally correct"): the distance between it and Top1 is the labeller's preference between right
-answers (docs/ranking.md, "Round 10"). The team rule reads the ablation: a rule
+answers (docs/ranking.md, "How ranking is evaluated"). The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
 
 Each row's p95 is its searches' wall time and, in brackets, their CPU time (the process's, every

@@ -1,8 +1,8 @@
 """Which kind of note a labelled set prefers when two kinds hold a right answer: for every
 answerable question whose grade-3 (the answer) and grade-2 ("equally correct") labels are of
 different doc types, one count per (grade 3's type, grade 2's type), overall and per stratum.
-docs/ranking.md ("Round 10") quotes it: where two sets prefer opposite kinds for the same kind of
-question, no ranking is strictly right on both.
+docs/ranking.md ("How ranking is evaluated") quotes its recency counts: where two sets prefer
+opposite kinds for the same kind of question, no ranking is strictly right on both.
 
     .venv/bin/python bench/label_preferences.py [--eval-dir ../shared/eval] [--sets memory-dev memory-dev-2]
 

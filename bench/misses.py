@@ -1,5 +1,5 @@
 """Error analysis: every miss of a query set, with what was ranked first, where the labelled section
-was, which leg found it and the rules that moved it (docs/ranking.md's failure classes come from this).
+was, which leg found it and the rules that moved it (docs/ranking.md's "What is still short" comes from this).
 
     .venv/bin/python bench/misses.py QUERIES.jsonl [--alternates FILE] [--data-dir DIR] [--all]
 

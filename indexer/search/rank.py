@@ -88,8 +88,8 @@ PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intent
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    # "did it happen?": among sections this close to the best, the newest wins. Off by default since
-    # round 5 (it helped one corpus once the record credit was read by intent: docs/ranking.md); a
+    # "did it happen?": among sections this close to the best, the newest wins. Off by default (it
+    # helped one corpus once the record credit was read by intent: docs/ranking.md, "Memory rules"); a
     # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
     outcome_tie_margin: float = 0.0
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's

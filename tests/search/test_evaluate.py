@@ -376,8 +376,8 @@ def bench_module(name: str):
 
 
 def test_label_preferences_count_one_per_question_and_pair_of_kinds():
-    """bench/label_preferences.py: docs/ranking.md's table of which kind of note a set grades 3 over
-    which it grades 2 — a host's and a service's record are one kind."""
+    """bench/label_preferences.py: which kind of note a set grades 3 over which it grades 2 (the
+    counts docs/ranking.md quotes) — a host's and a service's record are one kind."""
     from remembrancer.indexer.config import DEFAULT_LAYOUT
     from remembrancer.indexer.ingest.meta import Layout
 

@@ -24,7 +24,7 @@ def test_questions_about_now_prefer_records_and_questions_about_events_are_left_
     assert ranked(rows, scores, "what is the pool size at the moment?") == [2, 1]
     assert ranked(rows, scores, "which pool size does PgBouncer use?") == [2, 1]
     # An event (or a pasted log line) has no type preference any more (the journal ×1.25 helped one
-    # corpus once the named record's credit was read by intent — docs/ranking.md, round 5).
+    # corpus once the named record's credit was read by intent — docs/ranking.md, "Removed or rejected").
     assert ranked(rows, {1: 0.70, 2: 0.80}, "why did we raise the pool size?") == [2, 1]
     assert ranked(rows, {1: 0.80, 2: 0.70}, "pool size error: no more connections allowed") == [1, 2]  # a log line
     assert ranked(rows, {1: 0.90, 2: 0.60}, "what is the pool size?") == [1, 2]  # relevance still rules
@@ -35,7 +35,7 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
             row(2, "journal/b.md", "done day", doc_type="journal", date="2030-03-01"),
             row(3, "journal/c.md", "mention", doc_type="journal", date="2030-04-01")]
     scores = {1: 0.80, 2: 0.76, 3: 0.50}
-    on = rank.RankingConfig(outcome_tie_margin=0.1)   # off by default since round 5 (docs/ranking.md)
+    on = rank.RankingConfig(outcome_tie_margin=0.1)   # off by default (docs/ranking.md, "Memory rules")
     assert ranked(rows, scores, "did the migration actually happen?", cfg=on) == [2, 1, 3]
     assert ranked(rows, scores, "are we still planning the migration?", cfg=on) == [2, 1, 3]
     assert ranked(rows, scores, "how does the migration work", cfg=on) == [1, 2, 3]

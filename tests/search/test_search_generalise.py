@@ -160,7 +160,7 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
                 date="2030-02-01")]
     from remembrancer.indexer.search.rank import RankingConfig
 
-    # The newest-of-near-ties rule is a setting, off by default since round 5 (docs/ranking.md).
+    # The newest-of-near-ties rule is a setting, off by default (docs/ranking.md, "Memory rules").
     assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.1))[0] == 3
 
 
