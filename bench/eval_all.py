@@ -222,6 +222,12 @@ def fmt_row(name: str, s: dict) -> str:
             f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
 
 
+def context_gaps(name: str, c: dict) -> str:
+    """Where ctx parts from T1≥2 (right first, not abstained): the questions, by id."""
+    return (f"  {name + ' ctx vs T1≥2':<22} right first but not whole: {', '.join(c['right_first_not_whole']) or '-'};"
+            f" whole though not right first: {', '.join(c['whole_not_right_first']) or '-'}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
@@ -306,6 +312,9 @@ def main() -> int:
             for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
                 if cname in res:
                     print(fmt_row(cname, res[cname]))
+            for cname in ("shipped", "shipped+alt"):
+                if cname in res:
+                    print(context_gaps(cname, res[cname]["context"]))
             sys.stdout.flush()
     finally:
         if tmp:
