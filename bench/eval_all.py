@@ -201,7 +201,7 @@ def summarise(report: dict) -> dict:
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
             "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
-            "right": right(report), "digest": digest, "context": report.get("context")}
+            "right": right(report), "digest": digest, "context": report.get("context"), "false_ids": a["false_ids"]}
 
 
 def score(session: EvalSession, overrides: dict, alternates: dict | None, meter: ResponseMeter) -> dict:
@@ -222,9 +222,11 @@ def fmt_row(name: str, s: dict) -> str:
             f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
 
 
-def context_gaps(name: str, c: dict) -> str:
-    """Where ctx parts from T1≥2 (right first, not abstained): the questions, by id."""
-    return (f"  {name + ' ctx vs T1≥2':<22} right first but not whole: {', '.join(c['right_first_not_whole']) or '-'};"
+def context_gaps(name: str, s: dict) -> str:
+    """Where ctx parts from T1≥2: the questions, by id (an abstention withholds the right first answer)."""
+    c, abstained = s["context"], set(s["false_ids"])
+    withheld = [i + (" (abstained)" if i in abstained else " (cut)") for i in c["right_first_not_whole"]]
+    return (f"  {name + ' ctx vs T1≥2':<22} right first but not whole: {', '.join(withheld) or '-'};"
             f" whole though not right first: {', '.join(c['whole_not_right_first']) or '-'}")
 
 
@@ -314,7 +316,7 @@ def main() -> int:
                     print(fmt_row(cname, res[cname]))
             for cname in ("shipped", "shipped+alt"):
                 if cname in res:
-                    print(context_gaps(cname, res[cname]["context"]))
+                    print(context_gaps(cname, res[cname]))
             sys.stdout.flush()
     finally:
         if tmp:

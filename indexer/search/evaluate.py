@@ -444,14 +444,14 @@ def context_summary(outcomes: list[dict]) -> dict | None:
     judged = [o for o in outcomes if "in_context" in o]
     held = [o for o in judged if o["in_context"]]
 
-    def ids(in_ctx: bool, right_first: bool) -> list[str]:
-        return [o["case"].id for o in judged
-                if o["in_context"] is in_ctx and (o["judged"]["rank_any"] == 1 and not o["abstained"]) is right_first]
+    def ids(in_ctx: bool, right_first: bool) -> list[str]:   # right first as T1≥2 counts it (best_weak if abstained)
+        return [o["case"].id for o in judged if o["in_context"] is in_ctx and (o["judged"]["rank_any"] == 1) is right_first]
 
     return {"in_context": len(held), "answerable": len(judged),
             "rate": round(len(held) / len(judged), 4) if judged else 0.0,
             "missing_ids": [o["case"].id for o in judged if not o["in_context"]],
-            # where it parts from T1≥2: a right first answer cut to fit; a right section carried whole elsewhere
+            # where it parts from T1≥2: a right first answer cut to fit or withheld (abstained, pointers only);
+            # a right section carried whole below a wrong first one
             "right_first_not_whole": ids(False, True), "whole_not_right_first": ids(True, False),
             "tokens_p50": percentile(tokens, 50), "tokens_p90": percentile(tokens, 90)}
 

@@ -27,17 +27,19 @@ def test_the_report_has_no_context_figure_when_the_responses_were_not_measured()
 
 
 def test_the_report_says_where_in_context_parts_from_right_first():
-    """Right first but cut to fit is not in context; a short right section carried whole in a pointer
-    below a wrong first result is. Tokens count every question, unanswerable ones too."""
-    a, b, c = (Case(i, "q", expect=[Label("a.md", "A")]) for i in "abc")
+    """Right first but cut to fit, or withheld by an abstention, is not in context; a short right
+    section carried whole in a pointer below a wrong first result is. Tokens count every question,
+    unanswerable ones too."""
+    a, b, c, d = (Case(i, "q", expect=[Label("a.md", "A")]) for i in "abcd")
     u = Case("u", "q", answerable=False)
     outs = [{**outcome(a, [r("a.md", "A")]), "in_context": True, "response_tokens": 100},
             {**outcome(b, [r("a.md", "A")]), "in_context": False, "response_tokens": 900},   # cut
             {**outcome(c, [r("x.md", "X"), r("a.md", "A")]), "in_context": True, "response_tokens": 300},
+            {**outcome(d, [r("a.md", "A")], abstained=True), "in_context": False, "response_tokens": 80},
             {**outcome(u, [r("x.md", "X")], abstained=True), "response_tokens": 50}]
     ctx = build_report(outs, limit=5)["context"]
-    assert (ctx["in_context"], ctx["answerable"], ctx["rate"]) == (2, 3, 0.6667)
-    assert ctx["right_first_not_whole"] == ["b"] and ctx["whole_not_right_first"] == ["c"]
+    assert (ctx["in_context"], ctx["answerable"], ctx["rate"]) == (2, 4, 0.5)
+    assert ctx["right_first_not_whole"] == ["b", "d"] and ctx["whole_not_right_first"] == ["c"]
     assert (ctx["tokens_p50"], ctx["tokens_p90"]) == (100, 900)
 
 
