@@ -5,7 +5,7 @@ per-rule ablation with its effect on each corpus separately (docs/ranking.md is 
         [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
         [--ranking KEY=VALUE …] [--const NAME=VALUE …]
 
-Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.do_search, the
+Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.dispatch_read, the
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
