@@ -5,7 +5,7 @@ per-rule ablation with its effect on each corpus separately (docs/ranking.md is 
         [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
         [--ranking KEY=VALUE …] [--const NAME=VALUE …]
 
-Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.do_search, the
+Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.dispatch_read, the
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
@@ -20,6 +20,18 @@ that did not abstain, an unanswerable one that abstained. `T1≥2` is Top-1 over
 3 ("equally correct"): the distance between it and Top1 is the labeller's preference between right
 answers (docs/ranking.md, "How ranking is evaluated"). The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
+
+Memory sets (memory-dev, -2, -3) are read right-first (T1≥2): several of their sections state the same fact
+and which got the 3 was the labeller's preference; docs sets are read on strict Top-1 (one answer each).
+Each set's header line names its primary figure.
+
+`ctx` is answer in context, what a reading agent gets from one call: the share of answerable questions
+whose response — the MCP `search` tool's text, rendered by mcp_server/render.py's `search_text` from the
+answer the socket sends — holds the whole text of a section labelled 2 or 3 (whitespace-normalised; the
+section's catalog text redacted as the answer is). `tok` is the median / p90 of that text's length over
+every question, in tokens of the default model's tokenizer (all-MiniLM-L6-v2's WordPiece tokenizer.json,
+the one indexer/models/embed.py loads; no special tokens, no truncation). Clients that hand the model the
+structured content instead (Claude Code, VS Code) get the same answer as JSON, larger.
 
 Each row's p95 is its searches' wall time and, in brackets, their CPU time (the process's, every
 thread's), each question searched once after one untimed search that loads the model: a rough
@@ -44,12 +56,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from remembrancer.indexer.search import answer as search# noqa: E402
-from remembrancer.indexer.search.evaluate import EvalSession  # noqa: E402
+from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
 
-SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2")
+SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3")
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
-         "memory-dev": "mem1", "memory-dev-2": "mem2"}
+         "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3"}
+MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
@@ -115,6 +128,25 @@ class LegCache:
                            probes_found=set(ph.probes_found))
 
 
+def primary_figure(name: str) -> str:
+    return "right-first T1≥2" if name in MEMORY_SETS else "strict Top1"
+
+
+def response_meter() -> ResponseMeter:
+    """The MCP `search` tool's text, measured in the default model's tokens (see the module docstring)."""
+    from tokenizers import Tokenizer
+
+    from remembrancer.indexer.answers import SearchAnswer
+    from remembrancer.indexer.models.embed import DEFAULT_TOKENIZER_DIST, DEFAULT_TOKENIZER_FILE, _package_file
+    from remembrancer.mcp_server.render import search_text
+
+    tokenizer = Tokenizer.from_file(str(_package_file(DEFAULT_TOKENIZER_DIST, DEFAULT_TOKENIZER_FILE)))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return ResponseMeter(render=lambda out: search_text(SearchAnswer.parse(out)),
+                         count_tokens=lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids))
+
+
 def _value(text: str):
     for conv in (int, float):
         try:
@@ -169,12 +201,12 @@ def summarise(report: dict) -> dict:
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
             "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
-            "right": right(report), "digest": digest}
+            "right": right(report), "digest": digest, "context": report.get("context"), "false_ids": a["false_ids"]}
 
 
-def score(session: EvalSession, overrides: dict, alternates: dict | None) -> dict:
+def score(session: EvalSession, overrides: dict, alternates: dict | None, meter: ResponseMeter) -> dict:
     with Applied(session, overrides):
-        report = session.score(5, alternates)
+        report = session.score(5, alternates, meter)
     miss_ids = {m["id"] for m in report["misses"] if m["kind"] == "retrieval"}
     report["rankings_rank1"] = {cid: cid not in miss_ids for cid in report["rankings"]}
     return report
@@ -183,10 +215,19 @@ def score(session: EvalSession, overrides: dict, alternates: dict | None) -> dic
 def fmt_row(name: str, s: dict) -> str:
     strata = " ".join(f"{k}={v['top1'] * 100:.0f}" for k, v in s["strata"].items())
     ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "-"
+    c = s["context"]
     return (f"  {name:<22} Top1 {s['top1'] * 100:5.1f}  Top5 {s['top5'] * 100:5.1f}  MRR {s['mrr']:.3f}"
-            f"  T1≥2 {s['top1_any'] * 100:5.1f}"
+            f"  T1≥2 {s['top1_any'] * 100:5.1f}  ctx {c['rate'] * 100:5.1f}  tok {c['tokens_p50']:>4}/{c['tokens_p90']:<4}"
             f"  abst {ab:>4}  false {s['false']}/{s['answerable']}  right {s['right']:>3}"
             f"  p95 {s['p95']:4.0f}ms (CPU {s['cpu_p95']:3.0f})  #{s['digest']}  [{strata}]")
+
+
+def context_gaps(name: str, s: dict) -> str:
+    """Where ctx parts from T1≥2: the questions, by id (an abstention withholds the right first answer)."""
+    c, abstained = s["context"], set(s["false_ids"])
+    withheld = [i + (" (abstained)" if i in abstained else " (cut)") for i in c["right_first_not_whole"]]
+    return (f"  {name + ' ctx vs T1≥2':<22} right first but not whole: {', '.join(withheld) or '-'};"
+            f" whole though not right first: {', '.join(c['whole_not_right_first']) or '-'}")
 
 
 def main() -> int:
@@ -244,6 +285,7 @@ def main() -> int:
             part, typed = setting("--sweep", name, v)
             configs[f"={name}={v}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
             configs[f"={name}={v}"][part][name] = typed
+    meter = response_meter()
     tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
     os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir
     results: dict = {}
@@ -258,19 +300,23 @@ def main() -> int:
                 built = time.perf_counter() - t0
                 res = results[name] = {}
                 for cname in ("shipped", "plain"):
-                    res[cname] = summarise(score(session, configs[cname], None))
+                    res[cname] = summarise(score(session, configs[cname], None, meter))
                     if alts:
-                        res[cname + "+alt"] = summarise(score(session, configs[cname], alts))
+                        res[cname + "+alt"] = summarise(score(session, configs[cname], alts, meter))
                 with LegCache():
                     for cname, overrides in configs.items():
                         if cname not in res:
-                            res[cname] = summarise(score(session, overrides, None))
+                            res[cname] = summarise(score(session, overrides, None, meter))
                         if cname.startswith("=") and alts:   # a swept value, also with the rephrasings
-                            res[cname + "+alt"] = summarise(score(session, overrides, alts))
-            print(f"{name}  (index {built:.0f}s, scored {time.perf_counter() - t0 - built:.0f}s)")
+                            res[cname + "+alt"] = summarise(score(session, overrides, alts, meter))
+            print(f"{name}  (primary: {primary_figure(name)}; index {built:.0f}s, "
+                  f"scored {time.perf_counter() - t0 - built:.0f}s)")
             for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
                 if cname in res:
                     print(fmt_row(cname, res[cname]))
+            for cname in ("shipped", "shipped+alt"):
+                if cname in res:
+                    print(context_gaps(cname, res[cname]))
             sys.stdout.flush()
     finally:
         if tmp:
@@ -281,6 +327,8 @@ def main() -> int:
         print_sweep(results, configs)
     if args.markdown:
         print(markdown(results))
+        print()
+        print(context_markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
@@ -323,6 +371,21 @@ def print_sweep(results: dict, configs: dict) -> None:
             print(f"  {cname[1:]:<36}" + "".join(f"{SHORT.get(s, s)} {results[s][cname]['right']:>3}  " for s in shown)
                   + " [" + " ".join(f"{SHORT.get(s, s)}:{results[s][cname]['top1'] * 100:.1f}/{results[s][cname]['top5'] * 100:.1f}"
                                     for s in shown) + "]")
+
+
+def context_markdown(results: dict) -> str:
+    """Answer in context beside the ranked-list figures, per set and configuration (docs/benchmarks.md)."""
+    rows = ["| set (primary figure) | configuration | Top-1 % | T1≥2 % | in context % | response tokens p50 / p90 "
+            "| abstained |", "|---|---|---|---|---|---|---|"]
+    for name, res in results.items():
+        for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
+            if cname in res:
+                s, c = res[cname], res[cname]["context"]
+                ab = f"{s['abstained']}/{s['unanswerable']}" if s["unanswerable"] else "—"
+                rows.append(f"| {name} ({primary_figure(name)}) | {cname.replace('+alt', ' + alternates')} "
+                            f"| {s['top1'] * 100:.1f} | {s['top1_any'] * 100:.1f} | {c['rate'] * 100:.1f} "
+                            f"| {c['tokens_p50']} / {c['tokens_p90']} | {ab} |")
+    return "\n".join(rows)
 
 
 def markdown(results: dict) -> str:

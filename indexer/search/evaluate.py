@@ -5,6 +5,11 @@ label's and its breadcrumb equals the label's (case-insensitive, a split suffix 
 ignored); `heading: null` accepts any section of the file, `""` is the preamble. *Lenient* also
 accepts a descendant section. The judging and aggregation functions are pure so they can be
 tested without an index; `EvalSession` (behind `run_eval`) is the only part that opens an engine.
+
+*Answer in context*: the agent reads the response, not the ranked list. Given a `ResponseMeter`
+(the client's rendering of the wire answer and a token count), each answerable question also
+records whether the rendered response holds the whole text of a section labelled 2 or 3 (the
+labels T1≥2 reads), and every question the response's size in tokens.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -261,6 +267,28 @@ def show(result: dict) -> str:
     return f"{result.get('path')}#{result.get('heading') or ''}"
 
 
+@dataclass(frozen=True)
+class ResponseMeter:
+    """What the agent receives for a search: `render` turns the wire answer into the text the client
+    hands the model, `count_tokens` measures that text. Given by the caller: the renderer lives with
+    the MCP server, the tokenizer with the model."""
+
+    render: Callable[[dict], str]
+    count_tokens: Callable[[str], int]
+
+
+def spaced(text: str) -> str:
+    """Whitespace runs made one space: a section's text compares equal however the response wraps it."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def in_context(response: str, section_texts: list[str]) -> bool:
+    """Does the response hold the whole text of any of these sections (whitespace-normalised)?
+    An empty section proves nothing and never counts."""
+    flat = spaced(response)
+    return any(t and t in flat for t in map(spaced, section_texts))
+
+
 # -- running -------------------------------------------------------------------------------------
 
 def _tty_progress():
@@ -306,6 +334,7 @@ class EvalSession:
             self.engine.close()
             raise
         self._docs: dict[str, str] = {}
+        self._sections: dict[str, list] = {}
 
     def __enter__(self) -> "EvalSession":
         return self
@@ -323,8 +352,27 @@ class EvalSession:
                 self._docs[path] = ""
         return self._docs[path]
 
-    def score(self, limit: int = 5, alternates: dict[str, list[str]] | None = None) -> dict:
-        from remembrancer.indexer.api import do_search
+    def labelled_texts(self, case: Case, params: dict) -> list[str]:
+        """The text of every section a T1≥2 label names (`heading: null`: every section of the file), as
+        the catalog holds it and redacted as the answer to `params` is: with the policy in force, then
+        the pieces of secrets the request typed (indexer/api.py)."""
+        from remembrancer.indexer.api import echoes_redacted
+
+        redactor = self.engine.redaction.current()
+        texts = []
+        for lab in recall_labels(case.expect):
+            if lab.path not in self._sections:
+                self._sections[lab.path] = self.engine.catalog.sections(lab.path)
+            texts += [s.content or "" for s in self._sections[lab.path]
+                      if lab.heading is None or heading_key(s.heading) == heading_key(lab.heading)]
+        return [echoes_redacted(redactor, redactor.redact_text(t), params) for t in texts]
+
+    def score(self, limit: int = 5, alternates: dict[str, list[str]] | None = None,
+              meter: ResponseMeter | None = None) -> dict:
+        """Every question searched through the socket's path (api.dispatch_read: the answer a daemon
+        sends the MCP server); with a `meter`, each response is also rendered and measured."""
+        from remembrancer.indexer.answers import Freshness
+        from remembrancer.indexer.api import dispatch_read
         from remembrancer.indexer.search.answer import MAX_LIMIT
 
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -337,18 +385,28 @@ class EvalSession:
                 p["alternates"] = alternates[case.id]
             return p
 
+        # The index was refreshed when the session opened: every answer says so, as a daemon's would.
+        fresh = Freshness.judged(self.engine.status(), "fresh", detail="at the on-disk state")
+
+        def search(p: dict) -> dict:
+            return dispatch_read(self.engine, "search", p, lambda: fresh)
+
         # The first search loads the embedding model; time it apart so p50/p95 are steady-state.
         t0 = time.perf_counter()
-        do_search(self.engine, params(cases[0]))
+        search(params(cases[0]))
         warmup_ms = (time.perf_counter() - t0) * 1000
         outcomes = []
         for case in cases:
             # Wall time, and the process's CPU time (every thread's: onnxruntime runs a query on two),
             # which other processes on a shared machine inflate far less than wall time.
+            p = params(case)
             t0, c0 = time.perf_counter(), time.process_time()
-            out = do_search(self.engine, params(case))  # the MCP tool's path
+            out = search(p)  # the MCP tool's path
             ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
-            outcomes.append({**_outcome(case, out, ms, self._document_text), "cpu_ms": cpu_ms})
+            o = {**_outcome(case, out, ms, self._document_text), "cpu_ms": cpu_ms}
+            if meter is not None:
+                o.update(_measured(case, meter.render(out), meter, lambda: self.labelled_texts(case, p)))
+            outcomes.append(o)
         report = build_report(outcomes, limit)
         report["latency_ms"]["warmup"] = round(warmup_ms, 1)
         report.update(queries=str(self.queries_path), roots=[str(r.path) for r in self.config.roots],
@@ -367,6 +425,35 @@ def _outcome(case: Case, out: dict, ms: float, document_text) -> dict:
         hits = [r["path"] for r in ranked if any(is_hit(r, lab, lenient=True) for lab in case.expect)]
         o["self_quote"] = any(quotes_query(case.query, document_text(p)) for p in dict.fromkeys(hits))
     return o
+
+
+def _measured(case: Case, response: str, meter: ResponseMeter, labelled_texts) -> dict:
+    """The rendered response's size, and for an answerable question whether it holds a right section whole."""
+    o = {"response_tokens": meter.count_tokens(response)}
+    if case.answerable:
+        o["in_context"] = in_context(response, labelled_texts())
+    return o
+
+
+def context_summary(outcomes: list[dict]) -> dict | None:
+    """Answer in context over the answerable questions, response tokens over every question; None
+    when the responses were not measured."""
+    tokens = [o["response_tokens"] for o in outcomes if "response_tokens" in o]
+    if not tokens:
+        return None
+    judged = [o for o in outcomes if "in_context" in o]
+    held = [o for o in judged if o["in_context"]]
+
+    def ids(in_ctx: bool, right_first: bool) -> list[str]:   # right first as T1≥2 counts it (best_weak if abstained)
+        return [o["case"].id for o in judged if o["in_context"] is in_ctx and (o["judged"]["rank_any"] == 1) is right_first]
+
+    return {"in_context": len(held), "answerable": len(judged),
+            "rate": round(len(held) / len(judged), 4) if judged else 0.0,
+            "missing_ids": [o["case"].id for o in judged if not o["in_context"]],
+            # where it parts from T1≥2: a right first answer cut to fit or withheld (abstained, pointers only);
+            # a right section carried whole below a wrong first one
+            "right_first_not_whole": ids(False, True), "whole_not_right_first": ids(True, False),
+            "tokens_p50": percentile(tokens, 50), "tokens_p90": percentile(tokens, 90)}
 
 
 def build_report(outcomes: list[dict], limit: int) -> dict:
@@ -397,6 +484,7 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
             "got": [show(r) for r in o["top"]],
         })
     quotes = [o["case"].id for o in outcomes if o["self_quote"]]
+    context = context_summary(outcomes)
     return {
         "limit": limit,
         "queries_total": len(outcomes),
@@ -415,6 +503,7 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
                        **({"cpu_p50": round(percentile(cpu, 50), 1), "cpu_p95": round(percentile(cpu, 95), 1)}
                           if cpu else {})},
         "grade_fallback": {"count": len(fallback), "ids": fallback},
+        **({"context": context} if context else {}),
         "misses": misses,
         # every query's ranked list (best_weak when it abstained): two runs compare equal or not
         "rankings": {o["case"].id: o.get("ranking", []) for o in outcomes},
