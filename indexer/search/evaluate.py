@@ -318,7 +318,7 @@ class EvalSession:
 
         if path not in self._docs:
             try:
-                self._docs[path] = read(self.engine, path, max_chars=sys.maxsize)["content"]
+                self._docs[path] = read(self.engine.view(), path, max_chars=sys.maxsize)["content"]
             except UserError:  # deleted since indexing: nothing to quote from
                 self._docs[path] = ""
         return self._docs[path]
@@ -339,14 +339,14 @@ class EvalSession:
 
         # The first search loads the embedding model; time it apart so p50/p95 are steady-state.
         t0 = time.perf_counter()
-        do_search(self.engine, params(cases[0]))
+        do_search(self.engine.view(), params(cases[0]))
         warmup_ms = (time.perf_counter() - t0) * 1000
         outcomes = []
         for case in cases:
             # Wall time, and the process's CPU time (every thread's: onnxruntime runs a query on two),
             # which other processes on a shared machine inflate far less than wall time.
             t0, c0 = time.perf_counter(), time.process_time()
-            out = do_search(self.engine, params(case))  # the MCP tool's path
+            out = do_search(self.engine.view(), params(case))  # the MCP tool's path
             ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
             outcomes.append({**_outcome(case, out, ms, self._document_text), "cpu_ms": cpu_ms})
         report = build_report(outcomes, limit)
