@@ -163,13 +163,13 @@ def test_read_refuses_paths_outside_the_roots(notes_engine, notes, path):
     write(secret.parent, "secret.md", "# Secret\n\nTOP-SECRET-OUTSIDE\n")
     for fn in (api.do_read, api.do_outline):
         with pytest.raises(UserError) as ei:
-            fn(notes_engine, {"path": path})
+            fn(notes_engine.view(), {"path": path})
         assert ei.value.code in ("not_found", "outside_root", "bad_input")
         assert "TOP-SECRET-OUTSIDE" not in json.dumps(ei.value.to_dict())
     if path.startswith(("/", "../")):  # the same forms as a list/search path filter
         for fn in (api.do_list, api.do_search):
             with pytest.raises(UserError) as ei:
-                fn(notes_engine, {"query": "secret", "path": path})
+                fn(notes_engine.view(), {"query": "secret", "path": path})
             assert ei.value.param == "path"
 
 
@@ -188,7 +188,7 @@ def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine,
     for path in ("hosts/db1.md", "hosts/db2.md"):
         for fn in (api.do_read, api.do_outline):
             with pytest.raises(UserError) as ei:
-                fn(notes_engine, {"path": path})
+                fn(notes_engine.view(), {"path": path})
             assert ei.value.code == "outside_root", path
             assert "TOP-SECRET" not in str(ei.value)
     # and the next refresh drops them: a symlinked folder is not followed
@@ -774,7 +774,7 @@ def fault_round(root: Path, corpus: VersionedCorpus, embedder, rng: random.Rando
     """Change the corpus, fail one store call during the refresh, then recover — either by the same
     engine refreshing again (what the daemon does after a failed ingest) or by a new engine over
     the same data (a restart). Returns what happened and the problems found."""
-    import remembrancer.indexer.engine as engine_mod
+    import remembrancer.indexer.engine.writer as engine_mod
 
     corpus.mutate(0.25)
     cls, name = rng.choice(FAULT_POINTS)
