@@ -33,7 +33,8 @@ from remembrancer.indexer import terms
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.config import Config, make_private
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.redact import Redactor, RedactorSource  # secrets never reach the index: indexer/redact.py
+from remembrancer.indexer.redact import Redactor  # secrets never reach the index: indexer/redact.py
+from remembrancer.indexer.redact_policy import RedactorSource
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, Store, VectorIndex
 from remembrancer.indexer.store.local.readers import Readers
 from remembrancer.indexer.store.local.store import LocalStore
