@@ -14,7 +14,7 @@ from remembrancer.indexer import indexes
 from remembrancer.indexer.config import Config, make_private
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest import corpus, meta
-from remembrancer.indexer.redact import RedactorSource  # secrets never reach the index: indexer/redact.py
+from remembrancer.indexer.redact_policy import RedactorSource  # secrets never reach the index: indexer/redact.py
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, Store, VectorIndex
 from remembrancer.indexer.store.local.readers import Readers
 from remembrancer.indexer.store.local.store import LocalStore

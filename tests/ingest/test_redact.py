@@ -27,9 +27,9 @@ from remembrancer.indexer.search import reader
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
-                            Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
-                            salted_sha256)
+from remembrancer.indexer.redact import DEFAULT_REDACTOR, FAMILY_NAMES, Redactor, is_secret_document, redact, salted_sha256
+from remembrancer.indexer.redact_policy import (ENV_SECRET_HASHES, RedactionError, RedactionPolicy, load_hash_file,
+                                                parse_hash_file)
 from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
@@ -703,7 +703,7 @@ def test_disabling_a_family_and_unknown_names():
     assert e.value.param == "redact.disable" and "long_hex" in e.value.options
     with pytest.raises(UserError):
         RedactionPolicy.from_config({"secrets_hashes": "x"})  # typo'd key: refused, not ignored
-    with pytest.raises(UserError):
+    with pytest.raises(ValueError):   # a caller's mistake: users' names are checked by the policy (above)
         Redactor(families=("nope",))
     assert Redactor(families=()).policy_fingerprint() != DEFAULT_REDACTOR.policy_fingerprint()
     assert set(FAMILY_NAMES) >= {"private_key", "url_credentials", "sk_key", "github", "slack", "aws",

@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from remembrancer.cli.secrets_cmd import hash_secrets
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
+from remembrancer.indexer.redact_policy import ENV_SECRET_HASHES, RedactionPolicy
 from tests.support import cli
 from tests.support.corpus import write
 from tests.support.daemon import stop_daemon_at

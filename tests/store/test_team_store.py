@@ -320,7 +320,7 @@ def test_secrets_never_reach_the_shared_store(tmp_path, data_env, tiny_embedder,
 
 
 def test_a_broken_redaction_policy_writes_nothing(tmp_path, data_env, tiny_embedder, pg_url):
-    from remembrancer.indexer.redact import RedactionPolicy
+    from remembrancer.indexer.redact_policy import RedactionPolicy
 
     root = tmp_path / "notes"
     write(root, "a.md", "# A\n\ntext\n")
