@@ -461,7 +461,7 @@ def bench_churn(n_docs: int, embedder, tmp: Path, n_searches: int = 200) -> dict
             q = rng.choice([f"Doc {i} part {rng.randrange(4)}", f"topic{rng.randrange(17)} item{rng.randrange(3)}",
                             f"paragraph document {i}", "kind1 intro"])
             t0 = time.perf_counter()
-            do_search(e, {"query": q, "limit": 5})
+            do_search(e.view(), {"query": q, "limit": 5})
             lat.append((time.perf_counter() - t0) * 1000)
         return lat
 
@@ -569,7 +569,7 @@ def bench_bombs(embedder, tmp: Path) -> dict:
 def do_search_paths(e, q: str) -> str | None:
     from remembrancer.indexer.api import do_search
 
-    res = do_search(e, {"query": q})["results"]
+    res = do_search(e.view(), {"query": q})["results"]
     return res[0]["path"] if res else None
 
 
@@ -698,7 +698,7 @@ def bench_special_files(embedder, tmp: Path) -> dict:
 
         def run():
             try:
-                reader.read(e, f"{k}.md")
+                reader.read(e.view(), f"{k}.md")
                 box["out"] = "read (unexpected)"
             except UserError as err:
                 box["out"] = f"{err.code}: {err.message[:80]}"

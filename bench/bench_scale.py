@@ -45,6 +45,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 from bench.procstat import cpu_seconds, peak_rss_mb, rss_mb  # noqa: E402
+from remembrancer.indexer.answers import Freshness  # noqa: E402
 from remembrancer.indexer.search.evaluate import percentile  # noqa: E402  (nearest rank, one definition)
 
 WORDS = """
@@ -255,7 +256,7 @@ def in_process(corpus: Corpus, config, embedder, args) -> dict:
     if hasattr(e, "refresh_paths"):
         timed("edit → refresh_paths()", ((lambda i=i: e.refresh_paths([edited(i, "target")])) for i in range(args.edits)))
     timed("refresh, nothing changed", (e.refresh for _ in range(max(3, args.edits // 4))))
-    fresh = lambda: {"verdict": "fresh"}  # noqa: E731
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
     settle_heap()   # as the daemon does after a full pass (daemon/heap.py): searches are timed as it answers them
     for kind, reqs in corpus.requests(args.queries).items():
         api.dispatch_read(e, reqs[0][0], reqs[0][1], fresh)  # warm caches once

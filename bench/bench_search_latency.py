@@ -57,7 +57,7 @@ def times(session: EvalSession, alternates: dict | None, repeat: int) -> dict[st
         best_wall = best_cpu = float("inf")
         for _ in range(repeat):
             t0, c0 = time.perf_counter(), time.process_time()
-            do_search(session.engine, params)
+            do_search(session.engine.view(), params)
             best_wall = min(best_wall, (time.perf_counter() - t0) * 1000)
             best_cpu = min(best_cpu, (time.process_time() - c0) * 1000)
         out[case.id] = (best_wall, best_cpu)
@@ -108,7 +108,7 @@ def stage_times(session: EvalSession, alternates: dict | None, repeat: int) -> d
                 if alternates and alternates.get(case.id):
                     params["alternates"] = alternates[case.id]
                 t0 = time.thread_time()
-                do_search(session.engine, params)
+                do_search(session.engine.view(), params)
                 spent["the whole search (MCP path)"] += time.thread_time() - t0
                 n += 1
     finally:
@@ -175,7 +175,7 @@ def main() -> int:
     alt_file = Path(args.eval_dir) / "alternates" / f"{args.set}.json"
     alts = json.loads(alt_file.read_text()) if alt_file.exists() else None
     with EvalSession(str(Path(args.eval_dir) / "queries" / f"{args.set}.jsonl"), None) as session:
-        do_search(session.engine, {"query": session.cases[0].query})   # loads the model: not timed
+        do_search(session.engine.view(), {"query": session.cases[0].query})   # loads the model: not timed
         if args.emit:
             print(json.dumps({mode: times(session, alts if with_alt else None, args.repeat)
                               for mode, with_alt in MODES}))

@@ -51,6 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import remembrancer.indexer.engine  # noqa: E402,F401 — the editable install first (the folder shadows it)
 
+from remembrancer.indexer.answers import Freshness  # noqa: E402
 from remembrancer.indexer import api# noqa: E402
 from remembrancer.indexer.search import answer as S# noqa: E402
 from remembrancer.indexer.ingest.chunks import text_sha  # noqa: E402
@@ -371,8 +372,8 @@ def timed_searches(reader, requests) -> dict:
     times, b0, c0 = [], sum(map(cpu_seconds, backends)), time.process_time()
     for r in requests:
         t = time.perf_counter()
-        with reader.scoped(()):
-            S.search(reader, r)
+        with reader.view(()) as view:
+            S.search(view, r)
         times.append((time.perf_counter() - t) * 1000)
     n = len(requests)
     py_ms, pg_ms = (time.process_time() - c0) / n * 1000, (sum(map(cpu_seconds, backends)) - b0) / n * 1000
@@ -565,7 +566,7 @@ def _timed(engine, calls) -> tuple[list[float], float]:
     cpu0, times = time.process_time(), []
     for fn in calls:
         t = time.perf_counter()
-        with engine.scoped(()):
+        with engine.view(()) as view:
             fn()
         times.append((time.perf_counter() - t) * 1000)
     return times, time.process_time() - cpu0
@@ -607,18 +608,18 @@ def literal(tmp: Path, base_url: str, sections: int, queries: int = 60) -> dict:
     out = {"sections": sections, "documents": docs, "index_s": round(write_s, 1), "gram_indexes": size[0],
            "sections_table": size[1], "reindex_content_grams_s": round(reindex_s, 1)}
     try:
-        with reader.scoped(()):
-            S.search(reader, S.SearchRequest(idents[0], exact=True))   # warm-up (both modes fill the same caches)
+        with reader.view(()) as view:
+            S.search(view, S.SearchRequest(idents[0], exact=True))   # warm-up (both modes fill the same caches)
         for mode in ("scan", "index"):
             reader.catalog.use_literal_index = mode == "index"
-            reader._lowered = (-1, [])   # the scan's cached copy is rebuilt once, as a fresh reader would
+            reader._cache.lowered = (-1, [])   # the scan's cached copy is rebuilt once, as a fresh reader would
             out[mode] = {
-                "exact": _summary(*_timed(reader, [lambda q=q: S.search(reader, S.SearchRequest(q, exact=True))
+                "exact": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q, exact=True))
                                                    for q in idents])),
-                "identifier_question": _summary(*_timed(reader, [lambda q=q: S.search(reader, S.SearchRequest(q))
+                "identifier_question": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q))
                                                                  for q in asks])),
                 "latest_word": _summary(*_timed(reader, [lambda w=w: api.dispatch_read(reader, "latest", {"terms": [w]},
-                                                                                       dict) for w in words])),
+                                                                                       lambda view: Freshness("fresh")) for w in words])),
             }
     finally:
         reader.close()
@@ -687,8 +688,8 @@ def concurrency(tmp: Path, base_url: str, readers: int = 8, sections: int = 2000
             while not stop.is_set():
                 d = rng.randrange(docs)
                 try:
-                    with eng.scoped(()):
-                        out = S.search(eng, S.SearchRequest(f"Document {d} host app{d % 97}", limit=10))
+                    with eng.view(()) as view:
+                        out = S.search(view, S.SearchRequest(f"Document {d} host app{d % 97}", limit=10))
                         rows = eng.catalog.sections(f"{('runbooks', 'journal', 'hosts', 'memory')[d % 4]}/doc{d:06d}.md")
                     versions: dict[str, set] = {}
                     for r in out["results"] + out.get("best_weak", []):

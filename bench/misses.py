@@ -45,7 +45,7 @@ def main() -> int:
             p = {"query": case.query, "limit": 50, "explain": True}
             if alts.get(case.id):
                 p["alternates"] = alts[case.id]
-            out = do_search(session.engine, p)
+            out = do_search(session.engine.view(), p)
             ranked = out.get("best_weak", []) if out.get("no_strong_match") else out.get("results", [])
             labels = primary_labels(case.expect)
             where = next((i for i, r in enumerate(ranked) if any(is_hit(r, lab) for lab in labels)), None)

@@ -88,6 +88,7 @@ def build(root: Path, rng: random.Random, n_case: int = 12) -> dict:
 
 def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 14, cost: bool = True) -> dict:
     from remembrancer.indexer import api
+    from remembrancer.indexer.answers import Freshness
     from remembrancer.indexer.errors import UserError
     from tests.support.corpus import engine_for
 
@@ -111,9 +112,9 @@ def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 1
 
     def call(method, params, scope):
         if method == "status":
-            with engine.scoped(scope):
-                return engine.status()
-        return api.dispatch_read(engine, method, {**params, "scope": scope}, lambda: {"verdict": "fresh"})
+            with engine.view(scope) as view:
+                return view.status()
+        return api.dispatch_read(engine, method, {**params, "scope": scope}, lambda view: Freshness("fresh"))
 
     for scope in SPELLINGS:
         for method, params in asks:
@@ -141,7 +142,7 @@ def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 1
     for bad in BAD_SCOPES:
         counts["bad_scopes"] += 1
         try:
-            api.dispatch_read(engine, "search", {"query": "replication", "scope": bad}, dict)
+            api.dispatch_read(engine, "search", {"query": "replication", "scope": bad}, lambda view: Freshness("fresh"))
         except UserError as e:
             counts["bad_scopes_refused"] += e.param == "scope"
         except Exception as e:  # noqa: BLE001
@@ -158,6 +159,7 @@ def keyword_index_cost(tmp: Path, embedder, docs: int, searches: int) -> dict:
     scope (nothing rebuilt) and inside it (the scope's keyword index rebuilt). Half of the
     generated documents are in the scope."""
     from remembrancer.indexer import api
+    from remembrancer.indexer.answers import Freshness
     from tests.support.corpus import engine_for
 
     rng = random.Random(7)
@@ -182,18 +184,18 @@ def keyword_index_cost(tmp: Path, embedder, docs: int, searches: int) -> dict:
                 p.write_text(p.read_text("utf-8") + f"\nedit {i}\n", "utf-8")
                 engine.refresh()
             t0 = time.perf_counter()
-            api.dispatch_read(engine, "search", {"query": q, "scope": scope}, dict)
+            api.dispatch_read(engine, "search", {"query": q, "scope": scope}, lambda view: Freshness("fresh"))
             out.append((time.perf_counter() - t0) * 1000)
         return out
 
     timed([], None)   # warm
     unscoped = timed([], None)
     settled = timed([SCOPE], None)
-    builds_before = engine._keyword_indexes.builds
+    builds_before = engine._cache.keyword_indexes.builds
     after_outside = timed([SCOPE], "hosts")
-    rebuilt_outside = engine._keyword_indexes.builds - builds_before
+    rebuilt_outside = engine._cache.keyword_indexes.builds - builds_before
     after_change = timed([SCOPE], SCOPE)
-    rebuilt = engine._keyword_indexes.builds - builds_before - rebuilt_outside
+    rebuilt = engine._cache.keyword_indexes.builds - builds_before - rebuilt_outside
     engine.close()
     med = statistics.median
     return {"documents": docs, "chunks": chunks, "scoped_chunks": "about half", "searches": searches,

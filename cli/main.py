@@ -109,7 +109,7 @@ def without_typed_secrets(obj):
     try:
         from remembrancer.indexer.api import echoes_redacted
         from remembrancer.indexer.config import load_config
-        from remembrancer.indexer.redact import RedactorSource
+        from remembrancer.indexer.redact_policy import RedactorSource
 
         redactor = RedactorSource(load_config(None, with_roots=False).redact).current()
     except Exception:   # no usable config or hash file (or an unreadable one): the patterns still applied
@@ -823,7 +823,7 @@ def cmd_report(args) -> int:
     from remembrancer.indexer.config import load_config
     from remembrancer.indexer.store.filters import _date
     from remembrancer.indexer.search.querylog import default_path, format_report, path_for, read_redacted, summarise
-    from remembrancer.indexer.redact import RedactionPolicy, RedactorSource
+    from remembrancer.indexer.redact_policy import RedactionPolicy, RedactorSource
 
     try:
         config = load_config(None, with_roots=False)   # a config whose roots are gone must not hide the log

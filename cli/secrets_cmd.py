@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.redact import (MIN_SECRET_CHARS, NAME_RE, RedactionError, load_hash_file,
-                            salted_sha256)
+from remembrancer.indexer.redact import MIN_SECRET_CHARS, salted_sha256
+from remembrancer.indexer.redact_policy import NAME_RE, RedactionError, load_hash_file
 
 DEFAULT_NAME = "secret"
 SALT_BYTES = 16

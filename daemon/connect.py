@@ -14,12 +14,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
+
+
+if TYPE_CHECKING:   # the engine is imported only where a backend needs it (a client stays light)
+    from remembrancer.indexer.engine import ReadView
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +99,7 @@ class LocalBackend:
                     raise
                 from remembrancer.indexer.engine import Engine
 
-                embedder = self.engine._embedder
+                embedder = self.engine.core.loaded_embedder
                 try:
                     self.engine.close()
                 except Exception:   # its connections end with the process anyway
@@ -102,12 +107,12 @@ class LocalBackend:
                 self.engine = Engine(self.config, readonly=True, embedder=embedder)
         return self.last_report
 
-    def freshness(self) -> Freshness:
-        st = self.engine.status()
+    def freshness(self, view: ReadView) -> Freshness:
+        st = view.status()
         if self.readonly:
             return Freshness.judged(st, "stale", reason=self.reason or "daemon down: answering read-only "
                                     "from the last index; changes since then are not seen")
-        problem = self.engine.contract_problem() if self.engine._embedder is not None else None
+        problem = self.engine.contract_problem() if self.engine.core.loaded_embedder is not None else None
         if problem:
             return Freshness.judged(st, "stale", reason=problem)
         return Freshness.judged(st, "fresh", detail="re-checked against the files just now")

@@ -18,7 +18,7 @@ from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config, make_roots
-from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 
 from .heap import release_memory
@@ -208,23 +208,25 @@ class Corpus:
         return self.last_run()
 
     # -- what it says about itself ------------------------------------------------------------------
-    def last_run(self) -> dict | None:
-        """The last run's report, as the request's scope sees it (indexer/engine.py IndexReport.scoped)."""
+    def last_run(self, view: ReadView | None = None) -> dict | None:
+        """The last run's report, as the request's scope sees it (indexer/engine/report.py IndexReport.scoped)."""
         got = self.last_ingest
-        return None if got is None else {"at": got["at"], **self.engine.last_run(got["report"])}
+        view = view or self.engine.view()
+        return None if got is None else {"at": got["at"], **view.last_run(got["report"])}
 
-    def observe(self) -> tuple[int, float | None, bool, dict]:
+    def observe(self, view: ReadView | None = None) -> tuple[int, float | None, bool, dict]:
         """(queued changes, seconds behind, ingesting?, engine status): what a verdict is judged
         on, read in this order — the writer's state before the index, so a change that lands in
         between is in the index, never missed by both."""
         queued, behind = self.queue.pending()
         ingesting = self.ingesting
-        return queued, behind, ingesting, self.engine.status()
+        return queued, behind, ingesting, (view or self.engine.view()).status()
 
-    def freshness(self, observed: tuple[int, float | None, bool, dict] | None = None) -> Freshness:
+    def freshness(self, view: ReadView | None = None,
+                  observed: tuple[int, float | None, bool, dict] | None = None) -> Freshness:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
         `observed` (observe()) when given, so a status shows the verdict of its own figures."""
-        queued, behind, ingesting, st = observed or self.observe()
+        queued, behind, ingesting, st = observed or self.observe(view)
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
             retry = self._retry_at

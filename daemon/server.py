@@ -329,8 +329,8 @@ class Daemon:
                 return out
             if method == "status":
                 scope = params.get("scope") or ()
-                with corpus.engine.scoped(scope):
-                    st = self.status(corpus)
+                with corpus.engine.view(scope) as view:
+                    st = self.status(corpus, view)
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
                         st["corpora"] = [corpus.summary()]
                 return st
@@ -378,7 +378,7 @@ class Daemon:
                               else f"no corpus of this daemon holds {path}")
         return out
 
-    def status(self, corpus: Corpus | None) -> dict:
+    def status(self, corpus: Corpus | None, view: ReadView | None = None) -> dict:
         """The daemon, every corpus with its freshness, and (when one is addressed) that corpus in full."""
         d = {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
              "clients": self.clients, "requests": self.requests, "idle_exit_s": self.idle_exit_s,
@@ -389,10 +389,10 @@ class Daemon:
             return {"roots": [], "daemon": {**d, "queued_changes": 0, "seconds_behind": None, "ingesting": False,
                                             "last_error": None, "last_ingest": None},
                     "corpora": self.corpora.summaries(self._touched_engines())}
-        observed = corpus.observe()   # one reading: the verdict is that of the figures beside it
+        observed = corpus.observe(view)   # one reading: the verdict is that of the figures beside it
         queued, behind, ingesting, st = observed
         return {**st,
                 "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": ingesting,
-                           "last_error": corpus.last_error, "last_ingest": corpus.last_run()},
-                "freshness": corpus.freshness(observed).to_json(),
+                           "last_error": corpus.last_error, "last_ingest": corpus.last_run(view)},
+                "freshness": corpus.freshness(view, observed).to_json(),
                 "corpora": self.corpora.summaries(self._touched_engines())}

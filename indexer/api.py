@@ -1,4 +1,4 @@
-"""Request parameters (as JSON) → engine calls → response dicts.
+"""Request parameters (as JSON) → calls on one request's read view → response dicts.
 
 One place turns untrusted parameters into typed calls, so the daemon, the in-process fallback
 of the MCP server and the CLI give the same answers and the same structured errors.
@@ -11,6 +11,7 @@ import json
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
 from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer
+from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import (HistoryParams, LatestParams, ListParams, NeighborsParams, OutlineParams,
                                            ReadParams, SearchParams, VerifyParams)
@@ -24,12 +25,12 @@ def filters_from(p) -> Filters:
                    until=getattr(p, "until", None))
 
 
-def do_search(engine, params) -> dict:
+def do_search(view: ReadView, params) -> dict:
     """A search as the socket answers it: the wire JSON of its SearchAnswer, fitted to the budget."""
     p = SearchParams.from_wire(params)
     req = SearchRequest(query=p.query, limit=p.limit, filters=filters_from(p), exact=p.exact, explain=p.explain,
                         alternates=p.alternates, content_chars=p.budget_tokens * CHARS_PER_TOKEN)
-    return fit_budget(SearchAnswer.parse(search(engine, req)), p.budget_tokens).to_json()
+    return fit_budget(SearchAnswer.parse(search(view, req)), p.budget_tokens).to_json()
 
 
 def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
@@ -67,59 +68,59 @@ def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
     return out
 
 
-def do_read(engine, params) -> dict:
+def do_read(view: ReadView, params) -> dict:
     p = ReadParams.from_wire(params)
     if p.outline:
-        return reader.outline(engine, p.path)
-    return reader.read(engine, p.path, heading=p.heading, lines=p.lines, offset=p.offset, max_chars=p.max_chars)
+        return reader.outline(view, p.path)
+    return reader.read(view, p.path, heading=p.heading, lines=p.lines, offset=p.offset, max_chars=p.max_chars)
 
 
-def do_outline(engine, params) -> dict:
-    return reader.outline(engine, OutlineParams.from_wire(params).path)
+def do_outline(view: ReadView, params) -> dict:
+    return reader.outline(view, OutlineParams.from_wire(params).path)
 
 
-def do_list(engine, params) -> dict:
-    engine.redaction.current()  # fail closed: a broken redaction policy serves nothing
+def do_list(view: ReadView, params) -> dict:
+    view.redaction.current()  # fail closed: a broken redaction policy serves nothing
     from remembrancer.indexer.store.filters import validate
 
     p = ListParams.from_wire(params)
-    f = validate(filters_from(p), engine.catalog, engine.config.doc_types)
+    f = validate(filters_from(p), view.catalog, view.config.doc_types)
     docs = [DocumentSummary(path=d.path, type=d.doc_type, date=d.date, title=d.title, sections=d.sections,
-                            tokens=d.chars // 4, tags=d.tags) for d in engine.catalog.document_summaries(f)]
+                            tokens=d.chars // 4, tags=d.tags) for d in view.catalog.document_summaries(f)]
     page = DocumentList(documents=docs[p.offset:p.offset + p.limit], total=len(docs), offset=p.offset or None)
     if len(docs) > p.offset + p.limit:
         page.truncated, page.next_offset = True, p.offset + p.limit
     return page.to_json()
 
 
-def do_history(engine, params) -> dict:
+def do_history(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import history
 
     p = HistoryParams.from_wire(params)
-    return history(engine, p.entity, topic=p.topic, since=p.since, until=p.until, limit=p.limit,
+    return history(view, p.entity, topic=p.topic, since=p.since, until=p.until, limit=p.limit,
                    check_commits=p.verify_commits)
 
 
-def do_latest(engine, params) -> dict:
+def do_latest(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import latest
 
     p = LatestParams.from_wire(params)
-    return latest(engine, p.terms, since=p.since, until=p.until, types=p.type, path=p.path, limit=p.limit,
+    return latest(view, p.terms, since=p.since, until=p.until, types=p.type, path=p.path, limit=p.limit,
                   check_commits=p.verify_commits)
 
 
-def do_neighbors(engine, params) -> dict:
+def do_neighbors(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import neighbors
 
     p = NeighborsParams.from_wire(params)
-    return neighbors(engine, p.path, limit=p.limit)
+    return neighbors(view, p.path, limit=p.limit)
 
 
-def do_verify(engine, params) -> dict:
+def do_verify(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import verify
 
     p = VerifyParams.from_wire(params)
-    return verify(engine, path=p.path, heading=p.heading, text=p.text)
+    return verify(view, path=p.path, heading=p.heading, text=p.text)
 
 
 READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
@@ -128,7 +129,7 @@ READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "li
 FRESHNESS_METHODS = ("search", "history", "latest", "neighbors", "verify")
 
 
-def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
+def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict | None:
     """Answer a read-only method (READ_METHODS), or None if `method` is not one.
 
     `freshness` is a callable giving the verdict the caller can vouch for (a daemon knows its
@@ -137,24 +138,24 @@ def dispatch_read(engine, method: str, params: dict, freshness) -> dict | None:
     if fn is None:
         return None
     params = dict(params)
-    with engine.scoped(params.pop("scope", None) or ()):
+    with engine.view(params.pop("scope", None) or ()) as view:
         try:
-            out = fn(engine, params)
+            out = fn(view, params)
         except UserError as e:  # an error that names a secret typed into the request names it redacted
             raise _redacted_error(engine, e, params) from None
         if method in FRESHNESS_METHODS:
-            out["index"] = freshness().to_json()
+            out["index"] = freshness(view).to_json()
     return _redacted_echoes(engine, out, params)
 
 
 
-def answer_in_process(engine, method: str, params: dict, freshness) -> dict | None:
+def answer_in_process(engine: Engine, method: str, params: dict, freshness) -> dict | None:
     """A read method or `status`, answered by an engine in this process (no daemon in between:
     the local read-only backend, a team-store reader); None for anything else."""
     out = dispatch_read(engine, method, params, freshness)
     if out is None and method == "status":
-        with engine.scoped(params.get("scope") or ()):
-            out = {**engine.status(), "daemon": None, "freshness": freshness().to_json()}
+        with engine.view(params.get("scope") or ()) as view:
+            out = {**view.status(), "daemon": None, "freshness": freshness(view).to_json()}
     return out
 
 def _redacted_echoes(engine, out, params: dict, lowered: bool = False):

@@ -21,7 +21,7 @@ from remembrancer import wire
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC
 from remembrancer.indexer.search.rank import RankingConfig
-from remembrancer.indexer.redact import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
+from remembrancer.indexer.redact_policy import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
 
 APP = "remembrancer"
 

@@ -22,7 +22,7 @@ def cut_whole(text: str, width: int) -> str:
 def echo(value: object, width: int = ECHO_CHARS) -> str:
     """The one way a value someone typed goes back to them (an error, a message, a log line):
     secrets redacted as whole tokens first (indexer/redact.py's patterns), then cut whole-token-first."""
-    from remembrancer.indexer.redact import DEFAULT_REDACTOR   # redact.py imports this module
+    from remembrancer.indexer.redact import DEFAULT_REDACTOR   # lazily: its patterns compile on first use
 
     return cut_whole(DEFAULT_REDACTOR.redact_text(str(value)), width)
 

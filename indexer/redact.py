@@ -7,7 +7,7 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
   / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
   passwords on command lines, Azure keys, password hashes, hex after a secret-ish word). A value
   a family found by its context is redacted wherever else the same text holds it. Each family can be disabled in the config
-  (``[redact] disable = ["long_hex"]``); an unknown name is refused.
+  (``[redact] disable = ["long_hex"]``); an unknown name is refused (indexer/redact_policy.py).
 * **A secret-hash file** naming live secrets without containing them::
 
       salt 3f9c…            # hex; the salt BYTES are bytes.fromhex(<hex>)
@@ -17,7 +17,7 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
   part of ``key=value`` / ``key: value``, the pieces of a URL) whose salted hash is listed
   becomes ``[REDACTED:<name>]`` — whatever its shape. The file is named by ``[redact]
   secret_hashes`` or by ``REMEMBRANCER_SECRET_HASHES`` (which wins). Once configured it is
-  required: missing, malformed or empty → :class:`RedactionError` (fail closed).
+  required: missing, malformed or empty → ``RedactionError`` (fail closed; indexer/redact_policy.py).
 
 Line structure is kept: replacements happen within lines, and a multi-line private-key block
 becomes one marker line followed by empty lines, so every section's line range stays true.
@@ -32,31 +32,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
 REDACTOR_VERSION = 2
-ENV_SECRET_HASHES = "REMEMBRANCER_SECRET_HASHES"
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
-NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,40}\Z")
-HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
-
-
-class RedactionError(UserError):
-    """The redaction policy cannot be applied: indexing and serving stop until it is fixed."""
-
-    def __init__(self, message: str, *, hint: str = ""):
-        super().__init__(message, hint=hint or "fix or re-create the secret-hash file "
-                         "(`remembrancer secrets hash --out FILE`), or remove the setting",
-                         param="secret_hashes", code="redaction_unavailable")
 
 
 def marker(label: str) -> str:
@@ -514,55 +499,6 @@ def salted_sha256(salt: bytes, value: str) -> str:
     return hashlib.sha256(salt + value.encode("utf-8")).hexdigest()
 
 
-def parse_hash_file(text: str, path: Path) -> SecretHashes:
-    """`salt <hex>` then `<sha256>\\t<name>` lines; `#` comments and blank lines are allowed.
-
-    Errors name the line number, never its content."""
-    salt: bytes | None = None
-    digests: dict[str, str] = {}
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("salt"):
-            parts = line.split()
-            if salt is not None:
-                raise RedactionError(f"secret-hash file {path}: line {no}: a second salt line")
-            if len(parts) != 2:
-                raise RedactionError(f"secret-hash file {path}: line {no}: expected `salt <hex>`")
-            try:
-                salt = bytes.fromhex(parts[1])
-            except ValueError:
-                raise RedactionError(f"secret-hash file {path}: line {no}: the salt is not hex") from None
-            if len(salt) < 8:
-                raise RedactionError(f"secret-hash file {path}: line {no}: the salt is shorter than 8 bytes")
-            continue
-        if salt is None:
-            raise RedactionError(f"secret-hash file {path}: line {no}: the first line must be `salt <hex>`")
-        parts = line.split("\t") if "\t" in line else line.split()
-        if len(parts) != 2 or not HEX64_RE.match(parts[0].lower()) or not NAME_RE.match(parts[1]):
-            raise RedactionError(f"secret-hash file {path}: line {no}: expected `<sha256 hex>\\t<name>` "
-                                 "(name: letters, digits, _ . -, up to 40)")
-        digests[parts[0].lower()] = parts[1]
-    if salt is None or not digests:
-        raise RedactionError(f"secret-hash file {path} is empty: it lists no secret hashes")
-    return SecretHashes(path, salt, digests, hashlib.sha256(text.encode("utf-8")).hexdigest())
-
-
-def load_hash_file(path: Path) -> SecretHashes:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RedactionError(f"secret-hash file {path} is missing") from None
-    except OSError as e:
-        raise RedactionError(f"secret-hash file {path} cannot be read ({e.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RedactionError(f"secret-hash file {path} is not UTF-8 text") from None
-    return parse_hash_file(text, path)
-
-
 # Candidate tokens for hash matching (all within one line).
 _WS_TOKEN = re.compile(r"\S+")
 _DELIMS = re.compile(r"[\"'`,;()\[\]{}<>|]+")
@@ -620,8 +556,7 @@ class Redactor:
         names = FAMILY_NAMES if families is None else tuple(families)
         unknown = [n for n in names if n not in FAMILY_NAMES]
         if unknown:
-            raise UserError(f"unknown redaction family {unknown[0]!r}", param="redact.disable",
-                            options=list(FAMILY_NAMES))
+            raise ValueError(f"unknown redaction family {unknown[0]!r}")   # [redact] disable is checked first
         self.families = tuple(f for f in FAMILIES if f.name in names)
         self.hashes = hashes
         self.deny = tuple(deny)
@@ -861,109 +796,3 @@ def is_secret_document(front_matter: object, text: str) -> bool:
         if _FM_SECRET_LINE.match(line):
             return True
     return False
-
-
-# -- configuration -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RedactionPolicy:
-    """`[redact]` in the config: `disable = [...]`, `secret_hashes = "path"`, `deny = ["private/**"]`."""
-
-    disable: tuple[str, ...] = ()
-    secret_hashes: str | None = None   # as configured (relative paths: to the config file's folder)
-    deny: tuple[str, ...] = ()
-
-    @classmethod
-    def from_config(cls, raw: object, source: Path | None = None) -> RedactionPolicy:
-        where = f"invalid config {source}" if source else "invalid config"
-        if not isinstance(raw, dict):
-            raise UserError(f"{where}: [redact] must be a table")
-        unknown_keys = sorted(set(raw) - {"disable", "secret_hashes", "deny"})
-        if unknown_keys:
-            raise UserError(f"{where}: unknown [redact] setting {unknown_keys[0]!r}", param="redact",
-                            options=["disable", "secret_hashes", "deny"])
-        disable = raw.get("disable", [])
-        if not isinstance(disable, list) or not all(isinstance(x, str) for x in disable):
-            raise UserError(f"{where}: [redact] disable must be a list of family names", param="redact.disable",
-                            options=list(FAMILY_NAMES))
-        for name in disable:
-            if name not in FAMILY_NAMES:
-                raise UserError(f"{where}: [redact] disable names unknown family {name!r}",
-                                param="redact.disable", options=list(FAMILY_NAMES))
-        deny = raw.get("deny", [])
-        if not isinstance(deny, list) or not all(isinstance(x, str) for x in deny):
-            raise UserError(f"{where}: [redact] deny must be a list of path globs", param="redact.deny")
-        hashes = raw.get("secret_hashes")
-        if hashes is not None:
-            if not isinstance(hashes, str) or not hashes.strip():
-                raise UserError(f"{where}: [redact] secret_hashes must be a file path", param="redact.secret_hashes")
-            p = Path(hashes).expanduser()
-            if not p.is_absolute() and source is not None:
-                p = source.parent / p
-            hashes = str(p)
-        return cls(tuple(disable), hashes, tuple(deny))
-
-    def hash_file(self) -> Path | None:
-        """REMEMBRANCER_SECRET_HASHES wins over the config; None when neither names a file."""
-        env = os.environ.get(ENV_SECRET_HASHES, "").strip()
-        if env:
-            return Path(env).expanduser()
-        return Path(self.secret_hashes) if self.secret_hashes else None
-
-    def build(self) -> Redactor:
-        """The Redactor this policy describes; RedactionError when a configured hash file is unusable."""
-        path = self.hash_file()
-        hashes = load_hash_file(path) if path is not None else None
-        return Redactor(tuple(n for n in FAMILY_NAMES if n not in self.disable), hashes, self.deny)
-
-
-@dataclass
-class RedactorSource:
-    """The engine's view of the policy: built once, rebuilt only when the hash file changes on disk.
-
-    `current()` raises RedactionError while the hash file is unusable, so every caller that
-    indexes or serves fails closed; `status()` says why without raising."""
-
-    policy: RedactionPolicy = field(default_factory=RedactionPolicy)
-    _key: tuple | None = None
-    _redactor: Redactor | None = None
-    _error: RedactionError | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _stat_key(self) -> tuple:
-        path = self.policy.hash_file()
-        if path is None:
-            return (None,)
-        try:
-            st = path.stat()
-            return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError as e:
-            return (str(path), "error", e.errno)
-
-    def current(self) -> Redactor:
-        key = self._stat_key()
-        if key != self._key:
-            with self._lock:
-                if key != self._key:
-                    try:
-                        self._redactor, self._error = self.policy.build(), None
-                    except RedactionError as e:
-                        self._redactor, self._error = None, e
-                    self._key = key
-        if self._error is not None:
-            raise self._error
-        return self._redactor
-
-    def problem(self) -> str | None:
-        try:
-            self.current()
-        except RedactionError as e:
-            return str(e.message)
-        return None
-
-    def status(self) -> dict:
-        try:
-            return self.current().describe()
-        except RedactionError as e:
-            return {"ok": False, "error": e.message,
-                    "effect": "indexing and serving are stopped until the secret-hash file is fixed"}

@@ -24,7 +24,7 @@ from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
 from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, Root, load_config
-from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.store import PgStore, safe_url
 
@@ -88,16 +88,16 @@ class TeamReader:
             pg_roles.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
         self._counts: tuple[tuple, dict] = ((), {})
 
-    def freshness(self) -> Freshness:
+    def freshness(self, view: ReadView) -> Freshness:
         """Which commit the store holds, its age, and how this reader's checkout compares."""
-        cat = self.engine.catalog
+        cat = view.catalog
         heads = json.loads(cat.get_meta("heads") or "{}")
-        if self.engine.scope:   # HEAD as the scope's own history has it (docs/scopes.md), as status says
+        if view.scope:   # HEAD as the scope's own history has it (docs/scopes.md), as status says
             by_name = {r.name: r for r in self.config.roots}
-            heads = {n: (self.engine._scoped_head(by_name[n], h) if n in by_name and self.checkout else h)
+            heads = {n: (view.scoped_head(by_name[n], h) if n in by_name and self.checkout else h)
                      for n, h in heads.items()}
         last = cat.get_meta("last_indexed_at")
-        key = (cat.generation, self.engine.scope)
+        key = (cat.generation, view.scope)
         if self._counts[0] != key:   # counting 100k rows per answer would cost more than the search
             self._counts = (key, cat.counts())
         counts = self._counts[1]
@@ -114,9 +114,9 @@ class TeamReader:
                 continue
             line = f"indexed {indexed[:7]}, {age}"
             if self.checkout:
-                repo = corpus.open_repo(root.path) if self.engine.scope else None
+                repo = corpus.open_repo(root.path) if view.scope else None
                 mine = corpus.head_id(repo) if repo is not None else None
-                if mine and self.engine._scoped_head(root, mine) == indexed:   # the scope has not moved since
+                if mine and view.scoped_head(root, mine) == indexed:   # the scope has not moved since
                     mine = indexed
                 cmp_, ok = compare_checkout(root.path, indexed, mine)
                 same = same and ok

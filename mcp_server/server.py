@@ -195,7 +195,7 @@ class RememberServer(MCPServer):
         not look like secrets, so `scrub_error`'s patterns miss them); nothing quoted back if that
         policy is unusable."""
         from remembrancer.indexer.api import echoes_redacted
-        from remembrancer.indexer.redact import RedactorSource
+        from remembrancer.indexer.redact_policy import RedactorSource
 
         config = getattr(self.link, "config", None)
         if config is None:

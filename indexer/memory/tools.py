@@ -8,7 +8,7 @@
   sections by meaning;
 - `verify(path | text)` — commit SHAs cited in a section checked against git (indexer/memory/commits.py).
 
-Pure engine functions: parameters in, a JSON-ready dict out (redacted with the policy in force),
+Pure functions of a read view (indexer/engine/view.py): parameters in, a JSON-ready dict out (redacted with the policy in force),
 `UserError` with `param`/`options` for bad input. indexer/api.py maps requests onto them.
 """
 
@@ -28,6 +28,7 @@ from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import HISTORY_LIMIT, LATEST_LIMIT, MAX_LIMIT, NEIGHBOR_LIMIT
+from remembrancer.indexer.engine.view import ReadView
 
 MAX_TERMS = 20
 MAX_TERM_CHARS = 300
@@ -88,20 +89,20 @@ def _attach_commits(rows: list[dict], sections: dict, checker: cm.CommitChecker 
             r["unverified_commits"] = unverified
 
 
-def _finish(engine, out: dict, rows: list[dict]) -> dict:
+def _finish(view, out: dict, rows: list[dict]) -> dict:
     for r in rows:
         r.pop("_sid", None)
-    return engine.redaction.current().redact_obj(out)
+    return view.redaction.current().redact_obj(out)
 
 
 # -- history ---------------------------------------------------------------------------------------
 
-def resolve_entity(engine, name: str) -> tuple[str, list[str], list[str], str]:
+def resolve_entity(view: ReadView, name: str) -> tuple[str, list[str], list[str], str]:
     """(canonical name, record paths, aliases, what matched) for a name, alias or IP."""
     key = (name or "").strip()
     if not key:
         raise UserError("entity is required: a host or service name, alias or IP", param="entity")
-    rows = engine.catalog.entities()
+    rows = view.catalog.entities()
     found = [(n, p, a) for n, p, a in rows if n.casefold() == key.casefold()]
     how = "name"
     if not found:
@@ -127,14 +128,14 @@ class _Dates:
     """A section's date for time ordering, and where it came from: its heading, its document
     (file name or front matter), the file's last commit, or the file's modification time."""
 
-    def __init__(self, engine):
-        self.engine = engine
+    def __init__(self, view):
+        self.view = view
         self.docs: dict[str, dict] = {}
         self.commit: dict[str, str | None] = {}
 
     def _doc(self, path: str) -> dict:
         if path not in self.docs:
-            self.docs[path] = self.engine.catalog.document(path) or {}
+            self.docs[path] = self.view.catalog.document(path) or {}
         return self.docs[path]
 
     def of(self, s) -> tuple[str | None, str | None]:
@@ -155,7 +156,7 @@ class _Dates:
     def _commit_date(self, path: str, doc: dict) -> tuple[str, str] | None:
         if path not in self.commit:
             self.commit[path] = None
-            root = next((r for r in self.engine.config.roots if r.name == doc.get("root")), None)
+            root = next((r for r in self.view.config.roots if r.name == doc.get("root")), None)
             if root is not None and doc.get("rel"):
                 got = corpus.last_commit_dates(root, {doc["rel"]}).get(doc["rel"])
                 if got:
@@ -181,19 +182,19 @@ def _topic_matches(ranked: list) -> list:
             or c.dense >= TOPIC_DENSE]
 
 
-def history(engine, entity: str, topic: str | None = None, since: str | None = None,
+def history(view: ReadView, entity: str, topic: str | None = None, since: str | None = None,
             until: str | None = None, limit: int | None = None, check_commits: bool = True) -> dict:
     """Everything the memory says about one entity, newest first by section date."""
-    engine.redaction.current()  # fail closed
+    view.redaction.current()  # fail closed
     limit = _limit(limit, HISTORY_LIMIT)
-    f = flt.validate(flt.Filters(since=since, until=until), engine.catalog, engine.config.doc_types)
-    name, record_paths, aliases, how = resolve_entity(engine, entity)
+    f = flt.validate(flt.Filters(since=since, until=until), view.catalog, view.config.doc_types)
+    name, record_paths, aliases, how = resolve_entity(view, entity)
     # Every name a section's mention of it can come from (the index-time matcher saw all records)
-    needles = sorted({n.lower() for e, p, a in engine.catalog.entities(unscoped=True) if e == name
+    needles = sorted({n.lower() for e, p, a in view.catalog.entities(unscoped=True) if e == name
                       for n in meta.Entity(e, p, a).names() if len(n) >= 2})
-    ids = engine.catalog.section_ids_about(record_paths, name, needles)
-    rows = engine.catalog.sections_by_id(ids)
-    dates = _Dates(engine)
+    ids = view.catalog.section_ids_about(record_paths, name, needles)
+    rows = view.catalog.sections_by_id(ids)
+    dates = _Dates(view)
     dated = {sid: dates.of(s) for sid, s in rows.items()}
     if f.since or f.until:
         rows = {sid: s for sid, s in rows.items() if dated[sid][0]
@@ -204,7 +205,7 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
     if topic and rows:
         from remembrancer.indexer.search.answer import _hybrid
 
-        legs = _hybrid(engine, topic, set(rows))
+        legs = _hybrid(view, topic, set(rows))
         cands = legs.cands
         notes += legs.notes
         ranked = sorted((c for c in cands.values() if c.section_id in rows), key=lambda c: -c.score)
@@ -233,7 +234,7 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
         r["_sid"] = s.id
         out_rows.append(r)
     if check_commits:
-        _attach_commits(out_rows, rows, cm.checker_for(engine.config, engine.scope))
+        _attach_commits(out_rows, rows, cm.checker_for(view.config, view.scope))
     out = {
         "entity": {"name": name, "records": record_paths, "aliases": aliases, "matched_by": how},
         "order": "newest first by section date",
@@ -249,7 +250,7 @@ def history(engine, entity: str, topic: str | None = None, since: str | None = N
                           + (f" within {window}" if window else ""))
     if notes:
         out["notes"] = notes
-    return _finish(engine, out, out_rows)
+    return _finish(view, out, out_rows)
 
 
 # -- latest ----------------------------------------------------------------------------------------
@@ -312,24 +313,24 @@ class _Term:
         return self.low in text_low and self.regex.search(text_low) is not None
 
 
-def latest(engine, terms, since: str | None = None, until: str | None = None, types=None,
+def latest(view: ReadView, terms, since: str | None = None, until: str | None = None, types=None,
            path: str | None = None, limit: int | None = None, check_commits: bool = True) -> dict:
     """Sections containing ALL the terms, newest first — a filter, not a ranking."""
-    engine.redaction.current()  # fail closed
+    view.redaction.current()  # fail closed
     limit = _limit(limit, LATEST_LIMIT)
     items = parse_terms(terms)
     types = [types] if isinstance(types, str) else list(types or [])
-    f = flt.validate(flt.Filters(types=types, path=path, since=since, until=until), engine.catalog,
-                     engine.config.doc_types)
+    f = flt.validate(flt.Filters(types=types, path=path, since=since, until=until), view.catalog,
+                     view.config.doc_types)
     allowed = None
     if f.active():
-        allowed = engine.catalog.filtered_section_ids(f)
+        allowed = view.catalog.filtered_section_ids(f)
     matchers = [_Term(t) for t in items]
     anywhere = [False] * len(items)
     in_scope = [False] * len(items)
     matched: dict[int, list[int]] = {}
     needles = [m.low[:7] if m.sha else m.low for m in matchers]   # what a match must contain
-    for sid, head, content, _ in engine.literal_rows(needles):
+    for sid, head, content, _ in view.literal_rows(needles):
         hit = [i for i, m in enumerate(matchers) if m.matches(content) or m.matches(head)]
         if not hit:
             continue
@@ -343,7 +344,7 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
     n = len(items)
     best = max((len(h) for h in matched.values()), default=0)
     chosen = [sid for sid, h in matched.items() if len(h) == best] if best else []
-    rows = engine.catalog.sections_by_id(chosen)
+    rows = view.catalog.sections_by_id(chosen)
     order = sorted(rows.values(), key=lambda s: (s.date or "", s.path, s.start_line), reverse=True)
     out_rows = []
     relaxed = 0 < best < n
@@ -357,7 +358,7 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
         r["_sid"] = s.id
         out_rows.append(r)
     if check_commits:
-        _attach_commits(out_rows, rows, cm.checker_for(engine.config, engine.scope))
+        _attach_commits(out_rows, rows, cm.checker_for(view.config, view.scope))
     nowhere = [items[i] for i in range(n) if not anywhere[i]]
     outside = [items[i] for i in range(n) if anywhere[i] and not in_scope[i]]
     out = {"terms": items, "order": "newest first by section date", "results": out_rows,
@@ -383,20 +384,20 @@ def latest(engine, terms, since: str | None = None, until: str | None = None, ty
     elif not out_rows:
         out["message"] = ("no section contains " + ("the term" if n == 1 else f"all {n} terms")
                           + (f": {'; '.join(why)}" if why else ""))
-    return _finish(engine, out, out_rows)
+    return _finish(view, out, out_rows)
 
 
 # -- neighbors -------------------------------------------------------------------------------------
 
-def _document(engine, path: str) -> dict:
+def _document(view, path: str) -> dict:
     clean = (path or "").strip().replace("\\", "/")
     while clean.startswith("./"):
         clean = clean[2:]
     if not clean:
         raise UserError("path is required", param="path")
-    doc = engine.catalog.document(clean)
+    doc = view.catalog.document(clean)
     if doc is None:
-        known = engine.catalog.document_paths()
+        known = view.catalog.document_paths()
         close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None, code="not_found",
                         hint="paths are relative to the corpus root, as search results print them")
@@ -420,16 +421,16 @@ def _anchor_found(sections: list, anchor: str) -> bool:
     return False
 
 
-def neighbors(engine, path: str, limit: int | None = None) -> dict:
+def neighbors(view: ReadView, path: str, limit: int | None = None) -> dict:
     """Outbound links, backlinks, unresolved links, and the nearest sections nobody linked."""
-    engine.redaction.current()  # fail closed
+    view.redaction.current()  # fail closed
     limit = _limit(limit, NEIGHBOR_LIMIT)
-    doc = _document(engine, path)
+    doc = _document(view, path)
     me = doc["path"]
-    cat = engine.catalog
+    cat = view.catalog
     try:
-        if engine.scope:   # links resolved as a corpus of only the scope's files resolves them
-            seen = engine.links_in_scope()
+        if view.scope:   # links resolved as a corpus of only the scope's files resolves them
+            seen = view.links_in_scope()
             out_links = [lk for lk in seen if lk["source"] == me]
             in_links = [lk for lk in seen if lk["resolved"] == me and lk["source"] != me]
         else:
@@ -457,7 +458,7 @@ def neighbors(engine, path: str, limit: int | None = None) -> dict:
                 row["anchor_found"] = _anchor_found(sections_of(lk["resolved"]), lk["anchor"])
             outbound.append(row)
         else:
-            row["suggestions"] = _suggest(engine, lk["target"])
+            row["suggestions"] = _suggest(view, lk["target"])
             unresolved.append(row)
     inbound = []
     for lk in in_links:
@@ -466,18 +467,18 @@ def neighbors(engine, path: str, limit: int | None = None) -> dict:
                         "text": lk["text"], "heading": src.heading if src else "",
                         "type": src.doc_type if src else None, "date": src.date if src else None})
     linked = {me} | {r["path"] for r in outbound} | {r["source"] for r in inbound}
-    similar, notes = _similar(engine, doc, linked, limit)
+    similar, notes = _similar(view, doc, linked, limit)
     out = {"path": me, "title": doc["title"], "type": doc["doc_type"],
            "outbound": outbound, "inbound": inbound, "unresolved": unresolved, "similar": similar,
            "counts": {"outbound": len(outbound), "inbound": len(inbound), "unresolved": len(unresolved)}}
     if notes:
         out["notes"] = notes
-    return engine.redaction.current().redact_obj(out)
+    return view.redaction.current().redact_obj(out)
 
 
-def _suggest(engine, target: str) -> list[str]:
+def _suggest(view, target: str) -> list[str]:
     keys: dict[str, str] = {}
-    for p, rel, _, title in engine.catalog.document_names():
+    for p, rel, _, title in view.catalog.document_names():
         keys.setdefault(p.casefold(), p)
         keys.setdefault(rel.rsplit("/", 1)[-1].rsplit(".", 1)[0].casefold(), p)
         if title:
@@ -488,22 +489,22 @@ def _suggest(engine, target: str) -> list[str]:
     return list(dict.fromkeys(keys[c] for c in close))
 
 
-def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict], list[str]]:
+def _similar(view, doc: dict, linked: set[str], limit: int) -> tuple[list[dict], list[str]]:
     """Sections of other documents closest in meaning to this one's passages, excluding every
     document already linked either way: the links nobody wrote yet."""
     # Stored passage vectors only: nothing is embedded, so no model is needed here.
-    if engine.vectors is None or not len(engine.vectors):
+    if view.vectors is None or not len(view.vectors):
         return [], ["no vectors in the index: similar sections need an index built with the embedding model"]
-    pids = engine.catalog.passage_ids_of_document(doc["id"])
-    labels, vecs = engine.catalog.passage_vectors(pids)
+    pids = view.catalog.passage_ids_of_document(doc["id"])
+    labels, vecs = view.catalog.passage_vectors(pids)
     if not len(labels):
         return [], []
-    mine_info = engine.catalog.passages_by_id(labels)
-    visible = engine.catalog.passage_ids() if engine.scope else None
-    hits = [(int(label), engine.vectors.search(vec, SIMILAR_PER_PASSAGE, visible)) for label, vec in zip(labels, vecs)
+    mine_info = view.catalog.passages_by_id(labels)
+    visible = view.catalog.passage_ids() if view.scope else None
+    hits = [(int(label), view.vectors.search(vec, SIMILAR_PER_PASSAGE, visible)) for label, vec in zip(labels, vecs)
             if not mine_info.get(int(label), (0, True))[1]]   # similar text, not similar titles
     own = set(int(x) for x in labels)
-    info = engine.catalog.passages_by_id({o for _, found in hits for o, _ in found if o not in own})
+    info = view.catalog.passages_by_id({o for _, found in hits for o, _ in found if o not in own})
     best: dict[int, tuple[float, int]] = {}
     for label, found in hits:
         for other, sim in found:
@@ -512,8 +513,8 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
             sid = info[other][0]
             if sim > best.get(sid, (-2.0, 0))[0]:
                 best[sid] = (sim, mine_info[label][0])
-    rows = engine.catalog.sections_by_id(list(best))
-    mine = engine.catalog.sections_by_id([s for _, s in best.values() if s is not None])
+    rows = view.catalog.sections_by_id(list(best))
+    mine = view.catalog.sections_by_id([s for _, s in best.values() if s is not None])
     out, seen_docs = [], set()
     for sid, (sim, from_sid) in sorted(best.items(), key=lambda kv: -kv[1][0]):
         s = rows.get(sid)
@@ -532,13 +533,13 @@ def _similar(engine, doc: dict, linked: set[str], limit: int) -> tuple[list[dict
 
 # -- verify ----------------------------------------------------------------------------------------
 
-def verify(engine, path: str | None = None, heading: str | None = None, text: str | None = None) -> dict:
+def verify(view: ReadView, path: str | None = None, heading: str | None = None, text: str | None = None) -> dict:
     """Commit SHAs cited in a document/section (or in `text`), each checked against git."""
-    redactor = engine.redaction.current()  # fail closed
+    redactor = view.redaction.current()  # fail closed
     if (path is None or path == "") == (text is None or text == ""):
         raise UserError("give path (optionally with heading) or text, exactly one of them", param="path",
                         hint="verify(path='journal/2030/2030-02-10.md') or verify(text='landed in 4f2a9c1')")
-    checker = cm.checker_for(engine.config, engine.scope)
+    checker = cm.checker_for(view.config, view.scope)
     results: list[dict] = []
     if text:
         if len(text) > MAX_VERIFY_TEXT:
@@ -546,7 +547,7 @@ def verify(engine, path: str | None = None, heading: str | None = None, text: st
         source = {"text_chars": len(text)}
         results = cm.check_citations(checker, cm.find_shas(redactor.redact_text(text)))
     else:
-        doc, parsed = reader._load(engine, path)
+        doc, parsed = reader._load(view, path)
         sections = parsed.sections
         if heading is not None and heading != "":
             s = reader.find_section(sections, heading)

@@ -20,6 +20,7 @@ from remembrancer.indexer.search import rank
 from remembrancer.indexer import terms
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.engine.view import ReadView
 
 log = logging.getLogger(__name__)
 
@@ -104,36 +105,36 @@ class Candidate:
         return "keyword" if kw else "semantic"
 
 
-def search(engine, req: SearchRequest) -> dict:
+def search(view: ReadView, req: SearchRequest) -> dict:
     """Run one search; returns its SearchAnswer as the wire has it, redacted."""
     t0 = time.perf_counter()
-    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
+    redactor = view.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
         raise UserError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit!r}", param="limit")
     query = (req.query or "").strip()
     alternates = validate_alternates(req.alternates, query)
-    f = flt.validate(req.filters, engine.catalog, engine.config.doc_types)
-    allowed = _allowed_sections(engine, f) if query and (f.active() or engine.scope) else None
+    f = flt.validate(req.filters, view.catalog, view.config.doc_types)
+    allowed = _allowed_sections(view, f) if query and (f.active() or view.scope) else None
     notes: list[str] = []
     rows: dict = {}  # section rows already read (the hybrid rerank reads every candidate's)
     if not query:
         if not f.active():
             raise UserError("query is empty", param="query", hint="ask a question, or give filters to list sections")
-        cands = _newest(engine, f, req.limit)
+        cands = _newest(view, f, req.limit)
         allowed = None if cands else set()   # nothing listed: the filters matched nothing (said below)
         mode = "filters"
     elif req.exact:
         if alternates:   # an agent passing them would believe they were used
             raise UserError("`alternates` does not apply to `exact`: an exact search finds the text as given",
                             param="alternates", hint="drop `exact` to search with rephrasings, or drop `alternates`")
-        cands = _literal_leg(engine, query, allowed, case_insensitive=True)
+        cands = _literal_leg(view, query, allowed, case_insensitive=True)
         mode = "exact"
     elif not _searchable(query):
         raise UserError(f"the query has no word to search for: {terms.elide(query, 40)!r}", param="query",
                         hint="ask in words; for a symbol or operator use an exact search (`exact`); "
                              "to list sections give filters and no query")
     else:
-        legs = _hybrid(engine, query, allowed, alternates)
+        legs = _hybrid(view, query, allowed, alternates)
         cands, rows = legs.cands, legs.rows
         notes += legs.notes
         mode = "hybrid"
@@ -144,21 +145,21 @@ def search(engine, req: SearchRequest) -> dict:
     top_ids = [c.section_id for c in ranked[:shown_at_most]]
     missing = [i for i in top_ids if i not in rows]
     if missing:
-        rows = {**rows, **engine.catalog.sections_by_id(missing)}
+        rows = {**rows, **view.catalog.sections_by_id(missing)}
     ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
-    ranked, rows = _shown_with_text(engine, ranked, rows, req.limit)
+    ranked, rows = _shown_with_text(view, ranked, rows, req.limit)
     # Filters that let no section through are said as such (below), not as "nothing matches the question".
-    no_strong, reasons = (_abstains(engine, query, ranked, legs) if mode == "hybrid" and ABSTENTION
+    no_strong, reasons = (_abstains(view, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           and allowed != set() else (False, []))
     results = _results(ranked, rows, req, query, mode)
     best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if mode == "hybrid" and best_dense > 0 and not no_strong:
-        if not _any_word_occurs(engine, [query, *alternates]):
+        if not _any_word_occurs(view, [query, *alternates]):
             notes.append(f"no word of the question occurs in the notes: these results rest on meaning alone "
                          f"(best semantic match {best_dense:.2f})")
             for r in results:   # a keyword score here is stop words ("the", "with"): not keyword evidence
                 r.provenance = "semantic"
-        elif f.active() and not _any_word_in(engine, [query, *alternates], allowed):
+        elif f.active() and not _any_word_in(view, [query, *alternates], allowed):
             notes.append(f"no word of the question occurs in the sections the filters let through ({f.describe()}), "
                          f"only outside them: these results rest on meaning alone (best semantic match "
                          f"{best_dense:.2f})")
@@ -170,7 +171,7 @@ def search(engine, req: SearchRequest) -> dict:
         out.message = (f"0 matches for filters: {f.describe()}" if f.active() and allowed == set()
                        else "no section matches" + (f" with filters: {f.describe()}" if f.active() else ""))
         if f.active() and allowed == set():  # say which filter emptied it: each one dropped in turn
-            checks, why = flt.emptied_by(f, engine.catalog.count_sections)
+            checks, why = flt.emptied_by(f, view.catalog.count_sections)
             out.emptied_by = [FilterCheck(**c) for c in checks]
             out.message += f" — {why}"
     if mode == "filters" and results:   # a listing says that it left sections out, as `latest` and `history` do
@@ -183,32 +184,32 @@ def search(engine, req: SearchRequest) -> dict:
     return redactor.redact_obj(out.to_json())  # served text is redacted again, with the policy in force now
 
 
-def _shown_with_text(engine, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
+def _shown_with_text(view, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:
     """The rerank read the candidates without their text; the shown ones are read whole. A section
     deleted in between (a writer committed) is dropped, and the next one is read in its place."""
     while textless := [c.section_id for c in ranked[:limit] if rows[c.section_id].content is None]:
-        rows = {**rows, **engine.catalog.sections_by_id(textless)}
+        rows = {**rows, **view.catalog.sections_by_id(textless)}
         gone = {i for i in textless if rows[i].content is None}
         ranked = [c for c in ranked if c.section_id not in gone]
     return ranked, rows
 
 
-def _allowed_sections(engine, f: flt.Filters) -> set[int]:
-    return engine.catalog.filtered_section_ids(f)
+def _allowed_sections(view, f: flt.Filters) -> set[int]:
+    return view.catalog.filtered_section_ids(f)
 
 
-def _newest(engine, f: flt.Filters, limit: int) -> dict[int, Candidate]:
+def _newest(view, f: flt.Filters, limit: int) -> dict[int, Candidate]:
     """Filters without a query: matching sections newest first, nothing embedded (ordered and
     limited in the catalog: the cost follows the limit, not the corpus)."""
-    ids = engine.catalog.newest_sections(f, max(limit * 4, 20))
+    ids = view.catalog.newest_sections(f, max(limit * 4, 20))
     return {sid: Candidate(sid, score=1.0 / (1 + i)) for i, sid in enumerate(ids)}
 
 
-def _literal_leg(engine, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
+def _literal_leg(view, query: str, allowed: set[int] | None, case_insensitive: bool) -> dict[int, Candidate]:
     """Sections containing the literal string; more occurrences and newer dates first."""
     needle = query.lower() if case_insensitive else query
     out = {}
-    for sid, date, n in engine.catalog.literal_counts(needle, case_insensitive):
+    for sid, date, n in view.catalog.literal_counts(needle, case_insensitive):
         if allowed is not None and sid not in allowed:
             continue
         # More occurrences first; among equals the newer section (a date adds < 1).
@@ -266,31 +267,31 @@ def _searchable(text: str) -> bool:
     return bool(terms.words(text) or terms.literal_probes(text))
 
 
-def _query_vectors(engine, query: str, alternates: list[str]):
+def _query_vectors(view, query: str, alternates: list[str]):
     """The question's vector alone (so it is the same with or without alternates: the int8 model
     quantises a batch as a whole), the rephrasings' in one batch."""
-    vecs = [engine.embedder.embed_query(query)]
+    vecs = [view.embedder.embed_query(query)]
     if alternates:
-        vecs.extend(engine.embedder.embed_queries(alternates))
+        vecs.extend(view.embedder.embed_queries(alternates))
     return vecs
 
 
-def _hybrid(engine, query: str, allowed: set[int] | None, alternates: list[str] = ()) -> Hybrid:
+def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = ()) -> Hybrid:
     notes: list[str] = []
-    problem = engine.contract_problem()
-    dense_ok = problem is None and engine.vectors is not None and len(engine.vectors)
+    problem = view.contract_problem()
+    dense_ok = problem is None and view.vectors is not None and len(view.vectors)
     if problem:
         notes.append(f"keyword search only: {problem}")
     phrasings = [query, *alternates]
-    vecs = _query_vectors(engine, query, list(alternates)) if dense_ok else [None] * len(phrasings)
+    vecs = _query_vectors(view, query, list(alternates)) if dense_ok else [None] * len(phrasings)
     # Whether the named entity's record is credited is read from the question's wording, for every
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
-    credit = rank.credits_named_record(it, engine.config.ranking)
-    shared = Lookups(engine, allowed)
-    evidence = [_phrasing(engine, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
+    credit = rank.credits_named_record(it, view.config.ranking)
+    shared = Lookups(view, allowed)
+    evidence = [_phrasing(view, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
-    rows = _rerank(engine, it, cands)
+    rows = _rerank(view, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
@@ -328,22 +329,22 @@ class Lookups:
     vector hit is a passage of, and where each literal probe occurs (rephrasings hit mostly the
     same passages as the question, and name the same identifiers)."""
 
-    def __init__(self, engine, allowed: set[int] | None):
-        self.engine, self.allowed = engine, allowed
+    def __init__(self, view, allowed: set[int] | None):
+        self.view, self.allowed = view, allowed
         self._labels: set[int] | None = None
         self._passages: dict[int, tuple[int, bool]] = {}
         self._probes: dict[str, list[tuple[int, bool]]] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
-            self._labels = self.engine.catalog.passage_ids_in(self.allowed)
+            self._labels = self.view.catalog.passage_ids_in(self.allowed)
         return self._labels
 
     def passages(self, labels: list[int]) -> dict[int, tuple[int, bool]]:
         """passage id → (section id, heading only?), as catalog.passages_by_id, each read once."""
         new = [label for label in labels if label not in self._passages]
         if new:
-            self._passages.update(self.engine.catalog.passages_by_id(new))
+            self._passages.update(self.view.catalog.passages_by_id(new))
         return self._passages
 
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
@@ -351,11 +352,11 @@ class Lookups:
         (lower-cased), filters aside."""
         if probe not in self._probes:
             self._probes[probe] = [(sid, probe in head) for sid, head, content, _
-                                   in self.engine.literal_rows([probe], content_only=True) if probe in content]
+                                   in self.view.literal_rows([probe], content_only=True) if probe in content]
         return self._probes[probe]
 
 
-def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
+def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once), within the
     request's filter and with its shared lookups (`shared`). `credit_record`: whether the named
     entity's own record gets the literal leg's credit."""
@@ -369,8 +370,8 @@ def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = T
         return c
 
     # the dense leg started first: the team store answers it beside the keyword leg
-    dense = engine.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
-    for sid, score in engine.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
+    dense = view.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
+    for sid, score in view.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
     if dense is not None:
@@ -389,10 +390,10 @@ def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = T
     # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
     # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
     # Names are found as whole words, so an alias that is a plain word counts too.
-    matcher, entity_paths = engine.entities()
+    matcher, entity_paths = view.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
-    literal, probes_found = _probe_leg(engine, probes, shared)
+    literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
     elif not credit_record:
@@ -402,7 +403,7 @@ def _phrasing(engine, query: str, qvec, shared: Lookups, credit_record: bool = T
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     if own:
-        for sid in engine.catalog.section_ids_of(sorted(own)):
+        for sid in view.catalog.section_ids_of(sorted(own)):
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
@@ -431,7 +432,7 @@ def section_key(heading: str | None) -> str:
     return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
-def _probe_leg(engine, probes: list[str], shared: Lookups) -> tuple[dict[int, float], set[str]]:
+def _probe_leg(view, probes: list[str], shared: Lookups) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading.
     Also returns the probes found in any visible section (filters aside): the scan abstention
@@ -439,7 +440,7 @@ def _probe_leg(engine, probes: list[str], shared: Lookups) -> tuple[dict[int, fl
     found: set[str] = set()
     if not probes:
         return {}, found
-    total = engine.section_count() or 1
+    total = view.section_count() or 1
     out: dict[int, float] = {}
     for probe in probes:
         rows = shared.probe_rows(probe.lower())
@@ -474,40 +475,40 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         c.score = c.fused = score
 
 
-def _rerank(engine, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
+def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     """Apply the memory rules (rank.py) for the question's intent; returns the section rows it
     read, for the results — without their text, but for the few sections the rules read."""
     if not cands:
         return {}
-    cfg = engine.config.ranking
-    rows = engine.catalog.section_heads_by_id(list(cands))
+    cfg = view.config.ranking
+    rows = view.catalog.section_heads_by_id(list(cands))
     texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
     if texts:
-        rows.update(engine.catalog.sections_by_id(texts))
+        rows.update(view.catalog.sections_by_id(texts))
     rank.rerank(cands, rows, it, cfg)
     return rows
 
 
-def _abstains(engine, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
+def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
     """Abstention judges every phrasing: the question's own verdict stands unless a rephrasing,
     judged the same way, finds a section that means what it says — its best semantic match in the
     top five clears the bar the question missed by ABSTAIN_ALTERNATE_MARGIN (a rephrasing written in
     the notes' own terms matches more closely than the question whatever the corpus holds, so its
     evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
     not "nothing strong"."""
-    no_strong, reasons, bar = _no_strong_match(engine, query, ranked, legs.probes_found)
-    if not no_strong or not ranked or _missing_identifiers(engine, query, legs.probes_found):
+    no_strong, reasons, bar = _no_strong_match(view, query, ranked, legs.probes_found)
+    if not no_strong or not ranked or _missing_identifiers(view, query, legs.probes_found):
         return no_strong, reasons   # a rephrasing cannot make an identifier the corpus lacks exist
     for ph in legs.alternates:
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
-        weak, _, _ = _no_strong_match(engine, ph.text, alt_ranked, ph.probes_found)
+        weak, _, _ = _no_strong_match(view, ph.text, alt_ranked, ph.probes_found)
         top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
         if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
     return no_strong, reasons
 
 
-def _no_strong_match(engine, query: str, ranked: list[Candidate],
+def _no_strong_match(view, query: str, ranked: list[Candidate],
                      probes_found: set[str]) -> tuple[bool, list[str], float]:
     """Whether nothing really answers, with the reasons and the semantic bar it applied.
     docs/ranking.md derives the constants.
@@ -523,91 +524,91 @@ def _no_strong_match(engine, query: str, ranked: list[Candidate],
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
-    missing = _missing_identifiers(engine, query, probes_found)
+    missing = _missing_identifiers(view, query, probes_found)
     if missing:
-        reasons.append("not in the corpus: " + _listed(engine, missing))
+        reasons.append("not in the corpus: " + _listed(view, missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
-    absent = [w for w in names if not _word_occurs(engine, w)]
-    entity_named = bool(engine.entities()[0].mentions(query))
+    absent = [w for w in names if not _word_occurs(view, w)]
+    entity_named = bool(view.entities()[0].mentions(query))
     if absent or entity_named:
         # A question about an absent name counts its other absent words too; one about a known
         # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
         # "serve") says nothing about whether the entity's record answers.
-        common = _common_words(engine) if not absent else None
+        common = _common_words(view) if not absent else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
-                   if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+                   if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(view, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
     top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if not absent and not entity_named and not missing:
         # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")
         # is evidence whatever the corpus's size; an everyday word's absence is not. Weaker evidence
         # than a name, so the semantic bar is lower.
-        common = _common_words(engine)
+        common = _common_words(view)
         absent = [w for w in dict.fromkeys(terms.content_words(query))
-                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(engine, w)]
+                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(view, w)]
         bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
-        reasons.append(f"not in the corpus: {_listed(engine, absent)}; best semantic match {top_dense:.2f} < {bar}")
+        reasons.append(f"not in the corpus: {_listed(view, absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons, bar
 
 
-def _listed(engine, words: list[str]) -> str:
+def _listed(view, words: list[str]) -> str:
     """The question's words for a reason, each redacted whole before it is cut short: a cut secret
     would no longer have the shape the answer's redaction recognises."""
-    redactor = engine.redaction.current()
+    redactor = view.redaction.current()
     return terms.shown([redactor.redact_text(w) for w in words])
 
 
-def _missing_identifiers(engine, query: str, probes_found: set[str]) -> list[str]:
+def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
     front matter is not text); call names and expressions are not asked about on their own."""
-    by_name = engine.entities()[0].by_name
+    by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ")
             and p not in probes_found and p.lower() not in by_name]
 
 
-def _common_words(engine) -> frozenset[str] | None:
+def _common_words(view) -> frozenset[str] | None:
     """The model's everyday words, or None (keyword-only: every word counts, as before)."""
-    emb = engine.embedder if engine.contract_problem() is None else None
+    emb = view.embedder if view.contract_problem() is None else None
     return emb.common_words() if emb is not None else None
 
 
-def _any_word_occurs(engine, phrasings: list[str]) -> bool:
+def _any_word_occurs(view, phrasings: list[str]) -> bool:
     """Whether a content word of any phrasing occurs in some visible section (a phrasing holding an
     identifier counts as one that does: abstention judges identifiers). When none does, an answer
     rests on meaning alone — worth saying, not worth an abstention: a terse paraphrase ("hooking it
     up to my editor") shares no word with the notes that answer it, and neither does nonsense
     ("foo"); only the semantic match could tell them apart, and on the dev sets it cannot."""
     for text in phrasings:
-        if terms.literal_probes(text) or any(_word_occurs(engine, w) for w in dict.fromkeys(terms.content_words(text))):
+        if terms.literal_probes(text) or any(_word_occurs(view, w) for w in dict.fromkeys(terms.content_words(text))):
             return True
     return False
 
 
-def _any_word_in(engine, phrasings: list[str], allowed: set[int] | None) -> bool:
+def _any_word_in(view, phrasings: list[str], allowed: set[int] | None) -> bool:
     """Whether a content word (or identifier) of any phrasing is in one of the allowed sections: one
     keyword search of those words alone, stop words left out (they match nearly every section)."""
     text = " ".join(w for p in phrasings for w in [*terms.content_words(p), *terms.literal_probes(p)])
-    return bool(text) and bool(engine.keyword_index().search(text, 1, allowed))
+    return bool(text) and bool(view.keyword_index().search(text, 1, allowed))
 
 
-def _word_occurs(engine, word: str) -> bool:
+def _word_occurs(view, word: str) -> bool:
     """The word, whole, in some visible section (or an entity's name)."""
     w = word.lower()
-    if w in engine.entities()[0].by_name:
+    if w in view.entities()[0].by_name:
         return True
-    used = engine.uses_word(w)   # the keyword index's term dictionary
+    used = view.uses_word(w)   # the keyword index's term dictionary
     if used is None:
-        used = engine.catalog.uses_word(w)   # the literal index: only sections that may hold it
+        used = view.catalog.uses_word(w)   # the literal index: only sections that may hold it
     if used is not None:
         return used
     if terms.WORD_RUN_RE.fullmatch(w):
-        return w in engine.corpus_words()
-    return terms.uses_whole(w, (content for _, _, content, _ in engine.lowered_sections()))
+        return w in view.corpus_words()
+    return terms.uses_whole(w, (content for _, _, content, _ in view.lowered_sections()))
 
 
 def _snippet(text: str, query: str) -> str:

@@ -347,7 +347,7 @@ class EvalSession:
 
         if path not in self._docs:
             try:
-                self._docs[path] = read(self.engine, path, max_chars=sys.maxsize)["content"]
+                self._docs[path] = read(self.engine.view(), path, max_chars=sys.maxsize)["content"]
             except UserError:  # deleted since indexing: nothing to quote from
                 self._docs[path] = ""
         return self._docs[path]
@@ -386,10 +386,10 @@ class EvalSession:
             return p
 
         # The index was refreshed when the session opened: every answer says so, as a daemon's would.
-        fresh = Freshness.judged(self.engine.status(), "fresh", detail="at the on-disk state")
+        fresh = Freshness.judged(self.engine.view().status(), "fresh", detail="at the on-disk state")
 
         def search(p: dict) -> dict:
-            return dispatch_read(self.engine, "search", p, lambda: fresh)
+            return dispatch_read(self.engine, "search", p, lambda view: fresh)
 
         # The first search loads the embedding model; time it apart so p50/p95 are steady-state.
         t0 = time.perf_counter()

@@ -63,7 +63,7 @@ class QueryLog:
         """The log this config asks for, or None when `[log] queries = false`."""
         if config is None or not getattr(config, "log_queries", True):
             return None
-        from remembrancer.indexer.redact import RedactorSource
+        from remembrancer.indexer.redact_policy import RedactorSource
 
         return cls(path_for(config), RedactorSource(config.redact))
 

@@ -20,31 +20,32 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
+from remembrancer.indexer.engine.view import ReadView
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
 
 
-def resolve(engine, path: str) -> tuple[dict, Path, Path]:
+def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
     """A corpus path → its catalog row, absolute file and root folder, refusing anything outside the roots."""
     clean = (path or "").strip().replace("\\", "/")
     while clean.startswith("./"):
         clean = clean[2:]
-    doc = engine.catalog.document(clean) if clean else None
+    doc = view.catalog.document(clean) if clean else None
     if doc is None and clean:
-        named = named_document(clean, engine.catalog.document_paths())
-        doc = engine.catalog.document(named) if named else None
+        named = named_document(clean, view.catalog.document_paths())
+        doc = view.catalog.document(named) if named else None
     if doc is None:
-        why = skip_reasons(engine, clean) if clean else []
+        why = skip_reasons(view, clean) if clean else []
         if why:   # on disk, but the index run skipped it: say why rather than "no such document"
             raise UserError(f"{clean} is not indexed: {'; '.join(why)}", param="path", code="not_found",
                             hint="it is indexed again once the file changes into something indexable; "
                                  "the index status lists every file left out")
-        known = engine.catalog.document_paths()
+        known = view.catalog.document_paths()
         close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
                         hint="paths are relative to the corpus root, as search results print them",
                         code="not_found")
-    root = next((r for r in engine.config.roots if r.name == doc["root"]), None)
+    root = next((r for r in view.config.roots if r.name == doc["root"]), None)
     if root is None:
         raise UserError(f"{path}: its root is not configured any more", param="path", code="not_found")
     target = (root.path / doc["rel"])
@@ -78,22 +79,22 @@ def named_document(name: str, paths: list[str]) -> str | None:
     return hits[0] if hits else None
 
 
-def skip_reasons(engine, path: str) -> list[str]:
+def skip_reasons(view: ReadView, path: str) -> list[str]:
     """Why the last index run left `path` out (binary, unreadable, too large, `secret: true`): its
-    stored warnings, as the engine's scope sees them (the same ones `status` lists)."""
-    return [w.removeprefix(f"{path}: ") for w in engine.warnings(path)]
+    stored warnings, as the view's scope sees them (the same ones `status` lists)."""
+    return [w.removeprefix(f"{path}: ") for w in view.warnings(path)]
 
 
-def _load(engine, path: str):
-    redactor = engine.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
-    doc, real, root = resolve(engine, path)
+def _load(view, path: str):
+    redactor = view.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
+    doc, real, root = resolve(view, path)
     if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
         raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
     try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap, still in its root
-        data = read_regular_file(real, doc["path"], engine.config.max_file_bytes, nofollow=True, inside=str(root))
+        data = read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True, inside=str(root))
     except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
-    key = (str(engine.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
+    key = (str(view.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
     cached = _PARSED.get(key)
     if cached is None:
         try:
@@ -176,9 +177,9 @@ def find_section(sections, heading: str):
     return None
 
 
-def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
+def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
          offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> dict:
-    doc, parsed = _load(engine, path)
+    doc, parsed = _load(view, path)
     out = {"path": doc["path"], "type": doc["doc_type"], "date": doc["date"]}
     if heading is not None:
         s = find_section(parsed.sections, heading)
@@ -215,8 +216,8 @@ def read(engine, path: str, heading: str | None = None, lines: tuple[int, int] |
     return out
 
 
-def outline(engine, path: str) -> dict:
-    doc, parsed = _load(engine, path)
+def outline(view: ReadView, path: str) -> dict:
+    doc, parsed = _load(view, path)
     return {
         "path": doc["path"], "type": doc["doc_type"], "date": doc["date"], "title": parsed.title,
         "sections": [{"heading": s.heading, "level": s.level, "lines": [s.start_line, s.end_line],

@@ -96,9 +96,9 @@ def test_a_skipped_file_outside_the_scope_stays_unseen(notes, data_env, tiny_emb
     try:
         e.refresh()
         with pytest.raises(UserError, match="not indexed: skipped, looks binary"):
-            reader.read(e, "misc/image.md")
-        with e.scoped(("journal",)), pytest.raises(UserError) as seen:
-            reader.read(e, "misc/image.md")
+            reader.read(e.view(), "misc/image.md")
+        with e.view(("journal",)) as view, pytest.raises(UserError) as seen:
+            reader.read(view, "misc/image.md")
         assert "no indexed document" in str(seen.value) and "binary" not in str(seen.value)
     finally:
         e.close()

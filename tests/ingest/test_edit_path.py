@@ -70,10 +70,10 @@ def _links_after_edits(tmp_path, name, embedder, prepare: bool):
     e = engine_for([root], embedder)
     try:
         e.refresh()
-        assert e._resolver is None   # a full pass leaves none …
+        assert e.writer._resolver is None   # a full pass leaves none …
         if prepare:
             e.prepare_targeted()
-            assert e._resolver is not None   # … prepare_targeted builds it
+            assert e.writer._resolver is not None   # … prepare_targeted builds it
         _edits(root)
         for rel in ("runbooks/restore.md", "runbooks/switchover.md", "runbooks/failover.md"):
             e.refresh_paths([str(root / rel)])
@@ -97,13 +97,13 @@ def test_the_updater_prepares_after_a_full_pass_only(tmp_path, data_env, tiny_em
     try:
         u = Updater(e)
         u.apply((), full=True)
-        assert e._resolver is None
+        assert e.writer._resolver is None
         u.when_quiet()
-        assert e._resolver is not None
-        e._resolver = None
+        assert e.writer._resolver is not None
+        e.writer._resolver = None
         u.apply([str(root / "runbooks" / "failover.md")], full=False)   # unchanged: nothing written
         u.when_quiet()
-        assert e._resolver is None   # a targeted pass leaves it to the edit that needs it
+        assert e.writer._resolver is None   # a targeted pass leaves it to the edit that needs it
     finally:
         e.close()
 

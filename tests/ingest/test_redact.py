@@ -27,9 +27,9 @@ from remembrancer.indexer.search import reader
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.redact import (DEFAULT_REDACTOR, ENV_SECRET_HASHES, FAMILY_NAMES, RedactionError, RedactionPolicy,
-                            Redactor, is_secret_document, load_hash_file, parse_hash_file, redact,
-                            salted_sha256)
+from remembrancer.indexer.redact import DEFAULT_REDACTOR, FAMILY_NAMES, Redactor, is_secret_document, redact, salted_sha256
+from remembrancer.indexer.redact_policy import (ENV_SECRET_HASHES, RedactionError, RedactionPolicy, load_hash_file,
+                                                parse_hash_file)
 from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
@@ -221,7 +221,7 @@ def leaks_in_dir(d: Path, secrets: dict[str, str] = ALL_SECRETS) -> list[str]:
 
 def leaks_in_terms(engine, secrets: dict[str, str] = ALL_SECRETS) -> list[str]:
     """tantivy's term dictionary may be compressed on disk: ask it for every term it holds."""
-    searcher = engine.fulltext.index.searcher()
+    searcher = engine.core.fulltext.index.searcher()
     terms = set()
     for field in ("path", "heading", "body", "stem", "ident"):
         terms.update(t for t, _ in searcher.terms_with_prefix(field, ""))
@@ -277,7 +277,7 @@ def tool_outputs(engine) -> list[str]:
         if text is not None:
             outs.append(text)
 
-    fresh = lambda: Freshness("fresh")  # noqa: E731
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
     queries = ["runner registration token", "offsite bucket keys", "db9 connection password",
                "deploy key", "slack webhook", "telegram bot", "unseal vault", "hex signing key",
                "grafana bearer", *ALL_SECRETS.values(), "REDACTED"]
@@ -308,7 +308,7 @@ def tool_outputs(engine) -> list[str]:
             offset = page["next_offset"]
     lst = api.dispatch_read(engine, "list", {}, fresh)
     keep(lst, render.list_text(DocumentList.parse(lst)))
-    st = engine.status()
+    st = engine.view().status()
     keep(st, render.status_text(st))
     return outs
 
@@ -338,12 +338,12 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
     assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
-    hits = search(engine, SearchRequest("unseal vault", limit=3))["results"]
+    hits = search(engine.view(), SearchRequest("unseal vault", limit=3))["results"]
     assert hits and hits[0]["path"] == "runbooks/vault/unseal.md"
 
     logs = "\n".join(r.getMessage() for r in caplog.records) + "\n".join(report.warnings)
     captured = capsys.readouterr()
-    assert leaks_in_text(logs + captured.out + captured.err + json.dumps(engine.status())) == []
+    assert leaks_in_text(logs + captured.out + captured.err + json.dumps(engine.view().status())) == []
     assert any("secret(s) redacted" in w for w in report.warnings)
     assert any("invalid YAML front matter" in w for w in report.warnings)  # that warning exists, and is clean
     engine.close()
@@ -646,7 +646,7 @@ def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_e
 def test_latest_echoes_a_hex_id_term_as_typed(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
-    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda: Freshness("fresh"))
+    out = api.dispatch_read(engine, "latest", {"terms": [RULE_ID]}, lambda view: Freshness("fresh"))
     assert out["terms"] == [RULE_ID]
     assert out["results"] and out["results"][0]["path"] == "services/app-env.md"
     assert RULE_ID in json.dumps(out)
@@ -703,7 +703,7 @@ def test_disabling_a_family_and_unknown_names():
     assert e.value.param == "redact.disable" and "long_hex" in e.value.options
     with pytest.raises(UserError):
         RedactionPolicy.from_config({"secrets_hashes": "x"})  # typo'd key: refused, not ignored
-    with pytest.raises(UserError):
+    with pytest.raises(ValueError):   # a caller's mistake: users' names are checked by the policy (above)
         Redactor(families=("nope",))
     assert Redactor(families=()).policy_fingerprint() != DEFAULT_REDACTOR.policy_fingerprint()
     assert set(FAMILY_NAMES) >= {"private_key", "url_credentials", "sk_key", "github", "slack", "aws",
@@ -783,7 +783,7 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     engine = make_engine(corpus, tiny_embedder, secret_hashes=str(missing))
     with pytest.raises(RedactionError):
         engine.refresh()
-    st = engine.status()
+    st = engine.view().status()
     assert st["redaction"]["ok"] is False and "missing" in st["redaction"]["error"]
     assert st["warnings"][0].startswith("redaction: ") and str(missing) in st["warnings"][0]
     assert st["documents"] == 0
@@ -792,24 +792,24 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     # a working index whose hash file then goes bad: search, read and outline all refuse
     engine = make_engine(corpus, tiny_embedder, secret_hashes=str(hashes))
     engine.refresh()
-    assert search(engine, SearchRequest("unseal vault"))["results"]
+    assert search(engine.view(), SearchRequest("unseal vault"))["results"]
     hashes.write_text("salt 00112233445566778899\n")  # malformed: no hashes left
-    for call in (lambda: search(engine, SearchRequest("unseal vault")),
-                 lambda: reader.read(engine, "runbooks/vault/unseal.md"),
-                 lambda: reader.outline(engine, "runbooks/vault/unseal.md"),
+    for call in (lambda: search(engine.view(), SearchRequest("unseal vault")),
+                 lambda: reader.read(engine.view(), "runbooks/vault/unseal.md"),
+                 lambda: reader.outline(engine.view(), "runbooks/vault/unseal.md"),
                  lambda: engine.refresh()):
         with pytest.raises(RedactionError):
             call()
     with pytest.raises(UserError) as e:
-        api.dispatch_read(engine, "search", {"query": "unseal"}, Freshness)
+        api.dispatch_read(engine, "search", {"query": "unseal"}, lambda view: Freshness())
     assert e.value.to_dict()["code"] == "redaction_unavailable"
-    assert "empty" in engine.status()["warnings"][0]
+    assert "empty" in engine.view().status()["warnings"][0]
     # the environment variable wins over the (broken) configured file
     good = env / "good.txt"
     good.write_text(hash_file_text("8899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
     monkeypatch.setenv(ENV_SECRET_HASHES, str(good))
     assert engine.refresh().updated == len(CORPUS)   # new policy fingerprint → everything re-read
-    assert engine.status()["redaction"]["ok"] is True
+    assert engine.view().status()["redaction"]["ok"] is True
     engine.close()
 
 
@@ -818,16 +818,16 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
 def test_front_matter_secret_true_excludes_the_file_and_drops_an_old_copy(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
-    assert search(engine, SearchRequest("restart pgbouncer ini", limit=3))["results"][0]["path"] == "memory/plain.md"
+    assert search(engine.view(), SearchRequest("restart pgbouncer ini", limit=3))["results"][0]["path"] == "memory/plain.md"
     p = corpus / "memory/plain.md"
     p.write_text("---\nsecret: true\n---\n" + p.read_text())
     report = engine.refresh()
     assert report.removed == 1
     assert any("memory/plain.md: not indexed (front matter secret: true)" == w for w in report.warnings)
     assert engine.catalog.document("memory/plain.md") is None
-    assert all(r["path"] != "memory/plain.md" for r in search(engine, SearchRequest("restart pgbouncer ini"))["results"])
+    assert all(r["path"] != "memory/plain.md" for r in search(engine.view(), SearchRequest("restart pgbouncer ini"))["results"])
     with pytest.raises(UserError):
-        reader.read(engine, "memory/plain.md")
+        reader.read(engine.view(), "memory/plain.md")
     # also when the YAML around it is broken (fail closed)
     write(corpus, "memory/broken-secret.md", "---\nsecret: true\ntitle: [oops\n---\n# x\n\nhidden text\n")
     engine.refresh()

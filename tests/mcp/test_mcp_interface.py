@@ -93,16 +93,16 @@ def test_read_takes_a_stem_a_path_suffix_and_a_wikilink(tiny_engine, notes, inde
     write(notes, "a/setup.md", "# Setup A\n\nalpha setup steps.\n")
     write(notes, "b/setup.md", "# Setup B\n\nbeta setup steps.\n")
     engine = tiny_engine(notes)
-    want = api.do_read(engine, {"path": "runbooks/postgres/restore.md"})["content"]
+    want = api.do_read(engine.view(), {"path": "runbooks/postgres/restore.md"})["content"]
     for name in ("restore", "restore.md", "postgres/restore.md", "[[restore]]", "[[restore|the runbook]]",
                  "[[runbooks/postgres/restore#Verify]]"):
-        assert api.do_read(engine, {"path": name})["content"] == want, name
+        assert api.do_read(engine.view(), {"path": name})["content"] == want, name
     with pytest.raises(UserError) as e:
-        api.do_read(engine, {"path": "[[setup]]"})
+        api.do_read(engine.view(), {"path": "[[setup]]"})
     assert e.value.code == "ambiguous" and e.value.to_dict()["valid_options"] == ["a/setup.md", "b/setup.md"]
     for other in ("gres/restore.md", "Runbooks/postgres/restore.md"):   # whole path parts, case kept
         with pytest.raises(UserError) as e:
-            api.do_read(engine, {"path": other})
+            api.do_read(engine.view(), {"path": other})
         assert e.value.code == "not_found", other
 
     async def go(c):

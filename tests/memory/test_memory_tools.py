@@ -72,9 +72,9 @@ def rows_of(out):
 # -- history -----------------------------------------------------------------------------------------
 
 def test_history_by_name_alias_or_ip_is_the_same_entity(eng):
-    by_name = memory.history(eng, "db1", limit=100)
+    by_name = memory.history(eng.view(), "db1", limit=100)
     for other, how in (("pg-primary", "alias"), ("10.20.1.11", "alias"), ("DB1", "name")):
-        out = memory.history(eng, other, limit=100)
+        out = memory.history(eng.view(), other, limit=100)
         assert out["entity"]["name"] == "db1" and out["entity"]["matched_by"] == how
         assert rows_of(out) == rows_of(by_name)
     assert by_name["entity"]["records"] == ["hosts/db1.md"]
@@ -82,7 +82,7 @@ def test_history_by_name_alias_or_ip_is_the_same_entity(eng):
 
 
 def test_history_is_newest_first_by_section_date_not_relevance(eng):
-    out = memory.history(eng, "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100)
     dates = [r["date"] for r in out["results"]]
     assert dates == sorted(dates, reverse=True)
     paths = [r["path"] for r in out["results"]]
@@ -98,7 +98,7 @@ def test_history_is_newest_first_by_section_date_not_relevance(eng):
 
 
 def test_history_puts_the_current_record_above_evidence_of_the_same_day(eng):
-    out = memory.history(eng, "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100)
     day = [r for r in out["results"] if r["date"] == "2030-02-03"]
     kinds = [r["record"] for r in day]
     assert kinds == sorted(kinds, reverse=True) and kinds[0] is True and kinds[-1] is False
@@ -108,7 +108,7 @@ def test_history_puts_the_current_record_above_evidence_of_the_same_day(eng):
 
 
 def test_undated_record_sections_carry_the_commit_date(eng):
-    out = memory.history(eng, "pooler", limit=100)
+    out = memory.history(eng.view(), "pooler", limit=100)
     assert out["entity"]["name"] == "pgbouncer"
     rec = [r for r in out["results"] if r["record"]]
     assert rec and {(r["date"], r["dated_by"]) for r in rec} == {("2030-02-12", "commit")}
@@ -124,24 +124,24 @@ def test_an_edited_undated_record_still_gets_its_commit_date(own):
     p = notes / "services/pgbouncer.md"
     p.write_text(p.read_text().replace("listens on 6432", "listens on 6432 (and 6433 for admin)"))
     assert e.refresh().updated == 1
-    rec = [r for r in memory.history(e, "pgbouncer", limit=100)["results"] if r["record"]]
+    rec = [r for r in memory.history(e.view(), "pgbouncer", limit=100)["results"] if r["record"]]
     assert rec and all(r["dated_by"] in ("commit", "modified") and r["date"] for r in rec)
     assert {r["date"] for r in rec if r["dated_by"] == "commit"} <= {"2030-02-12"}
 
 
 def test_history_since_until_and_limit(eng):
-    out = memory.history(eng, "db1", since="2030-02-10", until="2030-02-12")
+    out = memory.history(eng.view(), "db1", since="2030-02-10", until="2030-02-12")
     assert out["results"] and all("2030-02-10" <= r["date"] <= "2030-02-12" for r in out["results"])
     assert (out["since"], out["until"]) == ("2030-02-10", "2030-02-12")
-    small = memory.history(eng, "db1", limit=3)
+    small = memory.history(eng.view(), "db1", limit=3)
     assert len(small["results"]) == 3 and small["truncated"] is True and small["total"] > 3
-    empty = memory.history(eng, "db1", since="2031-01-01")
+    empty = memory.history(eng.view(), "db1", since="2031-01-01")
     assert empty["results"] == [] and "nothing about db1" in empty["message"]
     with pytest.raises(UserError) as ei:
-        memory.history(eng, "db1", since="last tuesday")
+        memory.history(eng.view(), "db1", since="last tuesday")
     assert ei.value.param == "since"
     with pytest.raises(UserError) as ei:
-        memory.history(eng, "db1", limit=0)
+        memory.history(eng.view(), "db1", limit=0)
     assert ei.value.param == "limit"
 
 
@@ -149,14 +149,14 @@ def test_history_since_until_and_limit(eng):
                                          ("pg-primry", {"pg-primary"})])
 def test_unknown_entity_lists_close_names(eng, name, close):
     with pytest.raises(UserError) as ei:
-        memory.history(eng, name)
+        memory.history(eng.view(), name)
     err = ei.value
     assert err.param == "entity" and err.code == "not_found" and close <= set(err.options)
     assert "search or latest" in err.hint
 
 
 def test_history_rows_carry_verified_commits(eng, fx):
-    out = memory.history(eng, "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100)
     by_path = {r["path"]: r for r in out["results"] if r["path"].startswith("journal/2030/2030-02-1")}
     landed = by_path["journal/2030/2030-02-12.md"]["verified_commits"]
     assert [(c["commit"], c["landed"], c["repo"]) for c in landed] == [(fx["shas"]["app_migration"], True, "app")]
@@ -182,68 +182,68 @@ def real_eng(fx, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.real_model
 def test_history_topic_keeps_the_matches_in_date_order(real_eng):
-    out = memory.history(real_eng, "db1", topic="migration")
+    out = memory.history(real_eng.view(), "db1", topic="migration")
     assert [r["path"] for r in out["results"]] == ["journal/2030/2030-02-12.md", "journal/2030/2030-02-10.md"]
     assert all("score" in r for r in out["results"]) and out["topic"] == "migration"
-    pool = memory.history(real_eng, "pgbouncer", topic="pool size")
+    pool = memory.history(real_eng.view(), "pgbouncer", topic="pool size")
     heads = [r["heading"] for r in pool["results"]]
     assert "PgBouncer > Settings" in heads and "2030-02-12 (Tue) > 15:00 pooler pool raised" in heads
     dates = [r["date"] for r in pool["results"]]
     assert dates == sorted(dates, reverse=True)
     assert heads.index("PgBouncer > Settings") < heads.index("2030-02-12 (Tue) > 15:00 pooler pool raised")
-    none = memory.history(real_eng, "db2", topic="kubernetes helm chart upgrade")
+    none = memory.history(real_eng.view(), "db2", topic="kubernetes helm chart upgrade")
     assert all(r["score"] for r in none["results"])   # whatever is kept is scored; nothing crashes
 
 
 # -- latest --------------------------------------------------------------------------------------------
 
 def test_latest_needs_all_terms_and_lists_newest_first(eng):
-    out = memory.latest(eng, ["0042"])
+    out = memory.latest(eng.view(), ["0042"])
     assert [r["path"] for r in out["results"]] == ["journal/2030/2030-02-12.md", "journal/2030/2030-02-10.md"]
     assert out["relaxed"] is False and "message" not in out
-    both = memory.latest(eng, ["0042", "lock timeout"])
+    both = memory.latest(eng.view(), ["0042", "lock timeout"])
     assert [r["path"] for r in both["results"]] == ["journal/2030/2030-02-10.md"]
-    assert rows_of(memory.latest(eng, '"lock timeout" 0042')) == rows_of(both)   # one string, shell-split
-    assert rows_of(memory.latest(eng, ['"lock timeout"', "0042"])) == rows_of(both)  # quotes around a term
-    many = memory.latest(eng, "PgBouncer", limit=50)
+    assert rows_of(memory.latest(eng.view(), '"lock timeout" 0042')) == rows_of(both)   # one string, shell-split
+    assert rows_of(memory.latest(eng.view(), ['"lock timeout"', "0042"])) == rows_of(both)  # quotes around a term
+    many = memory.latest(eng.view(), "PgBouncer", limit=50)
     dates = [r["date"] for r in many["results"]]
     assert len(dates) > 4 and dates == sorted(dates, reverse=True)
 
 
 def test_latest_matches_whole_identifiers_and_any_sha_abbreviation(eng, fx):
-    assert memory.latest(eng, "643")["results"] == []           # 6432 is not 643
-    assert memory.latest(eng, "6432")["results"]
-    flag = memory.latest(eng, "--lock-timeout=5s")
+    assert memory.latest(eng.view(), "643")["results"] == []           # 6432 is not 643
+    assert memory.latest(eng.view(), "6432")["results"]
+    flag = memory.latest(eng.view(), "--lock-timeout=5s")
     assert {r["path"] for r in flag["results"]} >= {"journal/2030/2030-02-12.md", "memory/migrations-lock-timeout.md"}
     full = fx["shas"]["app_migration"]
     for term in (full, full[:7], full[:12].upper()):
-        assert [r["path"] for r in memory.latest(eng, term)["results"]] == ["journal/2030/2030-02-12.md"], term
-    row = memory.latest(eng, full)["results"][0]
+        assert [r["path"] for r in memory.latest(eng.view(), term)["results"]] == ["journal/2030/2030-02-12.md"], term
+    row = memory.latest(eng.view(), full)["results"][0]
     assert row["verified_commits"][0]["landed"] is True
-    err = memory.latest(eng, "ERROR: canceling statement due to lock timeout")
+    err = memory.latest(eng.view(), "ERROR: canceling statement due to lock timeout")
     assert {r["path"] for r in err["results"]} == {"journal/2030/2030-02-10.md", "memory/migrations-lock-timeout.md"}
 
 
 def test_latest_relaxes_and_names_the_dropped_terms(eng):
-    out = memory.latest(eng, ["0042", "zzqx-nothing"])
+    out = memory.latest(eng.view(), ["0042", "zzqx-nothing"])
     assert out["relaxed"] is True and out["not_in_corpus"] == ["zzqx-nothing"]
     assert out["dropped_terms"] == ["zzqx-nothing"]
     assert "'zzqx-nothing' occurs nowhere in the corpus" in out["message"] and "relaxed" in out["message"]
     assert [r["missing_terms"] for r in out["results"]] == [["zzqx-nothing"], ["zzqx-nothing"]]
-    split = memory.latest(eng, ["pgBackRest", "--lock-timeout=5s"])
+    split = memory.latest(eng.view(), ["pgBackRest", "--lock-timeout=5s"])
     assert split["relaxed"] and "not_in_corpus" not in split
     assert set(split["dropped_terms"]) == {"pgBackRest", "--lock-timeout=5s"}
     assert all(len(r["matched_terms"]) == 1 for r in split["results"])
-    nothing = memory.latest(eng, ["zzqx-nothing"])
+    nothing = memory.latest(eng.view(), ["zzqx-nothing"])
     assert nothing["results"] == [] and "occurs nowhere in the corpus" in nothing["message"]
 
 
 def test_latest_filters_and_terms_found_only_outside_them(eng):
-    out = memory.latest(eng, "6432", types=["journal"])
+    out = memory.latest(eng.view(), "6432", types=["journal"])
     assert out["results"] and {r["type"] for r in out["results"]} == {"journal"}
-    since = memory.latest(eng, "PgBouncer", since="2030-02-01")
+    since = memory.latest(eng.view(), "PgBouncer", since="2030-02-01")
     assert since["results"] and all(r["date"] >= "2030-02-01" for r in since["results"])
-    outside = memory.latest(eng, ["pgBackRest"], types=["lesson"])
+    outside = memory.latest(eng.view(), ["pgBackRest"], types=["lesson"])
     assert outside["results"] == [] and outside["only_outside_filters"] == ["pgBackRest"]
     assert "only outside the filters type=lesson" in outside["message"]
 
@@ -253,7 +253,7 @@ def test_latest_filters_and_terms_found_only_outside_them(eng):
                                        ({"terms": "x", "since": "soon"}, "since"), ({"terms": "x", "limit": 500}, "limit")])
 def test_latest_bad_input_is_a_structured_error(eng, kw, param):
     with pytest.raises(UserError) as ei:
-        memory.latest(eng, **kw)
+        memory.latest(eng.view(), **kw)
     assert ei.value.param == param
     if param == "type":
         assert "journal" in ei.value.options
@@ -263,23 +263,23 @@ def test_latest_bad_input_is_a_structured_error(eng, kw, param):
 
 def test_filters_alone_list_newest_first_without_embedding(eng, tiny_embedder):
     before = tiny_embedder.texts_embedded
-    out = search(eng, SearchRequest("", limit=20, filters=Filters(types=["journal"])))
+    out = search(eng.view(), SearchRequest("", limit=20, filters=Filters(types=["journal"])))
     assert tiny_embedder.texts_embedded == before
     dates = [r["date"] for r in out["results"]]
     assert out["mode"] == "filters" and dates == sorted(dates, reverse=True) and dates[0] == "2030-02-17"
 
 
 def test_an_empty_filtered_result_says_which_filter_emptied_it(eng):
-    out = search(eng, SearchRequest("", filters=Filters(types=["journal"], tags=["runbook"])))
+    out = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], tags=["runbook"])))
     assert out["results"] == [] and out["message"].startswith("0 matches for filters: type=journal tags=runbook")
     assert "without tags=runbook:" in out["message"] and "without type=journal:" in out["message"]
     by = {r["filter"]: r for r in out["emptied_by"]}
     assert by["tags=runbook"]["matches_without_it"] > 0 and by["type=journal"]["matches_alone"] > 0
-    future = search(eng, SearchRequest("", filters=Filters(types=["journal"], since="2031-01-01")))
+    future = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], since="2031-01-01")))
     assert "since=2031-01-01 matches no section on its own" in future["message"]
-    with_query = search(eng, SearchRequest("postgres", filters=Filters(types=["plan"], path="hosts/")))
+    with_query = search(eng.view(), SearchRequest("postgres", filters=Filters(types=["plan"], path="hosts/")))
     assert "0 matches for filters" in with_query["message"] and "emptied_by" in with_query
-    alone = search(eng, SearchRequest("", filters=Filters(path="nowhere/")))
+    alone = search(eng.view(), SearchRequest("", filters=Filters(path="nowhere/")))
     assert alone["message"].endswith("path=nowhere/ matches no section")
 
 
@@ -321,7 +321,7 @@ def test_resolver_by_path_stem_title_and_entity_case_insensitive():
 
 
 def test_neighbors_outbound_backlinks_and_unresolved(eng):
-    fo = memory.neighbors(eng, "runbooks/postgres/failover.md")
+    fo = memory.neighbors(eng.view(), "runbooks/postgres/failover.md")
     out = {(x["path"], x["anchor"], x["kind"], x["text"]) for x in fo["outbound"]}
     assert out == {("hosts/db1.md", None, "wikilink", ""), ("hosts/db2.md", None, "wikilink", ""),
                    ("hosts/db2.md", None, "wikilink", "the replica"), ("services/pgbouncer.md", None, "wikilink", ""),
@@ -330,28 +330,28 @@ def test_neighbors_outbound_backlinks_and_unresolved(eng):
     assert all(x["anchor_found"] for x in fo["outbound"] if x["anchor"])
     assert [x["target"] for x in fo["unresolved"]] == ["tls-setup"]
     assert fo["counts"] == {"outbound": 6, "inbound": 0, "unresolved": 1}
-    db1 = memory.neighbors(eng, "hosts/db1.md")
+    db1 = memory.neighbors(eng.view(), "hosts/db1.md")
     assert {x["source"] for x in db1["inbound"]} == {"hosts/db2.md", "runbooks/postgres/failover.md",
                                                      "services/pgbouncer.md"}
     services = next(x for x in db1["inbound"] if x["anchor"] == "Services")
     assert services["heading"] == "Fail over to the replica > Move the pooler" and services["line"] == 17
     assert [x["path"] for x in db1["outbound"]] == ["runbooks/postgres/restore.md"]
     # stems and titles resolve too: [[2030-q1-plan]] and [[2030-02-10]]
-    plan = memory.neighbors(eng, "planning/2030-q1-plan.md")
+    plan = memory.neighbors(eng.view(), "planning/2030-q1-plan.md")
     assert "journal/2030/2030-01-27.md" in {x["source"] for x in plan["inbound"]}
-    j = memory.neighbors(eng, "journal/2030/2030-02-10.md")
+    j = memory.neighbors(eng.view(), "journal/2030/2030-02-10.md")
     assert "memory/migrations-lock-timeout.md" in {x["source"] for x in j["inbound"]}
 
 
 def test_neighbors_similar_sections_are_unlinked_ones(eng):
-    out = memory.neighbors(eng, "hosts/db1.md", limit=5)
+    out = memory.neighbors(eng.view(), "hosts/db1.md", limit=5)
     linked = {"hosts/db1.md"} | {x["path"] for x in out["outbound"]} | {x["source"] for x in out["inbound"]}
     sims = out["similar"]
     assert 0 < len(sims) <= 5 and not {s["path"] for s in sims} & linked
     assert len({s["path"] for s in sims}) == len(sims)             # one section per document
     assert [s["similarity"] for s in sims] == sorted((s["similarity"] for s in sims), reverse=True)
     with pytest.raises(UserError) as ei:
-        memory.neighbors(eng, "hosts/db9.md")
+        memory.neighbors(eng.view(), "hosts/db9.md")
     assert ei.value.param == "path" and "hosts/db1.md" in ei.value.options
 
 
@@ -359,19 +359,19 @@ def test_renamed_and_deleted_targets_update_their_backlinks(own):
     e, notes = own
     (notes / "hosts/db2.md").rename(notes / "hosts/replica.md")
     e.refresh()
-    moved = memory.neighbors(e, "hosts/replica.md")
+    moved = memory.neighbors(e.view(), "hosts/replica.md")
     # [[db2]] still resolves (by the record's host name); [[hosts/db2|…]] named the old path
     assert {(x["source"], x["line"]) for x in moved["inbound"]} == {("runbooks/postgres/failover.md", 8)}
-    fo = memory.neighbors(e, "runbooks/postgres/failover.md")
+    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md")
     assert sorted(x["target"] for x in fo["unresolved"]) == ["hosts/db2", "tls-setup"]
     (notes / "runbooks/postgres/restore.md").unlink()
     e.refresh()
-    db1 = memory.neighbors(e, "hosts/db1.md")
+    db1 = memory.neighbors(e.view(), "hosts/db1.md")
     assert db1["outbound"] == [] and [x["target"] for x in db1["unresolved"]] == ["runbooks/postgres/restore.md"]
     (notes / "runbooks/tls-setup.md").write_text("# TLS setup\n\nCertificates for db1 and db2.\n")
     report = e.refresh()
     assert (report.added, report.updated) == (1, 0)      # the failover runbook is not read again
-    fo = memory.neighbors(e, "runbooks/postgres/failover.md")
+    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md")
     assert "tls-setup" not in [x["target"] for x in fo["unresolved"]]
     assert "runbooks/tls-setup.md" in {x["path"] for x in fo["outbound"]}
 
@@ -383,7 +383,7 @@ def test_an_index_built_before_links_is_backfilled_without_embedding(own, tiny_e
     before = tiny_embedder.texts_embedded
     report = e.refresh()
     assert report.embedded == 0 and tiny_embedder.texts_embedded == before
-    assert memory.neighbors(e, "hosts/db1.md")["counts"]["inbound"] == 4
+    assert memory.neighbors(e.view(), "hosts/db1.md")["counts"]["inbound"] == 4
     assert e.refresh().updated == 0
 
 
@@ -397,7 +397,7 @@ def test_find_shas_skips_what_is_not_a_sha():
 
 
 def test_verify_a_landed_commit(eng, fx):
-    out = memory.verify(eng, path="journal/2030/2030-02-12.md")
+    out = memory.verify(eng.view(), path="journal/2030/2030-02-12.md")
     (c,) = out["commits"]
     assert (c["verdict"], c["exists"], c["landed"], c["repo"]) == ("landed", True, True, "app")
     assert c["commit"] == fx["shas"]["app_migration"] and c["cited_as"] == f"app@{fx['shas']['app_migration'][:10]}"
@@ -409,7 +409,7 @@ def test_verify_a_landed_commit(eng, fx):
 
 
 def test_verify_an_amended_away_commit_exists_but_did_not_land(eng, fx):
-    (c,) = memory.verify(eng, path="journal/2030/2030-02-10.md")["commits"]
+    (c,) = memory.verify(eng.view(), path="journal/2030/2030-02-10.md")["commits"]
     assert (c["verdict"], c["exists"], c["landed"]) == ("not_landed", True, False)
     assert c["commit"] == fx["shas"]["app_amended_away"] and c["branches"] == []
     assert c["replaced_by"]["commit"] == fx["shas"]["app_migration"]
@@ -417,7 +417,7 @@ def test_verify_an_amended_away_commit_exists_but_did_not_land(eng, fx):
 
 
 def test_verify_unmerged_branch_corpus_commit_and_hex_that_is_no_commit(eng, fx):
-    out = memory.verify(eng, path="journal/2030/2030-02-17.md")
+    out = memory.verify(eng.view(), path="journal/2030/2030-02-17.md")
     by = {c["sha"]: c for c in out["commits"]}
     tls = by[fx["shas"]["app_tls"][:7]]
     assert (tls["verdict"], tls["exists"], tls["landed"], tls["branches"]) == ("not_landed", True, False, ["feature/tls"])
@@ -426,21 +426,21 @@ def test_verify_unmerged_branch_corpus_commit_and_hex_that_is_no_commit(eng, fx)
     build = by["5e8d2c7f1a"]
     assert (build["verdict"], build["exists"], build["landed"]) == ("absent", False, None)
     assert build["checked"] == ["notes", "app"]
-    blob = memory.verify(eng, text=f"see {fx['shas']['notes_readme_blob']}")["commits"][0]
+    blob = memory.verify(eng.view(), text=f"see {fx['shas']['notes_readme_blob']}")["commits"][0]
     assert (blob["verdict"], blob["object"], blob["exists"]) == ("not_a_commit", "blob", False)
 
 
 def test_verify_a_section_or_text_and_bad_input(eng, fx):
-    one = memory.verify(eng, path="journal/2030/2030-02-10.md", heading="22:40 retry scheduled")
+    one = memory.verify(eng.view(), path="journal/2030/2030-02-10.md", heading="22:40 retry scheduled")
     assert one["commits"] == [] and "no commit-SHA-shaped token" in one["message"]
     assert one["source"] == {"path": "journal/2030/2030-02-10.md", "heading": "2030-02-10 (Sun) > 22:40 retry scheduled"}
-    txt = memory.verify(eng, text=f"fixed in app@{fx['shas']['app_workers'][:8]}\nand nothing else")
+    txt = memory.verify(eng.view(), text=f"fixed in app@{fx['shas']['app_workers'][:8]}\nand nothing else")
     assert txt["commits"][0]["verdict"] == "landed" and txt["commits"][0]["lines"] == [1]
     for kw, param in (({}, "path"), ({"path": "a.md", "text": "x"}, "path"),
                       ({"path": "journal/2030/2030-02-10.md", "heading": "Nope"}, "heading"),
                       ({"path": "journal/2099.md"}, "path")):
         with pytest.raises(UserError) as ei:
-            memory.verify(eng, **kw)
+            memory.verify(eng.view(), **kw)
         assert ei.value.param == param
 
 
@@ -454,7 +454,7 @@ def test_an_unreadable_repo_makes_the_answer_unknown_never_absent(fx, tiny_embed
                embedder=tiny_embedder)
     try:
         e.refresh()
-        out = memory.verify(e, text=f"build 5e8d2c7f1a, fix {fx['shas']['app_migration'][:7]}")
+        out = memory.verify(e.view(), text=f"build 5e8d2c7f1a, fix {fx['shas']['app_migration'][:7]}")
         by = {c["sha"]: c for c in out["commits"]}
         assert (by["5e8d2c7f1a"]["verdict"], by["5e8d2c7f1a"]["exists"]) == ("unknown", None)
         assert "could not read" in by["5e8d2c7f1a"]["reason"] and "gone" in by["5e8d2c7f1a"]["reason"]
@@ -470,7 +470,7 @@ def test_a_repo_that_is_not_configured_or_no_repo_at_all_is_unknown(fx, tiny_emb
     e = Engine(Config(roots=make_roots([fx["notes"]])), embedder=tiny_embedder)
     try:
         e.refresh()
-        (c,) = memory.verify(e, text=f"app@{fx['shas']['app_migration'][:7]}")["commits"]
+        (c,) = memory.verify(e.view(), text=f"app@{fx['shas']['app_migration'][:7]}")["commits"]
         assert c["verdict"] == "unknown" and "[verify] repos" in c["reason"]
     finally:
         e.close()
@@ -479,7 +479,7 @@ def test_a_repo_that_is_not_configured_or_no_repo_at_all_is_unknown(fx, tiny_emb
     e = Engine(Config(roots=make_roots([plain])), embedder=tiny_embedder)
     try:
         e.refresh()
-        (c,) = memory.verify(e, text="see 4f2a9c1")["commits"]
+        (c,) = memory.verify(e.view(), text="see 4f2a9c1")["commits"]
         assert c["verdict"] == "unknown" and "no git repository" in c["reason"]
     finally:
         e.close()
@@ -586,7 +586,7 @@ def test_prometheus_textfile_after_each_ingest_and_failure(fx, tiny_embedder, tm
 
         def boom(*a, **k):
             raise RuntimeError("disk full")
-        monkeypatch.setattr(e, "_ingest", boom)
+        monkeypatch.setattr(e.writer, "_ingest", boom)
         with pytest.raises(RuntimeError):
             e.refresh()
         m = metrics.parse(prom.read_text())
@@ -629,7 +629,7 @@ def test_api_dispatches_the_memory_methods_with_freshness(eng):
     assert {"history", "latest", "neighbors", "verify"} <= set(METHODS)
     from remembrancer.indexer.answers import Freshness
 
-    fresh = lambda: Freshness("fresh")  # noqa: E731
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
     h = api.dispatch_read(eng, "history", {"entity": "db2", "limit": 2}, fresh)
     assert h["index"] == {"verdict": "fresh"} and len(h["results"]) == 2
     lt = api.dispatch_read(eng, "latest", {"terms": ["6432"], "type": "journal"}, fresh)

@@ -62,7 +62,7 @@ def test_a_bomb_is_indexed_with_a_warning_and_other_documents_are_unaffected(dat
     assert set(e.catalog.documents()) == {"a-bomb.md", "ok.md"}
     assert any(w.startswith("a-bomb.md:") and "aliases" in w for w in report.warnings)
     assert len(e.catalog.document("a-bomb.md")["front_matter"]) < 100
-    assert api.do_search(e, {"query": "restoring the database"})["results"][0]["path"] == "ok.md"
+    assert api.do_search(e.view(), {"query": "restoring the database"})["results"][0]["path"] == "ok.md"
     e.close()
 
 
@@ -163,7 +163,7 @@ def test_a_document_over_both_budgets_is_indexed_without_text_and_the_queue_move
     assert set(e.catalog.documents()) == {"big.md", "ok.md"}
     assert e.catalog.sections("big.md") == []
     assert any(w.startswith("big.md: indexed without its text") for w in report.warnings)
-    assert e._sandbox.kills == 2   # the Markdown parse, then the plain-text fallback
+    assert e.writer._sandbox.kills == 2   # the Markdown parse, then the plain-text fallback
     again = e.refresh()   # the same content is not tried again
     assert (again.added, again.updated) == (0, 0)
     e.close()
@@ -214,9 +214,9 @@ def test_a_document_whose_markdown_parse_is_over_budget_is_indexed_and_read_as_p
     assert len(sections) > 10 and all(s.heading.startswith("Part ") for s in sections)
     assert any(w.startswith("big.md: indexed as plain text") for w in report.warnings)
     assert not any("hunter2xyz9" in s.content for s in sections)
-    hit = api.do_search(e, {"query": "zebrafish", "exact": True})["results"][0]   # (the tiny model's vectors are noise)
+    hit = api.do_search(e.view(), {"query": "zebrafish", "exact": True})["results"][0]   # (the tiny model's vectors are noise)
     assert hit["path"] == "big.md" and hit["heading"].startswith("Part "), hit
-    page = reader.read(e, "big.md", heading=hit["heading"])
+    page = reader.read(e.view(), "big.md", heading=hit["heading"])
     assert "zebrafish" in page["content"] and "## Tail" in page["content"] and "hunter2xyz9" not in page["content"]
     e.close()
 
@@ -227,7 +227,7 @@ def test_a_large_document_is_prepared_in_the_child_like_in_process(data_env, tin
     write(root, "big.md", text)
     e = engine_for([root], tiny_embedder)
     e.refresh()
-    assert e._sandbox.calls == 1
+    assert e.writer._sandbox.calls == 1
     sections = e.catalog.sections("big.md")
     assert [s.heading for s in sections] == ["Big", "Big > End"]
     assert "hunter2xyz9" not in sections[0].content and "[REDACTED:key_value]" in sections[0].content
@@ -330,7 +330,7 @@ def test_a_damaged_catalog_is_moved_aside_and_rebuilt_from_the_files(notes, data
     assert any("damaged" in w and "moved the old index" in w for w in report.warnings)
     aside = [p for p in index_dir.iterdir() if p.name.startswith("damaged-")]
     assert len(aside) == 1 and (aside[0] / "catalog.sqlite3").exists()
-    assert api.do_search(e, {"query": "restore"})["results"]
+    assert api.do_search(e.view(), {"query": "restore"})["results"]
     e.close()
 
 
@@ -393,15 +393,15 @@ def test_a_crash_during_the_first_index_resumes_without_rewriting_stored_documen
     for i in range(12):
         write(root, f"n{i:02d}.md", f"# Note {i}\n\nbody of note {i}\n")
     e = engine_for([root], tiny_embedder)
-    ingest_batch = e._write
+    ingest_batch = e.writer._write
 
     def crash_after_some(batch, report):
         ingest_batch(batch, report)
         if len(e.catalog.documents()) >= 5:
             raise _Crash()
 
-    e._write = crash_after_some
-    import remembrancer.indexer.engine as engine_mod
+    e.writer._write = crash_after_some
+    import remembrancer.indexer.engine.writer as engine_mod
 
     old_group = engine_mod.EMBED_GROUP
     engine_mod.EMBED_GROUP = 1   # write document by document, as a large first index does
@@ -424,14 +424,14 @@ def test_a_file_that_turns_binary_is_no_longer_served(notes_engine, notes):
     dropped with a warning, not served from its older copy under a "fresh" verdict."""
     path = notes / "runbooks/postgres/restore.md"
     rel = "runbooks/postgres/restore.md"
-    before = api.do_search(notes_engine, {"query": "pgbackrest", "exact": True})["results"]
+    before = api.do_search(notes_engine.view(), {"query": "pgbackrest", "exact": True})["results"]
     assert any(r["path"] == rel for r in before)
     with path.open("ab") as f:
         f.write(b"\x00\x01\x02binary now")
     report = notes_engine.refresh()
     assert report.removed == 1 and report.outcomes[rel] == "removed"
     assert any(rel in w and "binary" in w for w in report.warnings)
-    after = api.do_search(notes_engine, {"query": "pgbackrest", "exact": True})["results"]
+    after = api.do_search(notes_engine.view(), {"query": "pgbackrest", "exact": True})["results"]
     assert not any(r["path"] == rel for r in after)
     assert rel not in notes_engine.catalog.documents()
 
@@ -450,12 +450,12 @@ SECRET_QUERY = "frobnicate password=hunter2xyz9 sk-abcdefghijklmnop1234567890"
 
 
 def test_secrets_typed_into_a_query_are_echoed_redacted(notes_engine):
-    out = api.dispatch_read(notes_engine, "search", {"query": SECRET_QUERY}, Freshness)
+    out = api.dispatch_read(notes_engine, "search", {"query": SECRET_QUERY}, lambda view: Freshness())
     text = json.dumps(out)
     assert "hunter2xyz9" not in text and "abcdefghijklmnop1234567890" not in text
     assert out.get("why_no_strong_match") or out["results"]
     with pytest.raises(UserError) as ei:
-        api.dispatch_read(notes_engine, "search", {"query": "x", "since": "password=hunter2xyz9"}, Freshness)
+        api.dispatch_read(notes_engine, "search", {"query": "x", "since": "password=hunter2xyz9"}, lambda view: Freshness())
     assert "hunter2xyz9" not in json.dumps(ei.value.to_dict()) and "hunter2xyz9" not in str(ei.value)
 
 
@@ -575,7 +575,7 @@ def test_a_huge_first_result_is_cut_to_the_budget_before_it_is_redacted(tmp_path
         return real(self, text, *a, **kw)
 
     monkeypatch.setattr(redact.Redactor, "redact", measured)
-    out = api.do_search(e, {"query": "zebrafish tank readings", "budget_tokens": 1000})
+    out = api.do_search(e.view(), {"query": "zebrafish tank readings", "budget_tokens": 1000})
     first = out["results"][0]
     assert first["path"] == "tank.md" and first["content_truncated"]
     assert len(first["content"]) <= 1000 * 4 and "content_total_chars" not in first

@@ -163,13 +163,13 @@ def test_read_refuses_paths_outside_the_roots(notes_engine, notes, path):
     write(secret.parent, "secret.md", "# Secret\n\nTOP-SECRET-OUTSIDE\n")
     for fn in (api.do_read, api.do_outline):
         with pytest.raises(UserError) as ei:
-            fn(notes_engine, {"path": path})
+            fn(notes_engine.view(), {"path": path})
         assert ei.value.code in ("not_found", "outside_root", "bad_input")
         assert "TOP-SECRET-OUTSIDE" not in json.dumps(ei.value.to_dict())
     if path.startswith(("/", "../")):  # the same forms as a list/search path filter
         for fn in (api.do_list, api.do_search):
             with pytest.raises(UserError) as ei:
-                fn(notes_engine, {"query": "secret", "path": path})
+                fn(notes_engine.view(), {"query": "secret", "path": path})
             assert ei.value.param == "path"
 
 
@@ -178,7 +178,7 @@ def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine,
     outside = notes.parent / "outside"
     write(outside, "db1.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
     write(outside, "hosts/db2.md", "# Stolen\n\nTOP-SECRET-OUTSIDE\n")
-    assert api.do_read(notes_engine, {"path": "hosts/db1.md"})["content"]
+    assert api.do_read(notes_engine.view(), {"path": "hosts/db1.md"})["content"]
     # the file itself becomes a symlink out of the root
     (notes / "hosts/db1.md").unlink()
     (notes / "hosts/db1.md").symlink_to(outside / "db1.md")
@@ -188,7 +188,7 @@ def test_read_refuses_a_file_swapped_for_a_symlink_out_of_the_root(notes_engine,
     for path in ("hosts/db1.md", "hosts/db2.md"):
         for fn in (api.do_read, api.do_outline):
             with pytest.raises(UserError) as ei:
-                fn(notes_engine, {"path": path})
+                fn(notes_engine.view(), {"path": path})
             assert ei.value.code == "outside_root", path
             assert "TOP-SECRET" not in str(ei.value)
     # and the next refresh drops them: a symlinked folder is not followed
@@ -227,7 +227,7 @@ def test_a_note_swapped_for_a_symlink_between_the_walk_and_the_read_is_not_index
     assert any(w.startswith("shared.md: skipped, it was replaced") for w in report.warnings), report.warnings
     # the next run reads the note itself again: nothing stale is left behind as fresh
     e.refresh()
-    assert "edited" in json.dumps(api.do_read(e, {"path": "shared.md"}))
+    assert "edited" in json.dumps(api.do_read(e.view(), {"path": "shared.md"}))
     assert "TOP-SECRET" not in json.dumps([c for c in e.catalog.all_chunks()], default=str)
     e.close()
 
@@ -249,7 +249,7 @@ def test_read_refuses_a_folder_swapped_for_a_symlink_after_the_path_was_resolved
 
     monkeypatch.setattr(reader, "resolve", resolve_then_swap)
     with pytest.raises(UserError) as ei:
-        api.do_read(notes_engine, {"path": "hosts/db1.md"})
+        api.do_read(notes_engine.view(), {"path": "hosts/db1.md"})
     assert "outside its root" in str(ei.value)
     assert "TOP-SECRET" not in json.dumps(ei.value.to_dict())
 
@@ -273,7 +273,7 @@ def test_symlinks_out_of_the_root_and_loops_are_skipped_with_warnings(data_env, 
     warned = "\n".join(report.warnings)
     for name in ("escape.md", "abs-escape.md", "dangling.md"):
         assert re.search(rf"^{re.escape(name)}: skipped", warned, re.M), (name, warned)
-    assert "TOP-SECRET" not in json.dumps(api.do_search(e, {"query": "secret outside"}))
+    assert "TOP-SECRET" not in json.dumps(api.do_search(e.view(), {"query": "secret outside"}))
     assert check_index(e.dir, {"ok.md": (root / "ok.md").read_bytes()})["problems"] == []
     e.close()
 
@@ -362,7 +362,7 @@ def test_hostile_files_are_indexed_or_skipped_with_a_named_warning(data_env, tin
     assert e.catalog.document("empty.md")["line_count"] == 0
     assert "\ufffd" in by("bad-utf8.md")[next(iter(by("bad-utf8.md")))].content
     for q in ("restoring the database", "w5x w17x", "Heading 19999", "still found", "byte order mark"):
-        out = api.do_search(e, {"query": q})
+        out = api.do_search(e.view(), {"query": q})
         assert out["results"] or out["best_weak"], q
     files = {p: (root / p).read_bytes() for p, what in expect.items() if what == "indexed" or p == "bad-utf8.md"}
     assert check_index(e.dir, files)["problems"] == []
@@ -384,12 +384,12 @@ def test_a_files_warnings_stay_in_status_while_the_file_is_unchanged(data_env, t
     assert any(w.startswith("bad-yaml.md:") for w in first) and any(w.startswith("bad-utf8.md:") for w in first)
     for _ in range(2):   # nothing changed: nothing is read again
         assert e.refresh().unchanged == 3
-        warned = e.status()["warnings"]
+        warned = e.view().status()["warnings"]
         assert sorted(w for w in warned if w.startswith("bad-")) == sorted(w for w in first if w.startswith("bad-"))
     write(root, "bad-yaml.md", "---\ntags: [fixed]\n---\n# Bad\n\ntext\n")
     e.refresh()
-    assert not any(w.startswith("bad-yaml.md:") for w in e.status()["warnings"])
-    assert any(w.startswith("bad-utf8.md:") for w in e.status()["warnings"])
+    assert not any(w.startswith("bad-yaml.md:") for w in e.view().status()["warnings"])
+    assert any(w.startswith("bad-utf8.md:") for w in e.view().status()["warnings"])
     e.close()
 
 
@@ -406,8 +406,8 @@ def test_every_walked_file_is_accounted_for_and_every_document_listed(data_env, 
         assert r.scanned == 4 and r.skipped == 1, r
         assert r.added + r.updated + r.unchanged + r.skipped == r.scanned, r
         assert (r.added, r.unchanged) == ((3, 0) if n == 0 else (0, 3)), r
-    listed = api.do_list(e, {})
-    assert listed["total"] == e.status()["documents"] == 3
+    listed = api.do_list(e.view(), {})
+    assert listed["total"] == e.view().status()["documents"] == 3
     assert {d["path"]: d["sections"] for d in listed["documents"]}["onlyfm.md"] == 0
     e.close()
 
@@ -654,7 +654,7 @@ _PARAMS = st.fixed_dictionaries({}, optional={
 def check_query(engine, query, params: dict) -> str:
     """One search: a result dict with the contract's keys, or a UserError naming a parameter."""
     try:
-        out = api.do_search(engine, {"query": query, **params})
+        out = api.do_search(engine.view(), {"query": query, **params})
     except UserError as e:
         d = e.to_dict()
         assert d["message"] and d["code"]
@@ -719,7 +719,7 @@ def test_markdown_parse_is_not_quadratic_on_unclosed_brackets():
 @pytest.mark.parametrize("scope", [5, True, 1.5, ["journal\x00"], {"a": 1}])
 def test_a_bad_scope_is_a_structured_error(query_engine, scope):
     with pytest.raises(UserError) as ei:
-        api.dispatch_read(query_engine, "search", {"query": "restore", "scope": scope}, Freshness)
+        api.dispatch_read(query_engine, "search", {"query": "restore", "scope": scope}, lambda view: Freshness())
     assert ei.value.param == "scope"
 
 
@@ -774,7 +774,7 @@ def fault_round(root: Path, corpus: VersionedCorpus, embedder, rng: random.Rando
     """Change the corpus, fail one store call during the refresh, then recover — either by the same
     engine refreshing again (what the daemon does after a failed ingest) or by a new engine over
     the same data (a restart). Returns what happened and the problems found."""
-    import remembrancer.indexer.engine as engine_mod
+    import remembrancer.indexer.engine.writer as engine_mod
 
     corpus.mutate(0.25)
     cls, name = rng.choice(FAULT_POINTS)
@@ -875,7 +875,7 @@ out = {"error": error, "vector_files_intact": after == before if store == "vecto
        # a failed commit: the old generation, or none at all (rebuilt at the next run) — never the new one
        "fulltext_generation_kept": ((ftdir / "generation").read_text() if (ftdir / "generation").exists()
                                     else None) in (ft_before, None) if store == "fulltext" else None}
-res = api.do_search(e, {"query": "restore the database"})
+res = api.do_search(e.view(), {"query": "restore the database"})
 out["answers_after_failure"] = bool(res["results"] or res.get("best_weak"))
 e.refresh()                                           # the disk has room again: caught up
 out["same_engine"] = check_index(e.dir, corpus_files(root))["problems"]

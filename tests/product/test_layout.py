@@ -5,8 +5,7 @@ The rule:
 1. **No import cycles** between our modules. An import inside a function counts like one at the top
    of the file: hiding a cycle in a function does not remove it. Only third-party imports made
    inside a function to keep start-up cheap (onnxruntime, tokenizers, psycopg, tantivy, …) are
-   outside the rule, since they are not ours. (One cycle is still open and named in
-   KNOWN_CYCLE_EDGES: errors ↔ redact.)
+   outside the rule, since they are not ours.
 2. **Layers, lowest first**: `remembrancer.wire` (the daemon's socket path, framing and client) →
    `indexer` → `hooks` → `daemon` → `mcp_server` → `cli`. A package imports only from its own layer
    and those below it, so `indexer` never imports `daemon`, `mcp_server`, `cli` or `hooks`.
@@ -37,10 +36,6 @@ BUILT_ON_THEM = ("remembrancer.indexer.search", "remembrancer.indexer.memory", "
 LIGHT = ("remembrancer.wire", "remembrancer.hooks.notify", "remembrancer.hooks.claude_code")
 LAZY_EXCEPTIONS = {("remembrancer.wire", "platformdirs"),
                    ("remembrancer.hooks.notify", "remembrancer.indexer.store.postgres.notify")}
-# The one cycle not broken yet, kept out of rule 1 by name and held to a function-level import: a
-# UserError says its message redacted (errors.echo/scrubbed/UserError.to_dict use the default
-# Redactor) and the Redactor refuses an unknown family name with a UserError.
-KNOWN_CYCLE_EDGES = {("remembrancer.indexer.errors", "remembrancer.indexer.redact")}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -103,7 +98,7 @@ def _layer(module: str) -> int | None:
 
 def test_no_import_cycles():
     """Tarjan's strongly connected components: any of more than one module is a cycle."""
-    graph = {m: {t for t in targets if (m, t) not in KNOWN_CYCLE_EDGES} for m, targets in GRAPH.items()}
+    graph = GRAPH
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -141,11 +136,6 @@ def test_no_import_cycles():
         sys.setrecursionlimit(old)
     described = ["; ".join(f"{a} → {', '.join(sorted(graph[a] & set(c)))}" for a in c) for c in cycles]
     assert not cycles, "import cycles:\n" + "\n".join(described)
-
-
-def test_the_known_cycle_stays_a_function_level_import():
-    for m, t in KNOWN_CYCLE_EDGES:
-        assert all(lazy for i, _, lazy in _imports(m) if _ours(i) == t), f"{m} imports {t} at module level"
 
 
 def test_a_layer_imports_only_itself_and_the_layers_below():

@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from remembrancer.cli.secrets_cmd import hash_secrets
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.redact import ENV_SECRET_HASHES, RedactionPolicy
+from remembrancer.indexer.redact_policy import ENV_SECRET_HASHES, RedactionPolicy
 from tests.support import cli
 from tests.support.corpus import write
 from tests.support.daemon import stop_daemon_at
@@ -58,7 +58,7 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
     engine.refresh()
     write(root, "notes/late.md", "# Late\n\nwritten after the first index, about lateword\n")
     engine.refresh()
-    searcher = engine.fulltext.index.searcher()
+    searcher = engine.core.fulltext.index.searcher()
     assert searcher.doc_freq("body", PLANTED) == 1
     if how == "deleted":
         (root / "private/diary.md").unlink()
@@ -68,14 +68,14 @@ def test_a_removed_documents_words_leave_the_keyword_index(env, tiny_embedder, h
         engine.close()
         engine = make_engine(root, tiny_embedder, deny=("private/**",))
     assert engine.refresh().removed == 1
-    searcher = engine.fulltext.index.searcher()
+    searcher = engine.core.fulltext.index.searcher()
     assert searcher.doc_freq("body", PLANTED) == 0
     assert searcher.doc_freq("stem", PLANTED) == 0
     assert index_files_with(engine.dir / "fulltext", PLANTED) == []
     # the segment mates are all still there, and found
-    assert engine.fulltext.num_docs() == engine.catalog.counts()["chunks"]
+    assert engine.core.fulltext.num_docs() == engine.catalog.counts()["chunks"]
     assert searcher.doc_freq("body", "host3") == 1 and searcher.doc_freq("body", "lateword") == 1
-    assert len(engine.fulltext.search("host3 backups", 20)) >= 1
+    assert len(engine.core.fulltext.search("host3 backups", 20)) >= 1
     engine.close()
 
 
@@ -91,7 +91,7 @@ def test_a_removal_and_an_edit_in_one_commit_keep_every_chunk_once(env, tiny_emb
     (root / "private/diary.md").unlink()
     write(root, "notes/n2.md", "# Note 2\n\nnow about wombatStatus instead\n")
     engine.refresh()
-    searcher = engine.fulltext.index.searcher()
+    searcher = engine.core.fulltext.index.searcher()
     ids = searcher.fast_field_values("chunk_id", [a for _, a in searcher.search(
         __import__("tantivy").Query.all_query(), 1000).hits])
     catalog_ids = [r[0] for r in engine.catalog.all_chunks()]

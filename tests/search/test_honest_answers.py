@@ -30,39 +30,39 @@ def engine(tmp_path, tiny_engine):
 
 
 def test_an_answer_resting_on_meaning_alone_is_not_called_a_keyword_match(engine):
-    out = do_search(engine, {"query": "players stuck with the bundle after the update", "limit": 5, "explain": True})
+    out = do_search(engine.view(), {"query": "players stuck with the bundle after the update", "limit": 5, "explain": True})
     assert not out["no_strong_match"] and any("meaning alone" in n for n in out.get("notes", []))
     assert any(r["scores"]["bm25"] > 0 for r in out["results"])   # "with", "the", "after" matched
     assert {r["provenance"] for r in out["results"]} == {"semantic"}
 
 
 def test_words_found_only_outside_the_filters_are_said_to_be(engine):
-    out = do_search(engine, {"query": "zebra", "type": ["journal"], "limit": 3})
+    out = do_search(engine.view(), {"query": "zebra", "type": ["journal"], "limit": 3})
     assert out["results"] and not out["no_strong_match"]
     assert any("only outside them" in n and "type=journal" in n for n in out.get("notes", [])), out.get("notes")
     assert "only outside them" in render.search_text(SearchAnswer.parse(out))
     # the word in the filtered sections, or no filter: nothing to say
     for params in ({"query": "restore test", "type": ["journal"]}, {"query": "zebra"}):
-        out = do_search(engine, {**params, "limit": 3})
+        out = do_search(engine.view(), {**params, "limit": 3})
         assert not any("outside" in n for n in out.get("notes", [])), out.get("notes")
 
 
 def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
     wall = "zz_" + "x" * 20_000                          # an identifier no note holds: abstains whatever the model
-    out = do_search(engine, {"query": wall, "limit": 3})
+    out = do_search(engine.view(), {"query": wall, "limit": 3})
     assert out["no_strong_match"]
     assert sum(len(r) for r in out["why_no_strong_match"]) < 300, out["why_no_strong_match"]
     assert len(render.search_text(SearchAnswer.parse(out))) < 3_000
     many = " ".join(f"qq_word{i}" for i in range(30))   # thirty absent identifiers: eight listed, the rest counted
-    reasons = do_search(engine, {"query": many, "limit": 3})["why_no_strong_match"]
+    reasons = do_search(engine.view(), {"query": many, "limit": 3})["why_no_strong_match"]
     assert any("and 22 more" in r for r in reasons), reasons
 
 
 def test_a_latest_term_is_a_term_not_a_log(engine):
     with pytest.raises(UserError) as err:
-        memory.latest(engine, ["y" * 301])
+        memory.latest(engine.view(), ["y" * 301])
     assert err.value.to_dict()["param"] == "terms" and "at most 300" in str(err.value)
-    assert memory.latest(engine, ["pgbouncer"])["results"]
+    assert memory.latest(engine.view(), ["pgbouncer"])["results"]
 
 
 @pytest.fixture
@@ -105,9 +105,9 @@ def test_a_term_that_starts_with_a_dash_gets_the_way_to_search_for_it(tmp_path, 
 
 
 def test_a_listing_by_filters_says_how_much_it_left_out(engine):
-    whole = do_search(engine, {"type": ["journal"], "limit": 50})
+    whole = do_search(engine.view(), {"type": ["journal"], "limit": 50})
     assert len(whole["results"]) == 2 and not whole["truncated"]
     assert "More sections match" not in render.search_text(SearchAnswer.parse(whole))
-    out = do_search(engine, {"type": ["journal"], "limit": 1})
+    out = do_search(engine.view(), {"type": ["journal"], "limit": 1})
     assert out["mode"] == "filters" and len(out["results"]) == 1 and out["truncated"]
     assert "More sections match the filters" in render.search_text(SearchAnswer.parse(out))

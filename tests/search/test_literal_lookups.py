@@ -35,7 +35,7 @@ def test_uses_word_sees_only_the_scope(tmp_path, tiny_engine):
     root = tmp_path / "notes"
     _corpus(root)
     e = tiny_engine(root)
-    with e.scoped(["runbooks"]):
+    with e.view(["runbooks"]) as view:
         assert e.catalog.uses_word("wombat") and e.catalog.uses_word("twice")
         assert not e.catalog.uses_word("restored")
     assert e.catalog.uses_word("restored")
@@ -77,10 +77,10 @@ def test_word_checks_from_the_term_dictionary_answer_like_a_scan(tmp_path, tiny_
         write(root, name, text)
     e = tiny_engine(root)
 
-    def scan(word):
-        return terms.uses_whole(word, (c for _, _, c, _ in e.lowered_sections()))
+    def scan(word, view=None):
+        return terms.uses_whole(word, (c for _, _, c, _ in (view or e.view()).lowered_sections()))
 
-    assert {w: S._word_occurs(e, w) for w in WORDS} == {w: scan(w) for w in WORDS}
+    assert {w: S._word_occurs(e.view(), w) for w in WORDS} == {w: scan(w) for w in WORDS}
     # the sections' words are kept between generations: a new section that needs them, one gone
     write(root, "gone.md", "# Gone\n\nnothing seen\n")
     write(root, "later.md", "# Later\n\nwallaby sightings in Zürich\n")
@@ -88,9 +88,9 @@ def test_word_checks_from_the_term_dictionary_answer_like_a_scan(tmp_path, tiny_
     e.refresh()
     seen = {}
     for scope in ((), ("plain.md",), ("accents.md", "later.md", "cut.md")):
-        with e.scoped(scope):
-            seen[scope] = {w: S._word_occurs(e, w) for w in WORDS}
-            assert seen[scope] == {w: scan(w) for w in WORDS}, scope
+        with e.view(scope) as view:
+            seen[scope] = {w: S._word_occurs(view, w) for w in WORDS}
+            assert seen[scope] == {w: scan(w, view) for w in WORDS}, scope
     got = seen[()]
     assert got["back"] and got["stra"] and got["wombatish"]   # not tokens: from the words
     assert not got["womb"] and not got["atish"] and not got["platypus"] and not got["kelvin"]
@@ -110,8 +110,8 @@ def test_word_checks_read_no_section_text_when_the_dictionary_can_answer(tmp_pat
     scanned = []
     monkeypatch.setattr(terms, "uses_whole", lambda word, texts: scanned.append(word))
     for word in ("wombat", "wom", "restored", "platypus", "marsupials"):
-        assert S._word_occurs(e, word) is (word in ("wombat", "restored", "marsupials")), word
-    S.search(e, S.SearchRequest("what did we do about the problem with the thing last time"))
+        assert S._word_occurs(e.view(), word) is (word in ("wombat", "restored", "marsupials")), word
+    S.search(e.view(), S.SearchRequest("what did we do about the problem with the thing last time"))
     assert scanned == []
 
 

@@ -125,7 +125,7 @@ def real(tmp_path_factory):
 
 
 def top(engine, q, **kw):
-    out = search(engine, SearchRequest(q, limit=5, **kw))
+    out = search(engine.view(), SearchRequest(q, limit=5, **kw))
     return out, (out["results"] or out.get("best_weak") or [None])[0]
 
 
@@ -170,7 +170,7 @@ def test_a_probe_found_everywhere_nominates_only_its_best_sections(tmp_path, mon
     e = tiny_engine(root)
     for name in ("BM25_CANDIDATES", "DENSE_CANDIDATES", "LITERAL_CANDIDATES"):
         monkeypatch.setattr(S, name, 5)
-    cands = S._hybrid(e, "item1", None).cands
+    cands = S._hybrid(e.view(), "item1", None).cands
     assert 5 <= len(cands) <= 15          # each leg nominates its best five, not all 80 sections
     assert sum(1 for c in cands.values() if c.literal > 0) == 5
 

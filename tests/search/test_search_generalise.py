@@ -28,7 +28,7 @@ def corpus(root, files):
 
 
 def ranking(engine, query, **kw):
-    out = search(engine, SearchRequest(query, limit=5, **kw))
+    out = search(engine.view(), SearchRequest(query, limit=5, **kw))
     return [(r["path"], r["heading"], r["score"]) for r in out.get("results") or out.get("best_weak") or []]
 
 
@@ -63,7 +63,7 @@ def test_one_result_per_section_even_when_a_breadcrumb_repeats(tmp_path, tiny_en
                             "## Steps (Part 2)\n\nrestore the database: the rest of the steps\n",
         "notes/other.md": "# Other\n\n## Steps\n\nrestore the database from a backup\n",
     })
-    out = search(tiny_engine(root), SearchRequest("restore the database", limit=5))
+    out = search(tiny_engine(root).view(), SearchRequest("restore the database", limit=5))
     shown = [(r["path"], r["heading"].replace(" (Part 2)", "")) for r in out["results"]]
     assert len(shown) == len(set(shown))
     assert ("notes/restore.md", "Restore > Steps") in shown and ("notes/other.md", "Other > Steps") in shown
@@ -74,29 +74,29 @@ def test_alternates_are_validated_with_a_structured_error(tmp_path, tiny_engine)
     for bad, says in ((["a", "b", "c", "d"], "at most 3"), (["ok", ""], "empty"), ("restore", "list of strings"),
                       ([1], "list of strings"), (["x" * 301], "chars"), (["restore", "???"], "no word")):
         with pytest.raises(UserError) as err:
-            do_search(e, {"query": "restore", "alternates": bad})
+            do_search(e.view(), {"query": "restore", "alternates": bad})
         assert err.value.to_dict()["param"] == "alternates" and says in str(err.value)
     with pytest.raises(UserError):
-        do_search(e, {"query": "", "alternates": ["restore"]})
+        do_search(e.view(), {"query": "", "alternates": ["restore"]})
 
 
 def test_a_rephrasing_nominates_what_the_question_alone_misses_and_says_so(tmp_path, tiny_engine):
     e = tiny_engine(corpus(tmp_path / "notes", BACKUP_DOCS))
-    alone = do_search(e, {"query": "merge", "limit": 5})
+    alone = do_search(e.view(), {"query": "merge", "limit": 5})
     assert alone.get("found_by") is None
-    out = do_search(e, {"query": "merge", "limit": 5, "alternates": ["dns resolver port"]})
+    out = do_search(e.view(), {"query": "merge", "limit": 5, "alternates": ["dns resolver port"]})
     shown = [r["path"] for r in out["results"] or out["best_weak"]]
     assert "notes/dns.md" in shown                       # only the rephrasing found it
     assert shown[0] == "notes/git.md"                    # the question keeps the most weight
     assert out["found_by"] == "merge"
     # A repeat of the question adds nothing: the same ranking as without it.
-    same = do_search(e, {"query": "merge", "limit": 5, "alternates": ["Merge "]})
+    same = do_search(e.view(), {"query": "merge", "limit": 5, "alternates": ["Merge "]})
     assert [r["path"] for r in same["results"]] == [r["path"] for r in alone["results"]]
 
 
 def test_the_answer_names_the_rephrasing_that_found_the_best_result(tmp_path, tiny_engine):
     e = tiny_engine(corpus(tmp_path / "notes", BACKUP_DOCS))
-    out = do_search(e, {"query": "zzz qqq", "limit": 5, "alternates": ["dns resolver port 53"]})
+    out = do_search(e.view(), {"query": "zzz qqq", "limit": 5, "alternates": ["dns resolver port 53"]})
     best = (out["results"] or out["best_weak"])[0]
     assert best["path"] == "notes/dns.md" and out["found_by"] == "dns resolver port 53"
 
@@ -136,7 +136,7 @@ RECORDS = {
 
 @pytest.mark.parametrize("query", ["what is 10.20.1.11", "warehouse disk", "db1.internal.example services"])
 def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_record(tmp_path, tiny_engine, query):
-    out = search(tiny_engine(corpus(tmp_path / "notes", RECORDS)), SearchRequest(query, limit=5))
+    out = search(tiny_engine(corpus(tmp_path / "notes", RECORDS)).view(), SearchRequest(query, limit=5))
     assert (out["results"] or out["best_weak"])[0]["path"] == "hosts/db1.md"
 
 
@@ -185,7 +185,7 @@ def test_a_known_entity_and_an_everyday_word_the_corpus_lacks_is_no_reason_to_ab
     assert search_mod.terms.is_rare("kubernetes", frozenset({"chart", "helm"}))
     assert not search_mod.terms.is_rare("fetched", frozenset({"fetch"}))
     assert not search_mod.terms.is_rare("compaction", frozenset({"compact"}))
-    out = search(notes_engine, SearchRequest("which disk does db1 serve towards the backup?", limit=5))
+    out = search(notes_engine.view(), SearchRequest("which disk does db1 serve towards the backup?", limit=5))
     assert not out["no_strong_match"], out.get("why_no_strong_match")
 
 
@@ -200,7 +200,7 @@ FAILOVER = {
 
 
 def _literal_by_section(engine, query):
-    out = search(engine, SearchRequest(query, limit=20))
+    out = search(engine.view(), SearchRequest(query, limit=20))
     return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
 
 
@@ -263,10 +263,10 @@ def test_a_terse_rephrasing_does_not_bring_the_record_credit_back(tmp_path, tiny
 
     e = tiny_engine(corpus(tmp_path / "notes", FAILOVER))
     record = set(e.catalog.section_ids_of(["hosts/db1.md"]))
-    legs = search_mod._hybrid(e, "how do I fail over db1?", None, ["db1 failover"])
+    legs = search_mod._hybrid(e.view(), "how do I fail over db1?", None, ["db1 failover"])
     rephrased = legs.alternates[0].cands
     assert record & set(rephrased) and all(rephrased[s].literal == 0.0 for s in record & set(rephrased))
-    alone = search_mod._hybrid(e, "db1 failover", None, []).cands   # asked alone, it is keywords: credited
+    alone = search_mod._hybrid(e.view(), "db1 failover", None, []).cands   # asked alone, it is keywords: credited
     assert all(alone[s].literal >= 1.0 for s in record)
 
 

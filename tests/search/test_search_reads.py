@@ -27,7 +27,7 @@ def test_a_how_to_question_still_reads_the_runbooks_steps(tmp_path, tiny_engine)
     """The procedure rule reads a runbook's text: those candidates are read whole even though the
     rerank reads the others without it (without the text the steps would not count as a procedure)."""
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
-    out = search(e, SearchRequest("how do I fail over db1?", limit=5, explain=True))
+    out = search(e.view(), SearchRequest("how do I fail over db1?", limit=5, explain=True))
     steps = [r for r in out["results"] if r["heading"] == "Fail over db1 > Steps"]
     assert steps and any("a runbook's procedure" in w for w in steps[0]["why"])
     # Every shown result carries its text: the snippet is the body's, the first result has content.
@@ -49,7 +49,7 @@ def test_a_section_deleted_before_the_results_are_read_is_not_shown(tmp_path, ti
     (root / "notes/dns.md").unlink()
     e.refresh()
     ranked = [S.Candidate(i) for i in gone + [i for i in ids if i not in gone]]
-    shown, rows = S._shown_with_text(e, ranked, heads, limit=2)
+    shown, rows = S._shown_with_text(e.view(), ranked, heads, limit=2)
     assert [c.section_id for c in shown[:2]] == [i for i in ids if i not in gone][:2]
     assert all(rows[c.section_id].content is not None for c in shown[:2])
     assert not set(gone) & {c.section_id for c in shown}
@@ -57,11 +57,11 @@ def test_a_section_deleted_before_the_results_are_read_is_not_shown(tmp_path, ti
 
 def test_explain_says_how_each_result_was_fused_and_what_the_rephrasings_added(tmp_path, tiny_engine):
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
-    alone = search(e, SearchRequest("restore the postgres dump", limit=5, explain=True))["results"]
+    alone = search(e.view(), SearchRequest("restore the postgres dump", limit=5, explain=True))["results"]
     assert all(r["why"][0].startswith("bm25=") and "fused=" in r["why"][0] for r in alone)
-    plain = search(e, SearchRequest("restore the postgres dump", limit=5))["results"]
+    plain = search(e.view(), SearchRequest("restore the postgres dump", limit=5))["results"]
     assert all("why" not in r for r in plain)
-    both = search(e, SearchRequest("restore the postgres dump", limit=5, explain=True,
+    both = search(e.view(), SearchRequest("restore the postgres dump", limit=5, explain=True,
                                    alternates=["dns resolver port 53"]))
     why = {r["heading"]: r["why"] for r in both["results"] + both.get("best_weak", [])}
     assert all(w[0] == "not found by the question itself" or w[0].startswith("bm25=") for w in why.values())
@@ -74,10 +74,11 @@ def test_the_phrasings_of_one_request_read_each_passage_and_probe_once(tmp_path,
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
     asked: list = []
     probes: list = []
-    real_passages, real_rows = e.catalog.passages_by_id, e.literal_rows
+    view = e.view()
+    real_passages, real_rows = e.catalog.passages_by_id, view.literal_rows
     monkeypatch.setattr(e.catalog, "passages_by_id", lambda ids: asked.append(list(ids)) or real_passages(ids))
-    monkeypatch.setattr(e, "literal_rows", lambda needles, **kw: probes.append(needles) or real_rows(needles, **kw))
-    search(e, SearchRequest("pg_restore the dump", limit=5, alternates=["pg_restore a database", "pg_restore"]))
+    monkeypatch.setattr(view, "literal_rows", lambda needles, **kw: probes.append(needles) or real_rows(needles, **kw))
+    search(view, SearchRequest("pg_restore the dump", limit=5, alternates=["pg_restore a database", "pg_restore"]))
     flat = [p for batch in asked for p in batch]
     assert len(asked) >= 1 and len(flat) == len(set(flat))
     assert probes.count(["pg_restore"]) == 1

@@ -51,7 +51,7 @@ def leaks(obj, echo: dict | None = None) -> list[str]:
 
 
 def call(engine, method, **params):
-    return api.dispatch_read(engine, method, {**params, "scope": SCOPE}, lambda: Freshness("fresh"))
+    return api.dispatch_read(engine, method, {**params, "scope": SCOPE}, lambda view: Freshness("fresh"))
 
 
 def test_every_read_method_sees_only_the_scope(engine):
@@ -71,8 +71,8 @@ def test_every_read_method_sees_only_the_scope(engine):
     assert paths and all(p.startswith(("journal/", "runbooks/")) for p in paths)
     results = outs[0]["results"] + outs[0].get("best_weak", [])
     assert all(r["path"].startswith(("journal/", "runbooks/")) for r in results)
-    with engine.scoped(SCOPE):
-        st = engine.status()
+    with engine.view(SCOPE) as view:
+        st = view.status()
     assert st["documents"] == 4 and not leaks(st)
 
 
@@ -106,13 +106,13 @@ def test_outside_looks_exactly_like_nonexistent(engine):
 def test_bad_scopes_are_refused(engine):
     for bad in (["../etc"], ["/abs"], [""], [3]):
         with pytest.raises(UserError) as ei:
-            api.dispatch_read(engine, "search", {"query": "x", "scope": bad}, Freshness)
+            api.dispatch_read(engine, "search", {"query": "x", "scope": bad}, lambda view: Freshness())
         assert ei.value.param == "scope"
 
 
 def test_scope_does_not_stick_to_the_connection(engine):
     call(engine, "list")
-    everything = api.dispatch_read(engine, "list", {}, Freshness)
+    everything = api.dispatch_read(engine, "list", {}, lambda view: Freshness())
     assert any(d["path"].startswith("hosts/") for d in everything["documents"])
 
 
@@ -168,7 +168,7 @@ def test_prefixes_match_whole_segments_and_exact_case():
 def test_a_scope_naming_nothing_is_refused_with_what_it_may_mean(engine):
     for bad, meant in (("Journal/", "journal"), ("jornal", "journal"), ("journal/2099", None)):
         with pytest.raises(UserError) as ei:
-            api.dispatch_read(engine, "list", {"scope": [bad]}, Freshness)
+            api.dispatch_read(engine, "list", {"scope": [bad]}, lambda view: Freshness())
         assert ei.value.param == "scope" and ei.value.code == "not_found"
         if meant:
             assert meant in (ei.value.options or []), ei.value.to_dict()
@@ -222,17 +222,17 @@ def test_outside_edits_cannot_move_scoped_answers(engine):
         return [(r["path"], r["heading"], r["score"], r["scores"]) for r in out["results"] + out.get("best_weak", [])]
     queries = ["replica lag", "restore the database from a backup", "pgbouncer transaction pooling"]
     before = [scoped(q) for q in queries]
-    builds = engine._keyword_indexes.builds
+    builds = engine._cache.keyword_indexes.builds
     root = engine.config.roots[0].path
     host = root / "hosts" / "db1.md"
     host.write_text(host.read_text() + "\n## More\n\nreplica lag restore backup database pooling " * 5)
     engine.refresh()
     assert [scoped(q) for q in queries] == before
-    assert engine._keyword_indexes.builds == builds   # the scope's chunks did not change: nothing rebuilt
+    assert engine._cache.keyword_indexes.builds == builds   # the scope's chunks did not change: nothing rebuilt
     (root / "journal" / "zz-new.md").write_text("# zebra\n\nA zebracorn replica lag note.\n")
     engine.refresh()
     hits = {r["path"]: r for r in call(engine, "search", query="zebracorn", limit=10)["results"]}
-    assert engine._keyword_indexes.builds == builds + 1
+    assert engine._cache.keyword_indexes.builds == builds + 1
     assert hits["journal/zz-new.md"]["scores"]["bm25"] > 0
     assert all(r["scores"]["bm25"] == 0 for p, r in hits.items() if p != "journal/zz-new.md")
 

@@ -63,8 +63,8 @@ def test_a_first_load_builds_its_indexes_at_its_end_as_the_migrations_define_the
         (notes / "memory" / "wombat.md").write_text("# Wombat\n\nThe wombat restart runbook.\n")
         w.pass_once()
         assert {n: _indexes(pg_url).get(n) for n in DEFERRED} == {n: migrated[n] for n in DEFERRED}
-        with w.engine.scoped(()):
-            hits = S.search(w.engine, S.SearchRequest("wombat restart", exact=True))["results"]
+        with w.engine.view(()) as view:
+            hits = S.search(view, S.SearchRequest("wombat restart", exact=True))["results"]
         assert [h["path"] for h in hits][:1] == ["memory/wombat.md"]
     finally:
         w.close()
@@ -75,7 +75,7 @@ def test_a_first_load_cut_short_carries_on_as_one_and_a_store_without_its_indexe
     cfg = Config(roots=make_roots([notes]))
     w = Writer(cfg, pg_url, embedder=tiny_embedder)
     # three documents written, the pass never ended (the real kill -9: test_team_store.py)
-    w.engine._ingest(sorted(_walk(w), key=lambda f: f.path)[:3], {}, _report(), None)
+    w.engine.writer._ingest(sorted(_walk(w), key=lambda f: f.path)[:3], {}, _report(), None)
     assert w.engine.catalog.counts()["documents"] == 3
     w.close()   # as a killed writer would: no end of the first load
     assert _first_load_flag(pg_url) and not set(DEFERRED) & _indexes(pg_url).keys()

@@ -32,18 +32,18 @@ DELETE FROM schema_migrations WHERE version = 5;   -- (7 and 8, scoped readers a
 """
 
 
-def _scores(engine, query: str, allowed=None) -> dict[tuple[str, str], float]:
+def _scores(view, query: str, allowed=None) -> dict[tuple[str, str], float]:
     """Keyword scores keyed by (path, heading): ids are each store's own."""
-    hits = engine.keyword_index().search(query, 5000, allowed)
-    rows = engine.catalog.sections_by_id(list(hits))
+    hits = view.keyword_index().search(query, 5000, allowed)
+    rows = view.catalog.sections_by_id(list(hits))
     return {(rows[k].path, rows[k].heading): round(v, 4) for k, v in hits.items()}
 
 
 def _same_scores(local, reader, queries=QUERIES) -> None:
     found = 0
     for q in queries:
-        got = _scores(reader, q)
-        assert got == _scores(local, q), q
+        got = _scores(reader.view(), q)
+        assert got == _scores(local.view(), q), q
         found += bool(got)
     assert found >= len(queries) - 2   # not a comparison of empty answers
 
@@ -71,8 +71,8 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
         for g in (f, S.flt.Filters(types=["runbook", "journal"], since="2030-01-01"), S.flt.Filters(path="journal/")):
             n = len(local.catalog.filtered_section_ids(g))
             assert n and local.catalog.count_sections(g) == reader.catalog.count_sections(g) == n, g
-        got = _scores(reader, "restore postgres backup", keep_pg)
-        assert got and got == _scores(local, "restore postgres backup", keep_local)
+        got = _scores(reader.view(), "restore postgres backup", keep_pg)
+        assert got and got == _scores(local.view(), "restore postgres backup", keep_local)
         assert all(p.startswith("runbooks/") for p, _ in got)
     finally:
         reader.close()
@@ -142,12 +142,12 @@ def test_a_scoped_readers_keyword_statistics_are_its_rows_only(notes, tmp_path, 
     try:
         found = 0
         for q in ("postgres backup restore", "wal archiving lag", "pg1 disk full", "failover"):
-            with reader.scoped(("journal/",)):
-                scoped = _scores(reader, q)
-            assert scoped == _scores(local_only, q), q
+            with reader.view(("journal/",)) as view:
+                scoped = _scores(view, q)
+            assert scoped == _scores(local_only.view(), q), q
             if scoped:
                 found += 1
-                whole = _scores(reader, q)
+                whole = _scores(reader.view(), q)
                 assert any(whole[k] != v for k, v in scoped.items()), q   # not the whole store's statistics
         assert found >= 3
     finally:
@@ -188,8 +188,8 @@ def test_packed_postings_with_edits_and_deletes_since_score_as_tantivy(notes, da
         try:
             _same_scores(local, reader, queries)
             keep_local, keep_pg = local.catalog.filtered_section_ids(f), reader.catalog.filtered_section_ids(f)
-            got = _scores(reader, "recover postgres backup zebra", keep_pg)
-            assert got and got == _scores(local, "recover postgres backup zebra", keep_local)
+            got = _scores(reader.view(), "recover postgres backup zebra", keep_pg)
+            assert got and got == _scores(local.view(), "recover postgres backup zebra", keep_local)
         finally:
             reader.close()
 

@@ -39,16 +39,16 @@ def _key(engine, ids):
 
 def _answers(engine, needle: str) -> dict:
     out = {}
-    with engine.scoped(()):
+    with engine.view(()) as view:
         low = needle.lower()
-        rows = engine.literal_rows([low])
+        rows = view.literal_rows([low])
         out["rows"] = _key(engine, [i for i, h, c, _ in rows if low in h or low in c])
-        out["content_rows"] = _key(engine, [i for i, h, c, _ in engine.literal_rows([low], content_only=True)
+        out["content_rows"] = _key(engine, [i for i, h, c, _ in view.literal_rows([low], content_only=True)
                                             if low in c])
         out["counts"] = {ci: sorted((_key(engine, [i])[0], n) for i, _, n in
                                     engine.catalog.literal_counts(low if ci else needle, ci)) for ci in (True, False)}
-        out["word"] = S._word_occurs(engine, needle)
-        r = S.search(engine, S.SearchRequest(needle, exact=True))
+        out["word"] = S._word_occurs(view, needle)
+        r = S.search(view, S.SearchRequest(needle, exact=True))
         out["exact"] = [(x["path"], x["heading"]) for x in r["results"] or r.get("best_weak", [])]
     return out
 
@@ -56,8 +56,8 @@ def _answers(engine, needle: str) -> dict:
 def _scanned(engine, needle: str):
     """The literal rows a scan of every section finds (what the index must narrow, never lose)."""
     low = needle.lower()
-    with engine.scoped(()):
-        return _key(engine, [i for i, h, c, _ in engine.lowered_sections() if low in h or low in c])
+    with engine.view(()) as view:
+        return _key(engine, [i for i, h, c, _ in view.lowered_sections() if low in h or low in c])
 
 
 def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_embedder, pg_url):
@@ -83,7 +83,7 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
         # PostgreSQL index gives the candidates the scan does.
         assert local_misses == {"İstanbul", "i\u0307stanbul"}, local_misses
         # the index answered (not the fallback scan) for every needle a trigram can look up
-        with reader.scoped(()):
+        with reader.view(()) as view:
             assert reader.catalog.sections_containing(["café"]) is not None
             assert reader.catalog.sections_containing(["ab"]) is None          # too short: the engine scans
             assert reader.catalog.sections_containing(["a\x00b"]) is None      # NUL: the engine scans
@@ -139,15 +139,15 @@ def test_whole_word_checks_answer_like_a_scan(tmp_path, data_env, tiny_embedder,
     assert [p for p, v in sorted(plain.items()) if v] == ["plain.md"], plain
     reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
 
-    def scan(word):
-        return terms.uses_whole(word, (c.lower() for _, _, c, _ in reader.lowered_sections()))
+    def scan(word, view=None):
+        return terms.uses_whole(word, (c.lower() for _, _, c, _ in (view or reader.view()).lowered_sections()))
 
     try:
         seen = {}
         for scope in ((), ("plain.md",), ("accents.md", "kelvin.md", "long.md")):
-            with reader.scoped(scope):
-                seen[scope] = {w: S._word_occurs(reader, w) for w in WORDS}
-                assert seen[scope] == {w: scan(w) for w in WORDS}, scope
+            with reader.view(scope) as view:
+                seen[scope] = {w: S._word_occurs(view, w) for w in WORDS}
+                assert seen[scope] == {w: scan(w, view) for w in WORDS}, scope
         got = seen[()]
         assert got["back"] and got["kelvin"] and got["quokka"]   # found only where the postings cannot say
         assert got["backup"] and got["case"] and not got["beta"] and not got["fail"] and not got["missing"]

@@ -238,17 +238,17 @@ def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world
     scoped = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(_as(pg_url, role), readonly=True))
     admin = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
     try:
-        with admin.scoped(()):
+        with admin.view(()) as view:
             words = {w for _, head, content, _ in admin.catalog.section_texts()
                      for w in re.findall(r"[a-z0-9][a-z0-9-]{3,}", (head + " " + content).lower())}
         checked = inside_only = 0
         for needle in sorted(words):
-            with admin.scoped(SCOPE):
+            with admin.view(SCOPE) as view:
                 want = admin.catalog.sections_containing([needle])
                 want_counts = sorted(admin.catalog.literal_counts(needle, True))
-            with admin.scoped(()):
+            with admin.view(()) as view:
                 anywhere = admin.catalog.sections_containing([needle])
-            with scoped.scoped(()):
+            with scoped.view(()) as view:
                 got = scoped.catalog.sections_containing([needle])
                 got_counts = sorted(scoped.catalog.literal_counts(needle, True))
                 direct = {r[0] for r in scoped.catalog.conn.execute(

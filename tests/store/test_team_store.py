@@ -25,8 +25,8 @@ from tests.support.team import QUERIES, index_once, stats_consistent
 
 
 def _top(engine, q, **kw):
-    with engine.scoped(kw.pop("scope", ())):
-        r = S.search(engine, S.SearchRequest(q, **kw))
+    with engine.view(kw.pop("scope", ())) as view:
+        r = S.search(view, S.SearchRequest(q, **kw))
     rows = r["results"] or r.get("best_weak", [])
     return [(x["path"], x["heading"], x.get("scores")) for x in rows], r["no_strong_match"]
 
@@ -49,8 +49,8 @@ def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, 
         assert _top(local, "backup", scope=("runbooks/",)) == _top(reader, "backup", scope=("runbooks/",))
         for method, params in [("list", {}), ("outline", {"path": "runbooks/postgres/restore.md"}),
                                ("latest", {"terms": ["postgres"]}), ("neighbors", {"path": "README.md"})]:
-            a = api.dispatch_read(local, method, params, Freshness)
-            b = api.dispatch_read(reader, method, params, Freshness)
+            a = api.dispatch_read(local, method, params, lambda view: Freshness())
+            b = api.dispatch_read(reader, method, params, lambda view: Freshness())
             assert a == b, method
         stats_consistent(pg_url)
     finally:
@@ -72,7 +72,7 @@ def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_
     index_once(cfg, pg_url, tiny_embedder)
     reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
     try:
-        with reader.scoped(()):
+        with reader.view(()) as view:
             cat = reader.catalog
             keep = cat.filtered_section_ids(S.flt.Filters(types=["runbook", "host"]))
             ids, vecs = cat.passage_vectors()
@@ -114,7 +114,7 @@ def test_the_dense_leg_beside_the_keyword_leg_sees_the_requests_snapshot(notes, 
     qv = tiny_embedder.embed_query("restore the database")
     f = S.flt.Filters(types=["runbook", "host"])
     try:
-        with reader.scoped(()):
+        with reader.view(()) as view:
             cat = reader.catalog
             keep = cat.filtered_section_ids(f)
             ids, vecs = cat.passage_vectors()
@@ -130,7 +130,7 @@ def test_the_dense_leg_beside_the_keyword_leg_sees_the_requests_snapshot(notes, 
             assert [i for i, _ in got] == best
             assert len([s for s in cat._sides if s is not None and s.joined]) == 2
             assert cat.nearest(qv, k, len(qv), cat.passage_ids_in(keep)) == got
-        with reader.scoped(()):
+        with reader.view(()) as view:
             cat = reader.catalog
             now = cat.nearest_soon(qv, k, len(qv), cat.passage_ids_in(cat.filtered_section_ids(f)))()
             deleted = set(ids.tolist()) - cat.passage_ids()
@@ -320,7 +320,7 @@ def test_secrets_never_reach_the_shared_store(tmp_path, data_env, tiny_embedder,
 
 
 def test_a_broken_redaction_policy_writes_nothing(tmp_path, data_env, tiny_embedder, pg_url):
-    from remembrancer.indexer.redact import RedactionPolicy
+    from remembrancer.indexer.redact_policy import RedactionPolicy
 
     root = tmp_path / "notes"
     write(root, "a.md", "# A\n\ntext\n")
@@ -472,13 +472,13 @@ def test_kill_9_of_the_writer_mid_ingest_leaves_the_store_consistent(tmp_path, d
     cfg = Config(roots=make_roots([root]))
     local = Engine(cfg, embedder=load_embedder_from_dir(tiny_model_dir))
     local.refresh()
-    reader = Engine(cfg, readonly=True, embedder=local.embedder, store=PgStore(pg_url, readonly=True))
+    reader = Engine(cfg, readonly=True, embedder=local.core.embedder, store=PgStore(pg_url, readonly=True))
     try:
         assert reader.catalog.counts() == local.catalog.counts()
         assert reader.catalog.consistency_problems() == []
         # (keyword scores: the tiny random model's vectors tie on these templated notes)
         def by_section(engine):   # ids are each store's own: key by path and heading, every match
-            hits = engine.fulltext.search("which host keeps ledger 345 in sync", 5000)
+            hits = engine.core.fulltext.search("which host keeps ledger 345 in sync", 5000)
             rows = engine.catalog.sections_by_id(list(hits))
             return {(rows[k].path, rows[k].heading): round(v, 3) for k, v in hits.items()}
         assert by_section(local) == by_section(reader) and len(by_section(local)) == 720

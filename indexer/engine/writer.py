@@ -1,0 +1,496 @@
+"""The write path: files → typed records → the store, only what changed, with the run's report.
+
+One thread writes (the daemon's ingest thread, or the CLI's): `refresh` walks every root,
+`refresh_paths` follows the paths a watcher or a git hook names. Each document is written in its
+own transaction, the catalog first, then the derived indexes (indexer/engine/core.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import Callable
+
+import numpy as np
+
+from remembrancer.indexer.config import make_private
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest import changes, corpus, links, meta, sandbox
+from remembrancer.indexer.ingest import document as ingest
+from remembrancer.indexer.redact import Redactor
+from remembrancer.indexer.store.base import Ledger
+
+from .core import Core
+from .report import IndexReport
+
+log = logging.getLogger(__name__)
+
+# Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
+# read again on the next refresh, and nothing whose text is unchanged is re-embedded.
+PARSE_VERSION = 4
+EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
+                    # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
+SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
+RETAG_NAMES_MAX = 200  # changed entity names looked up in the literal index; more: every section is retagged
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def link_resolver(catalog: Ledger, roots) -> links.Resolver:
+    """A resolver of link targets among the documents and entities this catalog connection sees."""
+    return links.Resolver(list(catalog.document_names()), catalog.entities(), multi_root=len(roots) > 1)
+
+
+class Writer:
+    """The one writer of a corpus's index."""
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.last_report: IndexReport | None = None
+        self._sandbox = sandbox.Worker("remembrancer-ingest")  # large documents (started on first use)
+        self._matcher_cache: tuple[list | None, meta.EntityMatcher | None] = (None, None)
+        self._resolver: links.Resolver | None = None   # the catalog's link targets, kept across targeted runs
+
+    @property
+    def catalog(self) -> Ledger:
+        return self.core.catalog
+
+    def refresh(self, progress: ProgressFn | None = None, reembed: bool = False) -> IndexReport:
+        """Bring the index up to date with the files: only what changed is parsed and embedded.
+
+        With `[metrics] textfile` configured, Prometheus metrics are written after every run,
+        failed ones included (indexer/metrics.py)."""
+        return self._measured(self._refresh, progress, reembed)
+
+    def _measured(self, run, *args) -> IndexReport:
+        """An index pass (`_released`), with `[metrics] textfile` written after it, failed or not."""
+        if not self.core.config.metrics_textfile or self.core.readonly:
+            return self._released(run, *args)
+        from remembrancer.indexer import metrics
+
+        try:
+            report = self._released(run, *args)
+        except Exception as e:
+            metrics.after_ingest(self.core, None, e)
+            raise
+        metrics.after_ingest(self.core, report, None)
+        return report
+
+    def _released(self, run, *args):
+        """Run an index pass, then close what only indexing needed (the embedder's worker session)."""
+        try:
+            return run(*args)
+        finally:
+            release = getattr(self.core.loaded_embedder, "release_workers", None)
+            if release is not None:
+                release()
+
+    def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
+        self._check_writable()
+        # A run that failed half-way (disk full, a bug) may have left a derived store without some
+        # of the catalog's writes; the next commit would stamp it current. Catch up first (a no-op
+        # when the generations agree, which is always the case after a run that completed).
+        self.core.repair()
+        t0 = time.monotonic()
+        report = IndexReport()
+        if getattr(self.core.writer_catalog, "recovered", None):  # catalog.py moved a damaged catalog aside at open
+            report.warnings.append(self.core.writer_catalog.recovered)
+            self.core.writer_catalog.recovered = None
+        redactor = self.core.redaction.current()  # fail closed: RedactionError if the secret-hash file is unusable
+        policy = self._redaction_policy_check(redactor)
+        self._layout_check()
+        reparse = self._reparse_check()
+        if not self.catalog.documents():
+            # A first index: nothing stored needs re-reading, so record the parser and policy now. Left
+            # for the end, a crash during the first index made every restart re-read and rewrite
+            # every document it had already stored.
+            self.catalog.set_meta("parse_version", str(PARSE_VERSION))
+            self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
+            reparse, policy = False, None
+        if reembed:
+            self._drop_vectors()
+        walked = corpus.walk(self.core.config.roots, self.core.config.excludes, self.core.config.max_file_bytes)
+        walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
+        report.warnings += walked.warnings
+        report.scanned = len(walked.files)
+        report.walked = [f.path for f in walked.files]
+        self.catalog.record_symlinks({f.path: f.target for f in walked.files if f.target})
+        known = self.catalog.documents()
+        present = {f.path for f in walked.files}
+        failed_prefixes = tuple(f"{r}/" for r in walked.failed_roots)
+        single_failed = bool(walked.failed_roots) and len(self.core.config.roots) == 1
+        # A root that cannot be read keeps its documents: an unmounted disk must not empty the index.
+        gone = [p for p in known if p not in present and not single_failed and not p.startswith(failed_prefixes)]
+        changed = [f for f in walked.files if self._stat_changed(f, known.get(f.path))]
+        report.unchanged = len(walked.files) - len(changed)
+        report.outcomes.update((f.path, "pending") for f in changed)   # counted nowhere until read
+        entities_before = self.catalog.entities()
+        self._resolver = None   # a whole run starts from the catalog
+        for p in gone:
+            self._remove(p)
+            report.removed += 1
+            report.outcomes[p] = "removed"
+        self._ingest(changed, known, report, progress)
+        if self._retag_entities(entities_before) or report.removed or report.updated:
+            self._resolver = None   # it may name what is gone (an old title, a dropped alias)
+        self._resolve_links()
+        if not self.core.stop_requested.is_set() and (changed or gone) and hasattr(self.catalog, "drop_orphan_embeddings"):
+            self.catalog.drop_orphan_embeddings()  # a complete run leaves no embedding without a passage
+        self._commit_derived()
+        if policy and not self.core.stop_requested.is_set():
+            self._redaction_policy_applied(redactor, scrub=policy == "changed")
+        if reparse and not self.core.stop_requested.is_set():
+            self.catalog.set_meta("parse_version", str(PARSE_VERSION))
+        self.catalog.set_meta("last_indexed_at", str(time.time()))
+        self.catalog.set_meta("heads", json.dumps(self.core.current_heads()))
+        # A file not read again (unchanged) keeps its warnings: its invalid front matter is still there.
+        fresh = set(report.warnings)
+        self._store_run_warnings(report, lambda w, p: p in present and w not in fresh
+                                 and report.outcomes.get(p, "unchanged") == "unchanged")
+        report.seconds = round(time.monotonic() - t0, 3)
+        self.last_report = report
+        return report
+
+    def _check_writable(self) -> None:
+        if self.core.readonly:
+            raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
+
+    def refresh_paths(self, paths, progress: ProgressFn | None = None) -> IndexReport:
+        """Bring the index up to date for these changed paths (the daemon's watcher events) and
+        for whatever differs between the indexed and the current HEAD of each root (what the git
+        hooks announce): the cost follows the change, not the corpus (indexer/ingest/changes.py). What
+        only a whole walk can judge — a root itself, a symlink, an unknown old HEAD — and an index
+        that must be read again (parser, layout or redaction policy changed) run `refresh()`.
+
+        The new text is searchable when this returns; the vector file is saved later
+        (`save_vectors`): the catalog holds every embedding, so a crash before the save costs a
+        rebuild of that file at the next start, never an embedding."""
+        self._check_writable()
+        if self._must_read_all():
+            return self.refresh(progress)
+        paths = {str(p) for p in paths}
+        heads = self.core.current_heads()
+        indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
+        for r in self.core.config.roots:
+            if heads.get(r.name) != indexed_heads.get(r.name):
+                moved = changes.head_changes(r, indexed_heads.get(r.name), heads.get(r.name))
+                if moved is None:
+                    return self.refresh(progress)
+                paths.update(moved)
+        touched = changes.resolve(self.core.config.roots, paths, self.core.config.excludes, self.core.config.max_file_bytes)
+        if touched.full:
+            log.info("full refresh: %s", touched.full)
+            return self.refresh(progress)
+        return self._measured(self._refresh_touched, touched, heads, progress)
+
+    def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
+        self.core.repair()
+        t0 = time.monotonic()
+        report = IndexReport()
+        redactor = self.core.redaction.current()   # fail closed, as refresh()
+        files = [f for f in touched.files if not redactor.denied(f.path, f.rel)]
+        report.warnings += touched.warnings
+        report.scanned = len(files)
+        known = self.catalog.documents_matching(touched.exact, touched.prefixes)
+        present = {f.path for f in files}
+        gone = [p for p in known if p not in present]
+        changed = [f for f in files if self._stat_changed(f, known.get(f.path))]
+        report.unchanged = len(files) - len(changed)
+        if gone or changed:
+            entities_before = self.catalog.entities()
+            titles_before = self.catalog.titles(list(known))
+            for p in gone:
+                self._remove(p)
+                report.removed += 1
+            self._ingest(changed, known, report, progress)
+            retagged = self._retag_entities(entities_before)
+            self._commit_derived(save_vectors=False)   # searchable from here on
+            if report.removed or retagged or self.catalog.titles(list(titles_before)) != titles_before:
+                self._resolver = None   # it may name what is gone (an old title, a dropped alias)
+            if report.added or self._resolver is None:
+                self._resolve_links()   # the names a link can point at changed
+        self.catalog.set_meta("last_indexed_at", str(time.time()))
+        self.catalog.set_meta("heads", json.dumps(heads))
+        touched_paths = touched.exact | {f.path for f in touched.files}
+        self._store_run_warnings(report, lambda w, p: w.split(":", 1)[0] not in touched_paths
+                                 and not w.startswith(tuple(touched.prefixes)))
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def _store_run_warnings(self, report: IndexReport, keep) -> None:
+        """This run's warnings, after the stored ones `keep(warning, path)` says still hold (about a
+        file this run did not read again)."""
+        stored = self.core.stored_warnings
+        report.warning_paths = [stored.path_of(w) for w in report.warnings]
+        kept = [(w, p) for w, p in stored.read(self.catalog) if keep(w, p)]
+        stored.write(self.catalog, [w for w, _ in kept] + report.warnings, [p for _, p in kept] + report.warning_paths)
+
+    def _must_read_all(self) -> bool:
+        """A parser, layout or redaction-policy change since the last run: every document is read again."""
+        return (self.catalog.get_meta("parse_version") != str(PARSE_VERSION)
+                or self.catalog.get_meta("layout") != json.dumps(self.core.config.layout)
+                or self.catalog.get_meta("redaction_policy") != self.core.redaction.current().policy_fingerprint())
+
+    def _stat_changed(self, f: corpus.CorpusFile, known) -> bool:
+        """Whether the file must be read (and its blob id compared): its stamp is not the stored
+        one (corpus.change_stamp: size, mtime, ctime and inode, never trusted when recent)."""
+        return known is None or known[2] != f.size or known[3] != f.stamp or not f.stamp
+
+    def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
+        matcher = self._matcher(self.catalog.entities())
+        redactor = self.core.redaction.current()
+        # The fallback date of an undated file, new or edited (a dated filename needs none).
+        commit_dates = self._commit_dates([f for f in files if not meta.date_in(f.rel.rsplit("/", 1)[-1])])
+        pending: list[ingest.Prepared] = []
+        pending_texts = 0
+        last_save = time.monotonic()
+        for i, f in enumerate(files, 1):
+            if self.core.stop_requested.is_set():
+                break  # SIGTERM: what is written is whole; the rest waits for the next run
+            if progress:
+                progress(i, len(files), f.path)
+            old = known.get(f.path)
+            try:
+                data = ingest.read_file(f, self.core.config.max_file_bytes)
+            except ingest.Skip as e:
+                self._unindexable(f.path, old, str(e), report)
+                continue
+            if old is not None and old[1] == corpus.blob_id(data):
+                self.catalog.touch_document(f.path, f.size, f.stamp)
+                report.unchanged += 1
+                report.outcomes[f.path] = "unchanged"
+                continue
+            try:
+                prepared = self._prepare(f, data, matcher, commit_dates.get(f.path), redactor)
+            except sandbox.Stopped:
+                break  # SIGTERM mid-document: the child was killed; this document waits for the next run
+            except ingest.Skip as e:   # binary now, or `secret: true`
+                self._unindexable(f.path, old, str(e), report)
+                continue
+            report.warnings += prepared.warnings
+            if old is None:
+                report.added += 1
+                report.outcomes[f.path] = "added"
+            else:
+                report.updated += 1
+                report.outcomes[f.path] = "updated"
+            pending.append(prepared)
+            pending_texts += len(prepared.texts)
+            if pending_texts >= EMBED_GROUP:
+                self._write(pending, report)
+                pending, pending_texts = [], 0
+            if time.monotonic() - last_save > SAVE_EVERY_S:
+                self._commit_derived(save_vectors=False)   # saved once at the end: each save writes the whole file
+                last_save = time.monotonic()
+        self._write(pending, report)
+
+    def _unindexable(self, path: str, old, warning: str, report: IndexReport) -> None:
+        """A file that cannot be indexed as it is now (binary, unreadable, `secret: true`): its older
+        copy goes too — the index serves what the files say, never what one used to say."""
+        report.warnings.append(warning)
+        if old is not None:
+            self._remove(path)
+            report.removed += 1
+            report.outcomes[path] = "removed"
+        else:
+            report.skipped += 1
+            report.outcomes[path] = "skipped"
+
+    def _prepare(self, f, data: bytes, matcher, fallback_date, redactor) -> ingest.Prepared:
+        """ingest.prepare, in a child process under a time budget for a large document
+        (indexer/ingest/sandbox.py); past the budget the document is indexed as plain text in parts, and
+        past a second budget for that, without its text."""
+        args = (f, data, self.core.layout, matcher, fallback_date, redactor)
+        if len(data) < sandbox.LARGE_BYTES:
+            return ingest.prepare(*args)
+        try:
+            return sandbox.prepare_large(self._sandbox, args, stop=self.core.stop_requested)
+        except sandbox.OverBudget:
+            return ingest.without_sections(f, data, self.core.layout, (
+                f"{f.path}: indexed without its text: redacting it went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB), even as plain text; "
+                f"split the file to make it searchable"))
+
+    def _commit_dates(self, files) -> dict[str, str]:
+        out: dict[str, str] = {}
+        by_root: dict = {}
+        for f in files:
+            by_root.setdefault(f.root, []).append(f)
+        for root, fs in by_root.items():
+            dates = corpus.last_commit_dates(root, {f.rel for f in fs})
+            out.update({f.path: dates[f.rel] for f in fs if f.rel in dates})
+        return out
+
+    def _write(self, batch: list[ingest.Prepared], report: IndexReport) -> None:
+        """Embed the batch's new texts in one call, then write each document in its own transaction."""
+        if not batch:
+            return
+        wanted: dict[str, str] = {}
+        for p in batch:
+            wanted.update(p.texts)
+        new_vectors: dict[str, np.ndarray] = {}
+        emb = self.core.embedder
+        if emb is not None and self.core.contract_problem() is None:
+            missing = sorted(set(wanted) - self.catalog.known_shas(list(wanted)))
+            if missing:
+                vecs = emb.embed_passages([wanted[s] for s in missing])
+                new_vectors = dict(zip(missing, vecs))
+                report.embedded += len(missing)
+                for p in batch:
+                    report.embedded_for[p.doc.path] = set(p.texts) & set(missing)
+            if self.catalog.model_contract() is None:
+                self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
+                self.core.open_vectors()
+        elif not any("vectors skipped" in w for w in report.warnings):
+            report.warnings.append(f"vectors skipped: {self.core.contract_problem()}")
+        # One resolver, grown by each batch as it is written (not every document read again per
+        # batch), and kept for the next targeted run while it still describes the catalog.
+        resolver = self._resolver = self._resolver or link_resolver(self.catalog, self.core.config.roots)
+        for p in batch:
+            d = p.doc
+            resolver.add_document(d.path, d.rel, d.root, d.title)
+            if p.entity is not None:
+                resolver.add_entity(p.entity.name, d.path, p.entity.aliases)
+        for p in batch:
+            self.core.store.priority.give_way()   # between documents, requests first (indexer/store/priority.py)
+            for lk in p.links:
+                lk.resolved = resolver.resolve(lk.target, lk.kind, p.doc.path)
+            own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
+            removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
+            if self.core.store.indexes_in_ledger:   # nothing to read back for them
+                continue
+            self.core.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
+            if self.core.vectors is not None:
+                labels, vecs = self.catalog.passage_vectors(added)
+                self.core.vectors.update(removed, list(labels), vecs)
+
+    def _remove(self, path: str) -> None:
+        removed = self.catalog.delete_document(path)
+        self.core.fulltext.delete_document(path)
+        if self.core.vectors is not None:
+            self.core.vectors.update(removed, [], np.zeros((0, self.core.vectors.dim), dtype=np.float32))
+
+    def _retag_entities(self, before: list) -> bool:
+        """Entity definitions changed since `before`: recompute the mentions of the sections that
+        may name a changed name or alias — found by the literal index, so editing one host record
+        does not re-read every section — or of every section after a first index, or when a
+        changed name is too short to look up (text only, nothing re-embedded). True if any changed."""
+        after = self.catalog.entities()
+        if after == before:
+            return False
+        old = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in before])
+        new = self._matcher(after)
+        names = sorted(n for n in old.by_name.keys() | new.by_name.keys() if old.by_name.get(n) != new.by_name.get(n))
+        rows = self.catalog.sections_containing(names) if before and len(names) <= RETAG_NAMES_MAX else None
+        sections = self.catalog.sections() if rows is None else self.catalog.sections_by_id([r[0] for r in rows]).values()
+        self.catalog.set_entity_mentions({s.id: new.mentions(s.heading + "\n" + s.body) for s in sections})
+        return True
+
+    # -- links (indexer/ingest/links.py) ------------------------------------------------------------------
+    def _reparse_check(self) -> bool:
+        """An index built by an older parser: read every document again (nothing is re-embedded)."""
+        if self.catalog.get_meta("parse_version") == str(PARSE_VERSION):
+            return False
+        self.catalog.read_all_again()
+        return True
+
+    def _matcher(self, rows: list) -> meta.EntityMatcher:
+        """The entity matcher for these entity rows; the last one is kept (building it compiles a
+        pattern of every name, which a one-file update should not pay for)."""
+        if self._matcher_cache[0] != rows:
+            self._matcher_cache = (rows, meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows]))
+        return self._matcher_cache[1]
+
+    def prepare_targeted(self) -> None:
+        """Build the link resolver a targeted update writes with, if a full pass dropped it: the
+        same one the next edit would build first (from the catalog as it stands; only the writer
+        changes it), built while nothing waits — at 20k documents it cost the first edit after
+        every rescan ~0.5 s."""
+        if self._resolver is None and not self.core.readonly:
+            self._resolver = link_resolver(self.catalog, self.core.config.roots)
+
+    def _resolve_links(self) -> None:
+        """Re-resolve every link when the documents a link can name (paths, titles, entity names)
+        changed: a renamed or deleted target updates its backlinks without re-reading the sources."""
+        rows = sorted((path, title) for path, _, _, title in self.catalog.document_names())
+        key = json.dumps([rows, self.catalog.entities()])
+        fp = hashlib.sha256(key.encode()).hexdigest()
+        if self.catalog.get_meta("link_targets") == fp:
+            return
+        resolver = link_resolver(self.catalog, self.core.config.roots)
+        changes = []
+        for lk in self.catalog.link_rows():
+            r = resolver.resolve(lk["target"], lk["kind"], lk["source"])
+            if r != lk["resolved"]:
+                changes.append((r, lk["id"]))
+        self.catalog.set_link_resolutions(changes)
+        self.catalog.set_meta("link_targets", fp)
+
+    def _commit_derived(self, save_vectors: bool = True) -> None:
+        """Commit the full-text index (searchable now) and save the vector file, or only mark the
+        in-memory vectors current (searches use them at once; `save_vectors` writes them later)."""
+        gen = self.catalog.generation
+        self.core.fulltext.commit(gen)
+        if self.core.vectors is not None:
+            if save_vectors and self.core.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
+                self.core.vectors.save(gen)
+            else:
+                self.core.vectors.generation = gen   # in memory; the file still holds an older one
+        if self.core.dir.is_dir():
+            make_private(self.core.dir)  # new tantivy segments and vector files
+
+    def vectors_unsaved(self) -> bool:
+        return self.core.vectors is not None and self.core.vectors.generation != self.core.vectors.saved_generation
+
+    def save_vectors(self) -> None:
+        """Write the vector file if targeted updates left it behind (the daemon calls this when quiet)."""
+        if self.vectors_unsaved():
+            self.core.vectors.save(self.core.vectors.generation)
+            make_private(self.core.dir)
+
+    def _drop_vectors(self) -> None:
+        """--reembed: forget the stored contract and every embedding; documents are re-read."""
+        self.catalog.drop_embeddings()
+        if self.core.vectors is not None:
+            self.core.store.drop_vector_index()
+        self.core.vectors = None
+
+    # -- redaction policy (indexer/redact.py) -----------------------------------------------------
+    def _layout_check(self) -> None:
+        """A changed layout (path globs → doc types) changes types and embedded headers: every
+        document is read again (passages whose text did not change keep their embeddings)."""
+        layout = json.dumps(self.core.config.layout)
+        if self.catalog.get_meta("layout") != layout:
+            self.catalog.read_all_again()
+            self.catalog.set_meta("layout", layout)
+
+    def _redaction_policy_check(self, redactor: Redactor) -> str | None:
+        """None if the stored policy fingerprint is current; else every document is read again
+        (unchanged passages keep their embeddings). "first" for an empty catalog, else "changed"."""
+        if self.catalog.get_meta("redaction_policy") == redactor.policy_fingerprint():
+            return None
+        if not self.catalog.documents():
+            return "first"
+        self.catalog.read_all_again()
+        return "changed"
+
+    def _redaction_policy_applied(self, redactor: Redactor, scrub: bool) -> None:
+        """Record the policy once a run completed under it. After a change, no pre-change text may
+        survive under the index dir: derived stores are rebuilt from the re-redacted catalog and
+        SQLite's free pages and WAL are emptied."""
+        if scrub:
+            gen = self.catalog.generation
+            self.core.fulltext.rebuild(self.catalog.all_chunks(), gen)
+            if self.core.vectors is not None:
+                labels, vecs = self.catalog.passage_vectors()
+                self.core.vectors.rebuild(labels, vecs, gen)
+        self.catalog.set_meta("redaction_policy", redactor.policy_fingerprint())
+        if scrub:
+            problem = self.catalog.compact()
+            if problem:
+                log.warning("catalog not compacted after a redaction-policy change (%s); "
+                            "old text may stay in free pages until the next change", problem)
+
+    def close(self) -> None:
+        self._sandbox.close()
