@@ -34,7 +34,7 @@ class Prepared:
 
 class Skip(Exception):
     """The file is not indexable as it is now (binary, unreadable, front matter `secret: true`); the
-    message is the warning to show. Any older copy in the index goes too (engine._unindexable)."""
+    message is the warning to show. Any older copy in the index goes too (engine/writer.py, Writer._unindexable)."""
 
 
 def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
