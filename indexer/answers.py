@@ -111,8 +111,9 @@ class FilterCheck:
 
 @dataclass
 class Result:
-    """One section a search returns: a pointer (where, what, how it ranked) and, for the best
-    one, its text (`content`, cut to the budget when `content_truncated`)."""
+    """One section a search returns: a pointer (where, what, how it ranked) and, for the best one
+    and short runners-up, its text (`content`; the best one's cut to the budget when
+    `content_truncated`)."""
 
     path: str
     heading: str | None = None             # None: the document's preamble

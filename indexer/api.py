@@ -34,14 +34,20 @@ def do_search(view: ReadView, params) -> dict:
 
 
 def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
-    """Keep a response under its token budget: snippets shrink first, then the full content is
-    cut, then trailing pointers drop — and the response says what was left out."""
+    """Keep a response under its token budget: runners-up carried whole become pointers first, then
+    snippets shrink, then the best section's text is cut, then trailing pointers drop — and the
+    response says what was left out."""
     results = out.shown
     left_out: list[str] = []
 
     def size() -> int:
         return estimate_tokens(json.dumps(out.to_json(), ensure_ascii=False))
 
+    carried = [r for r in results[1:] if r.content is not None]
+    while carried and size() > budget_tokens:   # the runners-up carried whole go back to pointers first
+        dropped = carried.pop()
+        dropped.content = None
+        left_out.append(f"the text of {dropped.path} § {dropped.heading or '(preamble)'} (a pointer only)")
     for width in (160, 80):
         if size() <= budget_tokens:
             break

@@ -119,8 +119,8 @@ def _top(counter: Counter, n: int) -> str:
 
 def index_map(facts: IndexFacts) -> str:
     """The search tool's description: what is in the memory and how to weigh it."""
-    intro = ("Search the Markdown working memory (keyword + semantic): the best section in full, then "
-             "pointers (path, heading, lines, tokens, snippet).")
+    intro = ("Search the Markdown working memory (keyword + semantic): the best section in full, short "
+             "runners-up in full too, then pointers (path, heading, lines, tokens, snippet).")
     if facts.warning and facts.empty:
         return (f"{intro}\nWARNING: {facts.warning}.\nAn empty result is not proof of absence. Use search to "
                 f"find sections; use read to open a path from a result.\n{WHICH_TOOL}")   # an index built later keeps its tools

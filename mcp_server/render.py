@@ -41,15 +41,19 @@ def _facts(r: Result) -> str:
     return ", ".join(bits)
 
 
-def _pointer(i: int, r: Result) -> str:
+def _pointer(i: int, r: Result, carried: bool = False) -> str:
+    """One more result: where it is and a snippet — or, `carried`, its whole text (a short runner-up)."""
     out = f"{i}. {r.path} § {_head(r.heading)} — {_facts(r)}"
-    if r.snippet:
+    if carried and r.content is not None:
+        out += "\n\n" + r.content.strip("\n") + "\n"
+    elif r.snippet:
         out += f"\n   {r.snippet}"
     return out
 
 
 def search_text(out: SearchAnswer) -> str:
-    """For the model: the best section in full, pointers to the rest, and what to try when weak."""
+    """For the model: the best section in full, short runners-up in full, pointers to the rest,
+    and what to try when weak."""
     parts = [freshness_line(out.index)]
     for n in out.notes or []:
         parts.append(f"Note: {n}")
@@ -82,8 +86,10 @@ def search_text(out: SearchAnswer) -> str:
         if best.also:
             parts.append("Also in this document: " + also_text(best.also))
         if len(results) > 1:
-            parts.append("Other matches (open one with read(path, heading)):\n"
-                         + "\n".join(_pointer(i, r) for i, r in enumerate(results[1:], 2)))
+            carried = any(r.content is not None for r in results[1:])
+            parts.append(("Other matches (short ones in full; open the rest with read(path, heading)):\n"
+                          if carried else "Other matches (open one with read(path, heading)):\n")
+                         + "\n".join(_pointer(i, r, carried=True) for i, r in enumerate(results[1:], 2)))
         if out.truncated:   # a filters-only listing
             parts.append("More sections match the filters (newest first): raise limit, or narrow the filters.")
     if out.left_out:

@@ -47,8 +47,8 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 BASE_INSTRUCTIONS = (
     "remembrancer: the team's working memory, a folder of Markdown (journal, host/service records, "
-    "runbooks, lessons, plans, docs). Use `search` first — it returns the best section in full and "
-    "pointers to others; open a pointer with `read(path, heading)`. Every search answer starts with the "
+    "runbooks, lessons, plans, docs). Use `search` first — it returns the best section in full, "
+    "short runners-up in full too, and pointers to others; open a pointer with `read(path, heading)`. Every search answer starts with the "
     "index's freshness verdict; if it says STALE, recent edits may be missing. Journal entries are "
     "observations on a date (newest wins); host/service records are current state; plans are intentions.\n"
     "Which tool: relevance ('what do we know about X', 'how do I …') → search; time for one host or service "

@@ -30,6 +30,11 @@ LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
 W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
+# The runners-up a response carries whole, beside the best section: the agent reading it is a strong
+# reader, and a right section second costs it a `read` call when only pointed to. Short ones only,
+# up to a total (tokens as estimate_tokens counts them); the rest stay pointers with a snippet.
+CARRY_SECTION_TOKENS = 400
+CARRY_TOKENS = 800
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
 # without dropping requests") but says less than a passage of its text: its similarity counts at
@@ -636,6 +641,7 @@ def _snippet(text: str, query: str) -> str:
 def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:
     shown = ranked[: req.limit]
     shown_ids = {c.section_id for c in shown}
+    carry_left = CARRY_TOKENS
     results = []
     for i, c in enumerate(shown):
         s = rows[c.section_id]
@@ -655,5 +661,8 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
                 r.content = s.content[:req.content_chars]
                 r.content_truncated = True
                 r.content_total_chars = len(s.content)
+        elif r.tokens <= min(CARRY_SECTION_TOKENS, carry_left):
+            r.content = s.content   # a short runner-up, carried whole (CARRY_TOKENS)
+            carry_left -= r.tokens
         results.append(r)
     return results

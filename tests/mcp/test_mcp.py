@@ -102,7 +102,7 @@ def test_search_follows_the_contract(indexed):
     first_line = body.splitlines()[0]
     assert FRESHNESS_LINE.match(first_line), first_line
     assert results[0]["content"].strip().splitlines()[0] in body           # the best section in full
-    for res in results[1:]:                                              # the others as pointers
+    for res in results[1:]:                                              # the others: short ones whole, or pointers
         assert f"{res['path']} § {res['heading']}" in body
         assert f"lines {res['lines'][0]}-{res['lines'][1]}" in body
     assert estimate_tokens(body) <= 4000

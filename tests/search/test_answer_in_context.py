@@ -9,8 +9,8 @@ from remembrancer.indexer.search.evaluate import Case, EvalSession, Label, build
 from tests.search.test_evaluate import bench_module, outcome, r
 from tests.support.corpus import write
 
-GARDEN = ("# Garden\n\n" + " ".join(["Water the tomato plant when the soil is dry, and the seed in the rain."] * 6)
-          + "\n")   # longer than a pointer's snippet: only the best match's text comes whole
+GARDEN = ("# Garden\n\n" + " ".join(["Water the tomato plant when the soil is dry, and the seed in the rain."] * 40)
+          + "\n")   # longer than a snippet and than a runner-up carried whole (CARRY_SECTION_TOKENS): a pointer
 
 
 def test_whole_text_is_compared_on_normalised_whitespace():

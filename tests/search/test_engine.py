@@ -8,6 +8,7 @@ import pytest
 
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
+from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.search.answer import SearchRequest, search
 from tests.support.corpus import engine_for, write
 
@@ -220,8 +221,11 @@ def test_result_contract(engine):
     first = res["results"][0]
     for key in ("path", "heading", "lines", "score", "type", "date", "snippet", "provenance", "content"):
         assert key in first
-    assert all("content" not in r for r in res["results"][1:])
     assert first["provenance"] in ("keyword", "semantic", "both")
+    # runners-up carry their text only when short, and only up to CARRY_TOKENS together
+    carried = [r for r in res["results"][1:] if "content" in r]
+    assert all(r["tokens"] <= S.CARRY_SECTION_TOKENS for r in carried)
+    assert sum(r["tokens"] for r in carried) <= S.CARRY_TOKENS
 
 
 def test_unreadable_root_keeps_its_documents(engine, corpus):
