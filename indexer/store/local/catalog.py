@@ -32,7 +32,9 @@ from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, Link
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 from remembrancer.indexer.store.local import migrations
+from remembrancer.indexer.store import scope_views
 from remembrancer.indexer.store.common import filter_where, literal_indexable, string_list
+from remembrancer.indexer.store.scope_views import SCOPED_TABLES, SYMLINKS, ViewDialect
 
 log = logging.getLogger(__name__)
 
@@ -769,9 +771,7 @@ class Catalog(MetaReads):
                 "passages": q("passages"), "vectors": q("embeddings")}
 
 
-# -- scopes (indexer/store/scope.py): TEMP views named like the tables, holding only the visible rows
-SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
-SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path of its target
+# -- scopes: TEMP views named like the tables, holding only the visible rows (indexer/store/scope_views.py)
 
 
 def _own_type(col, values) -> tuple[str, list]:
@@ -779,47 +779,9 @@ def _own_type(col, values) -> tuple[str, list]:
     return f"s.doc_type IN ({','.join('?' * len(values))})", list(values)
 
 
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _under(prefixes: tuple[str, ...], col: str) -> str:
-    """`col` under a (normalised) prefix, on whole segments and case-sensitively: equal, or in the
-    byte range ['p/', 'p0') — exactly the strings starting with 'p/' ('0' follows '/'), served by
-    the path index (LIKE is case-insensitive and reads '_' and '%' as wildcards)."""
-    parts = [f"({col} = {_quote(p)} OR ({col} >= {_quote(p + '/')} AND {col} < {_quote(p + '0')}))"
-             for p in prefixes]
-    return "(" + " OR ".join(parts) + ")"
-
-
 def _has_symlinks_table(db) -> bool:
     return db.execute("SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?", (SYMLINKS,)).fetchone() \
         is not None
-
-
-def _views(prefixes: tuple[str, ...], symlinks: bool) -> list[str]:
-    """Each view keeps a row whose document is visible, checked per row through the primary key
-    (a correlated EXISTS): a lookup by id stays a lookup, where an `IN (subquery)` listed the whole
-    scope again for every statement (a scoped search cost ~10× the unscoped one)."""
-    visible = _under(prefixes, "d.path")
-    if symlinks:   # a symlinked file is visible only if its target is too
-        visible += (f" AND NOT EXISTS (SELECT 1 FROM main.{SYMLINKS} t WHERE t.path = d.path"
-                    f" AND NOT {_under(prefixes, 't.target')})")
-
-    def doc_visible(doc_id: str) -> str:
-        return f"EXISTS (SELECT 1 FROM main.documents d WHERE d.id = {doc_id} AND {visible})"
-
-    def section_visible(section_id: str) -> str:
-        return (f"EXISTS (SELECT 1 FROM main.sections s2 JOIN main.documents d ON d.id = s2.doc_id"
-                f" WHERE s2.id = {section_id} AND {visible})")
-    return [
-        f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {visible}",
-        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE {doc_visible('s.doc_id')}",
-        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {section_visible('c.section_id')}",
-        f"CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE {section_visible('p.section_id')}",
-        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE {doc_visible('e.doc_id')}",
-        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE {doc_visible('l.doc_id')}",
-    ]
 
 
 @contextmanager
@@ -829,8 +791,7 @@ def _scope_views(db, prefixes: tuple[str, ...]):
         yield
         return
     _drop(db)
-    symlinks = _has_symlinks_table(db)
-    for sql in _views(prefixes, symlinks):
+    for sql in scope_views.statements(prefixes, ViewDialect("main", symlinks=_has_symlinks_table(db))):
         db.execute(sql)
     try:
         yield

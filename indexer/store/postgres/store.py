@@ -28,7 +28,9 @@ import numpy as np
 from remembrancer.indexer.store.postgres import keywords as kw
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
+from remembrancer.indexer.store import scope_views
 from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, string_list
+from remembrancer.indexer.store.scope_views import ViewDialect
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
@@ -55,7 +57,7 @@ NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_read
 NO_PGVECTOR_HINT = ("install pgvector on the server (the pgvector/pgvector Docker image has it; a managed"
                     " PostgreSQL: enable its `vector` extension), or point --store at one that has it")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
-SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
+PG_VIEWS = ViewDialect("public", collate=' COLLATE "C"', null_text="NULL::text")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
                    " s.stale, d.doc_type, d.stale, d.tags::text, s.entities::text, s.content, s.body")
@@ -1073,40 +1075,11 @@ def _runs(ids: list[int]) -> tuple[list[int], list[int]]:
     return np.r_[a[:1], a[cut + 1]].tolist(), np.r_[a[cut], a[-1:]].tolist()
 
 
-def _scope_views(prefixes: tuple[str, ...]) -> list:
-    """The local store's scope views (indexer/store/local/catalog.py) in PostgreSQL: whole path segments,
-    compared bytewise (COLLATE "C"), a symlinked file visible only if its target is too."""
+def _scope_views(prefixes: tuple[str, ...]) -> list[str]:
+    """The scope's views (indexer/store/scope_views.py) in PostgreSQL: paths compared bytewise."""
     if not prefixes:
         return []
-    from psycopg import sql
-
-    def under(col: str):
-        c = sql.SQL(col + ' COLLATE "C"')
-        return sql.SQL("({})").format(sql.SQL(" OR ").join(
-            sql.SQL("({c} = {p} OR ({c} >= {lo} AND {c} < {hi}))").format(
-                c=c, p=sql.Literal(p), lo=sql.Literal(p + "/"), hi=sql.Literal(p + "0")) for p in prefixes))
-
-    visible = sql.SQL("{} AND NOT EXISTS (SELECT 1 FROM public.scope_symlinks t WHERE t.path = d.path"
-                      " AND NOT {})").format(under("d.path"), under("t.target"))
-
-    def doc_visible(doc_id: str):
-        return sql.SQL("EXISTS (SELECT 1 FROM public.documents d WHERE d.id = " + doc_id + " AND {})").format(visible)
-
-    def section_visible(section_id: str):
-        return sql.SQL("EXISTS (SELECT 1 FROM public.sections s2 JOIN public.documents d ON d.id = s2.doc_id"
-                       " WHERE s2.id = " + section_id + " AND {})").format(visible)
-    return [
-        sql.SQL("CREATE TEMP VIEW documents AS SELECT d.* FROM public.documents d WHERE {}").format(visible),
-        sql.SQL("CREATE TEMP VIEW sections AS SELECT s.* FROM public.sections s WHERE {}").format(doc_visible("s.doc_id")),
-        sql.SQL("CREATE TEMP VIEW chunks AS SELECT c.* FROM public.chunks c WHERE {}").format(
-            section_visible("c.section_id")),
-        sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p WHERE {}").format(
-            section_visible("p.section_id")),
-        sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE {}").format(doc_visible("e.doc_id")),
-        # the writer's resolutions name outside files: a scope resolves its links itself (Engine.links_in_scope)
-        sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
-                " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
-    ]
+    return scope_views.statements(prefixes, PG_VIEWS)
 
 
 class SectionPassages:
