@@ -28,9 +28,10 @@ from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
+from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, LinkRow, SectionRow,
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
+from remembrancer.indexer.store.ledger import SqlLedger
 from remembrancer.indexer.store.local import migrations
 from remembrancer.indexer.store import scope_views
 from remembrancer.indexer.store.common import filter_where, literal_indexable, string_list
@@ -176,7 +177,7 @@ def _create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
-class Catalog(MetaReads):
+class Catalog(SqlLedger):
     def __init__(self, path: Path, readonly: bool = False, priority: RequestsFirst | None = None):
         self.path = path
         self.priority = priority or RequestsFirst()
@@ -279,72 +280,48 @@ class Catalog(MetaReads):
     def known_shas(self, shas: list[str]) -> set[str]:
         return {r[0] for r in self._rows_in("SELECT text_sha FROM embeddings WHERE text_sha IN ({marks})", shas)}
 
-    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
-                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
-                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
-        """Replace one document in a single transaction; returns (removed passage ids, added passage ids).
-
-        `sections` carry their chunks and passages; `new_vectors` holds embeddings for text shas
-        not yet stored. Embeddings no longer referenced by any passage are dropped.
-        """
+    # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows ---------------
+    @contextmanager
+    def _transaction(self):
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            removed = self._delete_document(doc.path)
-            for sha, vec in new_vectors.items():
-                db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
-                           (sha, np.asarray(vec, dtype=np.float32).tobytes()))
-            cur = db.execute(
-                f"INSERT INTO documents({DocumentRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                doc.values(time.time()))
-            doc_id = cur.lastrowid
-            added: list[int] = []
-            for ord_, s in enumerate(sections):
-                if ord_ and ord_ % WRITE_SLICE == 0:
-                    self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
-                sid = db.execute(
-                    "INSERT INTO sections(doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
-                    " content, body, entities, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (doc_id, ord_, s.heading, s.title, s.level, s.start_line, s.end_line,
-                     s.date, int(s.stale), s.content, s.body, json.dumps(s.entities),
-                     doc.doc_type)).lastrowid
-                for c in s.chunks:
-                    db.execute("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text)"
-                               " VALUES (?,?,?,?,?,?)",
-                               (sid, c.part, c.nparts, c.start_line, c.end_line, c.text))
-                for p_ord, (sha, ptext) in enumerate(s.passages):
-                    added.append(db.execute(
-                        "INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
-                        (sid, p_ord, sha, ptext)).lastrowid)
-            if entity is not None:
-                db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
-                           (entity.name, doc_id, json.dumps(entity.aliases)))
-            for lk in links or ():
-                db.execute("INSERT INTO links(doc_id, target, anchor, kind, line, text, resolved)"
-                           " VALUES (?,?,?,?,?,?,?)", (doc_id, lk.target, lk.anchor, lk.kind,
-                                                       lk.line, lk.text or "", lk.resolved))
-            self._drop_orphan_embeddings()
-            self._bump_generation()
+            yield
             db.execute("COMMIT")
-            return removed, added
         except BaseException:
             db.execute("ROLLBACK")
-            self._maybe_orphaned.clear()
             raise
 
-    def delete_document(self, path: str) -> list[int]:
+    def _add_embeddings(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
+                            [(sha, np.asarray(vec, dtype=np.float32).tobytes()) for sha, vec in vectors.items()])
+
+    def _insert_document(self, doc: DocumentRecord) -> int:
+        return self.db.execute(f"INSERT INTO documents({DocumentRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               doc.values(time.time())).lastrowid
+
+    def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
+                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            removed = self._delete_document(path)
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-            db.execute("COMMIT")
-            return removed
-        except BaseException:
-            db.execute("ROLLBACK")
-            self._maybe_orphaned.clear()
-            raise
+        added: list[int] = []
+        for ord_, s in enumerate(sections):
+            if ord_ and ord_ % WRITE_SLICE == 0:
+                self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
+            sid = db.execute(f"INSERT INTO sections({SectionRecord.COLUMNS}, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             (*s.values(doc_id, ord_), doc.doc_type)).lastrowid
+            db.executemany("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text) VALUES (?,?,?,?,?,?)",
+                           [(sid, c.part, c.nparts, c.start_line, c.end_line, c.text) for c in s.chunks])
+            for p_ord, (sha, ptext) in enumerate(s.passages):
+                added.append(db.execute("INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
+                                        (sid, p_ord, sha, ptext)).lastrowid)
+        return added
+
+    def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:
+        self.db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
+                        (entity.name, doc_id, json.dumps(entity.aliases)))
+
+    def _insert_links(self, rows: list[tuple]) -> None:
+        self.db.executemany(f"INSERT INTO links({LinkRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?)", rows)
 
     def _delete_document(self, path: str) -> list[int]:
         row = self.db.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()

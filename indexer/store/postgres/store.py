@@ -34,7 +34,8 @@ from remembrancer.indexer.store.scope_views import ViewDialect
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import DocumentSummary, MetaReads, SectionRow
+from remembrancer.indexer.store.base import DocumentSummary, SectionRow
+from remembrancer.indexer.store.ledger import SqlLedger
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ def unreachable(url: str, e: Exception) -> UserError:
                      hint="check the URL, the server and the role's password", code="store_unreachable")
 
 
-class PgLedger(MetaReads):
+class PgLedger(SqlLedger):
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
 
     def __init__(self, store: "PgStore", readonly: bool):
@@ -417,72 +418,70 @@ class PgLedger(MetaReads):
         sql = ", ".join(f"ARRAY(SELECT nextval('{seq}') FROM generate_series(1, %s))" for seq in seqs[:len(counts)])
         return [list(ids) for ids in self._q("SELECT " + sql, counts).fetchone()]
 
-    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
-                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
-                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
-        """Replace one document — catalog rows, keyword postings and statistics, passage vectors —
-        in one transaction; returns (removed passage ids, added passage ids)."""
-        with self.conn.transaction():
-            removed = self._delete_document(doc.path)
-            # This document's new vectors the store lacks (another document of the batch may have
-            # stored a shared one already).
-            mine = list(new_vectors)
-            vecs = dict(new_vectors)   # and then the stored ones this document's passages use
-            if mine:
-                have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
-                self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
-                           [(sha, vecs[sha]) for sha in mine if sha not in have], self._types["embeddings"])
-            doc_id = self._q(
-                f"INSERT INTO documents({DocumentRecord.COLUMNS})"
-                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
-                doc.values(time.time())).fetchone()[0]
-            sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
-                                         sum(len(s.passages) for s in sections))
-            cids, pid_iter = iter(cids), iter(pids)
-            sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
-            tokens = [0, 0, 0, 0]
-            for ord_, (sid, s) in enumerate(zip(sids, sections)):
-                sec_rows.append((sid, doc_id, ord_, s.heading, s.title, s.level, s.start_line,
-                                 s.end_line, s.date, int(s.stale), s.content, s.body,
-                                 json.dumps(s.entities)))
-                for c in s.chunks:
-                    cid = next(cids)
-                    fields = kw.chunk_terms(s.heading, c.text)
-                    lens = [sum(fields[f].values()) for f in kw.FIELDS]
-                    chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
-                                       "{" + ",".join(map(str, lens)) + "}"))
-                    for f in kw.FIELDS:
-                        tokens[f] += lens[f]
-                        dl = kw.quantized_length(lens[f])
-                        postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
-                for p_ord, (sha, ptext) in enumerate(s.passages):
-                    passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
-            # Each passage is written once, with its vector (new, or already in the store).
-            stored = list({r[3] for r in passage_rows} - vecs.keys())
-            if stored:   # read in pgvector's binary form, written back as it is
-                vecs.update(self.conn.cursor(binary=True).execute(
-                    "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
-            for r in passage_rows:
-                r[5] = vecs.get(r[3])
-            cur = self.conn.cursor()
-            self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
-                            " content, body, entities)", sec_rows)
-            self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
-            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
-                       self._types["passages"])
-            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
-            self._add_field_stats(len(chunk_rows), tokens, +1)
-            if entity is not None:
-                self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
-                        " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
-                        (entity.name, doc_id, json.dumps(entity.aliases)))
-            if links:
-                self._copy(cur, "links(doc_id, target, anchor, kind, line, text, resolved)",
-                           [(doc_id, lk.target, lk.anchor, lk.kind, lk.line, lk.text or "", lk.resolved)
-                            for lk in links])
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-        return removed, pids
+    # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows: COPY, with the
+    # ids allocated first, the keyword postings and statistics beside the chunks, each passage with its vector
+    def _transaction(self):
+        return self.conn.transaction()
+
+    def _add_embeddings(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """This document's new vectors the store lacks (another document of the batch may have stored a
+        shared one already)."""
+        mine = list(vectors)
+        if mine:
+            have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
+            self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
+                       [(sha, vectors[sha]) for sha in mine if sha not in have], self._types["embeddings"])
+
+    def _insert_document(self, doc: DocumentRecord) -> int:
+        return self._q(f"INSERT INTO documents({DocumentRecord.COLUMNS})"
+                       " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
+                       doc.values(time.time())).fetchone()[0]
+
+    def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
+                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
+        sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
+                                     sum(len(s.passages) for s in sections))
+        cids, pid_iter = iter(cids), iter(pids)
+        sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
+        tokens = [0, 0, 0, 0]
+        for ord_, (sid, s) in enumerate(zip(sids, sections)):
+            sec_rows.append((sid, *s.values(doc_id, ord_)))
+            for c in s.chunks:
+                cid = next(cids)
+                fields = kw.chunk_terms(s.heading, c.text)
+                lens = [sum(fields[f].values()) for f in kw.FIELDS]
+                chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
+                                   "{" + ",".join(map(str, lens)) + "}"))
+                for f in kw.FIELDS:
+                    tokens[f] += lens[f]
+                    dl = kw.quantized_length(lens[f])
+                    postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
+            for p_ord, (sha, ptext) in enumerate(s.passages):
+                passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
+        # Each passage is written once, with its vector (new, or already in the store).
+        vecs = dict(new_vectors)
+        stored = list({r[3] for r in passage_rows} - vecs.keys())
+        if stored:   # read in pgvector's binary form, written back as it is
+            vecs.update(self.conn.cursor(binary=True).execute(
+                "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
+        for r in passage_rows:
+            r[5] = vecs.get(r[3])
+        cur = self.conn.cursor()
+        self._copy(cur, f"sections(id, {SectionRecord.COLUMNS})", sec_rows)
+        self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
+        self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
+                   self._types["passages"])
+        self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
+        self._add_field_stats(len(chunk_rows), tokens, +1)
+        return pids
+
+    def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:
+        self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
+                " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
+                (entity.name, doc_id, json.dumps(entity.aliases)))
+
+    def _insert_links(self, rows: list[tuple]) -> None:
+        self._copy(self.conn.cursor(), f"links({LinkRecord.COLUMNS})", rows)
 
     @staticmethod
     def _copy(cur, target: str, rows: list[tuple], binary_types: list | None = None) -> None:
@@ -503,13 +502,6 @@ class PgLedger(MetaReads):
                     " AS x(f, t) ON CONFLICT (field) DO UPDATE SET docs = field_stats.docs + EXCLUDED.docs,"
                     " tokens = field_stats.tokens + EXCLUDED.tokens",
                     (n_chunks * sign, list(kw.FIELDS), [t * sign for t in tokens]))
-
-    def delete_document(self, path: str) -> list[int]:
-        with self.conn.transaction():
-            removed = self._delete_document(path)
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-        return removed
 
     def _delete_document(self, path: str) -> list[int]:
         row = self._q("SELECT id FROM documents WHERE path = %s", (path,)).fetchone()
