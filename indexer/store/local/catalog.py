@@ -34,7 +34,7 @@ from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, Lin
 from remembrancer.indexer.store.ledger import SqlLedger
 from remembrancer.indexer.store.local import migrations
 from remembrancer.indexer.store import scope_views
-from remembrancer.indexer.store.common import filter_where, literal_indexable, string_list
+from remembrancer.indexer.store.common import filter_where, literal_indexable, section_row, string_list
 from remembrancer.indexer.store.scope_views import SCOPED_TABLES, SYMLINKS, ViewDialect
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,6 @@ def _phrase(needle: str) -> str:
     return '"' + needle.replace('"', '""') + '"'
 
 
-def _section(row) -> SectionRow:
-    return SectionRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-                      bool(row[9]), row[10], bool(row[11]), string_list(row[12]), string_list(row[13]),
-                      row[14], row[15])
 
 
 # -- a damaged catalog ----------------------------------------------------------------------------
@@ -395,7 +391,7 @@ class Catalog(SqlLedger):
     def sections(self, path: str | None = None) -> list[SectionRow]:
         """Every section (or one document's), in document order."""
         where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
-        return [_section(r) for r in self.db.execute(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
+        return [section_row(r) for r in self.db.execute(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
 
     def filtered_section_ids(self, f: Filters) -> set[int]:
         """The sections the (validated) filters let through."""
@@ -455,14 +451,14 @@ class Catalog(SqlLedger):
             "SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id = ?", (doc_id,))]
 
     def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
-        return {r[0]: _section(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
+        return {r[0]: section_row(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
 
     def section_heads_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
         """As sections_by_id, without the sections' text (content and body are None). Every search
         reads its ~500 candidates' heads, mostly sections the searches before read too: kept
         (_kept_rows)."""
         return self._kept_rows("heads", ids, lambda some: {
-            r[0]: _section(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", some)})
+            r[0]: section_row(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", some)})
 
     def _kept_rows(self, kind: str, ids, read) -> dict:
         """`read(ids)` for the ids not read before, the rest from memory — kept until the catalog

@@ -29,7 +29,7 @@ from remembrancer.indexer.store.postgres import keywords as kw
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
 from remembrancer.indexer.store import scope_views
-from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, string_list
+from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, section_row
 from remembrancer.indexer.store.scope_views import ViewDialect
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
@@ -126,9 +126,6 @@ def _vec_parse(text: str) -> np.ndarray:
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
 
-def _section(r) -> SectionRow:
-    return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
-                      string_list(r[12]), string_list(r[13]), r[14], r[15])   # parsed once a value
 
 
 def _filter_where(f: Filters) -> tuple[str, list]:
@@ -574,7 +571,7 @@ class PgLedger(SqlLedger):
     # -- reads --------------------------------------------------------------------------------
     def sections(self, path: str | None = None) -> list[SectionRow]:
         where, params = (" WHERE d.path = %s", (path,)) if path is not None else ("", ())
-        return [_section(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
+        return [section_row(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
 
     def sections_by_id(self, ids) -> dict[int, SectionRow]:
         return self._sections_by_id(SECTION_SELECT, ids)
@@ -589,7 +586,7 @@ class PgLedger(SqlLedger):
             return {}
         if len(ids) < KEYED_BELOW:
             select = select.replace(SECTION_FROM, KEYED_DOCUMENT)
-        return {r[0]: _section(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
+        return {r[0]: section_row(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
 
     def section_texts(self) -> list[tuple[int, str, str, str]]:
         return [tuple(r) for r in self._q(
