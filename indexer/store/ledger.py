@@ -1,4 +1,5 @@
-"""The write sequence both ledgers share, over the hooks each dialect supplies.
+"""What both ledgers do alike — the write sequence, and the reads whose SQL is the same — over the
+hooks each dialect supplies.
 
 A document is replaced in one transaction, always in this order: its old rows out (noting the
 embeddings they used), this document's new embeddings, the document row, its sections with their
@@ -14,12 +15,42 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from remembrancer.indexer.store.base import MetaReads
+from remembrancer.indexer.store.base import MetaReads, SectionRow
+from remembrancer.indexer.store.common import section_row
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 
+# The columns of a section as search reads it (common.section_row), each store adding its casts.
+SECTION_ORDER = " ORDER BY d.path, s.ord"
+
+
 class SqlLedger(MetaReads):
-    """A ledger's writes: the sequence here, the rows in the dialect's hooks."""
+    """A ledger's writes and common reads: the SQL here, written with `?` marks and `{in}` for a
+    list of values; the dialect runs it (`_all`, `_all_in`) and writes the rows (the hooks below)."""
+
+    SECTION_SELECT: str   # the dialect's section query (columns as common.section_row reads them)
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def document_paths(self) -> list[str]:
+        return [r[0] for r in self._all("SELECT path FROM documents")]
+
+    def titles(self, paths) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._all_in("SELECT path, title FROM documents WHERE {in}", "path", paths)}
+
+    def known_shas(self, shas: list[str]) -> set[str]:
+        return {r[0] for r in self._all_in("SELECT text_sha FROM embeddings WHERE {in}", "text_sha", shas)}
+
+    def section_count(self) -> int:
+        return self._all("SELECT count(*) FROM sections")[0][0]
+
+    def sections(self, path: str | None = None) -> list[SectionRow]:
+        """Every section (or one document's), in document order."""
+        where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
+        return [section_row(r) for r in self._all(self.SECTION_SELECT + where + SECTION_ORDER, params)]
+
+    def passage_ids_of_document(self, doc_id: int) -> list[int]:
+        return [r[0] for r in self._all("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
+                                        " WHERE s.doc_id = ?", (doc_id,))]
 
     _maybe_orphaned: set[str]   # embeddings whose last passage a delete in this transaction may have removed
 
@@ -59,6 +90,14 @@ class SqlLedger(MetaReads):
             raise
 
     # -- the dialect's hooks ------------------------------------------------------------------------
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """Every row of `sql` (`?` marks its parameters)."""
+        raise NotImplementedError
+
+    def _all_in(self, sql: str, column: str, values) -> list[tuple]:
+        """Every row of `sql` whose `{in}` stands for `column` being one of `values`."""
+        raise NotImplementedError
+
     def _transaction(self):
         """A write transaction (a context manager): committed on exit, rolled back on an error."""
         raise NotImplementedError

@@ -174,6 +174,10 @@ def _create_private(path: Path) -> None:
 
 
 class Catalog(SqlLedger):
+    """The catalog in SQLite (WAL: a reader sees one snapshot while the writer replaces a document)."""
+
+    SECTION_SELECT = SECTION_SELECT
+
     def __init__(self, path: Path, readonly: bool = False, priority: RequestsFirst | None = None):
         self.path = path
         self.priority = priority or RequestsFirst()
@@ -254,9 +258,6 @@ class Catalog(SqlLedger):
             rows += self.db.execute(sql + " WHERE path >= ? AND path < ?", (pre, pre[:-1] + chr(ord(pre[-1]) + 1)))
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def titles(self, paths) -> dict[str, str]:
-        return dict(self._rows_in("SELECT path, title FROM documents WHERE path IN ({marks})", paths))
-
     def document(self, path: str) -> dict | None:
         cur = self.db.execute("SELECT * FROM documents WHERE path=?", (path,))
         row = cur.fetchone()
@@ -273,8 +274,11 @@ class Catalog(SqlLedger):
         """Content unchanged but stat changed: remember the new stat so the next run skips the read."""
         self.db.execute("UPDATE documents SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
-    def known_shas(self, shas: list[str]) -> set[str]:
-        return {r[0] for r in self._rows_in("SELECT text_sha FROM embeddings WHERE text_sha IN ({marks})", shas)}
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _all_in(self, sql: str, column: str, values) -> list[tuple]:
+        return list(self._rows_in(sql.replace("{in}", column + " IN ({marks})"), values))
 
     # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows ---------------
     @contextmanager
@@ -388,11 +392,6 @@ class Catalog(SqlLedger):
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
-    def sections(self, path: str | None = None) -> list[SectionRow]:
-        """Every section (or one document's), in document order."""
-        where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
-        return [section_row(r) for r in self.db.execute(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
-
     def filtered_section_ids(self, f: Filters) -> set[int]:
         """The sections the (validated) filters let through."""
         where, params = filter_where(f)
@@ -421,9 +420,6 @@ class Catalog(SqlLedger):
             "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
             " JOIN main.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord").fetchall()
 
-    def document_paths(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT path FROM documents")]
-
     def document_names(self) -> list[DocumentName]:
         """(path, rel, root, title) of every document in the order they were stored: what a link
         can name (the resolver's first-come rule depends on the order)."""
@@ -445,10 +441,6 @@ class Catalog(SqlLedger):
         for (raw,) in self.db.execute("SELECT DISTINCT tags FROM documents"):
             out.update(json.loads(raw))
         return out
-
-    def passage_ids_of_document(self, doc_id: int) -> list[int]:
-        return [r[0] for r in self.db.execute(
-            "SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id = ?", (doc_id,))]
 
     def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
         return {r[0]: section_row(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
@@ -734,9 +726,6 @@ class Catalog(SqlLedger):
             records + " UNION SELECT s.id FROM sections s WHERE s.id IN"
             f" (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND {mention}",
             (*record_paths, match, name))]
-
-    def section_count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731

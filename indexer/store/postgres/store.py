@@ -156,6 +156,8 @@ def unreachable(url: str, e: Exception) -> UserError:
 class PgLedger(SqlLedger):
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
 
+    SECTION_SELECT = SECTION_SELECT
+
     def __init__(self, store: "PgStore", readonly: bool):
         self.store = store
         self.readonly = readonly
@@ -373,9 +375,6 @@ class PgLedger(SqlLedger):
             rows += self._q(sql + "starts_with(path, %s)", (pre,)).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def titles(self, paths) -> dict[str, str]:
-        return {r[0]: r[1] for r in self._q("SELECT path, title FROM documents WHERE path = ANY(%s)", (list(paths),))}
-
     def document(self, path: str) -> dict | None:
         cur = self._q(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE path = %s", (path,))
         row = cur.fetchone()
@@ -384,9 +383,6 @@ class PgLedger(SqlLedger):
     def root_names(self) -> list[str]:
         """The roots the stored documents came from (what a reader without a checkout calls them)."""
         return [r[0] for r in self._q("SELECT DISTINCT root FROM documents ORDER BY root")]
-
-    def document_paths(self) -> list[str]:
-        return [r[0] for r in self._q("SELECT path FROM documents")]
 
     def document_names(self) -> list[tuple[str, str, str, str]]:
         return [tuple(r) for r in self._q("SELECT path, rel, root, title FROM documents ORDER BY id")]
@@ -405,15 +401,18 @@ class PgLedger(SqlLedger):
     def touch_document(self, path: str, size: int, mtime_ns: int) -> None:
         self._q("UPDATE documents SET size = %s, mtime_ns = %s WHERE path = %s", (size, mtime_ns, path))
 
-    def known_shas(self, shas: list[str]) -> set[str]:
-        return {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (list(shas),))}
-
     # -- writes -------------------------------------------------------------------------------
     def _ids(self, *counts: int) -> list[list[int]]:
         """New section, chunk and passage ids (`counts` of each), in one round trip."""
         seqs = ("sections_id_seq", "chunks_id_seq", "passages_id_seq")
         sql = ", ".join(f"ARRAY(SELECT nextval('{seq}') FROM generate_series(1, %s))" for seq in seqs[:len(counts)])
         return [list(ids) for ids in self._q("SELECT " + sql, counts).fetchone()]
+
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self._q(sql.replace("?", "%s"), params).fetchall()   # SqlLedger's SQL holds no `?` operator
+
+    def _all_in(self, sql: str, column: str, values) -> list[tuple]:
+        return self._q(sql.replace("{in}", column + " = ANY(%s)"), (list(values),)).fetchall()
 
     # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows: COPY, with the
     # ids allocated first, the keyword postings and statistics beside the chunks, each passage with its vector
@@ -569,10 +568,6 @@ class PgLedger(SqlLedger):
         return None
 
     # -- reads --------------------------------------------------------------------------------
-    def sections(self, path: str | None = None) -> list[SectionRow]:
-        where, params = (" WHERE d.path = %s", (path,)) if path is not None else ("", ())
-        return [section_row(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
-
     def sections_by_id(self, ids) -> dict[int, SectionRow]:
         return self._sections_by_id(SECTION_SELECT, ids)
 
@@ -677,9 +672,6 @@ class PgLedger(SqlLedger):
         out = [r[0] for r in self._q(sql.format(where=where, extra=with_text), (*params, limit))]
         return out or [r[0] for r in self._q(sql.format(where=where, extra=""), (*params, limit))]
 
-    def section_count(self) -> int:
-        return self._q("SELECT count(*) FROM sections").fetchone()[0]
-
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`
         (lower-cased by the caller when case-insensitive); the literal index picks the candidates
@@ -722,10 +714,6 @@ class PgLedger(SqlLedger):
     def passage_ids_in(self, section_ids) -> "SectionPassages":
         """The passages of these sections, as the dense leg's filter (not their ids: see SectionPassages)."""
         return SectionPassages(section_ids)
-
-    def passage_ids_of_document(self, doc_id: int) -> list[int]:
-        return [r[0] for r in self._q("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
-                                      " WHERE s.doc_id = %s", (doc_id,))]
 
     def link_rows(self, source_doc_id: int | None = None, resolved_to: str | None = None) -> list[dict]:
         where, params = "", ()
