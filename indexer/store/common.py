@@ -1,12 +1,13 @@
 """What both dialects compute the same way, so the team store answers as the local one does:
-the filters' WHERE clause, the stored string lists, which strings the literal index can look up,
-the keyword leg's field boosts and the vector leg's search widths."""
+the filters' WHERE clause, the stored string lists, a section row as search reads it, which strings
+the literal index can look up, the keyword leg's field boosts and the vector leg's search widths."""
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
 
+from remembrancer.indexer.store.base import SectionRow
 from remembrancer.indexer.store.filters import Filters
 
 # The keyword leg (tantivy locally, SQL over stored postings in the team store).
@@ -63,3 +64,10 @@ def filter_where(f: Filters, mark: str = "?", any_of=None, has_tag=None, true: s
         where.append(f"s.date <= {mark}")
         params.append(f.until)
     return " AND ".join(where) or true, params
+
+
+def section_row(r) -> SectionRow:
+    """A row of either store's section query (id, doc_id, path, heading, title, level, start and end
+    line, date, stale, doc type, document stale, tags, entities, content, body) as a SectionRow."""
+    return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
+                      string_list(r[12]), string_list(r[13]), r[14], r[15])   # each list parsed once a value

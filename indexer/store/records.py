@@ -62,6 +62,14 @@ class SectionRecord:
     chunks: list[Chunk]
     passages: list[tuple[str, str]]
 
+    # the columns both stores insert for a section, after its id (if allocated) and before its doc type (if kept)
+    COLUMNS = "doc_id, ord, heading, title, level, start_line, end_line, date, stale, content, body, entities"
+
+    def values(self, doc_id: int, ord_: int) -> tuple:
+        """The row for COLUMNS: the section as the `ord_`-th of document `doc_id` (entities as JSON text)."""
+        return (doc_id, ord_, self.heading, self.title, self.level, self.start_line, self.end_line,
+                self.date, int(self.stale), self.content, self.body, json.dumps(self.entities))
+
 
 @dataclass(slots=True)
 class LinkRecord:
@@ -73,6 +81,12 @@ class LinkRecord:
     anchor: str | None = None
     text: str = ""
     resolved: str | None = None
+
+    COLUMNS = "doc_id, target, anchor, kind, line, text, resolved"
+
+    def values(self, doc_id: int) -> tuple:
+        """The row for COLUMNS, in document `doc_id`."""
+        return (doc_id, self.target, self.anchor, self.kind, self.line, self.text or "", self.resolved)
 
 
 @dataclass(frozen=True, slots=True)

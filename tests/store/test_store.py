@@ -12,7 +12,9 @@ from remembrancer.indexer.store.local.catalog import Catalog
 from remembrancer.indexer.store.local.store import LocalStore
 from tests.support.paths import PROJECT
 
-STORE_MODULES = {"indexer/store/local/catalog.py", "indexer/store/local/migrations.py", "indexer/store/common.py", "indexer/store/base.py", "indexer/store/local/store.py"}
+STORE_MODULES = {"indexer/store/local/catalog.py", "indexer/store/local/migrations.py", "indexer/store/common.py",
+                 "indexer/store/base.py", "indexer/store/local/store.py", "indexer/store/scope_views.py",
+                 "indexer/store/ledger.py"}
 SQL_CALL = re.compile(r"\.(execute|executemany|executescript)\(|\bcatalog\.db\b|\bSELECT\s+[\w*]|\bINSERT\s+INTO\b")
 
 

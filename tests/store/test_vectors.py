@@ -101,7 +101,7 @@ def test_the_engine_gives_way_between_documents_and_inside_a_large_one(tmp_path,
     monkeypatch.setattr(e.store.priority, "give_way", counted)
     e.refresh()
     assert calls.count("_write") == 2                       # one per document
-    assert calls.count("write_document") == 200 // catalog.WRITE_SLICE   # 201 sections of large.md
+    assert calls.count("_insert_sections") == 200 // catalog.WRITE_SLICE   # 201 sections of large.md
     chunks = len(list(e.catalog.chunks_of("large.md")))
     assert calls.count("replace_document") == (chunks - 1) // fulltext.WRITE_SLICE
     assert len(e.core.vectors) > 2 * V.ADD_SLICE and calls.count("update") >= len(e.core.vectors) // V.ADD_SLICE

@@ -28,11 +28,14 @@ from remembrancer.indexer import terms
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, LinkRow, MetaReads, SectionRow,
+from remembrancer.indexer.store.base import (DocumentName, DocumentSummary, LinkRow, SectionRow,
                     SectionText)
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
+from remembrancer.indexer.store.ledger import SqlLedger
 from remembrancer.indexer.store.local import migrations
-from remembrancer.indexer.store.common import filter_where, literal_indexable, string_list
+from remembrancer.indexer.store import scope_views
+from remembrancer.indexer.store.common import filter_where, literal_indexable, section_row, string_list
+from remembrancer.indexer.store.scope_views import SCOPED_TABLES, SYMLINKS, ViewDialect
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +61,6 @@ def _phrase(needle: str) -> str:
     return '"' + needle.replace('"', '""') + '"'
 
 
-def _section(row) -> SectionRow:
-    return SectionRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-                      bool(row[9]), row[10], bool(row[11]), string_list(row[12]), string_list(row[13]),
-                      row[14], row[15])
 
 
 # -- a damaged catalog ----------------------------------------------------------------------------
@@ -174,7 +173,11 @@ def _create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
-class Catalog(MetaReads):
+class Catalog(SqlLedger):
+    """The catalog in SQLite (WAL: a reader sees one snapshot while the writer replaces a document)."""
+
+    SECTION_SELECT = SECTION_SELECT
+
     def __init__(self, path: Path, readonly: bool = False, priority: RequestsFirst | None = None):
         self.path = path
         self.priority = priority or RequestsFirst()
@@ -255,9 +258,6 @@ class Catalog(MetaReads):
             rows += self.db.execute(sql + " WHERE path >= ? AND path < ?", (pre, pre[:-1] + chr(ord(pre[-1]) + 1)))
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def titles(self, paths) -> dict[str, str]:
-        return dict(self._rows_in("SELECT path, title FROM documents WHERE path IN ({marks})", paths))
-
     def document(self, path: str) -> dict | None:
         cur = self.db.execute("SELECT * FROM documents WHERE path=?", (path,))
         row = cur.fetchone()
@@ -274,75 +274,54 @@ class Catalog(MetaReads):
         """Content unchanged but stat changed: remember the new stat so the next run skips the read."""
         self.db.execute("UPDATE documents SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
-    def known_shas(self, shas: list[str]) -> set[str]:
-        return {r[0] for r in self._rows_in("SELECT text_sha FROM embeddings WHERE text_sha IN ({marks})", shas)}
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self.db.execute(sql, params).fetchall()
 
-    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
-                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
-                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
-        """Replace one document in a single transaction; returns (removed passage ids, added passage ids).
+    def _all_in(self, sql: str, column: str, values) -> list[tuple]:
+        return list(self._rows_in(sql.replace("{in}", column + " IN ({marks})"), values))
 
-        `sections` carry their chunks and passages; `new_vectors` holds embeddings for text shas
-        not yet stored. Embeddings no longer referenced by any passage are dropped.
-        """
+    # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows ---------------
+    @contextmanager
+    def _transaction(self):
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            removed = self._delete_document(doc.path)
-            for sha, vec in new_vectors.items():
-                db.execute("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
-                           (sha, np.asarray(vec, dtype=np.float32).tobytes()))
-            cur = db.execute(
-                f"INSERT INTO documents({DocumentRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                doc.values(time.time()))
-            doc_id = cur.lastrowid
-            added: list[int] = []
-            for ord_, s in enumerate(sections):
-                if ord_ and ord_ % WRITE_SLICE == 0:
-                    self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
-                sid = db.execute(
-                    "INSERT INTO sections(doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
-                    " content, body, entities, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (doc_id, ord_, s.heading, s.title, s.level, s.start_line, s.end_line,
-                     s.date, int(s.stale), s.content, s.body, json.dumps(s.entities),
-                     doc.doc_type)).lastrowid
-                for c in s.chunks:
-                    db.execute("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text)"
-                               " VALUES (?,?,?,?,?,?)",
-                               (sid, c.part, c.nparts, c.start_line, c.end_line, c.text))
-                for p_ord, (sha, ptext) in enumerate(s.passages):
-                    added.append(db.execute(
-                        "INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
-                        (sid, p_ord, sha, ptext)).lastrowid)
-            if entity is not None:
-                db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
-                           (entity.name, doc_id, json.dumps(entity.aliases)))
-            for lk in links or ():
-                db.execute("INSERT INTO links(doc_id, target, anchor, kind, line, text, resolved)"
-                           " VALUES (?,?,?,?,?,?,?)", (doc_id, lk.target, lk.anchor, lk.kind,
-                                                       lk.line, lk.text or "", lk.resolved))
-            self._drop_orphan_embeddings()
-            self._bump_generation()
+            yield
             db.execute("COMMIT")
-            return removed, added
         except BaseException:
             db.execute("ROLLBACK")
-            self._maybe_orphaned.clear()
             raise
 
-    def delete_document(self, path: str) -> list[int]:
+    def _add_embeddings(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO embeddings(text_sha, vector) VALUES (?, ?)",
+                            [(sha, np.asarray(vec, dtype=np.float32).tobytes()) for sha, vec in vectors.items()])
+
+    def _insert_document(self, doc: DocumentRecord) -> int:
+        return self.db.execute(f"INSERT INTO documents({DocumentRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               doc.values(time.time())).lastrowid
+
+    def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
+                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            removed = self._delete_document(path)
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-            db.execute("COMMIT")
-            return removed
-        except BaseException:
-            db.execute("ROLLBACK")
-            self._maybe_orphaned.clear()
-            raise
+        added: list[int] = []
+        for ord_, s in enumerate(sections):
+            if ord_ and ord_ % WRITE_SLICE == 0:
+                self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
+            sid = db.execute(f"INSERT INTO sections({SectionRecord.COLUMNS}, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             (*s.values(doc_id, ord_), doc.doc_type)).lastrowid
+            db.executemany("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text) VALUES (?,?,?,?,?,?)",
+                           [(sid, c.part, c.nparts, c.start_line, c.end_line, c.text) for c in s.chunks])
+            for p_ord, (sha, ptext) in enumerate(s.passages):
+                added.append(db.execute("INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
+                                        (sid, p_ord, sha, ptext)).lastrowid)
+        return added
+
+    def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:
+        self.db.execute("INSERT OR REPLACE INTO entities(name, doc_id, aliases) VALUES (?,?,?)",
+                        (entity.name, doc_id, json.dumps(entity.aliases)))
+
+    def _insert_links(self, rows: list[tuple]) -> None:
+        self.db.executemany(f"INSERT INTO links({LinkRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?)", rows)
 
     def _delete_document(self, path: str) -> list[int]:
         row = self.db.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
@@ -413,11 +392,6 @@ class Catalog(MetaReads):
             f"SELECT e.name, d.path, e.aliases FROM {schema}entities e JOIN {schema}documents d ON d.id = e.doc_id"
             " ORDER BY e.name")]
 
-    def sections(self, path: str | None = None) -> list[SectionRow]:
-        """Every section (or one document's), in document order."""
-        where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
-        return [_section(r) for r in self.db.execute(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
-
     def filtered_section_ids(self, f: Filters) -> set[int]:
         """The sections the (validated) filters let through."""
         where, params = filter_where(f)
@@ -446,9 +420,6 @@ class Catalog(MetaReads):
             "SELECT s.id, s.heading, s.content, d.path FROM main.sections s"
             " JOIN main.documents d ON d.id = s.doc_id ORDER BY d.id, s.ord").fetchall()
 
-    def document_paths(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT path FROM documents")]
-
     def document_names(self) -> list[DocumentName]:
         """(path, rel, root, title) of every document in the order they were stored: what a link
         can name (the resolver's first-come rule depends on the order)."""
@@ -471,19 +442,15 @@ class Catalog(MetaReads):
             out.update(json.loads(raw))
         return out
 
-    def passage_ids_of_document(self, doc_id: int) -> list[int]:
-        return [r[0] for r in self.db.execute(
-            "SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id = ?", (doc_id,))]
-
     def sections_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
-        return {r[0]: _section(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
+        return {r[0]: section_row(r) for r in self._rows_in(SECTION_SELECT + " WHERE s.id IN ({marks})", ids)}
 
     def section_heads_by_id(self, ids: list[int]) -> dict[int, SectionRow]:
         """As sections_by_id, without the sections' text (content and body are None). Every search
         reads its ~500 candidates' heads, mostly sections the searches before read too: kept
         (_kept_rows)."""
         return self._kept_rows("heads", ids, lambda some: {
-            r[0]: _section(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", some)})
+            r[0]: section_row(r) for r in self._rows_in(SECTION_HEAD_SELECT + " WHERE s.id IN ({marks})", some)})
 
     def _kept_rows(self, kind: str, ids, read) -> dict:
         """`read(ids)` for the ids not read before, the rest from memory — kept until the catalog
@@ -760,18 +727,13 @@ class Catalog(MetaReads):
             f" (SELECT rowid FROM sections_literal WHERE sections_literal MATCH ?) AND {mention}",
             (*record_paths, match, name))]
 
-    def section_count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
-
     def counts(self) -> dict[str, int]:
         q = lambda t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: E731
         return {"documents": q("documents"), "sections": q("sections"), "chunks": q("chunks"),
                 "passages": q("passages"), "vectors": q("embeddings")}
 
 
-# -- scopes (indexer/store/scope.py): TEMP views named like the tables, holding only the visible rows
-SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
-SYMLINKS = "scope_symlinks"   # corpus path of a symlinked file → corpus path of its target
+# -- scopes: TEMP views named like the tables, holding only the visible rows (indexer/store/scope_views.py)
 
 
 def _own_type(col, values) -> tuple[str, list]:
@@ -779,47 +741,9 @@ def _own_type(col, values) -> tuple[str, list]:
     return f"s.doc_type IN ({','.join('?' * len(values))})", list(values)
 
 
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _under(prefixes: tuple[str, ...], col: str) -> str:
-    """`col` under a (normalised) prefix, on whole segments and case-sensitively: equal, or in the
-    byte range ['p/', 'p0') — exactly the strings starting with 'p/' ('0' follows '/'), served by
-    the path index (LIKE is case-insensitive and reads '_' and '%' as wildcards)."""
-    parts = [f"({col} = {_quote(p)} OR ({col} >= {_quote(p + '/')} AND {col} < {_quote(p + '0')}))"
-             for p in prefixes]
-    return "(" + " OR ".join(parts) + ")"
-
-
 def _has_symlinks_table(db) -> bool:
     return db.execute("SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?", (SYMLINKS,)).fetchone() \
         is not None
-
-
-def _views(prefixes: tuple[str, ...], symlinks: bool) -> list[str]:
-    """Each view keeps a row whose document is visible, checked per row through the primary key
-    (a correlated EXISTS): a lookup by id stays a lookup, where an `IN (subquery)` listed the whole
-    scope again for every statement (a scoped search cost ~10× the unscoped one)."""
-    visible = _under(prefixes, "d.path")
-    if symlinks:   # a symlinked file is visible only if its target is too
-        visible += (f" AND NOT EXISTS (SELECT 1 FROM main.{SYMLINKS} t WHERE t.path = d.path"
-                    f" AND NOT {_under(prefixes, 't.target')})")
-
-    def doc_visible(doc_id: str) -> str:
-        return f"EXISTS (SELECT 1 FROM main.documents d WHERE d.id = {doc_id} AND {visible})"
-
-    def section_visible(section_id: str) -> str:
-        return (f"EXISTS (SELECT 1 FROM main.sections s2 JOIN main.documents d ON d.id = s2.doc_id"
-                f" WHERE s2.id = {section_id} AND {visible})")
-    return [
-        f"CREATE TEMP VIEW documents AS SELECT d.* FROM main.documents d WHERE {visible}",
-        f"CREATE TEMP VIEW sections AS SELECT s.* FROM main.sections s WHERE {doc_visible('s.doc_id')}",
-        f"CREATE TEMP VIEW chunks AS SELECT c.* FROM main.chunks c WHERE {section_visible('c.section_id')}",
-        f"CREATE TEMP VIEW passages AS SELECT p.* FROM main.passages p WHERE {section_visible('p.section_id')}",
-        f"CREATE TEMP VIEW entities AS SELECT e.* FROM main.entities e WHERE {doc_visible('e.doc_id')}",
-        f"CREATE TEMP VIEW links AS SELECT l.* FROM main.links l WHERE {doc_visible('l.doc_id')}",
-    ]
 
 
 @contextmanager
@@ -829,8 +753,7 @@ def _scope_views(db, prefixes: tuple[str, ...]):
         yield
         return
     _drop(db)
-    symlinks = _has_symlinks_table(db)
-    for sql in _views(prefixes, symlinks):
+    for sql in scope_views.statements(prefixes, ViewDialect("main", symlinks=_has_symlinks_table(db))):
         db.execute(sql)
     try:
         yield

@@ -28,11 +28,14 @@ import numpy as np
 from remembrancer.indexer.store.postgres import keywords as kw
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
-from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, string_list
+from remembrancer.indexer.store import scope_views
+from remembrancer.indexer.store.common import EF_SEARCH, EXACT_BELOW, filter_where, literal_indexable, section_row
+from remembrancer.indexer.store.scope_views import ViewDialect
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.priority import RequestsFirst
-from remembrancer.indexer.store.base import DocumentSummary, MetaReads, SectionRow
+from remembrancer.indexer.store.base import DocumentSummary, SectionRow
+from remembrancer.indexer.store.ledger import SqlLedger
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 log = logging.getLogger(__name__)
@@ -55,7 +58,7 @@ NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_read
 NO_PGVECTOR_HINT = ("install pgvector on the server (the pgvector/pgvector Docker image has it; a managed"
                     " PostgreSQL: enable its `vector` extension), or point --store at one that has it")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
-SCOPED_TABLES = ("documents", "sections", "chunks", "passages", "entities", "links")
+PG_VIEWS = ViewDialect("public", collate=' COLLATE "C"', null_text="NULL::text")
 
 SECTION_COLUMNS = ("s.id, s.doc_id, d.path, s.heading, s.title, s.level, s.start_line, s.end_line, s.date,"
                    " s.stale, d.doc_type, d.stale, d.tags::text, s.entities::text, s.content, s.body")
@@ -123,9 +126,6 @@ def _vec_parse(text: str) -> np.ndarray:
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
 
-def _section(r) -> SectionRow:
-    return SectionRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], bool(r[11]),
-                      string_list(r[12]), string_list(r[13]), r[14], r[15])   # parsed once a value
 
 
 def _filter_where(f: Filters) -> tuple[str, list]:
@@ -153,8 +153,10 @@ def unreachable(url: str, e: Exception) -> UserError:
                      hint="check the URL, the server and the role's password", code="store_unreachable")
 
 
-class PgLedger(MetaReads):
+class PgLedger(SqlLedger):
     """The catalog in PostgreSQL (one connection; the engine keeps one per thread)."""
+
+    SECTION_SELECT = SECTION_SELECT
 
     def __init__(self, store: "PgStore", readonly: bool):
         self.store = store
@@ -373,9 +375,6 @@ class PgLedger(MetaReads):
             rows += self._q(sql + "starts_with(path, %s)", (pre,)).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def titles(self, paths) -> dict[str, str]:
-        return {r[0]: r[1] for r in self._q("SELECT path, title FROM documents WHERE path = ANY(%s)", (list(paths),))}
-
     def document(self, path: str) -> dict | None:
         cur = self._q(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE path = %s", (path,))
         row = cur.fetchone()
@@ -384,9 +383,6 @@ class PgLedger(MetaReads):
     def root_names(self) -> list[str]:
         """The roots the stored documents came from (what a reader without a checkout calls them)."""
         return [r[0] for r in self._q("SELECT DISTINCT root FROM documents ORDER BY root")]
-
-    def document_paths(self) -> list[str]:
-        return [r[0] for r in self._q("SELECT path FROM documents")]
 
     def document_names(self) -> list[tuple[str, str, str, str]]:
         return [tuple(r) for r in self._q("SELECT path, rel, root, title FROM documents ORDER BY id")]
@@ -405,9 +401,6 @@ class PgLedger(MetaReads):
     def touch_document(self, path: str, size: int, mtime_ns: int) -> None:
         self._q("UPDATE documents SET size = %s, mtime_ns = %s WHERE path = %s", (size, mtime_ns, path))
 
-    def known_shas(self, shas: list[str]) -> set[str]:
-        return {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (list(shas),))}
-
     # -- writes -------------------------------------------------------------------------------
     def _ids(self, *counts: int) -> list[list[int]]:
         """New section, chunk and passage ids (`counts` of each), in one round trip."""
@@ -415,72 +408,76 @@ class PgLedger(MetaReads):
         sql = ", ".join(f"ARRAY(SELECT nextval('{seq}') FROM generate_series(1, %s))" for seq in seqs[:len(counts)])
         return [list(ids) for ids in self._q("SELECT " + sql, counts).fetchone()]
 
-    def write_document(self, doc: DocumentRecord, sections: list[SectionRecord],
-                       new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
-                       links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
-        """Replace one document — catalog rows, keyword postings and statistics, passage vectors —
-        in one transaction; returns (removed passage ids, added passage ids)."""
-        with self.conn.transaction():
-            removed = self._delete_document(doc.path)
-            # This document's new vectors the store lacks (another document of the batch may have
-            # stored a shared one already).
-            mine = list(new_vectors)
-            vecs = dict(new_vectors)   # and then the stored ones this document's passages use
-            if mine:
-                have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
-                self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
-                           [(sha, vecs[sha]) for sha in mine if sha not in have], self._types["embeddings"])
-            doc_id = self._q(
-                f"INSERT INTO documents({DocumentRecord.COLUMNS})"
-                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
-                doc.values(time.time())).fetchone()[0]
-            sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
-                                         sum(len(s.passages) for s in sections))
-            cids, pid_iter = iter(cids), iter(pids)
-            sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
-            tokens = [0, 0, 0, 0]
-            for ord_, (sid, s) in enumerate(zip(sids, sections)):
-                sec_rows.append((sid, doc_id, ord_, s.heading, s.title, s.level, s.start_line,
-                                 s.end_line, s.date, int(s.stale), s.content, s.body,
-                                 json.dumps(s.entities)))
-                for c in s.chunks:
-                    cid = next(cids)
-                    fields = kw.chunk_terms(s.heading, c.text)
-                    lens = [sum(fields[f].values()) for f in kw.FIELDS]
-                    chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
-                                       "{" + ",".join(map(str, lens)) + "}"))
-                    for f in kw.FIELDS:
-                        tokens[f] += lens[f]
-                        dl = kw.quantized_length(lens[f])
-                        postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
-                for p_ord, (sha, ptext) in enumerate(s.passages):
-                    passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
-            # Each passage is written once, with its vector (new, or already in the store).
-            stored = list({r[3] for r in passage_rows} - vecs.keys())
-            if stored:   # read in pgvector's binary form, written back as it is
-                vecs.update(self.conn.cursor(binary=True).execute(
-                    "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
-            for r in passage_rows:
-                r[5] = vecs.get(r[3])
-            cur = self.conn.cursor()
-            self._copy(cur, "sections(id, doc_id, ord, heading, title, level, start_line, end_line, date, stale,"
-                            " content, body, entities)", sec_rows)
-            self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
-            self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
-                       self._types["passages"])
-            self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
-            self._add_field_stats(len(chunk_rows), tokens, +1)
-            if entity is not None:
-                self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
-                        " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
-                        (entity.name, doc_id, json.dumps(entity.aliases)))
-            if links:
-                self._copy(cur, "links(doc_id, target, anchor, kind, line, text, resolved)",
-                           [(doc_id, lk.target, lk.anchor, lk.kind, lk.line, lk.text or "", lk.resolved)
-                            for lk in links])
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-        return removed, pids
+    def _all(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self._q(sql.replace("?", "%s"), params).fetchall()   # SqlLedger's SQL holds no `?` operator
+
+    def _all_in(self, sql: str, column: str, values) -> list[tuple]:
+        return self._q(sql.replace("{in}", column + " = ANY(%s)"), (list(values),)).fetchall()
+
+    # -- writes: the sequence is SqlLedger's (indexer/store/ledger.py); these are its rows: COPY, with the
+    # ids allocated first, the keyword postings and statistics beside the chunks, each passage with its vector
+    def _transaction(self):
+        return self.conn.transaction()
+
+    def _add_embeddings(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """This document's new vectors the store lacks (another document of the batch may have stored a
+        shared one already)."""
+        mine = list(vectors)
+        if mine:
+            have = {r[0] for r in self._q("SELECT text_sha FROM embeddings WHERE text_sha = ANY(%s)", (mine,))}
+            self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
+                       [(sha, vectors[sha]) for sha in mine if sha not in have], self._types["embeddings"])
+
+    def _insert_document(self, doc: DocumentRecord) -> int:
+        return self._q(f"INSERT INTO documents({DocumentRecord.COLUMNS})"
+                       " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
+                       doc.values(time.time())).fetchone()[0]
+
+    def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
+                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
+        sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
+                                     sum(len(s.passages) for s in sections))
+        cids, pid_iter = iter(cids), iter(pids)
+        sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
+        tokens = [0, 0, 0, 0]
+        for ord_, (sid, s) in enumerate(zip(sids, sections)):
+            sec_rows.append((sid, *s.values(doc_id, ord_)))
+            for c in s.chunks:
+                cid = next(cids)
+                fields = kw.chunk_terms(s.heading, c.text)
+                lens = [sum(fields[f].values()) for f in kw.FIELDS]
+                chunk_rows.append((cid, sid, c.part, c.nparts, c.start_line, c.end_line, c.text,
+                                   "{" + ",".join(map(str, lens)) + "}"))
+                for f in kw.FIELDS:
+                    tokens[f] += lens[f]
+                    dl = kw.quantized_length(lens[f])
+                    postings += [(f, term, cid, sid, tf, dl) for term, tf in fields[f].items()]
+            for p_ord, (sha, ptext) in enumerate(s.passages):
+                passage_rows.append([next(pid_iter), sid, p_ord, sha, ptext, None])
+        # Each passage is written once, with its vector (new, or already in the store).
+        vecs = dict(new_vectors)
+        stored = list({r[3] for r in passage_rows} - vecs.keys())
+        if stored:   # read in pgvector's binary form, written back as it is
+            vecs.update(self.conn.cursor(binary=True).execute(
+                "SELECT text_sha, vector FROM embeddings WHERE text_sha = ANY(%s)", (stored,)).fetchall())
+        for r in passage_rows:
+            r[5] = vecs.get(r[3])
+        cur = self.conn.cursor()
+        self._copy(cur, f"sections(id, {SectionRecord.COLUMNS})", sec_rows)
+        self._copy(cur, "chunks(id, section_id, part, nparts, start_line, end_line, text, lens)", chunk_rows)
+        self._copy(cur, "passages(id, section_id, ord, text_sha, text, embedding)", passage_rows,
+                   self._types["passages"])
+        self._copy(cur, "postings(field, term, chunk_id, section_id, tf, dl)", postings, self._types["postings"])
+        self._add_field_stats(len(chunk_rows), tokens, +1)
+        return pids
+
+    def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:
+        self._q("INSERT INTO entities(name, doc_id, aliases) VALUES (%s,%s,%s::jsonb)"
+                " ON CONFLICT (name, doc_id) DO UPDATE SET aliases = EXCLUDED.aliases",
+                (entity.name, doc_id, json.dumps(entity.aliases)))
+
+    def _insert_links(self, rows: list[tuple]) -> None:
+        self._copy(self.conn.cursor(), f"links({LinkRecord.COLUMNS})", rows)
 
     @staticmethod
     def _copy(cur, target: str, rows: list[tuple], binary_types: list | None = None) -> None:
@@ -501,13 +498,6 @@ class PgLedger(MetaReads):
                     " AS x(f, t) ON CONFLICT (field) DO UPDATE SET docs = field_stats.docs + EXCLUDED.docs,"
                     " tokens = field_stats.tokens + EXCLUDED.tokens",
                     (n_chunks * sign, list(kw.FIELDS), [t * sign for t in tokens]))
-
-    def delete_document(self, path: str) -> list[int]:
-        with self.conn.transaction():
-            removed = self._delete_document(path)
-            self._drop_orphan_embeddings()
-            self._bump_generation()
-        return removed
 
     def _delete_document(self, path: str) -> list[int]:
         row = self._q("SELECT id FROM documents WHERE path = %s", (path,)).fetchone()
@@ -578,10 +568,6 @@ class PgLedger(MetaReads):
         return None
 
     # -- reads --------------------------------------------------------------------------------
-    def sections(self, path: str | None = None) -> list[SectionRow]:
-        where, params = (" WHERE d.path = %s", (path,)) if path is not None else ("", ())
-        return [_section(r) for r in self._q(SECTION_SELECT + where + " ORDER BY d.path, s.ord", params)]
-
     def sections_by_id(self, ids) -> dict[int, SectionRow]:
         return self._sections_by_id(SECTION_SELECT, ids)
 
@@ -595,7 +581,7 @@ class PgLedger(MetaReads):
             return {}
         if len(ids) < KEYED_BELOW:
             select = select.replace(SECTION_FROM, KEYED_DOCUMENT)
-        return {r[0]: _section(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
+        return {r[0]: section_row(r) for r in self._q(select + " WHERE s.id = ANY(%s)", (ids,))}
 
     def section_texts(self) -> list[tuple[int, str, str, str]]:
         return [tuple(r) for r in self._q(
@@ -686,9 +672,6 @@ class PgLedger(MetaReads):
         out = [r[0] for r in self._q(sql.format(where=where, extra=with_text), (*params, limit))]
         return out or [r[0] for r in self._q(sql.format(where=where, extra=""), (*params, limit))]
 
-    def section_count(self) -> int:
-        return self._q("SELECT count(*) FROM sections").fetchone()[0]
-
     def literal_counts(self, needle: str, case_insensitive: bool) -> list[tuple[int, str | None, int]]:
         """(section id, date, occurrences) of the visible sections whose content holds `needle`
         (lower-cased by the caller when case-insensitive); the literal index picks the candidates
@@ -731,10 +714,6 @@ class PgLedger(MetaReads):
     def passage_ids_in(self, section_ids) -> "SectionPassages":
         """The passages of these sections, as the dense leg's filter (not their ids: see SectionPassages)."""
         return SectionPassages(section_ids)
-
-    def passage_ids_of_document(self, doc_id: int) -> list[int]:
-        return [r[0] for r in self._q("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
-                                      " WHERE s.doc_id = %s", (doc_id,))]
 
     def link_rows(self, source_doc_id: int | None = None, resolved_to: str | None = None) -> list[dict]:
         where, params = "", ()
@@ -1073,40 +1052,11 @@ def _runs(ids: list[int]) -> tuple[list[int], list[int]]:
     return np.r_[a[:1], a[cut + 1]].tolist(), np.r_[a[cut], a[-1:]].tolist()
 
 
-def _scope_views(prefixes: tuple[str, ...]) -> list:
-    """The local store's scope views (indexer/store/local/catalog.py) in PostgreSQL: whole path segments,
-    compared bytewise (COLLATE "C"), a symlinked file visible only if its target is too."""
+def _scope_views(prefixes: tuple[str, ...]) -> list[str]:
+    """The scope's views (indexer/store/scope_views.py) in PostgreSQL: paths compared bytewise."""
     if not prefixes:
         return []
-    from psycopg import sql
-
-    def under(col: str):
-        c = sql.SQL(col + ' COLLATE "C"')
-        return sql.SQL("({})").format(sql.SQL(" OR ").join(
-            sql.SQL("({c} = {p} OR ({c} >= {lo} AND {c} < {hi}))").format(
-                c=c, p=sql.Literal(p), lo=sql.Literal(p + "/"), hi=sql.Literal(p + "0")) for p in prefixes))
-
-    visible = sql.SQL("{} AND NOT EXISTS (SELECT 1 FROM public.scope_symlinks t WHERE t.path = d.path"
-                      " AND NOT {})").format(under("d.path"), under("t.target"))
-
-    def doc_visible(doc_id: str):
-        return sql.SQL("EXISTS (SELECT 1 FROM public.documents d WHERE d.id = " + doc_id + " AND {})").format(visible)
-
-    def section_visible(section_id: str):
-        return sql.SQL("EXISTS (SELECT 1 FROM public.sections s2 JOIN public.documents d ON d.id = s2.doc_id"
-                       " WHERE s2.id = " + section_id + " AND {})").format(visible)
-    return [
-        sql.SQL("CREATE TEMP VIEW documents AS SELECT d.* FROM public.documents d WHERE {}").format(visible),
-        sql.SQL("CREATE TEMP VIEW sections AS SELECT s.* FROM public.sections s WHERE {}").format(doc_visible("s.doc_id")),
-        sql.SQL("CREATE TEMP VIEW chunks AS SELECT c.* FROM public.chunks c WHERE {}").format(
-            section_visible("c.section_id")),
-        sql.SQL("CREATE TEMP VIEW passages AS SELECT p.* FROM public.passages p WHERE {}").format(
-            section_visible("p.section_id")),
-        sql.SQL("CREATE TEMP VIEW entities AS SELECT e.* FROM public.entities e WHERE {}").format(doc_visible("e.doc_id")),
-        # the writer's resolutions name outside files: a scope resolves its links itself (Engine.links_in_scope)
-        sql.SQL("CREATE TEMP VIEW links AS SELECT l.id, l.doc_id, l.target, l.anchor, l.kind, l.line, l.text,"
-                " NULL::text AS resolved FROM public.links l WHERE {}").format(doc_visible("l.doc_id")),
-    ]
+    return scope_views.statements(prefixes, PG_VIEWS)
 
 
 class SectionPassages:
