@@ -652,10 +652,13 @@ def cmd_read(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        print(out["content"])
-        if out["truncated"]:
-            print(f"\n[… {out['total_chars'] - out['offset'] - out['returned_chars']} more chars; "
-                  f"continue with --offset {out['next_offset']}]", file=sys.stderr)
+        from remembrancer.indexer.answers import Page
+
+        page = Page.parse(out)
+        print(page.content)
+        if page.truncated:
+            print(f"\n[… {page.total_chars - page.offset - page.returned_chars} more chars; "
+                  f"continue with --offset {page.next_offset}]", file=sys.stderr)
     return EXIT_OK
 
 
@@ -665,11 +668,14 @@ def cmd_outline(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        print(f"{out['path']} ({out['type']}, {out['date'] or 'undated'}, ~{out['total_tokens']} tokens)")
-        for s in out["sections"]:
-            indent = "  " * max(s["level"] - 1, 0)
-            print(f"{indent}{s['heading'].split(' > ')[-1] or '(preamble)'}  "
-                  f"[{s['lines'][0]}-{s['lines'][1]}, ~{s['tokens']} tokens]")
+        from remembrancer.indexer.answers import Outline
+
+        o = Outline.parse(out)
+        print(f"{o.path} ({o.type}, {o.date or 'undated'}, ~{o.total_tokens} tokens)")
+        for s in o.sections:
+            indent = "  " * max(s.level - 1, 0)
+            print(f"{indent}{s.heading.split(' > ')[-1] or '(preamble)'}  "
+                  f"[{s.lines[0]}-{s.lines[1]}, ~{s.tokens} tokens]")
     return EXIT_OK
 
 

@@ -231,3 +231,57 @@ class DocumentList:
         out = _wire(self)
         out["documents"] = [d.to_json() for d in self.documents]
         return out
+
+
+@dataclass
+class Page:
+    """What `read` answers: a section, a line range or the whole document — one page of it, and
+    where the next page starts."""
+
+    path: str
+    type: str | None
+    date: str | None
+    heading: str | None = None             # read by heading ("" is the preamble); None otherwise
+    lines: list[int] | None = None         # [first, last] of a section or a range
+    content: str = ""
+    total_chars: int = 0
+    returned_chars: int = 0
+    offset: int = 0
+    truncated: bool = False
+    next_offset: int | None = None
+
+    @classmethod
+    def parse(cls, data) -> "Page":
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+    def to_json(self) -> dict:
+        return _wire(self, keep=("type", "date"))
+
+
+@dataclass
+class OutlineSection:
+    heading: str
+    level: int
+    lines: list[int]
+    tokens: int
+
+
+@dataclass
+class Outline:
+    """What `read` with `outline` (and `outline`) answers: a document's sections, with their sizes."""
+
+    path: str
+    type: str | None
+    date: str | None
+    title: str | None
+    sections: list[OutlineSection]
+    total_tokens: int
+
+    @classmethod
+    def parse(cls, data) -> "Outline":
+        known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        known["sections"] = [OutlineSection(**s) for s in known["sections"]]
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)

@@ -77,12 +77,13 @@ def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
 def do_read(view: ReadView, params) -> dict:
     p = ReadParams.from_wire(params)
     if p.outline:
-        return reader.outline(view, p.path)
-    return reader.read(view, p.path, heading=p.heading, lines=p.lines, offset=p.offset, max_chars=p.max_chars)
+        return reader.outline(view, p.path).to_json()
+    return reader.read(view, p.path, heading=p.heading, lines=p.lines, offset=p.offset,
+                       max_chars=p.max_chars).to_json()
 
 
 def do_outline(view: ReadView, params) -> dict:
-    return reader.outline(view, OutlineParams.from_wire(params).path)
+    return reader.outline(view, OutlineParams.from_wire(params).path).to_json()
 
 
 def do_list(view: ReadView, params) -> dict:

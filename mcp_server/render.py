@@ -7,7 +7,8 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
-from remembrancer.indexer.answers import DocumentList, Freshness, Result, SearchAnswer, freshness_line
+from remembrancer.indexer.answers import (DocumentList, Freshness, Outline, Page, Result, SearchAnswer,
+                                          freshness_line)
 from remembrancer.indexer.terms import elide
 
 
@@ -132,28 +133,28 @@ def search_terminal_text(out: SearchAnswer) -> str:
     return "\n".join(lines)
 
 
-def read_text(out: dict) -> str:
-    where = out["path"]
-    if out.get("heading") is not None:
-        where += f" § {out['heading'] or '(preamble)'}"
-    if out.get("lines"):
-        where += f" ({_loc(out.get('lines'))})"
-    head = f"{where} — {out.get('type') or '?'}{', ' + out['date'] if out.get('date') else ''}; " \
-           f"chars {out['offset']}-{out['offset'] + out['returned_chars']} of {out['total_chars']}"
-    text = f"{head}\n\n{out['content']}"
-    if out.get("truncated"):
-        rest = out["total_chars"] - out["offset"] - out["returned_chars"]
-        text += f"\n\n[… {rest} more chars: continue with offset={out['next_offset']}]"
+def read_text(out: Page) -> str:
+    where = out.path
+    if out.heading is not None:
+        where += f" § {out.heading or '(preamble)'}"
+    if out.lines:
+        where += f" ({_loc(out.lines)})"
+    head = f"{where} — {out.type or '?'}{', ' + out.date if out.date else ''}; " \
+           f"chars {out.offset}-{out.offset + out.returned_chars} of {out.total_chars}"
+    text = f"{head}\n\n{out.content}"
+    if out.truncated:
+        rest = out.total_chars - out.offset - out.returned_chars
+        text += f"\n\n[… {rest} more chars: continue with offset={out.next_offset}]"
     return text
 
 
-def outline_text(out: dict) -> str:
-    lines = [f"{out['path']} — {out.get('type') or '?'}, {out.get('date') or 'undated'}, "
-             f"~{out['total_tokens']} tokens, {len(out['sections'])} sections"]
-    for s in out["sections"]:
-        indent = "  " * max(s["level"] - 1, 0)
-        name = s["heading"].split(" > ")[-1] if s["heading"] else "(preamble)"
-        lines.append(f"{indent}- {name} [lines {s['lines'][0]}-{s['lines'][1]}, ~{s['tokens']} tokens]")
+def outline_text(out: Outline) -> str:
+    lines = [f"{out.path} — {out.type or '?'}, {out.date or 'undated'}, "
+             f"~{out.total_tokens} tokens, {len(out.sections)} sections"]
+    for s in out.sections:
+        indent = "  " * max(s.level - 1, 0)
+        name = s.heading.split(" > ")[-1] if s.heading else "(preamble)"
+        lines.append(f"{indent}- {name} [lines {s.lines[0]}-{s.lines[1]}, ~{s.tokens} tokens]")
     lines.append("Open a section with read(path, heading=<its name or breadcrumb>).")
     return "\n".join(lines)
 

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer import requests as rq
-from remembrancer.indexer.answers import DocumentList, SearchAnswer
+from remembrancer.indexer.answers import DocumentList, Outline, Page, SearchAnswer
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -340,9 +340,9 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         def body():
             if outline:
                 out = link.call("outline", path=path)
-                return ok(render.outline_text(out), out)
+                return ok(render.outline_text(Outline.parse(out)), out)
             out = link.call("read", path=path, heading=heading, lines=lines, offset=offset, max_chars=max_chars)
-            return ok(render.read_text(out), out)
+            return ok(render.read_text(Page.parse(out)), out)
         return guarded("read", body)
 
     def list_documents(path, type, offset) -> Result:

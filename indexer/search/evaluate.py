@@ -347,7 +347,7 @@ class EvalSession:
 
         if path not in self._docs:
             try:
-                self._docs[path] = read(self.engine.view(), path, max_chars=sys.maxsize)["content"]
+                self._docs[path] = read(self.engine.view(), path, max_chars=sys.maxsize).content
             except UserError:  # deleted since indexing: nothing to quote from
                 self._docs[path] = ""
         return self._docs[path]

@@ -20,6 +20,7 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
+from remembrancer.indexer.answers import Outline, OutlineSection, Page
 from remembrancer.indexer.engine.view import ReadView
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
@@ -178,16 +179,16 @@ def find_section(sections, heading: str):
 
 
 def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
-         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> dict:
+         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> Page:
     doc, parsed = _load(view, path)
-    out = {"path": doc["path"], "type": doc["doc_type"], "date": doc["date"]}
+    out = Page(path=doc["path"], type=doc["doc_type"], date=doc["date"])
     if heading is not None:
         s = find_section(parsed.sections, heading)
         if s is None:
             close = difflib.get_close_matches(heading, [x.heading for x in parsed.sections], n=5, cutoff=0.3)
             raise UserError(f"no section {heading!r} in {doc['path']}", param="heading",
                             options=close or [x.heading for x in parsed.sections][:20], code="not_found")
-        out.update(heading=s.heading, lines=[s.start_line, s.end_line])
+        out.heading, out.lines = s.heading, [s.start_line, s.end_line]
         text = s.text
     elif lines is not None:
         start, end = lines
@@ -198,7 +199,7 @@ def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int
             raise UserError(f"lines {start}:{end} start past the end: {doc['path']} has {n} lines", param="lines",
                             hint=f"give a range within 1:{n}", code="out_of_range")
         end = min(end, n)
-        out["lines"] = [start, end]
+        out.lines = [start, end]
         text = "\n".join(parsed.lines[start - 1:end])
     else:
         text = "\n".join(parsed.lines)
@@ -209,18 +210,16 @@ def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int
                         hint=f"give an offset below {len(text)} (a page's next_offset)" if text else "",
                         code="out_of_range")
     page = text[offset:offset + max_chars]
-    out.update(content=page, total_chars=len(text), returned_chars=len(page), offset=offset,
-               truncated=offset + len(page) < len(text))
-    if out["truncated"]:
-        out["next_offset"] = offset + len(page)
+    out.content, out.total_chars, out.returned_chars, out.offset = page, len(text), len(page), offset
+    out.truncated = offset + len(page) < len(text)
+    if out.truncated:
+        out.next_offset = offset + len(page)
     return out
 
 
-def outline(view: ReadView, path: str) -> dict:
+def outline(view: ReadView, path: str) -> Outline:
     doc, parsed = _load(view, path)
-    return {
-        "path": doc["path"], "type": doc["doc_type"], "date": doc["date"], "title": parsed.title,
-        "sections": [{"heading": s.heading, "level": s.level, "lines": [s.start_line, s.end_line],
-                      "tokens": estimate_tokens(s.text)} for s in parsed.sections],
-        "total_tokens": estimate_tokens("\n".join(parsed.lines)),
-    }
+    return Outline(path=doc["path"], type=doc["doc_type"], date=doc["date"], title=parsed.title,
+                   sections=[OutlineSection(heading=s.heading, level=s.level, lines=[s.start_line, s.end_line],
+                                            tokens=estimate_tokens(s.text)) for s in parsed.sections],
+                   total_tokens=estimate_tokens("\n".join(parsed.lines)))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer.answers import DocumentList, Freshness, SearchAnswer
+from remembrancer.indexer.answers import DocumentList, Freshness, Outline, Page, SearchAnswer
 from remembrancer.cli import secrets_cmd as secrets_cli
 from remembrancer.indexer import api
 from remembrancer.indexer.search import reader
@@ -293,9 +293,9 @@ def tool_outputs(engine) -> list[str]:
     for doc in api.dispatch_read(engine, "list", {}, fresh)["documents"]:
         path = doc["path"]
         out = api.dispatch_read(engine, "read", {"path": path}, fresh)
-        keep(out, render.read_text(out))
+        keep(out, render.read_text(Page.parse(out)))
         outline = api.dispatch_read(engine, "read", {"path": path, "outline": True}, fresh)
-        keep(outline, render.outline_text(outline))
+        keep(outline, render.outline_text(Outline.parse(outline)))
         for s in outline["sections"]:
             keep(api.dispatch_read(engine, "read", {"path": path, "heading": s["heading"]}, fresh))
             keep(api.dispatch_read(engine, "read", {"path": path, "lines": s["lines"]}, fresh))

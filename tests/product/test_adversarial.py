@@ -217,7 +217,7 @@ def test_a_document_whose_markdown_parse_is_over_budget_is_indexed_and_read_as_p
     hit = api.do_search(e.view(), {"query": "zebrafish", "exact": True})["results"][0]   # (the tiny model's vectors are noise)
     assert hit["path"] == "big.md" and hit["heading"].startswith("Part "), hit
     page = reader.read(e.view(), "big.md", heading=hit["heading"])
-    assert "zebrafish" in page["content"] and "## Tail" in page["content"] and "hunter2xyz9" not in page["content"]
+    assert "zebrafish" in page.content and "## Tail" in page.content and "hunter2xyz9" not in page.content
     e.close()
 
 
@@ -267,7 +267,7 @@ def test_read_refuses_a_file_swapped_for_a_special_file_without_blocking(notes_e
     else:
         sock = socket.socket(socket.AF_UNIX)
         sock.bind(str(target))
-    out = _in_thread(lambda: reader.read(notes_engine, "runbooks/postgres/restore.md"))
+    out = _in_thread(lambda: reader.read(notes_engine.view(), "runbooks/postgres/restore.md"))
     assert isinstance(out.get("error"), UserError) and out["error"].code == "unreadable", out
     assert "not a regular file" in out["error"].message or kind == "socket"
 
@@ -275,7 +275,7 @@ def test_read_refuses_a_file_swapped_for_a_special_file_without_blocking(notes_e
 def test_read_refuses_a_file_grown_over_the_size_cap(notes_engine, notes):
     (notes / "runbooks/postgres/restore.md").write_text("# Restore\n\n" + "x" * (notes_engine.config.max_file_bytes + 1))
     with pytest.raises(UserError, match="over the .*-byte cap"):
-        reader.read(notes_engine, "runbooks/postgres/restore.md")
+        reader.read(notes_engine.view(), "runbooks/postgres/restore.md")
 
 
 def cli_in(tmp_path, tiny_model_dir):
@@ -468,15 +468,15 @@ def test_paging_a_large_file_redacts_it_once_and_no_page_holds_a_secret(notes_en
     real = reader.redact_and_parse
     monkeypatch.setattr(reader, "redact_and_parse", lambda *a: calls.append(1) or real(*a))
     boundary = len(body) + 10   # a page ends inside the secret
-    first = reader.read(notes_engine, "runbooks/postgres/restore.md", max_chars=boundary)
-    pages = [first["content"]]
-    offset = first["next_offset"]
+    first = reader.read(notes_engine.view(), "runbooks/postgres/restore.md", max_chars=boundary)
+    pages = [first.content]
+    offset = first.next_offset
     while True:
-        page = reader.read(notes_engine, "runbooks/postgres/restore.md", offset=offset, max_chars=20_000)
-        pages.append(page["content"])
-        if not page["truncated"]:
+        page = reader.read(notes_engine.view(), "runbooks/postgres/restore.md", offset=offset, max_chars=20_000)
+        pages.append(page.content)
+        if not page.truncated:
             break
-        offset = page["next_offset"]
+        offset = page.next_offset
     assert len(calls) == 1
     assert "hunter2xyz9" not in "".join(pages) and "hunter2" not in pages[0] + pages[1][:20]
 
