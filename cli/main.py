@@ -775,40 +775,45 @@ def cli_wording(text: str) -> str:
     return text
 
 
-def _print_memory(args, out: dict, render_fn) -> None:
+def _print_memory(args, out: dict, record, render_fn) -> None:
+    """A memory tool's answer: its JSON with --json, else the MCP tool's text in the CLI's words."""
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        print(cli_wording(render_fn(out)))
+        print(cli_wording(render_fn(record.parse(out))))
 
 
 def cmd_history(args) -> int:
+    from remembrancer.indexer.answers import HistoryAnswer
     from remembrancer.mcp_server.render import history_text
 
     out = _memory_call(args, "history", entity=args.entity, topic=args.topic, since=args.since,
                        until=args.until, limit=args.limit)
-    _print_memory(args, out, history_text)
+    _print_memory(args, out, HistoryAnswer, history_text)
     return EXIT_OK if out["results"] else EXIT_NOTHING
 
 
 def cmd_latest(args) -> int:
+    from remembrancer.indexer.answers import LatestAnswer
     from remembrancer.mcp_server.render import latest_text
 
     out = _memory_call(args, "latest", terms=args.terms, since=args.since, until=args.until, type=args.type,
                        path=args.path, limit=args.limit)
-    _print_memory(args, out, latest_text)
+    _print_memory(args, out, LatestAnswer, latest_text)
     return EXIT_OK if out["results"] and not out.get("relaxed") else EXIT_NOTHING
 
 
 def cmd_neighbors(args) -> int:
+    from remembrancer.indexer.answers import NeighborsAnswer
     from remembrancer.mcp_server.render import neighbors_text
 
     out = _memory_call(args, "neighbors", path=corpus_path(args.path, args.root), limit=args.limit)
-    _print_memory(args, out, neighbors_text)
+    _print_memory(args, out, NeighborsAnswer, neighbors_text)
     return EXIT_OK
 
 
 def cmd_verify(args) -> int:
+    from remembrancer.indexer.answers import VerifyAnswer
     from remembrancer.mcp_server.render import verify_text
 
     text = sys.stdin.read() if args.text == "-" else args.text
@@ -818,7 +823,7 @@ def cmd_verify(args) -> int:
                              "4f2a9c1' (--text - reads stdin)")
     out = _memory_call(args, "verify", path=corpus_path(args.path, args.root) if args.path else None,
                        heading=args.heading, text=text)
-    _print_memory(args, out, verify_text)
+    _print_memory(args, out, VerifyAnswer, verify_text)
     commits = out.get("commits") or []
     return EXIT_OK if commits and all(c["verdict"] == "landed" for c in commits) else EXIT_NOTHING
 

@@ -285,3 +285,254 @@ class Outline:
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# -- the memory tools' answers (indexer/memory/tools.py) ---------------------------------------------
+# Built as the tools have always built them and redacted whole, then read into these records: the
+# wire keeps its keys, their order and what is left out when empty (tests/search/test_answer_records.py).
+
+def _records_json(value):
+    if dataclasses.is_dataclass(value):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_records_json(v) for v in value]
+    return value
+
+
+class _Wire:
+    """JSON in and out for a record whose fields are JSON values or records (named in NESTED)."""
+
+    NESTED: dict = {}
+    KEEP: tuple = ()   # fields sent even when None
+
+    @classmethod
+    def parse(cls, data):
+        known = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                continue
+            v, nested = data[f.name], cls.NESTED.get(f.name)
+            if nested is not None and v is not None:
+                v = [nested.parse(x) for x in v] if isinstance(v, list) else nested.parse(v)
+            known[f.name] = v
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        return {k: _records_json(v) for k, v in _wire(self, keep=self.KEEP).items()}
+
+
+@dataclass
+class CommitRef(_Wire):
+    """The commit on the default branch a cited one was probably amended or rebased into."""
+    commit: str
+    subject: str
+    date: str | None = None
+    KEEP = ("date",)
+
+
+@dataclass
+class CommitCheck(_Wire):
+    """One cited commit, checked against git (indexer/memory/commits.py)."""
+    sha: str | None = None
+    cited_as: str | None = None
+    lines: list[int] | None = None
+    verdict: str | None = None
+    exists: bool | None = None        # None: cannot be checked
+    landed: bool | None = None        # None: unknown
+    repo: str | None = None
+    object: str | None = None         # what a SHA that is not a commit names (a tree, a blob)
+    commit: str | None = None
+    default_branch: str | None = None
+    date: str | None = None
+    subject: str | None = None
+    files: list[str] | None = None
+    files_total: int | None = None
+    branches: list[str] | None = None
+    replaced_by: CommitRef | None = None
+    checked: list[str] | None = None
+    reason: str | None = None
+    also_in: list[str] | None = None
+    heading: str | None = None        # verify: the section that cites it
+    NESTED = {"replaced_by": CommitRef}
+    KEEP = ("exists", "landed")
+
+
+@dataclass
+class VerifiedCommit(_Wire):
+    """A cited commit that exists, on a history or search row: whether it landed."""
+    sha: str
+    cited_as: str
+    repo: str | None = None
+    commit: str | None = None
+    landed: bool | None = None
+    default_branch: str | None = None
+    date: str | None = None
+    subject: str | None = None
+    KEEP = ("landed", "default_branch", "date")
+
+
+@dataclass
+class UnverifiedCommit(_Wire):
+    """A cited commit that could not be found (absent, not a commit, or unknown), and why."""
+    sha: str
+    cited_as: str
+    verdict: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class MemoryRow(_Wire):
+    """A section in a memory tool's answer: where, when, and what the tool says about it."""
+    path: str
+    heading: str
+    lines: list[int]
+    type: str | None = None
+    date: str | None = None
+    tokens: int | None = None
+    stale: bool | None = None                 # True when marked stale or superseded
+    dated_by: str | None = None               # history: where its date came from
+    record: bool | None = None                # history: the entity's own record
+    similarity: float | None = None           # neighbors: similar sections
+    closest_to: str | None = None
+    snippet: str | None = None
+    score: float | None = None                # history with a topic
+    provenance: str | None = None
+    matched_terms: list[str] | None = None    # latest, relaxed
+    missing_terms: list[str] | None = None
+    verified_commits: list[VerifiedCommit] | None = None
+    unverified_commits: list[UnverifiedCommit] | None = None
+    NESTED = {"verified_commits": VerifiedCommit, "unverified_commits": UnverifiedCommit}
+    KEEP = ("date",)
+
+
+@dataclass
+class HistoryEntity(_Wire):
+    name: str
+    records: list[str]
+    aliases: list[str]
+    matched_by: str
+
+
+@dataclass
+class HistoryAnswer(_Wire):
+    """What `history` answers: everything the memory says about one entity, newest first."""
+    entity: HistoryEntity
+    order: str
+    results: list[MemoryRow]
+    total: int
+    truncated: bool
+    topic: str | None = None
+    since: str | None = None
+    until: str | None = None
+    message: str | None = None
+    notes: list[str] | None = None
+    index: Freshness | None = None            # the freshness verdict, added where the answer is sent
+    NESTED = {"entity": HistoryEntity, "results": MemoryRow, "index": Freshness}
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if self.since or self.until:   # a window is said whole: both ends, an open one as null
+            tail = ("message", "notes", "index")
+            out = {**{k: v for k, v in out.items() if k not in ("since", "until", *tail)},
+                   "since": self.since, "until": self.until, **{k: out[k] for k in tail if k in out}}
+        return out
+
+
+@dataclass
+class LatestAnswer(_Wire):
+    """What `latest` answers: the sections holding all the terms, newest first (a filter)."""
+    terms: list[str]
+    order: str
+    results: list[MemoryRow]
+    total: int
+    truncated: bool
+    relaxed: bool
+    filters: str | None = None
+    not_in_corpus: list[str] | None = None
+    only_outside_filters: list[str] | None = None
+    dropped_terms: list[str] | None = None
+    message: str | None = None
+    index: Freshness | None = None
+    NESTED = {"results": MemoryRow, "index": Freshness}
+
+
+@dataclass
+class OutboundLink(_Wire):
+    """A link out of the document: resolved (`path`), or not (`suggestions`)."""
+    target: str
+    anchor: str | None
+    kind: str
+    line: int
+    text: str
+    from_heading: str
+    path: str | None = None
+    anchor_found: bool | None = None
+    suggestions: list[str] | None = None
+    KEEP = ("anchor",)
+
+
+@dataclass
+class InboundLink(_Wire):
+    """A backlink: where another document links here."""
+    source: str
+    line: int
+    kind: str
+    anchor: str | None
+    text: str
+    heading: str
+    type: str | None
+    date: str | None
+    KEEP = ("anchor", "type", "date")
+
+
+@dataclass
+class LinkCounts(_Wire):
+    outbound: int
+    inbound: int
+    unresolved: int
+
+
+@dataclass
+class NeighborsAnswer(_Wire):
+    """What `neighbors` answers: a document's links both ways, its broken ones, and the sections
+    closest in meaning that nobody linked."""
+    path: str
+    title: str | None
+    type: str | None
+    outbound: list[OutboundLink]
+    inbound: list[InboundLink]
+    unresolved: list[OutboundLink]
+    similar: list[MemoryRow]
+    counts: LinkCounts
+    notes: list[str] | None = None
+    index: Freshness | None = None
+    NESTED = {"outbound": OutboundLink, "inbound": InboundLink, "unresolved": OutboundLink, "similar": MemoryRow,
+              "counts": LinkCounts, "index": Freshness}
+    KEEP = ("title", "type")
+
+
+@dataclass
+class VerifySource(_Wire):
+    path: str | None = None
+    heading: str | None = None
+    text_chars: int | None = None
+
+
+@dataclass
+class RepoState(_Wire):
+    repo: str
+    path: str
+    readable: bool
+    reason: str | None = None
+
+
+@dataclass
+class VerifyAnswer(_Wire):
+    """What `verify` answers: the commits a document, a section or a text cites, each checked."""
+    source: VerifySource
+    repos: list[RepoState]
+    commits: list[CommitCheck]
+    summary: dict[str, int]                  # verdict → how many
+    message: str | None = None
+    index: Freshness | None = None
+    NESTED = {"source": VerifySource, "repos": RepoState, "commits": CommitCheck, "index": Freshness}

@@ -105,7 +105,7 @@ def do_history(view: ReadView, params) -> dict:
 
     p = HistoryParams.from_wire(params)
     return history(view, p.entity, topic=p.topic, since=p.since, until=p.until, limit=p.limit,
-                   check_commits=p.verify_commits)
+                   check_commits=p.verify_commits).to_json()
 
 
 def do_latest(view: ReadView, params) -> dict:
@@ -113,21 +113,21 @@ def do_latest(view: ReadView, params) -> dict:
 
     p = LatestParams.from_wire(params)
     return latest(view, p.terms, since=p.since, until=p.until, types=p.type, path=p.path, limit=p.limit,
-                  check_commits=p.verify_commits)
+                  check_commits=p.verify_commits).to_json()
 
 
 def do_neighbors(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import neighbors
 
     p = NeighborsParams.from_wire(params)
-    return neighbors(view, p.path, limit=p.limit)
+    return neighbors(view, p.path, limit=p.limit).to_json()
 
 
 def do_verify(view: ReadView, params) -> dict:
     from remembrancer.indexer.memory.tools import verify
 
     p = VerifyParams.from_wire(params)
-    return verify(view, path=p.path, heading=p.heading, text=p.text)
+    return verify(view, path=p.path, heading=p.heading, text=p.text).to_json()
 
 
 READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,

@@ -7,7 +7,8 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
-from remembrancer.indexer.answers import (DocumentList, Freshness, Outline, Page, Result, SearchAnswer,
+from remembrancer.indexer.answers import (DocumentList, Freshness, HistoryAnswer, LatestAnswer, MemoryRow,
+                                          NeighborsAnswer, Outline, Page, Result, SearchAnswer, VerifyAnswer,
                                           freshness_line)
 from remembrancer.indexer.terms import elide
 
@@ -212,130 +213,123 @@ def error_text(err: dict) -> str:
 
 # -- memory tools (indexer/memory/tools.py) --------------------------------------------------------------
 
-def _commit_bits(r: dict) -> list[str]:
+def _commit_bits(r: MemoryRow) -> list[str]:
     out = []
-    for c in r.get("verified_commits") or []:
-        where = f"landed on {c.get('default_branch') or 'the default branch'}" if c.get("landed") else \
-            f"exists but NOT on {c.get('default_branch') or 'the default branch'}"
-        out.append(f"{c['cited_as']}: {where} — {c.get('subject', '')} ({(c.get('date') or '')[:10]})")
-    for c in r.get("unverified_commits") or []:
-        out.append(f"{c['cited_as']}: {c['verdict'].upper()} — {c.get('reason', '')}")
+    for c in r.verified_commits or []:
+        where = f"landed on {c.default_branch or 'the default branch'}" if c.landed else \
+            f"exists but NOT on {c.default_branch or 'the default branch'}"
+        out.append(f"{c.cited_as}: {where} — {c.subject or ''} ({(c.date or '')[:10]})")
+    for c in r.unverified_commits or []:
+        out.append(f"{c.cited_as}: {(c.verdict or '').upper()} — {c.reason or ''}")
     return out
 
 
-def _dated_row(i: int, r: dict, extra: str = "") -> str:
-    head = (f"{i}. {r.get('date') or 'undated'}  {r['path']} § {_head(r.get('heading'))} — "
-            f"{_loc(r.get('lines'))}, {r.get('type') or '?'}")
-    if r.get("record"):
+def _dated_row(i: int, r: MemoryRow, extra: str = "") -> str:
+    head = (f"{i}. {r.date or 'undated'}  {r.path} § {_head(r.heading)} — "
+            f"{_loc(r.lines)}, {r.type or '?'}")
+    if r.record:
         head += ", the entity's record"
-    if r.get("dated_by") in ("commit", "modified"):
-        head += f" (dated by the file's last {'commit' if r['dated_by'] == 'commit' else 'modification'})"
-    if r.get("stale"):
+    if r.dated_by in ("commit", "modified"):
+        head += f" (dated by the file's last {'commit' if r.dated_by == 'commit' else 'modification'})"
+    if r.stale:
         head += ", marked stale/superseded"
     head += extra
     lines = [head]
-    if r.get("snippet"):
-        lines.append(f"   {r['snippet']}")
+    if r.snippet:
+        lines.append(f"   {r.snippet}")
     for c in _commit_bits(r):
         lines.append(f"   commit {c}")
     return "\n".join(lines)
 
 
-def history_text(out: dict) -> str:
-    ent = out.get("entity") or {}
-    parts = [freshness_line(Freshness.parse(out.get("index")))]
-    names = ", ".join(ent.get("aliases") or [])
+def history_text(out: HistoryAnswer) -> str:
+    ent = out.entity
+    parts = [freshness_line(out.index)]
+    names = ", ".join(ent.aliases or [])
     scope = []
-    if out.get("topic"):
-        scope.append(f"about {out['topic']!r}")
-    if out.get("since") or out.get("until"):
-        scope.append(f"from {out.get('since') or 'the start'} to {out.get('until') or 'now'}")
-    parts.append(f"History of {ent.get('name')}" + (f" (also {names})" if names else "")
+    if out.topic:
+        scope.append(f"about {out.topic!r}")
+    if out.since or out.until:
+        scope.append(f"from {out.since or 'the start'} to {out.until or 'now'}")
+    parts.append(f"History of {ent.name}" + (f" (also {names})" if names else "")
                  + (" " + " ".join(scope) if scope else "")
-                 + f": {out.get('total', 0)} sections, newest first by date (not by relevance). "
-                 f"Record: {', '.join(ent.get('records') or []) or 'none'}.")
-    for n in out.get("notes") or []:
+                 + f": {out.total} sections, newest first by date (not by relevance). "
+                 f"Record: {', '.join(ent.records or []) or 'none'}.")
+    for n in out.notes or []:
         parts.append(f"Note: {n}")
-    rows = out.get("results") or []
+    rows = out.results
     if not rows:
-        parts.append((out.get("message") or "Nothing found.") + " Not proof of absence: try search.")
+        parts.append((out.message or "Nothing found.") + " Not proof of absence: try search.")
     else:
         parts.append("\n".join(_dated_row(i, r) for i, r in enumerate(rows, 1)))
-        if out.get("truncated"):
-            parts.append(f"{out['total'] - len(rows)} older sections not shown: raise limit, or narrow with "
+        if out.truncated:
+            parts.append(f"{out.total - len(rows)} older sections not shown: raise limit, or narrow with "
                          "since/until/topic.")
         parts.append("Open one with read(path, heading).")
     return "\n\n".join(parts)
 
 
-def latest_text(out: dict) -> str:
-    parts = [freshness_line(Freshness.parse(out.get("index")))]
-    terms = ", ".join(repr(t) for t in out.get("terms") or [])
-    scope = f" (filters: {out['filters']})" if out.get("filters") else ""
-    rows = out.get("results") or []
-    if out.get("message"):
-        parts.append(out["message"] + ".")
+def latest_text(out: LatestAnswer) -> str:
+    parts = [freshness_line(out.index)]
+    terms = ", ".join(repr(t) for t in out.terms)
+    scope = f" (filters: {out.filters})" if out.filters else ""
+    rows = out.results
+    if out.message:
+        parts.append(out.message + ".")
     if rows:
-        parts.append(f"Sections containing {'most' if out.get('relaxed') else 'all'} of {terms}{scope}: "
-                     f"{out.get('total', 0)}, newest first (a filter, not a ranking).")
-        parts.append("\n".join(_dated_row(i, r, f"; missing {', '.join(map(repr, r['missing_terms']))}"
-                                          if r.get("missing_terms") else "") for i, r in enumerate(rows, 1)))
-        if out.get("truncated"):
-            parts.append(f"{out['total'] - len(rows)} older sections not shown: raise limit or add since/type.")
+        parts.append(f"Sections containing {'most' if out.relaxed else 'all'} of {terms}{scope}: "
+                     f"{out.total}, newest first (a filter, not a ranking).")
+        parts.append("\n".join(_dated_row(i, r, f"; missing {', '.join(map(repr, r.missing_terms))}"
+                                          if r.missing_terms else "") for i, r in enumerate(rows, 1)))
+        if out.truncated:
+            parts.append(f"{out.total - len(rows)} older sections not shown: raise limit or add since/type.")
         parts.append("Open one with read(path, heading).")
     else:
         parts.append("An exact-term miss is not proof of absence: try search for the meaning.")
     return "\n\n".join(parts)
 
 
-def neighbors_text(out: dict) -> str:
-    parts = [freshness_line(Freshness.parse(out.get("index"))),
-             f"Links of {out['path']} ({out.get('type')}: {out.get('title')})"]
-    ob = out.get("outbound") or []
+def neighbors_text(out: NeighborsAnswer) -> str:
+    parts = [freshness_line(out.index), f"Links of {out.path} ({out.type}: {out.title})"]
     parts.append("Links out:\n" + ("\n".join(
-        f"- line {x['line']}: {x['path']}" + (f" § {x['anchor']}" + ("" if x.get("anchor_found", True) else
-                                                                     " (no such heading!)") if x.get("anchor") else "")
-        + (f" ({x['text']})" if x.get("text") else "") for x in ob) or "- none"))
-    ib = out.get("inbound") or []
+        f"- line {x.line}: {x.path}" + (f" § {x.anchor}" + ("" if x.anchor_found is not False else
+                                                          " (no such heading!)") if x.anchor else "")
+        + (f" ({x.text})" if x.text else "") for x in out.outbound) or "- none"))
     parts.append("Linked from (backlinks):\n" + ("\n".join(
-        f"- {x['source']} § {x.get('heading') or '(preamble)'}, line {x['line']}"
-        + (f" → § {x['anchor']}" if x.get("anchor") else "") for x in ib) or "- none"))
-    un = out.get("unresolved") or []
-    if un:
+        f"- {x.source} § {x.heading or '(preamble)'}, line {x.line}"
+        + (f" → § {x.anchor}" if x.anchor else "") for x in out.inbound) or "- none"))
+    if out.unresolved:
         parts.append("Unresolved (broken) links:\n" + "\n".join(
-            f"- line {x['line']}: {x['target']}" + (f" — did you mean {', '.join(x['suggestions'])}?"
-                                                    if x.get("suggestions") else "") for x in un))
-    sim = out.get("similar") or []
-    if sim:
+            f"- line {x.line}: {x.target}" + (f" — did you mean {', '.join(x.suggestions)}?"
+                                              if x.suggestions else "") for x in out.unresolved))
+    if out.similar:
         parts.append("Close in meaning but not linked either way:\n" + "\n".join(
-            f"- {x['path']} § {_head(x.get('heading'))} (similarity {x['similarity']:.2f}, {x.get('date') or 'undated'})"
-            for x in sim))
-    for n in out.get("notes") or []:
+            f"- {x.path} § {_head(x.heading)} (similarity {x.similarity:.2f}, {x.date or 'undated'})"
+            for x in out.similar))
+    for n in out.notes or []:
         parts.append(f"Note: {n}")
     return "\n\n".join(parts)
 
 
-def verify_text(out: dict) -> str:
-    src = out.get("source") or {}
-    where = src.get("path", "the given text") + (f" § {src['heading']}" if src.get("heading") else "")
-    parts = [freshness_line(Freshness.parse(out.get("index")))]
-    repos = out.get("repos") or []
+def verify_text(out: VerifyAnswer) -> str:
+    src = out.source
+    where = (src.path or "the given text") + (f" § {src.heading}" if src.heading else "")
+    parts = [freshness_line(out.index)]
     parts.append(f"Commits cited in {where}, checked in: "
-                 + (", ".join(r["repo"] + ("" if r["readable"] else " (UNREADABLE)") for r in repos) or "no repository"))
-    rows = out.get("commits") or []
-    if not rows:
-        parts.append(out.get("message") or "No commit SHA found.")
-    for c in rows:
-        exists = {True: "exists", False: "does not exist", None: "cannot be checked"}[c.get("exists")]
-        landed = {True: "landed", False: "NOT landed", None: "landed: unknown"}[c.get("landed")]
-        line = f"- {c['cited_as']} (line {', '.join(map(str, c.get('lines') or []))}): {c['verdict'].upper()} — {exists}"
-        if c.get("exists"):
-            line += f", {landed} on {c.get('default_branch') or 'the default branch'}"
-            line += f"\n  {c.get('repo')} {c['commit'][:12]} {(c.get('date') or '')[:19]} {c.get('subject', '')}"
-            if c.get("files"):
-                more = f" (+{c['files_total'] - len(c['files'])} more)" if c.get("files_total") else ""
-                line += f"\n  files: {', '.join(c['files'])}{more}"
-        if c.get("reason"):
-            line += f"\n  {c['reason']}"
+                 + (", ".join(r.repo + ("" if r.readable else " (UNREADABLE)") for r in out.repos) or "no repository"))
+    if not out.commits:
+        parts.append(out.message or "No commit SHA found.")
+    for c in out.commits:
+        exists = {True: "exists", False: "does not exist", None: "cannot be checked"}[c.exists]
+        landed = {True: "landed", False: "NOT landed", None: "landed: unknown"}[c.landed]
+        line = f"- {c.cited_as} (line {', '.join(map(str, c.lines or []))}): {(c.verdict or '').upper()} — {exists}"
+        if c.exists:
+            line += f", {landed} on {c.default_branch or 'the default branch'}"
+            line += f"\n  {c.repo} {(c.commit or '')[:12]} {(c.date or '')[:19]} {c.subject or ''}"
+            if c.files:
+                more = f" (+{c.files_total - len(c.files)} more)" if c.files_total else ""
+                line += f"\n  files: {', '.join(c.files)}{more}"
+        if c.reason:
+            line += f"\n  {c.reason}"
         parts.append(line)
     return "\n\n".join(parts)

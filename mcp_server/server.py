@@ -25,7 +25,8 @@ from pydantic import ValidationError
 from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer import requests as rq
-from remembrancer.indexer.answers import DocumentList, Outline, Page, SearchAnswer
+from remembrancer.indexer.answers import (DocumentList, HistoryAnswer, LatestAnswer, NeighborsAnswer, Outline, Page,
+                                          SearchAnswer, VerifyAnswer)
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -323,18 +324,18 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                       type=type, path=path, tags=tags, since=since, until=until, exact=exact, **extra)
 
     def history(entity, topic, since, until, limit) -> Result:
-        return answer("history", render.history_text, entity=entity, topic=topic, since=since, until=until,
+        return answer("history", lambda out: render.history_text(HistoryAnswer.parse(out)), entity=entity, topic=topic, since=since, until=until,
                       limit=limit)
 
     def latest(terms, since, until, type, path, limit) -> Result:
-        return answer("latest", render.latest_text, terms=terms, since=since, until=until, type=type, path=path,
+        return answer("latest", lambda out: render.latest_text(LatestAnswer.parse(out)), terms=terms, since=since, until=until, type=type, path=path,
                       limit=limit)
 
     def neighbors(path, limit) -> Result:
-        return answer("neighbors", render.neighbors_text, path=path, limit=limit)
+        return answer("neighbors", lambda out: render.neighbors_text(NeighborsAnswer.parse(out)), path=path, limit=limit)
 
     def verify(path, heading, text) -> Result:
-        return answer("verify", render.verify_text, path=path, heading=heading, text=text)
+        return answer("verify", lambda out: render.verify_text(VerifyAnswer.parse(out)), path=path, heading=heading, text=text)
 
     def read(path, heading, lines, outline, offset, max_chars) -> Result:
         def body():

@@ -28,6 +28,7 @@ from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import HISTORY_LIMIT, LATEST_LIMIT, MAX_LIMIT, NEIGHBOR_LIMIT
+from remembrancer.indexer.answers import HistoryAnswer, LatestAnswer, NeighborsAnswer, VerifyAnswer
 from remembrancer.indexer.engine.view import ReadView
 
 MAX_TERMS = 20
@@ -90,6 +91,8 @@ def _attach_commits(rows: list[dict], sections: dict, checker: cm.CommitChecker 
 
 
 def _finish(view, out: dict, rows: list[dict]) -> dict:
+    """The answer as the tool built it, redacted whole with the policy in force (its rows' section
+    ids, kept while building, dropped)."""
     for r in rows:
         r.pop("_sid", None)
     return view.redaction.current().redact_obj(out)
@@ -183,7 +186,7 @@ def _topic_matches(ranked: list) -> list:
 
 
 def history(view: ReadView, entity: str, topic: str | None = None, since: str | None = None,
-            until: str | None = None, limit: int | None = None, check_commits: bool = True) -> dict:
+            until: str | None = None, limit: int | None = None, check_commits: bool = True) -> HistoryAnswer:
     """Everything the memory says about one entity, newest first by section date."""
     view.redaction.current()  # fail closed
     limit = _limit(limit, HISTORY_LIMIT)
@@ -250,7 +253,7 @@ def history(view: ReadView, entity: str, topic: str | None = None, since: str | 
                           + (f" within {window}" if window else ""))
     if notes:
         out["notes"] = notes
-    return _finish(view, out, out_rows)
+    return HistoryAnswer.parse(_finish(view, out, out_rows))
 
 
 # -- latest ----------------------------------------------------------------------------------------
@@ -314,7 +317,7 @@ class _Term:
 
 
 def latest(view: ReadView, terms, since: str | None = None, until: str | None = None, types=None,
-           path: str | None = None, limit: int | None = None, check_commits: bool = True) -> dict:
+           path: str | None = None, limit: int | None = None, check_commits: bool = True) -> LatestAnswer:
     """Sections containing ALL the terms, newest first — a filter, not a ranking."""
     view.redaction.current()  # fail closed
     limit = _limit(limit, LATEST_LIMIT)
@@ -384,7 +387,7 @@ def latest(view: ReadView, terms, since: str | None = None, until: str | None = 
     elif not out_rows:
         out["message"] = ("no section contains " + ("the term" if n == 1 else f"all {n} terms")
                           + (f": {'; '.join(why)}" if why else ""))
-    return _finish(view, out, out_rows)
+    return LatestAnswer.parse(_finish(view, out, out_rows))
 
 
 # -- neighbors -------------------------------------------------------------------------------------
@@ -421,7 +424,7 @@ def _anchor_found(sections: list, anchor: str) -> bool:
     return False
 
 
-def neighbors(view: ReadView, path: str, limit: int | None = None) -> dict:
+def neighbors(view: ReadView, path: str, limit: int | None = None) -> NeighborsAnswer:
     """Outbound links, backlinks, unresolved links, and the nearest sections nobody linked."""
     view.redaction.current()  # fail closed
     limit = _limit(limit, NEIGHBOR_LIMIT)
@@ -473,7 +476,7 @@ def neighbors(view: ReadView, path: str, limit: int | None = None) -> dict:
            "counts": {"outbound": len(outbound), "inbound": len(inbound), "unresolved": len(unresolved)}}
     if notes:
         out["notes"] = notes
-    return view.redaction.current().redact_obj(out)
+    return NeighborsAnswer.parse(view.redaction.current().redact_obj(out))
 
 
 def _suggest(view, target: str) -> list[str]:
@@ -533,7 +536,8 @@ def _similar(view, doc: dict, linked: set[str], limit: int) -> tuple[list[dict],
 
 # -- verify ----------------------------------------------------------------------------------------
 
-def verify(view: ReadView, path: str | None = None, heading: str | None = None, text: str | None = None) -> dict:
+def verify(view: ReadView, path: str | None = None, heading: str | None = None,
+           text: str | None = None) -> VerifyAnswer:
     """Commit SHAs cited in a document/section (or in `text`), each checked against git."""
     redactor = view.redaction.current()  # fail closed
     if (path is None or path == "") == (text is None or text == ""):
@@ -576,5 +580,5 @@ def verify(view: ReadView, path: str | None = None, heading: str | None = None, 
     if not results:
         out["message"] = ("no commit-SHA-shaped token (7-40 lower-case hex digits with a digit and a letter, "
                           "optionally repo@sha)")
-    return redactor.redact_obj(out)
+    return VerifyAnswer.parse(redactor.redact_obj(out))
 

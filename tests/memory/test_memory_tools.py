@@ -72,9 +72,9 @@ def rows_of(out):
 # -- history -----------------------------------------------------------------------------------------
 
 def test_history_by_name_alias_or_ip_is_the_same_entity(eng):
-    by_name = memory.history(eng.view(), "db1", limit=100)
+    by_name = memory.history(eng.view(), "db1", limit=100).to_json()
     for other, how in (("pg-primary", "alias"), ("10.20.1.11", "alias"), ("DB1", "name")):
-        out = memory.history(eng.view(), other, limit=100)
+        out = memory.history(eng.view(), other, limit=100).to_json()
         assert out["entity"]["name"] == "db1" and out["entity"]["matched_by"] == how
         assert rows_of(out) == rows_of(by_name)
     assert by_name["entity"]["records"] == ["hosts/db1.md"]
@@ -82,7 +82,7 @@ def test_history_by_name_alias_or_ip_is_the_same_entity(eng):
 
 
 def test_history_is_newest_first_by_section_date_not_relevance(eng):
-    out = memory.history(eng.view(), "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100).to_json()
     dates = [r["date"] for r in out["results"]]
     assert dates == sorted(dates, reverse=True)
     paths = [r["path"] for r in out["results"]]
@@ -98,7 +98,7 @@ def test_history_is_newest_first_by_section_date_not_relevance(eng):
 
 
 def test_history_puts_the_current_record_above_evidence_of_the_same_day(eng):
-    out = memory.history(eng.view(), "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100).to_json()
     day = [r for r in out["results"] if r["date"] == "2030-02-03"]
     kinds = [r["record"] for r in day]
     assert kinds == sorted(kinds, reverse=True) and kinds[0] is True and kinds[-1] is False
@@ -108,7 +108,7 @@ def test_history_puts_the_current_record_above_evidence_of_the_same_day(eng):
 
 
 def test_undated_record_sections_carry_the_commit_date(eng):
-    out = memory.history(eng.view(), "pooler", limit=100)
+    out = memory.history(eng.view(), "pooler", limit=100).to_json()
     assert out["entity"]["name"] == "pgbouncer"
     rec = [r for r in out["results"] if r["record"]]
     assert rec and {(r["date"], r["dated_by"]) for r in rec} == {("2030-02-12", "commit")}
@@ -124,24 +124,24 @@ def test_an_edited_undated_record_still_gets_its_commit_date(own):
     p = notes / "services/pgbouncer.md"
     p.write_text(p.read_text().replace("listens on 6432", "listens on 6432 (and 6433 for admin)"))
     assert e.refresh().updated == 1
-    rec = [r for r in memory.history(e.view(), "pgbouncer", limit=100)["results"] if r["record"]]
+    rec = [r for r in memory.history(e.view(), "pgbouncer", limit=100).to_json()["results"] if r["record"]]
     assert rec and all(r["dated_by"] in ("commit", "modified") and r["date"] for r in rec)
     assert {r["date"] for r in rec if r["dated_by"] == "commit"} <= {"2030-02-12"}
 
 
 def test_history_since_until_and_limit(eng):
-    out = memory.history(eng.view(), "db1", since="2030-02-10", until="2030-02-12")
+    out = memory.history(eng.view(), "db1", since="2030-02-10", until="2030-02-12").to_json()
     assert out["results"] and all("2030-02-10" <= r["date"] <= "2030-02-12" for r in out["results"])
     assert (out["since"], out["until"]) == ("2030-02-10", "2030-02-12")
-    small = memory.history(eng.view(), "db1", limit=3)
+    small = memory.history(eng.view(), "db1", limit=3).to_json()
     assert len(small["results"]) == 3 and small["truncated"] is True and small["total"] > 3
-    empty = memory.history(eng.view(), "db1", since="2031-01-01")
+    empty = memory.history(eng.view(), "db1", since="2031-01-01").to_json()
     assert empty["results"] == [] and "nothing about db1" in empty["message"]
     with pytest.raises(UserError) as ei:
-        memory.history(eng.view(), "db1", since="last tuesday")
+        memory.history(eng.view(), "db1", since="last tuesday").to_json()
     assert ei.value.param == "since"
     with pytest.raises(UserError) as ei:
-        memory.history(eng.view(), "db1", limit=0)
+        memory.history(eng.view(), "db1", limit=0).to_json()
     assert ei.value.param == "limit"
 
 
@@ -149,14 +149,14 @@ def test_history_since_until_and_limit(eng):
                                          ("pg-primry", {"pg-primary"})])
 def test_unknown_entity_lists_close_names(eng, name, close):
     with pytest.raises(UserError) as ei:
-        memory.history(eng.view(), name)
+        memory.history(eng.view(), name).to_json()
     err = ei.value
     assert err.param == "entity" and err.code == "not_found" and close <= set(err.options)
     assert "search or latest" in err.hint
 
 
 def test_history_rows_carry_verified_commits(eng, fx):
-    out = memory.history(eng.view(), "db1", limit=100)
+    out = memory.history(eng.view(), "db1", limit=100).to_json()
     by_path = {r["path"]: r for r in out["results"] if r["path"].startswith("journal/2030/2030-02-1")}
     landed = by_path["journal/2030/2030-02-12.md"]["verified_commits"]
     assert [(c["commit"], c["landed"], c["repo"]) for c in landed] == [(fx["shas"]["app_migration"], True, "app")]
@@ -182,68 +182,68 @@ def real_eng(fx, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.real_model
 def test_history_topic_keeps_the_matches_in_date_order(real_eng):
-    out = memory.history(real_eng.view(), "db1", topic="migration")
+    out = memory.history(real_eng.view(), "db1", topic="migration").to_json()
     assert [r["path"] for r in out["results"]] == ["journal/2030/2030-02-12.md", "journal/2030/2030-02-10.md"]
     assert all("score" in r for r in out["results"]) and out["topic"] == "migration"
-    pool = memory.history(real_eng.view(), "pgbouncer", topic="pool size")
+    pool = memory.history(real_eng.view(), "pgbouncer", topic="pool size").to_json()
     heads = [r["heading"] for r in pool["results"]]
     assert "PgBouncer > Settings" in heads and "2030-02-12 (Tue) > 15:00 pooler pool raised" in heads
     dates = [r["date"] for r in pool["results"]]
     assert dates == sorted(dates, reverse=True)
     assert heads.index("PgBouncer > Settings") < heads.index("2030-02-12 (Tue) > 15:00 pooler pool raised")
-    none = memory.history(real_eng.view(), "db2", topic="kubernetes helm chart upgrade")
+    none = memory.history(real_eng.view(), "db2", topic="kubernetes helm chart upgrade").to_json()
     assert all(r["score"] for r in none["results"])   # whatever is kept is scored; nothing crashes
 
 
 # -- latest --------------------------------------------------------------------------------------------
 
 def test_latest_needs_all_terms_and_lists_newest_first(eng):
-    out = memory.latest(eng.view(), ["0042"])
+    out = memory.latest(eng.view(), ["0042"]).to_json()
     assert [r["path"] for r in out["results"]] == ["journal/2030/2030-02-12.md", "journal/2030/2030-02-10.md"]
     assert out["relaxed"] is False and "message" not in out
-    both = memory.latest(eng.view(), ["0042", "lock timeout"])
+    both = memory.latest(eng.view(), ["0042", "lock timeout"]).to_json()
     assert [r["path"] for r in both["results"]] == ["journal/2030/2030-02-10.md"]
-    assert rows_of(memory.latest(eng.view(), '"lock timeout" 0042')) == rows_of(both)   # one string, shell-split
-    assert rows_of(memory.latest(eng.view(), ['"lock timeout"', "0042"])) == rows_of(both)  # quotes around a term
-    many = memory.latest(eng.view(), "PgBouncer", limit=50)
+    assert rows_of(memory.latest(eng.view(), '"lock timeout" 0042').to_json()) == rows_of(both)   # one string, shell-split
+    assert rows_of(memory.latest(eng.view(), ['"lock timeout"', "0042"]).to_json()) == rows_of(both)  # quotes around a term
+    many = memory.latest(eng.view(), "PgBouncer", limit=50).to_json()
     dates = [r["date"] for r in many["results"]]
     assert len(dates) > 4 and dates == sorted(dates, reverse=True)
 
 
 def test_latest_matches_whole_identifiers_and_any_sha_abbreviation(eng, fx):
-    assert memory.latest(eng.view(), "643")["results"] == []           # 6432 is not 643
-    assert memory.latest(eng.view(), "6432")["results"]
-    flag = memory.latest(eng.view(), "--lock-timeout=5s")
+    assert memory.latest(eng.view(), "643").to_json()["results"] == []           # 6432 is not 643
+    assert memory.latest(eng.view(), "6432").to_json()["results"]
+    flag = memory.latest(eng.view(), "--lock-timeout=5s").to_json()
     assert {r["path"] for r in flag["results"]} >= {"journal/2030/2030-02-12.md", "memory/migrations-lock-timeout.md"}
     full = fx["shas"]["app_migration"]
     for term in (full, full[:7], full[:12].upper()):
-        assert [r["path"] for r in memory.latest(eng.view(), term)["results"]] == ["journal/2030/2030-02-12.md"], term
-    row = memory.latest(eng.view(), full)["results"][0]
+        assert [r["path"] for r in memory.latest(eng.view(), term).to_json()["results"]] == ["journal/2030/2030-02-12.md"], term
+    row = memory.latest(eng.view(), full).to_json()["results"][0]
     assert row["verified_commits"][0]["landed"] is True
-    err = memory.latest(eng.view(), "ERROR: canceling statement due to lock timeout")
+    err = memory.latest(eng.view(), "ERROR: canceling statement due to lock timeout").to_json()
     assert {r["path"] for r in err["results"]} == {"journal/2030/2030-02-10.md", "memory/migrations-lock-timeout.md"}
 
 
 def test_latest_relaxes_and_names_the_dropped_terms(eng):
-    out = memory.latest(eng.view(), ["0042", "zzqx-nothing"])
+    out = memory.latest(eng.view(), ["0042", "zzqx-nothing"]).to_json()
     assert out["relaxed"] is True and out["not_in_corpus"] == ["zzqx-nothing"]
     assert out["dropped_terms"] == ["zzqx-nothing"]
     assert "'zzqx-nothing' occurs nowhere in the corpus" in out["message"] and "relaxed" in out["message"]
     assert [r["missing_terms"] for r in out["results"]] == [["zzqx-nothing"], ["zzqx-nothing"]]
-    split = memory.latest(eng.view(), ["pgBackRest", "--lock-timeout=5s"])
+    split = memory.latest(eng.view(), ["pgBackRest", "--lock-timeout=5s"]).to_json()
     assert split["relaxed"] and "not_in_corpus" not in split
     assert set(split["dropped_terms"]) == {"pgBackRest", "--lock-timeout=5s"}
     assert all(len(r["matched_terms"]) == 1 for r in split["results"])
-    nothing = memory.latest(eng.view(), ["zzqx-nothing"])
+    nothing = memory.latest(eng.view(), ["zzqx-nothing"]).to_json()
     assert nothing["results"] == [] and "occurs nowhere in the corpus" in nothing["message"]
 
 
 def test_latest_filters_and_terms_found_only_outside_them(eng):
-    out = memory.latest(eng.view(), "6432", types=["journal"])
+    out = memory.latest(eng.view(), "6432", types=["journal"]).to_json()
     assert out["results"] and {r["type"] for r in out["results"]} == {"journal"}
-    since = memory.latest(eng.view(), "PgBouncer", since="2030-02-01")
+    since = memory.latest(eng.view(), "PgBouncer", since="2030-02-01").to_json()
     assert since["results"] and all(r["date"] >= "2030-02-01" for r in since["results"])
-    outside = memory.latest(eng.view(), ["pgBackRest"], types=["lesson"])
+    outside = memory.latest(eng.view(), ["pgBackRest"], types=["lesson"]).to_json()
     assert outside["results"] == [] and outside["only_outside_filters"] == ["pgBackRest"]
     assert "only outside the filters type=lesson" in outside["message"]
 
@@ -253,7 +253,7 @@ def test_latest_filters_and_terms_found_only_outside_them(eng):
                                        ({"terms": "x", "since": "soon"}, "since"), ({"terms": "x", "limit": 500}, "limit")])
 def test_latest_bad_input_is_a_structured_error(eng, kw, param):
     with pytest.raises(UserError) as ei:
-        memory.latest(eng.view(), **kw)
+        memory.latest(eng.view(), **kw).to_json()
     assert ei.value.param == param
     if param == "type":
         assert "journal" in ei.value.options
@@ -321,7 +321,7 @@ def test_resolver_by_path_stem_title_and_entity_case_insensitive():
 
 
 def test_neighbors_outbound_backlinks_and_unresolved(eng):
-    fo = memory.neighbors(eng.view(), "runbooks/postgres/failover.md")
+    fo = memory.neighbors(eng.view(), "runbooks/postgres/failover.md").to_json()
     out = {(x["path"], x["anchor"], x["kind"], x["text"]) for x in fo["outbound"]}
     assert out == {("hosts/db1.md", None, "wikilink", ""), ("hosts/db2.md", None, "wikilink", ""),
                    ("hosts/db2.md", None, "wikilink", "the replica"), ("services/pgbouncer.md", None, "wikilink", ""),
@@ -330,28 +330,28 @@ def test_neighbors_outbound_backlinks_and_unresolved(eng):
     assert all(x["anchor_found"] for x in fo["outbound"] if x["anchor"])
     assert [x["target"] for x in fo["unresolved"]] == ["tls-setup"]
     assert fo["counts"] == {"outbound": 6, "inbound": 0, "unresolved": 1}
-    db1 = memory.neighbors(eng.view(), "hosts/db1.md")
+    db1 = memory.neighbors(eng.view(), "hosts/db1.md").to_json()
     assert {x["source"] for x in db1["inbound"]} == {"hosts/db2.md", "runbooks/postgres/failover.md",
                                                      "services/pgbouncer.md"}
     services = next(x for x in db1["inbound"] if x["anchor"] == "Services")
     assert services["heading"] == "Fail over to the replica > Move the pooler" and services["line"] == 17
     assert [x["path"] for x in db1["outbound"]] == ["runbooks/postgres/restore.md"]
     # stems and titles resolve too: [[2030-q1-plan]] and [[2030-02-10]]
-    plan = memory.neighbors(eng.view(), "planning/2030-q1-plan.md")
+    plan = memory.neighbors(eng.view(), "planning/2030-q1-plan.md").to_json()
     assert "journal/2030/2030-01-27.md" in {x["source"] for x in plan["inbound"]}
-    j = memory.neighbors(eng.view(), "journal/2030/2030-02-10.md")
+    j = memory.neighbors(eng.view(), "journal/2030/2030-02-10.md").to_json()
     assert "memory/migrations-lock-timeout.md" in {x["source"] for x in j["inbound"]}
 
 
 def test_neighbors_similar_sections_are_unlinked_ones(eng):
-    out = memory.neighbors(eng.view(), "hosts/db1.md", limit=5)
+    out = memory.neighbors(eng.view(), "hosts/db1.md", limit=5).to_json()
     linked = {"hosts/db1.md"} | {x["path"] for x in out["outbound"]} | {x["source"] for x in out["inbound"]}
     sims = out["similar"]
     assert 0 < len(sims) <= 5 and not {s["path"] for s in sims} & linked
     assert len({s["path"] for s in sims}) == len(sims)             # one section per document
     assert [s["similarity"] for s in sims] == sorted((s["similarity"] for s in sims), reverse=True)
     with pytest.raises(UserError) as ei:
-        memory.neighbors(eng.view(), "hosts/db9.md")
+        memory.neighbors(eng.view(), "hosts/db9.md").to_json()
     assert ei.value.param == "path" and "hosts/db1.md" in ei.value.options
 
 
@@ -359,19 +359,19 @@ def test_renamed_and_deleted_targets_update_their_backlinks(own):
     e, notes = own
     (notes / "hosts/db2.md").rename(notes / "hosts/replica.md")
     e.refresh()
-    moved = memory.neighbors(e.view(), "hosts/replica.md")
+    moved = memory.neighbors(e.view(), "hosts/replica.md").to_json()
     # [[db2]] still resolves (by the record's host name); [[hosts/db2|…]] named the old path
     assert {(x["source"], x["line"]) for x in moved["inbound"]} == {("runbooks/postgres/failover.md", 8)}
-    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md")
+    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md").to_json()
     assert sorted(x["target"] for x in fo["unresolved"]) == ["hosts/db2", "tls-setup"]
     (notes / "runbooks/postgres/restore.md").unlink()
     e.refresh()
-    db1 = memory.neighbors(e.view(), "hosts/db1.md")
+    db1 = memory.neighbors(e.view(), "hosts/db1.md").to_json()
     assert db1["outbound"] == [] and [x["target"] for x in db1["unresolved"]] == ["runbooks/postgres/restore.md"]
     (notes / "runbooks/tls-setup.md").write_text("# TLS setup\n\nCertificates for db1 and db2.\n")
     report = e.refresh()
     assert (report.added, report.updated) == (1, 0)      # the failover runbook is not read again
-    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md")
+    fo = memory.neighbors(e.view(), "runbooks/postgres/failover.md").to_json()
     assert "tls-setup" not in [x["target"] for x in fo["unresolved"]]
     assert "runbooks/tls-setup.md" in {x["path"] for x in fo["outbound"]}
 
@@ -383,7 +383,7 @@ def test_an_index_built_before_links_is_backfilled_without_embedding(own, tiny_e
     before = tiny_embedder.texts_embedded
     report = e.refresh()
     assert report.embedded == 0 and tiny_embedder.texts_embedded == before
-    assert memory.neighbors(e.view(), "hosts/db1.md")["counts"]["inbound"] == 4
+    assert memory.neighbors(e.view(), "hosts/db1.md").to_json()["counts"]["inbound"] == 4
     assert e.refresh().updated == 0
 
 
@@ -397,7 +397,7 @@ def test_find_shas_skips_what_is_not_a_sha():
 
 
 def test_verify_a_landed_commit(eng, fx):
-    out = memory.verify(eng.view(), path="journal/2030/2030-02-12.md")
+    out = memory.verify(eng.view(), path="journal/2030/2030-02-12.md").to_json()
     (c,) = out["commits"]
     assert (c["verdict"], c["exists"], c["landed"], c["repo"]) == ("landed", True, True, "app")
     assert c["commit"] == fx["shas"]["app_migration"] and c["cited_as"] == f"app@{fx['shas']['app_migration'][:10]}"
@@ -409,7 +409,7 @@ def test_verify_a_landed_commit(eng, fx):
 
 
 def test_verify_an_amended_away_commit_exists_but_did_not_land(eng, fx):
-    (c,) = memory.verify(eng.view(), path="journal/2030/2030-02-10.md")["commits"]
+    (c,) = memory.verify(eng.view(), path="journal/2030/2030-02-10.md").to_json()["commits"]
     assert (c["verdict"], c["exists"], c["landed"]) == ("not_landed", True, False)
     assert c["commit"] == fx["shas"]["app_amended_away"] and c["branches"] == []
     assert c["replaced_by"]["commit"] == fx["shas"]["app_migration"]
@@ -417,7 +417,7 @@ def test_verify_an_amended_away_commit_exists_but_did_not_land(eng, fx):
 
 
 def test_verify_unmerged_branch_corpus_commit_and_hex_that_is_no_commit(eng, fx):
-    out = memory.verify(eng.view(), path="journal/2030/2030-02-17.md")
+    out = memory.verify(eng.view(), path="journal/2030/2030-02-17.md").to_json()
     by = {c["sha"]: c for c in out["commits"]}
     tls = by[fx["shas"]["app_tls"][:7]]
     assert (tls["verdict"], tls["exists"], tls["landed"], tls["branches"]) == ("not_landed", True, False, ["feature/tls"])
@@ -426,21 +426,21 @@ def test_verify_unmerged_branch_corpus_commit_and_hex_that_is_no_commit(eng, fx)
     build = by["5e8d2c7f1a"]
     assert (build["verdict"], build["exists"], build["landed"]) == ("absent", False, None)
     assert build["checked"] == ["notes", "app"]
-    blob = memory.verify(eng.view(), text=f"see {fx['shas']['notes_readme_blob']}")["commits"][0]
+    blob = memory.verify(eng.view(), text=f"see {fx['shas']['notes_readme_blob']}").to_json()["commits"][0]
     assert (blob["verdict"], blob["object"], blob["exists"]) == ("not_a_commit", "blob", False)
 
 
 def test_verify_a_section_or_text_and_bad_input(eng, fx):
-    one = memory.verify(eng.view(), path="journal/2030/2030-02-10.md", heading="22:40 retry scheduled")
+    one = memory.verify(eng.view(), path="journal/2030/2030-02-10.md", heading="22:40 retry scheduled").to_json()
     assert one["commits"] == [] and "no commit-SHA-shaped token" in one["message"]
     assert one["source"] == {"path": "journal/2030/2030-02-10.md", "heading": "2030-02-10 (Sun) > 22:40 retry scheduled"}
-    txt = memory.verify(eng.view(), text=f"fixed in app@{fx['shas']['app_workers'][:8]}\nand nothing else")
+    txt = memory.verify(eng.view(), text=f"fixed in app@{fx['shas']['app_workers'][:8]}\nand nothing else").to_json()
     assert txt["commits"][0]["verdict"] == "landed" and txt["commits"][0]["lines"] == [1]
     for kw, param in (({}, "path"), ({"path": "a.md", "text": "x"}, "path"),
                       ({"path": "journal/2030/2030-02-10.md", "heading": "Nope"}, "heading"),
                       ({"path": "journal/2099.md"}, "path")):
         with pytest.raises(UserError) as ei:
-            memory.verify(eng.view(), **kw)
+            memory.verify(eng.view(), **kw).to_json()
         assert ei.value.param == param
 
 
@@ -454,7 +454,7 @@ def test_an_unreadable_repo_makes_the_answer_unknown_never_absent(fx, tiny_embed
                embedder=tiny_embedder)
     try:
         e.refresh()
-        out = memory.verify(e.view(), text=f"build 5e8d2c7f1a, fix {fx['shas']['app_migration'][:7]}")
+        out = memory.verify(e.view(), text=f"build 5e8d2c7f1a, fix {fx['shas']['app_migration'][:7]}").to_json()
         by = {c["sha"]: c for c in out["commits"]}
         assert (by["5e8d2c7f1a"]["verdict"], by["5e8d2c7f1a"]["exists"]) == ("unknown", None)
         assert "could not read" in by["5e8d2c7f1a"]["reason"] and "gone" in by["5e8d2c7f1a"]["reason"]
@@ -470,7 +470,7 @@ def test_a_repo_that_is_not_configured_or_no_repo_at_all_is_unknown(fx, tiny_emb
     e = Engine(Config(roots=make_roots([fx["notes"]])), embedder=tiny_embedder)
     try:
         e.refresh()
-        (c,) = memory.verify(e.view(), text=f"app@{fx['shas']['app_migration'][:7]}")["commits"]
+        (c,) = memory.verify(e.view(), text=f"app@{fx['shas']['app_migration'][:7]}").to_json()["commits"]
         assert c["verdict"] == "unknown" and "[verify] repos" in c["reason"]
     finally:
         e.close()
@@ -479,7 +479,7 @@ def test_a_repo_that_is_not_configured_or_no_repo_at_all_is_unknown(fx, tiny_emb
     e = Engine(Config(roots=make_roots([plain])), embedder=tiny_embedder)
     try:
         e.refresh()
-        (c,) = memory.verify(e.view(), text="see 4f2a9c1")["commits"]
+        (c,) = memory.verify(e.view(), text="see 4f2a9c1").to_json()["commits"]
         assert c["verdict"] == "unknown" and "no git repository" in c["reason"]
     finally:
         e.close()
@@ -670,3 +670,18 @@ def test_eval_yaml_cases_end_to_end(fx, tmp_path):
     assert rep["abstention"]["unanswerable"] == 1
     text = run_cli("eval", str(cases), "--root", str(fx["notes"]), env=env, cwd=PROJECT, timeout=300)
     assert text.returncode == 0 and "top" in text.stdout.lower()
+
+
+def test_the_memory_answers_read_back_into_their_records_unchanged(eng):
+    """The typed answers are the wire format: each answer's JSON, read into its record and written
+    again, is the same text — keys, order and what is left out (tests/search/test_answer_records.py)."""
+    from remembrancer.indexer import api
+    from remembrancer.indexer.answers import Freshness, HistoryAnswer, LatestAnswer, NeighborsAnswer, VerifyAnswer
+
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
+    asks = [(HistoryAnswer, "history", {"entity": "db2"}), (HistoryAnswer, "history", {"entity": "db1", "since": "2030-02-01"}),
+            (LatestAnswer, "latest", {"terms": ["6432"]}), (LatestAnswer, "latest", {"terms": ["6432", "zzz-none"]}),
+            (NeighborsAnswer, "neighbors", {"path": "hosts/db2.md"}), (VerifyAnswer, "verify", {"text": "see 4f2a9c1e"})]
+    for record, method, params in asks:
+        out = api.dispatch_read(eng, method, params, fresh)
+        assert json.dumps(record.parse(out).to_json()) == json.dumps(out), (method, params)

@@ -60,9 +60,9 @@ def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
 
 def test_a_latest_term_is_a_term_not_a_log(engine):
     with pytest.raises(UserError) as err:
-        memory.latest(engine.view(), ["y" * 301])
+        memory.latest(engine.view(), ["y" * 301]).to_json()
     assert err.value.to_dict()["param"] == "terms" and "at most 300" in str(err.value)
-    assert memory.latest(engine.view(), ["pgbouncer"])["results"]
+    assert memory.latest(engine.view(), ["pgbouncer"]).to_json()["results"]
 
 
 @pytest.fixture
