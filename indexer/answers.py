@@ -15,6 +15,12 @@ from typing import Literal
 
 Verdict = Literal["fresh", "catching_up", "stale"]
 
+# The runners-up a search answer carries whole, beside the best section: the agent reading it is a
+# strong reader, and a right section second costs it a `read` call when only pointed to. Short ones
+# only, up to a total (tokens as estimate_tokens counts them); the rest stay pointers with a snippet.
+CARRY_SECTION_TOKENS = 400
+CARRY_TOKENS = 800
+
 
 def _wire(record, keep=()) -> dict:
     """A record's JSON: its fields in declaration order, None left out unless named in `keep`."""

@@ -7,7 +7,7 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
-from remembrancer.indexer.answers import (DocumentList, Freshness, HistoryAnswer, LatestAnswer, MemoryRow,
+from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, Freshness, HistoryAnswer, LatestAnswer, MemoryRow,
                                           NeighborsAnswer, Outline, Page, Result, SearchAnswer, VerifyAnswer,
                                           freshness_line)
 from remembrancer.indexer.terms import elide
@@ -67,7 +67,8 @@ def search_text(out: SearchAnswer) -> str:
                      "The candidates below are weak and may not "
                      "answer the question; that is not proof the memory lacks it — rephrase, drop filters, or "
                      "try exact=true for literal strings.")
-        parts += [_pointer(i, r) for i, r in enumerate(weak, 1)]
+        # a short candidate comes whole, as a short runner-up does: a wrongly doubted answer is still in hand
+        parts += [_pointer(i, r, carried=(r.tokens or 0) <= CARRY_SECTION_TOKENS) for i, r in enumerate(weak, 1)]
     elif not results:
         parts.append(_sentence(out.message or "no section matches") + " An empty result is not proof of absence: "
                      "rephrase, widen the filters, or try exact=true for literal strings.")

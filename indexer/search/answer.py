@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from remembrancer.indexer.answers import FilterCheck, Result, Scores, SearchAnswer
+from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import rank
 from remembrancer.indexer import terms
@@ -30,11 +30,6 @@ LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
 W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
-# The runners-up a response carries whole, beside the best section: the agent reading it is a strong
-# reader, and a right section second costs it a `read` call when only pointed to. Short ones only,
-# up to a total (tokens as estimate_tokens counts them); the rest stay pointers with a snippet.
-CARRY_SECTION_TOKENS = 400
-CARRY_TOKENS = 800
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
 # without dropping requests") but says less than a passage of its text: its similarity counts at

@@ -58,3 +58,17 @@ def test_over_the_budget_the_runners_up_text_goes_before_the_best_sections(tmp_p
     assert all(r.content is None for r in out.results[1:])
     assert out.results[0].content and not out.results[0].content_truncated   # the best one kept whole
     assert any("a pointer only" in note for note in out.left_out)
+
+
+def test_an_abstaining_answer_shows_its_short_candidates_whole_and_says_they_are_weak():
+    from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, Result
+
+    short = Result(path="a.md", heading="A", lines=[1, 3], tokens=12, snippet="Restore…",
+                   content="# A\n\nRestore from the nightly dump.\n")
+    long = Result(path="b.md", heading="B", lines=[1, 90], tokens=CARRY_SECTION_TOKENS + 1, snippet="Drill 1…",
+                  content="# B\n\n" + "Drill notes. " * 400)
+    out = SearchAnswer(query="restore", mode="hybrid", results=[], no_strong_match=True, best_weak=[short, long],
+                       why_no_strong_match=["best semantic match 0.31"])
+    text = search_text(out)
+    assert text.index("No strong match") < text.index("Restore from the nightly dump.")
+    assert "Drill notes. Drill notes." not in text and "Drill 1…" in text
