@@ -30,7 +30,7 @@ def do_search(view: ReadView, params) -> dict:
     p = SearchParams.from_wire(params)
     req = SearchRequest(query=p.query, limit=p.limit, filters=filters_from(p), exact=p.exact, explain=p.explain,
                         alternates=p.alternates, content_chars=p.budget_tokens * CHARS_PER_TOKEN)
-    return fit_budget(SearchAnswer.parse(search(view, req)), p.budget_tokens).to_json()
+    return fit_budget(search(view, req), p.budget_tokens).to_json()
 
 
 def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:

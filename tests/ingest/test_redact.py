@@ -338,7 +338,7 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
     assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
-    hits = search(engine.view(), SearchRequest("unseal vault", limit=3))["results"]
+    hits = search(engine.view(), SearchRequest("unseal vault", limit=3)).to_json()["results"]
     assert hits and hits[0]["path"] == "runbooks/vault/unseal.md"
 
     logs = "\n".join(r.getMessage() for r in caplog.records) + "\n".join(report.warnings)
@@ -792,9 +792,9 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     # a working index whose hash file then goes bad: search, read and outline all refuse
     engine = make_engine(corpus, tiny_embedder, secret_hashes=str(hashes))
     engine.refresh()
-    assert search(engine.view(), SearchRequest("unseal vault"))["results"]
+    assert search(engine.view(), SearchRequest("unseal vault")).to_json()["results"]
     hashes.write_text("salt 00112233445566778899\n")  # malformed: no hashes left
-    for call in (lambda: search(engine.view(), SearchRequest("unseal vault")),
+    for call in (lambda: search(engine.view(), SearchRequest("unseal vault")).to_json(),
                  lambda: reader.read(engine.view(), "runbooks/vault/unseal.md"),
                  lambda: reader.outline(engine.view(), "runbooks/vault/unseal.md"),
                  lambda: engine.refresh()):
@@ -818,14 +818,14 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
 def test_front_matter_secret_true_excludes_the_file_and_drops_an_old_copy(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
-    assert search(engine.view(), SearchRequest("restart pgbouncer ini", limit=3))["results"][0]["path"] == "memory/plain.md"
+    assert search(engine.view(), SearchRequest("restart pgbouncer ini", limit=3)).to_json()["results"][0]["path"] == "memory/plain.md"
     p = corpus / "memory/plain.md"
     p.write_text("---\nsecret: true\n---\n" + p.read_text())
     report = engine.refresh()
     assert report.removed == 1
     assert any("memory/plain.md: not indexed (front matter secret: true)" == w for w in report.warnings)
     assert engine.catalog.document("memory/plain.md") is None
-    assert all(r["path"] != "memory/plain.md" for r in search(engine.view(), SearchRequest("restart pgbouncer ini"))["results"])
+    assert all(r["path"] != "memory/plain.md" for r in search(engine.view(), SearchRequest("restart pgbouncer ini")).to_json()["results"])
     with pytest.raises(UserError):
         reader.read(engine.view(), "memory/plain.md")
     # also when the YAML around it is broken (fail closed)
