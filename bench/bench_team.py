@@ -373,7 +373,7 @@ def timed_searches(reader, requests) -> dict:
     for r in requests:
         t = time.perf_counter()
         with reader.view(()) as view:
-            S.search(view, r)
+            S.search(view, r).to_json()
         times.append((time.perf_counter() - t) * 1000)
     n = len(requests)
     py_ms, pg_ms = (time.process_time() - c0) / n * 1000, (sum(map(cpu_seconds, backends)) - b0) / n * 1000
@@ -566,7 +566,7 @@ def _timed(engine, calls) -> tuple[list[float], float]:
     cpu0, times = time.process_time(), []
     for fn in calls:
         t = time.perf_counter()
-        with engine.view(()) as view:
+        with engine.view(()):   # one request: the team store's snapshot for the calls inside
             fn()
         times.append((time.perf_counter() - t) * 1000)
     return times, time.process_time() - cpu0
@@ -609,14 +609,14 @@ def literal(tmp: Path, base_url: str, sections: int, queries: int = 60) -> dict:
            "sections_table": size[1], "reindex_content_grams_s": round(reindex_s, 1)}
     try:
         with reader.view(()) as view:
-            S.search(view, S.SearchRequest(idents[0], exact=True))   # warm-up (both modes fill the same caches)
+            S.search(view, S.SearchRequest(idents[0], exact=True)).to_json()   # warm-up (both modes fill the same caches)
         for mode in ("scan", "index"):
             reader.catalog.use_literal_index = mode == "index"
             reader._cache.lowered = (-1, [])   # the scan's cached copy is rebuilt once, as a fresh reader would
             out[mode] = {
-                "exact": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q, exact=True))
+                "exact": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q, exact=True)).to_json()
                                                    for q in idents])),
-                "identifier_question": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q))
+                "identifier_question": _summary(*_timed(reader, [lambda q=q: S.search(reader.view(), S.SearchRequest(q)).to_json()
                                                                  for q in asks])),
                 "latest_word": _summary(*_timed(reader, [lambda w=w: api.dispatch_read(reader, "latest", {"terms": [w]},
                                                                                        lambda view: Freshness("fresh")) for w in words])),
@@ -689,7 +689,7 @@ def concurrency(tmp: Path, base_url: str, readers: int = 8, sections: int = 2000
                 d = rng.randrange(docs)
                 try:
                     with eng.view(()) as view:
-                        out = S.search(view, S.SearchRequest(f"Document {d} host app{d % 97}", limit=10))
+                        out = S.search(view, S.SearchRequest(f"Document {d} host app{d % 97}", limit=10)).to_json()
                         rows = eng.catalog.sections(f"{('runbooks', 'journal', 'hosts', 'memory')[d % 4]}/doc{d:06d}.md")
                     versions: dict[str, set] = {}
                     for r in out["results"] + out.get("best_weak", []):

@@ -113,7 +113,7 @@ def run(tmp: Path, embedder, docs: int = 2000, searches: int = 30, seed: int = 1
     def call(method, params, scope):
         if method == "status":
             with engine.view(scope) as view:
-                return view.status()
+                return view.status().to_json()
         return api.dispatch_read(engine, method, {**params, "scope": scope}, lambda view: Freshness("fresh"))
 
     for scope in SPELLINGS:

@@ -680,48 +680,51 @@ def cmd_outline(args) -> int:
 
 
 def cmd_status(args) -> int:
-    st = _backend(args).call("status")
+    from remembrancer.indexer.answers import StatusAnswer
+
+    raw = _backend(args).call("status")
     if args.json:
-        print(json.dumps(st, indent=2, ensure_ascii=False))
+        print(json.dumps(raw, indent=2, ensure_ascii=False))
         return EXIT_OK
-    d = st.get("daemon")
+    out = StatusAnswer.parse(raw)
+    st, d = out.index, out.daemon
     if d:
-        print(f"daemon: up, pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
-              f"model loaded {d['model_loads']}x; queue {d['queued_changes']}"
-              + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
-    elif (st.get("store") or {}).get("kind") == "postgresql":
+        print(f"daemon: up, pid {d.pid} on {d.socket}; {d.clients} clients, {d.requests} requests, "
+              f"model loaded {d.model_loads}x; queue {d.queued_changes}"
+              + (f"; last error: {d.last_error}" if d.last_error else ""))
+    elif st is not None and st.store.get("kind") == "postgresql":
         print("daemon: none (a reader of the team store)")
     else:
         print("daemon: not running (answered in-process)")
-    corpora = st.get("corpora") or []
-    if corpora:
-        print(f"corpora served by the daemon ({len(corpora)}):")
-        for c in corpora:
-            fr = c.get("freshness") or {}
-            state = "" if c.get("state") == "open" else f" ({c.get('state')}: memory released, reopened on demand)"
-            print(f"  {', '.join(c['roots'])}: {fr.get('verdict', '?')}, {fr.get('documents', '?')} documents{state}")
-    if "index_dir" not in st:   # no corpus named and no default one: the daemon's view only
+    if out.corpora:
+        print(f"corpora served by the daemon ({len(out.corpora)}):")
+        for c in out.corpora:
+            fr = c.freshness
+            state = "" if c.state == "open" else f" ({c.state}: memory released, reopened on demand)"
+            print(f"  {', '.join(c.roots)}: {(fr and fr.verdict) or '?'}, "
+                  f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
+    if st is None:   # no corpus named and no default one: the daemon's view only
         return EXIT_OK
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"])) if st["last_indexed_at"] else "never"
-    fr = st.get("freshness") or {}
-    print(f"freshness: {fr.get('verdict', '?')}" + (f" — {fr.get('reason') or fr.get('detail')}"
-                                                    if fr.get("reason") or fr.get("detail") else ""))
-    store = st.get("store") or {}
-    if store.get("kind") == "postgresql":
-        print(f"store: {store['url']} (schema {store['schema_version']}, keyword ranking {store['keyword_ranking']})")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at)) if st.last_indexed_at else "never"
+    fr = out.freshness
+    why = fr and (fr.reason or fr.detail)
+    print(f"freshness: {(fr and fr.verdict) or '?'}" + (f" — {why}" if why else ""))
+    if st.store.get("kind") == "postgresql":
+        print(f"store: {st.store['url']} (schema {st.store['schema_version']}, keyword ranking "
+              f"{st.store['keyword_ranking']})")
     else:
-        print(f"index: {st['index_dir']}")
-    for r in st["roots"]:
+        print(f"index: {st.index_dir}")
+    for r in st.roots:
         head = ""
-        if r["head_current"]:
-            same = r["head_indexed"] == r["head_current"]
-            head = f"  HEAD {r['head_current'][:10]} ({'indexed' if same else 'NOT indexed yet'})"
-        print(f"root {r['name']}: {r['path']}{head}")
-    print(f"{st['documents']} documents, {st['sections']} sections, {st['passages']} passages, "
-          f"{st['vectors']} vectors; generation {st['generation']}; last indexed {when}")
-    m = st["model"]
+        if r.head_current:
+            same = r.head_indexed == r.head_current
+            head = f"  HEAD {r.head_current[:10]} ({'indexed' if same else 'NOT indexed yet'})"
+        print(f"root {r.name}: {r.path}{head}")
+    print(f"{st.documents} documents, {st.sections} sections, {st.passages} passages, "
+          f"{st.vectors} vectors; generation {st.generation}; last indexed {when}")
+    m = st.model
     print(f"model: {m['name']} ({m['dim']} dims, sha256 {m['model_sha256'][:12]}…)" if m else "model: none yet")
-    for w in st["warnings"]:
+    for w in st.warnings:
         print(f"warning: {w}")
     return EXIT_OK
 

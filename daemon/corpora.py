@@ -9,13 +9,15 @@ when a full catch-up pass brings it up to date exactly as a daemon start does.
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import threading
 import time
 from pathlib import Path
 
 from remembrancer.indexer import indexes
-from remembrancer.indexer.answers import Freshness
+from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.config import Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine, ReadView
@@ -214,7 +216,7 @@ class Corpus:
         view = view or self.engine.view()
         return None if got is None else {"at": got["at"], **view.last_run(got["report"])}
 
-    def observe(self, view: ReadView | None = None) -> tuple[int, float | None, bool, dict]:
+    def observe(self, view: ReadView | None = None) -> tuple[int, float | None, bool, IndexStatus]:
         """(queued changes, seconds behind, ingesting?, engine status): what a verdict is judged
         on, read in this order — the writer's state before the index, so a change that lands in
         between is in the index, never missed by both."""
@@ -223,7 +225,7 @@ class Corpus:
         return queued, behind, ingesting, (view or self.engine.view()).status()
 
     def freshness(self, view: ReadView | None = None,
-                  observed: tuple[int, float | None, bool, dict] | None = None) -> Freshness:
+                  observed: tuple[int, float | None, bool, IndexStatus] | None = None) -> Freshness:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
         `observed` (observe()) when given, so a status shows the verdict of its own figures."""
         queued, behind, ingesting, st = observed or self.observe(view)
@@ -236,20 +238,20 @@ class Corpus:
             return Freshness.judged(st, "stale", reason=problem)
         if queued or ingesting:
             return Freshness.judged(st, "catching_up", queued_changes=queued, seconds_behind=round(behind or 0.0, 1))
-        heads = [r for r in st["roots"] if r["head_current"] and r["head_current"] != r["head_indexed"]]
+        heads = [r for r in st.roots if r.head_current and r.head_current != r.head_indexed]
         if heads:
-            return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0]['name']} moved")
-        git = any(r["head_current"] for r in st["roots"])   # a plain folder has no HEAD to be at
+            return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0].name} moved")
+        git = any(r.head_current for r in st.roots)   # a plain folder has no HEAD to be at
         return Freshness.judged(st, "fresh", detail="at HEAD and on-disk state" if git else "at the on-disk state")
 
-    def summary(self) -> dict:
+    def summary(self) -> CorpusLine:
         """One line of `status`'s corpus list."""
         try:
             fr = self.freshness()
         except Exception as e:  # a broken index still gets its line
             fr = Freshness(verdict="stale", reason=f"{type(e).__name__}: {e}")
-        return {"roots": list(self.key), "index_dir": str(self.config.index_dir()), "state": "open",
-                "idle_s": round(time.monotonic() - self.last_used, 1), "freshness": fr.to_json()}
+        return CorpusLine(roots=list(self.key), index_dir=str(self.config.index_dir()), state="open",
+                          idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr)
 
 
 class Corpora:
@@ -260,7 +262,7 @@ class Corpora:
         self.rescan_s = rescan_s
         self.idle_s = idle_s
         self.open: dict[tuple[str, ...], Corpus] = {}
-        self.closed: dict[tuple[str, ...], dict] = {}   # key → its last summary, for status
+        self.closed: dict[tuple[str, ...], CorpusLine] = {}   # key → its last summary, for status
         self.model_loads_closed = 0  # loads done by engines since closed (their own fallback loads)
         self._opening: dict[tuple[str, ...], threading.Event] = {}   # corpora being opened right now
         self._lock = threading.RLock()
@@ -346,8 +348,9 @@ class Corpora:
                 indexes.mark_used(c.engine.dir, time.time() - (now - c.last_used))
                 self.model_loads_closed += c.engine.model_loads
                 del self.open[key]
-                self.closed[key] = {**summary, "state": "closed", "closed_at": time.time(),
-                                    "detail": "released after being idle; opened again on the next request"}
+                self.closed[key] = dataclasses.replace(
+                    summary, state="closed", closed_at=time.time(),
+                    detail="released after being idle; opened again on the next request")
                 done.append(key)
                 log.info("closed idle corpus %s", ", ".join(key))
         if done:
@@ -358,13 +361,13 @@ class Corpora:
         with self._lock:
             return self.model.loads + self.model_loads_closed + sum(c.engine.model_loads for c in self.open.values())
 
-    def summaries(self, touched: set | None = None) -> list[dict]:
+    def summaries(self, touched: set | None = None) -> list[CorpusLine]:
         """Every corpus's line; the engines read from are added to `touched` (to release later)."""
         with self._lock:
             out = [c.summary() for c in self.open.values()] + list(self.closed.values())
             if touched is not None:
                 touched.update(c.engine for c in self.open.values())
-        return sorted(out, key=lambda s: s["roots"])
+        return sorted(out, key=lambda s: s.roots)
 
     def close_all(self) -> None:
         with self._lock:
@@ -391,7 +394,7 @@ class Corpora:
             for c in hit:
                 c.stop()
                 del self.open[c.key]
-            dropped = [k for k, v in self.closed.items() if Path(v.get("index_dir", "")).name == name]
+            dropped = [k for k, v in self.closed.items() if Path(v.index_dir).name == name]
             for k in dropped:
                 del self.closed[k]
             keys = [c.key for c in hit] + dropped

@@ -29,7 +29,9 @@ from pathlib import Path
 from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer import writelock
+from remembrancer.indexer.answers import DaemonState, StatusAnswer
 from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
+from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.errors import UserError
 
 from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, roots_param,
@@ -315,7 +317,7 @@ class Daemon:
                 self.default_key = None
             return out
         if method == "status" and roots is None and within is None and not self._default_open():
-            return self.status(None)  # a ping: never reopens a closed corpus
+            return self.status(None).to_json()  # a ping: never reopens a closed corpus
         if method == "reindex" and roots is None and self.default_key is None:
             for c in list(self.corpora.open.values()):
                 c.queue.put(full=True)
@@ -332,8 +334,8 @@ class Daemon:
                 with corpus.engine.view(scope) as view:
                     st = self.status(corpus, view)
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
-                        st["corpora"] = [corpus.summary()]
-                return st
+                        st.corpora = [corpus.summary()]
+                return st.to_json()
             if method == "reindex":
                 if params.get("wait"):   # `remembrancer index`: this daemon is the index's one writer
                     return {"report": corpus.full_pass(), "pid": os.getpid()}
@@ -378,21 +380,21 @@ class Daemon:
                               else f"no corpus of this daemon holds {path}")
         return out
 
-    def status(self, corpus: Corpus | None, view: ReadView | None = None) -> dict:
+    def status(self, corpus: Corpus | None, view: ReadView | None = None) -> StatusAnswer:
         """The daemon, every corpus with its freshness, and (when one is addressed) that corpus in full."""
-        d = {"pid": os.getpid(), "socket": str(self.sock_path), "started_at": self.started_at,
-             "clients": self.clients, "requests": self.requests, "idle_exit_s": self.idle_exit_s,
-             "corpus_idle_s": self.corpora.idle_s, "model_loads": self.corpora.model_loads(),
-             "notifications": self.notifications, "last_notification": self.last_notification,
-             "multi_corpus": True, "default_roots": list(self.default_key or ())}
+        def daemon(**writer) -> DaemonState:
+            return DaemonState(pid=os.getpid(), socket=str(self.sock_path), started_at=self.started_at,
+                               clients=self.clients, requests=self.requests, idle_exit_s=self.idle_exit_s,
+                               corpus_idle_s=self.corpora.idle_s, model_loads=self.corpora.model_loads(),
+                               notifications=self.notifications, last_notification=self.last_notification,
+                               multi_corpus=True, default_roots=list(self.default_key or ()), **writer)
         if corpus is None:
-            return {"roots": [], "daemon": {**d, "queued_changes": 0, "seconds_behind": None, "ingesting": False,
-                                            "last_error": None, "last_ingest": None},
-                    "corpora": self.corpora.summaries(self._touched_engines())}
+            return StatusAnswer(index=None, corpora=self.corpora.summaries(self._touched_engines()),
+                                daemon=daemon(queued_changes=0, seconds_behind=None, ingesting=False,
+                                              last_error=None, last_ingest=None))
         observed = corpus.observe(view)   # one reading: the verdict is that of the figures beside it
         queued, behind, ingesting, st = observed
-        return {**st,
-                "daemon": {**d, "queued_changes": queued, "seconds_behind": behind, "ingesting": ingesting,
-                           "last_error": corpus.last_error, "last_ingest": corpus.last_run(view)},
-                "freshness": corpus.freshness(view, observed).to_json(),
-                "corpora": self.corpora.summaries(self._touched_engines())}
+        return StatusAnswer(index=st, freshness=corpus.freshness(view, observed),
+                            daemon=daemon(queued_changes=queued, seconds_behind=behind, ingesting=ingesting,
+                                          last_error=corpus.last_error, last_ingest=corpus.last_run(view)),
+                            corpora=self.corpora.summaries(self._touched_engines()))

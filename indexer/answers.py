@@ -50,10 +50,9 @@ class Freshness:
     seconds_behind: float | None = None
 
     @classmethod
-    def judged(cls, counts, verdict: Verdict, **facts) -> "Freshness":
-        """A verdict on an index whose `counts` are an engine status (or a store's counts)."""
-        return cls(verdict, counts["documents"], counts["sections"], counts["generation"],
-                   counts["last_indexed_at"], **facts)
+    def judged(cls, counts: "IndexCounts | IndexStatus", verdict: Verdict, **facts) -> "Freshness":
+        """A verdict on an index, with its counts (an IndexStatus, or a team store's IndexCounts)."""
+        return cls(verdict, counts.documents, counts.sections, counts.generation, counts.last_indexed_at, **facts)
 
     @classmethod
     def parse(cls, data) -> "Freshness | None":
@@ -542,3 +541,113 @@ class VerifyAnswer(_Wire):
     message: str | None = None
     index: Freshness | None = None
     NESTED = {"source": VerifySource, "repos": RepoState, "commits": CommitCheck, "index": Freshness}
+
+
+# -- status ----------------------------------------------------------------------------------------
+
+@dataclass
+class IndexCounts:
+    """What a freshness verdict repeats of the index it judges."""
+    documents: int
+    sections: int
+    generation: int
+    last_indexed_at: float | None
+
+
+@dataclass
+class RootHeads(_Wire):
+    """A corpus root, and the HEAD it was indexed at against the one it is at now (None: not git)."""
+    name: str
+    path: str
+    head_indexed: str | None = None
+    head_current: str | None = None
+    KEEP = ("head_indexed", "head_current")
+
+
+@dataclass
+class IndexStatus(_Wire):
+    """One index as a request's scope sees it: where it lives, its counts and generations, the
+    model it was embedded with, when it was last indexed and what the runs warned about."""
+    index_dir: str
+    store: dict                            # the store's own description (kind, and where it is)
+    roots: list[RootHeads]
+    documents: int
+    sections: int
+    chunks: int
+    passages: int
+    vectors: int
+    generation: int
+    fulltext_generation: int
+    vectors_generation: int | None
+    model: dict | None                     # the model contract the index was embedded with
+    last_indexed_at: float | None
+    warnings: list[str]
+    redaction: dict                        # the policy in force, or why it fails closed
+    scope: list[str] | None = None
+    NESTED = {"roots": RootHeads}
+    KEEP = ("vectors_generation", "model", "last_indexed_at")
+
+
+@dataclass
+class DaemonState(_Wire):
+    """The daemon that answered: its process, its clients, and the addressed corpus's writer."""
+    pid: int
+    socket: str
+    started_at: float
+    clients: int
+    requests: int
+    idle_exit_s: float | None
+    corpus_idle_s: float | None
+    model_loads: int
+    notifications: int
+    last_notification: dict | None
+    multi_corpus: bool
+    default_roots: list[str]
+    queued_changes: int
+    seconds_behind: float | None
+    ingesting: bool
+    last_error: str | None
+    last_ingest: dict | None               # the last run's report, as the scope sees it
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class CorpusLine(_Wire):
+    """One corpus a daemon serves, open or released."""
+    roots: list[str]
+    index_dir: str
+    state: str
+    idle_s: float | None = None
+    freshness: Freshness | None = None
+    closed_at: float | None = None
+    detail: str | None = None
+    NESTED = {"freshness": Freshness}
+
+
+@dataclass
+class StatusAnswer:
+    """What `status` answers: the index (when one is addressed), the daemon (None: answered in
+    process), the verdict, and the corpora a daemon serves. On the wire the index's fields come
+    first, flat."""
+    index: IndexStatus | None
+    daemon: DaemonState | None
+    freshness: Freshness | None = None
+    corpora: list[CorpusLine] | None = None
+
+    @classmethod
+    def parse(cls, data) -> "StatusAnswer":
+        return cls(index=IndexStatus.parse(data) if "index_dir" in data else None,
+                   daemon=DaemonState.parse(data["daemon"]) if data.get("daemon") else None,
+                   freshness=Freshness.parse(data.get("freshness")),
+                   corpora=[CorpusLine.parse(c) for c in data["corpora"]] if "corpora" in data else None)
+
+    def to_json(self) -> dict:
+        out = self.index.to_json() if self.index is not None else {"roots": []}
+        out["daemon"] = self.daemon.to_json() if self.daemon is not None else None
+        if self.freshness is not None:
+            out["freshness"] = self.freshness.to_json()
+        if self.corpora is not None:
+            out["corpora"] = [c.to_json() for c in self.corpora]
+        return out

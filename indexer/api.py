@@ -10,7 +10,7 @@ import json
 
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
-from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer
+from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer, StatusAnswer
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import (HistoryParams, LatestParams, ListParams, NeighborsParams, OutlineParams,
@@ -30,7 +30,7 @@ def do_search(view: ReadView, params) -> dict:
     p = SearchParams.from_wire(params)
     req = SearchRequest(query=p.query, limit=p.limit, filters=filters_from(p), exact=p.exact, explain=p.explain,
                         alternates=p.alternates, content_chars=p.budget_tokens * CHARS_PER_TOKEN)
-    return fit_budget(SearchAnswer.parse(search(view, req)), p.budget_tokens).to_json()
+    return fit_budget(search(view, req), p.budget_tokens).to_json()
 
 
 def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
@@ -162,7 +162,7 @@ def answer_in_process(engine: Engine, method: str, params: dict, freshness) -> d
     out = dispatch_read(engine, method, params, freshness)
     if out is None and method == "status":
         with engine.view(params.get("scope") or ()) as view:
-            out = {**view.status(), "daemon": None, "freshness": freshness(view).to_json()}
+            out = StatusAnswer(index=view.status(), daemon=None, freshness=freshness(view)).to_json()
     return out
 
 def _redacted_echoes(engine, out, params: dict, lowered: bool = False):

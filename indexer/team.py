@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
-from remembrancer.indexer.answers import Freshness
+from remembrancer.indexer.answers import Freshness, IndexCounts
 from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
 from remembrancer.indexer.store.postgres import roles as pg_roles
@@ -101,8 +101,7 @@ class TeamReader:
         if self._counts[0] != key:   # counting 100k rows per answer would cost more than the search
             self._counts = (key, cat.counts())
         counts = self._counts[1]
-        base = {"documents": counts["documents"], "sections": counts["sections"], "generation": cat.generation,
-                "last_indexed_at": float(last) if last else None}
+        base = IndexCounts(counts["documents"], counts["sections"], cat.generation, float(last) if last else None)
         store = {"store": safe_url(self.store.url), "indexed_heads": heads}
         if last is None:
             return Freshness.judged(base, "stale", **store, reason="the writer has not finished a first pass yet")

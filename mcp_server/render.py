@@ -7,9 +7,9 @@ its token budget), so the text can never be larger than the data it describes.
 import json
 import time
 
-from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, Freshness, HistoryAnswer, LatestAnswer, MemoryRow,
-                                          NeighborsAnswer, Outline, Page, Result, SearchAnswer, VerifyAnswer,
-                                          freshness_line)
+from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, HistoryAnswer, LatestAnswer, MemoryRow,
+                                          NeighborsAnswer, Outline, Page, Result, SearchAnswer, StatusAnswer,
+                                          VerifyAnswer, freshness_line)
 from remembrancer.indexer.terms import elide
 
 
@@ -182,28 +182,30 @@ def list_terminal_text(out: DocumentList) -> str:
                          for d in out.documents), f"{out.total} documents"])
 
 
-def status_text(st: dict) -> str:
-    lines = [freshness_line(Freshness.parse(st.get("freshness")))]
-    d = st.get("daemon")
+def status_text(out: StatusAnswer) -> str:
+    lines = [freshness_line(out.freshness)]
+    d = out.daemon
     if d:
-        lines.append(f"Daemon: pid {d['pid']} on {d['socket']}; {d['clients']} clients, {d['requests']} requests, "
-                     f"model loaded {d['model_loads']}x, {d['queued_changes']} changes queued"
-                     + (f"; last error: {d['last_error']}" if d.get("last_error") else ""))
+        lines.append(f"Daemon: pid {d.pid} on {d.socket}; {d.clients} clients, {d.requests} requests, "
+                     f"model loaded {d.model_loads}x, {d.queued_changes} changes queued"
+                     + (f"; last error: {d.last_error}" if d.last_error else ""))
     else:
         lines.append("Daemon: none — answered by the engine inside the MCP server (read-only).")
-    for r in st.get("roots", []):
+    st = out.index
+    for r in st.roots if st else []:
         head = ""
-        if r.get("head_current"):
-            same = r.get("head_indexed") == r["head_current"]
-            head = f", HEAD {r['head_current'][:10]} ({'indexed' if same else 'not indexed yet'})"
-        lines.append(f"Root {r['name']}: {r['path']}{head}")
-    when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed_at"]))
-            if st.get("last_indexed_at") else "never")
-    lines.append(f"{st.get('documents', '?')} documents, {st.get('sections', '?')} sections, "
-                 f"{st.get('vectors', '?')} vectors; generation {st.get('generation', '?')}; last indexed {when}")
-    m = st.get("model")
+        if r.head_current:
+            same = r.head_indexed == r.head_current
+            head = f", HEAD {r.head_current[:10]} ({'indexed' if same else 'not indexed yet'})"
+        lines.append(f"Root {r.name}: {r.path}{head}")
+    when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at))
+            if st and st.last_indexed_at else "never")
+    counts = (st.documents, st.sections, st.vectors, st.generation) if st else ("?",) * 4
+    lines.append(f"{counts[0]} documents, {counts[1]} sections, {counts[2]} vectors; generation {counts[3]}; "
+                 f"last indexed {when}")
+    m = st.model if st else None
     lines.append(f"Model: {m['name']} ({m['dim']} dims)" if m else "Model: none yet")
-    for w in st.get("warnings") or []:
+    for w in (st.warnings if st else []):
         lines.append(f"Warning: {w}")
     return "\n".join(lines)
 

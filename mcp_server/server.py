@@ -26,7 +26,7 @@ from remembrancer.daemon.connect import wait_for_first_index
 from remembrancer.indexer import indexes
 from remembrancer.indexer import requests as rq
 from remembrancer.indexer.answers import (DocumentList, HistoryAnswer, LatestAnswer, NeighborsAnswer, Outline, Page,
-                                          SearchAnswer, VerifyAnswer)
+                                          SearchAnswer, StatusAnswer, VerifyAnswer)
 from remembrancer.indexer.config import DOC_TYPES, load_config
 from remembrancer.indexer.errors import UserError, echo, scrub_error, scrubbed
 from remembrancer.indexer.search.querylog import LOGGED_TOOLS, QueryLog
@@ -355,7 +355,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     def index_status() -> Result:
         def body():
             st = link.call("status")
-            return ok(render.status_text(st), st)
+            return ok(render.status_text(StatusAnswer.parse(st)), st)
         return guarded("index_status", body)
 
     # each tool's parameters — names, types, defaults, bounds, descriptions — are its request's (indexer/requests.py)

@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from typing import Callable
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.answers import IndexStatus, RootHeads
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.store import scope
@@ -247,32 +248,30 @@ class ReadView:
             cached = c.counts = (key, self.catalog.counts())
         return dict(cached[1])
 
-    def status(self) -> dict:
+    def status(self) -> IndexStatus:
         """Counts, model, freshness facts and the last run's warnings — what `status` prints."""
         core = self._core
         last = self.catalog.get_meta("last_indexed_at")
         indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
         current = self.current_heads()
-        contract = self.catalog.model_contract()
-        out = {
-            "index_dir": str(core.dir),
-            "store": self.store.describe(),
-            "roots": [{"name": r.name, "path": str(r.path),
-                       "head_indexed": self.scoped_head(r, indexed_heads.get(r.name)),
-                       "head_current": self.scoped_head(r, current.get(r.name))} for r in self.config.roots],
+        out = IndexStatus(
+            index_dir=str(core.dir),
+            store=self.store.describe(),
+            roots=[RootHeads(r.name, str(r.path), self.scoped_head(r, indexed_heads.get(r.name)),
+                             self.scoped_head(r, current.get(r.name))) for r in self.config.roots],
             **self._counts(),
-            "generation": self.catalog.generation,
-            "fulltext_generation": core.fulltext.generation,
-            "vectors_generation": core.vectors.generation if core.vectors is not None else None,
-            "model": contract,
-            "last_indexed_at": float(last) if last else None,
-            "warnings": ([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
-                         + self.warnings()),
-            "redaction": self.redaction.status(),  # families, hash file — or why it fails closed
-        }
+            generation=self.catalog.generation,
+            fulltext_generation=core.fulltext.generation,
+            vectors_generation=core.vectors.generation if core.vectors is not None else None,
+            model=self.catalog.model_contract(),
+            last_indexed_at=float(last) if last else None,
+            warnings=([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
+                      + self.warnings()),
+            redaction=self.redaction.status(),  # families, hash file — or why it fails closed
+        )
         if self.scope:  # the vectors the scope's passages use (the embeddings table is shared)
-            out["vectors"] = self.catalog.vectors_in_use()
-            out["scope"] = list(self.scope)
+            out.vectors = self.catalog.vectors_in_use()
+            out.scope = list(self.scope)
         return out
 
     def warnings(self, path: str | None = None) -> list[str]:

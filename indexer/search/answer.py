@@ -105,8 +105,8 @@ class Candidate:
         return "keyword" if kw else "semantic"
 
 
-def search(view: ReadView, req: SearchRequest) -> dict:
-    """Run one search; returns its SearchAnswer as the wire has it, redacted."""
+def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
+    """Run one search; returns its SearchAnswer, redacted."""
     t0 = time.perf_counter()
     redactor = view.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     if not isinstance(req.limit, int) or not 1 <= req.limit <= MAX_LIMIT:
@@ -181,7 +181,8 @@ def search(view: ReadView, req: SearchRequest) -> dict:
         out.found_by = phrasings[ranked[0].found_by]   # which phrasing found the best result
     if notes:
         out.notes = notes
-    return redactor.redact_obj(out.to_json())  # served text is redacted again, with the policy in force now
+    # served text is redacted again, with the policy in force now (the whole answer, as the wire has it)
+    return SearchAnswer.parse(redactor.redact_obj(out.to_json()))
 
 
 def _shown_with_text(view, ranked: list[Candidate], rows: dict, limit: int) -> tuple[list[Candidate], dict]:

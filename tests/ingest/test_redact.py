@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from remembrancer.indexer.answers import DocumentList, Freshness, Outline, Page, SearchAnswer
+from remembrancer.indexer.answers import DocumentList, Freshness, Outline, Page, SearchAnswer, StatusAnswer
 from remembrancer.cli import secrets_cmd as secrets_cli
 from remembrancer.indexer import api
 from remembrancer.indexer.search import reader
@@ -308,8 +308,8 @@ def tool_outputs(engine) -> list[str]:
             offset = page["next_offset"]
     lst = api.dispatch_read(engine, "list", {}, fresh)
     keep(lst, render.list_text(DocumentList.parse(lst)))
-    st = engine.view().status()
-    keep(st, render.status_text(st))
+    st = StatusAnswer(index=engine.view().status(), daemon=None).to_json()
+    keep(st, render.status_text(StatusAnswer.parse(st)))
     return outs
 
 
@@ -338,12 +338,12 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
     assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
-    hits = search(engine.view(), SearchRequest("unseal vault", limit=3))["results"]
+    hits = search(engine.view(), SearchRequest("unseal vault", limit=3)).to_json()["results"]
     assert hits and hits[0]["path"] == "runbooks/vault/unseal.md"
 
     logs = "\n".join(r.getMessage() for r in caplog.records) + "\n".join(report.warnings)
     captured = capsys.readouterr()
-    assert leaks_in_text(logs + captured.out + captured.err + json.dumps(engine.view().status())) == []
+    assert leaks_in_text(logs + captured.out + captured.err + json.dumps(engine.view().status().to_json())) == []
     assert any("secret(s) redacted" in w for w in report.warnings)
     assert any("invalid YAML front matter" in w for w in report.warnings)  # that warning exists, and is clean
     engine.close()
@@ -783,7 +783,7 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     engine = make_engine(corpus, tiny_embedder, secret_hashes=str(missing))
     with pytest.raises(RedactionError):
         engine.refresh()
-    st = engine.view().status()
+    st = engine.view().status().to_json()
     assert st["redaction"]["ok"] is False and "missing" in st["redaction"]["error"]
     assert st["warnings"][0].startswith("redaction: ") and str(missing) in st["warnings"][0]
     assert st["documents"] == 0
@@ -792,9 +792,9 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     # a working index whose hash file then goes bad: search, read and outline all refuse
     engine = make_engine(corpus, tiny_embedder, secret_hashes=str(hashes))
     engine.refresh()
-    assert search(engine.view(), SearchRequest("unseal vault"))["results"]
+    assert search(engine.view(), SearchRequest("unseal vault")).to_json()["results"]
     hashes.write_text("salt 00112233445566778899\n")  # malformed: no hashes left
-    for call in (lambda: search(engine.view(), SearchRequest("unseal vault")),
+    for call in (lambda: search(engine.view(), SearchRequest("unseal vault")).to_json(),
                  lambda: reader.read(engine.view(), "runbooks/vault/unseal.md"),
                  lambda: reader.outline(engine.view(), "runbooks/vault/unseal.md"),
                  lambda: engine.refresh()):
@@ -803,13 +803,13 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
     with pytest.raises(UserError) as e:
         api.dispatch_read(engine, "search", {"query": "unseal"}, lambda view: Freshness())
     assert e.value.to_dict()["code"] == "redaction_unavailable"
-    assert "empty" in engine.view().status()["warnings"][0]
+    assert "empty" in engine.view().status().to_json()["warnings"][0]
     # the environment variable wins over the (broken) configured file
     good = env / "good.txt"
     good.write_text(hash_file_text("8899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
     monkeypatch.setenv(ENV_SECRET_HASHES, str(good))
     assert engine.refresh().updated == len(CORPUS)   # new policy fingerprint → everything re-read
-    assert engine.view().status()["redaction"]["ok"] is True
+    assert engine.view().status().to_json()["redaction"]["ok"] is True
     engine.close()
 
 
@@ -818,14 +818,14 @@ def test_a_broken_hash_file_stops_indexing_and_serving_and_status_says_why(corpu
 def test_front_matter_secret_true_excludes_the_file_and_drops_an_old_copy(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
-    assert search(engine.view(), SearchRequest("restart pgbouncer ini", limit=3))["results"][0]["path"] == "memory/plain.md"
+    assert search(engine.view(), SearchRequest("restart pgbouncer ini", limit=3)).to_json()["results"][0]["path"] == "memory/plain.md"
     p = corpus / "memory/plain.md"
     p.write_text("---\nsecret: true\n---\n" + p.read_text())
     report = engine.refresh()
     assert report.removed == 1
     assert any("memory/plain.md: not indexed (front matter secret: true)" == w for w in report.warnings)
     assert engine.catalog.document("memory/plain.md") is None
-    assert all(r["path"] != "memory/plain.md" for r in search(engine.view(), SearchRequest("restart pgbouncer ini"))["results"])
+    assert all(r["path"] != "memory/plain.md" for r in search(engine.view(), SearchRequest("restart pgbouncer ini")).to_json()["results"])
     with pytest.raises(UserError):
         reader.read(engine.view(), "memory/plain.md")
     # also when the YAML around it is broken (fail closed)

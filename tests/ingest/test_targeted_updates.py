@@ -162,7 +162,7 @@ def test_engine_refresh_paths_diffs_a_moved_head(tmp_path, data_env, tiny_embedd
         report = e.refresh_paths([])
         assert report.scanned == 1 and report.updated == 1
         assert e.catalog.document("hosts/pg1.md")["content_hash"] == git(repo, "rev-parse", "HEAD:hosts/pg1.md")
-        assert e.view().status()["roots"][0]["head_indexed"] == git(repo, "rev-parse", "HEAD")
+        assert e.view().status().to_json()["roots"][0]["head_indexed"] == git(repo, "rev-parse", "HEAD")
         report = e.refresh_paths([])
         assert (report.scanned, report.updated, report.added, report.removed) == (0, 0, 0, 0)
     finally:

@@ -41,6 +41,10 @@ def world(tmp_path_factory):
     sockdir = Path(tempfile.mkdtemp(prefix="rmb-mem-", dir="/tmp"))   # AF_UNIX paths must stay short
     env = remembrancer_env(data=base / "data", socket=sockdir / "daemon.sock", config=cfg, home=home)
     w = {**fx, "env": env, "sock": sockdir / "daemon.sock", "log": log}
+    # Indexed first, as the README has a user do: the assertions below read the whole corpus, and a
+    # daemon started on demand answers from a partial first pass (saying so) on a loaded machine.
+    r = run_cli("index", "--root", str(fx["notes"]), env=env, cwd=PROJECT, timeout=300)
+    assert r.returncode == 0, r.stderr
     yield w
     stop_daemon_at(w["sock"])   # the daemon this module's sessions started
     shutil.rmtree(sockdir, ignore_errors=True)

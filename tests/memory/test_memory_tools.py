@@ -263,23 +263,23 @@ def test_latest_bad_input_is_a_structured_error(eng, kw, param):
 
 def test_filters_alone_list_newest_first_without_embedding(eng, tiny_embedder):
     before = tiny_embedder.texts_embedded
-    out = search(eng.view(), SearchRequest("", limit=20, filters=Filters(types=["journal"])))
+    out = search(eng.view(), SearchRequest("", limit=20, filters=Filters(types=["journal"]))).to_json()
     assert tiny_embedder.texts_embedded == before
     dates = [r["date"] for r in out["results"]]
     assert out["mode"] == "filters" and dates == sorted(dates, reverse=True) and dates[0] == "2030-02-17"
 
 
 def test_an_empty_filtered_result_says_which_filter_emptied_it(eng):
-    out = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], tags=["runbook"])))
+    out = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], tags=["runbook"]))).to_json()
     assert out["results"] == [] and out["message"].startswith("0 matches for filters: type=journal tags=runbook")
     assert "without tags=runbook:" in out["message"] and "without type=journal:" in out["message"]
     by = {r["filter"]: r for r in out["emptied_by"]}
     assert by["tags=runbook"]["matches_without_it"] > 0 and by["type=journal"]["matches_alone"] > 0
-    future = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], since="2031-01-01")))
+    future = search(eng.view(), SearchRequest("", filters=Filters(types=["journal"], since="2031-01-01"))).to_json()
     assert "since=2031-01-01 matches no section on its own" in future["message"]
-    with_query = search(eng.view(), SearchRequest("postgres", filters=Filters(types=["plan"], path="hosts/")))
+    with_query = search(eng.view(), SearchRequest("postgres", filters=Filters(types=["plan"], path="hosts/"))).to_json()
     assert "0 matches for filters" in with_query["message"] and "emptied_by" in with_query
-    alone = search(eng.view(), SearchRequest("", filters=Filters(path="nowhere/")))
+    alone = search(eng.view(), SearchRequest("", filters=Filters(path="nowhere/"))).to_json()
     assert alone["message"].endswith("path=nowhere/ matches no section")
 
 

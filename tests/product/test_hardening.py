@@ -384,12 +384,12 @@ def test_a_files_warnings_stay_in_status_while_the_file_is_unchanged(data_env, t
     assert any(w.startswith("bad-yaml.md:") for w in first) and any(w.startswith("bad-utf8.md:") for w in first)
     for _ in range(2):   # nothing changed: nothing is read again
         assert e.refresh().unchanged == 3
-        warned = e.view().status()["warnings"]
+        warned = e.view().status().to_json()["warnings"]
         assert sorted(w for w in warned if w.startswith("bad-")) == sorted(w for w in first if w.startswith("bad-"))
     write(root, "bad-yaml.md", "---\ntags: [fixed]\n---\n# Bad\n\ntext\n")
     e.refresh()
-    assert not any(w.startswith("bad-yaml.md:") for w in e.view().status()["warnings"])
-    assert any(w.startswith("bad-utf8.md:") for w in e.view().status()["warnings"])
+    assert not any(w.startswith("bad-yaml.md:") for w in e.view().status().to_json()["warnings"])
+    assert any(w.startswith("bad-utf8.md:") for w in e.view().status().to_json()["warnings"])
     e.close()
 
 
@@ -407,7 +407,7 @@ def test_every_walked_file_is_accounted_for_and_every_document_listed(data_env, 
         assert r.added + r.updated + r.unchanged + r.skipped == r.scanned, r
         assert (r.added, r.unchanged) == ((3, 0) if n == 0 else (0, 3)), r
     listed = api.do_list(e.view(), {})
-    assert listed["total"] == e.view().status()["documents"] == 3
+    assert listed["total"] == e.view().status().to_json()["documents"] == 3
     assert {d["path"]: d["sections"] for d in listed["documents"]}["onlyfm.md"] == 0
     e.close()
 

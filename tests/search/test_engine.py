@@ -56,7 +56,7 @@ def test_edit_one_paragraph_reembeds_only_that_passage(engine, corpus, tiny_embe
     assert report.updated == 1 and report.added == 0
     assert report.embedded == 1
     assert tiny_embedder.texts_embedded - before == 1
-    hits = search(engine.view(), SearchRequest("redeploy", limit=3))["results"]
+    hits = search(engine.view(), SearchRequest("redeploy", limit=3)).to_json()["results"]
     assert hits and hits[0]["path"] == "journal/2030/2030-01-21.md"
 
 
@@ -82,7 +82,7 @@ def test_delete_removes_from_catalog_bm25_and_vectors(engine, corpus):
     assert engine.catalog.document("hosts/db2.md") is None
     assert "hosts/db2.md" not in paths_in_fulltext(engine)
     assert len(engine.core.vectors) == n_passages - doomed
-    res = search(engine.view(), SearchRequest("replica lag reports-db", limit=10))
+    res = search(engine.view(), SearchRequest("replica lag reports-db", limit=10)).to_json()
     assert all(r["path"] != "hosts/db2.md" for r in res["results"] + res.get("best_weak", []))
 
 
@@ -92,7 +92,7 @@ def test_rename_moves_without_duplicates(engine, corpus):
     paths = [r[0] for r in engine.catalog.db.execute("SELECT path FROM documents")]
     assert "memory/pooling.md" in paths and "memory/pgbouncer-transaction-pooling.md" not in paths
     assert len(paths) == len(set(paths)) == 9
-    res = search(engine.view(), SearchRequest("server-side cursors transaction pooling", limit=10))["results"]
+    res = search(engine.view(), SearchRequest("server-side cursors transaction pooling", limit=10)).to_json()["results"]
     assert [r["path"] for r in res].count("memory/pooling.md") == 1
     assert "memory/pgbouncer-transaction-pooling.md" not in paths_in_fulltext(engine)
 
@@ -118,7 +118,7 @@ def test_damaged_derived_store_is_rebuilt_without_embedding(corpus, tiny_embedde
     assert tiny_embedder.texts_embedded == before
     assert e2.core.fulltext.num_docs() == counts["chunks"]
     assert len(e2.core.vectors) == counts["passages"]
-    res = search(e2.view(), SearchRequest("pgBackRest restore", limit=3))
+    res = search(e2.view(), SearchRequest("pgBackRest restore", limit=3)).to_json()
     assert res["results"] or res["best_weak"]
     assert tiny_embedder.texts_embedded == before + 1  # only the query
     e2.close()
@@ -129,7 +129,7 @@ def test_model_contract_mismatch_is_refused_with_the_fix(engine, corpus):
         engine.core.embedder.contract.model_sha256, "0" * 64))
     problem = engine.contract_problem()
     assert problem and "--reembed" in problem and "remembrancer index" in problem
-    res = search(engine.view(), SearchRequest("pgBackRest restore", limit=3))
+    res = search(engine.view(), SearchRequest("pgBackRest restore", limit=3)).to_json()
     assert any("keyword search only" in n for n in res["notes"])
     assert all(r["provenance"] == "keyword" for r in res["results"])
     report = engine.refresh(reembed=True)
@@ -137,19 +137,19 @@ def test_model_contract_mismatch_is_refused_with_the_fix(engine, corpus):
 
 
 def test_filters_combine_with_and(engine):
-    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(types=["host"], tags=["postgres"])))
+    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(types=["host"], tags=["postgres"]))).to_json()
     assert res["results"] and {r["type"] for r in res["results"]} == {"host"}
     res = search(engine.view(), SearchRequest("postgres", limit=20,
-                                       filters=Filters(types=["journal"], since="2030-01-21", until="2030-01-21")))
+                                       filters=Filters(types=["journal"], since="2030-01-21", until="2030-01-21"))).to_json()
     assert res["results"] and {r["path"] for r in res["results"]} == {"journal/2030/2030-01-21.md"}
-    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(path="runbooks/")))
+    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(path="runbooks/"))).to_json()
     assert {r["path"] for r in res["results"]} == {"runbooks/postgres/restore.md"}
-    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(types=["journal"], tags=["runbook"])))
+    res = search(engine.view(), SearchRequest("postgres", limit=20, filters=Filters(types=["journal"], tags=["runbook"]))).to_json()
     assert res["results"] == [] and "0 matches for filters" in res["message"]
 
 
 def test_filters_alone_list_newest_first(engine):
-    res = search(engine.view(), SearchRequest("", limit=10, filters=Filters(types=["journal"])))
+    res = search(engine.view(), SearchRequest("", limit=10, filters=Filters(types=["journal"]))).to_json()
     dates = [r["date"] for r in res["results"]]
     assert dates and dates == sorted(dates, reverse=True)
 
@@ -163,7 +163,7 @@ def test_filters_alone_list_newest_first(engine):
 ])
 def test_bad_filters_name_the_parameter(engine, bad, param):
     with pytest.raises(UserError) as ei:
-        search(engine.view(), SearchRequest("postgres", filters=bad))
+        search(engine.view(), SearchRequest("postgres", filters=bad)).to_json()
     assert ei.value.param == param
     if param == "type":
         assert "journal" in ei.value.options
@@ -174,7 +174,7 @@ def test_bad_filters_name_the_parameter(engine, bad, param):
     "rate(x[5m])", "NOT OR AND", "field:", "a:b:c", "🙂 émoji", "x" * 5000,
 ])
 def test_agent_style_queries_never_error(engine, q):
-    out = search(engine.view(), SearchRequest(q, limit=5))
+    out = search(engine.view(), SearchRequest(q, limit=5)).to_json()
     assert "results" in out and isinstance(out["no_strong_match"], bool)
 
 
@@ -183,41 +183,41 @@ def test_a_query_without_a_word_is_a_clear_error_not_a_confident_answer(engine, 
     """Nothing to search for: once such a query got the nearest vector's section at a fused score
     of 0.7 and no_strong_match false. An exact search still takes a symbol as given."""
     with pytest.raises(UserError) as ei:
-        search(engine.view(), SearchRequest(q, limit=5))
+        search(engine.view(), SearchRequest(q, limit=5)).to_json()
     assert ei.value.param == "query" and "no word" in ei.value.message and "exact" in ei.value.hint
-    assert "results" in search(engine.view(), SearchRequest(q, exact=True, limit=5))
+    assert "results" in search(engine.view(), SearchRequest(q, exact=True, limit=5)).to_json()
 
 
 def test_alternates_with_an_exact_search_are_refused(engine):
     with pytest.raises(UserError) as ei:
-        search(engine.view(), SearchRequest("too many clients", exact=True, alternates=["connection limit"]))
+        search(engine.view(), SearchRequest("too many clients", exact=True, alternates=["connection limit"])).to_json()
     assert ei.value.param == "alternates"
 
 
 def test_a_question_none_of_whose_words_the_notes_use_says_it_rests_on_meaning(engine):
     """Not an abstention (a terse paraphrase shares no word with the notes that answer it either),
     but the answer says so; a question that shares a word does not get the note."""
-    out = search(engine.view(), SearchRequest("players stuck on loading screens", limit=3))
+    out = search(engine.view(), SearchRequest("players stuck on loading screens", limit=3)).to_json()
     assert out["results"] and any("no word of the question occurs in the notes" in n for n in out.get("notes", []))
-    out = search(engine.view(), SearchRequest("players stuck on the restore", limit=3))
+    out = search(engine.view(), SearchRequest("players stuck on the restore", limit=3)).to_json()
     assert not any("no word of the question" in n for n in out.get("notes", []))
 
 
 def test_empty_query_without_filters_is_a_clear_error(engine):
     with pytest.raises(UserError) as ei:
-        search(engine.view(), SearchRequest("   "))
+        search(engine.view(), SearchRequest("   ")).to_json()
     assert ei.value.param == "query"
 
 
 def test_exact_matches_the_literal_string(engine):
-    res = search(engine.view(), SearchRequest("too many clients already", exact=True, limit=10))
+    res = search(engine.view(), SearchRequest("too many clients already", exact=True, limit=10)).to_json()
     paths = {r["path"] for r in res["results"]}
     assert paths == {"journal/2030/2030-01-20.md", "hosts/db1.md"}
-    assert search(engine.view(), SearchRequest("too many clients alreadyX", exact=True))["results"] == []
+    assert search(engine.view(), SearchRequest("too many clients alreadyX", exact=True)).to_json()["results"] == []
 
 
 def test_result_contract(engine):
-    res = search(engine.view(), SearchRequest("restore from backup to a point in time", limit=3))
+    res = search(engine.view(), SearchRequest("restore from backup to a point in time", limit=3)).to_json()
     first = res["results"][0]
     for key in ("path", "heading", "lines", "score", "type", "date", "snippet", "provenance", "content"):
         assert key in first
@@ -280,7 +280,7 @@ def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
 def test_filters_that_let_nothing_through_say_so_instead_of_abstaining(engine):
     """Once it said no_strong_match with "no section shares a word or meaning with the question"
     for a word in dozens of sections, and the CLI promised weak candidates it did not print."""
-    out = search(engine.view(), SearchRequest("postgres", filters=Filters(path="nosuch/")))
+    out = search(engine.view(), SearchRequest("postgres", filters=Filters(path="nosuch/"))).to_json()
     assert out["results"] == [] and out["no_strong_match"] is False
     assert "path=nosuch/ matches no section" in out["message"]
     assert "why_no_strong_match" not in out

@@ -111,7 +111,7 @@ def test_word_checks_read_no_section_text_when_the_dictionary_can_answer(tmp_pat
     monkeypatch.setattr(terms, "uses_whole", lambda word, texts: scanned.append(word))
     for word in ("wombat", "wom", "restored", "platypus", "marsupials"):
         assert S._word_occurs(e.view(), word) is (word in ("wombat", "restored", "marsupials")), word
-    S.search(e.view(), S.SearchRequest("what did we do about the problem with the thing last time"))
+    S.search(e.view(), S.SearchRequest("what did we do about the problem with the thing last time")).to_json()
     assert scanned == []
 
 

@@ -158,7 +158,7 @@ def test_counts_are_the_listed_sections(typed_engine):
 def test_an_emptied_filter_result_names_each_filters_count(typed_engine):
     from remembrancer.indexer.search.answer import SearchRequest, search
 
-    out = search(typed_engine.view(), SearchRequest(filters=Filters(types=["runbook"], since="2031-01-01")))
+    out = search(typed_engine.view(), SearchRequest(filters=Filters(types=["runbook"], since="2031-01-01"))).to_json()
     assert out["results"] == []
     cat = typed_engine.catalog
     by = {r["param"]: r for r in out["emptied_by"]}

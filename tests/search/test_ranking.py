@@ -125,7 +125,7 @@ def real(tmp_path_factory):
 
 
 def top(engine, q, **kw):
-    out = search(engine.view(), SearchRequest(q, limit=5, **kw))
+    out = search(engine.view(), SearchRequest(q, limit=5, **kw)).to_json()
     return out, (out["results"] or out.get("best_weak") or [None])[0]
 
 

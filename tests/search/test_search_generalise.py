@@ -28,7 +28,7 @@ def corpus(root, files):
 
 
 def ranking(engine, query, **kw):
-    out = search(engine.view(), SearchRequest(query, limit=5, **kw))
+    out = search(engine.view(), SearchRequest(query, limit=5, **kw)).to_json()
     return [(r["path"], r["heading"], r["score"]) for r in out.get("results") or out.get("best_weak") or []]
 
 
@@ -63,7 +63,7 @@ def test_one_result_per_section_even_when_a_breadcrumb_repeats(tmp_path, tiny_en
                             "## Steps (Part 2)\n\nrestore the database: the rest of the steps\n",
         "notes/other.md": "# Other\n\n## Steps\n\nrestore the database from a backup\n",
     })
-    out = search(tiny_engine(root).view(), SearchRequest("restore the database", limit=5))
+    out = search(tiny_engine(root).view(), SearchRequest("restore the database", limit=5)).to_json()
     shown = [(r["path"], r["heading"].replace(" (Part 2)", "")) for r in out["results"]]
     assert len(shown) == len(set(shown))
     assert ("notes/restore.md", "Restore > Steps") in shown and ("notes/other.md", "Other > Steps") in shown
@@ -136,7 +136,7 @@ RECORDS = {
 
 @pytest.mark.parametrize("query", ["what is 10.20.1.11", "warehouse disk", "db1.internal.example services"])
 def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_record(tmp_path, tiny_engine, query):
-    out = search(tiny_engine(corpus(tmp_path / "notes", RECORDS)).view(), SearchRequest(query, limit=5))
+    out = search(tiny_engine(corpus(tmp_path / "notes", RECORDS)).view(), SearchRequest(query, limit=5)).to_json()
     assert (out["results"] or out["best_weak"])[0]["path"] == "hosts/db1.md"
 
 
@@ -185,7 +185,7 @@ def test_a_known_entity_and_an_everyday_word_the_corpus_lacks_is_no_reason_to_ab
     assert search_mod.terms.is_rare("kubernetes", frozenset({"chart", "helm"}))
     assert not search_mod.terms.is_rare("fetched", frozenset({"fetch"}))
     assert not search_mod.terms.is_rare("compaction", frozenset({"compact"}))
-    out = search(notes_engine.view(), SearchRequest("which disk does db1 serve towards the backup?", limit=5))
+    out = search(notes_engine.view(), SearchRequest("which disk does db1 serve towards the backup?", limit=5)).to_json()
     assert not out["no_strong_match"], out.get("why_no_strong_match")
 
 
@@ -200,7 +200,7 @@ FAILOVER = {
 
 
 def _literal_by_section(engine, query):
-    out = search(engine.view(), SearchRequest(query, limit=20))
+    out = search(engine.view(), SearchRequest(query, limit=20)).to_json()
     return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
 
 

@@ -27,7 +27,7 @@ def test_a_how_to_question_still_reads_the_runbooks_steps(tmp_path, tiny_engine)
     """The procedure rule reads a runbook's text: those candidates are read whole even though the
     rerank reads the others without it (without the text the steps would not count as a procedure)."""
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
-    out = search(e.view(), SearchRequest("how do I fail over db1?", limit=5, explain=True))
+    out = search(e.view(), SearchRequest("how do I fail over db1?", limit=5, explain=True)).to_json()
     steps = [r for r in out["results"] if r["heading"] == "Fail over db1 > Steps"]
     assert steps and any("a runbook's procedure" in w for w in steps[0]["why"])
     # Every shown result carries its text: the snippet is the body's, the first result has content.
@@ -57,12 +57,12 @@ def test_a_section_deleted_before_the_results_are_read_is_not_shown(tmp_path, ti
 
 def test_explain_says_how_each_result_was_fused_and_what_the_rephrasings_added(tmp_path, tiny_engine):
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
-    alone = search(e.view(), SearchRequest("restore the postgres dump", limit=5, explain=True))["results"]
+    alone = search(e.view(), SearchRequest("restore the postgres dump", limit=5, explain=True)).to_json()["results"]
     assert all(r["why"][0].startswith("bm25=") and "fused=" in r["why"][0] for r in alone)
-    plain = search(e.view(), SearchRequest("restore the postgres dump", limit=5))["results"]
+    plain = search(e.view(), SearchRequest("restore the postgres dump", limit=5)).to_json()["results"]
     assert all("why" not in r for r in plain)
     both = search(e.view(), SearchRequest("restore the postgres dump", limit=5, explain=True,
-                                   alternates=["dns resolver port 53"]))
+                                   alternates=["dns resolver port 53"])).to_json()
     why = {r["heading"]: r["why"] for r in both["results"] + both.get("best_weak", [])}
     assert all(w[0] == "not found by the question itself" or w[0].startswith("bm25=") for w in why.values())
     assert any(x.startswith("rephrasings +") for x in why["DNS > Resolver"])   # what the rephrasing found
@@ -78,7 +78,7 @@ def test_the_phrasings_of_one_request_read_each_passage_and_probe_once(tmp_path,
     real_passages, real_rows = e.catalog.passages_by_id, view.literal_rows
     monkeypatch.setattr(e.catalog, "passages_by_id", lambda ids: asked.append(list(ids)) or real_passages(ids))
     monkeypatch.setattr(view, "literal_rows", lambda needles, **kw: probes.append(needles) or real_rows(needles, **kw))
-    search(view, SearchRequest("pg_restore the dump", limit=5, alternates=["pg_restore a database", "pg_restore"]))
+    search(view, SearchRequest("pg_restore the dump", limit=5, alternates=["pg_restore a database", "pg_restore"])).to_json()
     flat = [p for batch in asked for p in batch]
     assert len(asked) >= 1 and len(flat) == len(set(flat))
     assert probes.count(["pg_restore"]) == 1

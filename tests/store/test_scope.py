@@ -72,7 +72,7 @@ def test_every_read_method_sees_only_the_scope(engine):
     results = outs[0]["results"] + outs[0].get("best_weak", [])
     assert all(r["path"].startswith(("journal/", "runbooks/")) for r in results)
     with engine.view(SCOPE) as view:
-        st = view.status()
+        st = view.status().to_json()
     assert st["documents"] == 4 and not leaks(st)
 
 

@@ -64,7 +64,7 @@ def test_a_first_load_builds_its_indexes_at_its_end_as_the_migrations_define_the
         w.pass_once()
         assert {n: _indexes(pg_url).get(n) for n in DEFERRED} == {n: migrated[n] for n in DEFERRED}
         with w.engine.view(()) as view:
-            hits = S.search(view, S.SearchRequest("wombat restart", exact=True))["results"]
+            hits = S.search(view, S.SearchRequest("wombat restart", exact=True)).to_json()["results"]
         assert [h["path"] for h in hits][:1] == ["memory/wombat.md"]
     finally:
         w.close()

@@ -48,7 +48,7 @@ def _answers(engine, needle: str) -> dict:
         out["counts"] = {ci: sorted((_key(engine, [i])[0], n) for i, _, n in
                                     engine.catalog.literal_counts(low if ci else needle, ci)) for ci in (True, False)}
         out["word"] = S._word_occurs(view, needle)
-        r = S.search(view, S.SearchRequest(needle, exact=True))
+        r = S.search(view, S.SearchRequest(needle, exact=True)).to_json()
         out["exact"] = [(x["path"], x["heading"]) for x in r["results"] or r.get("best_weak", [])]
     return out
 

@@ -26,7 +26,7 @@ from tests.support.team import QUERIES, index_once, stats_consistent
 
 def _top(engine, q, **kw):
     with engine.view(kw.pop("scope", ())) as view:
-        r = S.search(view, S.SearchRequest(q, **kw))
+        r = S.search(view, S.SearchRequest(q, **kw)).to_json()
     rows = r["results"] or r.get("best_weak", [])
     return [(x["path"], x["heading"], x.get("scores")) for x in rows], r["no_strong_match"]
 
