@@ -83,7 +83,7 @@ class Corpus:
         self.engine = Engine(config, embedder=model.get(config.model))
         self.engine.pool_readers()   # request threads share a few catalog connections (indexer/store/local/readers.py)
         self.updates = Updater(self.engine)
-        self.watcher = Watcher([r.path for r in config.roots], self.queue)
+        self.watcher = Watcher([r.path for r in config.roots], self.queue, config.roots[0].suffixes)
         self.stopping = threading.Event()
         self.in_use = 0
         self.last_used = time.monotonic()

@@ -136,6 +136,13 @@ class Result:
     content: str | None = None
     content_truncated: bool | None = None
     content_total_chars: int | None = None
+    # a conversation's exchange (indexer/search/conversations.py); None on notes
+    corpus: str | None = None              # "notes" or "conversations", in an answer over both
+    session_id: str | None = None
+    uuid: str | None = None                # the line that opened the exchange (its prompt)
+    timestamp: str | None = None
+    branch: str | None = None
+    agent_id: str | None = None            # a subagent's exchange
 
     @classmethod
     def parse(cls, data) -> "Result":

@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from remembrancer.indexer.config import make_private
+from remembrancer.indexer.config import CONVERSATIONS, make_private
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest import changes, corpus, links, meta, sandbox
+from remembrancer.indexer.ingest import changes, conversation, corpus, links, meta, sandbox
 from remembrancer.indexer.ingest import document as ingest
 from remembrancer.indexer.redact import Redactor
 from remembrancer.indexer.store.base import Ledger
@@ -241,7 +241,8 @@ class Writer:
         matcher = self._matcher(self.catalog.entities())
         redactor = self.core.redaction.current()
         # The fallback date of an undated file, new or edited (a dated filename needs none).
-        commit_dates = self._commit_dates([f for f in files if not meta.date_in(f.rel.rsplit("/", 1)[-1])])
+        commit_dates = self._commit_dates([f for f in files if f.root.kind != CONVERSATIONS
+                                           and not meta.date_in(f.rel.rsplit("/", 1)[-1])])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
         last_save = time.monotonic()
@@ -301,6 +302,8 @@ class Writer:
         """ingest.prepare, in a child process under a time budget for a large document
         (indexer/ingest/sandbox.py); past the budget the document is indexed as plain text in parts, and
         past a second budget for that, without its text."""
+        if f.root.kind == CONVERSATIONS:
+            return self._prepare_conversation(f, data, redactor)
         args = (f, data, self.core.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
             return ingest.prepare(*args)
@@ -311,6 +314,18 @@ class Writer:
                 f"{f.path}: indexed without its text: redacting it went over the per-document "
                 f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB), even as plain text; "
                 f"split the file to make it searchable"))
+
+    def _prepare_conversation(self, f, data: bytes, redactor) -> ingest.Prepared:
+        """A transcript's rows (ingest/conversation.py); a large one in the sandbox under its
+        budget, as a large note is (redaction is what can be slow), and past it without its text."""
+        if len(data) < sandbox.LARGE_BYTES:
+            return conversation.prepare(f, data, redactor)
+        try:
+            return self._sandbox.call("prepare_conversation", (f, data, redactor), stop=self.core.stop_requested)
+        except sandbox.OverBudget:
+            return ingest.without_sections(f, data, self.core.layout, (
+                f"{f.path}: indexed without its text: reading the transcript went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)"))
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
