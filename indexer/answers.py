@@ -177,6 +177,7 @@ class SearchAnswer:
     notes: list[str] | None = None
     left_out: list[str] | None = None      # what the token budget cut
     index: Freshness | None = None
+    conversations_index: Freshness | None = None   # an answer over notes and conversations: the latter's
 
     @classmethod
     def parse(cls, data) -> "SearchAnswer":
@@ -186,8 +187,9 @@ class SearchAnswer:
                 known[key] = [Result.parse(r) for r in known[key]]
         if known.get("emptied_by") is not None:
             known["emptied_by"] = [FilterCheck(**e) for e in known["emptied_by"]]
-        if "index" in known:
-            known["index"] = Freshness.parse(known["index"])
+        for key in ("index", "conversations_index"):
+            if key in known:
+                known[key] = Freshness.parse(known[key])
         return cls(**known)
 
     def to_json(self) -> dict:
@@ -199,6 +201,8 @@ class SearchAnswer:
             out["emptied_by"] = [dataclasses.asdict(e) for e in out["emptied_by"]]
         if self.index is not None:
             out["index"] = self.index.to_json()
+        if self.conversations_index is not None:
+            out["conversations_index"] = self.conversations_index.to_json()
         return out
 
     @property

@@ -466,8 +466,16 @@ def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> list[R
         return make_roots(args, kind=CONVERSATIONS)
     if configured:
         return make_roots(configured, source=path, kind=CONVERSATIONS)
-    found = claude_folder(Path.cwd()) if find else None
+    found = claude_folder(_project_folder()) if find else None
     return make_roots([found], kind=CONVERSATIONS) if found else []
+
+
+def _project_folder() -> Path | None:
+    """The project a session works in: CLAUDE_PROJECT_DIR (Claude Code sets it), else the working folder."""
+    try:
+        return Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    except OSError:   # the working folder was deleted
+        return None
 
 
 def claude_projects_dirs() -> list[Path]:
@@ -486,9 +494,11 @@ def project_slug(folder: Path) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder))
 
 
-def claude_folder(project: Path) -> Path | None:
+def claude_folder(project: Path | None) -> Path | None:
     """The Claude Code transcript folder of `project` (or of the nearest folder above it that has
     one: Claude Code may have been started at the repository's top), or None."""
+    if project is None:
+        return None
     try:
         project = project.resolve()
     except OSError:

@@ -42,6 +42,11 @@ class OverBudget(Exception):
     """The document took longer than its budget (or the child died); the child was killed."""
 
 
+def run_here(name: str, args: tuple):
+    """A sandbox call run in this process (a small document: a child costs more than it does)."""
+    return _call(name, args)
+
+
 def _call(name: str, args: tuple):
     if name == "prepare":
         from remembrancer.indexer.ingest.document import prepare
@@ -51,6 +56,10 @@ def _call(name: str, args: tuple):
         from remembrancer.indexer.ingest.conversation import prepare as prepare_conversation
 
         return prepare_conversation(*args)
+    if name == "read_conversation":
+        from remembrancer.indexer.ingest.conversation import read_back
+
+        return read_back(*args)
     if name == "redact_and_parse":
         from remembrancer.indexer.ingest.document import redact_and_parse
 

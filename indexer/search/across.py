@@ -1,0 +1,101 @@
+"""One question over notes and conversations: which corpus a request reads, and the answer over both.
+
+Notes and conversations are separate corpora with their own indexes and statistics (a word common
+in transcripts is not common in notes). A request names the one it reads with `corpus`: "notes"
+(the default), "conversations", or for `search` "all" — then each corpus answers with its own
+ranking and the answer keeps them apart: the best of each in full (the better first), then the
+runners-up of both as pointers, each result saying its corpus, and each index's freshness.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from remembrancer.indexer.answers import SearchAnswer
+from remembrancer.indexer.config import CONVERSATIONS, NOTES
+from remembrancer.indexer.errors import UserError
+
+ALL = "all"
+CORPORA = (NOTES, CONVERSATIONS, ALL)
+# The methods a conversations corpus answers (it has no host records, links or cited commits).
+CONVERSATION_METHODS = ("search", "read", "outline", "list", "latest", "history")
+NO_FOLDER_HINT = ("pass --conversations DIR (a Claude Code project folder, e.g. ~/.claude/projects/-home-me-app), "
+                  "set [conversations] roots in the config file, or run from the project folder whose "
+                  "Claude Code transcripts should be searched")
+
+Reader = Callable[[str, dict], dict]
+
+
+def corpus_param(params: dict, method: str) -> str:
+    """The corpus a request reads (popped from its params), checked against what `method` can read."""
+    which = params.pop("corpus", None)
+    if which is None:   # a transcript's path names its corpus
+        path = params.get("path")
+        which = CONVERSATIONS if method in ("read", "outline") and isinstance(path, str) \
+            and path.lower().endswith(".jsonl") else NOTES
+    if which not in CORPORA:
+        raise UserError(f"corpus must be one of {', '.join(CORPORA)}, got {which!r}", param="corpus",
+                        options=list(CORPORA))
+    if which == ALL and method != "search":
+        raise UserError(f"corpus \"all\" is for search; {method} reads one corpus", param="corpus",
+                        options=[NOTES, CONVERSATIONS])
+    if which == CONVERSATIONS and method not in CONVERSATION_METHODS:
+        raise UserError(f"{method} reads notes only", param="corpus", options=[NOTES])
+    return which
+
+
+def answer(method: str, params: dict, notes: Reader | None, conversations: Reader | None) -> dict | SearchAnswer:
+    """Answer `method` from the corpus its params name (each reader gives its wire JSON);
+    `conversations` None: none is configured. A search over both is the combined SearchAnswer,
+    for the caller to fit to the request's budget."""
+    params = dict(params)
+    which = corpus_param(params, method)
+    if which == NOTES or (which == ALL and conversations is None):
+        if notes is None:
+            raise UserError("no notes folder is configured for this session", param="corpus",
+                            options=[CONVERSATIONS], hint="search the conversations: corpus \"conversations\"")
+        out = notes(method, params)
+        if which == ALL:
+            out["notes"] = [*(out.get("notes") or []),
+                            "no conversation folder is configured: only the notes were searched"]
+        return out
+    if conversations is None:
+        raise UserError("no conversation folder is configured for this session", param="corpus",
+                        options=[NOTES], hint=NO_FOLDER_HINT)
+    if which == CONVERSATIONS or notes is None:
+        return conversations(method, params)
+    limit = params.get("limit", 5)
+    return combine(SearchAnswer.parse(notes(method, dict(params))),
+                   SearchAnswer.parse(conversations(method, dict(params))), limit if isinstance(limit, int) else 5)
+
+
+def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int) -> SearchAnswer:
+    """The answer over both corpora: each result keeps its own corpus's rank and says which it is."""
+    for corpus, ans in ((NOTES, notes), (CONVERSATIONS, conversations)):
+        for r in [*ans.results, *(ans.best_weak or [])]:
+            r.corpus = corpus
+    out = SearchAnswer(query=notes.query, mode=notes.mode,
+                       took_ms=round((notes.took_ms or 0) + (conversations.took_ms or 0), 1))
+    sure = [a for a in (notes, conversations) if a.results and not a.no_strong_match]
+    if sure:
+        bests = sorted((a.results[0] for a in sure), key=lambda r: -(r.score or 0))
+        rest = sorted((r for a in sure for r in a.results[1:]), key=lambda r: -(r.score or 0))
+        for r in rest:   # the best of each corpus is the one carried in full
+            r.content, r.content_truncated, r.content_total_chars = None, None, None
+        out.results = bests + rest[:max(limit - len(bests), 0)]
+        for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
+            if a not in sure:
+                out.notes = [*(out.notes or []), f"no strong match in the {name}"]
+    else:
+        out.no_strong_match = True
+        out.best_weak = sorted([*(notes.best_weak or []), *(conversations.best_weak or [])],
+                               key=lambda r: -(r.score or 0))[:limit]
+        out.why_no_strong_match = [*(f"notes: {w}" for w in notes.why_no_strong_match or []),
+                                   *(f"conversations: {w}" for w in conversations.why_no_strong_match or [])] or None
+        if not out.best_weak:
+            out.message = "no section matches in the notes or the conversations"
+    for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
+        out.notes = [*(out.notes or []), *(f"{name}: {n}" for n in a.notes or [])] or None
+    out.index = notes.index
+    out.conversations_index = conversations.index
+    return out
