@@ -114,6 +114,7 @@ class Corpus:
         self._passes = threading.Condition()   # full passes waited for (`full_pass`): asked vs covered
         self._full_asked = 0
         self._full_covered = 0
+        self._full_done = 0   # full passes ended (the first is the catch-up pass of start())
         self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
         self._retry_at: float | None = None
         self._retry_s = RETRY_FIRST_S
@@ -203,11 +204,19 @@ class Corpus:
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
         finally:
             self.ingesting = False
-            if covers is not None:
+            if full:
                 with self._passes:
-                    self._full_covered = max(self._full_covered, covers)
+                    self._full_done += 1
+                    if covers is not None:
+                        self._full_covered = max(self._full_covered, covers)
                     self._passes.notify_all()
             release_memory()
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait, at most `timeout_s`, for the catch-up pass this corpus started with: a corpus a
+        request just opened answers from its files, not from an empty or older index."""
+        with self._passes:
+            self._passes.wait_for(lambda: self._full_done >= 1 or self.stopping.is_set(), timeout=timeout_s)
 
     def full_pass(self) -> dict:
         """Queue a full pass and wait for one that starts after this call: `remembrancer index`

@@ -39,6 +39,8 @@ from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, con
 
 log = logging.getLogger(__name__)
 
+# A conversations corpus opened by a request: its first pass is waited for this long before answering.
+SETTLE_S = 20.0
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
 
 
@@ -332,7 +334,9 @@ class Daemon:
                                   else self._corpus(roots), m, p)
 
             def talks(m: str, p: dict) -> dict:
-                return self._read(self.corpora.acquire(conversations, kind=CONVERSATIONS), m, p)
+                corpus = self.corpora.acquire(conversations, kind=CONVERSATIONS)
+                corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
+                return self._read(corpus, m, p)
 
             return api.read_across(method, params, notes, talks if conversations else None)
         if method == "reindex" and conversations:   # `remembrancer index --conversations`: both corpora

@@ -20,6 +20,7 @@ import platformdirs
 
 from remembrancer import wire
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC
 from remembrancer.indexer.search.rank import RankingConfig
 from remembrancer.indexer.redact_policy import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
@@ -228,6 +229,8 @@ class Config:
 
     @property
     def doc_types(self) -> tuple[str, ...]:
+        if self.kind == CONVERSATIONS:
+            return CONVERSATION_TYPES
         seen = list(DOC_TYPES)
         for _, t in self.layout:
             if t not in seen:

@@ -19,9 +19,7 @@ from remembrancer.indexer.ingest.document import Prepared, decode
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
 
-CONVERSATION = "conversation"   # the doc type of a session file
-SUBAGENT = "subagent"           # … of a subagent's (sidechain) file
-TYPES = (CONVERSATION, SUBAGENT)
+CONVERSATION, SUBAGENT = transcripts.SESSION_TYPE, transcripts.SUBAGENT_TYPE
 
 
 def is_subagent(rel: str) -> bool:

@@ -42,11 +42,6 @@ class OverBudget(Exception):
     """The document took longer than its budget (or the child died); the child was killed."""
 
 
-def run_here(name: str, args: tuple):
-    """A sandbox call run in this process (a small document: a child costs more than it does)."""
-    return _call(name, args)
-
-
 def _call(name: str, args: tuple):
     if name == "prepare":
         from remembrancer.indexer.ingest.document import prepare

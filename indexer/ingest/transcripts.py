@@ -28,6 +28,9 @@ NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command-stdout>",
                 "Caveat: ", "[Request interrupted by user")
 COMPACTION = "compaction"
 EXCHANGE = "exchange"
+SESSION_TYPE = "conversation"   # the doc type of a session's file …
+SUBAGENT_TYPE = "subagent"      # … and of a subagent's (sidechain) file
+DOC_TYPES = (SESSION_TYPE, SUBAGENT_TYPE)
 TITLE_TYPES = ("summary", "ai-title", "custom-title")
 COMPACTION_HEADING = "Compaction summary"   # search/rank.py ranks these below the exchanges they restate
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from remembrancer.indexer.answers import Result, SearchAnswer
-from remembrancer.indexer.search.rank import CONVERSATION_TYPES
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 
 
 def session_of(view, path: str) -> dict:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest.transcripts import COMPACTION_HEADING, DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.errors import UserError
 
 # Questions about how to do something want the section that holds the procedure.
@@ -80,8 +81,6 @@ VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNO
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
-CONVERSATION_TYPES = ("conversation", "subagent")   # indexer/ingest/conversation.py
-COMPACTION_HEADING = "Compaction summary"           # indexer/ingest/transcripts.py
 CONVERSATION_OUTCOME_MARGIN = 0.1
 # A question about the plan itself: what was intended, proposed, targeted.
 PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"

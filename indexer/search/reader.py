@@ -17,12 +17,13 @@ from remembrancer.indexer.ingest import sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest.document import Skip, decode
+from remembrancer.indexer.ingest.conversation import read_back
+from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 from remembrancer.indexer.answers import Outline, OutlineSection, Page
 from remembrancer.indexer.engine.view import ReadView
-from remembrancer.indexer.search.rank import CONVERSATION_TYPES
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
 
@@ -111,7 +112,7 @@ def _load(view, path: str):
         call, args = (("read_conversation", (redactor, text, doc["path"], doc["rel"])) if is_conversation(doc)
                       else ("redact_and_parse", (redactor, text, doc["path"], plain)))
         if len(text) < sandbox.LARGE_BYTES:
-            cached = sandbox.run_here(call, args)
+            cached = (read_back if call == "read_conversation" else redact_and_parse)(*args)
         else:  # in a child process with a budget: a slow document must not stall other requests
             try:
                 cached = _READ_WORKER.call(call, args)

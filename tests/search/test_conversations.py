@@ -1,0 +1,176 @@
+"""Conversations as a corpus of their own: indexed incrementally, searched with their own
+statistics, read around an exchange, kept apart from notes in an answer over both — with the
+real engine (tantivy, hnswlib, the tiny ONNX model) on transcripts in the real line format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from remembrancer.indexer import api
+from remembrancer.indexer.answers import Freshness, SearchAnswer
+from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from tests.support.transcripts import Session
+
+FRESH = lambda view: Freshness(verdict="fresh")  # noqa: E731
+
+
+@pytest.fixture
+def projects(tmp_path):
+    return tmp_path / "projects"
+
+
+@pytest.fixture
+def talks(projects, data_env, tiny_embedder):
+    """(engine over the conversations folder, its config); the folder is filled by each test."""
+    made = []
+
+    def make():
+        cfg = Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config()
+        e = Engine(cfg, embedder=tiny_embedder)
+        made.append(e)
+        return e
+    yield make
+    for e in made:
+        e.close()
+
+
+def _session(projects) -> Session:
+    s = Session(projects, branch="feat/retries")
+    s.title("Upload retries")
+    s.prompt("Why does the uploader retry forever when the bucket is gone?")
+    s.tool("Bash", {"command": "pytest -q"}, "Exit code 1\nE   BucketGone: uploads-eu-west", is_error=True)
+    s.says("The retry loop has no cap; a missing bucket raises BucketGone every time. We decided on 5 retries.")
+    s.prompt("Also make the thumbnails square.")
+    s.says("Thumbnails are cropped square now, 256 by 256.")
+    return s
+
+
+def _search(engine, query, **params):
+    return SearchAnswer.parse(api.dispatch_read(engine, "search", {"query": query, **params}, FRESH))
+
+
+def test_a_result_names_its_session_prompt_time_and_branch(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    out = _search(e, "BucketGone retry cap")
+    best = out.results[0]
+    assert best.path == s.rel and best.type == "conversation"
+    assert best.session_id == s.session_id and best.uuid == s.uuids[0] and best.branch == "feat/retries"
+    assert best.timestamp.startswith("2026-03-02T09:00") and best.date == "2026-03-02"
+    assert "We decided on 5 retries" in best.content and "Thumbnails" not in best.content
+
+
+def test_a_growing_transcript_is_read_again_and_only_its_new_text_is_embedded(projects, talks):
+    s = _session(projects)
+    e = talks()
+    first = e.refresh()
+    assert first.added == 1
+    before = {x.id: x.content for x in e.catalog.sections(s.rel)}
+    s.prompt("Did the nightly export finish?")
+    s.says("Yes: the nightly export finished at 02:14 with 1,204 rows.")
+    again = e.refresh()
+    assert again.updated == 1
+    # only the new exchange's passages were embedded: the old ones kept their vectors
+    assert 0 < again.embedded <= 3, again.embedded   # the new exchange's header and its two blocks
+    assert len(before) == 2 and len(e.catalog.sections(s.rel)) == 3
+    # (the tiny test model's vectors are random: the keyword leg is what finds the new words)
+    found = [r for r in _search(e, "nightly export rows").shown if r.scores.bm25 > 0]
+    assert [r.uuid for r in found] == [s.uuids[-2]]
+
+
+def test_a_rewritten_or_truncated_transcript_is_read_whole_again(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    lines = s.path.read_text().splitlines()
+    s.path.write_text("\n".join(lines[:5]) + "\n")     # truncated to the first exchange
+    e.refresh()
+    assert [x.heading for x in e.catalog.sections(s.rel)] == [
+        "Why does the uploader retry forever when the bucket is gone?"]
+    assert not any("square" in r.content for r in _search(e, "thumbnails square").shown if r.content)
+
+
+def test_a_compaction_summary_ranks_below_the_exchange_it_restates(projects, talks):
+    s = Session(projects)
+    p = s.prompt("Switch the job queue from Redis to Postgres with SKIP LOCKED.")
+    s.says("Done: the job queue now runs on Postgres using SKIP LOCKED; Redis is gone.")
+    s.compact("The job queue was switched from Redis to Postgres using SKIP LOCKED; Redis is gone.")
+    s.prompt("Now write the changelog entry.")
+    s.says("Changelog entry written.")
+    e = talks()
+    e.refresh()
+    out = _search(e, "job queue Postgres SKIP LOCKED Redis", explain=True)
+    order = [r.heading for r in out.shown]
+    assert order.index("Compaction summary") > order.index(
+        "Switch the job queue from Redis to Postgres with SKIP LOCKED.")
+    assert out.shown[0].uuid == p
+
+
+def test_read_by_uuid_gives_the_exchange_and_around_gives_its_neighbours(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    answer = s.uuids[3]   # a line inside the first exchange (its assistant text)
+    page = api.dispatch_read(e, "read", {"path": s.rel, "uuid": answer}, FRESH)
+    assert "We decided on 5 retries" in page["content"] and "Thumbnails" not in page["content"]
+    both = api.dispatch_read(e, "read", {"path": s.rel, "uuid": answer, "around": 1}, FRESH)
+    assert "We decided on 5 retries" in both["content"] and "Thumbnails" in both["content"]
+    by_lines = api.dispatch_read(e, "read", {"path": s.rel, "lines": both["lines"]}, FRESH)
+    assert by_lines["content"] == both["content"]
+    with pytest.raises(UserError) as err:
+        api.dispatch_read(e, "read", {"path": s.rel, "uuid": "no-such-uuid"}, FRESH)
+    assert err.value.param == "uuid" and err.value.code == "not_found"
+
+
+def test_no_planted_secret_reaches_an_index_file_or_an_answer(projects, talks, data_env):
+    s = Session(projects)
+    s.prompt("Print the compose config.")
+    s.tool("Bash", {"command": "docker compose config"},
+           "DATABASE_URL: postgresql://plot:Hx9vQ2mLp7RtZ4@db:5432/plot\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    s.says("Here it is; the database password is printed above, rotate it.")
+    e = talks()
+    e.refresh()
+    e.close()
+    e = talks()
+    out = api.dispatch_read(e, "search", {"query": "database password compose config"}, FRESH)
+    page = api.dispatch_read(e, "read", {"path": s.rel, "uuid": s.uuids[0]}, FRESH)
+    blob = json.dumps([out, page]).encode()
+    for path in (data_env / "data").rglob("*"):
+        if path.is_file():
+            blob += path.read_bytes()
+    for secret in (b"Hx9vQ2mLp7RtZ4", b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"):
+        assert secret not in blob
+
+
+def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(projects, talks, notes_engine):
+    _session(projects)
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    both = SearchAnswer.parse(api.read_across("search", {"query": "restore the database from backup", "corpus": "all"},
+                                              reader(notes_engine), reader(e)))
+    corpora = [r.corpus for r in both.shown]
+    assert set(corpora) <= {"notes", "conversations"} and "notes" in corpora
+    assert both.index is not None and both.conversations_index is not None
+    only = SearchAnswer.parse(api.read_across("search", {"query": "BucketGone", "corpus": "conversations"},
+                                              reader(notes_engine), reader(e)))
+    assert only.results and all(r.type == "conversation" for r in only.results)
+    with pytest.raises(UserError) as err:
+        api.read_across("search", {"query": "x", "corpus": "conversations"}, reader(notes_engine), None)
+    assert err.value.param == "corpus" and "--conversations" in err.value.hint
+    with pytest.raises(UserError) as err:
+        api.read_across("search", {"query": "x", "corpus": "everything"}, reader(notes_engine), reader(e))
+    assert err.value.options == ["notes", "conversations", "all"]
+    with pytest.raises(UserError):
+        api.read_across("history", {"entity": "db1", "corpus": "all"}, reader(notes_engine), reader(e))
+    # a notes-only answer is what it was: no corpus field, no conversation index
+    plain = api.read_across("search", {"query": "restore the database from backup"}, reader(notes_engine), reader(e))
+    assert plain == api.dispatch_read(notes_engine, "search", {"query": "restore the database from backup"}, FRESH) \
+        | {"took_ms": plain["took_ms"]}
