@@ -316,16 +316,35 @@ class Writer:
                 f"split the file to make it searchable"))
 
     def _prepare_conversation(self, f, data: bytes, redactor) -> ingest.Prepared:
-        """A transcript's rows (ingest/conversation.py); a large one in the sandbox under its
-        budget, as a large note is (redaction is what can be slow), and past it without its text."""
-        if len(data) < sandbox.LARGE_BYTES:
-            return conversation.prepare(f, data, redactor)
+        """A transcript's rows (ingest/conversation.py) — of its new tail only when it grew; a
+        large read in the sandbox under its budget, as a large note is (redaction is what can be
+        slow), and past it without its text."""
+        stored = self._stored_session(f.path)
+        tail = (stored or {}).get("tail") or {}
+        if len(data) - tail.get("offset", 0) < sandbox.LARGE_BYTES:
+            return conversation.prepare(f, data, redactor, stored)
         try:
-            return self._sandbox.call("prepare_conversation", (f, data, redactor), stop=self.core.stop_requested)
+            return self._sandbox.call("prepare_conversation", (f, data, redactor, stored),
+                                      stop=self.core.stop_requested)
         except sandbox.OverBudget:
             return ingest.without_sections(f, data, self.core.layout, (
                 f"{f.path}: indexed without its text: reading the transcript went over the per-document "
                 f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)"))
+
+    def _stored_session(self, path: str) -> dict | None:
+        """The session facts stored for a transcript, when its stored sections are the ones its
+        tail was read against (else None: the file is read whole)."""
+        doc = self.catalog.document(path)
+        if doc is None:
+            return None
+        try:
+            stored = json.loads(doc["front_matter"] or "{}")
+        except (TypeError, ValueError):
+            return None
+        tail = stored.get("tail") if isinstance(stored, dict) else None
+        if not isinstance(tail, dict) or self.catalog.section_total(path) != tail.get("keep", -1) + 1:
+            return None
+        return stored
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -372,10 +391,21 @@ class Writer:
             for lk in p.links:
                 lk.resolved = resolver.resolve(lk.target, lk.kind, p.doc.path)
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
-            removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
+            grown = None if p.keep_sections is None else \
+                self.catalog.append_sections(p.doc, p.keep_sections, p.sections, own)
+            if grown is None and p.keep_sections is not None:   # _stored_session checked it: a bug
+                raise RuntimeError(f"{p.doc.path}: the stored sections changed under a transcript's tail")
+            if grown is not None:
+                removed, added, gone = grown
+            else:
+                removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
             if self.core.store.indexes_in_ledger:   # nothing to read back for them
                 continue
-            self.core.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
+            if grown is not None:
+                self.core.fulltext.replace_sections(p.doc.path, gone, self.catalog.chunks_from(p.doc.path,
+                                                                                             p.keep_sections))
+            else:
+                self.core.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
             if self.core.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)
                 self.core.vectors.update(removed, list(labels), vecs)

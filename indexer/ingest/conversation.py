@@ -6,10 +6,18 @@ exchange's (the prompt's uuid, its timestamp and branch, whether it is a compact
 kept in the document's `front_matter` mapping, the one per-document JSON column both stores have:
 search reads them back to say which session and which prompt a result is (indexer/search/
 conversations.py). Everything stored is redacted first, as for notes.
+
+A transcript grows by appending. The front matter also keeps where the last exchange starts (its
+line, its byte offset, a hash of every byte before it, and the redaction policy and parser it was
+read with): when the file still begins with those bytes, only the lines from the last exchange on
+are read again, and the store replaces the document's sections from that exchange on
+(store/ledger.py `append_sections`). A file rewritten, truncated or read under another policy is
+read whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from remembrancer.indexer.ingest import chunks as chunking
@@ -27,30 +35,34 @@ def is_subagent(rel: str) -> bool:
     return rel.rsplit("/", 1)[-1].startswith("agent-")
 
 
-class _Cleaner:
-    """The redactor, counting what it removed (for the document's warning)."""
+TAIL_VERSION = 1   # what a stored tail means; bumped when parsing or rendering changes
 
-    def __init__(self, redactor: Redactor):
-        self.redactor = redactor
-        self.counts: dict[str, int] = {}
 
-    def __call__(self, value: str | None) -> str | None:
+def _prefix_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_line: int = 1) -> transcripts.Transcript:
+    """The transcript with every text it holds redacted (what is indexed and what `read` shows);
+    each exchange counts what was taken out of it."""
+    tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
+    counts: dict[str, int] = {}
+
+    def clean(value: str | None) -> str | None:
         if value is None:
             return None
-        out, counts = self.redactor.redact(value)
-        for k, v in counts.items():
-            self.counts[k] = self.counts.get(k, 0) + v
+        out, found = redactor.redact(value)
+        for k, v in found.items():
+            counts[k] = counts.get(k, 0) + v
         return out
 
-
-def parse_redacted(text: str, path: str, rel: str, clean: _Cleaner) -> transcripts.Transcript:
-    """The transcript with every text it holds redacted: what is indexed and what `read` shows."""
-    tr = transcripts.parse(text, path, subagent=is_subagent(rel))
     tr.title, tr.cwd, tr.branch = clean(tr.title), clean(tr.cwd), clean(tr.branch)
     for ex in tr.exchanges:
+        counts = {}
         ex.prompt = clean(ex.prompt) or ""
         ex.parts = [clean(p) or "" for p in ex.parts]
         ex.branch = clean(ex.branch)
+        ex.redacted = counts
     return tr
 
 
@@ -79,48 +91,105 @@ class ReadBack:
 def read_back(redactor: Redactor, text: str, path: str, rel: str) -> tuple[ReadBack, bool]:
     """(the transcript as `read` shows it, False): the reader's counterpart of document.redact_and_parse
     (a transcript has no `secret: true`)."""
-    tr = parse_redacted(text, path, rel, _Cleaner(redactor))
+    tr = parse_redacted(text, path, rel, redactor)
     sections = [ExchangeSection(ex.heading, ex.heading, 1, ex.start_line, ex.end_line, ex.text(), ex.uuids)
                 for ex in tr.exchanges]
     whole = "\n".join(s.text for s in sections)
     return ReadBack(tr.title or (sections[0].heading if sections else rel), sections, whole.splitlines()), False
 
 
-def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None) -> Prepared:
-    """The rows of one transcript: redacted, one section per exchange, the session in front matter."""
-    text, warnings = decode(f.path, data)
-    sub = is_subagent(f.rel)
-    clean = _Cleaner(redactor or DEFAULT_REDACTOR)
-    tr = parse_redacted(text, f.path, f.rel, clean)
-    warnings += tr.warnings
-    doc_type = SUBAGENT if sub else CONVERSATION
-    sections: list[SectionRecord] = []
+def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
+    """The stored tail when the file still begins with the bytes it was taken after, else None."""
+    tail = (stored or {}).get("tail")
+    if not isinstance(tail, dict) or tail.get("version") != TAIL_VERSION or tail.get("policy") != policy:
+        return None
+    offset = tail.get("offset")
+    if not isinstance(offset, int) or not 0 < offset <= len(data) or data[offset - 1:offset] != b"\n":
+        return None
+    return tail if _prefix_hash(data[:offset]) == tail.get("prefix") else None
+
+
+def _section(doc_type: str, ex: transcripts.Exchange, texts: dict[str, str]) -> SectionRecord:
+    content = ex.text()
+    header = chunking.context_header(doc_type, "", ex.heading)
+    passages = []
+    for embedded in chunking.embedded_texts(header, content):
+        sha = chunking.text_sha(embedded)
+        texts[sha] = embedded
+        passages.append((sha, embedded))
+    chunks = [chunking.Chunk(c.part, c.nparts, ex.start_line, ex.end_line, c.text)
+              for c in chunking.split_section(content, ex.start_line)]
+    return SectionRecord(heading=ex.heading, title=ex.heading, level=1, start_line=ex.start_line,
+                         end_line=ex.end_line, date=(ex.timestamp or "")[:10] or None, stale=False, content=content,
+                         body=content, entities=[], chunks=chunks, passages=passages)
+
+
+def _line_offset(data: bytes, start: int, from_line: int, line: int) -> int:
+    """The byte offset of `line`, counting from byte `start`, which begins line `from_line`."""
+    pos = start
+    for _ in range(line - from_line):
+        pos = data.index(b"\n", pos) + 1
+    return pos
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    out = dict(total)
+    for k, v in more.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored: dict | None = None) -> Prepared:
+    """The rows of one transcript: redacted, one section per exchange, the session in front matter.
+
+    `stored`: the front matter the index holds for this file. When it still describes the file's
+    beginning, only the lines from its last exchange on are read, and the Prepared says how many
+    stored sections stay (`keep_sections`)."""
+    redactor = redactor or DEFAULT_REDACTOR
+    policy = redactor.policy_fingerprint()
+    tail = _usable_tail(stored, data, policy)
+    start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
+    text, warnings = decode(f.path, data[start:])
+    tr = parse_redacted(text, f.path, f.rel, redactor, first_line)
+    doc_type = SUBAGENT if is_subagent(f.rel) else CONVERSATION
     texts: dict[str, str] = {}
-    exchanges: dict[str, dict] = {}
+    sections = [_section(doc_type, ex, texts) for ex in tr.exchanges]
+    before = stored if tail else {}
+    exchanges = {k: v for k, v in (before.get("exchanges") or {}).items() if int(k) < first_line}
     for ex in tr.exchanges:
-        content = ex.text()
-        heading = ex.heading
-        header = chunking.context_header(doc_type, "", heading)
-        passages = []
-        for embedded in chunking.embedded_texts(header, content):
-            sha = chunking.text_sha(embedded)
-            texts[sha] = embedded
-            passages.append((sha, embedded))
-        chunks = [chunking.Chunk(c.part, c.nparts, ex.start_line, ex.end_line, c.text)
-                  for c in chunking.split_section(content, ex.start_line)]
-        sections.append(SectionRecord(
-            heading=heading, title=heading, level=1, start_line=ex.start_line, end_line=ex.end_line,
-            date=(ex.timestamp or "")[:10] or None, stale=False, content=content, body=content,
-            entities=[], chunks=chunks, passages=passages))
         exchanges[str(ex.start_line)] = {"uuid": ex.uuid, "timestamp": ex.timestamp, "branch": ex.branch,
                                          "kind": ex.kind}
-    session = {"session_id": tr.session_id, "agent_id": tr.agent_id, "cwd": tr.cwd, "branch": tr.branch,
-               "version": tr.version, "started": tr.started, "ended": tr.ended, "exchanges": exchanges}
-    if clean.counts:
-        warnings.append(f"{f.path}: {sum(clean.counts.values())} secret(s) redacted ({', '.join(sorted(clean.counts))})")
-    title = tr.title or (tr.exchanges[0].heading if tr.exchanges else f.rel.rsplit("/", 1)[-1])
+    # what the lines before the new tail hold: their secrets taken out, their lines that are not JSON
+    prior = tail or {"redacted": {}, "bad_lines": [], "bad_count": 0}
+    last = tr.exchanges[-1] if tr.exchanges else None
+    new_tail = None
+    if last is not None:
+        settled = [ex for ex in tr.exchanges[:-1]]
+        bad_settled = [n for n in tr.bad_lines if n < last.start_line]
+        new_tail = {
+            "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
+            "offset": _line_offset(data, start, first_line, last.start_line),
+            "redacted": _add(prior["redacted"], {k: v for ex in settled for k, v in ex.redacted.items()}),
+            "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled)}
+        new_tail["prefix"] = _prefix_hash(data[:new_tail["offset"]])
+    counts = _add(prior["redacted"], {k: v for ex in tr.exchanges for k, v in ex.redacted.items()})
+    bad = prior["bad_lines"] + tr.bad_lines
+    warnings += transcripts.bad_line_warnings(f.path, bad, prior["bad_count"] + len(tr.bad_lines))
+    if counts:
+        warnings.append(f"{f.path}: {sum(counts.values())} secret(s) redacted ({', '.join(sorted(counts))})")
+
+    def fact(name: str):
+        new = getattr(tr, name)
+        return new if new is not None and not (name == "started" and before.get("started")) else before.get(name)
+    session = {name: fact(name) for name in ("session_id", "agent_id", "cwd", "branch", "version", "started", "ended")}
+    session["title"] = tr.title or before.get("title")
+    session["exchanges"] = exchanges
+    session["tail"] = new_tail
+    first = before.get("first_heading") or (tr.exchanges[0].heading if tr.exchanges else None)
+    session["first_heading"] = first
+    title = session["title"] or first or f.rel.rsplit("/", 1)[-1]
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data), size=f.size, mtime_ns=f.stamp,
-        doc_type=doc_type, date=(tr.started or "")[:10] or None, title=title, front_matter=session,
+        doc_type=doc_type, date=(session["started"] or "")[:10] or None, title=title, front_matter=session,
         tags=[], warnings=warnings, stale=False, line_count=tr.line_count)
-    return Prepared(doc, sections, None, texts=texts, warnings=warnings)
+    return Prepared(doc, sections, None, texts=texts, warnings=warnings, keep_sections=keep if tail else None)

@@ -63,6 +63,7 @@ class Exchange:
     prompt: str
     parts: list[str] = field(default_factory=list)   # rendered: answer text, tool calls, results
     uuids: list[str] = field(default_factory=list)   # every conversation line's uuid in it
+    redacted: dict[str, int] = field(default_factory=dict)   # secrets taken out of it, by family
 
     @property
     def heading(self) -> str:
@@ -97,7 +98,7 @@ class Transcript:
     ended: str | None = None           # the last timestamp
     line_count: int = 0
     exchanges: list[Exchange] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    bad_lines: list[int] = field(default_factory=list)   # lines that are not JSON (skipped)
 
 
 def _when(ts: str | None) -> str:
@@ -191,24 +192,31 @@ def _tool_result(block: dict, tool: str | None) -> str | None:
     return ("[error] " if error else "[output] ") + text
 
 
-def parse(data: str, path: str, subagent: bool = False) -> Transcript:
-    """The transcript in `data` (the file's text). `subagent`: a sidechain file, whose first
-    conversation line (the Task prompt) opens its first exchange."""
+def split_lines(data: str) -> list[str]:
+    """The file's lines, split at "\n" only: JSON text may hold U+2028 or a form feed unescaped
+    (JavaScript writes them raw), which `str.splitlines` would also break a line at."""
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln.removesuffix("\r") for ln in lines]
+
+
+def parse(data: str, path: str, subagent: bool = False, first_line: int = 1) -> Transcript:
+    """The transcript in `data` (the file's text, or its tail from line `first_line` on: an
+    exchange's first line). `subagent`: a sidechain file, whose first conversation line (the Task
+    prompt) opens its first exchange."""
     tr = Transcript()
     tools: dict[str, str] = {}      # tool_use id → tool name, to judge its result
     cur: Exchange | None = None
-    lines = data.splitlines()
-    tr.line_count = len(lines)
-    bad = 0
-    for n, raw in enumerate(lines, 1):
+    lines = split_lines(data)
+    tr.line_count = first_line - 1 + len(lines)
+    for n, raw in enumerate(lines, first_line):
         if not raw.strip():
             continue
         try:
             d = json.loads(raw)
         except (json.JSONDecodeError, RecursionError):
-            bad += 1
-            if bad <= 3:
-                tr.warnings.append(f"{path}: line {n} is not valid JSON; skipped")
+            tr.bad_lines.append(n)
             continue
         if not isinstance(d, dict):
             continue
@@ -241,9 +249,16 @@ def parse(data: str, path: str, subagent: bool = False) -> Transcript:
             cur.parts.append(part)
     if cur is not None:
         tr.exchanges.append(cur)
-    if bad > 3:
-        tr.warnings.append(f"{path}: {bad} lines are not valid JSON; skipped")
     return tr
+
+
+def bad_line_warnings(path: str, bad_lines: list[int], count: int | None = None) -> list[str]:
+    """The warnings for lines that are not JSON: the first three by number (never their text)."""
+    count = len(bad_lines) if count is None else count
+    out = [f"{path}: line {n} is not valid JSON; skipped" for n in bad_lines[:3]]
+    if count > 3:
+        out.append(f"{path}: {count} lines are not valid JSON; skipped")
+    return out
 
 
 def _str(v) -> str | None:

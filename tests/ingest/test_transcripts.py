@@ -94,10 +94,11 @@ def test_bad_lines_are_warned_about_by_number_and_the_rest_is_indexed(tmp_path):
     s.prompt("Second question about the cache?")
     s.says("It holds sessions for 30 minutes.")
     tr = _parse(s)
-    assert len(tr.exchanges) == 2
-    assert tr.warnings == [f"{s.rel}: line 4 is not valid JSON; skipped", f"{s.rel}: line 8 is not valid JSON; skipped"]
-    assert all("torn" not in w for w in tr.warnings)
-    assert tr.title == "Cache questions"
+    assert len(tr.exchanges) == 2 and tr.bad_lines == [4, 8]
+    rows = _prepared(tmp_path, s)
+    assert rows.warnings == [f"{s.rel}: line 4 is not valid JSON; skipped", f"{s.rel}: line 8 is not valid JSON; skipped"]
+    assert tr.title == "Cache questions" and rows.doc.title == "Cache questions"
+    assert len(rows.sections) == 2
 
 
 def test_long_outputs_are_trimmed_head_and_tail(tmp_path):

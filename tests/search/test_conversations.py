@@ -13,6 +13,7 @@ from remembrancer.indexer.answers import Freshness, SearchAnswer
 from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact_policy import RedactionPolicy
 from tests.support.transcripts import Session
 
 FRESH = lambda view: Freshness(verdict="fresh")  # noqa: E731
@@ -174,3 +175,62 @@ def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(pr
     plain = api.read_across("search", {"query": "restore the database from backup"}, reader(notes_engine), reader(e))
     assert plain == api.dispatch_read(notes_engine, "search", {"query": "restore the database from backup"}, FRESH) \
         | {"took_ms": plain["took_ms"]}
+
+
+def test_a_transcript_read_by_its_tail_indexes_as_a_whole_read_would(projects, talks, tmp_path, monkeypatch):
+    s = Session(projects)
+    s.prompt("Deploy with the token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    s.says("Deployed.")
+    s.raw("{torn")
+    e = talks()
+    e.refresh()
+    settled = []
+    for k in range(3):
+        s.says(f"One more thing about step {k}.")          # the last exchange grows …
+        s.prompt(f"Question {k}: what about the cache?")    # … and a new one starts
+        s.tool("Bash", {"command": f"redis-cli info {k}"}, f"used_memory:{k}M")
+        report = e.refresh()
+        assert report.updated == 1
+        settled.append(e.catalog.sections(s.rel)[0].id)
+    rows = e.catalog.sections(s.rel)
+    assert settled == [rows[0].id] * 3   # read by its tail: a settled exchange's row is never rewritten
+    doc = e.catalog.document(s.rel)
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "whole"))
+    whole = talks()
+    whole.refresh()
+    again = whole.catalog.sections(s.rel)
+    assert [(r.heading, r.start_line, r.end_line, r.content) for r in rows] == \
+        [(r.heading, r.start_line, r.end_line, r.content) for r in again]
+    fresh_doc = whole.catalog.document(s.rel)
+    for key in ("title", "warnings", "front_matter", "line_count", "content_hash", "date"):
+        assert doc[key] == fresh_doc[key], key
+    assert "line 4 is not valid JSON" in doc["warnings"] and "secret(s) redacted" in doc["warnings"]
+
+
+def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_whole(projects, talks, monkeypatch,
+                                                                                      tiny_embedder):
+    from remembrancer.indexer.ingest import conversation
+
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    tails = []   # whether each read could start at the stored tail
+    real = conversation._usable_tail
+    monkeypatch.setattr(conversation, "_usable_tail", lambda *a: (lambda t: tails.append(t is not None) or t)(real(*a)))
+    text = s.path.read_text()
+    s.path.write_text(text.replace("Why does the uploader", "Why does the old uploader"))   # history rewritten
+    e.refresh()
+    rows = e.catalog.sections(s.rel)
+    assert rows[0].heading.startswith("Why does the old uploader")
+    s.says("An appended line.")
+    e.refresh()
+    assert e.catalog.sections(s.rel)[-1].content.endswith("An appended line.\n")
+    assert tails == [False, True]   # the rewritten beginning no longer matched its hash; the append did
+    e.close()
+    cfg = Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config()
+    cfg.redact = RedactionPolicy(disable=("url_credentials",))   # another policy
+    other = Engine(cfg, embedder=tiny_embedder)
+    s.says("Another appended line.")
+    other.refresh()
+    other.close()
+    assert tails[2:] == [False]   # read whole under the policy it is now read with
