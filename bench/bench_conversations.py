@@ -123,7 +123,7 @@ def bench_no_change(tmp: Path, embedder, dev: Path, sessions: int) -> dict:
         runs.append(time.perf_counter() - t0)
         assert r.unchanged == sessions, r.to_dict()
     engine.close()
-    return {"sessions": sessions, "first_index_s": round(first_s, 1), "sections": first.embedded,
+    return {"sessions": sessions, "first_index_s": round(first_s, 1), "embedded": first.embedded,
             "no_change_pass_s": round(min(runs), 3)}
 
 

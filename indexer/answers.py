@@ -143,18 +143,23 @@ class Result:
     timestamp: str | None = None
     branch: str | None = None
     agent_id: str | None = None            # a subagent's exchange
+    commits: "list[VerifiedCommit] | None" = None   # an exchange's commits: quoted, or made while it ran
 
     @classmethod
     def parse(cls, data) -> "Result":
         known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         if known.get("scores") is not None:
             known["scores"] = Scores(**known["scores"])
+        if known.get("commits") is not None:
+            known["commits"] = [VerifiedCommit.parse(c) for c in known["commits"]]
         return cls(**known)
 
     def to_json(self) -> dict:
         out = _wire(self, keep=("heading", "date"))
         if self.scores is not None:
             out["scores"] = dataclasses.asdict(self.scores)
+        if self.commits is not None:
+            out["commits"] = [c.to_json() for c in self.commits]
         return out
 
 

@@ -210,7 +210,9 @@ class Config:
             return None
         return dataclasses.replace(self, roots=list(self.conversations), conversations=[], kind=CONVERSATIONS,
                                    max_file_bytes=max(self.max_file_bytes, MAX_TRANSCRIPT_BYTES),
-                                   ranking=RankingConfig.conversations())
+                                   ranking=RankingConfig.conversations(),
+                                   # a session's commits are checked in the notes' repositories too
+                                   verify_repos=[*self.verify_repos, *(r.path for r in self.roots)])
 
     def index_dir(self) -> Path:
         """One index per corpus: named after its roots so two corpora never share a catalog."""

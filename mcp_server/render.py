@@ -49,11 +49,23 @@ def _facts(r: Result) -> str:
     return ", ".join(bits)
 
 
+def commits_text(r: Result) -> str | None:
+    """An exchange's commits, one line: each with where it is and whether it landed."""
+    if not r.commits:
+        return None
+    out = []
+    for c in r.commits:
+        where = (f"landed on {c.default_branch or 'the default branch'}" if c.landed
+                 else "not landed" if c.landed is False else "landing unknown")
+        out.append(f"{(c.commit or c.sha)[:12]} {c.subject or ''!r} in {c.repo or '?'} ({where}; {c.cited_as})")
+    return "Commits: " + "; ".join(out)
+
+
 def _pointer(i: int, r: Result, carried: bool = False) -> str:
     """One more result: where it is and a snippet — or, `carried`, its whole text (a short runner-up)."""
     out = f"{i}. {r.path} § {_head(r.heading)} — {_facts(r)}"
     if carried and r.content is not None:
-        out += "\n\n" + r.content.strip("\n") + "\n"
+        out += "\n\n" + r.content.strip("\n") + "\n" + (f"{commits_text(r)}\n" if r.commits else "")
     elif r.snippet:
         out += f"\n   {r.snippet}"
     return out
@@ -94,7 +106,7 @@ def search_text(out: SearchAnswer) -> str:
                 where = f"uuid={best.uuid!r}" if best.uuid else f"heading={best.heading!r}"
                 body += (f"\n[… cut to fit the response; read(path={best.path!r}, {where}) "
                          "gives the whole section]")
-            parts.append(f"{head}\n\n{body}")
+            parts.append(f"{head}\n\n{body}" + (f"\n\n{commits_text(best)}" if best.commits else ""))
         if best.also:
             parts.append("Also in this document: " + also_text(best.also))
         if len(results) > 1:
@@ -138,6 +150,8 @@ def search_terminal_text(out: SearchAnswer) -> str:
                          + (f"  branch {r.branch}" if r.branch else "") + (f"  ({r.corpus})" if r.corpus else ""))
         if i == 0 and r.content is not None and not out.no_strong_match:
             lines.append("   " + r.content.replace("\n", "\n   "))
+            if r.commits:
+                lines.append("   " + commits_text(r))
         else:
             lines.append(f"   {r.snippet}")
         if r.also:

@@ -113,7 +113,9 @@ def _section(doc_type: str, ex: transcripts.Exchange, texts: dict[str, str]) -> 
     content = ex.text()
     header = chunking.context_header(doc_type, "", ex.heading)
     passages = []
-    for embedded in chunking.embedded_texts(header, content):
+    # Embedded without the tools' ordinary output (errors kept); BM25 and the literal leg read it all.
+    # transcripts-dev: the same answers first and in the top 5, indexing 22 % faster (docs/conversations.md).
+    for embedded in chunking.embedded_texts(header, ex.text(outputs=False)):
         sha = chunking.text_sha(embedded)
         texts[sha] = embedded
         passages.append((sha, embedded))

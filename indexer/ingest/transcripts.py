@@ -45,7 +45,8 @@ HEADING_CHARS = 100
 # Tools whose result only echoes what the agent already holds (a file's text, "file updated").
 ECHO_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead", "TodoWrite",
                         "Glob", "LS"})
-RESULT_MARKS = ("[output] ", "[error] ")
+ERROR_MARK = "[error] "
+RESULT_MARKS = ("[output] ", ERROR_MARK)
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
@@ -72,15 +73,21 @@ class Exchange:
             return COMPACTION_HEADING
         return first if len(first) <= HEADING_CHARS else first[:HEADING_CHARS - 1].rstrip() + "…"
 
-    def text(self) -> str:
-        """What the exchange reads as: a dated line, the prompt, then the work in file order."""
+    def text(self, outputs: bool = True) -> str:
+        """What the exchange reads as: a dated line, the prompt, then the work in file order.
+        `outputs=False`: without the tools' ordinary output, errors kept (what is embedded: see
+        ingest/conversation.py)."""
         when = _when(self.timestamp)
         head = " · ".join(x for x in (when, f"branch {self.branch}" if self.branch else "") if x)
         who = "Compaction summary" if self.kind == COMPACTION else "User"
         out = f"{who} ({head}):" if head else f"{who}:"
         out += "\n" + self.prompt.strip()
         for part in self.parts:   # a tool's output stays with its call: one block, one passage
-            out += ("\n" if part.startswith(RESULT_MARKS) else "\n\n") + part
+            if part.startswith(RESULT_MARKS):
+                if outputs or part.startswith(ERROR_MARK):
+                    out += "\n" + part
+            else:
+                out += "\n\n" + part
         return out.rstrip() + "\n"
 
 

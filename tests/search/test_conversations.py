@@ -234,3 +234,43 @@ def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_
     other.refresh()
     other.close()
     assert tails[2:] == [False]   # read whole under the policy it is now read with
+
+
+def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_landed(projects, talks, tmp_path):
+    from tests.support.corpus import git, git_init
+
+    repo = tmp_path / "app"
+    git_init(repo)
+    (repo / "a.txt").write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Start")
+    s = Session(projects, cwd=str(repo), start="2026-03-02T09:00:00")
+    s.prompt("Cap the upload retries and commit it.")
+    s.says("Done.")
+    s.prompt("Now something else entirely: the thumbnails.")
+    s.says("Thumbnails done.")
+    # a commit made while the first exchange ran (between its prompt and the next one), on main
+    (repo / "a.txt").write_text("two\n")
+    git(repo, "add", "-A")
+    env_date = "2026-03-02T09:00:20+00:00"   # the first prompt is at 09:00:14, the next at 09:00:35
+    import os
+    import subprocess
+    subprocess.run(["git", "commit", "-q", "-m", "Cap upload retries"], cwd=repo, check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                        "GIT_AUTHOR_DATE": env_date, "GIT_COMMITTER_DATE": env_date})
+    made = git(repo, "rev-parse", "HEAD")
+    start = git(repo, "rev-parse", "HEAD~1")
+    s.prompt(f"Is {start[:9]} the first commit?")   # a quoted hash, checked too
+    s.says(f"Yes, {start[:9]} is the first commit.")
+    e = talks()
+    e.refresh()
+    out = _search(e, "cap upload retries commit")
+    first = next(r for r in out.shown if r.uuid == s.uuids[0])
+    assert first.content is not None
+    assert [(c.commit, c.landed, c.cited_as) for c in first.commits or []] == [
+        (made, True, "committed during the exchange")]
+    quoted = _search(e, f"is {start[:9]} the first commit", limit=1).shown[0]
+    assert quoted.commits and quoted.commits[0].commit == start and quoted.commits[0].landed is True
+    from remembrancer.mcp_server.render import search_text
+    assert "Cap upload retries" in search_text(out) and "landed on main" in search_text(out)
