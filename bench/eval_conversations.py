@@ -1,6 +1,6 @@
 """Score the conversations corpus (Claude Code transcripts) on a labelled set: the right exchange
-first, in the top 3 / 5, MRR, Recall@5 and abstention, per stratum — through `api.dispatch_read`,
-the MCP `search` tool's path, on an index of the transcripts alone.
+first, in the top 3 / 5, MRR, Recall@5 and abstention, per stratum — through `api.read_across`
+with corpus "conversations", the MCP `search` tool's path, on an index of the transcripts alone.
 
     .venv/bin/python bench/eval_conversations.py [--eval-dir ../shared/eval] [--set transcripts-dev]
         [--data-dir DIR] [--alternates DIR] [--plain] [--const NAME=VALUE …] [--show-misses]
@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def line_numbers(path: Path) -> dict[str, int]:
@@ -42,7 +43,7 @@ def main() -> int:
     ap.add_argument("--set", default="transcripts-dev")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--alternates", default=None)
-    ap.add_argument("--plain", action="store_true", help="the plain weighted hybrid (no rules, no abstention)")
+    ap.add_argument("--plain", action="store_true", help="the plain weighted hybrid, eval_all's baseline row")
     ap.add_argument("--const", action="append", default=[])
     ap.add_argument("--ranking", action="append", default=[], help="KEY=VALUE of the [ranking] settings")
     ap.add_argument("--show-misses", action="store_true")
@@ -77,8 +78,12 @@ def main() -> int:
 
     base = Config(conversations=make_roots([str(corpus)], kind=CONVERSATIONS))
     config = base.conversation_config()
-    if args.plain:
-        config.ranking = RankingConfig(enabled=False)
+    if args.plain:   # eval_all's plain weighted hybrid: no heading passage, literal leg, rules or abstention
+        from eval_all import PLAIN
+
+        for name, value in PLAIN["const"].items():
+            setattr(search_mod, name, value)
+        config.ranking = RankingConfig(**PLAIN["ranking"])
     for kv in args.ranking:
         k, v = kv.split("=", 1)
         setattr(config.ranking, k, type(getattr(config.ranking, k))(json.loads(v)))
@@ -92,7 +97,9 @@ def main() -> int:
         params = {"query": r["query"]}
         if r["id"] in alternates:
             params["alternates"] = alternates[r["id"]]
-        out = api.dispatch_read(engine, "search", params, fresh)
+        # the MCP tool's path: search(corpus="conversations") (indexer/search/across.py)
+        out = api.read_across("search", {**params, "corpus": "conversations"}, None,
+                              lambda m, p: api.dispatch_read(engine, m, p, fresh))
         abstained = bool(out.get("no_strong_match"))
         shown = out.get("best_weak") if abstained else out.get("results")
         shown = shown or []

@@ -168,8 +168,12 @@ def _socket_error(e: wire.SocketPathTooLong) -> UserError:
 
 NOTES = "notes"
 CONVERSATIONS = "conversations"
-# What each corpus kind indexes: Markdown notes, or Claude Code session transcripts (JSON Lines).
-SUFFIXES = {NOTES: (".md", ".markdown"), CONVERSATIONS: (".jsonl",)}
+MARKDOWN = (".md", ".markdown")
+# What each corpus kind indexes: Markdown notes, or Claude Code session transcripts (JSON Lines)
+# and Claude Code's own memory files (Markdown in a project's `memory/` folder: Root.takes).
+SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN)}
+MEMORY_FOLDER = "memory"
+MEMORY_TYPE = "memory"   # the doc type of a Claude Code memory file
 # A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
 
@@ -184,7 +188,17 @@ class Root:
 
     @property
     def suffixes(self) -> tuple[str, ...]:
+        """The file endings a watch of this root reacts to (the walk then asks `takes`)."""
         return SUFFIXES[self.kind]
+
+    def takes(self, rel: str) -> bool:
+        """Whether the file at `rel` is one of this root's: any Markdown file of notes; a
+        transcript, or a Markdown file in a `memory/` folder (Claude Code's memory), of conversations."""
+        low = rel.lower()
+        if self.kind == NOTES:
+            return low.endswith(MARKDOWN)
+        parts = rel.split("/")
+        return low.endswith(".jsonl") or (low.endswith(MARKDOWN) and len(parts) >= 2 and parts[-2] == MEMORY_FOLDER)
 
 
 @dataclass
@@ -209,6 +223,7 @@ class Config:
         if not self.conversations or self.kind != NOTES:
             return None
         return dataclasses.replace(self, roots=list(self.conversations), conversations=[], kind=CONVERSATIONS,
+                                   layout=(("*", MEMORY_TYPE),),   # its Markdown: Claude Code's memory files
                                    max_file_bytes=max(self.max_file_bytes, MAX_TRANSCRIPT_BYTES),
                                    ranking=RankingConfig.conversations(),
                                    # a session's commits are checked in the notes' repositories too
@@ -232,7 +247,7 @@ class Config:
     @property
     def doc_types(self) -> tuple[str, ...]:
         if self.kind == CONVERSATIONS:
-            return CONVERSATION_TYPES
+            return (*CONVERSATION_TYPES, MEMORY_TYPE)
         seen = list(DOC_TYPES)
         for _, t in self.layout:
             if t not in seen:

@@ -302,7 +302,7 @@ class Writer:
         """ingest.prepare, in a child process under a time budget for a large document
         (indexer/ingest/sandbox.py); past the budget the document is indexed as plain text in parts, and
         past a second budget for that, without its text."""
-        if f.root.kind == CONVERSATIONS:
+        if f.root.kind == CONVERSATIONS and f.rel.lower().endswith(".jsonl"):
             return self._prepare_conversation(f, data, redactor)
         args = (f, data, self.core.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:

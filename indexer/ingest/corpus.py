@@ -276,10 +276,10 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                 if is_link and entry.is_dir():
                     continue  # symlinked directories are not followed
             except OSError as e:  # a symlink loop (ELOOP) or an entry that vanished
-                if entry.name.lower().endswith(root.suffixes):
+                if root.takes(rel):
                     result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, cannot be read ({e.strerror or e})")
                 continue
-            if not entry.name.lower().endswith(root.suffixes) or ignorer.ignored(rel, False):
+            if not root.takes(rel) or ignorer.ignored(rel, False):
                 continue
             if is_link:
                 links.append((rel, Path(entry.path)))

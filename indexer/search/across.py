@@ -5,6 +5,11 @@ in transcripts is not common in notes). A request names the one it reads with `c
 (the default), "conversations", or for `search` "all" — then each corpus answers with its own
 ranking and the answer keeps them apart: the best of each in full (the better first), then the
 runners-up of both as pointers, each result saying its corpus, and each index's freshness.
+
+Claude Code's own memory files (a project's `memory/` folder) sit beside its transcripts and are
+indexed with them (config.Root.takes), but they are notes: a notes search also asks the
+conversations index for its memory files, and shows them (as corpus "memory") only when one
+matches well; a conversations search reads the transcripts alone.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 from typing import Callable
 
 from remembrancer.indexer.answers import SearchAnswer
-from remembrancer.indexer.config import CONVERSATIONS, NOTES
+from remembrancer.indexer.config import CONVERSATIONS, MEMORY_TYPE, NOTES
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as TRANSCRIPT_TYPES
 from remembrancer.indexer.errors import UserError
 
 ALL = "all"
@@ -46,34 +52,52 @@ def corpus_param(params: dict, method: str) -> str:
 
 def answer(method: str, params: dict, notes: Reader | None, conversations: Reader | None) -> dict | SearchAnswer:
     """Answer `method` from the corpus its params name (each reader gives its wire JSON);
-    `conversations` None: none is configured. A search over both is the combined SearchAnswer,
-    for the caller to fit to the request's budget."""
+    `conversations` None: none is configured. A search over both (or over notes and Claude Code's
+    memory files) is the combined SearchAnswer, for the caller to fit to the request's budget."""
     params = dict(params)
     which = corpus_param(params, method)
-    if which == NOTES or (which == ALL and conversations is None):
-        if notes is None:
-            raise UserError("no notes folder is configured for this session", param="corpus",
-                            options=[CONVERSATIONS], hint="search the conversations: corpus \"conversations\"")
-        out = notes(method, params)
-        if which == ALL:
-            out["notes"] = [*(out.get("notes") or []),
-                            "no conversation folder is configured: only the notes were searched"]
-        return out
-    if conversations is None:
-        raise UserError("no conversation folder is configured for this session", param="corpus",
-                        options=[NOTES], hint=NO_FOLDER_HINT)
-    if which == CONVERSATIONS or notes is None:
-        return conversations(method, params)
-    limit = params.get("limit", 5)
-    return combine(SearchAnswer.parse(notes(method, dict(params))),
-                   SearchAnswer.parse(conversations(method, dict(params))), limit if isinstance(limit, int) else 5)
+    limit = params.get("limit", 5) if isinstance(params.get("limit", 5), int) else 5
+    if which == CONVERSATIONS or (which == ALL and conversations is not None):
+        if conversations is None:
+            raise UserError("no conversation folder is configured for this session", param="corpus",
+                            options=[NOTES], hint=NO_FOLDER_HINT)
+        if which == CONVERSATIONS:
+            if method == "search" and not params.get("type"):
+                params["type"] = list(TRANSCRIPT_TYPES)   # the memory files are notes
+            return conversations(method, params)
+        return combine(SearchAnswer.parse(notes(method, dict(params))),
+                       SearchAnswer.parse(conversations(method, dict(params))), limit)
+    if method in ("read", "outline") and conversations is not None:
+        try:
+            return notes(method, params)
+        except UserError as e:   # a memory file's path: the conversations index holds it
+            if e.code != "not_found":
+                raise
+            try:
+                return conversations(method, params)
+            except UserError:
+                raise e from None
+    out = notes(method, params)
+    if which == ALL:
+        out["notes"] = [*(out.get("notes") or []), "no conversation folder is configured: only the notes were searched"]
+    elif method == "search" and conversations is not None and not params.get("type"):
+        memory = SearchAnswer.parse(conversations(method, {**params, "type": [MEMORY_TYPE]}))
+        if memory.results and not memory.no_strong_match:
+            return combine(SearchAnswer.parse(out), memory, limit, quiet=True)
+    return out
 
 
-def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int) -> SearchAnswer:
-    """The answer over both corpora: each result keeps its own corpus's rank and says which it is."""
+def _corpus_of(default: str, r) -> str:
+    return "memory" if r.type == MEMORY_TYPE else default
+
+
+def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int, quiet: bool = False) -> SearchAnswer:
+    """The answer over both corpora: each result keeps its own corpus's rank and says which it is
+    ("memory" for Claude Code's memory files). `quiet`: the second answer is only the memory
+    files of a notes search (its absence of a match is not news)."""
     for corpus, ans in ((NOTES, notes), (CONVERSATIONS, conversations)):
         for r in [*ans.results, *(ans.best_weak or [])]:
-            r.corpus = corpus
+            r.corpus = _corpus_of(corpus, r)
     out = SearchAnswer(query=notes.query, mode=notes.mode,
                        took_ms=round((notes.took_ms or 0) + (conversations.took_ms or 0), 1))
     sure = [a for a in (notes, conversations) if a.results and not a.no_strong_match]
@@ -84,7 +108,7 @@ def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int) -> Sea
             r.content, r.content_truncated, r.content_total_chars = None, None, None
         out.results = bests + rest[:max(limit - len(bests), 0)]
         for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
-            if a not in sure:
+            if a not in sure and not quiet:
                 out.notes = [*(out.notes or []), f"no strong match in the {name}"]
     else:
         out.no_strong_match = True
@@ -95,7 +119,7 @@ def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int) -> Sea
         if not out.best_weak:
             out.message = "no section matches in the notes or the conversations"
     for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
-        out.notes = [*(out.notes or []), *(f"{name}: {n}" for n in a.notes or [])] or None
+        out.notes = [*(out.notes or []), *(f"{name}: {n}" for n in a.notes or [] if not (quiet and a is conversations))] or None
     out.index = notes.index
     out.conversations_index = conversations.index
     return out

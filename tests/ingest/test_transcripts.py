@@ -130,12 +130,13 @@ def test_a_secret_in_a_tool_result_or_a_prompt_is_redacted_before_any_row_is_mad
     assert ex["uuid"] == s.uuids[0] and ex["timestamp"].startswith("2026-03-02T09:00")
 
 
-def test_the_walk_of_a_conversations_root_takes_transcripts_only(tmp_path):
+def test_the_walk_of_a_conversations_root_takes_transcripts_and_claude_code_memory_files(tmp_path):
     s = Session(tmp_path)
     s.prompt("hello there, what is the plan?")
     (s.path.parent / "memory").mkdir()
     (s.path.parent / "memory" / "MEMORY.md").write_text("# Memory\n")
     (s.path.parent / s.session_id / "tool-results").mkdir(parents=True)
     (s.path.parent / s.session_id / "tool-results" / "big.txt").write_text("output")
+    (s.path.parent / "notes.md").write_text("# Not a memory file\n")
     rels = [f.rel for f in walk(make_roots([tmp_path], kind=CONVERSATIONS), (), 10**8).files]
-    assert rels == [s.rel]
+    assert rels == sorted([s.rel, f"{s.path.parent.name}/memory/MEMORY.md"])   # Claude Code's memory files too

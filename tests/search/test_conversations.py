@@ -274,3 +274,30 @@ def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_land
     assert quoted.commits and quoted.commits[0].commit == start and quoted.commits[0].landed is True
     from remembrancer.mcp_server.render import search_text
     assert "Cap upload retries" in search_text(out) and "landed on main" in search_text(out)
+
+
+def test_claude_code_memory_files_are_served_with_the_notes(projects, talks, notes_engine):
+    s = _session(projects)
+    memory = s.path.parent / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("# Project memory\n\n- [Deploys](deploys.md): how we ship\n")
+    (memory / "deploys.md").write_text("---\nname: deploys\ndescription: how we ship\n---\n\n# Deploys\n\n"
+                                       "We ship with the quokkaflow pipeline every Tuesday after standup.\n")
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    found = SearchAnswer.parse(api.read_across("search", {"query": "quokkaflow pipeline Tuesday"},
+                                               reader(notes_engine), reader(e)))
+    hit = next(r for r in found.results if r.corpus == "memory")
+    assert hit.path.endswith("memory/deploys.md") and hit.type == "memory" and "quokkaflow" in (hit.content or "")
+    talk = SearchAnswer.parse(api.read_across("search", {"query": "quokkaflow pipeline Tuesday", "corpus": "conversations"},
+                                              reader(notes_engine), reader(e)))
+    assert all(r.type in ("conversation", "subagent") for r in talk.shown)
+    page = api.read_across("read", {"path": hit.path, "heading": "Deploys"}, reader(notes_engine), reader(e))
+    assert "quokkaflow" in page["content"]
+    with pytest.raises(UserError) as err:   # a path in neither: the notes' own answer
+        api.read_across("read", {"path": "nowhere.md"}, reader(notes_engine), reader(e))
+    assert err.value.code == "not_found"
+    assert {r.corpus for r in found.results} <= {"notes", "memory"} and found.conversations_index is not None
