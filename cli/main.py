@@ -1103,7 +1103,8 @@ def _mcp_config(args) -> int:
     served = load_config(roots or None).roots   # without --root: the config's roots, if any, are served
     if scopes and served:
         check_exists(served, tuple(scopes))
-    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit)
+    talks = [str(r.path) for r in _load(args).conversations] if args.conversations else []   # checked here
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks)
     if roots:
         print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
     else:

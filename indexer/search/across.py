@@ -87,6 +87,12 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
     return out
 
 
+def _across(r) -> tuple:
+    """The order of results from two corpora: each corpus's fused scores are scaled to its own
+    candidates, so they are not compared; the semantic match is (the same model's cosine for both)."""
+    return (-(r.scores.dense if r.scores is not None else 0.0), -(r.score or 0))
+
+
 def _corpus_of(default: str, r) -> str:
     return "memory" if r.type == MEMORY_TYPE else default
 
@@ -102,8 +108,8 @@ def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int, quiet:
                        took_ms=round((notes.took_ms or 0) + (conversations.took_ms or 0), 1))
     sure = [a for a in (notes, conversations) if a.results and not a.no_strong_match]
     if sure:
-        bests = sorted((a.results[0] for a in sure), key=lambda r: -(r.score or 0))
-        rest = sorted((r for a in sure for r in a.results[1:]), key=lambda r: -(r.score or 0))
+        bests = sorted((a.results[0] for a in sure), key=_across)
+        rest = sorted((r for a in sure for r in a.results[1:]), key=_across)
         for r in rest:   # the best of each corpus is the one carried in full
             r.content, r.content_truncated, r.content_total_chars = None, None, None
         out.results = bests + rest[:max(limit - len(bests), 0)]
@@ -112,8 +118,7 @@ def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int, quiet:
                 out.notes = [*(out.notes or []), f"no strong match in the {name}"]
     else:
         out.no_strong_match = True
-        out.best_weak = sorted([*(notes.best_weak or []), *(conversations.best_weak or [])],
-                               key=lambda r: -(r.score or 0))[:limit]
+        out.best_weak = sorted([*(notes.best_weak or []), *(conversations.best_weak or [])], key=_across)[:limit]
         out.why_no_strong_match = [*(f"notes: {w}" for w in notes.why_no_strong_match or []),
                                    *(f"conversations: {w}" for w in conversations.why_no_strong_match or [])] or None
         if not out.best_weak:
