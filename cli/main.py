@@ -339,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
+    _add_conversations(p, corpus="one")
     _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
@@ -844,7 +845,7 @@ def cmd_latest(args) -> int:
     from remembrancer.mcp_server.render import latest_text
 
     out = _memory_call(args, "latest", terms=args.terms, since=args.since, until=args.until, type=args.type,
-                       path=args.path, limit=args.limit)
+                       path=args.path, limit=args.limit, corpus=args.corpus)
     _print_memory(args, out, LatestAnswer, latest_text)
     return EXIT_OK if out["results"] and not out.get("relaxed") else EXIT_NOTHING
 

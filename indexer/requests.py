@@ -259,6 +259,9 @@ class LatestParams(Params):
     type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.")
     path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
     limit: int = param(LATEST_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
+    corpus: Literal["notes", "conversations"] = param("notes", description="'notes' (default), or "
+                                                      "'conversations': the exchanges of past Claude Code "
+                                                      "sessions holding the terms, newest first.")
     verify_commits: bool = param(True, socket_only=True)
 
     @classmethod

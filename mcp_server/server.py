@@ -329,9 +329,10 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         return answer("history", lambda out: render.history_text(HistoryAnswer.parse(out)), entity=entity, topic=topic, since=since, until=until,
                       limit=limit)
 
-    def latest(terms, since, until, type, path, limit) -> Result:
+    def latest(terms, since, until, type, path, limit, corpus) -> Result:
+        extra = {"corpus": corpus} if corpus != "notes" else {}
         return answer("latest", lambda out: render.latest_text(LatestAnswer.parse(out)), terms=terms, since=since, until=until, type=type, path=path,
-                      limit=limit)
+                      limit=limit, **extra)
 
     def neighbors(path, limit) -> Result:
         return answer("neighbors", lambda out: render.neighbors_text(NeighborsAnswer.parse(out)), path=path, limit=limit)

@@ -23,8 +23,9 @@ from remembrancer.indexer.errors import UserError
 
 ALL = "all"
 CORPORA = (NOTES, CONVERSATIONS, ALL)
-# The methods a conversations corpus answers (it has no host records, links or cited commits).
-CONVERSATION_METHODS = ("search", "read", "outline", "list", "latest", "history")
+# The methods a conversations corpus answers (it has no host or service records for `history`,
+# no links for `neighbors`, no cited commits of its own for `verify`).
+CONVERSATION_METHODS = ("search", "read", "outline", "list", "latest")
 NO_FOLDER_HINT = ("pass --conversations DIR (a Claude Code project folder, e.g. ~/.claude/projects/-home-me-app), "
                   "set [conversations] roots in the config file, or run from the project folder whose "
                   "Claude Code transcripts should be searched")

@@ -301,3 +301,21 @@ def test_claude_code_memory_files_are_served_with_the_notes(projects, talks, not
         api.read_across("read", {"path": "nowhere.md"}, reader(notes_engine), reader(e))
     assert err.value.code == "not_found"
     assert {r.corpus for r in found.results} <= {"notes", "memory"} and found.conversations_index is not None
+
+
+def test_latest_lists_the_exchanges_holding_the_terms_newest_first(projects, talks, notes_engine):
+    s = _session(projects)
+    later = Session(projects, start="2026-03-05T10:00:00")
+    later.prompt("BucketGone again on the staging uploader?")
+    later.says("Yes, the staging bucket was deleted too.")
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    out = api.read_across("latest", {"terms": ["BucketGone"], "corpus": "conversations"},
+                          reader(notes_engine), reader(e))
+    assert [r["path"] for r in out["results"]] == [later.rel, s.rel]
+    with pytest.raises(UserError) as err:
+        api.read_across("history", {"entity": "db1", "corpus": "conversations"}, reader(notes_engine), reader(e))
+    assert err.value.param == "corpus"
