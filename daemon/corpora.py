@@ -451,21 +451,20 @@ def within_param(params: dict) -> str | None:
     return within
 
 
-def conversations_param(params: dict) -> list[str] | None:
-    """The conversation folders a request's session searches (`conversations`), or None."""
-    folders = params.pop("conversations", None)
+def _folders_param(params: dict, name: str, what: str) -> list[str] | None:
+    folders = params.pop(name, None)
     if folders is None or folders == []:
         return None
     if not isinstance(folders, list) or not all(isinstance(r, str) and r for r in folders):
-        raise UserError("conversations must be a list of conversation folders", param="conversations")
+        raise UserError(f"{name} must be a list of {what}", param=name)
     return folders
+
+
+def conversations_param(params: dict) -> list[str] | None:
+    """The conversation folders a request's session searches (`conversations`), or None."""
+    return _folders_param(params, "conversations", "conversation folders")
 
 
 def roots_param(params: dict) -> list[str] | None:
     """The corpus a request names (`roots`: a list of folder paths), or None for the default one."""
-    roots = params.pop("roots", None)
-    if roots is None or roots == []:
-        return None
-    if not isinstance(roots, list) or not all(isinstance(r, str) and r for r in roots):
-        raise UserError("roots must be a list of corpus root folders", param="roots")
-    return roots
+    return _folders_param(params, "roots", "corpus root folders")

@@ -106,6 +106,9 @@ def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
     offset = tail.get("offset")
     if not isinstance(offset, int) or not 0 < offset <= len(data) or data[offset - 1:offset] != b"\n":
         return None
+    kinds = {"line": int, "keep": int, "redacted": dict, "bad_lines": list, "bad_count": int}
+    if not all(isinstance(tail.get(k), t) for k, t in kinds.items()):
+        return None
     return tail if _prefix_hash(data[:offset]) == tail.get("prefix") else None
 
 
@@ -165,8 +168,8 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     prior = tail or {"redacted": {}, "bad_lines": [], "bad_count": 0}
     last = tr.exchanges[-1] if tr.exchanges else None
     new_tail = None
-    if last is not None:
-        settled = [ex for ex in tr.exchanges[:-1]]
+    if last is not None and not warnings:   # bad UTF-8 is reported by reading the file whole each time
+        settled = tr.exchanges[:-1]
         bad_settled = [n for n in tr.bad_lines if n < last.start_line]
         new_tail = {
             "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
@@ -180,9 +183,11 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     if counts:
         warnings.append(f"{f.path}: {sum(counts.values())} secret(s) redacted ({', '.join(sorted(counts))})")
 
-    def fact(name: str):
-        new = getattr(tr, name)
-        return new if new is not None and not (name == "started" and before.get("started")) else before.get(name)
+    def fact(name: str):   # what a whole read would say: the first value seen, the last time
+        new, old = getattr(tr, name), before.get(name)
+        if name == "ended":
+            return new or old
+        return old if old is not None else new
     session = {name: fact(name) for name in ("session_id", "agent_id", "cwd", "branch", "version", "started", "ended")}
     session["title"] = tr.title or before.get("title")
     session["exchanges"] = exchanges

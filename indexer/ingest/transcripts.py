@@ -227,6 +227,8 @@ def parse(data: str, path: str, subagent: bool = False, first_line: int = 1) -> 
             continue
         if not isinstance(d, dict):
             continue
+        if not isinstance(d.get("message"), dict):
+            d["message"] = {}   # a line of another shape: what it says is read as nothing, never a crash
         kind = d.get("type")
         if kind in TITLE_TYPES:
             title = d.get("summary") or d.get("aiTitle") or d.get("title") or d.get("customTitle")
@@ -305,7 +307,8 @@ def _render(d: dict, tools: dict[str, str]) -> str | None:
     # a user line inside an exchange: tool results, harness text, command echoes, interruptions
     if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         out = [r for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
-               for r in [_tool_result(b, tools.get(b.get("tool_use_id")))] if r]
+               for tid in [b.get("tool_use_id")]
+               for r in [_tool_result(b, tools.get(tid) if isinstance(tid, str) else None)] if r]
         return "\n".join(out) or None
     if d.get("isMeta"):
         return None

@@ -140,3 +140,30 @@ def test_the_walk_of_a_conversations_root_takes_transcripts_and_claude_code_memo
     (s.path.parent / "notes.md").write_text("# Not a memory file\n")
     rels = [f.rel for f in walk(make_roots([tmp_path], kind=CONVERSATIONS), (), 10**8).files]
     assert rels == sorted([s.rel, f"{s.path.parent.name}/memory/MEMORY.md"])   # Claude Code's memory files too
+
+
+def test_lines_of_any_shape_never_break_the_parse(tmp_path):
+    """Every field of real lines swapped for values of other JSON types: the parse reads what it
+    can and never raises (a transcript is input like any other)."""
+    import random
+
+    s = Session(tmp_path)
+    s.title("t")
+    s.prompt("Why?")
+    s.tool("Bash", {"command": "ls"}, "x", is_error=True)
+    s.says("Because.")
+    s.compact("summary")
+    lines = [json.loads(x) for x in s.path.read_text().splitlines()]
+    odd = [None, 0, -1, 1.5, True, "", "text", [], [1, "a", None], {}, {"type": "text"},
+           [{"type": "tool_result", "tool_use_id": ["x"], "content": {"a": 1}}], [{"type": "tool_use", "input": 5}]]
+    rng = random.Random(7)
+    for _ in range(3000):
+        line = json.loads(json.dumps(rng.choice(lines)))
+        target = line if rng.random() < 0.5 or not isinstance(line.get("message"), dict) else line["message"]
+        key = rng.choice(list(target) + ["content", "type", "message", "isCompactSummary"])
+        target[key] = rng.choice(odd)
+        tr = transcripts.parse(json.dumps(line) + "\n" + json.dumps(lines[2]) + "\n", "x.jsonl",
+                               subagent=rng.random() < 0.3)
+        for ex in tr.exchanges:
+            ex.text()
+            ex.heading
