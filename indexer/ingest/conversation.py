@@ -18,13 +18,16 @@ read whole.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest import transcripts
 from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
 from remembrancer.indexer.ingest.document import Prepared, decode
-from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor
+from remembrancer.indexer.redact import (DEFAULT_REDACTOR, MARKER_RE, Redactor, SecretHashes, redact_values,
+                                         removed_secrets, salted_sha256)
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
 
 CONVERSATION, SUBAGENT = transcripts.SESSION_TYPE, transcripts.SUBAGENT_TYPE
@@ -42,28 +45,59 @@ def _prefix_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_line: int = 1) -> transcripts.Transcript:
-    """The transcript with every text it holds redacted (what is indexed and what `read` shows);
-    each exchange counts what was taken out of it."""
+# Between the pieces of a transcript redacted as one text; a piece holding it is redacted alone.
+_PIECE = "\n\x00\u241e\x00\n"
+REPEATED = "repeated_secret"   # the label of a secret found earlier in the session, met again
+
+
+def _redact_together(redactor: Redactor, pieces: list[str], seen: SecretHashes | None) -> tuple[list[str], set[str]]:
+    """The pieces redacted as one text, so a value found by its context in one (a token pasted as
+    `POSTMARK_TOKEN=v` in a prompt) is redacted in every other (`printf … 'v' >> .env` in a later
+    command); then every value `seen` earlier in the session. Also returns the values found here."""
+    joined = _PIECE.join(pieces)
+    out, _ = redactor.redact(joined)
+    found = removed_secrets(joined, out)
+    done = out.split(_PIECE)
+    if any(_PIECE in p for p in pieces) or len(done) != len(pieces):   # a pattern ran across pieces
+        done = [redactor.redact(p)[0] for p in pieces]
+        done = [redact_values(p, found, REPEATED)[0] for p in done]
+    if seen is not None:
+        echo = Redactor(families=(), hashes=seen)
+        done = [echo.redact(p)[0] for p in done]
+    return done, found
+
+
+def _labels(before: str, after: str) -> dict[str, int]:
+    """The markers redaction added to one piece, by label."""
+    out: dict[str, int] = {}
+    for m in MARKER_RE.finditer(after):
+        out[m.group(0)[10:-1]] = out.get(m.group(0)[10:-1], 0) + 1
+    for m in MARKER_RE.finditer(before):
+        out[m.group(0)[10:-1]] -= 1
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_line: int = 1,
+                   seen: SecretHashes | None = None) -> tuple[transcripts.Transcript, set[str]]:
+    """The transcript with every text it holds redacted (what is indexed and what `read` shows),
+    each exchange counting what was taken out of it; and the secret values found in it."""
     tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
-    counts: dict[str, int] = {}
-
-    def clean(value: str | None) -> str | None:
-        if value is None:
-            return None
-        out, found = redactor.redact(value)
-        for k, v in found.items():
-            counts[k] = counts.get(k, 0) + v
-        return out
-
-    tr.title, tr.cwd, tr.branch = clean(tr.title), clean(tr.cwd), clean(tr.branch)
+    pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
     for ex in tr.exchanges:
-        counts = {}
-        ex.prompt = clean(ex.prompt) or ""
-        ex.parts = [clean(p) or "" for p in ex.parts]
-        ex.branch = clean(ex.branch)
-        ex.redacted = counts
-    return tr
+        pieces += [ex.prompt, ex.branch or "", *ex.parts]
+    done, found = _redact_together(redactor, pieces, seen)
+    tr.title, tr.cwd, tr.branch = (None if old is None else new for old, new in zip((tr.title, tr.cwd, tr.branch), done))
+    i = 3
+    for ex in tr.exchanges:
+        n = 2 + len(ex.parts)
+        before, after = pieces[i:i + n], done[i:i + n]
+        ex.prompt, ex.branch, ex.parts = after[0], after[1] or None, after[2:]
+        ex.redacted = {}
+        for b, a in zip(before, after):
+            for k, v in _labels(b, a).items():
+                ex.redacted[k] = ex.redacted.get(k, 0) + v
+        i += n
+    return tr, found
 
 
 @dataclass
@@ -91,7 +125,7 @@ class ReadBack:
 def read_back(redactor: Redactor, text: str, path: str, rel: str) -> tuple[ReadBack, bool]:
     """(the transcript as `read` shows it, False): the reader's counterpart of document.redact_and_parse
     (a transcript has no `secret: true`)."""
-    tr = parse_redacted(text, path, rel, redactor)
+    tr, _ = parse_redacted(text, path, rel, redactor)
     sections = [ExchangeSection(ex.heading, ex.heading, 1, ex.start_line, ex.end_line, ex.text(), ex.uuids)
                 for ex in tr.exchanges]
     whole = "\n".join(s.text for s in sections)
@@ -106,7 +140,8 @@ def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
     offset = tail.get("offset")
     if not isinstance(offset, int) or not 0 < offset <= len(data) or data[offset - 1:offset] != b"\n":
         return None
-    kinds = {"line": int, "keep": int, "redacted": dict, "bad_lines": list, "bad_count": int}
+    kinds = {"line": int, "keep": int, "redacted": dict, "bad_lines": list, "bad_count": int, "salt": str,
+             "seen": list}
     if not all(isinstance(tail.get(k), t) for k, t in kinds.items()):
         return None
     return tail if _prefix_hash(data[:offset]) == tail.get("prefix") else None
@@ -155,7 +190,10 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     tail = _usable_tail(stored, data, policy)
     start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
     text, warnings = decode(f.path, data[start:])
-    tr = parse_redacted(text, f.path, f.rel, redactor, first_line)
+    salt = (tail or {}).get("salt") or os.urandom(16).hex()
+    digests = dict.fromkeys((tail or {}).get("seen") or [], REPEATED)
+    seen = SecretHashes(Path(f.path), bytes.fromhex(salt), digests, "") if digests else None
+    tr, found = parse_redacted(text, f.path, f.rel, redactor, first_line, seen)
     doc_type = SUBAGENT if is_subagent(f.rel) else CONVERSATION
     texts: dict[str, str] = {}
     sections = [_section(doc_type, ex, texts) for ex in tr.exchanges]
@@ -175,7 +213,10 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
             "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
             "offset": _line_offset(data, start, first_line, last.start_line),
             "redacted": _add(prior["redacted"], {k: v for ex in settled for k, v in ex.redacted.items()}),
-            "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled)}
+            "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled),
+            # the secrets found so far, salted and hashed (never the values): met again in a later
+            # exchange, they are redacted there too (_redact_together)
+            "salt": salt, "seen": sorted(set(digests) | {salted_sha256(bytes.fromhex(salt), v) for v in found})}
         new_tail["prefix"] = _prefix_hash(data[:new_tail["offset"]])
     counts = _add(prior["redacted"], {k: v for ex in tr.exchanges for k, v in ex.redacted.items()})
     bad = prior["bad_lines"] + tr.bad_lines
