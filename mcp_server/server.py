@@ -232,9 +232,10 @@ async def client_roots(ctx) -> list[str]:
         return []
 
 
-def tool_descriptions(facts, doc_types) -> dict[str, str]:
-    """Every tool's description, written from the live index."""
-    return {"search": describe.index_map(facts), "read": describe.read_description(facts),
+def tool_descriptions(facts, doc_types, conversations=()) -> dict[str, str]:
+    """Every tool's description, written from the live index (and the session's conversation folders)."""
+    talk = f"\n{describe.conversations_note(conversations)}" if conversations else ""
+    return {"search": describe.index_map(facts) + talk, "read": describe.read_description(facts),
             "list_documents": describe.list_description(facts, doc_types),
             "index_status": describe.status_description(), "history": describe.history_description(facts),
             "latest": describe.latest_description(facts), "neighbors": describe.neighbors_description(facts),
@@ -282,7 +283,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     """The MCP server over `link`, with descriptions from the index as it is now. With a
     `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
     facts = index_facts(link)
-    desc = tool_descriptions(facts, doc_types)
+    desc = tool_descriptions(facts, doc_types, link.config.conversations if link.config else ())
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
@@ -512,7 +513,8 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str], convers
     facts = index_facts(link)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
-    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES).items():
+    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES,
+                                        config.conversations if config else ()).items():
         tool = server._tool_manager.get_tool(name)
         if tool is not None:
             tool.description = text

@@ -82,6 +82,8 @@ def test_mcp_with_notes_and_conversations_answers_search_with_a_corpus(world, ti
         async with Client(server, read_timeout_seconds=120) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
             schema = tools["search"].input_schema["properties"]["corpus"]
+            assert 'corpus="conversations"' in tools["search"].description and world["projects"].name in \
+                tools["search"].description
             talk = await c.call_tool("search", {"query": "SignatureDoesNotMatch chrony", "corpus": "conversations"})
             read = await c.call_tool("read", {"path": world["session"].rel, "uuid": world["session"].uuids[-1]})
             bad = await c.call_tool("search", {"query": "x", "corpus": "everything"})
