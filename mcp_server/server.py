@@ -283,7 +283,8 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     """The MCP server over `link`, with descriptions from the index as it is now. With a
     `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
     facts = index_facts(link)
-    desc = tool_descriptions(facts, doc_types, link.config.conversations if link.config else ())
+    config = getattr(link, "config", None)   # a stand-in link (tests) may have none
+    desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else ())
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
