@@ -63,6 +63,24 @@ def _add_root(p: argparse.ArgumentParser) -> None:
                    help="corpus root (repeatable; default: roots from the config file)")
 
 
+def _add_conversations(p: argparse.ArgumentParser, corpus: bool = False) -> None:
+    p.add_argument("--conversations", action="append", metavar="DIR",
+                   help="a folder of Claude Code transcripts, searched as its own corpus (repeatable; default: "
+                        "[conversations] roots from the config file, else this project's ~/.claude/projects folder)")
+    if corpus:
+        p.add_argument("--corpus", choices=["notes", "conversations", "all"] if corpus == "all" else
+                       ["notes", "conversations"], default="notes",
+                       help="which corpus to read: the notes (default) or the conversations"
+                            + (", or both (all)" if corpus == "all" else ""))
+
+
+def _load(args):
+    """The configuration a command runs with: --root and --conversations over the config file."""
+    from remembrancer.indexer.config import load_config
+
+    return load_config(getattr(args, "root", None), conversation_args=getattr(args, "conversations", None))
+
+
 def _add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="URL", default=os.environ.get("REMEMBRANCER_STORE") or None,
                    help="team memory: a postgresql:// URL (default $REMEMBRANCER_STORE); see README 'Team memory'")
@@ -143,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
     _add_store(p)
     _add_root(p)
+    _add_conversations(p)
     p.add_argument("--reembed", action="store_true", help="drop stored vectors and embed everything again")
     p.add_argument("--json", action="store_true", help="the run's report as JSON")
 
@@ -152,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="*", default=[], help="the question, quoted or not (may be empty when filters "
                    "are given)")
     _add_root(p)
+    _add_conversations(p, corpus="all")
     _add_filters(p)
     _add_int(p, rq.SearchParams, "limit", "how many results", "-n")
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
@@ -165,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="the document: its corpus path (hosts/db1.md), or an absolute or "
                    "cwd-relative path inside a root")
     _add_root(p)
+    _add_conversations(p, corpus="one")
+    p.add_argument("--uuid", help="a conversation: the exchange holding this line (a search result's uuid)")
+    p.add_argument("--around", type=int, default=0, help="a conversation: also this many exchanges before and after")
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
     p.add_argument("--lines", help="START:END (1-based, inclusive)")
     p.add_argument("--offset", type=int, default=rq.ReadParams.bounds("offset")[0],
@@ -176,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
+    _add_conversations(p, corpus="one")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("status", help="what is indexed, with which model, and how fresh")
@@ -186,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="documents in the index, by path prefix and type")
     _add_store(p)
     _add_root(p)
+    _add_conversations(p, corpus="one")
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -193,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
     _add_store(p)
     _add_root(p)
+    _add_conversations(p)
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long without clients (default: never; a daemon started on demand "
                         "passes 600)")
@@ -226,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config: print the `claude mcp add` line and the Claude Desktop JSON")
     _add_store(p)
     _add_root(p)
+    _add_conversations(p)
     p.add_argument("--install", action="store_true",
                    help="with config: merge the server into Claude Desktop's config file")
     p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
@@ -312,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
+    _add_conversations(p, corpus="one")
     _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")
@@ -440,7 +468,7 @@ def _backend(args, missing: str = "ok"):
 
     if getattr(args, "store", None):   # a reader of the team store: no local index
         return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
-    config = load_config(args.root)
+    config = _load(args)
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
         return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
     where = ", ".join(str(r.path) for r in config.roots)
@@ -539,13 +567,17 @@ def cmd_index(args) -> int:
     if args.store:   # one pass of the team store's writer (refused while `serve --store` runs)
         from remembrancer.indexer.team import Writer
 
-        writer = Writer(load_config(args.root), args.store)
+        writer = Writer(_load(args), args.store)
         report = writer.engine.refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
     else:
-        config = load_config(args.root)
+        config = _load(args)
         report = _index_by_daemon(config, args.reembed)
         if report is None:
             report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
+            talks = config.conversation_config()
+            if talks is not None:
+                report["conversations"] = _index_writer(talks).refresh(progress=_progress_bar(),
+                                                                       reembed=args.reembed).to_dict()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -554,6 +586,12 @@ def cmd_index(args) -> int:
               f"{report['removed']} removed, {report['unchanged']} unchanged{skipped}; "
               f"{report['embedded']} passages embedded in {report['seconds']:.2f}s")
         _print_warnings(report["warnings"])
+        talks = report.get("conversations")
+        if talks:
+            print(f"conversations: {talks['scanned']} transcripts: {talks['added']} added, {talks['updated']} "
+                  f"updated, {talks['removed']} removed, {talks['unchanged']} unchanged; {talks['embedded']} "
+                  f"passages embedded in {talks['seconds']:.2f}s")
+            _print_warnings(talks["warnings"])
     return EXIT_OK
 
 
@@ -595,6 +633,8 @@ def _index_by_daemon(config, reembed: bool) -> dict | None:
     finally:
         daemon.close()
     print(f"remembrancer: indexed by the running daemon (pid {out.get('pid', pid)})", file=sys.stderr)
+    if out.get("conversations"):
+        out["report"]["conversations"] = out["conversations"]["report"]
     return out["report"]
 
 
@@ -623,7 +663,7 @@ def _index_writer(config):
 def cmd_search(args) -> int:
     out = _memory_call(args, "search", query=" ".join(args.query), limit=args.limit, type=args.type, path=args.path,
                        tags=args.tags, since=args.since, until=args.until, exact=args.exact,
-                       explain=args.explain, **({"alternates": args.also} if args.also else {}))
+                       explain=args.explain, corpus=args.corpus, **({"alternates": args.also} if args.also else {}))
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -647,8 +687,11 @@ def cmd_read(args) -> int:
         except ValueError:
             raise UserError(f"--lines must be START:END, got {args.lines!r}", param="lines") from None
     backend = _backend(args, missing="error")
-    out = backend.call("read", path=corpus_path(args.path, args.root, backend), heading=args.heading,
-                       lines=lines, offset=args.offset, max_chars=args.max_chars)
+    talk = {"corpus": args.corpus, **({"uuid": args.uuid} if args.uuid else {}),
+            **({"around": args.around} if args.around else {})}
+    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    out = backend.call("read", path=path, heading=args.heading, lines=lines, offset=args.offset,
+                       max_chars=args.max_chars, **talk)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -664,7 +707,8 @@ def cmd_read(args) -> int:
 
 def cmd_outline(args) -> int:
     backend = _backend(args, missing="error")
-    out = backend.call("outline", path=corpus_path(args.path, args.root, backend))
+    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    out = backend.call("outline", path=path, corpus=args.corpus)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -752,7 +796,7 @@ def _memory_call(args, tool: str, **params) -> dict:
     from remembrancer.indexer.search.querylog import QueryLog
 
     backend = _backend(args, missing="build")
-    qlog = QueryLog.for_config(load_config(args.root))
+    qlog = QueryLog.for_config(_load(args))
     t0 = time.perf_counter()
     try:
         out = backend.call(tool, **params)
@@ -801,7 +845,7 @@ def cmd_latest(args) -> int:
     from remembrancer.mcp_server.render import latest_text
 
     out = _memory_call(args, "latest", terms=args.terms, since=args.since, until=args.until, type=args.type,
-                       path=args.path, limit=args.limit)
+                       path=args.path, limit=args.limit, corpus=args.corpus)
     _print_memory(args, out, LatestAnswer, latest_text)
     return EXIT_OK if out["results"] and not out.get("relaxed") else EXIT_NOTHING
 
@@ -857,7 +901,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_list(args) -> int:
-    out = _backend(args, missing="error").call("list", path=args.path, type=args.type)
+    out = _backend(args, missing="error").call("list", path=args.path, type=args.type, corpus=args.corpus)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -876,13 +920,13 @@ def cmd_serve(args) -> int:
     if args.store:   # the team store's one writer (indexer/team.py)
         from remembrancer.indexer.team import Writer
 
-        w = Writer(load_config(args.root), args.store)
+        w = Writer(_load(args), args.store)
         try:
             w.serve(interval_s=args.pull_every)
         finally:
             w.close()
         return EXIT_OK
-    d = Daemon(load_config(args.root), idle_exit_s=args.idle_exit, rescan_s=args.rescan,
+    d = Daemon(_load(args), idle_exit_s=args.idle_exit, rescan_s=args.rescan,
                corpus_idle_s=args.corpus_idle if args.corpus_idle > 0 else None)
     d.serve_forever()
     return EXIT_OK
@@ -1042,7 +1086,7 @@ def cmd_mcp(args) -> int:
     from remembrancer.mcp_server.server import run
 
     return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope,
-               store=args.store)
+               store=args.store, conversation_args=args.conversations)
 
 
 def _mcp_config(args) -> int:
@@ -1055,12 +1099,13 @@ def _mcp_config(args) -> int:
     if args.desktop_config and not args.install:
         raise UserError("--desktop-config names the file --install writes", param="desktop-config",
                         hint="add --install, or leave --desktop-config out to only print the lines")
-    roots = [str(r.path) for r in load_config(args.root).roots] if args.root else []   # a typo fails here
+    roots = [str(r.path) for r in _load(args).roots] if args.root else []   # a typo fails here
     scopes = list(normalize(args.scope))
     served = load_config(roots or None).roots   # without --root: the config's roots, if any, are served
     if scopes and served:
         check_exists(served, tuple(scopes))
-    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit)
+    talks = [str(r.path) for r in _load(args).conversations] if args.conversations else []   # checked here
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks)
     if roots:
         print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
     else:
@@ -1109,7 +1154,7 @@ def cmd_service(args) -> int:
     from remembrancer.indexer.config import load_config
 
     if args.service_command == "install":
-        ok, report = install_service(load_config(args.root), start=not args.no_start, dry_run=args.dry_run)
+        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run)
     else:
         ok, report = True, uninstall_service()
     for line in report:

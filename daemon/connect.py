@@ -36,15 +36,19 @@ INITIAL_INDEX_WAIT_S = 20.0   # a daemon just opened a never-indexed corpus: wai
 class DaemonBackend:
     kind = "daemon"
 
-    def __init__(self, sock: Path, status: dict, roots: list[str] | None = None):
+    def __init__(self, sock: Path, status: dict, roots: list[str] | None = None,
+                 conversations: list[str] | None = None):
         self.sock = sock
         self.status_at_connect = status
         self.roots = roots   # the corpus every request names (None: the daemon's default corpus)
+        self.conversations = conversations   # the session's conversation folders (a corpus of their own)
         self.client = Client(sock, timeout=120.0)
 
     def call(self, method: str, **params) -> dict:
         if self.roots and method != "notify":
             params = {**params, "roots": self.roots}
+        if self.conversations and method != "notify":
+            params = {**params, "conversations": self.conversations}
         try:
             return self.client.call(method, **params)
         except DaemonError as e:
@@ -77,6 +81,7 @@ class LocalBackend:
             self.engine = Engine(config, readonly=True, embedder=embedder)
         self.progress = progress
         self.last_report = None
+        self._talks: LocalBackend | None = None   # the conversation folders' engine (_conversations)
 
     def _fall_back(self, e: Exception) -> bool:
         """A full or read-only disk under the index: answer read-only from the index as it is,
@@ -120,6 +125,27 @@ class LocalBackend:
     def call(self, method: str, **params) -> dict:
         from remembrancer.indexer import api# the engine's: a client answered by the daemon never imports it
 
+        if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
+            talks = self._conversations()
+            return api.read_across(method, params, self._answer,
+                                   None if talks is None else lambda m, p: talks._answer(m, p))
+        if method in ("notify", "reindex") and self._conversations() is not None and not self.readonly:
+            self._conversations().refresh()
+        return self._answer(method, params)
+
+    def _conversations(self) -> "LocalBackend | None":
+        """The engine of the session's conversation folders, opened on first use (None: none configured)."""
+        conv = self.config.conversation_config()
+        if conv is None:
+            return None
+        if self._talks is None:
+            self._talks = LocalBackend(conv, self.readonly, self.reason, embedder=self.engine.core.loaded_embedder,
+                                       progress=self.progress)
+        return self._talks
+
+    def _answer(self, method: str, params: dict) -> dict:
+        from remembrancer.indexer import api
+
         if method in api.FRESHNESS_METHODS:
             self.refresh()
         out = api.answer_in_process(self.engine, method, params, self.freshness)
@@ -132,6 +158,8 @@ class LocalBackend:
         raise UserError(f"{method} needs a running daemon", hint="start one with `remembrancer serve`", code="no_daemon")
 
     def close(self) -> None:
+        if self._talks is not None:
+            self._talks.close()
         self.engine.close()
 
 
@@ -147,7 +175,8 @@ def serves(status: dict, config: Config) -> bool:
 
 
 def backend_for(sock: Path, status: dict, config: Config) -> DaemonBackend:
-    return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None)
+    return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None,
+                         [str(r.path) for r in config.conversations] or None)
 
 
 def data_dir_daemon() -> tuple[Path, dict] | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
-from remembrancer.indexer.config import Config, load_config, make_roots
+from remembrancer.indexer.config import CONVERSATIONS, NOTES, Config, load_config, make_roots
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 
@@ -36,9 +36,27 @@ RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after th
 RETRY_MAX_S = 60.0      # … up to this: its changes stay queued, never left for the next rescan
 
 
-def corpus_key(paths) -> tuple[str, ...]:
-    """A corpus is the set of its roots (resolved): the same roots name the same index."""
-    return tuple(sorted({str(Path(p).expanduser().resolve()) for p in paths}))
+def corpus_key(paths, kind: str = NOTES) -> tuple[str, ...]:
+    """A corpus is the set of its roots (resolved): the same roots name the same index. A
+    conversations corpus's roots are marked `conversations:` (the same folder as notes is another index)."""
+    mark = "" if kind == NOTES else f"{kind}:"
+    return tuple(sorted({mark + str(Path(p).expanduser().resolve()) for p in paths}))
+
+
+def key_parts(key: tuple[str, ...]) -> tuple[str, list[str]]:
+    """(kind, root folders) of a corpus key."""
+    mark = f"{CONVERSATIONS}:"
+    if key and all(k.startswith(mark) for k in key):
+        return CONVERSATIONS, [k[len(mark):] for k in key]
+    return NOTES, list(key)
+
+
+def config_for(key: tuple[str, ...]) -> Config:
+    """The configuration of the corpus a key names (the user's settings, its roots)."""
+    kind, paths = key_parts(key)
+    if kind == CONVERSATIONS:
+        return load_config(conversation_args=paths).conversation_config()
+    return load_config(paths)
 
 
 def holds(root: Path, path: Path) -> bool:
@@ -77,13 +95,13 @@ class Corpus:
 
     def __init__(self, config: Config, model: SharedModel, rescan_s: float = RESCAN_S):
         self.config = config
-        self.key = corpus_key(r.path for r in config.roots)
+        self.key = corpus_key((r.path for r in config.roots), config.kind)
         self.rescan_s = rescan_s
         self.queue = ChangeQueue()
         self.engine = Engine(config, embedder=model.get(config.model))
         self.engine.pool_readers()   # request threads share a few catalog connections (indexer/store/local/readers.py)
         self.updates = Updater(self.engine)
-        self.watcher = Watcher([r.path for r in config.roots], self.queue)
+        self.watcher = Watcher([r.path for r in config.roots], self.queue, config.roots[0].suffixes)
         self.stopping = threading.Event()
         self.in_use = 0
         self.last_used = time.monotonic()
@@ -96,6 +114,7 @@ class Corpus:
         self._passes = threading.Condition()   # full passes waited for (`full_pass`): asked vs covered
         self._full_asked = 0
         self._full_covered = 0
+        self._full_done = 0   # full passes ended (the first is the catch-up pass of start())
         self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
         self._retry_at: float | None = None
         self._retry_s = RETRY_FIRST_S
@@ -185,11 +204,19 @@ class Corpus:
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
         finally:
             self.ingesting = False
-            if covers is not None:
+            if full:
                 with self._passes:
-                    self._full_covered = max(self._full_covered, covers)
+                    self._full_done += 1
+                    if covers is not None:
+                        self._full_covered = max(self._full_covered, covers)
                     self._passes.notify_all()
             release_memory()
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait, at most `timeout_s`, for the catch-up pass this corpus started with: a corpus a
+        request just opened answers from its files, not from an empty or older index."""
+        with self._passes:
+            self._passes.wait_for(lambda: self._full_done >= 1 or self.stopping.is_set(), timeout=timeout_s)
 
     def full_pass(self) -> dict:
         """Queue a full pass and wait for one that starts after this call: `remembrancer index`
@@ -267,13 +294,13 @@ class Corpora:
         self._opening: dict[tuple[str, ...], threading.Event] = {}   # corpora being opened right now
         self._lock = threading.RLock()
 
-    def acquire(self, roots, config: Config | None = None) -> Corpus:
+    def acquire(self, roots, config: Config | None = None, kind: str = NOTES) -> Corpus:
         """The open corpus for these roots (opened now if needed), marked in use until `release`.
 
         Opening (an engine, maybe a repair, the model's first load) happens outside the registry
         lock: the other corpora keep answering meanwhile; a second request for the same corpus
         waits for the first one's open instead of opening it twice."""
-        key = corpus_key(roots)
+        key = corpus_key(roots, kind)
         while True:
             with self._lock:
                 c = self.open.get(key)
@@ -287,7 +314,7 @@ class Corpora:
                     break
             opening.wait()
         try:
-            c = Corpus(config or load_config(list(key)), self.model, self.rescan_s)
+            c = Corpus(config or config_for(key), self.model, self.rescan_s)
             c.start()
         except BaseException:
             with self._lock:
@@ -410,7 +437,8 @@ class Corpora:
 
 def _index_name(key: tuple[str, ...]) -> str | None:
     try:
-        return Config(roots=make_roots(list(key))).index_name()
+        kind, paths = key_parts(key)
+        return Config(roots=make_roots(paths, kind=kind), kind=kind).index_name()
     except UserError:
         return None
 
@@ -423,11 +451,20 @@ def within_param(params: dict) -> str | None:
     return within
 
 
+def _folders_param(params: dict, name: str, what: str) -> list[str] | None:
+    folders = params.pop(name, None)
+    if folders is None or folders == []:
+        return None
+    if not isinstance(folders, list) or not all(isinstance(r, str) and r for r in folders):
+        raise UserError(f"{name} must be a list of {what}", param=name)
+    return folders
+
+
+def conversations_param(params: dict) -> list[str] | None:
+    """The conversation folders a request's session searches (`conversations`), or None."""
+    return _folders_param(params, "conversations", "conversation folders")
+
+
 def roots_param(params: dict) -> list[str] | None:
     """The corpus a request names (`roots`: a list of folder paths), or None for the default one."""
-    roots = params.pop("roots", None)
-    if roots is None or roots == []:
-        return None
-    if not isinstance(roots, list) or not all(isinstance(r, str) and r for r in roots):
-        raise UserError("roots must be a list of corpus root folders", param="roots")
-    return roots
+    return _folders_param(params, "roots", "corpus root folders")

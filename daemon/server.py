@@ -30,15 +30,17 @@ from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, StatusAnswer
-from remembrancer.indexer.config import Config, check_socket_path, ensure_data_dir, socket_path
+from remembrancer.indexer.config import CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.errors import UserError
 
-from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, roots_param,
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, conversations_param, roots_param,
                       within_param)
 
 log = logging.getLogger(__name__)
 
+# A conversations corpus opened by a request: its first pass is waited for this long before answering.
+SETTLE_S = 20.0
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
 
 
@@ -95,6 +97,9 @@ class Daemon:
             c = self.corpora.acquire([r.path for r in config.roots], config)
             self.corpora.release(c)
             self.default_key = c.key
+        if config.conversations:   # its conversation folders too: watched and indexed from the start
+            talks = config.conversation_config()
+            self.corpora.release(self.corpora.acquire([r.path for r in talks.roots], talks, kind=talks.kind))
 
     # -- single instance --------------------------------------------------------------------------
     def _acquire(self) -> None:
@@ -306,6 +311,7 @@ class Daemon:
         params = dict(params)
         roots = roots_param(params)
         within = within_param(params)
+        conversations = conversations_param(params)
         if method == "notify":
             return self._notify(params)
         if method == "stop":
@@ -318,17 +324,31 @@ class Daemon:
             return out
         if method == "status" and roots is None and within is None and not self._default_open():
             return self.status(None).to_json()  # a ping: never reopens a closed corpus
-        if method == "reindex" and roots is None and self.default_key is None:
+        if method == "reindex" and roots is None and self.default_key is None and not conversations:
             for c in list(self.corpora.open.values()):
                 c.queue.put(full=True)
             return {"queued": len(self.corpora.open)}
+        if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
+            def notes(m: str, p: dict) -> dict:
+                return self._read(self.corpora.acquire_within(within) if within and roots is None
+                                  else self._corpus(roots), m, p)
+
+            def talks(m: str, p: dict) -> dict:
+                corpus = self.corpora.acquire(conversations, kind=CONVERSATIONS)
+                corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
+                return self._read(corpus, m, p)
+
+            return api.read_across(method, params, notes, talks if conversations else None)
+        if method == "reindex" and conversations:   # `remembrancer index --conversations`: both corpora
+            out = self._reindex(self.corpora.acquire(conversations, kind=CONVERSATIONS), params)
+            if roots is None and self.default_key is None:
+                return {"conversations": out}
+            return {**self._reindex(self._corpus(roots), params), "conversations": out}
         corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+        if method == "reindex":
+            return self._reindex(corpus, params)
         try:
             self._touched_engines().add(corpus.engine)
-            with corpus.engine.store.priority.request():   # its writer gives way meanwhile
-                out = api.dispatch_read(corpus.engine, method, params, corpus.freshness)
-            if out is not None:
-                return out
             if method == "status":
                 scope = params.get("scope") or ()
                 with corpus.engine.view(scope) as view:
@@ -336,14 +356,29 @@ class Daemon:
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
                         st.corpora = [corpus.summary()]
                 return st.to_json()
-            if method == "reindex":
-                if params.get("wait"):   # `remembrancer index`: this daemon is the index's one writer
-                    return {"report": corpus.full_pass(), "pid": os.getpid()}
-                corpus.queue.put(full=True)
-                return {"queued": corpus.queue.pending()[0]}
         finally:
             self.corpora.release(corpus)
         raise UserError(f"unknown method {method!r}")  # wire.decode_request already filters
+
+    def _reindex(self, corpus: Corpus, params: dict) -> dict:
+        """A full pass of one acquired corpus: waited for (`remembrancer index`: this daemon is the
+        index's one writer) or queued."""
+        try:
+            if params.get("wait"):
+                return {"report": corpus.full_pass(), "pid": os.getpid()}
+            corpus.queue.put(full=True)
+            return {"queued": corpus.queue.pending()[0]}
+        finally:
+            self.corpora.release(corpus)
+
+    def _read(self, corpus: Corpus, method: str, params: dict) -> dict:
+        """A read method on one acquired corpus, its writer giving way meanwhile; released after."""
+        try:
+            self._touched_engines().add(corpus.engine)
+            with corpus.engine.store.priority.request():
+                return api.dispatch_read(corpus.engine, method, params, corpus.freshness)
+        finally:
+            self.corpora.release(corpus)
 
     def _default_open(self) -> bool:
         return self.default_key is not None and self.corpora.get(self.default_key) is not None

@@ -29,15 +29,16 @@ MAX_WAIT_S = 2.0  # … but never longer than this after the first event
 IGNORED_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".obsidian", ".trash"}
 
 
-def relevant(path: str, is_dir: bool) -> bool:
-    """A path whose change may change the index: Markdown files, or directories (moves, deletes)."""
+def relevant(path: str, is_dir: bool, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES) -> bool:
+    """A path whose change may change the index: the corpus's files (Markdown, or transcripts), or
+    directories (moves, deletes)."""
     p = Path(path)
     if any(part in IGNORED_DIRS for part in p.parts):
         return False
     name = p.name
     if name.startswith(".#") or name.endswith(("~", ".swp", ".swx", ".tmp", ".part")) or name.startswith("~"):
         return False
-    return is_dir or name.lower().endswith(MARKDOWN_SUFFIXES)
+    return is_dir or name.lower().endswith(suffixes)
 
 
 class ChangeQueue:
@@ -104,8 +105,9 @@ class ChangeQueue:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, queue: ChangeQueue):
+    def __init__(self, queue: ChangeQueue, suffixes: tuple[str, ...]):
         self.queue = queue
+        self.suffixes = suffixes
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
@@ -117,19 +119,19 @@ class _Handler(FileSystemEventHandler):
             paths.append(event.dest_path)  # an atomic save is a move onto the target
         for p in paths:
             p = p.decode() if isinstance(p, bytes) else p
-            if relevant(p, event.is_directory):
+            if relevant(p, event.is_directory, self.suffixes):
                 self.queue.put(p)
 
 
 class Watcher:
     """One recursive watch per root; a root that vanishes is re-watched when it comes back."""
 
-    def __init__(self, roots: list[Path], queue: ChangeQueue):
+    def __init__(self, roots: list[Path], queue: ChangeQueue, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES):
         self.roots = roots
         self.queue = queue
         self.observer = Observer()
         self.watched: dict[Path, object] = {}
-        self.handler = _Handler(queue)
+        self.handler = _Handler(queue, suffixes)
 
     def start(self) -> None:
         self.ensure()

@@ -136,18 +136,30 @@ class Result:
     content: str | None = None
     content_truncated: bool | None = None
     content_total_chars: int | None = None
+    # a conversation's exchange (indexer/search/conversations.py); None on notes
+    corpus: str | None = None              # "notes" or "conversations", in an answer over both
+    session_id: str | None = None
+    uuid: str | None = None                # the line that opened the exchange (its prompt)
+    timestamp: str | None = None
+    branch: str | None = None
+    agent_id: str | None = None            # a subagent's exchange
+    commits: "list[VerifiedCommit] | None" = None   # an exchange's commits: quoted, or made while it ran
 
     @classmethod
     def parse(cls, data) -> "Result":
         known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         if known.get("scores") is not None:
             known["scores"] = Scores(**known["scores"])
+        if known.get("commits") is not None:
+            known["commits"] = [VerifiedCommit.parse(c) for c in known["commits"]]
         return cls(**known)
 
     def to_json(self) -> dict:
         out = _wire(self, keep=("heading", "date"))
         if self.scores is not None:
             out["scores"] = dataclasses.asdict(self.scores)
+        if self.commits is not None:
+            out["commits"] = [c.to_json() for c in self.commits]
         return out
 
 
@@ -170,6 +182,7 @@ class SearchAnswer:
     notes: list[str] | None = None
     left_out: list[str] | None = None      # what the token budget cut
     index: Freshness | None = None
+    conversations_index: Freshness | None = None   # an answer over notes and conversations: the latter's
 
     @classmethod
     def parse(cls, data) -> "SearchAnswer":
@@ -179,8 +192,9 @@ class SearchAnswer:
                 known[key] = [Result.parse(r) for r in known[key]]
         if known.get("emptied_by") is not None:
             known["emptied_by"] = [FilterCheck(**e) for e in known["emptied_by"]]
-        if "index" in known:
-            known["index"] = Freshness.parse(known["index"])
+        for key in ("index", "conversations_index"):
+            if key in known:
+                known[key] = Freshness.parse(known[key])
         return cls(**known)
 
     def to_json(self) -> dict:
@@ -192,6 +206,8 @@ class SearchAnswer:
             out["emptied_by"] = [dataclasses.asdict(e) for e in out["emptied_by"]]
         if self.index is not None:
             out["index"] = self.index.to_json()
+        if self.conversations_index is not None:
+            out["conversations_index"] = self.conversations_index.to_json()
         return out
 
     @property

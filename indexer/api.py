@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from remembrancer.indexer.search import reader
+from remembrancer.indexer.search import across, reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
 from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer, StatusAnswer
 from remembrancer.indexer.engine import Engine, ReadView
@@ -79,7 +79,7 @@ def do_read(view: ReadView, params) -> dict:
     if p.outline:
         return reader.outline(view, p.path).to_json()
     return reader.read(view, p.path, heading=p.heading, lines=p.lines, offset=p.offset,
-                       max_chars=p.max_chars).to_json()
+                       max_chars=p.max_chars, uuid=p.uuid, around=p.around).to_json()
 
 
 def do_outline(view: ReadView, params) -> dict:
@@ -154,6 +154,17 @@ def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict 
             out["index"] = freshness(view).to_json()
     return _redacted_echoes(engine, out, params)
 
+
+
+def read_across(method: str, params: dict, notes, conversations) -> dict:
+    """A read method over the corpus its `corpus` parameter names (search/across.py): `notes` and
+    `conversations` answer (method, params) on their own corpus; None when there is none. An
+    answer over both is fitted to the request's budget as one."""
+    out = across.answer(method, params, notes, conversations)
+    if isinstance(out, SearchAnswer):
+        budget = SearchParams.from_wire({k: v for k, v in params.items() if k == "budget_tokens"}).budget_tokens
+        return fit_budget(out, budget).to_json()
+    return out
 
 
 def answer_in_process(engine: Engine, method: str, params: dict, freshness) -> dict | None:

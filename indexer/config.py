@@ -8,6 +8,7 @@ tests and odd setups never touch a real home directory.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import stat
@@ -19,6 +20,7 @@ import platformdirs
 
 from remembrancer import wire
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC
 from remembrancer.indexer.search.rank import RankingConfig
 from remembrancer.indexer.redact_policy import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
@@ -164,12 +166,39 @@ def _socket_error(e: wire.SocketPathTooLong) -> UserError:
                           + (", or unset it for the default" if e.var == "REMEMBRANCER_SOCKET" else ""))
 
 
+NOTES = "notes"
+CONVERSATIONS = "conversations"
+MARKDOWN = (".md", ".markdown")
+# What each corpus kind indexes: Markdown notes, or Claude Code session transcripts (JSON Lines)
+# and Claude Code's own memory files (Markdown in a project's `memory/` folder: Root.takes).
+SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN)}
+MEMORY_FOLDER = "memory"
+MEMORY_TYPE = "memory"   # the doc type of a Claude Code memory file
+# A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
+MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Root:
-    """One corpus root: a git checkout or a plain folder."""
+    """One corpus root: a git checkout or a plain folder, of notes or of conversations."""
 
     name: str
     path: Path
+    kind: str = NOTES
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The file endings a watch of this root reacts to (the walk then asks `takes`)."""
+        return SUFFIXES[self.kind]
+
+    def takes(self, rel: str) -> bool:
+        """Whether the file at `rel` is one of this root's: any Markdown file of notes; a
+        transcript, or a Markdown file in a `memory/` folder (Claude Code's memory), of conversations."""
+        low = rel.lower()
+        if self.kind == NOTES:
+            return low.endswith(MARKDOWN)
+        parts = rel.split("/")
+        return low.endswith(".jsonl") or (low.endswith(MARKDOWN) and len(parts) >= 2 and parts[-2] == MEMORY_FOLDER)
 
 
 @dataclass
@@ -186,6 +215,19 @@ class Config:
     verify_repos: list[Path] = field(default_factory=list)  # [verify] repos: more git repos `verify` checks
     metrics_textfile: Path | None = None  # [metrics] textfile: Prometheus metrics after each ingest
     source: Path | None = None
+    kind: str = NOTES                     # what the roots hold: NOTES, or CONVERSATIONS (transcripts)
+    conversations: list[Root] = field(default_factory=list)   # [conversations] roots / --conversations
+
+    def conversation_config(self) -> "Config | None":
+        """The corpus of these notes' conversation folders (its own index, its own statistics), or None."""
+        if not self.conversations or self.kind != NOTES:
+            return None
+        return dataclasses.replace(self, roots=list(self.conversations), conversations=[], kind=CONVERSATIONS,
+                                   layout=(("*", MEMORY_TYPE),),   # its Markdown: Claude Code's memory files
+                                   max_file_bytes=max(self.max_file_bytes, MAX_TRANSCRIPT_BYTES),
+                                   ranking=RankingConfig.conversations(),
+                                   # a session's commits are checked in the notes' repositories too
+                                   verify_repos=[*self.verify_repos, *(r.path for r in self.roots)])
 
     def index_dir(self) -> Path:
         """One index per corpus: named after its roots so two corpora never share a catalog."""
@@ -194,13 +236,18 @@ class Config:
     def index_name(self) -> str:
         """The index folder's name (computed without creating the data dir: a lookup must leave no trace)."""
         key = "\n".join(sorted(str(r.path) for r in self.roots))
+        if self.kind != NOTES:   # the same folder as notes and as conversations: two indexes
+            key = f"{self.kind}\n{key}"
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-        label = "+".join(r.name for r in self.roots)[:40]
+        label = ("" if self.kind == NOTES else f"{self.kind}-") + "+".join(r.name for r in self.roots)
+        label = label[:40]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         return f"{safe}-{digest}"
 
     @property
     def doc_types(self) -> tuple[str, ...]:
+        if self.kind == CONVERSATIONS:
+            return (*CONVERSATION_TYPES, MEMORY_TYPE)
         seen = list(DOC_TYPES)
         for _, t in self.layout:
             if t not in seen:
@@ -229,16 +276,25 @@ def model_path_hint(config_file: Path) -> str:
             "remembrancer-model.toml, or remove it to use the default model")
 
 
-def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root]:
+def make_roots(paths: list[str | Path], source: Path | None = None, kind: str = NOTES) -> list[Root]:
     """Resolve root folders; names are folder names, made unique when two collide.
 
     `source` is the config file the paths came from (its `roots`), named in the errors instead of
     --root. `/`, the home folder and a root inside another are refused: each would index files
-    nobody meant (all of a disk, or the same notes twice)."""
+    nobody meant (all of a disk, or the same notes twice). `kind`: CONVERSATIONS for folders of
+    transcripts (`--conversations`, `[conversations] roots`), named so in the errors."""
     def refuse(message: str, cli_hint: str, config_hint: str) -> UserError:
-        where = f"invalid config {source}: roots: " if source else ""
-        return UserError(where + message, param="roots" if source else "root",
-                         hint=config_hint if source else cli_hint)
+        key = "roots" if kind == NOTES else "[conversations] roots"
+        where = f"invalid config {source}: {key}: " if source else ""
+        err = UserError(where + message, param="roots" if source else "root",
+                        hint=config_hint if source else cli_hint)
+        if kind == CONVERSATIONS:
+            for a, b in (("--root", "--conversations"), ("roots = [", "[conversations] roots = ["),
+                         ("Markdown files", "Claude Code transcripts"), ("notes folder", "conversations folder"),
+                         ("~/notes", "~/.claude/projects/<project>")):
+                err.message, err.hint = err.message.replace(a, b), (err.hint or "").replace(a, b)
+            err.param = "conversations"
+        return err
 
     roots: list[Root] = []
     given: list[str] = []   # each root as the user wrote it, for the messages
@@ -270,7 +326,7 @@ def make_roots(paths: list[str | Path], source: Path | None = None) -> list[Root
         while n in names:
             n, i = f"{name}-{i}", i + 1
         names.add(n)
-        roots.append(Root(n, p))
+        roots.append(Root(n, p, kind))
         given.append(str(raw))
     return roots
 
@@ -288,6 +344,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
     "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path", "compute"),
     "ranking": None, "layout": None, "redact": None,   # checked by their own parsers
     "log": ("queries", "path"), "verify": ("repos",), "metrics": ("textfile",),
+    "conversations": ("roots", "find"),
 }
 
 
@@ -349,8 +406,10 @@ def _check_model_dir(raw: str, path: Path) -> None:
                     param="model.path", hint=model_path_hint(path))
 
 
-def load_config(root_args: list[str] | None = None, *, with_roots: bool = True) -> Config:
-    """Read the TOML config (if any); roots given on the command line win over configured ones.
+def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
+                conversation_args: list[str] | None = None) -> Config:
+    """Read the TOML config (if any); roots given on the command line win over configured ones,
+    and so do conversation folders (`conversation_args`, from --conversations).
     `with_roots=False` leaves the roots out (doctor checks the model even when a root is wrong)."""
     path = config_path()
     raw: dict = {}
@@ -405,7 +464,73 @@ def load_config(root_args: list[str] | None = None, *, with_roots: bool = True) 
     if raw.get("redact") is not None:  # [redact] disable / secret_hashes / deny (indexer/redact.py)
         cfg.redact = RedactionPolicy.from_config(raw["redact"], path)
     _memory_tool_settings(cfg, raw, path)
+    if with_roots:
+        cfg.conversations = _conversation_roots(raw, path, conversation_args)
     return cfg
+
+
+def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> list[Root]:
+    """[conversations] roots (or --conversations, which wins), and when neither names one and
+    `find` is not false, the current project's Claude Code folder if it has one (claude_folder)."""
+    table = raw.get("conversations", {})
+    if not isinstance(table, dict):
+        raise UserError(f"invalid config {path}: [conversations] must be a table", param="conversations")
+    configured = table.get("roots", [])
+    if not isinstance(configured, list) or not all(isinstance(r, str) for r in configured):
+        raise UserError(f"invalid config {path}: [conversations] roots must be a list of folder paths",
+                        param="conversations", hint='roots = ["~/.claude/projects/-home-me-code-app"]')
+    find = table.get("find", True)
+    if not isinstance(find, bool):
+        raise UserError(f"invalid config {path}: [conversations] find must be true or false", param="conversations")
+    if args:
+        return make_roots(args, kind=CONVERSATIONS)
+    if configured:
+        return make_roots(configured, source=path, kind=CONVERSATIONS)
+    found = claude_folder(_project_folder()) if find else None
+    return make_roots([found], kind=CONVERSATIONS) if found else []
+
+
+def _project_folder() -> Path | None:
+    """The project a session works in: CLAUDE_PROJECT_DIR (Claude Code sets it), else the working folder."""
+    try:
+        return Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    except OSError:   # the working folder was deleted
+        return None
+
+
+def claude_projects_dirs() -> list[Path]:
+    """Where Claude Code keeps its projects' transcripts: `$CLAUDE_CONFIG_DIR/projects` (several
+    folders, comma-separated, are allowed), else `~/.claude/projects` and `~/.config/claude/projects`."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    if env:
+        return [Path(p.strip()).expanduser() / "projects" for p in env.split(",") if p.strip()]
+    home = _home()
+    return [] if home is None else [home / ".claude" / "projects", home / ".config" / "claude" / "projects"]
+
+
+def project_slug(folder: Path) -> str:
+    """The name Claude Code gives a project's folder: its path with every character that is not a
+    letter or digit replaced by `-` (lossy: the real path is in each transcript line's `cwd`)."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder))
+
+
+def claude_folder(project: Path | None) -> Path | None:
+    """The Claude Code transcript folder of `project` (or of the nearest folder above it that has
+    one: Claude Code may have been started at the repository's top), or None."""
+    if project is None:
+        return None
+    try:
+        project = project.resolve()
+    except OSError:
+        return None
+    for base in claude_projects_dirs():
+        for folder in (project, *project.parents):
+            if too_wide(folder):
+                break
+            candidate = base / project_slug(folder)
+            if candidate.is_dir():
+                return candidate
+    return None
 
 
 def _memory_tool_settings(cfg: Config, raw: dict, path: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 2
+REDACTOR_VERSION = 3
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -708,19 +708,32 @@ def removed_pieces(old: str, new: str) -> list[str]:
     return pieces
 
 
-def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
-    """A value a family found by its context (`POSTMARK_TOKEN=v`) is a secret wherever else the text
-    holds it (`printf … 'v' >> .env`): every other whole occurrence is redacted too — if it looks
-    like one on its own (a `plotline:plotline` password must not take the project's name with it)."""
+def removed_secrets(before: str, after: str) -> set[str]:
+    """The values redaction took out of `before` (as `after` shows it, line by line) that look like
+    secrets on their own (a `plotline:plotline` password must not take the project's name with it)."""
     values: set[str] = set()
     for a, b in zip(before.split("\n"), after.split("\n")):
         if a != b and b.strip():
-            values.update(v for v in removed_pieces(a, b) if v in after and _looks_secret(v, PROPAGATED_CHARS))
+            for piece in removed_pieces(a, b):
+                # `NAME=value` taken out whole: the value is the secret, wherever else it stands alone
+                value = re.split(r"\s*[=:]\s*", piece, maxsplit=1)[-1].strip("\"'`")
+                values.update(v for v in (piece, value) if _looks_secret(v, PROPAGATED_CHARS))
+    return values
+
+
+def redact_values(text: str, values, label: str) -> tuple[str, int]:
+    """Every whole occurrence of these values replaced by [REDACTED:label] (longest first)."""
     n = 0
     for v in sorted(values, key=len, reverse=True):
-        after, k = re.subn(r"(?<![A-Za-z0-9])" + re.escape(v) + r"(?![A-Za-z0-9])", marker(label), after)
+        text, k = re.subn(r"(?<![A-Za-z0-9])" + re.escape(v) + r"(?![A-Za-z0-9])", marker(label), text)
         n += k
-    return after, n
+    return text, n
+
+
+def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
+    """A value a family found by its context (`POSTMARK_TOKEN=v`) is a secret wherever else the text
+    holds it (`printf … 'v' >> .env`): every other whole occurrence is redacted too."""
+    return redact_values(after, {v for v in removed_secrets(before, after) if v in after}, label)
 
 
 # A marker where a YAML plain scalar starts (`[REDACTED:github]: x`, `token: [REDACTED:x] more`) reads

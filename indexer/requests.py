@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import typing
 from dataclasses import dataclass
+from typing import Literal
 
 from remembrancer.indexer.errors import UserError, echo
 
@@ -26,6 +27,7 @@ DEFAULT_PAGE_CHARS = 20_000      # read: one page
 DEFAULT_BUDGET_TOKENS = 4000     # search: what an answer may cost the caller
 MAX_OFFSET = 1 << 40             # read: the socket's ceiling on a character offset
 MAX_LIST_OFFSET = 10**9          # list: the socket's ceiling on a document offset
+MAX_AROUND = 10                  # read: exchanges of a conversation on each side of the one read
 
 ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
                    "the answer says which phrasing found the best result). Use them for questions in your own "
@@ -34,6 +36,11 @@ ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the q
                    "command, setting or error text — not a repeat of the question. Example: for 'players got "
                    "stuck with a 403 after the update' try ['Cloudflare rule blocking client version', "
                    "'403 forbidden new app build'].")
+CORPUS_HELP = ("Which memory to search. 'notes' (default): the written notes — records, runbooks, decisions, "
+               "journal. 'conversations': past Claude Code sessions with this project — for 'did we …', 'last "
+               "time …', 'in the session when …', 'which session fixed …', 'what did we decide about …'; each "
+               "result is one exchange (a prompt and the work that answered it) with its session_id, uuid, "
+               "timestamp and branch. 'all': both, each ranked on its own, the best of each first.")
 CONSTRAINTS = ("ge", "le", "min_length", "max_length")
 
 
@@ -144,6 +151,7 @@ class SearchParams(Params):
     exact: bool = param(False, description="Literal, case-insensitive string match only — for error "
                         "messages, identifiers, paths.")
     alternates: list[str] | None = param(None, description=ALTERNATES_HELP, max_length=3)
+    corpus: Literal["notes", "conversations", "all"] = param("notes", description=CORPUS_HELP)
     explain: bool = param(False, socket_only=True)
     budget_tokens: int = param(DEFAULT_BUDGET_TOKENS, ge=200, le=50_000, socket_only=True)
 
@@ -172,6 +180,10 @@ class ReadParams(Params):
                         "next_offset from the previous answer).")
     max_chars: int = param(DEFAULT_PAGE_CHARS, ge=100, le=200_000, description="Most characters to return in "
                            "this page.")
+    uuid: str | None = param(None, description="A conversation (a .jsonl path from a conversations search): "
+                             "the exchange holding this line's uuid, e.g. a result's uuid.", max_length=100)
+    around: int = param(0, ge=0, le=MAX_AROUND, description="A conversation: also this many exchanges before "
+                        "and after the one read (0-10).")
 
     @classmethod
     def from_wire(cls, params) -> "ReadParams":
@@ -189,8 +201,11 @@ class ReadParams(Params):
             raise UserError("give heading or lines, not both", param="lines")
         if params.get("outline"):
             return cls(path=path, outline=True)
+        uuid = _str(params, "uuid")
+        if uuid is not None and (heading is not None or lines is not None):
+            raise UserError("give uuid, heading or lines, not several", param="uuid")
         return cls(path=path, heading=heading, lines=lines, offset=_int(params, cls, "offset", hi=MAX_OFFSET),
-                   max_chars=_int(params, cls, "max_chars"))
+                   max_chars=_int(params, cls, "max_chars"), uuid=uuid, around=_int(params, cls, "around"))
 
 
 @dataclass
@@ -244,6 +259,9 @@ class LatestParams(Params):
     type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.")
     path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
     limit: int = param(LATEST_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
+    corpus: Literal["notes", "conversations"] = param("notes", description="'notes' (default), or "
+                                                      "'conversations': the exchanges of past Claude Code "
+                                                      "sessions holding the terms, newest first.")
     verify_commits: bool = param(True, socket_only=True)
 
     @classmethod

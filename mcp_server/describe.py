@@ -8,6 +8,7 @@ cannot be read, the descriptions stay plain and carry the warning instead.
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from remembrancer.indexer.errors import UserError
 
@@ -141,6 +142,15 @@ def index_map(facts: IndexFacts) -> str:
                  "read(path, outline=true) for a document's map.")
     lines.append(WHICH_TOOL)
     return "\n".join(lines)
+
+
+def conversations_note(folders) -> str:
+    """What the search description adds when the session also has conversation folders."""
+    names = ", ".join(Path(str(getattr(f, "path", f))).name for f in folders)
+    return (f"Also searchable: this project's past Claude Code sessions ({names}) — corpus=\"conversations\" for "
+            "'did we …', 'last time …', 'which session fixed …', 'what did we decide about …' (each result is one "
+            "exchange with its session_id, uuid and timestamp; read(path, uuid=…, around=1) shows its neighbours), "
+            "corpus=\"all\" for both.")
 
 
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.

@@ -35,7 +35,13 @@ def _head(heading: str | None) -> str:
 
 def _facts(r: Result) -> str:
     bits = [_loc(r.lines), r.type or "?"]
-    if r.date:
+    if r.corpus:
+        bits.insert(0, f"from the {r.corpus}")
+    if r.session_id:   # a conversation's exchange: which session and prompt, and when
+        bits += [f"session {r.session_id}", f"prompt uuid {r.uuid or '?'}", r.timestamp or "undated"]
+        if r.branch:
+            bits.append(f"branch {r.branch}")
+    elif r.date:
         bits.append(r.date)
     bits.append(f"~{'?' if r.tokens is None else r.tokens} tokens")
     if r.stale:
@@ -43,11 +49,23 @@ def _facts(r: Result) -> str:
     return ", ".join(bits)
 
 
+def commits_text(r: Result) -> str | None:
+    """An exchange's commits, one line: each with where it is and whether it landed."""
+    if not r.commits:
+        return None
+    out = []
+    for c in r.commits:
+        where = (f"landed on {c.default_branch or 'the default branch'}" if c.landed
+                 else "not landed" if c.landed is False else "landing unknown")
+        out.append(f"{(c.commit or c.sha)[:12]} {c.subject or ''!r} in {c.repo or '?'} ({where}; {c.cited_as})")
+    return "Commits: " + "; ".join(out)
+
+
 def _pointer(i: int, r: Result, carried: bool = False) -> str:
     """One more result: where it is and a snippet — or, `carried`, its whole text (a short runner-up)."""
     out = f"{i}. {r.path} § {_head(r.heading)} — {_facts(r)}"
     if carried and r.content is not None:
-        out += "\n\n" + r.content.strip("\n") + "\n"
+        out += "\n\n" + r.content.strip("\n") + "\n" + (f"{commits_text(r)}\n" if r.commits else "")
     elif r.snippet:
         out += f"\n   {r.snippet}"
     return out
@@ -57,6 +75,8 @@ def search_text(out: SearchAnswer) -> str:
     """For the model: the best section in full, short runners-up in full, pointers to the rest,
     and what to try when weak."""
     parts = [freshness_line(out.index)]
+    if out.conversations_index is not None:
+        parts[0] += "\nConversations: " + freshness_line(out.conversations_index)
     for n in out.notes or []:
         parts.append(f"Note: {n}")
     results = out.results
@@ -83,9 +103,10 @@ def search_text(out: SearchAnswer) -> str:
         else:
             body = body.rstrip("\n")
             if best.content_truncated:
-                body += (f"\n[… cut to fit the response; read(path={best.path!r}, heading={best.heading!r}) "
+                where = f"uuid={best.uuid!r}" if best.uuid else f"heading={best.heading!r}"
+                body += (f"\n[… cut to fit the response; read(path={best.path!r}, {where}) "
                          "gives the whole section]")
-            parts.append(f"{head}\n\n{body}")
+            parts.append(f"{head}\n\n{body}" + (f"\n\n{commits_text(best)}" if best.commits else ""))
         if best.also:
             parts.append("Also in this document: " + also_text(best.also))
         if len(results) > 1:
@@ -104,6 +125,8 @@ def search_terminal_text(out: SearchAnswer) -> str:
     """For a person at a terminal (`remembrancer search`): every result numbered with its score,
     the best one in full."""
     lines = [freshness_line(out.index)]   # the MCP tool's wording: one spelling of the header
+    if out.conversations_index is not None:
+        lines.append("conversations: " + freshness_line(out.conversations_index))
     for n in out.notes or []:
         lines.append(f"note: {n}")
     if out.found_by and out.found_by != out.query:
@@ -122,8 +145,13 @@ def search_terminal_text(out: SearchAnswer) -> str:
         flags = " [stale]" if r.stale else ""
         lines.append(f"\n{i + 1}. {_head(r.heading)}{flags}\n   {loc}  {r.type}  {r.date or ''}  "
                      f"score {r.score:.3f} ({r.provenance})  ~{r.tokens} tokens")
+        if r.session_id:
+            lines.append(f"   session {r.session_id}  uuid {r.uuid or '?'}  {r.timestamp or ''}"
+                         + (f"  branch {r.branch}" if r.branch else "") + (f"  ({r.corpus})" if r.corpus else ""))
         if i == 0 and r.content is not None and not out.no_strong_match:
             lines.append("   " + r.content.replace("\n", "\n   "))
+            if r.commits:
+                lines.append("   " + commits_text(r))
         else:
             lines.append(f"   {r.snippet}")
         if r.also:

@@ -232,9 +232,10 @@ async def client_roots(ctx) -> list[str]:
         return []
 
 
-def tool_descriptions(facts, doc_types) -> dict[str, str]:
-    """Every tool's description, written from the live index."""
-    return {"search": describe.index_map(facts), "read": describe.read_description(facts),
+def tool_descriptions(facts, doc_types, conversations=()) -> dict[str, str]:
+    """Every tool's description, written from the live index (and the session's conversation folders)."""
+    talk = f"\n{describe.conversations_note(conversations)}" if conversations else ""
+    return {"search": describe.index_map(facts) + talk, "read": describe.read_description(facts),
             "list_documents": describe.list_description(facts, doc_types),
             "index_status": describe.status_description(), "history": describe.history_description(facts),
             "latest": describe.latest_description(facts), "neighbors": describe.neighbors_description(facts),
@@ -282,7 +283,8 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     """The MCP server over `link`, with descriptions from the index as it is now. With a
     `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
     facts = index_facts(link)
-    desc = tool_descriptions(facts, doc_types)
+    config = getattr(link, "config", None)   # a stand-in link (tests) may have none
+    desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else ())
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
@@ -318,8 +320,10 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
             return ok(render_text(out), out)
         return guarded(tool, body)
 
-    def search(query, limit, type, path, tags, since, until, exact, alternates) -> Result:
+    def search(query, limit, type, path, tags, since, until, exact, alternates, corpus) -> Result:
         extra = {"alternates": alternates} if alternates else {}
+        if corpus != "notes":
+            extra["corpus"] = corpus
         return answer("search", lambda out: render.search_text(SearchAnswer.parse(out)), query=query, limit=limit,
                       type=type, path=path, tags=tags, since=since, until=until, exact=exact, **extra)
 
@@ -327,9 +331,10 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         return answer("history", lambda out: render.history_text(HistoryAnswer.parse(out)), entity=entity, topic=topic, since=since, until=until,
                       limit=limit)
 
-    def latest(terms, since, until, type, path, limit) -> Result:
+    def latest(terms, since, until, type, path, limit, corpus) -> Result:
+        extra = {"corpus": corpus} if corpus != "notes" else {}
         return answer("latest", lambda out: render.latest_text(LatestAnswer.parse(out)), terms=terms, since=since, until=until, type=type, path=path,
-                      limit=limit)
+                      limit=limit, **extra)
 
     def neighbors(path, limit) -> Result:
         return answer("neighbors", lambda out: render.neighbors_text(NeighborsAnswer.parse(out)), path=path, limit=limit)
@@ -337,12 +342,14 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     def verify(path, heading, text) -> Result:
         return answer("verify", lambda out: render.verify_text(VerifyAnswer.parse(out)), path=path, heading=heading, text=text)
 
-    def read(path, heading, lines, outline, offset, max_chars) -> Result:
+    def read(path, heading, lines, outline, offset, max_chars, uuid, around) -> Result:
         def body():
             if outline:
                 out = link.call("outline", path=path)
                 return ok(render.outline_text(Outline.parse(out)), out)
-            out = link.call("read", path=path, heading=heading, lines=lines, offset=offset, max_chars=max_chars)
+            talk = {**({"uuid": uuid} if uuid else {}), **({"around": around} if around else {})}
+            out = link.call("read", path=path, heading=heading, lines=lines, offset=offset, max_chars=max_chars,
+                            **talk)
             return ok(render.read_text(Page.parse(out)), out)
         return guarded("read", body)
 
@@ -424,7 +431,8 @@ def _ensure_stderr_logging() -> None:
 
 
 def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
-        scopes: list[str] | None = None, store: str | None = None) -> int:
+        scopes: list[str] | None = None, store: str | None = None,
+        conversation_args: list[str] | None = None) -> int:
     """`remembrancer mcp`: choose the corpus (mcp_server/choose.py) or read a team store
     (indexer/team.py), connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
@@ -433,7 +441,8 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
 
         config, config_error = None, None
         try:
-            settings = load_config(root_args)   # with --root: the corpus; else the user's settings
+            # with --root: the corpus; else the user's settings. --conversations: the conversation folders
+            settings = load_config(root_args, conversation_args=conversation_args)
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
             settings, config_error = None, e
         if root_args:
@@ -453,7 +462,8 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
                               querylog=QueryLog.for_config(settings))
         if not root_args and not store and config_error is None:
-            server.corpus_chooser = lambda roots: choose_later(server, link, roots)
+            talks = settings.conversations if settings else []
+            server.corpus_chooser = lambda roots: choose_later(server, link, roots, talks)
         if not store:
             server.connector = lambda: connect_at_first_call(link)
     try:
@@ -485,7 +495,7 @@ def connect_at_first_call(link: Link) -> None:
         open_link(link)
 
 
-def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None:
+def choose_later(server: MCPServer, link: Link, client_roots: list[str], conversations=()) -> None:
     """The corpus by choose.py's rule, then tool descriptions written from its index on disk
     (opened at the first tool call)."""
     from remembrancer.indexer.store.scope import check_exists
@@ -498,11 +508,14 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str]) -> None
         config, link.config_error, link.start_problem = None, e, str(e)
     else:
         log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
+        if conversations:   # --conversations, the config's, or the project's Claude Code folder
+            config.conversations = list(conversations)
         link.config = config
     facts = index_facts(link)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
-    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES).items():
+    for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES,
+                                        config.conversations if config else ()).items():
         tool = server._tool_manager.get_tool(name)
         if tool is not None:
             tool.description = text

@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from remembrancer.indexer.config import make_private
+from remembrancer.indexer.config import CONVERSATIONS, make_private
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest import changes, corpus, links, meta, sandbox
+from remembrancer.indexer.ingest import changes, conversation, corpus, links, meta, sandbox
 from remembrancer.indexer.ingest import document as ingest
 from remembrancer.indexer.redact import Redactor
 from remembrancer.indexer.store.base import Ledger
@@ -241,7 +241,8 @@ class Writer:
         matcher = self._matcher(self.catalog.entities())
         redactor = self.core.redaction.current()
         # The fallback date of an undated file, new or edited (a dated filename needs none).
-        commit_dates = self._commit_dates([f for f in files if not meta.date_in(f.rel.rsplit("/", 1)[-1])])
+        commit_dates = self._commit_dates([f for f in files if f.root.kind != CONVERSATIONS
+                                           and not meta.date_in(f.rel.rsplit("/", 1)[-1])])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
         last_save = time.monotonic()
@@ -301,6 +302,8 @@ class Writer:
         """ingest.prepare, in a child process under a time budget for a large document
         (indexer/ingest/sandbox.py); past the budget the document is indexed as plain text in parts, and
         past a second budget for that, without its text."""
+        if f.root.kind == CONVERSATIONS and f.rel.lower().endswith(".jsonl"):
+            return self._prepare_conversation(f, data, redactor)
         args = (f, data, self.core.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
             return ingest.prepare(*args)
@@ -311,6 +314,37 @@ class Writer:
                 f"{f.path}: indexed without its text: redacting it went over the per-document "
                 f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB), even as plain text; "
                 f"split the file to make it searchable"))
+
+    def _prepare_conversation(self, f, data: bytes, redactor) -> ingest.Prepared:
+        """A transcript's rows (ingest/conversation.py) — of its new tail only when it grew; a
+        large read in the sandbox under its budget, as a large note is (redaction is what can be
+        slow), and past it without its text."""
+        stored = self._stored_session(f.path)
+        tail = (stored or {}).get("tail") or {}
+        if len(data) - tail.get("offset", 0) < sandbox.LARGE_BYTES:
+            return conversation.prepare(f, data, redactor, stored)
+        try:
+            return self._sandbox.call("prepare_conversation", (f, data, redactor, stored),
+                                      stop=self.core.stop_requested)
+        except sandbox.OverBudget:
+            return ingest.without_sections(f, data, self.core.layout, (
+                f"{f.path}: indexed without its text: reading the transcript went over the per-document "
+                f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)"))
+
+    def _stored_session(self, path: str) -> dict | None:
+        """The session facts stored for a transcript, when its stored sections are the ones its
+        tail was read against (else None: the file is read whole)."""
+        doc = self.catalog.document(path)
+        if doc is None:
+            return None
+        try:
+            stored = json.loads(doc["front_matter"] or "{}")
+        except (TypeError, ValueError):
+            return None
+        tail = stored.get("tail") if isinstance(stored, dict) else None
+        if not isinstance(tail, dict) or self.catalog.section_total(path) != tail.get("keep", -1) + 1:
+            return None
+        return stored
 
     def _commit_dates(self, files) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -357,10 +391,21 @@ class Writer:
             for lk in p.links:
                 lk.resolved = resolver.resolve(lk.target, lk.kind, p.doc.path)
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
-            removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
+            grown = None if p.keep_sections is None else \
+                self.catalog.append_sections(p.doc, p.keep_sections, p.sections, own)
+            if grown is None and p.keep_sections is not None:   # _stored_session checked it: a bug
+                raise RuntimeError(f"{p.doc.path}: the stored sections changed under a transcript's tail")
+            if grown is not None:
+                removed, added, gone = grown
+            else:
+                removed, added = self.catalog.write_document(p.doc, p.sections, own, p.entity, p.links)
             if self.core.store.indexes_in_ledger:   # nothing to read back for them
                 continue
-            self.core.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
+            if grown is not None:
+                self.core.fulltext.replace_sections(p.doc.path, gone, self.catalog.chunks_from(p.doc.path,
+                                                                                             p.keep_sections))
+            else:
+                self.core.fulltext.replace_document(p.doc.path, self.catalog.chunks_of(p.doc.path))
             if self.core.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)
                 self.core.vectors.update(removed, list(labels), vecs)

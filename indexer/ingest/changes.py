@@ -79,7 +79,7 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
             continue
         out.exact.add(cp)
         out.prefixes.add(cp + "/")   # it may have been a folder a moment ago
-        if not abs_path.exists() or not rel.lower().endswith(corpus.MARKDOWN_SUFFIXES) or ignorer.ignored(rel, False):
+        if not abs_path.exists() or not root.takes(rel) or ignorer.ignored(rel, False):
             continue   # gone (or never indexable): its documents, if any, are dropped
         result = corpus.WalkResult()
         f = corpus._stat_file(root, rel, abs_path, False, max_file_bytes, multi, set(), result)

@@ -229,7 +229,7 @@ class _Ignorer:
 
 
 def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> WalkResult:
-    """List the Markdown files of every root. Problems become warnings; only an unreadable root fails."""
+    """List the files of every root (its kind's: Markdown notes, or transcripts). Problems become warnings; only an unreadable root fails."""
     result = WalkResult()
     multi = len(roots) > 1
     for root in roots:
@@ -276,10 +276,10 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                 if is_link and entry.is_dir():
                     continue  # symlinked directories are not followed
             except OSError as e:  # a symlink loop (ELOOP) or an entry that vanished
-                if entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+                if root.takes(rel):
                     result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, cannot be read ({e.strerror or e})")
                 continue
-            if not entry.name.lower().endswith(MARKDOWN_SUFFIXES) or ignorer.ignored(rel, False):
+            if not root.takes(rel) or ignorer.ignored(rel, False):
                 continue
             if is_link:
                 links.append((rel, Path(entry.path)))

@@ -30,6 +30,9 @@ class Prepared:
     texts: dict[str, str] = field(default_factory=dict)   # text sha → embedded text
     warnings: list[str] = field(default_factory=list)
     links: list[LinkRecord] = field(default_factory=list)  # indexer/ingest/links.py, resolved when written
+    # A grown transcript (ingest/conversation.py): the stored sections before this many stay, and
+    # `sections` replace the rest. None: `sections` are the whole document.
+    keep_sections: int | None = None
 
 
 class Skip(Exception):

@@ -47,6 +47,14 @@ def _call(name: str, args: tuple):
         from remembrancer.indexer.ingest.document import prepare
 
         return prepare(*args)
+    if name == "prepare_conversation":
+        from remembrancer.indexer.ingest.conversation import prepare as prepare_conversation
+
+        return prepare_conversation(*args)
+    if name == "read_conversation":
+        from remembrancer.indexer.ingest.conversation import read_back
+
+        return read_back(*args)
     if name == "redact_and_parse":
         from remembrancer.indexer.ingest.document import redact_and_parse
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest.transcripts import COMPACTION_HEADING, DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.errors import UserError
 
 # Questions about how to do something want the section that holds the procedure.
@@ -80,6 +81,7 @@ VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNO
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
+CONVERSATION_OUTCOME_MARGIN = 0.1
 # A question about the plan itself: what was intended, proposed, targeted.
 PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"
                        r"meant to|supposed to|going to)\b", re.IGNORECASE)
@@ -105,7 +107,17 @@ class RankingConfig:
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
+    # A conversation's compaction summary restates the exchanges before it: it answers only where
+    # they do not (indexer/ingest/transcripts.py). No effect on notes, which have none.
+    compaction_factor: float = 0.85
     enabled: bool = True
+
+    @classmethod
+    def conversations(cls) -> "RankingConfig":
+        """The rules a conversations corpus starts with (docs/conversations.md has the figures):
+        the notes' rules read doc types conversations do not have; "is it still / did we finally"
+        is settled by the newest exchange that is nearly as relevant as the best one."""
+        return cls(outcome_tie_margin=CONVERSATION_OUTCOME_MARGIN)
 
     @classmethod
     def from_dict(cls, d: dict, doc_types: tuple[str, ...] | None = None) -> "RankingConfig":
@@ -132,6 +144,7 @@ class RankingConfig:
 
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
 SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+                  "compaction_factor": (0.0, 10.0),
                   "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
 
@@ -256,6 +269,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(w, f"type {s.doc_type}")
         if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
             scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
+        if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
+            scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
         if reads_text(s, it, cfg) and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor

@@ -17,11 +17,13 @@ from remembrancer.indexer.ingest import sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.conversation import read_back
 from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 from remembrancer.indexer.answers import Outline, OutlineSection, Page
 from remembrancer.indexer.engine.view import ReadView
+from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
 
@@ -106,11 +108,14 @@ def _load(view, path: str):
         # Read back the way it was indexed: a document indexed as plain text in parts (its Markdown
         # parse went over the budget) is parsed the same way, so its part headings resolve.
         plain = PLAIN_PART_MARK in str(doc.get("warnings") or "")
+        # a transcript is read back as the exchanges it was indexed as (ingest/conversation.py)
+        call, args = (("read_conversation", (redactor, text, doc["path"], doc["rel"])) if is_conversation(doc)
+                      else ("redact_and_parse", (redactor, text, doc["path"], plain)))
         if len(text) < sandbox.LARGE_BYTES:
-            cached = redact_and_parse(redactor, text, doc["path"], plain)
+            cached = (read_back if call == "read_conversation" else redact_and_parse)(*args)
         else:  # in a child process with a budget: a slow document must not stall other requests
             try:
-                cached = _READ_WORKER.call("redact_and_parse", (redactor, text, doc["path"], plain))
+                cached = _READ_WORKER.call(call, args)
             except sandbox.OverBudget:
                 raise UserError(f"{path}: reading it safely (redaction, parsing) went over the budget "
                                 f"({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)", param="path",
@@ -178,11 +183,48 @@ def find_section(sections, heading: str):
     return None
 
 
+def is_conversation(doc) -> bool:
+    return doc["doc_type"] in CONVERSATION_TYPES
+
+
+def _exchanges(parsed, doc, uuid: str | None, lines: tuple[int, int] | None, around: int):
+    """The exchanges a conversation read asks for: the one holding `uuid`, or those overlapping
+    `lines` (the file's lines, as a result names them), with `around` more on each side."""
+    secs = parsed.sections
+    if uuid is not None:
+        hit = [i for i, s in enumerate(secs) if uuid in s.uuids]
+        if not hit:
+            raise UserError(f"no exchange of {doc['path']} holds the line {uuid!r}", param="uuid", code="not_found",
+                            hint="give a uuid a conversations search returned for this path")
+        first = last = hit[0]
+    else:
+        start, end = lines
+        hit = [i for i, s in enumerate(secs) if s.start_line <= end and s.end_line >= start]
+        if not hit:
+            raise UserError(f"no exchange of {doc['path']} lies in lines {start}:{end}", param="lines",
+                            code="out_of_range", hint="give the lines a conversations search returned")
+        first, last = hit[0], hit[-1]
+    return secs[max(first - around, 0):last + around + 1], secs[first]
+
+
 def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int, int] | None = None,
-         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> Page:
+         offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS, uuid: str | None = None, around: int = 0) -> Page:
     doc, parsed = _load(view, path)
     out = Page(path=doc["path"], type=doc["doc_type"], date=doc["date"])
-    if heading is not None:
+    if (uuid is not None or around) and not is_conversation(doc):
+        raise UserError(f"{doc['path']} is not a conversation: uuid and around read a .jsonl transcript",
+                        param="uuid" if uuid is not None else "around")
+    if is_conversation(doc) and (uuid is not None or lines is not None or (around and heading is not None)):
+        if heading is not None:
+            s = find_section(parsed.sections, heading)
+            if s is None:
+                raise UserError(f"no exchange {heading!r} in {doc['path']}", param="heading", code="not_found",
+                                options=[x.heading for x in parsed.sections][:20])
+            uuid = s.uuids[0]
+        shown, asked = _exchanges(parsed, doc, uuid, lines, around)
+        out.heading, out.lines = asked.heading, [shown[0].start_line, shown[-1].end_line]
+        text = "\n---\n\n".join(s.text for s in shown)
+    elif heading is not None:
         s = find_section(parsed.sections, heading)
         if s is None:
             close = difflib.get_close_matches(heading, [x.heading for x in parsed.sections], n=5, cutoff=0.3)

@@ -48,6 +48,17 @@ class SqlLedger(MetaReads):
         where, params = (" WHERE d.path = ?", (path,)) if path is not None else ("", ())
         return [section_row(r) for r in self._all(self.SECTION_SELECT + where + SECTION_ORDER, params)]
 
+    def section_total(self, path: str) -> int:
+        """How many sections one document has (0 when it is not stored)."""
+        return self._all("SELECT count(*) FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?",
+                         (path,))[0][0]
+
+    def chunks_from(self, path: str, first_ord: int) -> list[tuple]:
+        """The chunk rows (as `chunks_of` gives them) of a document's sections from `first_ord` on."""
+        return self._all("SELECT c.id, c.section_id, d.path, d.doc_type, s.heading, c.text FROM chunks c"
+                         " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id"
+                         " WHERE d.path = ? AND s.ord >= ? ORDER BY c.id", (path, first_ord))
+
     def passage_ids_of_document(self, doc_id: int) -> list[int]:
         return [r[0] for r in self._all("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
                                         " WHERE s.doc_id = ?", (doc_id,))]
@@ -58,12 +69,17 @@ class SqlLedger(MetaReads):
                        new_vectors: Mapping[str, np.ndarray], entity: EntityRecord | None,
                        links: list[LinkRecord] | None = None) -> tuple[list[int], list[int]]:
         """Replace one document; returns (removed passage ids, added passage ids). `new_vectors`
-        holds the embeddings of this document's texts not stored yet."""
+        holds the embeddings of this document's texts not stored yet. A dialect may give unchanged
+        text its old passage id back: such an id is neither removed nor added."""
         with self._write():
             removed = self._delete_document(doc.path)
             self._add_embeddings(new_vectors)
             doc_id = self._insert_document(doc)
             added = self._insert_sections(doc_id, doc, sections, new_vectors)
+            kept = set(removed) & set(added)
+            if kept:
+                removed = [i for i in removed if i not in kept]
+                added = [i for i in added if i not in kept]
             if entity is not None:
                 self._upsert_entity(doc_id, entity)
             if links:
@@ -71,6 +87,29 @@ class SqlLedger(MetaReads):
             self._drop_orphan_embeddings()
             self._bump_generation()
         return removed, added
+
+    def append_sections(self, doc: DocumentRecord, keep: int, sections: list[SectionRecord],
+                        new_vectors: Mapping[str, np.ndarray]) -> tuple[list[int], list[int], list[int]] | None:
+        """Keep a stored document's first `keep` sections and replace the rest with `sections` (a
+        transcript that grew: ingest/conversation.py), its row updated; returns (removed passage ids,
+        added passage ids, removed section ids), or None — nothing written — when the document is
+        not stored with at least `keep` sections (then the caller writes it whole)."""
+        with self._write():
+            found = self._all("SELECT d.id, count(s.id) FROM documents d LEFT JOIN sections s ON s.doc_id = d.id"
+                              " WHERE d.path = ? GROUP BY d.id", (doc.path,))
+            if not found or found[0][1] < keep:
+                return None
+            doc_id = found[0][0]
+            removed, gone_sections = self._delete_sections_from(doc_id, keep)
+            self._add_embeddings(new_vectors)
+            self._update_document(doc_id, doc)
+            added = self._insert_sections(doc_id, doc, sections, new_vectors, first_ord=keep)
+            kept = set(removed) & set(added)
+            removed = [i for i in removed if i not in kept]
+            added = [i for i in added if i not in kept]
+            self._drop_orphan_embeddings()
+            self._bump_generation()
+        return removed, added, gone_sections
 
     def delete_document(self, path: str) -> list[int]:
         """Remove one document; returns the ids of the passages that went with it."""
@@ -112,8 +151,18 @@ class SqlLedger(MetaReads):
         raise NotImplementedError
 
     def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
-                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
-        """Sections, chunks and passages (with what the dialect derives from them); the new passage ids."""
+                         new_vectors: Mapping[str, np.ndarray], first_ord: int = 0) -> list[int]:
+        """Sections (numbered from `first_ord`), chunks and passages (with what the dialect derives
+        from them); the new passage ids."""
+        raise NotImplementedError
+
+    def _update_document(self, doc_id: int, doc: DocumentRecord) -> None:
+        """The stored document row `doc_id` rewritten from `doc` (its id, and so its sections, kept)."""
+        raise NotImplementedError
+
+    def _delete_sections_from(self, doc_id: int, first_ord: int) -> tuple[list[int], list[int]]:
+        """Remove document `doc_id`'s sections numbered `first_ord` and on (with their chunks and
+        passages); returns (their passage ids, their section ids)."""
         raise NotImplementedError
 
     def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:

@@ -37,6 +37,11 @@ class DocumentRecord:
     COLUMNS = ("path, root, rel, content_hash, size, mtime_ns, doc_type, date, title,"
                " front_matter, tags, warnings, stale, line_count, indexed_at")
 
+    @classmethod
+    def column_names(cls) -> list[str]:
+        """COLUMNS one by one (an UPDATE names each)."""
+        return [c.strip() for c in cls.COLUMNS.split(",")]
+
     def values(self, indexed_at: float) -> tuple:
         """The row for COLUMNS, the same in every store (JSON as text)."""
         return (self.path, self.root, self.rel, self.content_hash, self.size, self.mtime_ns,

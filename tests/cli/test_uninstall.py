@@ -32,6 +32,7 @@ def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, note
     (home / ".claude").mkdir(parents=True)
     d = DaemonProc(tmp_path, [notes], tiny_model_dir)
     env = {**d.env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "PATH": str(bin_dir)}
+    env.pop("CLAUDE_CONFIG_DIR", None)   # this user's Claude Code settings are the ones under HOME
     d.env = env
 
     def cli(*args: str) -> subprocess.CompletedProcess:

@@ -235,3 +235,38 @@ def test_the_default_socket_path_says_nothing_without_xdg_runtime_dir(monkeypatc
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cfgmod.socket_path().name == "daemon.sock"
+
+
+def test_a_projects_claude_code_folder_is_found_by_itself_and_config_or_flags_win(env, tmp_path, monkeypatch):
+    claude = tmp_path / "claude"
+    project = tmp_path / "code" / "my.app"
+    (project / "src").mkdir(parents=True)
+    slug = cfgmod.project_slug(project)
+    assert slug == "".join(c if c.isalnum() else "-" for c in str(project)) and slug.endswith("-code-my-app")
+    (claude / "projects" / slug).mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.chdir(project / "src")   # started in a subfolder: the project's folder above it is found
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    found = load_config(["~/notes"]).conversations
+    assert [r.path for r in found] == [(claude / "projects" / slug).resolve()] and found[0].kind == "conversations"
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert [r.path for r in load_config(["~/notes"], conversation_args=[str(other)]).conversations] == [other.resolve()]
+    cfg = write_config(env, "")
+    cfg.write_text("[conversations]\nfind = false\n")
+    assert load_config(["~/notes"]).conversations == []
+    cfg.write_text(f'[conversations]\nroots = ["{other}"]\n')
+    assert [r.path for r in load_config(["~/notes"]).conversations] == [other.resolve()]
+    cfg.write_text("[conversations]\nfolders = []\n")
+    with pytest.raises(UserError) as err:
+        load_config(["~/notes"])
+    assert "folders" in err.value.message
+    cfg.write_text('[conversations]\nroots = ["~/nowhere"]\n')
+    with pytest.raises(UserError) as err:
+        load_config(["~/notes"])
+    assert "[conversations] roots" in err.value.message and err.value.param == "conversations"
+    notes = load_config(["~/notes"], conversation_args=[str(other)])
+    talk = notes.conversation_config()
+    assert talk.kind == "conversations" and talk.index_name() != notes.index_name()
+    assert Config(roots=make_roots([other])).index_name() != \
+        Config(roots=make_roots([other], kind="conversations"), kind="conversations").index_name()

@@ -102,6 +102,30 @@ def test_a_rewrite_replaces_and_a_delete_removes_everything(ledger):
     assert ledger.vectors_in_use() == 0
 
 
+def test_a_grown_document_keeps_its_first_sections_and_replaces_the_rest(store, ledger):
+    """A transcript that grew (ingest/conversation.py): the kept sections keep their ids, and the
+    keyword postings of the replaced ones are gone while the new ones are found."""
+    first = [section("One", "alpha words"), section("Two", "bravo words")]
+    write(ledger, doc("notes/t.jsonl", "conversation"), first)
+    kept_id = ledger.sections("notes/t.jsonl")[0].id
+    grown = [section("Two", "bravo words and charlie"), section("Three", "delta words")]
+    removed, added, gone = ledger.append_sections(doc("notes/t.jsonl", "conversation"), 1, grown,
+                                                  vectors_for(grown, 1))
+    rows = ledger.sections("notes/t.jsonl")
+    assert [r.heading for r in rows] == ["One", "Two", "Three"] and rows[0].id == kept_id
+    assert len(removed) == 1 and len(added) == 2 and len(gone) == 1 and gone[0] not in [r.id for r in rows]
+    assert ledger.section_total("notes/t.jsonl") == 3
+    assert [c[1] for c in ledger.chunks_from("notes/t.jsonl", 1)] == [r.id for r in rows[1:]]
+    keywords = store.keyword_index(lambda: ledger)
+    if not store.indexes_in_ledger:
+        keywords.rebuild(ledger.all_chunks(), ledger.generation)
+    assert list(keywords.search("charlie", 5)) == [rows[1].id]
+    assert list(keywords.search("alpha", 5)) == [kept_id]
+    assert ledger.sections_containing(["bravo words and charlie"])
+    assert ledger.append_sections(doc("notes/t.jsonl", "conversation"), 7, grown, {}) is None   # not that many
+    assert ledger.append_sections(doc("notes/none.jsonl", "conversation"), 0, grown, {}) is None
+
+
 def test_filters_select_the_same_sections(ledger):
     write(ledger, doc("notes/runbooks/r.md", "runbook", tags=["db"]), [section("R", "restore steps", date="2030-01-05")])
     write(ledger, doc("notes/journal/j.md", "journal", date="2030-02-01"),

@@ -182,6 +182,7 @@ class Catalog(SqlLedger):
         self.path = path
         self.priority = priority or RequestsFirst()
         self._maybe_orphaned: set[str] = set()
+        self._reusable: dict[str, list[int]] = {}   # text sha → ids of passages the write's delete removed
         self._kept: dict[str, dict] = {}   # rows read by id, by kind, valid while _kept_mark holds
         self._kept_mark: tuple | None = None
         self._scope: tuple[str, ...] = ()   # the prefixes of the request being served (scoped)
@@ -301,19 +302,21 @@ class Catalog(SqlLedger):
                                doc.values(time.time())).lastrowid
 
     def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
-                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
+                         new_vectors: Mapping[str, np.ndarray], first_ord: int = 0) -> list[int]:
         db = self.db
         added: list[int] = []
-        for ord_, s in enumerate(sections):
-            if ord_ and ord_ % WRITE_SLICE == 0:
+        for ord_, s in enumerate(sections, first_ord):
+            if ord_ > first_ord and ord_ % WRITE_SLICE == 0:
                 self.priority.give_way()   # a large document: requests first (readers do not wait on this transaction)
             sid = db.execute(f"INSERT INTO sections({SectionRecord.COLUMNS}, doc_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              (*s.values(doc_id, ord_), doc.doc_type)).lastrowid
             db.executemany("INSERT INTO chunks(section_id, part, nparts, start_line, end_line, text) VALUES (?,?,?,?,?,?)",
                            [(sid, c.part, c.nparts, c.start_line, c.end_line, c.text) for c in s.chunks])
             for p_ord, (sha, ptext) in enumerate(s.passages):
-                added.append(db.execute("INSERT INTO passages(section_id, ord, text_sha, text) VALUES (?,?,?,?)",
-                                        (sid, p_ord, sha, ptext)).lastrowid)
+                again = self._reusable.get(sha)
+                added.append(db.execute("INSERT INTO passages(id, section_id, ord, text_sha, text) VALUES (?,?,?,?,?)",
+                                        (again.pop() if again else None, sid, p_ord, sha, ptext)).lastrowid)
+        self._reusable = {}
         return added
 
     def _upsert_entity(self, doc_id: int, entity: EntityRecord) -> None:
@@ -323,7 +326,25 @@ class Catalog(SqlLedger):
     def _insert_links(self, rows: list[tuple]) -> None:
         self.db.executemany(f"INSERT INTO links({LinkRecord.COLUMNS}) VALUES (?,?,?,?,?,?,?)", rows)
 
+    def _update_document(self, doc_id: int, doc: DocumentRecord) -> None:
+        columns = DocumentRecord.column_names()
+        self.db.execute(f"UPDATE documents SET {', '.join(c + ' = ?' for c in columns)} WHERE id = ?",
+                        (*doc.values(time.time()), doc_id))
+
+    def _delete_sections_from(self, doc_id: int, first_ord: int) -> tuple[list[int], list[int]]:
+        self._reusable = {}
+        rows = self.db.execute("SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id"
+                               " WHERE s.doc_id = ? AND s.ord >= ?", (doc_id, first_ord)).fetchall()
+        sids = [r[0] for r in self.db.execute("SELECT id FROM sections WHERE doc_id = ? AND ord >= ?",
+                                               (doc_id, first_ord))]
+        self.db.execute("DELETE FROM sections WHERE doc_id = ? AND ord >= ?", (doc_id, first_ord))
+        self._maybe_orphaned.update(r[1] for r in rows)
+        for pid, sha in rows:
+            self._reusable.setdefault(sha, []).append(pid)
+        return [r[0] for r in rows], sids
+
     def _delete_document(self, path: str) -> list[int]:
+        self._reusable = {}   # only this document's own passages are given back, in this write
         row = self.db.execute("SELECT id FROM documents WHERE path=?", (path,)).fetchone()
         if row is None:
             return []
@@ -332,6 +353,10 @@ class Catalog(SqlLedger):
             (row[0],)).fetchall()
         self.db.execute("DELETE FROM documents WHERE id=?", (row[0],))
         self._maybe_orphaned.update(r[1] for r in rows)
+        # A rewrite gives unchanged text its passage id back (_insert_sections): the vector file
+        # then keeps its entry instead of inserting it again (a grown transcript's old exchanges).
+        for pid, sha in rows:
+            self._reusable.setdefault(sha, []).append(pid)
         return [r[0] for r in rows]
 
     def _drop_orphan_embeddings(self) -> None:

@@ -169,6 +169,18 @@ class FullText:
                 self.priority.give_way()
             w.add_document(self._doc(chunk_id, section_id, cpath, heading, text))
 
+    def replace_sections(self, path: str, removed_sections: list[int], chunks) -> None:
+        """Delete these sections' chunks and add `chunks` (a transcript's new tail: the rest of the
+        document stays as it is); visible together at the next commit."""
+        w = self.writer()
+        if removed_sections:
+            w.delete_documents_by_query(tantivy.Query.term_set_query(self.schema, "section_id", removed_sections))
+        self._replaced.add(path)
+        for i, (chunk_id, section_id, cpath, _doc_type, heading, text) in enumerate(chunks):
+            if i and i % WRITE_SLICE == 0:
+                self.priority.give_way()
+            w.add_document(self._doc(chunk_id, section_id, cpath, heading, text))
+
     def delete_document(self, path: str) -> None:
         """Delete a removed (deleted, denied, `secret: true`) document so that no trace of its
         words stays on disk: tantivy keeps a deleted document's terms, counted in doc_freq, until

@@ -434,13 +434,13 @@ class PgLedger(SqlLedger):
                        doc.values(time.time())).fetchone()[0]
 
     def _insert_sections(self, doc_id: int, doc: DocumentRecord, sections: list[SectionRecord],
-                         new_vectors: Mapping[str, np.ndarray]) -> list[int]:
+                         new_vectors: Mapping[str, np.ndarray], first_ord: int = 0) -> list[int]:
         sids, cids, pids = self._ids(len(sections), sum(len(s.chunks) for s in sections),
                                      sum(len(s.passages) for s in sections))
         cids, pid_iter = iter(cids), iter(pids)
         sec_rows, chunk_rows, passage_rows, postings = [], [], [], []
         tokens = [0, 0, 0, 0]
-        for ord_, (sid, s) in enumerate(zip(sids, sections)):
+        for ord_, (sid, s) in enumerate(zip(sids, sections), first_ord):
             sec_rows.append((sid, *s.values(doc_id, ord_)))
             for c in s.chunks:
                 cid = next(cids)
@@ -503,22 +503,37 @@ class PgLedger(SqlLedger):
         row = self._q("SELECT id FROM documents WHERE path = %s", (path,)).fetchone()
         if row is None:
             return []
-        doc_id = row[0]
+        removed, _ = self._drop_postings(row[0], 0)
+        self._q("DELETE FROM documents WHERE id = %s", (row[0],))   # cascades to sections, chunks, passages
+        return removed
+
+    def _update_document(self, doc_id: int, doc: DocumentRecord) -> None:
+        columns = DocumentRecord.column_names()
+        self._q(f"UPDATE documents SET {', '.join(c + (' = %s::jsonb' if c == 'front_matter' else ' = %s') for c in columns)}"
+                " WHERE id = %s", (*doc.values(time.time()), doc_id))
+
+    def _delete_sections_from(self, doc_id: int, first_ord: int) -> tuple[list[int], list[int]]:
+        removed, sids = self._drop_postings(doc_id, first_ord)
+        self._q("DELETE FROM sections WHERE doc_id = %s AND ord >= %s", (doc_id, first_ord))   # cascades
+        return removed, sids
+
+    def _drop_postings(self, doc_id: int, first_ord: int) -> tuple[list[int], list[int]]:
+        """Before document `doc_id`'s sections from `first_ord` on are deleted: their postings go
+        first (they hold no foreign key: migration 5), with the field totals of their chunks; chunks
+        the compacted postings hold are marked dead until the next compaction. Returns (their
+        passage ids, their section ids); their embeddings are noted as maybe orphaned."""
         rows = self._q("SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id"
-                       " WHERE s.doc_id = %s", (doc_id,)).fetchall()
-        # The document's postings go first (they hold no foreign key: migration 5), with the
-        # field totals of its chunks.
-        # Chunks the compacted postings hold are marked dead until the next compaction.
+                       " WHERE s.doc_id = %s AND s.ord >= %s", (doc_id, first_ord)).fetchall()
+        sids = [r[0] for r in self._q("SELECT id FROM sections WHERE doc_id = %s AND ord >= %s", (doc_id, first_ord))]
         stats = self._q("WITH c AS (SELECT c.id, c.lens FROM chunks c JOIN sections s ON s.id = c.section_id"
-                        " WHERE s.doc_id = %s), gone AS (DELETE FROM postings p USING c WHERE p.chunk_id = c.id),"
-                        " dead AS (INSERT INTO postings_dead SELECT c.id FROM c"
+                        " WHERE s.doc_id = %s AND s.ord >= %s), gone AS (DELETE FROM postings p USING c"
+                        " WHERE p.chunk_id = c.id), dead AS (INSERT INTO postings_dead SELECT c.id FROM c"
                         f" WHERE c.id <= (SELECT value::bigint FROM meta WHERE key = '{pg_schema.PACKED_THROUGH}'))"
                         " SELECT count(*), coalesce(sum(lens[1]), 0), coalesce(sum(lens[2]), 0),"
-                        " coalesce(sum(lens[3]), 0), coalesce(sum(lens[4]), 0) FROM c", (doc_id,)).fetchone()
+                        " coalesce(sum(lens[3]), 0), coalesce(sum(lens[4]), 0) FROM c", (doc_id, first_ord)).fetchone()
         self._add_field_stats(stats[0], [int(x) for x in stats[1:]], -1)
-        self._q("DELETE FROM documents WHERE id = %s", (doc_id,))   # cascades to sections, chunks, passages
         self._maybe_orphaned.update(r[1] for r in rows)
-        return [r[0] for r in rows]
+        return [r[0] for r in rows], sids
 
     def _drop_orphan_embeddings(self) -> None:
         shas, self._maybe_orphaned = list(self._maybe_orphaned), set()
@@ -1090,6 +1105,9 @@ class PgKeywordIndex:
 
     def replace_document(self, path: str, chunks) -> None:
         pass   # the postings were written in the document's transaction
+
+    def replace_sections(self, path: str, removed_sections: list[int], chunks) -> None:
+        pass   # likewise
 
     def delete_document(self, path: str) -> None:
         pass

@@ -1,0 +1,172 @@
+"""Conversations at scale: what an appended exchange costs as a session grows, what a pass that
+finds nothing new costs over many sessions, and indexing throughput per embedded passage against
+notes in the same run (the default model, in-process: the daemon's ingest path minus its 0.1 s
+debounce; tests/daemon/test_conversations_daemon.py shows the daemon doing it live).
+
+    .venv/bin/python bench/bench_conversations.py [--eval-dir ../shared/eval] [--sessions 1000]
+        [--sizes 10 100 1000] [--appends 10]
+
+1. append: a session of N exchanges (made from the dev transcripts' lines with fresh uuids and a
+   unique word per exchange, so nothing is shared with the index), indexed; then `--appends`
+   times one new exchange (a prompt and an answer) is appended and `refresh_paths` is timed until
+   it returns — p50 / p95 per N, and the ratio to the smallest N (growth with session size).
+2. no-change pass: `--sessions` session files (the dev set's copied under new session ids),
+   indexed once; then a full `refresh` that finds nothing changed is timed (best of 3).
+3. throughput: the dev transcripts and a notes corpus (memory-dev) each indexed from scratch;
+   seconds per embedded passage, and their ratio (the issue asks for ≤ 1.5×).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _engine(kind: str, folder: Path, embedder):
+    from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
+    from remembrancer.indexer.engine import Engine
+
+    if kind == CONVERSATIONS:
+        cfg = Config(conversations=make_roots([folder], kind=CONVERSATIONS)).conversation_config()
+    else:
+        cfg = Config(roots=make_roots([folder]))
+    return Engine(cfg, embedder=embedder)
+
+
+def _line(session_id: str, kind: str, content, parent: str | None, t: float) -> dict:
+    u = str(uuidlib.uuid4())
+    ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".000Z"
+    msg = {"role": kind, "content": content}
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
+            "sessionId": session_id, "version": "2.1.29", "gitBranch": "main", "type": kind, "message": msg,
+            "uuid": u, "timestamp": ts}
+
+
+def _exchange(session_id: str, n: int, t: float, parent: str | None) -> list[dict]:
+    word = f"marker{n}x{uuidlib.uuid4().hex[:6]}"
+    p = _line(session_id, "user", f"Exchange {n}: why does the {word} job retry after a timeout?", parent, t)
+    a = _line(session_id, "assistant", [{"type": "text", "text": f"The {word} job retries because its "
+              f"handler raises TimeoutError after 30 s; we capped it at {n % 7 + 2} retries and logged each."}],
+              p["uuid"], t + 1)
+    return [p, a]
+
+
+def bench_append(tmp: Path, embedder, sizes: list[int], appends: int) -> list[dict]:
+    out = []
+    for n in sizes:
+        folder = tmp / f"append-{n}" / "-home-dev-app"
+        folder.mkdir(parents=True)
+        sid = str(uuidlib.uuid4())
+        path = folder / f"{sid}.jsonl"
+        lines, parent, t = [], None, 1.77e9
+        for i in range(n):
+            ex = _exchange(sid, i, t + 10 * i, parent)
+            parent = ex[-1]["uuid"]
+            lines += ex
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        engine = _engine("conversations", folder.parent, embedder)
+        t0 = time.perf_counter()
+        engine.refresh()
+        first = time.perf_counter() - t0
+        took = []
+        for k in range(appends):
+            ex = _exchange(sid, n + k, t + 10 * (n + k), parent)
+            parent = ex[-1]["uuid"]
+            with path.open("a") as fh:
+                fh.write("".join(json.dumps(x) + "\n" for x in ex))
+            os.utime(path, ns=(time.time_ns() - 5_000_000_000,) * 2)   # past the racy window, as a real file soon is
+            t0 = time.perf_counter()
+            engine.refresh_paths([str(path)])
+            took.append(time.perf_counter() - t0)
+        engine.close()
+        took.sort()
+        out.append({"exchanges": n, "lines": len(lines), "first_index_s": round(first, 2),
+                    "append_p50_ms": round(statistics.median(took) * 1000, 1),
+                    "append_p95_ms": round(took[max(int(len(took) * 0.95) - 1, 0)] * 1000, 1)})
+    base = out[0]["append_p50_ms"] or 1
+    for row in out:
+        row["vs_smallest"] = round(row["append_p50_ms"] / base, 2)
+    return out
+
+
+def bench_no_change(tmp: Path, embedder, dev: Path, sessions: int) -> dict:
+    files = sorted(p for p in dev.rglob("*.jsonl") if "subagents" not in p.parts and not p.name.startswith("agent-"))
+    folder = tmp / "many" / "-home-dev-app"
+    folder.mkdir(parents=True)
+    for i in range(sessions):
+        src = files[i % len(files)]
+        sid = str(uuidlib.uuid4())
+        text = src.read_text().replace(src.stem, sid)
+        (folder / f"{sid}.jsonl").write_text(text)
+    old = time.time_ns() - 10_000_000_000
+    for p in folder.iterdir():
+        os.utime(p, ns=(old, old))
+    engine = _engine("conversations", folder.parent, embedder)
+    t0 = time.perf_counter()
+    first = engine.refresh()
+    first_s = time.perf_counter() - t0
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = engine.refresh()
+        runs.append(time.perf_counter() - t0)
+        assert r.unchanged == sessions, r.to_dict()
+    engine.close()
+    return {"sessions": sessions, "first_index_s": round(first_s, 1), "embedded": first.embedded,
+            "no_change_pass_s": round(min(runs), 3)}
+
+
+def bench_throughput(tmp: Path, embedder, dev: Path, notes: Path) -> dict:
+    rows = {}
+    for kind, src in (("conversations", dev), ("notes", notes)):
+        data = tmp / f"tp-{kind}"
+        os.environ["REMEMBRANCER_DATA_DIR"] = str(data)
+        engine = _engine(kind, src, embedder)
+        t0 = time.perf_counter()
+        r = engine.refresh()
+        s = time.perf_counter() - t0
+        engine.close()
+        rows[kind] = {"files": r.scanned, "embedded": r.embedded, "seconds": round(s, 2),
+                      "ms_per_passage": round(1000 * s / max(r.embedded, 1), 2)}
+    rows["ratio"] = round(rows["conversations"]["ms_per_passage"] / rows["notes"]["ms_per_passage"], 2)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    ap.add_argument("--appends", type=int, default=10)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-conv-"))
+    os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / "data")
+    os.environ.setdefault("REMEMBRANCER_CONFIG", str(tmp / "none.toml"))
+    from remembrancer.indexer.models.embed import load_embedder
+
+    embedder = load_embedder(None)
+    eval_dir = Path(args.eval_dir)
+    dev = eval_dir / "corpora" / "transcripts-dev"
+    try:
+        result = {"append": bench_append(tmp, embedder, args.sizes, args.appends),
+                  "no_change": bench_no_change(tmp, embedder, dev, args.sessions),
+                  "throughput": bench_throughput(tmp, embedder, dev, eval_dir / "corpora" / "memory-dev")}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

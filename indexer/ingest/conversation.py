@@ -1,0 +1,243 @@
+"""One transcript file → the rows the catalog stores for it: a document per session file, a
+section per exchange.
+
+The session's facts (its id, working folder, branch, client version, a subagent's id) and each
+exchange's (the prompt's uuid, its timestamp and branch, whether it is a compaction summary) are
+kept in the document's `front_matter` mapping, the one per-document JSON column both stores have:
+search reads them back to say which session and which prompt a result is (indexer/search/
+conversations.py). Everything stored is redacted first, as for notes.
+
+A transcript grows by appending. The front matter also keeps where the last exchange starts (its
+line, its byte offset, a hash of every byte before it, and the redaction policy and parser it was
+read with): when the file still begins with those bytes, only the lines from the last exchange on
+are read again, and the store replaces the document's sections from that exchange on
+(store/ledger.py `append_sections`). A file rewritten, truncated or read under another policy is
+read whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from remembrancer.indexer.ingest import chunks as chunking
+from remembrancer.indexer.ingest import transcripts
+from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
+from remembrancer.indexer.ingest.document import Prepared, decode
+from remembrancer.indexer.redact import (DEFAULT_REDACTOR, MARKER_RE, Redactor, SecretHashes, redact_values,
+                                         removed_secrets, salted_sha256)
+from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
+
+CONVERSATION, SUBAGENT = transcripts.SESSION_TYPE, transcripts.SUBAGENT_TYPE
+
+
+def is_subagent(rel: str) -> bool:
+    """`agent-<id>.jsonl` beside the sessions (older clients) or under `<session>/subagents/`."""
+    return rel.rsplit("/", 1)[-1].startswith("agent-")
+
+
+TAIL_VERSION = 1   # what a stored tail means; bumped when parsing or rendering changes
+
+
+def _prefix_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# Between the pieces of a transcript redacted as one text; a piece holding it is redacted alone.
+_PIECE = "\n\x00\u241e\x00\n"
+REPEATED = "repeated_secret"   # the label of a secret found earlier in the session, met again
+
+
+def _redact_together(redactor: Redactor, pieces: list[str], seen: SecretHashes | None) -> tuple[list[str], set[str]]:
+    """The pieces redacted as one text, so a value found by its context in one (a token pasted as
+    `POSTMARK_TOKEN=v` in a prompt) is redacted in every other (`printf … 'v' >> .env` in a later
+    command); then every value `seen` earlier in the session. Also returns the values found here."""
+    joined = _PIECE.join(pieces)
+    out, _ = redactor.redact(joined)
+    found = removed_secrets(joined, out)
+    done = out.split(_PIECE)
+    if any(_PIECE in p for p in pieces) or len(done) != len(pieces):   # a pattern ran across pieces
+        done = [redactor.redact(p)[0] for p in pieces]
+        done = [redact_values(p, found, REPEATED)[0] for p in done]
+    if seen is not None:
+        echo = Redactor(families=(), hashes=seen)
+        done = [echo.redact(p)[0] for p in done]
+    return done, found
+
+
+def _labels(before: str, after: str) -> dict[str, int]:
+    """The markers redaction added to one piece, by label."""
+    out: dict[str, int] = {}
+    for m in MARKER_RE.finditer(after):
+        out[m.group(0)[10:-1]] = out.get(m.group(0)[10:-1], 0) + 1
+    for m in MARKER_RE.finditer(before):
+        out[m.group(0)[10:-1]] -= 1
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_line: int = 1,
+                   seen: SecretHashes | None = None) -> tuple[transcripts.Transcript, set[str]]:
+    """The transcript with every text it holds redacted (what is indexed and what `read` shows),
+    each exchange counting what was taken out of it; and the secret values found in it."""
+    tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
+    pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
+    for ex in tr.exchanges:
+        pieces += [ex.prompt, ex.branch or "", *ex.parts]
+    done, found = _redact_together(redactor, pieces, seen)
+    tr.title, tr.cwd, tr.branch = (None if old is None else new for old, new in zip((tr.title, tr.cwd, tr.branch), done))
+    i = 3
+    for ex in tr.exchanges:
+        n = 2 + len(ex.parts)
+        before, after = pieces[i:i + n], done[i:i + n]
+        ex.prompt, ex.branch, ex.parts = after[0], after[1] or None, after[2:]
+        ex.redacted = {}
+        for b, a in zip(before, after):
+            for k, v in _labels(b, a).items():
+                ex.redacted[k] = ex.redacted.get(k, 0) + v
+        i += n
+    return tr, found
+
+
+@dataclass
+class ExchangeSection:
+    """An exchange as `read` serves it (the attributes search/reader.py reads of a section)."""
+
+    heading: str
+    title: str
+    level: int
+    start_line: int
+    end_line: int
+    text: str
+    uuids: list[str]
+
+
+@dataclass
+class ReadBack:
+    """A transcript read back for `read` and `outline`: its exchanges, rendered and redacted."""
+
+    title: str
+    sections: list[ExchangeSection]
+    lines: list[str]        # the rendered exchanges' lines (a whole-conversation page reads these)
+
+
+def read_back(redactor: Redactor, text: str, path: str, rel: str) -> tuple[ReadBack, bool]:
+    """(the transcript as `read` shows it, False): the reader's counterpart of document.redact_and_parse
+    (a transcript has no `secret: true`)."""
+    tr, _ = parse_redacted(text, path, rel, redactor)
+    sections = [ExchangeSection(ex.heading, ex.heading, 1, ex.start_line, ex.end_line, ex.text(), ex.uuids)
+                for ex in tr.exchanges]
+    whole = "\n".join(s.text for s in sections)
+    return ReadBack(tr.title or (sections[0].heading if sections else rel), sections, whole.splitlines()), False
+
+
+def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
+    """The stored tail when the file still begins with the bytes it was taken after, else None."""
+    tail = (stored or {}).get("tail")
+    if not isinstance(tail, dict) or tail.get("version") != TAIL_VERSION or tail.get("policy") != policy:
+        return None
+    offset = tail.get("offset")
+    if not isinstance(offset, int) or not 0 < offset <= len(data) or data[offset - 1:offset] != b"\n":
+        return None
+    kinds = {"line": int, "keep": int, "redacted": dict, "bad_lines": list, "bad_count": int, "salt": str,
+             "seen": list}
+    if not all(isinstance(tail.get(k), t) for k, t in kinds.items()):
+        return None
+    return tail if _prefix_hash(data[:offset]) == tail.get("prefix") else None
+
+
+def _section(doc_type: str, ex: transcripts.Exchange, texts: dict[str, str]) -> SectionRecord:
+    content = ex.text()
+    header = chunking.context_header(doc_type, "", ex.heading)
+    passages = []
+    # Embedded without the tools' ordinary output (errors kept); BM25 and the literal leg read it all.
+    # transcripts-dev: the same answers first and in the top 5, indexing 22 % faster (docs/conversations.md).
+    for embedded in chunking.embedded_texts(header, ex.text(outputs=False)):
+        sha = chunking.text_sha(embedded)
+        texts[sha] = embedded
+        passages.append((sha, embedded))
+    chunks = [chunking.Chunk(c.part, c.nparts, ex.start_line, ex.end_line, c.text)
+              for c in chunking.split_section(content, ex.start_line)]
+    return SectionRecord(heading=ex.heading, title=ex.heading, level=1, start_line=ex.start_line,
+                         end_line=ex.end_line, date=(ex.timestamp or "")[:10] or None, stale=False, content=content,
+                         body=content, entities=[], chunks=chunks, passages=passages)
+
+
+def _line_offset(data: bytes, start: int, from_line: int, line: int) -> int:
+    """The byte offset of `line`, counting from byte `start`, which begins line `from_line`."""
+    pos = start
+    for _ in range(line - from_line):
+        pos = data.index(b"\n", pos) + 1
+    return pos
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    out = dict(total)
+    for k, v in more.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored: dict | None = None) -> Prepared:
+    """The rows of one transcript: redacted, one section per exchange, the session in front matter.
+
+    `stored`: the front matter the index holds for this file. When it still describes the file's
+    beginning, only the lines from its last exchange on are read, and the Prepared says how many
+    stored sections stay (`keep_sections`)."""
+    redactor = redactor or DEFAULT_REDACTOR
+    policy = redactor.policy_fingerprint()
+    tail = _usable_tail(stored, data, policy)
+    start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
+    text, warnings = decode(f.path, data[start:])
+    salt = (tail or {}).get("salt") or os.urandom(16).hex()
+    digests = dict.fromkeys((tail or {}).get("seen") or [], REPEATED)
+    seen = SecretHashes(Path(f.path), bytes.fromhex(salt), digests, "") if digests else None
+    tr, found = parse_redacted(text, f.path, f.rel, redactor, first_line, seen)
+    doc_type = SUBAGENT if is_subagent(f.rel) else CONVERSATION
+    texts: dict[str, str] = {}
+    sections = [_section(doc_type, ex, texts) for ex in tr.exchanges]
+    before = stored if tail else {}
+    exchanges = {k: v for k, v in (before.get("exchanges") or {}).items() if int(k) < first_line}
+    for ex in tr.exchanges:
+        exchanges[str(ex.start_line)] = {"uuid": ex.uuid, "timestamp": ex.timestamp, "branch": ex.branch,
+                                         "kind": ex.kind}
+    # what the lines before the new tail hold: their secrets taken out, their lines that are not JSON
+    prior = tail or {"redacted": {}, "bad_lines": [], "bad_count": 0}
+    last = tr.exchanges[-1] if tr.exchanges else None
+    new_tail = None
+    if last is not None and not warnings:   # bad UTF-8 is reported by reading the file whole each time
+        settled = tr.exchanges[:-1]
+        bad_settled = [n for n in tr.bad_lines if n < last.start_line]
+        new_tail = {
+            "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
+            "offset": _line_offset(data, start, first_line, last.start_line),
+            "redacted": _add(prior["redacted"], {k: v for ex in settled for k, v in ex.redacted.items()}),
+            "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled),
+            # the secrets found so far, salted and hashed (never the values): met again in a later
+            # exchange, they are redacted there too (_redact_together)
+            "salt": salt, "seen": sorted(set(digests) | {salted_sha256(bytes.fromhex(salt), v) for v in found})}
+        new_tail["prefix"] = _prefix_hash(data[:new_tail["offset"]])
+    counts = _add(prior["redacted"], {k: v for ex in tr.exchanges for k, v in ex.redacted.items()})
+    bad = prior["bad_lines"] + tr.bad_lines
+    warnings += transcripts.bad_line_warnings(f.path, bad, prior["bad_count"] + len(tr.bad_lines))
+    if counts:
+        warnings.append(f"{f.path}: {sum(counts.values())} secret(s) redacted ({', '.join(sorted(counts))})")
+
+    def fact(name: str):   # what a whole read would say: the first value seen, the last time
+        new, old = getattr(tr, name), before.get(name)
+        if name == "ended":
+            return new or old
+        return old if old is not None else new
+    session = {name: fact(name) for name in ("session_id", "agent_id", "cwd", "branch", "version", "started", "ended")}
+    session["title"] = tr.title or before.get("title")
+    session["exchanges"] = exchanges
+    session["tail"] = new_tail
+    first = before.get("first_heading") or (tr.exchanges[0].heading if tr.exchanges else None)
+    session["first_heading"] = first
+    title = session["title"] or first or f.rel.rsplit("/", 1)[-1]
+    doc = DocumentRecord(
+        path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data), size=f.size, mtime_ns=f.stamp,
+        doc_type=doc_type, date=(session["started"] or "")[:10] or None, title=title, front_matter=session,
+        tags=[], warnings=warnings, stale=False, line_count=tr.line_count)
+    return Prepared(doc, sections, None, texts=texts, warnings=warnings, keep_sections=keep if tail else None)

@@ -1,0 +1,52 @@
+"""The conversations as the README has a user meet them on the command line: from a project folder
+whose Claude Code transcripts are found by themselves, `index`, `search --corpus`, `read --uuid
+--around -- PATH` and `latest --corpus`, in real processes (no daemon: answered in-process)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cli import sandboxed_cli
+from tests.support.transcripts import Session, slug
+
+
+@pytest.mark.slow
+def test_a_projects_conversations_from_the_command_line(tmp_path, tiny_model_dir):
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    project = tmp_path / "code" / "app"
+    project.mkdir(parents=True)
+    claude = tmp_path / "claude"
+    s = Session(claude / "projects", cwd=str(project), branch="fix/retries")
+    s.prompt("Why does the uploader retry forever?")
+    s.says("No cap on the retry loop; we decided on five retries with backoff.")
+    s.prompt("And the zebracorn flag?")
+    s.says("The zebracorn flag stays on.")
+    assert s.path.parent.name == slug(str(project))
+    env = {"CLAUDE_CONFIG_DIR": str(claude)}
+
+    indexed = run("index", "--root", str(run.notes), cwd=project, env_extra=env)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "conversations: 1 transcripts: 1 added" in indexed.stdout
+
+    found = run("search", "zebracorn flag", "--root", str(run.notes), "--corpus", "conversations", "--json",
+                cwd=project, env_extra=env)
+    assert found.returncode == 0, found.stderr
+    best = json.loads(found.stdout)["results"][0]
+    assert best["session_id"] == s.session_id and best["branch"] == "fix/retries"
+    assert best["path"] == s.path.name
+
+    around = run("read", "--root", str(run.notes), "--uuid", s.uuids[-1], "--around", "1", "--", best["path"],
+                 cwd=project, env_extra=env)
+    assert around.returncode == 0, around.stderr
+    assert "five retries" in around.stdout and "zebracorn flag stays on" in around.stdout
+
+    newest = run("latest", "retry", "--root", str(run.notes), "--corpus", "conversations", "--json",
+                 cwd=project, env_extra=env)
+    assert newest.returncode == 0, newest.stderr
+    assert [r["path"] for r in json.loads(newest.stdout)["results"]] == [s.path.name]
+
+    bad = run("search", "x", "--root", str(run.notes), "--corpus", "conversations", cwd=tmp_path,
+              env_extra={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")})   # no project here: no conversations
+    assert bad.returncode == 2 and "no conversation folder" in bad.stderr and "--conversations" in bad.stderr

@@ -1,0 +1,100 @@
+"""Conversations served live: a real `serve --conversations` daemon on a real socket watches the
+transcript folder (watchdog) and a new exchange appended to a session is searchable moments later;
+a real `remembrancer mcp --root NOTES --conversations DIR` answers `search` with `corpus` over stdio."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.support.daemon import DaemonProc, stop_daemon_at, wait_for
+from tests.support.env import remembrancer_env
+from tests.support.paths import EXAMPLES
+from tests.support.transcripts import Session
+
+
+@pytest.fixture
+def world(tmp_path):
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    projects = tmp_path / "projects"
+    s = Session(projects, branch="fix/uploads")
+    s.prompt("Why do uploads to the eu bucket fail with SignatureDoesNotMatch?")
+    s.tool("Bash", {"command": "aws s3 cp x s3://uploads-eu"}, "An error occurred (SignatureDoesNotMatch)",
+           is_error=True)
+    s.says("The clock on the worker drifted by 20 minutes; we enabled chrony and the uploads work again.")
+    return {"notes": notes, "projects": projects, "session": s, "tmp": tmp_path}
+
+
+def _search(d: DaemonProc, world, **params):
+    return d.call("search", roots=[str(world["notes"])], conversations=[str(world["projects"])], **params)
+
+
+@pytest.mark.slow
+def test_an_appended_exchange_is_searchable_moments_later(world, tiny_model_dir):
+    d = DaemonProc(world["tmp"], [world["notes"]], tiny_model_dir,
+                   extra=("--conversations", str(world["projects"]))).start()
+    try:
+        first = _search(d, world, query="SignatureDoesNotMatch chrony", corpus="conversations")
+        assert first["results"][0]["session_id"] == world["session"].session_id
+        st = d.call("status")
+        assert {tuple(c["roots"]) for c in st["corpora"]} == {
+            (str(world["notes"].resolve()),), (f"conversations:{world['projects'].resolve()}",)}
+        s = world["session"]
+        t0 = time.monotonic()
+        s.prompt("Is the zebracorn feature flag still on?")
+        s.says("Yes, zebracorn stays on until the March release.")
+
+        def found():
+            out = _search(d, world, query="zebracorn feature flag", corpus="conversations")
+            return out if any("zebracorn" in (r.get("content") or "") for r in out["results"]) else None
+        out = wait_for(found, timeout=10, step=0.05)
+        took = time.monotonic() - t0
+        hit = next(r for r in out["results"] if "zebracorn" in (r.get("content") or ""))
+        assert hit["uuid"] == s.uuids[-2] and hit["branch"] == "fix/uploads"
+        print(f"appended exchange searchable after {took:.2f} s")   # bench/ measures it; here only that it happens
+        notes = _search(d, world, query="zebracorn feature flag")   # notes: untouched by conversations
+        assert not any("zebracorn" in (r.get("content") or "") for r in notes.get("results") or [])
+        both = _search(d, world, query="restore the database from a backup", corpus="all")
+        assert {r.get("corpus") for r in both["results"]} <= {"notes", "conversations"}
+        assert both["index"]["verdict"] and both["conversations_index"]["verdict"]
+    finally:
+        d.stop()
+
+
+@pytest.mark.slow
+def test_mcp_with_notes_and_conversations_answers_search_with_a_corpus(world, tiny_model_dir):
+    tmp = world["tmp"]
+    sock = tmp / "r" / "d.sock"
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data", socket=sock, config=tmp / "config.toml")
+    server = StdioServerParameters(command=sys.executable, args=[
+        "-m", "remembrancer", "mcp", "--idle-exit", "5", "--root", str(world["notes"]),
+        "--conversations", str(world["projects"])], env=env, cwd=str(tmp))
+
+    async def main():
+        async with Client(server, read_timeout_seconds=120) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            schema = tools["search"].input_schema["properties"]["corpus"]
+            assert 'corpus="conversations"' in tools["search"].description and world["projects"].name in \
+                tools["search"].description
+            talk = await c.call_tool("search", {"query": "SignatureDoesNotMatch chrony", "corpus": "conversations"})
+            read = await c.call_tool("read", {"path": world["session"].rel, "uuid": world["session"].uuids[-1]})
+            bad = await c.call_tool("search", {"query": "x", "corpus": "everything"})
+            return schema, talk, read, bad
+    try:
+        schema, talk, read, bad = anyio.run(main)
+    finally:
+        stop_daemon_at(sock)
+    assert schema["enum"] == ["notes", "conversations", "all"] and schema["default"] == "notes"
+    best = talk.structured_content["results"][0]   # the one exchange there is
+    assert best["session_id"] == world["session"].session_id and best["branch"] == "fix/uploads"
+    assert "chrony" in talk.content[0].text and f"session {world['session'].session_id}" in talk.content[0].text
+    assert "we enabled chrony" in read.structured_content["content"]
+    assert bad.is_error and "corpus" in bad.content[0].text

@@ -1,0 +1,344 @@
+"""Conversations as a corpus of their own: indexed incrementally, searched with their own
+statistics, read around an exchange, kept apart from notes in an answer over both — with the
+real engine (tantivy, hnswlib, the tiny ONNX model) on transcripts in the real line format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from remembrancer.indexer import api
+from remembrancer.indexer.answers import Freshness, SearchAnswer
+from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.redact_policy import RedactionPolicy
+from tests.support.transcripts import Session
+
+FRESH = lambda view: Freshness(verdict="fresh")  # noqa: E731
+
+
+@pytest.fixture
+def projects(tmp_path):
+    return tmp_path / "projects"
+
+
+@pytest.fixture
+def talks(projects, data_env, tiny_embedder):
+    """(engine over the conversations folder, its config); the folder is filled by each test."""
+    made = []
+
+    def make():
+        cfg = Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config()
+        e = Engine(cfg, embedder=tiny_embedder)
+        made.append(e)
+        return e
+    yield make
+    for e in made:
+        e.close()
+
+
+def _session(projects) -> Session:
+    s = Session(projects, branch="feat/retries")
+    s.title("Upload retries")
+    s.prompt("Why does the uploader retry forever when the bucket is gone?")
+    s.tool("Bash", {"command": "pytest -q"}, "Exit code 1\nE   BucketGone: uploads-eu-west", is_error=True)
+    s.says("The retry loop has no cap; a missing bucket raises BucketGone every time. We decided on 5 retries.")
+    s.prompt("Also make the thumbnails square.")
+    s.says("Thumbnails are cropped square now, 256 by 256.")
+    return s
+
+
+def _search(engine, query, **params):
+    return SearchAnswer.parse(api.dispatch_read(engine, "search", {"query": query, **params}, FRESH))
+
+
+def test_a_result_names_its_session_prompt_time_and_branch(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    out = _search(e, "BucketGone retry cap")
+    best = out.results[0]
+    assert best.path == s.rel and best.type == "conversation"
+    assert best.session_id == s.session_id and best.uuid == s.uuids[0] and best.branch == "feat/retries"
+    assert best.timestamp.startswith("2026-03-02T09:00") and best.date == "2026-03-02"
+    assert "We decided on 5 retries" in best.content and "Thumbnails" not in best.content
+
+
+def test_a_growing_transcript_is_read_again_and_only_its_new_text_is_embedded(projects, talks):
+    s = _session(projects)
+    e = talks()
+    first = e.refresh()
+    assert first.added == 1
+    before = {x.id: x.content for x in e.catalog.sections(s.rel)}
+    s.prompt("Did the nightly export finish?")
+    s.says("Yes: the nightly export finished at 02:14 with 1,204 rows.")
+    again = e.refresh()
+    assert again.updated == 1
+    # only the new exchange's passages were embedded: the old ones kept their vectors
+    assert 0 < again.embedded <= 3, again.embedded   # the new exchange's header and its two blocks
+    assert len(before) == 2 and len(e.catalog.sections(s.rel)) == 3
+    # (the tiny test model's vectors are random: the keyword leg is what finds the new words)
+    found = [r for r in _search(e, "nightly export rows").shown if r.scores.bm25 > 0]
+    assert [r.uuid for r in found] == [s.uuids[-2]]
+
+
+def test_a_rewritten_or_truncated_transcript_is_read_whole_again(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    lines = s.path.read_text().splitlines()
+    s.path.write_text("\n".join(lines[:5]) + "\n")     # truncated to the first exchange
+    e.refresh()
+    assert [x.heading for x in e.catalog.sections(s.rel)] == [
+        "Why does the uploader retry forever when the bucket is gone?"]
+    assert not any("square" in r.content for r in _search(e, "thumbnails square").shown if r.content)
+
+
+def test_a_compaction_summary_ranks_below_the_exchange_it_restates(projects, talks):
+    s = Session(projects)
+    p = s.prompt("Switch the job queue from Redis to Postgres with SKIP LOCKED.")
+    s.says("Done: the job queue now runs on Postgres using SKIP LOCKED; Redis is gone.")
+    s.compact("The job queue was switched from Redis to Postgres using SKIP LOCKED; Redis is gone.")
+    s.prompt("Now write the changelog entry.")
+    s.says("Changelog entry written.")
+    e = talks()
+    e.refresh()
+    out = _search(e, "job queue Postgres SKIP LOCKED Redis", explain=True)
+    order = [r.heading for r in out.shown]
+    assert order.index("Compaction summary") > order.index(
+        "Switch the job queue from Redis to Postgres with SKIP LOCKED.")
+    assert out.shown[0].uuid == p
+
+
+def test_read_by_uuid_gives_the_exchange_and_around_gives_its_neighbours(projects, talks):
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    answer = s.uuids[3]   # a line inside the first exchange (its assistant text)
+    page = api.dispatch_read(e, "read", {"path": s.rel, "uuid": answer}, FRESH)
+    assert "We decided on 5 retries" in page["content"] and "Thumbnails" not in page["content"]
+    both = api.dispatch_read(e, "read", {"path": s.rel, "uuid": answer, "around": 1}, FRESH)
+    assert "We decided on 5 retries" in both["content"] and "Thumbnails" in both["content"]
+    by_lines = api.dispatch_read(e, "read", {"path": s.rel, "lines": both["lines"]}, FRESH)
+    assert by_lines["content"] == both["content"]
+    with pytest.raises(UserError) as err:
+        api.dispatch_read(e, "read", {"path": s.rel, "uuid": "no-such-uuid"}, FRESH)
+    assert err.value.param == "uuid" and err.value.code == "not_found"
+
+
+def test_no_planted_secret_reaches_an_index_file_or_an_answer(projects, talks, data_env):
+    s = Session(projects)
+    s.prompt("Print the compose config.")
+    s.tool("Bash", {"command": "docker compose config"},
+           "DATABASE_URL: postgresql://plot:Hx9vQ2mLp7RtZ4@db:5432/plot\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    s.says("Here it is; the database password is printed above, rotate it.")
+    e = talks()
+    e.refresh()
+    e.close()
+    e = talks()
+    out = api.dispatch_read(e, "search", {"query": "database password compose config"}, FRESH)
+    page = api.dispatch_read(e, "read", {"path": s.rel, "uuid": s.uuids[0]}, FRESH)
+    blob = json.dumps([out, page]).encode()
+    for path in (data_env / "data").rglob("*"):
+        if path.is_file():
+            blob += path.read_bytes()
+    for secret in (b"Hx9vQ2mLp7RtZ4", b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"):
+        assert secret not in blob
+
+
+def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(projects, talks, notes_engine):
+    _session(projects)
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    both = SearchAnswer.parse(api.read_across("search", {"query": "restore the database from backup", "corpus": "all"},
+                                              reader(notes_engine), reader(e)))
+    corpora = [r.corpus for r in both.shown]
+    assert set(corpora) <= {"notes", "conversations"} and "notes" in corpora
+    assert both.index is not None and both.conversations_index is not None
+    only = SearchAnswer.parse(api.read_across("search", {"query": "BucketGone", "corpus": "conversations"},
+                                              reader(notes_engine), reader(e)))
+    assert only.results and all(r.type == "conversation" for r in only.results)
+    with pytest.raises(UserError) as err:
+        api.read_across("search", {"query": "x", "corpus": "conversations"}, reader(notes_engine), None)
+    assert err.value.param == "corpus" and "--conversations" in err.value.hint
+    with pytest.raises(UserError) as err:
+        api.read_across("search", {"query": "x", "corpus": "everything"}, reader(notes_engine), reader(e))
+    assert err.value.options == ["notes", "conversations", "all"]
+    with pytest.raises(UserError):
+        api.read_across("history", {"entity": "db1", "corpus": "all"}, reader(notes_engine), reader(e))
+    # a notes-only answer is what it was: no corpus field, no conversation index
+    plain = api.read_across("search", {"query": "restore the database from backup"}, reader(notes_engine), reader(e))
+    assert plain == api.dispatch_read(notes_engine, "search", {"query": "restore the database from backup"}, FRESH) \
+        | {"took_ms": plain["took_ms"]}
+
+
+def test_a_transcript_read_by_its_tail_indexes_as_a_whole_read_would(projects, talks, tmp_path, monkeypatch):
+    s = Session(projects)
+    s.prompt("Deploy with the token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    s.says("Deployed.")
+    s.raw("{torn")
+    e = talks()
+    e.refresh()
+    settled = []
+    for k in range(3):
+        s.says(f"One more thing about step {k}.")          # the last exchange grows …
+        s.prompt(f"Question {k}: what about the cache?")    # … and a new one starts
+        s.tool("Bash", {"command": f"redis-cli info {k}"}, f"used_memory:{k}M")
+        report = e.refresh()
+        assert report.updated == 1
+        settled.append(e.catalog.sections(s.rel)[0].id)
+    rows = e.catalog.sections(s.rel)
+    assert settled == [rows[0].id] * 3   # read by its tail: a settled exchange's row is never rewritten
+    doc = e.catalog.document(s.rel)
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "whole"))
+    whole = talks()
+    whole.refresh()
+    again = whole.catalog.sections(s.rel)
+    assert [(r.heading, r.start_line, r.end_line, r.content) for r in rows] == \
+        [(r.heading, r.start_line, r.end_line, r.content) for r in again]
+    fresh_doc = whole.catalog.document(s.rel)
+    for key in ("title", "warnings", "line_count", "content_hash", "date"):
+        assert doc[key] == fresh_doc[key], key
+    grown, read_whole = json.loads(doc["front_matter"]), json.loads(fresh_doc["front_matter"])
+    for fm in (grown, read_whole):   # the secrets' hashes are salted per index: their number must agree
+        fm["tail"]["seen"] = len(fm["tail"]["seen"])
+        del fm["tail"]["salt"]
+    assert grown == read_whole and grown["tail"]["seen"] == 1
+    assert "line 4 is not valid JSON" in doc["warnings"] and "secret(s) redacted" in doc["warnings"]
+
+
+def test_a_secret_found_in_an_earlier_exchange_is_redacted_where_a_later_one_repeats_it(projects, talks):
+    s = Session(projects)
+    s.prompt("Here is the dev token: POSTMARK_SERVER_TOKEN=b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61")
+    s.tool("Bash", {"command": "printf 'X=%s' 'b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61' >> .env"}, "")
+    s.says("Stored in .env.")
+    s.prompt("Thanks. Now the README.")
+    s.says("README updated.")
+    e = talks()
+    e.refresh()   # the token's exchange is settled now: the next read starts after it
+    s.prompt("Which token did I give you?")
+    s.tool("Bash", {"command": "cut -d= -f2 .env"}, "b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61")   # the value alone
+    s.says("The one in .env.")
+    e.refresh()
+    stored = "".join(x.content for x in e.catalog.sections(s.rel)) + e.catalog.document(s.rel)["front_matter"]
+    assert "b7e3c1d4-9a2f-4e6b-8c15-3f0a7d9e2b61" not in stored
+    assert "[REDACTED:repeated_secret]" in e.catalog.sections(s.rel)[-1].content
+
+
+def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_whole(projects, talks, monkeypatch,
+                                                                                      tiny_embedder):
+    from remembrancer.indexer.ingest import conversation
+
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    tails = []   # whether each read could start at the stored tail
+    real = conversation._usable_tail
+    monkeypatch.setattr(conversation, "_usable_tail", lambda *a: (lambda t: tails.append(t is not None) or t)(real(*a)))
+    text = s.path.read_text()
+    s.path.write_text(text.replace("Why does the uploader", "Why does the old uploader"))   # history rewritten
+    e.refresh()
+    rows = e.catalog.sections(s.rel)
+    assert rows[0].heading.startswith("Why does the old uploader")
+    s.says("An appended line.")
+    e.refresh()
+    assert e.catalog.sections(s.rel)[-1].content.endswith("An appended line.\n")
+    assert tails == [False, True]   # the rewritten beginning no longer matched its hash; the append did
+    e.close()
+    cfg = Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config()
+    cfg.redact = RedactionPolicy(disable=("url_credentials",))   # another policy
+    other = Engine(cfg, embedder=tiny_embedder)
+    s.says("Another appended line.")
+    other.refresh()
+    other.close()
+    assert tails[2:] == [False]   # read whole under the policy it is now read with
+
+
+def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_landed(projects, talks, tmp_path):
+    from tests.support.corpus import git, git_init
+
+    repo = tmp_path / "app"
+    git_init(repo)
+    (repo / "a.txt").write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Start")
+    s = Session(projects, cwd=str(repo), start="2026-03-02T09:00:00")
+    s.prompt("Cap the upload retries and commit it.")
+    s.says("Done.")
+    s.prompt("Now something else entirely: the thumbnails.")
+    s.says("Thumbnails done.")
+    # a commit made while the first exchange ran (between its prompt and the next one), on main
+    (repo / "a.txt").write_text("two\n")
+    git(repo, "add", "-A")
+    env_date = "2026-03-02T09:00:20+00:00"   # the first prompt is at 09:00:14, the next at 09:00:35
+    import os
+    import subprocess
+    subprocess.run(["git", "commit", "-q", "-m", "Cap upload retries"], cwd=repo, check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                        "GIT_AUTHOR_DATE": env_date, "GIT_COMMITTER_DATE": env_date})
+    made = git(repo, "rev-parse", "HEAD")
+    start = git(repo, "rev-parse", "HEAD~1")
+    s.prompt(f"Is {start[:9]} the first commit?")   # a quoted hash, checked too
+    s.says(f"Yes, {start[:9]} is the first commit.")
+    e = talks()
+    e.refresh()
+    out = _search(e, "cap upload retries commit")
+    first = next(r for r in out.shown if r.uuid == s.uuids[0])
+    assert first.content is not None
+    assert [(c.commit, c.landed, c.cited_as) for c in first.commits or []] == [
+        (made, True, "committed during the exchange")]
+    quoted = _search(e, f"is {start[:9]} the first commit", limit=1).shown[0]
+    assert quoted.commits and quoted.commits[0].commit == start and quoted.commits[0].landed is True
+    from remembrancer.mcp_server.render import search_text
+    assert "Cap upload retries" in search_text(out) and "landed on main" in search_text(out)
+
+
+def test_claude_code_memory_files_are_served_with_the_notes(projects, talks, notes_engine):
+    s = _session(projects)
+    memory = s.path.parent / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("# Project memory\n\n- [Deploys](deploys.md): how we ship\n")
+    (memory / "deploys.md").write_text("---\nname: deploys\ndescription: how we ship\n---\n\n# Deploys\n\n"
+                                       "We ship with the quokkaflow pipeline every Tuesday after standup.\n")
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    found = SearchAnswer.parse(api.read_across("search", {"query": "quokkaflow pipeline Tuesday"},
+                                               reader(notes_engine), reader(e)))
+    hit = next(r for r in found.results if r.corpus == "memory")
+    assert hit.path.endswith("memory/deploys.md") and hit.type == "memory" and "quokkaflow" in (hit.content or "")
+    talk = SearchAnswer.parse(api.read_across("search", {"query": "quokkaflow pipeline Tuesday", "corpus": "conversations"},
+                                              reader(notes_engine), reader(e)))
+    assert all(r.type in ("conversation", "subagent") for r in talk.shown)
+    page = api.read_across("read", {"path": hit.path, "heading": "Deploys"}, reader(notes_engine), reader(e))
+    assert "quokkaflow" in page["content"]
+    with pytest.raises(UserError) as err:   # a path in neither: the notes' own answer
+        api.read_across("read", {"path": "nowhere.md"}, reader(notes_engine), reader(e))
+    assert err.value.code == "not_found"
+    assert {r.corpus for r in found.results} <= {"notes", "memory"} and found.conversations_index is not None
+
+
+def test_latest_lists_the_exchanges_holding_the_terms_newest_first(projects, talks, notes_engine):
+    s = _session(projects)
+    later = Session(projects, start="2026-03-05T10:00:00")
+    later.prompt("BucketGone again on the staging uploader?")
+    later.says("Yes, the staging bucket was deleted too.")
+    e = talks()
+    e.refresh()
+
+    def reader(engine):
+        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+    out = api.read_across("latest", {"terms": ["BucketGone"], "corpus": "conversations"},
+                          reader(notes_engine), reader(e))
+    assert [r["path"] for r in out["results"]] == [later.rel, s.rel]
+    with pytest.raises(UserError) as err:
+        api.read_across("history", {"entity": "db1", "corpus": "conversations"}, reader(notes_engine), reader(e))
+    assert err.value.param == "corpus"
