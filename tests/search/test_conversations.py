@@ -342,3 +342,30 @@ def test_latest_lists_the_exchanges_holding_the_terms_newest_first(projects, tal
     with pytest.raises(UserError) as err:
         api.read_across("history", {"entity": "db1", "corpus": "conversations"}, reader(notes_engine), reader(e))
     assert err.value.param == "corpus"
+
+
+def test_hostile_transcripts_are_warnings_never_failures(projects, talks):
+    """Bad input in a conversations folder: each file is indexed as far as it can be, or left out
+    with a warning naming it; the other files are indexed and searchable."""
+    good = _session(projects)
+    folder = good.path.parent
+    (folder / "binary.jsonl").write_bytes(b"\x00\x01\x02" * 1000)
+    (folder / "nested.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    (folder / "badutf8.jsonl").write_bytes(good.path.read_bytes().replace(b"Thumbnails", b"Thumb\xffnails"))
+    huge = Session(projects)
+    huge.prompt("Print the whole log.")
+    huge.tool("Bash", {"command": "cat big.log"}, "x" * 3_000_000 + "\nERROR: disk quota exceeded")
+    huge.says("The log ends with a disk quota error.")
+    (folder / "empty.jsonl").write_text("")
+    (folder / "not-json.jsonl").write_text("hello\nworld\n")
+    e = talks()
+    report = e.refresh()
+    warnings = "\n".join(report.warnings)
+    assert "binary.jsonl: skipped, looks binary" in warnings
+    assert "nested.jsonl: line 1 is not valid JSON" in warnings and "not-json.jsonl: line 1" in warnings
+    assert "badutf8.jsonl: invalid UTF-8" in warnings
+    paths = set(e.catalog.document_paths())
+    assert {good.rel, huge.rel, f"{folder.name}/empty.jsonl"} <= paths and f"{folder.name}/binary.jsonl" not in paths
+    quota = [x for x in e.catalog.sections(huge.rel) if "disk quota exceeded" in x.content]
+    assert quota and len(quota[0].content) < 10_000   # the output trimmed, its last line kept
+    assert good.rel in [r.path for r in _search(e, "BucketGone retry cap").results]
