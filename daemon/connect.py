@@ -37,11 +37,12 @@ class DaemonBackend:
     kind = "daemon"
 
     def __init__(self, sock: Path, status: dict, roots: list[str] | None = None,
-                 conversations: list[str] | None = None):
+                 conversations: list[str] | None = None, without_notes: bool = False):
         self.sock = sock
         self.status_at_connect = status
         self.roots = roots   # the corpus every request names (None: the daemon's default corpus)
         self.conversations = conversations   # the session's conversation folders (a corpus of their own)
+        self.without_notes = without_notes   # a session of conversations alone: never the daemon's default notes
         self.client = Client(sock, timeout=120.0)
 
     def call(self, method: str, **params) -> dict:
@@ -49,6 +50,8 @@ class DaemonBackend:
             params = {**params, "roots": self.roots}
         if self.conversations and method != "notify":
             params = {**params, "conversations": self.conversations}
+            if self.without_notes and method != "status":
+                params["without_notes"] = True
         try:
             return self.client.call(method, **params)
         except DaemonError as e:
@@ -176,7 +179,8 @@ def serves(status: dict, config: Config) -> bool:
 
 def backend_for(sock: Path, status: dict, config: Config) -> DaemonBackend:
     return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None,
-                         [str(r.path) for r in config.conversations] or None)
+                         [str(r.path) for r in config.conversations] or None,
+                         without_notes=not config.roots and bool(config.conversations))
 
 
 def data_dir_daemon() -> tuple[Path, dict] | None:
@@ -315,7 +319,9 @@ def connect(config: Config | None, *, start: bool, readonly_fallback: bool, stor
     if not config.roots:
         found = running_daemon(sock)
         if found is not None:
-            return DaemonBackend(*found)
+            return backend_for(*found, config) if config.conversations else DaemonBackend(*found)
+        if config.conversations and start:   # conversations alone: they need the daemon
+            return start_daemon(config, sock, idle_exit_s)
         raise UserError("no corpus roots given and no daemon running",
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
     found = find_daemon(config, sock)

@@ -312,6 +312,7 @@ class Daemon:
         roots = roots_param(params)
         within = within_param(params)
         conversations = conversations_param(params)
+        without_notes = params.pop("without_notes", False) is True   # a session of conversations alone
         if method == "notify":
             return self._notify(params)
         if method == "stop":
@@ -338,7 +339,8 @@ class Daemon:
                 corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
                 return self._read(corpus, m, p)
 
-            return api.read_across(method, params, notes, talks if conversations else None)
+            return api.read_across(method, params, None if without_notes else notes,
+                                   talks if conversations else None)
         if method == "reindex" and conversations:   # `remembrancer index --conversations`: both corpora
             out = self._reindex(self.corpora.acquire(conversations, kind=CONVERSATIONS), params)
             if roots is None and self.default_key is None:

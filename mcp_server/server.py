@@ -243,6 +243,9 @@ def tool_descriptions(facts, doc_types, conversations=()) -> dict[str, str]:
 
 
 def index_facts(link: Link) -> "describe.IndexFacts":
+    config = getattr(link, "config", None)
+    if config is not None and not config.roots and config.conversations:   # conversations alone
+        return peek(config.conversation_config())
     if link.backend is not None:
         return describe.gather(link.call)
     if link.config is not None and link.config_error is None and not link.start_problem:
@@ -462,8 +465,7 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
                               querylog=QueryLog.for_config(settings))
         if not root_args and not store and config_error is None:
-            talks = settings.conversations if settings else []
-            server.corpus_chooser = lambda roots: choose_later(server, link, roots, talks)
+            server.corpus_chooser = lambda roots: choose_later(server, link, roots, settings)
         if not store:
             server.connector = lambda: connect_at_first_call(link)
     try:
@@ -474,12 +476,13 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
     return 0
 
 
-def open_link(link: Link, fail_closed: bool = False) -> None:
+def open_link(link: Link, fail_closed: bool = False, wait: bool = True) -> None:
     """Connect now; a failure is kept in `link.start_problem` (the descriptions and tools say it).
     `fail_closed`: a setup error is every call's answer (a team store never falls back to a local index)."""
     try:
         link.open()
-        wait_for_first_index(link)
+        if wait:
+            wait_for_first_index(link)
     except UserError as e:
         link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
         if fail_closed:
@@ -492,20 +495,27 @@ def open_link(link: Link, fail_closed: bool = False) -> None:
 def connect_at_first_call(link: Link) -> None:
     """The first tool call reaches the daemon (started on demand) for the chosen corpus."""
     if link.config is not None and link.backend is None:
-        open_link(link)
+        open_link(link, wait=bool(link.config.roots))   # conversations alone: the daemon waits for them
 
 
-def choose_later(server: MCPServer, link: Link, client_roots: list[str], conversations=()) -> None:
+def choose_later(server: MCPServer, link: Link, client_roots: list[str], settings=None) -> None:
     """The corpus by choose.py's rule, then tool descriptions written from its index on disk
-    (opened at the first tool call)."""
+    (opened at the first tool call). With no notes corpus to serve but conversation folders
+    (`settings`), the session serves the conversations alone."""
     from remembrancer.indexer.store.scope import check_exists
 
+    conversations = settings.conversations if settings is not None else []
     try:
         config, source = choose_corpus(None, client_roots)
         if link.scope:
             check_exists(config.roots, link.scope)   # as with --root: a typo must not serve an empty corpus
     except UserError as e:   # every tool answers with it; the descriptions say it
         config, link.config_error, link.start_problem = None, e, str(e)
+        if conversations and not link.scope:
+            log.info("no notes corpus (%s); serving the conversations %s alone", e,
+                     ", ".join(str(r.path) for r in conversations))
+            config, link.config_error, link.start_problem = settings, None, None
+            link.config = config
     else:
         log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
         if conversations:   # --conversations, the config's, or the project's Claude Code folder

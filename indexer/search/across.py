@@ -58,6 +58,12 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
     params = dict(params)
     which = corpus_param(params, method)
     limit = params.get("limit", 5) if isinstance(params.get("limit", 5), int) else 5
+    if notes is None and conversations is not None and which != CONVERSATIONS:   # a session of conversations alone
+        out = conversations(method, params)
+        if method == "search":
+            out["notes"] = [*(out.get("notes") or []), "no notes folder in this session: the conversations "
+                            "(and Claude Code's memory files) were searched"]
+        return out
     if which == CONVERSATIONS or (which == ALL and conversations is not None):
         if conversations is None:
             raise UserError("no conversation folder is configured for this session", param="corpus",
@@ -78,6 +84,9 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
                 return conversations(method, params)
             except UserError:
                 raise e from None
+    if notes is None:
+        raise UserError("no notes folder is configured for this session", param="corpus",
+                        hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
     out = notes(method, params)
     if which == ALL:
         out["notes"] = [*(out.get("notes") or []), "no conversation folder is configured: only the notes were searched"]

@@ -98,3 +98,36 @@ def test_mcp_with_notes_and_conversations_answers_search_with_a_corpus(world, ti
     assert "chrony" in talk.content[0].text and f"session {world['session'].session_id}" in talk.content[0].text
     assert "we enabled chrony" in read.structured_content["content"]
     assert bad.is_error and "corpus" in bad.content[0].text
+
+
+@pytest.mark.slow
+def test_mcp_with_conversations_alone_serves_them(world, tiny_model_dir):
+    """No notes folder anywhere (no --root, no configured roots, the working folder not indexed):
+    the session serves its conversations alone, through a daemon started on demand."""
+    tmp = world["tmp"]
+    sock = tmp / "r2" / "d.sock"
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data2", socket=sock, config=tmp / "config.toml")
+    server = StdioServerParameters(command=sys.executable, args=[
+        "-m", "remembrancer", "mcp", "--idle-exit", "5", "--conversations", str(world["projects"])],
+        env=env, cwd=str(tmp))
+
+    async def main():
+        async with Client(server, read_timeout_seconds=120) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            plain = await c.call_tool("search", {"query": "SignatureDoesNotMatch chrony"})
+            talk = await c.call_tool("search", {"query": "SignatureDoesNotMatch chrony", "corpus": "conversations"})
+            both = await c.call_tool("search", {"query": "SignatureDoesNotMatch chrony", "corpus": "all"})
+            read = await c.call_tool("read", {"path": world["session"].rel, "uuid": world["session"].uuids[-1]})
+            return tools, plain, talk, both, read
+    try:
+        tools, plain, talk, both, read = anyio.run(main)
+    finally:
+        stop_daemon_at(sock)
+    assert 'corpus="conversations"' in tools["search"].description
+    for answer in (plain, talk, both):
+        assert not answer.is_error, answer.content[0].text
+        best = answer.structured_content["results"][0]
+        assert best["session_id"] == world["session"].session_id
+    assert "no notes folder in this session" in plain.content[0].text
+    assert "we enabled chrony" in read.structured_content["content"]
