@@ -294,3 +294,17 @@ def test_each_install_command_says_what_its_actions_do():
         assert p.returncode == 0 and "{install,uninstall}" in p.stdout, p.stdout
         flat = " ".join(p.stdout.split())
         assert "ACTION" not in p.stdout and all(w in flat for w in words), p.stdout
+
+
+def test_the_injected_text_holds_the_best_section_and_the_runners_up_carried_whole():
+    from remembrancer.hooks.claude_code import context_text
+
+    best = {"path": "runbooks/restore.md", "heading": "Restore", "lines": [7, 10], "content": "Use this when data is lost."}
+    steps = {"path": "runbooks/restore.md", "heading": "Restore > Steps", "lines": [16, 26],
+             "content": "1. Stop PostgreSQL.\n2. pgbackrest restore."}
+    pointer = {"path": "hosts/db1.md", "heading": "db1 > Backups", "lines": [3, 8], "snippet": "pgBackRest since …"}
+    text = context_text({"results": [best, steps, pointer]})
+    assert "Use this when data is lost." in text and "2. pgbackrest restore." in text
+    assert "db1 > Backups" not in text   # a pointer without its text is not put in front of the model
+    alone = context_text({"results": [best, pointer]})
+    assert "Also close" not in alone and alone.endswith("Use this when data is lost.\n")
