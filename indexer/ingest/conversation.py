@@ -105,7 +105,6 @@ class ExchangeSection:
     """An exchange as `read` serves it (the attributes search/reader.py reads of a section)."""
 
     heading: str
-    title: str
     level: int
     start_line: int
     end_line: int
@@ -126,7 +125,7 @@ def read_back(redactor: Redactor, text: str, path: str, rel: str) -> tuple[ReadB
     """(the transcript as `read` shows it, False): the reader's counterpart of document.redact_and_parse
     (a transcript has no `secret: true`)."""
     tr, _ = parse_redacted(text, path, rel, redactor)
-    sections = [ExchangeSection(ex.heading, ex.heading, 1, ex.start_line, ex.end_line, ex.text(), ex.uuids)
+    sections = [ExchangeSection(ex.heading, 1, ex.start_line, ex.end_line, ex.text(), ex.uuids)
                 for ex in tr.exchanges]
     whole = "\n".join(s.text for s in sections)
     return ReadBack(tr.title or (sections[0].heading if sections else rel), sections, whole.splitlines()), False

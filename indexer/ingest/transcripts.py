@@ -60,7 +60,6 @@ class Exchange:
     end_line: int
     timestamp: str | None
     branch: str | None
-    cwd: str | None
     prompt: str
     parts: list[str] = field(default_factory=list)   # rendered: answer text, tool calls, results
     uuids: list[str] = field(default_factory=list)   # every conversation line's uuid in it
@@ -245,7 +244,7 @@ def parse(data: str, path: str, subagent: bool = False, first_line: int = 1) -> 
             msg = d.get("message") or {}
             cur = Exchange(kind=COMPACTION if d.get("isCompactSummary") else EXCHANGE, uuid=d["uuid"],
                            start_line=n, end_line=n, timestamp=_str(d.get("timestamp")),
-                           branch=_str(d.get("gitBranch")) or None, cwd=_str(d.get("cwd")),
+                           branch=_str(d.get("gitBranch")) or None,
                            prompt=_REMINDER_RE.sub("", text_of(msg.get("content"))).strip())
             cur.uuids.append(d["uuid"])
             continue
