@@ -128,22 +128,20 @@ class LocalBackend:
     def call(self, method: str, **params) -> dict:
         from remembrancer.indexer import api# the engine's: a client answered by the daemon never imports it
 
+        has_talks = bool(self.config.conversations)
         if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
-            talks = self._conversations()
             return api.read_across(method, params, self._answer,
-                                   None if talks is None else lambda m, p: talks._answer(m, p))
-        if method in ("notify", "reindex") and self._conversations() is not None and not self.readonly:
+                                   (lambda m, p: self._conversations()._answer(m, p)) if has_talks else None)
+        if method in ("notify", "reindex") and has_talks and not self.readonly:
             self._conversations().refresh()
         return self._answer(method, params)
 
-    def _conversations(self) -> "LocalBackend | None":
-        """The engine of the session's conversation folders, opened on first use (None: none configured)."""
-        conv = self.config.conversation_config()
-        if conv is None:
-            return None
+    def _conversations(self) -> "LocalBackend":
+        """The engine of the session's conversation folders, opened when first asked: by then the
+        notes' engine has loaded the model if the request needed it, and the two share it."""
         if self._talks is None:
-            self._talks = LocalBackend(conv, self.readonly, self.reason, embedder=self.engine.core.loaded_embedder,
-                                       progress=self.progress)
+            self._talks = LocalBackend(self.config.conversation_config(), self.readonly, self.reason,
+                                       embedder=self.engine.core.loaded_embedder, progress=self.progress)
         return self._talks
 
     def _answer(self, method: str, params: dict) -> dict:

