@@ -134,7 +134,8 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
                         hint="ask in words; for a symbol or operator use an exact search (`exact`); "
                              "to list sections give filters and no query")
     else:
-        legs = _hybrid(view, query, allowed, alternates)
+        # filters that let no section through: no leg can find anything (said below, filter by filter)
+        legs = Hybrid({}, [], {}, set()) if allowed == set() else _hybrid(view, query, allowed, alternates)
         cands, rows = legs.cands, legs.rows
         notes += legs.notes
         mode = "hybrid"
