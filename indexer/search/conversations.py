@@ -15,6 +15,8 @@ default branch (indexer/memory/commits.py). The repositories are the session's w
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
 
@@ -61,12 +63,11 @@ def _seconds(ts: str | None) -> float | None:
 
 
 class SessionCommits:
-    """The commits of exchanges, with one checker and one walk per repository for a whole answer."""
+    """The commits of exchanges, with one checker per working folder for a whole answer."""
 
     def __init__(self, config):
         self.config = config
         self._checkers: dict[str, git_commits.CommitChecker] = {}
-        self._walks: dict[str, list[tuple[float, str]]] = {}
 
     def _checker(self, cwd: str | None) -> git_commits.CommitChecker:
         key = cwd or ""
@@ -75,31 +76,6 @@ class SessionCommits:
             self._checkers[key] = git_commits.CommitChecker(here, list(self.config.verify_repos))
         return self._checkers[key]
 
-    def _walk(self, checker: git_commits.CommitChecker) -> list[tuple[float, str]]:
-        """(commit time, id) of the newest commits of every branch of the session's repository."""
-        repo = checker.repos[0] if checker.repos else None
-        if repo is None or repo.repo is None:
-            return []
-        key = str(repo.path)
-        if key not in self._walks:
-            import pygit2
-
-            out: dict[str, float] = {}
-            try:
-                r = repo.repo
-                tips = [r.branches[b].target for b in list(r.branches.local)[:50]]
-                walker = r.walk(tips[0], pygit2.enums.SortMode.TIME) if tips else []
-                for t in tips[1:]:
-                    walker.push(t)
-                for i, c in enumerate(walker):
-                    if i >= WALK_MAX:
-                        break
-                    out[str(c.id)] = float(c.commit_time)
-            except Exception:   # an unreadable history: no commits found by time, never a failure
-                pass
-            self._walks[key] = sorted((t, sha) for sha, t in out.items())
-        return self._walks[key]
-
     def of(self, r: Result, session: dict) -> list[VerifiedCommit]:
         """The commits exchange `r` quotes or made while it ran, each checked."""
         checker = self._checker(session.get("cwd"))
@@ -107,12 +83,54 @@ class SessionCommits:
         found = git_commits.check_citations(checker, cites) if cites else []
         start, end = _seconds(r.timestamp), _span_end(session, (r.lines or [0])[0])
         if start is not None:
-            for t, sha in self._walk(checker):
+            for t, sha in commit_times(session.get("cwd")):
                 if start <= t <= (end if end is not None else start + 3600) and not any(
                         f.get("commit") == sha for f in found):
                     found.append({"sha": sha[:12], "cited_as": "committed during the exchange", **checker.check(sha)})
         verified, _ = git_commits.split_verified(found)
         return [VerifiedCommit.parse(v) for v in verified]
+
+
+_WALKS: OrderedDict[tuple, list[tuple[float, str]]] = OrderedDict()   # (work tree, branch tips) → commit_times
+_WALKS_KEPT = 16
+_walks_lock = threading.Lock()
+
+
+def commit_times(cwd: str | None) -> list[tuple[float, str]]:
+    """(commit time, id) of the newest commits (WALK_MAX) of every local branch of the repository
+    holding the session's working folder, oldest first; [] when it is not one on this machine.
+    Kept per work tree and branch tips: a later search walks again only after a commit."""
+    from remembrancer.indexer.ingest.corpus import open_repo
+
+    repo = open_repo(Path(cwd)) if cwd and Path(cwd).is_dir() else None
+    if repo is None:
+        return []
+    try:
+        import pygit2
+
+        tips = tuple(str(repo.branches[b].target) for b in sorted(repo.branches.local)[:50])
+        key = (str(repo.workdir), tips)
+        with _walks_lock:
+            if key in _WALKS:
+                _WALKS.move_to_end(key)
+                return _WALKS[key]
+        found: dict[str, float] = {}
+        if tips:
+            walker = repo.walk(tips[0], pygit2.enums.SortMode.TIME)
+            for t in tips[1:]:
+                walker.push(t)
+            for i, c in enumerate(walker):
+                if i >= WALK_MAX:
+                    break
+                found[str(c.id)] = float(c.commit_time)
+    except Exception:   # an unreadable history: no commits found by time, never a failure
+        return []
+    out = sorted((t, sha) for sha, t in found.items())
+    with _walks_lock:
+        _WALKS[key] = out
+        while len(_WALKS) > _WALKS_KEPT:
+            _WALKS.popitem(last=False)
+    return out
 
 
 def _span_end(session: dict, line: int) -> float | None:

@@ -297,6 +297,16 @@ def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_land
     assert quoted.commits and quoted.commits[0].commit == start and quoted.commits[0].landed is True
     from remembrancer.mcp_server.render import search_text
     assert "Cap upload retries" in search_text(out) and "landed on main" in search_text(out)
+    # a commit made later is seen by the next search (what a search remembers of the history is per branch tip)
+    (repo / "a.txt").write_text("three\n")
+    git(repo, "add", "-A")
+    later = "2026-03-02T09:00:45+00:00"   # inside the second exchange (09:00:35 to 09:00:56)
+    subprocess.run(["git", "commit", "-q", "-m", "Square thumbnails"], cwd=repo, check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                        "GIT_AUTHOR_DATE": later, "GIT_COMMITTER_DATE": later})
+    thumbs = _search(e, "thumbnails something else entirely", limit=1).shown[0]
+    assert thumbs.uuid == s.uuids[2] and [c.subject for c in thumbs.commits or []] == ["Square thumbnails"]
 
 
 def test_claude_code_memory_files_are_served_with_the_notes(projects, talks, notes_engine):
