@@ -3,7 +3,7 @@ first, in the top 3 / 5, MRR, Recall@5 and abstention, per stratum — through `
 with corpus "conversations", the MCP `search` tool's path, on an index of the transcripts alone.
 
     .venv/bin/python bench/eval_conversations.py [--eval-dir ../shared/eval] [--set transcripts-dev]
-        [--data-dir DIR] [--alternates DIR] [--plain] [--const NAME=VALUE …] [--show-misses]
+        [--data-dir DIR] [--alternates DIR] [--plain] [--ranking KEY=VALUE …] [--show-misses]
 
 A result hits a label when it comes from the label's file and its line range holds the label's
 answer line (any uuid after the first; a compaction summary's own line when it has one uuid); the
@@ -44,7 +44,6 @@ def main() -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--alternates", default=None)
     ap.add_argument("--plain", action="store_true", help="the plain weighted hybrid, eval_all's baseline row")
-    ap.add_argument("--const", action="append", default=[])
     ap.add_argument("--ranking", action="append", default=[], help="KEY=VALUE of the [ranking] settings")
     ap.add_argument("--show-misses", action="store_true")
     args = ap.parse_args()
@@ -56,12 +55,6 @@ def main() -> int:
     from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
     from remembrancer.indexer.engine import Engine
     from remembrancer.indexer.search import answer as search_mod
-
-    for c in args.const:
-        name, value = c.split("=", 1)
-        mod, attr = name.rsplit(".", 1) if "." in name else ("answer", name)
-        target = {"answer": search_mod}.get(mod) or __import__(f"remembrancer.indexer.{mod}", fromlist=["x"])
-        setattr(target, attr, type(getattr(target, attr))(value))
 
     eval_dir = Path(args.eval_dir)
     corpus = eval_dir / "corpora" / args.set

@@ -524,6 +524,8 @@ def claude_folder(project: Path | None) -> Path | None:
     except OSError:
         return None
     for base in claude_projects_dirs():
+        if not base.is_dir():
+            continue
         for folder in (project, *project.parents):
             if too_wide(folder):
                 break
