@@ -41,8 +41,9 @@ def is_subagent(rel: str) -> bool:
 TAIL_VERSION = 1   # what a stored tail means; bumped when parsing or rendering changes
 
 
-def _prefix_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def _prefix_hasher():
+    """What a tail's `prefix` is: blake2b-128 of the file's bytes before its last exchange."""
+    return hashlib.blake2b(digest_size=16)
 
 
 # Between the pieces of a transcript redacted as one text; a piece holding it is redacted alone.
@@ -131,8 +132,9 @@ def read_back(redactor: Redactor, text: str, path: str, rel: str) -> tuple[ReadB
     return ReadBack(tr.title or (sections[0].heading if sections else rel), sections, whole.splitlines()), False
 
 
-def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
-    """The stored tail when the file still begins with the bytes it was taken after, else None."""
+def _usable_tail(stored: dict | None, data: bytes, policy: str, prefix=None) -> dict | None:
+    """The stored tail when the file still begins with the bytes it was taken after, else None.
+    `prefix` (a _prefix_hasher) is fed those bytes, so the next tail's hash continues from it."""
     tail = (stored or {}).get("tail")
     if not isinstance(tail, dict) or tail.get("version") != TAIL_VERSION or tail.get("policy") != policy:
         return None
@@ -143,7 +145,9 @@ def _usable_tail(stored: dict | None, data: bytes, policy: str) -> dict | None:
              "seen": list}
     if not all(isinstance(tail.get(k), t) for k, t in kinds.items()):
         return None
-    return tail if _prefix_hash(data[:offset]) == tail.get("prefix") else None
+    prefix = prefix or _prefix_hasher()
+    prefix.update(memoryview(data)[:offset])
+    return tail if prefix.copy().hexdigest() == tail.get("prefix") else None
 
 
 def _section(doc_type: str, ex: transcripts.Exchange, texts: dict[str, str]) -> SectionRecord:
@@ -186,8 +190,11 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     stored sections stay (`keep_sections`)."""
     redactor = redactor or DEFAULT_REDACTOR
     policy = redactor.policy_fingerprint()
-    tail = _usable_tail(stored, data, policy)
+    prefix = _prefix_hasher()
+    tail = _usable_tail(stored, data, policy, prefix)
     start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
+    if tail is None:
+        prefix = _prefix_hasher()   # it may have been fed a beginning that no longer matches
     text, warnings = decode(f.path, data[start:])
     salt = (tail or {}).get("salt") or os.urandom(16).hex()
     digests = dict.fromkeys((tail or {}).get("seen") or [], REPEATED)
@@ -216,7 +223,8 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
             # the secrets found so far, salted and hashed (never the values): met again in a later
             # exchange, they are redacted there too (_redact_together)
             "salt": salt, "seen": sorted(set(digests) | {salted_sha256(bytes.fromhex(salt), v) for v in found})}
-        new_tail["prefix"] = _prefix_hash(data[:new_tail["offset"]])
+        prefix.update(memoryview(data)[start:new_tail["offset"]])   # the bytes before `start` are in it already
+        new_tail["prefix"] = prefix.hexdigest()
     counts = _add(prior["redacted"], {k: v for ex in tr.exchanges for k, v in ex.redacted.items()})
     bad = prior["bad_lines"] + tr.bad_lines
     warnings += transcripts.bad_line_warnings(f.path, bad, prior["bad_count"] + len(tr.bad_lines))
