@@ -87,6 +87,7 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     for ex in tr.exchanges:
         pieces += [ex.prompt, ex.branch or "", *ex.parts]
     done, found = _redact_together(redactor, pieces, seen)
+    tr.redacted = _add(*(_labels(b, a) for b, a in zip(pieces[:3], done[:3])))
     tr.title, tr.cwd, tr.branch = (None if old is None else new for old, new in zip((tr.title, tr.cwd, tr.branch), done))
     i = 3
     for ex in tr.exchanges:
@@ -175,10 +176,12 @@ def _line_offset(data: bytes, start: int, from_line: int, line: int) -> int:
     return pos
 
 
-def _add(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
-    out = dict(total)
-    for k, v in more.items():
-        out[k] = out.get(k, 0) + v
+def _add(*counts: dict[str, int]) -> dict[str, int]:
+    """Counts by label, summed."""
+    out: dict[str, int] = {}
+    for more in counts:
+        for k, v in more.items():
+            out[k] = out.get(k, 0) + v
     return out
 
 
@@ -218,14 +221,14 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
         new_tail = {
             "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
             "offset": _line_offset(data, start, first_line, last.start_line),
-            "redacted": _add(prior["redacted"], {k: v for ex in settled for k, v in ex.redacted.items()}),
+            "redacted": _add(prior["redacted"], tr.redacted, *(ex.redacted for ex in settled)),
             "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled),
             # the secrets found so far, salted and hashed (never the values): met again in a later
             # exchange, they are redacted there too (_redact_together)
             "salt": salt, "seen": sorted(set(digests) | {salted_sha256(bytes.fromhex(salt), v) for v in found})}
         prefix.update(memoryview(data)[start:new_tail["offset"]])   # the bytes before `start` are in it already
         new_tail["prefix"] = prefix.hexdigest()
-    counts = _add(prior["redacted"], {k: v for ex in tr.exchanges for k, v in ex.redacted.items()})
+    counts = _add(prior["redacted"], tr.redacted, *(ex.redacted for ex in tr.exchanges))
     bad = prior["bad_lines"] + tr.bad_lines
     warnings += transcripts.bad_line_warnings(f.path, bad, prior["bad_count"] + len(tr.bad_lines))
     if counts:

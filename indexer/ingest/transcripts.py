@@ -105,6 +105,7 @@ class Transcript:
     line_count: int = 0
     exchanges: list[Exchange] = field(default_factory=list)
     bad_lines: list[int] = field(default_factory=list)   # lines that are not JSON (skipped)
+    redacted: dict[str, int] = field(default_factory=dict)   # secrets taken out of its title, cwd, branch
 
 
 def _when(ts: str | None) -> str:

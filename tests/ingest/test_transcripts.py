@@ -167,3 +167,16 @@ def test_lines_of_any_shape_never_break_the_parse(tmp_path):
         for ex in tr.exchanges:
             ex.text()
             ex.heading
+
+
+def test_the_redaction_warning_counts_every_exchange_and_the_session_facts(tmp_path):
+    token = "ghp_Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmNbVc"
+    s = Session(tmp_path, branch=f"fix/{token}")
+    s.prompt(f"First: {token}")
+    s.says("Noted.")
+    s.prompt("Second: AKIAIOSFODNN7EXAMPLF is the key id")
+    s.says("Noted too.")
+    rows = _prepared(tmp_path, s)
+    # the prompt's token, the key id, and the branch: in the session's facts and in each exchange's
+    assert f"{s.rel}: 5 secret(s) redacted (aws, github)" in rows.warnings
+    assert token not in json.dumps(rows.doc.front_matter)
