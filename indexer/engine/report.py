@@ -25,6 +25,7 @@ class IndexReport:
     unchanged: int = 0
     skipped: int = 0    # walked but not indexable as they are now (binary, unreadable, secret: true)
     embedded: int = 0
+    waiting: int = 0    # passages left without a vector (the model or its server unavailable): keyword-only until filled
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     # Per path, for a scoped view of the run (`scoped`): what was walked, what happened to the
