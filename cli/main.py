@@ -586,7 +586,8 @@ def cmd_index(args) -> int:
         skipped = f", {report['skipped']} skipped (see the warnings)" if report["skipped"] else ""
         print(f"{report['scanned']} files: {report['added']} added, {report['updated']} updated, "
               f"{report['removed']} removed, {report['unchanged']} unchanged{skipped}; "
-              f"{report['embedded']} passages embedded in {report['seconds']:.2f}s")
+              f"{report['embedded']} passages embedded in {report['seconds']:.2f}s"
+              + (f"; {report['waiting']} wait for their vectors" if report.get("waiting") else ""))
         _print_warnings(report["warnings"])
         talks = report.get("conversations")
         if talks:

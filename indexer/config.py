@@ -477,10 +477,10 @@ def _server_model(model: dict, path: Path) -> ServerModel:
             raise UserError(f"invalid config {path}: [model] {key} must be a string", param=f"model.{key}",
                             hint='query_prefix = "search_query: "')
         prefixes[key] = value
-    batch = model.get("batch", 32)
+    batch = model.get("batch", ServerModel.batch)
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 2048:
         raise UserError(f"invalid config {path}: [model] batch must be a whole number from 1 to 2048, got {batch!r}",
-                        param="model.batch", hint="batch = 32")
+                        param="model.batch", hint="batch = 64")
     return ServerModel(documents=documents, queries=queries, batch=batch, **prefixes)
 
 

@@ -91,7 +91,7 @@ class Writer:
 
     def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
         self._check_writable()
-        self._down = None
+        self._start_run()
         # A run that failed half-way (disk full, a bug) may have left a derived store without some
         # of the catalog's writes; the next commit would stamp it current. Catch up first (a no-op
         # when the generations agree, which is always the case after a run that completed).
@@ -142,6 +142,8 @@ class Writer:
         if not self.core.stop_requested.is_set() and (changed or gone) and hasattr(self.catalog, "drop_orphan_embeddings"):
             self.catalog.drop_orphan_embeddings()  # a complete run leaves no embedding without a passage
         self._fill_waiting(report)
+        if reembed:
+            self._vectors_from_catalog()
         self._commit_derived()
         if policy and not self.core.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
@@ -190,7 +192,7 @@ class Writer:
         return self._measured(self._refresh_touched, touched, heads, progress)
 
     def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
-        self._down = None
+        self._start_run()
         self.core.repair()
         t0 = time.monotonic()
         report = IndexReport()
@@ -422,6 +424,13 @@ class Writer:
                 labels, vecs = self.catalog.passage_vectors(added)
                 self.core.vectors.update(removed, list(labels), vecs)
 
+    def _start_run(self) -> None:
+        """A run embeds with the model as it is now: a server's contract is probed again."""
+        self._down = None
+        recheck = getattr(self.core.loaded_embedder, "recheck", None)
+        if recheck is not None:
+            recheck()
+
     def _vectors_problem(self) -> str | None:
         """Why this run embeds nothing more: the model's problem, or its server failing earlier in the run."""
         return self._down or self.core.contract_problem()
@@ -553,6 +562,14 @@ class Writer:
         if self.vectors_unsaved():
             self.core.vectors.save(self.core.vectors.generation)
             make_private(self.core.dir)
+
+    def _vectors_from_catalog(self) -> None:
+        """After a re-embed, the vector index is built from the catalog's new vectors: a passage
+        whose text did not change keeps its id through the rewrite (catalog.write_document), so
+        the per-document updates never gave the new index its vector."""
+        if self.core.vectors is not None and not self.core.store.indexes_in_ledger:
+            labels, vecs = self.catalog.passage_vectors()
+            self.core.vectors.rebuild(labels, vecs, self.catalog.generation)
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""

@@ -6,8 +6,9 @@ Hugging Face TEI and the hosted APIs all speak it. The client has the local mode
 (``indexer.models.embed.Embedder``), so nothing downstream knows where vectors come from.
 
 A server is a model whose weights we cannot hash, so its contract is what it *does*: the model name,
-the dimension, and the vector it returns for a fixed probe text. The probe is taken on first use
-and again whenever the server comes back after a failure; a changed answer changes the contract,
+the dimension, and the vector it returns for a fixed probe text. The probe is taken on first use,
+at the start of every index run and whenever the server comes back after a failure; a changed
+answer changes the contract,
 and the index refuses the server's vectors until ``index --reembed`` (vectors of two models never mix).
 
 Failures are ordinary: a request that fails is retried a bounded number of times with backoff
@@ -90,6 +91,12 @@ def _vectors(answer, count: int, where: str) -> np.ndarray:
     return vecs
 
 
+def _too_large(message: str) -> bool:
+    """A refusal of the request's size rather than of its content."""
+    low = message.lower()
+    return " http 413" in low or (" http 422" in low and "batch" in low)
+
+
 def normalized(vecs: np.ndarray) -> np.ndarray:
     """Unit rows (cosine = inner product). Rows already of unit length are left bit for bit as they
     are, so a server running the default model answers exactly the local vectors."""
@@ -131,6 +138,7 @@ class ServerEmbedder:
         self._lock = threading.Lock()
         self._breakers = {id(spec.documents): _Breaker(), id(spec.query_endpoint): _Breaker()}
         self._queries = QueryVectors()
+        self._batch = spec.batch   # lowered when the server refuses a batch as too large
         self._common_words = common_words   # () -> frozenset: the default tokenizer's whole words
         self._common: frozenset[str] | None = None
 
@@ -162,6 +170,13 @@ class ServerEmbedder:
         log.info("embedding server %s: %s", docs.where(), contract.describe())
         return contract
 
+    def recheck(self) -> None:
+        """Forget the probed contract: the next use probes the server again. Every index run starts
+        with this, so a server that now serves another model under the same name never adds one
+        of its vectors to an index of the old one."""
+        with self._lock:
+            self._contract = None
+
     @property
     def _doc_timeout(self) -> float:
         return self.spec.documents.timeout
@@ -183,6 +198,7 @@ class ServerEmbedder:
             vecs = _vectors(answer, len(texts), endpoint.where())
             known = self._contract
             if known is not None and vecs.shape[1] != known.dim:
+                self._contract = None   # probed again: the index then compares the new contract with its own
                 raise ServerUnavailable(f"{endpoint.where()} now answers {vecs.shape[1]}-dimensional vectors, "
                                         f"the index holds {known.dim}: the server's model changed "
                                         "(re-embed with `remembrancer index --reembed`)")
@@ -197,11 +213,19 @@ class ServerEmbedder:
         return vecs
 
     def _documents(self, texts: list[str]) -> np.ndarray:
-        """A batch of documents, retried with backoff; ServerUnavailable after the last attempt."""
+        """A batch of documents, retried with backoff; ServerUnavailable after the last attempt. A
+        batch the server finds too large (HTTP 413, or TEI's 422 naming its batch size) is sent in
+        halves, and later batches stay below the size refused."""
         for attempt in range(DOCUMENT_ATTEMPTS):
             try:
                 return self._request(self.spec.documents, texts, self._doc_timeout)
             except ServerUnavailable as e:
+                if len(texts) > 1 and _too_large(str(e)):
+                    self._breakers[id(self.spec.documents)].reason = ""
+                    self._batch = min(self._batch, len(texts) - 1)   # the largest size not yet refused
+                    log.info("embedding server: a batch of %d is too large; sending halves", len(texts))
+                    half = len(texts) // 2
+                    return np.concatenate([self._documents(texts[:half]), self._documents(texts[half:])])
                 if attempt == DOCUMENT_ATTEMPTS - 1 or " HTTP 4" in str(e) and " HTTP 429" not in str(e):
                     raise
                 log.warning("embedding server: %s; trying again", e)
@@ -215,7 +239,7 @@ class ServerEmbedder:
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return out
-        prefix, size = self.spec.document_prefix, max(1, self.spec.batch)
+        prefix, size = self.spec.document_prefix, max(1, min(self.spec.batch, self._batch))
         spans = [(i, min(i + size, len(texts))) for i in range(0, len(texts), size)]
 
         def run(span: tuple[int, int]) -> None:

@@ -47,7 +47,7 @@ class ServerModel:
     queries: Endpoint | None = None   # `[model.query]`: a separate server for questions
     query_prefix: str = ""
     document_prefix: str = ""
-    batch: int = 32                   # texts per request
+    batch: int = 64                   # texts per request (fewer when the server says it is too many)
 
     @property
     def query_endpoint(self) -> Endpoint:

@@ -131,7 +131,7 @@ def test_a_server_failing_mid_run_keeps_the_text_and_counts_what_waits(server, n
     e = engine(notes, spec(server.url, batch=1))
     e.refresh()   # probed and embedded: the index holds the server's contract
     write(notes, "notes/more.md", "# More\n\n## Dogs\n\nWalk the dog before the coffee.\n")
-    server.control(fail=100)
+    server.control(ok_first=1, fail=100)   # the run's probe answers, then every batch fails
     report = e.refresh()
     assert report.added == 1 and report.waiting == 3   # the document's preamble, heading, section
     assert any(w.startswith("vectors waiting:") and "HTTP 503" in w for w in report.warnings), report.warnings
@@ -161,14 +161,14 @@ def test_a_slow_server_costs_a_search_one_bounded_wait_then_none(server, notes, 
     e.close()
 
 
-def test_another_dimension_or_another_model_is_refused_never_mixed(server, notes, data_env):
+def test_a_server_back_with_another_model_is_refused_before_its_vector_is_used(server, notes, data_env):
     e = engine(notes, spec(server.url))
     e.refresh()
-    server.control(dim=16)
-    out = do_search(e.view(), {"query": "restore database", "limit": 2})
-    assert any("now answers 16-dimensional vectors, the index holds 32" in n for n in out["notes"]), out["notes"]
+    server.control(fail=1)
+    out = do_search(e.view(), {"query": "bike", "limit": 1})
+    assert any("HTTP 503" in n for n in out["notes"])
     # The same name, other weights: found when the server comes back (its probe answer changed).
-    server.control(dim=0, swapped=True)
+    server.control(swapped=True)
     time.sleep(0.35)
     out = do_search(e.view(), {"query": "restore database", "limit": 2, "explain": True})
     assert any("came back with another model" in n for n in out["notes"]), out["notes"]
@@ -180,7 +180,8 @@ def test_another_dimension_or_another_model_is_refused_never_mixed(server, notes
     assert report.embedded == 0 and report.waiting > 0   # never a vector of the other model in this index
     report = e.refresh(reembed=True)
     assert report.waiting == 0 and report.embedded > 12
-    assert "keyword search only" not in str(do_search(e.view(), {"query": "tea", "limit": 1}).get("notes"))
+    out = do_search(e.view(), {"query": "tea", "limit": 1, "explain": True})
+    assert not out.get("notes") and out["results"][0]["scores"]["dense"] != 0
     e.close()
 
 
@@ -255,3 +256,100 @@ def test_a_server_that_is_not_there_is_a_one_line_error_not_a_hang():
     with pytest.raises(ServerUnavailable, match=r"127\.0\.0\.1:9/v1/embeddings did not answer"):
         emb.contract
     assert time.monotonic() - t0 < 8
+
+
+@pytest.mark.slow
+def test_a_team_store_holds_the_servers_vectors_and_a_reader_of_another_model_is_refused(
+        server, notes, data_env, pg_url, tiny_model_dir, other_model_dir):
+    from remembrancer.indexer.store.postgres.store import PgStore
+    from remembrancer.indexer.team import Writer
+
+    writer = Writer(Config(roots=make_roots([notes]), model=spec(server.url)), pg_url)
+    server.control(fail=100)   # down during the first pass: the text is stored, its passages wait
+    report = writer.pass_once()
+    assert report.waiting > 0
+    assert writer.store.open_ledger(readonly=True).consistency_problems() == []
+    server.control(fail=0)
+    time.sleep(0.35)
+    assert writer.pass_once().waiting == 0
+    reader = Engine(Config(roots=make_roots([notes]), model=spec(server.url)), readonly=True,
+                    store=PgStore(pg_url, readonly=True))
+    local = engine(notes, str(tiny_model_dir))
+    local.refresh()
+    try:
+        assert [ranked(reader, q) for q in QUERIES] == [ranked(local, q) for q in QUERIES]
+    finally:
+        reader.close()
+        local.close()
+    stranger = Engine(Config(roots=make_roots([notes]), model=str(other_model_dir)), readonly=True,
+                      store=PgStore(pg_url, readonly=True))
+    try:
+        problem = stranger.view().contract_problem()
+        assert problem and "the store was embedded with tiny" in problem
+    finally:
+        stranger.close()
+        writer.close()
+
+
+@pytest.mark.slow
+def test_doctor_asks_the_server_and_checks_the_reranker(server, tmp_path, tiny_model_dir):
+    import json as jsonlib
+
+    from tests.support.cli import sandboxed_cli
+    from tests.support.tiny_model import build_tiny_reranker
+
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+
+    def checks():
+        d = run("doctor", "--json", "--root", str(run.notes))
+        return d.returncode, {c["check"]: c for c in jsonlib.loads(d.stdout)}
+
+    reranker = build_tiny_reranker(tmp_path / "reranker")
+    run.config.write_text(f'[model]\nurl = "{server.url}"\nname = "tiny"\n[rerank]\npath = "{reranker}"\n')
+    code, c = checks()
+    assert c["model"]["status"] == "OK" and "tiny (32d, from an embedding server)" in c["model"]["detail"]
+    assert server.url.removeprefix("http://") in c["model"]["detail"]
+    assert c["reranker"]["status"] == "OK" and "ONNX cross-encoder" in c["reranker"]["detail"]
+    run.config.write_text('[model]\nurl = "http://127.0.0.1:9/v1"\nname = "tiny"\ntimeout = 2\n'
+                          '[rerank]\nurl = "http://127.0.0.1:9/v1"\nbudget_ms = 500\n')
+    code, c = checks()
+    assert code == 2 and c["model"]["status"] == "FAIL" and "did not answer" in c["model"]["detail"]
+    assert "start the embedding server" in c["model"]["fix"] and "keywords" in c["model"]["fix"]
+    assert c["reranker"]["status"] == "FAIL" and "did not answer" in c["reranker"]["detail"]
+
+
+def test_a_model_swapped_behind_a_healthy_server_adds_nothing_to_the_index(server, notes, data_env):
+    """No failure in between: the next index run's probe finds the other model before embedding."""
+    e = engine(notes, spec(server.url))
+    e.refresh()
+    server.control(swapped=True)
+    write(notes, "notes/new.md", "# New\n\n## Tea\n\nCook the tea.\n")
+    report = e.refresh()
+    assert report.embedded == 0 and report.waiting > 0
+    assert any("index was embedded with tiny" in w for w in report.warnings), report.warnings
+    e.close()
+
+
+def test_a_new_dimension_is_refused_until_a_reembed_in_the_same_process(server, notes, data_env):
+    e = engine(notes, spec(server.url))
+    e.refresh()
+    server.control(dim=16)
+    out = do_search(e.view(), {"query": "restore database", "limit": 1})
+    assert any("now answers 16-dimensional vectors" in n for n in out["notes"])
+    time.sleep(0.35)
+    assert "index was embedded with tiny" in e.view().contract_problem()
+    report = e.refresh(reembed=True)   # as a daemon would run it: no new process
+    assert report.waiting == 0 and report.embedded > 0
+    out = do_search(e.view(), {"query": "restore database", "limit": 1, "explain": True})
+    assert out["results"][0]["scores"]["dense"] != 0 and not out.get("notes")
+    e.close()
+
+
+def test_a_server_that_takes_smaller_batches_gets_halves(tiny_model_dir, notes, data_env):
+    with ModelServer("--model", str(tiny_model_dir), "--name", "tiny", "--max-batch", "5") as srv:
+        emb = load_embedder(spec(srv.url, batch=64))
+        texts = [f"text number {i}" for i in range(23)]
+        assert np.array_equal(emb.embed_passages(texts), load_embedder_from_dir(tiny_model_dir).embed_passages(texts))
+        requests = srv.stats()["requests"]
+        emb.embed_passages(texts)
+        assert srv.stats()["requests"] - requests <= 6   # the smaller size is kept: no refused request again

@@ -5,7 +5,8 @@ request and answer, or TEI's), over an ONNX model loaded the way remembrancer lo
 No server of the kinds users run (Ollama, llama.cpp, vLLM, TEI) installs here without downloading
 a model, so this one implements their documented API; the client is exercised over real HTTP against
 a separate process. Faults are switched on at start or at run time (``POST /control``): a delay, the
-next N requests failing with 503, vectors cut to another dimension, another model's vectors.
+next N requests failing with 503 (after K that succeed), vectors cut to another dimension, another
+model's vectors.
 
     python -m tests.support.model_server --model DIR|default [--rerank DIR] [--name NAME] [--port N]
 """
@@ -37,8 +38,10 @@ class State:
         self.reranker = OnnxReranker(Path(args.rerank), 512) if args.rerank else None
         self.rerank_shape = args.rerank_shape
         self.key_env = args.key_env
+        self.max_batch = args.max_batch
         self.delay = 0.0
-        self.fail = 0          # the next N requests answer 503
+        self.fail = 0          # the next N requests answer 503 …
+        self.ok_first = 0      # … after this many more succeed
         self.dim = 0           # answer vectors cut to this many dimensions (0: as they are)
         self.swapped = False   # answer the `--other` model's vectors (a model changed behind the name)
         self.requests = self.texts = 0
@@ -69,7 +72,7 @@ def handler(state: State):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if self.path == "/control":
                 with state.lock:
-                    for k in ("delay", "fail", "dim", "swapped"):
+                    for k in ("delay", "fail", "ok_first", "dim", "swapped"):
                         if k in body:
                             setattr(state, k, body[k])
                 return self._send(200, {"ok": True})
@@ -77,8 +80,12 @@ def handler(state: State):
                 return self._send(401, {"error": "invalid api key"})
             with state.lock:
                 state.requests += 1
-                failing = state.fail > 0
-                state.fail = max(0, state.fail - 1)
+                if state.ok_first:
+                    state.ok_first -= 1
+                    failing = False
+                else:
+                    failing = state.fail > 0
+                    state.fail = max(0, state.fail - 1)
                 delay = state.delay
             if delay:
                 time.sleep(delay)
@@ -98,6 +105,9 @@ def handler(state: State):
                 texts = [texts]
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 return self._send(400, {"error": "input must be a string or a list of strings"})
+            if state.max_batch and len(texts) > state.max_batch:
+                return self._send(422, {"error": f"batch size {len(texts)} > maximum allowed batch size "
+                                                 f"{state.max_batch}", "error_type": "Validation"})
             model = state.other if state.swapped and state.other else state.embedder
             vecs = model.embed_passages(texts)
             if state.dim:
@@ -132,6 +142,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rerank-shape", choices=("cohere", "tei"), default="cohere")
     ap.add_argument("--name", default="", help="the served model's name (requests naming another get 404)")
     ap.add_argument("--key-env", default="", help="require `Authorization: Bearer $VAR`")
+    ap.add_argument("--max-batch", type=int, default=0, help="refuse more inputs than this, as TEI does (422)")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args(argv)
     state = State(args)
