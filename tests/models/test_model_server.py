@@ -62,6 +62,15 @@ def notes(tmp_path):
     return root
 
 
+@pytest.fixture
+def indexed(server, notes, data_env):
+    """The notes indexed through the server (as its model is at the start of the test)."""
+    e = engine(notes, spec(server.url))
+    e.refresh()
+    yield e
+    e.close()
+
+
 def spec(url: str, **kw) -> ServerModel:
     endpoint = {k: kw.pop(k) for k in ("name", "api_key_env", "timeout") if k in kw}
     return ServerModel(documents=Endpoint(url=url, **({"name": "tiny"} | endpoint)), **kw)
@@ -161,9 +170,8 @@ def test_a_slow_server_costs_a_search_one_bounded_wait_then_none(server, notes, 
     e.close()
 
 
-def test_a_server_back_with_another_model_is_refused_before_its_vector_is_used(server, notes, data_env):
-    e = engine(notes, spec(server.url))
-    e.refresh()
+def test_a_server_back_with_another_model_is_refused_before_its_vector_is_used(server, notes, indexed):
+    e = indexed
     server.control(fail=1)
     out = do_search(e.view(), {"query": "bike", "limit": 1})
     assert any("HTTP 503" in n for n in out["notes"])
@@ -182,7 +190,6 @@ def test_a_server_back_with_another_model_is_refused_before_its_vector_is_used(s
     assert report.waiting == 0 and report.embedded > 12
     out = do_search(e.view(), {"query": "tea", "limit": 1, "explain": True})
     assert not out.get("notes") and out["results"][0]["scores"]["dense"] != 0
-    e.close()
 
 
 def test_a_restarted_process_finds_a_swapped_model_at_once(server, notes, data_env):
@@ -327,12 +334,10 @@ def test_a_model_swapped_behind_a_healthy_server_adds_nothing_to_the_index(serve
     report = e.refresh()
     assert report.embedded == 0 and report.waiting > 0
     assert any("index was embedded with tiny" in w for w in report.warnings), report.warnings
-    e.close()
 
 
-def test_a_new_dimension_is_refused_until_a_reembed_in_the_same_process(server, notes, data_env):
-    e = engine(notes, spec(server.url))
-    e.refresh()
+def test_a_new_dimension_is_refused_until_a_reembed_in_the_same_process(server, notes, indexed):
+    e = indexed
     server.control(dim=16)
     out = do_search(e.view(), {"query": "restore database", "limit": 1})
     assert any("now answers 16-dimensional vectors" in n for n in out["notes"])
@@ -342,7 +347,6 @@ def test_a_new_dimension_is_refused_until_a_reembed_in_the_same_process(server, 
     assert report.waiting == 0 and report.embedded > 0
     out = do_search(e.view(), {"query": "restore database", "limit": 1, "explain": True})
     assert out["results"][0]["scores"]["dense"] != 0 and not out.get("notes")
-    e.close()
 
 
 def test_a_server_that_takes_smaller_batches_gets_halves(tiny_model_dir, notes, data_env):
@@ -353,3 +357,24 @@ def test_a_server_that_takes_smaller_batches_gets_halves(tiny_model_dir, notes, 
         requests = srv.stats()["requests"]
         emb.embed_passages(texts)
         assert srv.stats()["requests"] - requests <= 6   # the smaller size is kept: no refused request again
+
+
+@pytest.mark.slow
+def test_the_command_line_says_what_waits_and_calls_it_stale_until_an_index_run(server, tmp_path, tiny_model_dir):
+    import json as jsonlib
+
+    from tests.support.cli import sandboxed_cli
+
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    run.config.write_text(f'[model]\nurl = "{server.url}"\nname = "tiny"\n')
+    server.control(fail=1000)
+    r = run("index", "--root", str(run.notes))
+    assert r.returncode == 0 and "wait for their vectors" in r.stdout and "HTTP 503" in r.stderr
+    st = jsonlib.loads(run("status", "--json", "--root", str(run.notes)).stdout)
+    assert st["vectors_waiting"] > 0 and st["freshness"]["verdict"] == "stale"
+    assert "have no vector yet" in st["freshness"]["reason"]
+    server.control(fail=0)
+    r = run("index", "--root", str(run.notes))
+    assert r.returncode == 0 and "wait for" not in r.stdout
+    st = jsonlib.loads(run("status", "--json", "--root", str(run.notes)).stdout)
+    assert "vectors_waiting" not in st and st["freshness"]["verdict"] == "fresh"
