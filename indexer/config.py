@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import stat
 import tomllib
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import platformdirs
 from remembrancer import wire
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
-from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC
+from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC, Endpoint, RerankSpec, ServerModel
 from remembrancer.indexer.search.rank import RankingConfig
 from remembrancer.indexer.redact_policy import RedactionPolicy  # [redact]: secret patterns, hash file, path denylist
 
@@ -206,7 +207,8 @@ class Config:
     roots: list[Root] = field(default_factory=list)
     excludes: tuple[str, ...] = DEFAULT_EXCLUDES
     max_file_bytes: int = MAX_FILE_BYTES
-    model: str | None = None  # None → the default packaged model; else a model directory
+    model: str | ServerModel | None = None  # None → the default packaged model; a model directory; a server
+    rerank: RerankSpec | None = None      # [rerank]: a cross-encoder re-orders the best candidates (off by default)
     layout: tuple[tuple[str, str], ...] = DEFAULT_LAYOUT
     ranking: RankingConfig = field(default_factory=RankingConfig)
     redact: RedactionPolicy = field(default_factory=RedactionPolicy)  # see indexer/redact.py
@@ -341,7 +343,10 @@ def _positive_int(value, name: str, path: Path) -> int:
 
 # Every key the config file may hold: anything else is a typo, refused with the valid names.
 KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
-    "roots": None, "index": ("exclude", "max_file_bytes"), "model": ("path", "compute"),
+    "roots": None, "index": ("exclude", "max_file_bytes"),
+    "model": ("path", "compute", "url", "name", "query_prefix", "document_prefix", "api_key_env", "batch",
+              "timeout", "query"),
+    "rerank": ("path", "url", "name", "api_key_env", "top", "budget_ms"),
     "ranking": None, "layout": None, "redact": None,   # checked by their own parsers
     "log": ("queries", "path"), "verify": ("repos",), "metrics": ("textfile",),
     "conversations": ("roots", "find"),
@@ -396,6 +401,116 @@ def _model_compute(model: dict, path: Path) -> str | None:
     return INT8_SPEC if compute == "int8" else None
 
 
+SERVER_ONLY_KEYS = ("name", "query_prefix", "document_prefix", "api_key_env", "batch", "timeout")
+SERVER_PRESET_HINT = 'url = "http://localhost:11434/v1" and name = "nomic-embed-text" (see docs/models.md)'
+
+
+def _endpoint(table: dict, where: str, path: Path) -> Endpoint:
+    """A server's url, model name, key variable and timeout, each checked by name."""
+    from urllib.parse import urlsplit
+
+    url = table.get("url")
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"invalid config {path}: [{where}] url must be an http:// or https:// URL, got {url!r}",
+                        param=f"{where}.url", hint=SERVER_PRESET_HINT)
+    if parts.username or parts.password:
+        raise UserError(f"invalid config {path}: [{where}] url holds credentials; put the key in an environment "
+                        "variable and name it in api_key_env", param=f"{where}.url",
+                        hint='api_key_env = "OPENAI_API_KEY"')
+    name, key_env, timeout = table.get("name", ""), table.get("api_key_env", ""), table.get("timeout", 30)
+    if not isinstance(name, str):
+        raise UserError(f"invalid config {path}: [{where}] name must be the server's model name (a string)",
+                        param=f"{where}.name")
+    if not isinstance(key_env, str) or (key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env)):
+        raise UserError(f"invalid config {path}: [{where}] api_key_env must name an environment variable "
+                        "(the key itself never goes in the config); the value given is not a variable's name (not shown: it "
+                        "may be the key)", param=f"{where}.api_key_env",
+                        hint='api_key_env = "OPENAI_API_KEY"')
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+        raise UserError(f"invalid config {path}: [{where}] timeout must be seconds between 0 and 600, got {timeout!r}",
+                        param=f"{where}.timeout", hint="timeout = 30")
+    return Endpoint(url=url, name=name, api_key_env=key_env, timeout=float(timeout))
+
+
+def _local_model(cfg: Config, model: dict, path: Path) -> None:
+    """[model] path (a model folder) or compute (the default model's graph)."""
+    stray = [k for k in SERVER_ONLY_KEYS if k in model]
+    if stray:
+        raise UserError(f"invalid config {path}: [model] {', '.join(stray)} "
+                        f"belong{'s' if len(stray) == 1 else ''} to an embedding server's url",
+                        param=f"model.{stray[0]}", hint=SERVER_PRESET_HINT)
+    if "path" in model and not isinstance(model["path"], str):
+        raise UserError(f"invalid config {path}: [model] path must be a folder path string", param="model.path")
+    if model.get("path"):
+        cfg.model = str(Path(model["path"]).expanduser())
+    if "compute" in model:
+        cfg.model = _model_compute(model, path)
+    if model.get("path"):   # after compute: a path with compute = "int8" is refused for that first
+        _check_model_dir(model["path"], path)
+
+
+def _server_model(model: dict, path: Path) -> ServerModel:
+    """[model] url (+ name, prefixes, api_key_env, batch, timeout) and an optional [model.query]
+    table (url, name, api_key_env, timeout) for a separate query server."""
+    for clash in ("path", "compute"):
+        if clash in model:
+            raise UserError(f"invalid config {path}: [model] {clash} and url name two models; keep one",
+                            param=f"model.{clash}", hint=f"remove `{clash}` to use the server, or `url` to use the local model")
+    if "url" not in model:
+        raise UserError(f"invalid config {path}: [model.query] needs the document server's [model] url too",
+                        param="model.url", hint=SERVER_PRESET_HINT)
+    documents = _endpoint(model, "model", path)
+    queries = None
+    if "query" in model:
+        table = model["query"]
+        extra = sorted(set(table) - {"url", "name", "api_key_env", "timeout"}) if isinstance(table, dict) else []
+        if not isinstance(table, dict) or extra:
+            raise UserError(f"invalid config {path}: [model.query] takes url, name, api_key_env and timeout"
+                            + (f"; unknown: {', '.join(extra)}" if extra else ""), param="model.query")
+        queries = _endpoint({"name": documents.name, "api_key_env": documents.api_key_env} | table,
+                            "model.query", path)
+    prefixes = {}
+    for key in ("query_prefix", "document_prefix"):
+        value = model.get(key, "")
+        if not isinstance(value, str):
+            raise UserError(f"invalid config {path}: [model] {key} must be a string", param=f"model.{key}",
+                            hint='query_prefix = "search_query: "')
+        prefixes[key] = value
+    batch = model.get("batch", ServerModel.batch)
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 2048:
+        raise UserError(f"invalid config {path}: [model] batch must be a whole number from 1 to 2048, got {batch!r}",
+                        param="model.batch", hint="batch = 64")
+    return ServerModel(documents=documents, queries=queries, batch=batch, **prefixes)
+
+
+def _rerank(table, path: Path) -> RerankSpec:
+    """[rerank] path (an ONNX cross-encoder folder) or url (a /rerank API), top, budget_ms."""
+    if not isinstance(table, dict):
+        raise UserError(f"invalid config {path}: [rerank] must be a table")
+    hint = 'path = "~/models/ms-marco-MiniLM-L-6-v2" or url = "http://localhost:8080"'
+    if ("path" in table) == ("url" in table):
+        raise UserError(f"invalid config {path}: [rerank] needs one of path (an ONNX cross-encoder folder) "
+                        "or url (a /rerank server)", param="rerank", hint=hint)
+    top, budget = table.get("top", 20), table.get("budget_ms", 1500)
+    if isinstance(top, bool) or not isinstance(top, int) or not 2 <= top <= 200:
+        raise UserError(f"invalid config {path}: [rerank] top must be a whole number from 2 to 200, got {top!r}",
+                        param="rerank.top", hint="top = 20")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 10 <= budget <= 60000:
+        raise UserError(f"invalid config {path}: [rerank] budget_ms must be milliseconds from 10 to 60000, "
+                        f"got {budget!r}", param="rerank.budget_ms", hint="budget_ms = 1500")
+    if "url" in table:
+        server = _endpoint(table | {"timeout": budget / 1000}, "rerank", path)
+        return RerankSpec(server=server, top=top, budget_ms=budget)
+    folder = table["path"]
+    if not isinstance(folder, str) or not Path(folder).expanduser().is_dir():
+        raise UserError(f"invalid config {path}: [rerank] path {folder!r} is not a folder", param="rerank.path",
+                        hint="a folder holding the cross-encoder's model.onnx and tokenizer.json")
+    if "name" in table or "api_key_env" in table:
+        raise UserError(f"invalid config {path}: [rerank] name and api_key_env belong to a url", param="rerank")
+    return RerankSpec(path=str(Path(folder).expanduser()), top=top, budget_ms=budget)
+
+
 def _check_model_dir(raw: str, path: Path) -> None:
     """A configured model folder that is not there is refused: a typo must not quietly turn every
     search into keyword-only. A folder that lacks files is the loader's to report (doctor FAILs)."""
@@ -441,14 +556,12 @@ def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
     model = raw.get("model", {})
     if not isinstance(model, dict):
         raise UserError(f"invalid config {path}: [model] must be a table")
-    if "path" in model and not isinstance(model["path"], str):
-        raise UserError(f"invalid config {path}: [model] path must be a folder path string", param="model.path")
-    if model.get("path"):
-        cfg.model = str(Path(model["path"]).expanduser())
-    if "compute" in model:
-        cfg.model = _model_compute(model, path)
-    if model.get("path"):   # after compute: a path with compute = "int8" is refused for that first
-        _check_model_dir(model["path"], path)
+    if "url" in model or "query" in model:
+        cfg.model = _server_model(model, path)
+    else:
+        _local_model(cfg, model, path)
+    if raw.get("rerank") is not None:
+        cfg.rerank = _rerank(raw["rerank"], path)
     layout = raw.get("layout")
     if layout is not None:
         cfg.layout = _parse_layout(layout, path)

@@ -260,10 +260,10 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
         from remembrancer.indexer.models.embed import load_embedder
 
         cfg = load_config(root_args) if root_args or _has_config_roots() else Config()
-        mine = load_embedder(cfg.model).contract.to_dict()
-        same = stored is None or stored == mine
+        mine = load_embedder(cfg.model).contract
+        same = mine.matches(stored)
         out.append(check("store model", "OK" if same else "FAIL",
-                         f"store {stored.get('name') if stored else 'none yet'}; here {mine['name']}",
+                         f"store {stored.get('name') if stored else 'none yet'}; here {mine.name}",
                          "" if same else "install and configure the store's model here (`model` in the config)"))
     except Exception as e:  # noqa: BLE001 — the model check above already says why
         out.append(check("store model", "WARN", f"cannot compare: {e}"))

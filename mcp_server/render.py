@@ -233,6 +233,9 @@ def status_text(out: StatusAnswer) -> str:
                  f"last indexed {when}")
     m = st.model if st else None
     lines.append(f"Model: {m['name']} ({m['dim']} dims)" if m else "Model: none yet")
+    if st and st.vectors_waiting:
+        lines.append(f"Waiting: {st.vectors_waiting} passage texts have no vector yet (found by keywords only "
+                     "until an index run embeds them)")
     for w in (st.warnings if st else []):
         lines.append(f"Warning: {w}")
     return "\n".join(lines)

@@ -111,14 +111,20 @@ class Core:
         emb = self.embedder
         if emb is None:
             return f"embedding model unavailable: {self._embedder_error}"
-        if stored is not None and stored != emb.contract.to_dict():
+        from remembrancer.indexer.models.spec import ModelError
+
+        try:
+            mine = emb.contract   # a server's is probed on first use, and again when it comes back
+        except ModelError as e:
+            return f"embedding server unavailable: {e}"
+        if not mine.matches(stored):
             if self.store.kind != "local":   # a reader of a shared store cannot re-embed it
                 return (f"the store was embedded with {stored.get('name')} ({str(stored.get('model_sha256'))[:12]}) "
-                        f"but this machine's model is {emb.contract.name} ({emb.contract.model_sha256[:12]}); "
+                        f"but this machine's model is {mine.describe()}; "
                         "install and configure the store's model here (`model` in the config)")
             roots = " ".join(f"--root {r.path}" for r in self.config.roots)
             return (f"index was embedded with {stored.get('name')} but the configured model is "
-                    f"{emb.contract.name} ({emb.contract.model_sha256[:12]}); re-embed with "
+                    f"{mine.describe()}; re-embed with "
                     f"`remembrancer index {roots} --reembed`")
         return None
 

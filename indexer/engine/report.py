@@ -25,6 +25,7 @@ class IndexReport:
     unchanged: int = 0
     skipped: int = 0    # walked but not indexable as they are now (binary, unreadable, secret: true)
     embedded: int = 0
+    waiting: int = 0    # passages left without a vector (the model or its server unavailable): keyword-only until filled
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     # Per path, for a scoped view of the run (`scoped`): what was walked, what happened to the
@@ -35,7 +36,9 @@ class IndexReport:
     warning_paths: list[str | None] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in _PER_PATH}
+        """The run's figures; `waiting` only when some wait (a scoped view never shows it: the count is
+        the whole index's, and a scope's own is in its `status`)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _PER_PATH and (k != "waiting" or v)}
 
     def scoped(self, wall: scope.Wall) -> dict:
         """The run as a corpus holding only the scope's files would have reported it."""

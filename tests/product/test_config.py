@@ -270,3 +270,52 @@ def test_a_projects_claude_code_folder_is_found_by_itself_and_config_or_flags_wi
     assert talk.kind == "conversations" and talk.index_name() != notes.index_name()
     assert Config(roots=make_roots([other])).index_name() != \
         Config(roots=make_roots([other], kind="conversations"), kind="conversations").index_name()
+
+
+# -- [model] url and [rerank] ------------------------------------------------------------------------
+
+def test_an_embedding_server_is_configured_with_its_query_server_and_prefixes(env):
+    write_config(env, '[model]\nurl = "http://localhost:11434/v1"\nname = "nomic-embed-text"\n'
+                      'query_prefix = "search_query: "\ndocument_prefix = "search_document: "\n'
+                      'api_key_env = "EMBED_KEY"\nbatch = 64\ntimeout = 12.5\n'
+                      '[model.query]\nurl = "http://gpu-box:8080/v1"\ntimeout = 2\n')
+    m = load_config(with_roots=False).model
+    assert (m.documents.url, m.documents.name, m.documents.api_key_env, m.documents.timeout, m.batch) == \
+        ("http://localhost:11434/v1", "nomic-embed-text", "EMBED_KEY", 12.5, 64)
+    assert (m.query_prefix, m.document_prefix) == ("search_query: ", "search_document: ")
+    # the query server inherits the model name and key variable unless it names its own
+    assert (m.queries.url, m.queries.name, m.queries.api_key_env, m.queries.timeout) == \
+        ("http://gpu-box:8080/v1", "nomic-embed-text", "EMBED_KEY", 2.0)
+
+
+@pytest.mark.parametrize("text, param, words", [
+    ('[model]\nurl = "localhost:11434"\n', "model.url", "http:// or https:// URL"),
+    ('[model]\nurl = "https://user:sk-live-123@api.example.com/v1"\n', "model.url", "holds credentials"),
+    ('[model]\nurl = "http://h/v1"\npath = "/tmp"\n', "model.path", "name two models"),
+    ('[model]\nurl = "http://h/v1"\ncompute = "int8"\n', "model.compute", "name two models"),
+    ('[model]\nname = "nomic"\n', "model.name", "belongs to an embedding server's url"),
+    ('[model]\nurl = "http://h/v1"\nbatch = 0\n', "model.batch", "from 1 to 2048"),
+    ('[model]\nurl = "http://h/v1"\ntimeout = "soon"\n', "model.timeout", "seconds"),
+    ('[model.query]\nurl = "http://h/v1"\n', "model.url", "needs the document server"),
+    ('[model]\nurl = "http://h/v1"\n[model.query]\nurl = "http://q/v1"\nbatch = 2\n', "model.query", "unknown: batch"),
+    ('[rerank]\ntop = 5\n', "rerank", "one of path"),
+    ('[rerank]\npath = "/no/such/folder"\n', "rerank.path", "is not a folder"),
+    ('[rerank]\nurl = "http://h"\ntop = 1\n', "rerank.top", "from 2 to 200"),
+    ('[rerank]\nurl = "http://h"\nbudget_ms = 5\n', "rerank.budget_ms", "from 10 to 60000"),
+])
+def test_a_wrong_server_or_reranker_setting_is_named(env, text, param, words):
+    write_config(env, text)
+    with pytest.raises(UserError) as e:
+        load_config(with_roots=False)
+    assert e.value.param == param and words in e.value.message, (e.value.param, e.value.message)
+
+
+def test_a_key_written_where_its_variable_belongs_is_refused_and_not_echoed(env):
+    write_config(env, '[model]\nurl = "http://h/v1"\napi_key_env = "sk-proj-Zx9aB3cD4eF5"\n')
+    with pytest.raises(UserError) as e:
+        load_config(with_roots=False)
+    assert e.value.param == "model.api_key_env" and "sk-proj" not in str(e.value.to_dict())
+    write_config(env, '[model]\nurl = "https://u:sk-live-123@h/v1"\n')
+    with pytest.raises(UserError) as e:
+        load_config(with_roots=False)
+    assert "sk-live-123" not in str(e.value.to_dict())

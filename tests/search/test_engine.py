@@ -134,6 +134,11 @@ def test_model_contract_mismatch_is_refused_with_the_fix(engine, corpus):
     assert all(r["provenance"] == "keyword" for r in res["results"])
     report = engine.refresh(reembed=True)
     assert report.embedded > 0 and engine.contract_problem() is None
+    # Every passage is in the new vector index (unchanged texts keep their passage ids through the
+    # re-read, and the index is rebuilt for them), and the semantic leg answers again.
+    assert len(engine.core.vectors) == engine.catalog.counts()["passages"]
+    res = search(engine.view(), SearchRequest("pgBackRest restore", limit=3)).to_json()
+    assert not res.get("notes") and any(r["provenance"] != "keyword" for r in res["results"])
 
 
 def test_filters_combine_with_and(engine):

@@ -176,6 +176,31 @@ def test_keyword_and_vector_indexes_find_what_was_written(store, ledger):
     assert ledger.passages_by_id([best[0][0]])[best[0][0]][0] == by["Kafka"]
 
 
+def test_passages_written_without_vectors_wait_and_are_filled_later(store, ledger):
+    """The model (or its server) was unavailable: the text is stored, its passages wait; filled,
+    they are found by the vector index like any other, and nothing waits any more."""
+    sections = [section("Restore", "pg_restore the nightly dump"), section("Kafka", "rebalance the consumers")]
+    ledger.write_document(doc("notes/a.md"), sections, {}, None, [])
+    assert ledger.waiting_count() == 2
+    check = getattr(ledger, "consistency_problems", lambda: [])   # the team store's check of a crash's leftovers
+    assert check() == []   # waiting is not damage
+    waiting = ledger.waiting_passages(1)
+    assert waiting == [min((sha, text) for s in sections for sha, text in s.passages)]
+    vecs = vectors_for(sections, 0)
+    generation = ledger.generation
+    ids = ledger.fill_embeddings({sha: vecs[sha] for s in sections for sha, _ in s.passages})
+    assert len(ids) == 2 and ledger.waiting_count() == 0 and ledger.waiting_passages(5) == []
+    assert ledger.generation > generation   # derived indexes know they are behind
+    assert check() == []
+    vectors = store.vector_index(lambda: ledger, DIM)
+    if not store.indexes_in_ledger:
+        labels, stored = ledger.passage_vectors()
+        vectors.rebuild(labels, stored, ledger.generation)
+    by = {s.heading: s.id for s in ledger.sections("notes/a.md")}
+    best = vectors.search(vecs[sections[1].passages[0][0]], 1)
+    assert ledger.passages_by_id([best[0][0]])[best[0][0]][0] == by["Kafka"]
+
+
 def test_a_scope_is_a_wall(store, ledger):
     """Locally a scope is a wall of views over one ledger; in the team store it is a reader's role
     (row-level security, tests/store/test_team_roles.py), so the writer's ledger refuses one."""

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 DIM = 32
+RERANKER_DIM = 256
 MAX_POSITIONS = 64
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 WORDS = """
@@ -139,3 +140,54 @@ def _toml_value(v: object) -> str:
     if isinstance(v, int):
         return str(v)
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reranker_graph(vocab_size: int, seed: int) -> onnx.ModelProto:
+    """A cross-encoder's shape (a pair in, one logit per pair out): the logit is the inner product
+    of the question's mean token vector and the passage's (token type 0 and 1), so a passage that
+    shares the question's words scores higher — a relevance a test can predict."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    words = rng.normal(size=(vocab_size, RERANKER_DIM)).astype(f32)   # wide: chance overlaps stay small
+    words[: len(SPECIALS)] *= 0.01
+    inits = {"word_emb": words, "one_f": np.array(1.0, dtype=f32), "axis1": np.array([1], dtype=np.int64),
+             "axis2": np.array([2], dtype=np.int64), "tiny": np.array(1e-6, dtype=f32)}
+    n = helper.make_node
+    nodes = [
+        n("Gather", ["word_emb", "input_ids"], ["x"]),
+        n("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+        n("Cast", ["token_type_ids"], ["t"], to=TensorProto.FLOAT),
+        n("Mul", ["m", "t"], ["mb"]),
+        n("Sub", ["one_f", "t"], ["not_t"]),
+        n("Mul", ["m", "not_t"], ["ma"]),
+    ]
+    for side in ("a", "b"):
+        nodes += [
+            n("Unsqueeze", [f"m{side}", "axis2"], [f"m{side}3"]),
+            n("Mul", ["x", f"m{side}3"], [f"x{side}"]),
+            n("ReduceSum", [f"x{side}", "axis1"], [f"s{side}"], keepdims=0),
+            n("ReduceSum", [f"m{side}3", "axis1"], [f"c{side}0"], keepdims=0),
+            n("Add", [f"c{side}0", "tiny"], [f"c{side}"]),
+            n("Div", [f"s{side}", f"c{side}"], [f"mean_{side}"]),
+        ]
+    nodes += [n("Mul", ["mean_a", "mean_b"], ["prod"]), n("ReduceSum", ["prod", "axis1"], ["logits"], keepdims=1)]
+    ids = lambda name: helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
+    graph = helper.make_graph(
+        nodes, "tiny_cross_encoder", [ids("input_ids"), ids("attention_mask"), ids("token_type_ids")],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="remembrancer-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_tiny_reranker(dir: Path, *, seed: int = 1) -> Path:
+    """Write a tiny cross-encoder folder (model.onnx + tokenizer.json) into ``dir`` and return it."""
+    dir = Path(dir)
+    dir.mkdir(parents=True, exist_ok=True)
+    vocab = _vocab()
+    _tokenizer(vocab).save(str(dir / "tokenizer.json"))
+    onnx.save(_reranker_graph(len(vocab), seed), str(dir / "model.onnx"))
+    return dir

@@ -428,6 +428,10 @@ class PgLedger(SqlLedger):
             self._copy(self.conn.cursor(), "embeddings(text_sha, vector)",
                        [(sha, vectors[sha]) for sha in mine if sha not in have], self._types["embeddings"])
 
+    def _fill_passages(self, shas: list[str]) -> None:
+        self._q("UPDATE passages p SET embedding = e.vector FROM embeddings e"
+                " WHERE e.text_sha = p.text_sha AND p.embedding IS NULL AND p.text_sha = ANY(%s)", (shas,))
+
     def _insert_document(self, doc: DocumentRecord) -> int:
         return self._q(f"INSERT INTO documents({DocumentRecord.COLUMNS})"
                        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb,%s,%s,%s,%s) RETURNING id",
@@ -763,9 +767,9 @@ class PgLedger(SqlLedger):
             "chunks without postings": (
                 "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.chunk_id = c.id)"
                 " AND c.lens <> '{0,0,0,0}'"),
-            "passages without a vector (model contract set)": (
-                "SELECT count(*) FROM passages WHERE embedding IS NULL"
-                " AND EXISTS (SELECT 1 FROM meta WHERE key = 'model_contract')"),
+            "passages without the vector stored for their text": (   # a text with none waits (writer.py)
+                "SELECT count(*) FROM passages p WHERE p.embedding IS NULL"
+                " AND EXISTS (SELECT 1 FROM embeddings e WHERE e.text_sha = p.text_sha)"),
             "vectors no passage uses": (
                 "SELECT count(*) FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM passages p WHERE p.text_sha = e.text_sha)"),
         }
