@@ -380,6 +380,19 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _warn_store_password(args, argv: list[str]) -> None:
+    """A password in a store URL on the command line is seen by every user of the machine (`ps`),
+    and commands that install something would write it into files: said once, with the way out."""
+    url = getattr(args, "store", None)
+    if not url or not any(a == "--store" or a.startswith("--store=") for a in argv):
+        return
+    from remembrancer.indexer.store.postgres.store import has_password
+
+    if has_password(url):
+        print("remembrancer: warning: the store URL holds a password, which other users of this machine see "
+              "in `ps`; keep it in ~/.pgpass (or $PGPASSWORD) and leave it out of the URL", file=sys.stderr)
+
+
 def _warn_root_after_dashes(argv: list[str]) -> None:
     """After `--` every word is a term: `latest -- --flag --root X` searches for "--root" and "X"."""
     if "--" in argv:
@@ -405,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
     _warn_missing_config()
+    _warn_store_password(args, argv)
     if args.command in RAW_STDOUT:
         return _main(args)
     saved = sys.stdout, sys.stderr

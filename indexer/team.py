@@ -196,15 +196,51 @@ def pull(path: Path) -> str | None:
     return None
 
 
+RECONNECT_FIRST_S = 1.0    # a writer that lost the server tries again after this long, doubling …
+RECONNECT_MAX_S = 60.0     # … up to this
+
+
 class Writer:
-    """The one writer of a store: refuses to start while another holds the store's lock."""
+    """The one writer of a store: refuses to start while another holds the store's lock, and
+    outlives the server: when its connection is lost (a restart, the network) it connects again,
+    with backoff, and takes the lock again."""
 
     def __init__(self, config: Config, url: str, embedder=None):
         self.config = config
-        self.store = PgStore(url, readonly=False)
-        self.engine = Engine(config, embedder=embedder, store=self.store)   # takes the advisory lock
-        self.engine.catalog.set_meta("roots", json.dumps([r.name for r in config.roots]))
+        self.url = url
         self.wake = threading.Event()
+        self._open(embedder)
+
+    def _open(self, embedder=None) -> None:
+        self.store = PgStore(self.url, readonly=False)
+        self.engine = Engine(self.config, embedder=embedder, store=self.store)   # takes the advisory lock
+        self.engine.catalog.set_meta("roots", json.dumps([r.name for r in self.config.roots]))
+
+    def _lost(self, e: Exception) -> bool:
+        """Whether `e` is the server going away (rather than a bug or a refusal to fix by hand)."""
+        import psycopg
+
+        if isinstance(e, UserError):
+            return e.code == "store_unreachable"
+        broken = getattr(getattr(self.engine.core.writer_catalog, "conn", None), "broken", False)
+        return isinstance(e, psycopg.OperationalError) or bool(broken)
+
+    def _reconnect(self, stop: threading.Event, backoff: float) -> float:
+        """Close what is left, wait `backoff`, connect again; the next backoff."""
+        model = self.engine.core.loaded_embedder
+        try:
+            self.engine.close()
+        except Exception:   # noqa: BLE001 — its connection is gone already
+            log.debug("closing the writer's lost connection failed", exc_info=True)
+        while not stop.wait(backoff):
+            try:
+                self._open(model)
+                log.info("connected to the store %s again", safe_url(self.url))
+                return RECONNECT_FIRST_S
+            except UserError as e:   # still down, or another writer took over meanwhile: say so, wait longer
+                backoff = min(backoff * 2, RECONNECT_MAX_S)
+                log.warning("store still unavailable (%s); trying again in %.0f s", e, backoff)
+        return backoff
 
     def pass_once(self, progress=None):
         for r in self.config.roots:
@@ -221,14 +257,21 @@ class Writer:
         pg_notify.listen(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
         log.info("writing %s to %s every %.0f s (SIGHUP or `remembrancer notify --store URL`: now)", ", ".join(str(r.path) for r in self.config.roots),
                  safe_url(self.store.url), interval_s)
+        backoff = RECONNECT_FIRST_S
         while not stop.is_set():
             try:
                 rep = self.pass_once()
                 if rep.added or rep.updated or rep.removed:
                     log.info("indexed: %d added, %d updated, %d removed in %.1f s", rep.added, rep.updated,
                              rep.removed, rep.seconds)
-            except UserError as e:   # redaction policy broken and the like: fail closed, say why, retry
-                log.error("not indexing: %s", e)
+            except Exception as e:
+                if self._lost(e):   # a server restart, the network: connect again and go on
+                    log.error("lost the store (%s); connecting again in %.0f s", str(e).strip()[:300], backoff)
+                    backoff = self._reconnect(stop, backoff)
+                    continue
+                if not isinstance(e, UserError):
+                    raise
+                log.error("not indexing: %s", e)   # redaction policy broken and the like: fail closed, say why, retry
             self.wake.wait(interval_s)
             self.wake.clear()
 
@@ -249,10 +292,15 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
     out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
     led = store.open_ledger(readonly=True)
     try:
-        running = led.writer_running()
-        out.append(check("store writer", "OK" if running else "WARN",
-                         "a writer holds the store's lock" if running else "no writer is running",
-                         "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        running, squatter = led.writer_running(), led.writer_lock_squatter()
+        if squatter:
+            out.append(check("store writer", "FAIL", f"{squatter} holds the writer's lock but does not own the store",
+                             "end that session (a superuser: SELECT pg_terminate_backend(PID)); keep logins you do "
+                             "not trust off this database"))
+        else:
+            out.append(check("store writer", "OK" if running else "WARN",
+                             "a writer holds the store's lock" if running else "no writer is running",
+                             "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
         stored = led.model_contract()
     finally:
         led.close()

@@ -485,7 +485,7 @@ def open_link(link: Link, fail_closed: bool = False, wait: bool = True) -> None:
             wait_for_first_index(link)
     except UserError as e:
         link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
-        if fail_closed:
+        if fail_closed and e.code != "store_unreachable":   # a server down now may be up at the next call
             link.config_error = e
     except Exception as e:  # the server still starts; each call retries and reports
         link.start_problem = f"{type(e).__name__}: {e}"

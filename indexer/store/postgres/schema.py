@@ -431,11 +431,38 @@ def applied_version(conn) -> int:
     return conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
 
 
+MIGRATE_WAIT_S = 120   # the longest a writer waits for another session's migration lock
+
+
+def _migration_lock(conn) -> None:
+    """The migration lock, waited for at most MIGRATE_WAIT_S: any login may hold the key, and a
+    writer must say who does rather than wait for ever."""
+    from psycopg.errors import LockNotAvailable
+
+    conn.execute(f"SET LOCAL lock_timeout = '{int(MIGRATE_WAIT_S * 1000)}ms'")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+    except LockNotAvailable:
+        raise MigrationLockHeld() from None
+    conn.execute("SET LOCAL lock_timeout = 0")
+
+
+class MigrationLockHeld(Exception):
+    """Another session held the migration lock past MIGRATE_WAIT_S (the store names it: migration_lock_holder)."""
+
+
+def migration_lock_holder(conn) -> str:
+    row = conn.execute("SELECT a.usename, a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                       " WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted LIMIT 1",
+                       (MIGRATE_LOCK,)).fetchone()
+    return f"{row[2] or 'a session of role ' + row[0]} (pid {row[1]})" if row else "another session"
+
+
 def migrate(conn) -> list[int]:
     """Apply every migration not yet recorded, each in its own transaction; returns those applied."""
     done = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        _migration_lock(conn)
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                      " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
     from psycopg.errors import DeadlockDetected   # lazily: without the `team` extra, pg_store says what to install
@@ -457,7 +484,7 @@ def migrate(conn) -> list[int]:
 def _apply(conn, version: int, name: str, sql: str) -> bool:
     """One migration step in its own transaction; False if it was already applied."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        _migration_lock(conn)
         if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
             return False
         conn.execute(sql)
