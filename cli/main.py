@@ -584,7 +584,7 @@ def cmd_index(args) -> int:
         from remembrancer.indexer.team import Writer
 
         writer = Writer(_load(args), args.store)
-        report = writer.engine.refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
+        report = writer.pass_once(progress=_progress_bar(), reembed=args.reembed).to_dict()   # as `serve` does: pull, index
     else:
         config = _load(args)
         report = _index_by_daemon(config, args.reembed)

@@ -10,6 +10,7 @@ indexed, how long ago, and how the reader's own checkout compares.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -108,7 +109,7 @@ class TeamReader:
         age = _ago(time.time() - float(last))
         parts, same = [], True
         for root in self.config.roots:
-            indexed = heads.get(root.name) if len(heads) != 1 else next(iter(heads.values()))
+            indexed = heads.get(root.name)
             if not indexed:
                 continue
             line = f"indexed {indexed[:7]}, {age}"
@@ -126,8 +127,13 @@ class TeamReader:
         writer = cat.writer_running()
         if not writer:
             parts.append("no writer is running: the store is not being updated")
+        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
+
+        fetch = PullState.parse(cat.get_meta(WRITER_PULL_KEY)).problem()
+        if fetch:
+            parts.append(fetch)
         detail = "; ".join(parts)
-        if same and writer:
+        if same and writer and not fetch:
             return Freshness.judged(base, "fresh", **store, detail=detail, writer_running=writer)
         return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
@@ -148,22 +154,38 @@ class TeamReader:
 
 def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
     """The reader's roots: its own checkout when given (freshness compares with it), else the
-    writer's root names (answers still work; `read` needs the files, so it says what is missing)."""
-    if root_args:
-        return load_config(root_args), True
-    cfg = load_config(None) if _has_config_roots() else Config()
-    if cfg.roots:
+    writer's root names (answers still work; `read` needs the files, so it says what is missing).
+    A checkout is known by the store's name for it (the writer's folder name), whatever the
+    teammate's folder is called (`as_store_roots`)."""
+    if root_args or _has_config_roots():
+        cfg = load_config(root_args or None)
+        cfg.roots = as_store_roots(cfg.roots, _store_root_names(url))
         return cfg, True
-    store = PgStore(url, readonly=True)
-    led = store.open_ledger(readonly=True)
-    try:
-        names = json.loads(led.get_meta("roots") or "[]") or led.root_names()
-    finally:
-        led.close()
+    names = _store_root_names(url)
     if not names:
         raise UserError("the store does not name its roots yet", param="store",
                         hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
     return Config(roots=[Root(n, Path("/nonexistent/remembrancer-team") / n) for n in names]), False
+
+
+def _store_root_names(url: str) -> list[str]:
+    led = PgStore(url, readonly=True).open_ledger(readonly=True)
+    try:
+        return json.loads(led.get_meta("roots") or "[]") or led.root_names()
+    finally:
+        led.close()
+
+
+def as_store_roots(mine: list[Root], names: list[str]) -> list[Root]:
+    """The reader's checkouts under the store's root names: a name both have stays; when one
+    checkout and one store root are left unmatched (the usual case: one root, folders named
+    differently), they are the same. More left over cannot be paired safely and stay as they are."""
+    known = set(names)
+    left_mine = [r for r in mine if r.name not in known]
+    left_store = [n for n in names if n not in {r.name for r in mine}]
+    if len(left_mine) == 1 and len(left_store) == 1:
+        return [dataclasses.replace(r, name=left_store[0]) if r is left_mine[0] else r for r in mine]
+    return mine
 
 
 def _has_config_roots() -> bool:
@@ -194,6 +216,29 @@ def pull(path: Path) -> str | None:
     if ff.returncode != 0:
         return f"{path}: cannot fast-forward to its upstream ({ff.stderr.strip()[:300]}); indexing it as it is"
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class PullState:
+    """The writer's last `git fetch` of its checkouts, as the store keeps it (meta `writer_pull`)."""
+    ok_at: float | None = None           # when a fetch last worked
+    error: str | None = None             # why it fails now (None: it works)
+    failing_since: float | None = None   # the first failure of the current run of them
+
+    @classmethod
+    def parse(cls, raw: str | None) -> "PullState":
+        try:
+            d = json.loads(raw or "{}")
+            return cls(**{k: d.get(k) for k in ("ok_at", "error", "failing_since")})
+        except (ValueError, TypeError, AttributeError):
+            return cls()
+
+    def problem(self) -> str | None:
+        """The line a reader's freshness carries while fetching fails."""
+        if not self.error:
+            return None
+        since = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.failing_since)) if self.failing_since else "?"
+        return f"the writer could not fetch since {since}: {self.error}"
 
 
 RECONNECT_FIRST_S = 1.0    # a writer that lost the server tries again after this long, doubling …
@@ -242,12 +287,31 @@ class Writer:
                 log.warning("store still unavailable (%s); trying again in %.0f s", e, backoff)
         return backoff
 
-    def pass_once(self, progress=None):
-        for r in self.config.roots:
-            problem = pull(r.path)
-            if problem:
-                log.warning("%s", problem)
-        return self.engine.refresh(progress=progress)
+    def pass_once(self, progress=None, reembed: bool = False):
+        """Pull every checkout (fetch, fast-forward), record how that went, index."""
+        redactor = self.engine.core.redaction.current()   # a remote's URL in git's message may carry a token
+        problems = [redactor.redact_text(p) for p in (pull(r.path) for r in self.config.roots) if p]
+        for problem in problems:
+            log.warning("%s", problem)
+        self._record_pull(problems)
+        report = self.engine.refresh(progress=progress, reembed=reembed)
+        report.warnings[:0] = problems
+        return report
+
+    def _record_pull(self, problems: list[str]) -> None:
+        """The last fetch, in the store for every reader: when it last worked, and since when and
+        why it fails (`problems` come redacted)."""
+        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
+
+        cat = self.engine.catalog
+        before = PullState.parse(cat.get_meta(WRITER_PULL_KEY))
+        now = time.time()
+        if problems:
+            error = "; ".join(problems)[:600]
+            state = PullState(ok_at=before.ok_at, error=error, failing_since=before.failing_since or now)
+        else:
+            state = PullState(ok_at=now)
+        cat.set_meta(WRITER_PULL_KEY, json.dumps(dataclasses.asdict(state)))
 
     def serve(self, interval_s: float = DEFAULT_PULL_S, stop: threading.Event | None = None) -> None:
         stop = stop or self.engine.stop_requested
@@ -301,6 +365,15 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
             out.append(check("store writer", "OK" if running else "WARN",
                              "a writer holds the store's lock" if running else "no writer is running",
                              "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
+
+        pulled = PullState.parse(led.get_meta(WRITER_PULL_KEY))
+        if pulled.error:
+            out.append(check("writer fetch", "FAIL", pulled.problem(),
+                             "on the writer's machine: `git -C CHECKOUT fetch` and fix what it says (credentials, "
+                             "the remote's URL, the network)"))
+        elif pulled.ok_at:
+            out.append(check("writer fetch", "OK", "last fetched " + _ago(time.time() - pulled.ok_at)))
         stored = led.model_contract()
     finally:
         led.close()

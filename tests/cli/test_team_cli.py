@@ -296,3 +296,50 @@ def test_the_writer_outlives_the_server_dropping_its_connections(tmp_path, tiny_
         _stop(writer)
     err = writer.stderr.read()
     assert "lost the store" in err and "connected to the store" in err and "Traceback" not in err, err[-2000:]
+
+
+@pytest.mark.slow
+def test_a_teammates_checkout_named_otherwise_reads_and_reports_like_the_writers(tmp_path, tiny_model_dir, pg_url):
+    """The writer's checkout is `shared/`, the teammate's `mine/`: the store names the root
+    `shared`, and the teammate's read, outline, status and freshness still find their files."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    mine = ("--store", pg_url, "--root", str(w["mine"]))
+    r = _cli(w, "read", "runbooks/restart.md", *mine)
+    assert r.returncode == 0 and "systemctl restart ledger" in r.stdout, r.stderr
+    r = _cli(w, "outline", "runbooks/restart.md", *mine)
+    assert r.returncode == 0 and "Restart the ledger service" in r.stdout, r.stderr
+    st = json.loads(_cli(w, "status", "--json", *mine).stdout)
+    head = git(w["mine"], "rev-parse", "HEAD")
+    assert st["roots"][0]["head_indexed"] == head and st["roots"][0]["path"] == str(w["mine"])
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert f"indexed {head[:7]}" in out["index"]["detail"]
+
+
+@pytest.mark.slow
+def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metrics(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    metrics = tmp_path / "metrics.prom"
+    (tmp_path / "config.toml").write_text((tmp_path / "config.toml").read_text() + f'[metrics]\ntextfile = "{metrics}"\n')
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    mine = ("--store", pg_url, "--root", str(w["mine"]))
+    assert "writer could not fetch" not in _cli(w, "search", "ledger", *mine).stdout
+    # The remote goes away (moved, a revoked token): the writer's fetch fails, carrying a credential.
+    git(w["shared"], "remote", "set-url", "origin", "https://deploy:ghp_Zx9aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3w@127.0.0.1:9/notes.git")
+    r = _cli(w, "index", "--store", pg_url, "--root", str(w["shared"]))
+    assert r.returncode == 0 and "git fetch failed" in r.stderr and "ghp_Zx9a" not in r.stderr + r.stdout
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert out["index"]["verdict"] == "stale" and "the writer could not fetch since" in out["index"]["reason"]
+    checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
+    assert checks["writer fetch"]["status"] == "FAIL" and "git fetch failed" in checks["writer fetch"]["detail"]
+    text = metrics.read_text()
+    assert "remembrancer_writer_fetch_ok" in text and 'remembrancer_writer_fetch_ok{index=' in text
+    assert [l for l in text.splitlines() if l.startswith("remembrancer_writer_fetch_ok{")][0].endswith(" 0")
+    shown = json.dumps(out) + json.dumps(checks) + text
+    assert "ghp_Zx9aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3w" not in shown
+    git(w["shared"], "remote", "set-url", "origin", str(w["origin"]))   # fixed: the next pass clears it
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert "could not fetch" not in json.dumps(out["index"])
+    checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
+    assert checks["writer fetch"]["status"] == "OK"

@@ -129,3 +129,25 @@ def test_a_login_holding_the_migration_lock_is_named_after_a_bounded_wait(pg_ser
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute('DROP ROLE "squatter_m"')
     assert PgStore(url, readonly=False).schema_version == schema.LATEST
+
+
+def test_a_newer_reader_meeting_an_older_schema_is_told_to_upgrade_the_writer(pg_server):
+    """The store as an older writer left it (every migration but the last): a reader of this
+    version refuses it by name — never an internal error on its first search."""
+    from remembrancer.indexer.errors import UserError
+    from remembrancer.indexer.store.postgres import schema
+    from remembrancer.indexer.store.postgres.store import PgStore
+    from tests.support.pg import fresh_database
+
+    url = fresh_database(pg_server.get_uri())
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, name, sql in schema.MIGRATIONS[:-1]:
+            schema._apply(conn, version, name, sql)
+    with pytest.raises(UserError) as e:
+        PgStore(url, readonly=True)
+    assert e.value.code == "schema_older" and f"version {schema.LATEST - 1}" in e.value.message
+    assert "upgrade the writer first" in e.value.hint
+    assert PgStore(url, readonly=False).schema_version == schema.LATEST   # the writer migrates it
+    assert PgStore(url, readonly=True).schema_version == schema.LATEST

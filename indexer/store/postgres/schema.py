@@ -354,6 +354,20 @@ CREATE OR REPLACE FUNCTION {LITERAL_GRAMS}(t text) RETURNS text[] LANGUAGE sql I
                  regexp_matches(substr(x, k + 1), '(...)', 'g') m)
 $f$;
 """))
+# The writer's last fetch (migration 14): whether its `git fetch` works is every reader's business,
+# scoped ones included (a failing fetch is why their answers stop moving), so the scoped readers'
+# meta policy takes that key too. Written by the writer (indexer/team.py), redacted.
+WRITER_PULL_KEY = "writer_pull"
+MIGRATIONS.append((14, "the writer's last fetch, readable by scoped readers", f"""
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'meta' AND policyname = 'scoped_reader') THEN
+        DROP POLICY scoped_reader ON meta;
+        CREATE POLICY scoped_reader ON meta FOR SELECT TO {SCOPED_ROLE}
+            USING (key IN ({", ".join(f"'{k}'" for k in (*SCOPED_META_KEYS, WRITER_PULL_KEY))}));
+    END IF;
+END $$;
+"""))
 # Indexes a first load into an empty store builds once, at its end, rather than maintaining them
 # row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
 # section as it was copied in and the postings' two btrees took an insert per posting — together

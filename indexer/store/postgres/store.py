@@ -121,11 +121,11 @@ def safe_url(url: str) -> str:
         return _DSN_PASSWORD.sub(r"\1***", url)
     parts = urlsplit(url)
     if parts.query:
-        query = "&".join(f"{k}=***" if k.lower() == "password" else (f"{k}={v}" if v or "=" in pair else k)
+        query = "&".join(f"{k}=***" if k.lower() == "password" and v else (f"{k}={v}" if v or "=" in pair else k)
                          for pair in parts.query.split("&") for k, _, v in [pair.partition("=")])
         parts = parts._replace(query=query)
     netloc = parts.netloc
-    if parts.password is not None:
+    if parts.password:   # `user:@host` names no password
         netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
     return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
             + (f"#{parts.fragment}" if parts.fragment else ""))   # urlunsplit drops an empty host's "//"
@@ -1261,7 +1261,12 @@ class PgStore:
                             hint=NO_ACCESS_HINT)
         if self.schema_version > pg_schema.LATEST:
             raise UserError(f"the store's schema (version {self.schema_version}) is newer than this remembrancer "
-                            f"knows ({pg_schema.LATEST})", param="store", hint="upgrade remembrancer")
+                            f"knows ({pg_schema.LATEST})", param="store", code="schema_newer", hint="upgrade remembrancer")
+        if readonly and self.schema_version < pg_schema.LATEST:   # a writer has just migrated it; a reader cannot
+            raise UserError(f"the store's schema (version {self.schema_version}) is older than this remembrancer "
+                            f"reads ({pg_schema.LATEST}): its writer runs an older remembrancer", param="store",
+                            code="schema_older", hint="upgrade the writer first (it migrates the store when it "
+                                                      "starts), or run the writer's version here")
 
     def open_ledger(self, readonly: bool) -> PgLedger:
         return PgLedger(self, readonly)
