@@ -80,6 +80,8 @@ class TeamReader:
 
     def __init__(self, url: str, config: Config, embedder=None, checkout: bool = True):
         self.store = PgStore(url, readonly=True)
+        if checkout:   # the teammate's folders under the store's names for them
+            config = dataclasses.replace(config, roots=as_store_roots(config.roots, _store_root_names(self.store)))
         self.config = config
         self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
         self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
@@ -155,21 +157,18 @@ class TeamReader:
 def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
     """The reader's roots: its own checkout when given (freshness compares with it), else the
     writer's root names (answers still work; `read` needs the files, so it says what is missing).
-    A checkout is known by the store's name for it (the writer's folder name), whatever the
-    teammate's folder is called (`as_store_roots`)."""
+    TeamReader knows a checkout by the store's name for it (`as_store_roots`)."""
     if root_args or _has_config_roots():
-        cfg = load_config(root_args or None)
-        cfg.roots = as_store_roots(cfg.roots, _store_root_names(url))
-        return cfg, True
-    names = _store_root_names(url)
+        return load_config(root_args or None), True
+    names = _store_root_names(PgStore(url, readonly=True))
     if not names:
         raise UserError("the store does not name its roots yet", param="store",
                         hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
     return Config(roots=[Root(n, Path("/nonexistent/remembrancer-team") / n) for n in names]), False
 
 
-def _store_root_names(url: str) -> list[str]:
-    led = PgStore(url, readonly=True).open_ledger(readonly=True)
+def _store_root_names(store: PgStore) -> list[str]:
+    led = store.open_ledger(readonly=True)
     try:
         return json.loads(led.get_meta("roots") or "[]") or led.root_names()
     finally:
@@ -359,7 +358,7 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
         running, squatter = led.writer_running(), led.writer_lock_squatter()
         if squatter:
             out.append(check("store writer", "FAIL", f"{squatter} holds the writer's lock but does not own the store",
-                             "end that session (a superuser: SELECT pg_terminate_backend(PID)); keep logins you do "
+                             "end that session (a superuser can, with pg_terminate_backend); keep logins you do "
                              "not trust off this database"))
         else:
             out.append(check("store writer", "OK" if running else "WARN",

@@ -1,6 +1,10 @@
-"""The writer's NOTIFY channel against a flood: any login may NOTIFY (it needs no privilege), as
-often and with whatever payload it likes. The writer wakes, and its log neither grows with the
-flood nor carries a line the payload wrote."""
+"""The team store among logins that are not its writer, and versions that are not its own.
+
+Any login may NOTIFY and take advisory locks (neither needs a privilege): a flood of forged
+notifications wakes the writer and costs its log a few lines; a login squatting the writer's or
+the migration lock is named, never taken for a writer, and never makes the writer hang. A reader
+newer than the store's schema refuses it by name rather than failing on its first search.
+"""
 
 from __future__ import annotations
 
