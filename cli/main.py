@@ -316,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             sp.add_argument("--print", action="store_true", dest="dry_run",
                             help="print the unit (or plist) it would write, and change nothing")
+            sp.add_argument("--store", metavar="URL", help="the team store's writer instead: its own unit "
+                            "running `serve --store URL --root CHECKOUT`, restarted when it fails")
+            sp.add_argument("--pull-every", type=float, metavar="SECONDS", help="with --store: the writer's pull interval")
 
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
     _add_store(p)
@@ -1178,7 +1181,24 @@ def cmd_service(args) -> int:
     from remembrancer.indexer.config import load_config
 
     if args.service_command == "install":
-        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run)
+        writer = None
+        if args.store:
+            from remembrancer.daemon.service import StoreWriter
+            from remembrancer.indexer.store.postgres.store import has_password, safe_url
+
+            if not args.store.startswith(("postgresql://", "postgres://")):
+                raise UserError(f"--store must be a postgresql:// URL, got {safe_url(args.store)!r}", param="store")
+            if has_password(args.store):
+                raise UserError("the store URL holds a password, which the unit file would keep for anyone who can "
+                                "read it", param="store", hint="put the password in ~/.pgpass (libpq reads it) and "
+                                                               "give the URL without it")
+            if not args.root:
+                raise UserError("the writer's unit needs the checkout it pulls and indexes", param="root",
+                                hint="add --root CHECKOUT")
+            writer = StoreWriter(args.store, args.pull_every)
+        elif args.pull_every:
+            raise UserError("--pull-every goes with --store (the writer's pull interval)", param="pull-every")
+        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run, writer=writer)
     else:
         ok, report = True, uninstall_service()
     for line in report:
