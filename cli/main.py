@@ -269,7 +269,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("corpus", nargs="?", metavar="NAME|PATH", help="forget: a NAME as listed, or one of its roots")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
-    p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security)")
+    p = sub.add_parser("serve-http", help="serve the MCP tools over HTTP (streamable HTTP) to bearer-token "
+                       "holders: a team store's reader (--store) or this machine's corpus (--root)")
+    _add_store(p)
+    _add_root(p)
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (put TLS in a reverse proxy in front)")
+    p.add_argument("--port", type=int, default=8848)
+    p.add_argument("--path", default="/mcp", help="the endpoint's path")
+    p.add_argument("--public-url", metavar="URL", help="the address clients use (behind a proxy), e.g. https://memory.example.com")
+    p.add_argument("--instructions", default="", help="text appended to the server description")
+
+    p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security), "
+                       "tokens of the HTTP endpoint")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
     tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
     tp.add_argument("role")
@@ -283,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
     for tp in ts.choices.values():
         _add_store(tp)
         tp.add_argument("--json", action="store_true", help=JSON_HELP)
+    tp = ts.add_parser("token", help="bearer tokens of `serve-http` on this machine: create (printed once), "
+                       "revoke, list")
+    tp.add_argument("token_action", choices=["create", "revoke", "list"])
+    tp.add_argument("name", nargs="?", help="create/revoke: the token's name (who holds it)")
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX",
+                    help="create: a folder the token may read (repeatable; none: everything)")
+    tp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
                        "matches on each prompt, a freshness line at session start)")
@@ -1082,6 +1100,8 @@ def _size(n: int) -> str:
 
 
 def cmd_team(args) -> int:
+    if args.team_command == "token":
+        return _team_token(args)
     from remembrancer.indexer.store.postgres import roles as pg_roles
 
     if not args.store:
@@ -1103,6 +1123,48 @@ def cmd_team(args) -> int:
     if not out:
         print("no scoped readers")
     return EXIT_OK
+
+
+def _team_token(args) -> int:
+    """`team token create|revoke|list`: this machine's bearer tokens of `serve-http`."""
+    from remembrancer.mcp_server import tokens
+
+    if args.token_action in ("create", "revoke") and not args.name:
+        raise UserError(f"team token {args.token_action} needs the token's name", param="name",
+                        hint="e.g. remembrancer team token create alice-laptop --scope journal/")
+    if args.token_action != "create" and args.scope:
+        raise UserError("--scope goes with `team token create`", param="scope")
+    if args.token_action == "create":
+        token, record = tokens.create(args.name, args.scope)
+        if args.json:
+            print(json.dumps({**record.shown(), "token": token}))
+        else:
+            where = ", ".join(record.scopes) if record.scopes else "everything"
+            print(f"token {record.name} (reads {where}); shown once, keep it in a secret store:\n{token}")
+            print(f"register it: claude mcp add --transport http memory https://HOST/mcp --header "
+                  f"\"Authorization: Bearer {token}\"", file=sys.stderr)
+        return EXIT_OK
+    if args.token_action == "revoke":
+        record = tokens.revoke(args.name)
+        print(json.dumps(record.shown()) if args.json else f"revoked {record.name}: refused from its next request")
+        return EXIT_OK
+    rows = [r.shown() for r in tokens.load()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            made = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
+            print(f"{r['name']}: {', '.join(r['scopes']) or 'everything'} (created {made})")
+        if not rows:
+            print("no tokens")
+    return EXIT_OK
+
+
+def cmd_serve_http(args) -> int:
+    from remembrancer.mcp_server.http import run
+
+    return run(args.root or None, args.store, host=args.host, port=args.port, path=args.path,
+               public_url=args.public_url, instructions=args.instructions)
 
 
 def cmd_mcp(args) -> int:
@@ -1231,7 +1293,7 @@ def cmd_secrets(args) -> int:
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "read": cmd_read, "outline": cmd_outline,
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
-    "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
+    "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "serve-http": cmd_serve_http, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
     "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks, "team": cmd_team,
     "corpora": cmd_corpora, "uninstall": cmd_uninstall,

@@ -343,3 +343,50 @@ def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metri
     assert "could not fetch" not in json.dumps(out["index"])
     checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
     assert checks["writer fetch"]["status"] == "OK"
+
+
+@pytest.mark.slow
+def test_a_teammate_without_a_database_login_reads_the_store_over_http_with_a_token(tmp_path, tiny_model_dir, pg_url):
+    """`serve-http --store URL`: the store's reader answers token holders over streamable HTTP as
+    it answers an MCP session over stdio; a scoped token only its prefixes."""
+    import socket as socketlib
+
+    import httpx2
+
+    from tests.mcp.test_mcp_http import _initialize, over_http
+
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    tokens = {}
+    for name, extra in (("all", ()), ("rb", ("--scope", "runbooks/"))):
+        r = _cli(w, "team", "token", "create", name, *extra, "--json")
+        assert r.returncode == 0, r.stderr
+        tokens[name] = json.loads(r.stdout)["token"]
+    with socketlib.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve-http", "--store", pg_url, "--root",
+                               str(w["mine"]), "--port", str(port)], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        def refuses_strangers() -> bool:
+            try:
+                return _initialize(url, {}).status_code == 401
+            except httpx2.HTTPError:   # not listening yet
+                return False
+        assert _wait(refuses_strangers, 60)
+        params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                       args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])
+
+        async def stdio():
+            async with Client(params, read_timeout_seconds=120) as c:
+                return await c.call_tool("search", {"query": "ledger service"})
+        want = anyio.run(stdio)
+        got = over_http(url, tokens["all"], lambda c: c.call_tool("search", {"query": "ledger service"}))
+        strip = lambda r: [(x["path"], x["heading"], x["score"]) for x in r.structured_content["results"]]
+        assert strip(got) == strip(want) and got.structured_content["index"]["verdict"] == want.structured_content["index"]["verdict"]
+        scoped = over_http(url, tokens["rb"], lambda c: c.call_tool("search", {"query": "ledger service"}))
+        assert {x["path"] for x in scoped.structured_content["results"]} == {"runbooks/restart.md"}
+    finally:
+        _stop(server)
