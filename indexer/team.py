@@ -27,6 +27,7 @@ from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
 from remembrancer.indexer.store.postgres.store import PgStore, safe_url
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,6 @@ class TeamReader:
         writer = cat.writer_running()
         if not writer:
             parts.append("no writer is running: the store is not being updated")
-        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-
         fetch = PullState.parse(cat.get_meta(WRITER_PULL_KEY)).problem()
         if fetch:
             parts.append(fetch)
@@ -300,8 +299,6 @@ class Writer:
     def _record_pull(self, problems: list[str]) -> None:
         """The last fetch, in the store for every reader: when it last worked, and since when and
         why it fails (`problems` come redacted)."""
-        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-
         cat = self.engine.catalog
         before = PullState.parse(cat.get_meta(WRITER_PULL_KEY))
         now = time.time()
@@ -364,8 +361,6 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
             out.append(check("store writer", "OK" if running else "WARN",
                              "a writer holds the store's lock" if running else "no writer is running",
                              "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
-        from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-
         pulled = PullState.parse(led.get_meta(WRITER_PULL_KEY))
         if pulled.error:
             out.append(check("writer fetch", "FAIL", pulled.problem(),

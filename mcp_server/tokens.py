@@ -79,7 +79,7 @@ def create(name: str, scopes: list[str]) -> tuple[str, TokenRecord]:
                         hint="letters, digits and . _ @ - (up to 64), e.g. alice-laptop")
     records = load()
     if any(r.name == name for r in records):
-        raise UserError(f"a token named {name} exists", param="name", hint=f"revoke it first, or pick another name")
+        raise UserError(f"a token named {name} exists", param="name", hint="revoke it first, or pick another name")
     token = PREFIX + secrets.token_urlsafe(32)
     record = TokenRecord(name, _digest(token), list(scope_mod.normalize(scopes)), time.time())
     _save(records + [record])

@@ -6,12 +6,10 @@ without a valid token, a revoked token refused at its next request, a scoped tok
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess
 import sys
-import time
 
 import anyio
 import httpx2
