@@ -1271,7 +1271,7 @@ def cmd_service(args) -> int:
 def cmd_doctor(args) -> int:
     from remembrancer.daemon.doctor import run_checks
 
-    checks = run_checks(args.root)
+    checks = run_checks(args.root, store_reader=bool(args.store))
     if args.store:
         from remembrancer.indexer.team import store_checks
 

@@ -332,6 +332,8 @@ def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metri
     assert out["index"]["verdict"] == "stale" and "the writer could not fetch since" in out["index"]["reason"]
     checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
     assert checks["writer fetch"]["status"] == "FAIL" and "git fetch failed" in checks["writer fetch"]["detail"]
+    # a reader's doctor speaks of the store, not of a local daemon, service or git hooks it does not use
+    assert not {"daemon", "service", "inotify"} & set(checks) and not any(k.startswith("hooks") for k in checks)
     text = metrics.read_text()
     assert "remembrancer_writer_fetch_ok" in text and 'remembrancer_writer_fetch_ok{index=' in text
     assert [l for l in text.splitlines() if l.startswith("remembrancer_writer_fetch_ok{")][0].endswith(" 0")
