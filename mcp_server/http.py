@@ -53,7 +53,7 @@ class TokenScopedLink:
     """The served link as one request's token may use it: its scopes applied to every call
     (inside them, a narrower scope the call asks for), and the call logged under its name."""
 
-    def __init__(self, link, querylog=None) -> None:
+    def __init__(self, link) -> None:
         self._link = link
 
     def __getattr__(self, name):
