@@ -269,7 +269,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("corpus", nargs="?", metavar="NAME|PATH", help="forget: a NAME as listed, or one of its roots")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
-    p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security)")
+    p = sub.add_parser("serve-http", help="serve the MCP tools over HTTP (streamable HTTP) to bearer-token "
+                       "holders: a team store's reader (--store) or this machine's corpus (--root)")
+    _add_store(p)
+    _add_root(p)
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (put TLS in a reverse proxy in front)")
+    p.add_argument("--port", type=int, default=8848)
+    p.add_argument("--path", default="/mcp", help="the endpoint's path")
+    p.add_argument("--public-url", metavar="URL", help="the address clients use (behind a proxy), e.g. https://memory.example.com")
+    p.add_argument("--instructions", default="", help="text appended to the server description")
+
+    p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security), "
+                       "tokens of the HTTP endpoint")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
     tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
     tp.add_argument("role")
@@ -283,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
     for tp in ts.choices.values():
         _add_store(tp)
         tp.add_argument("--json", action="store_true", help=JSON_HELP)
+    tp = ts.add_parser("token", help="bearer tokens of `serve-http` on this machine: create (printed once), "
+                       "revoke, list")
+    tp.add_argument("token_action", choices=["create", "revoke", "list"])
+    tp.add_argument("name", nargs="?", help="create/revoke: the token's name (who holds it)")
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX",
+                    help="create: a folder the token may read (repeatable; none: everything)")
+    tp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("claude-hooks", help="install or remove the Claude Code hooks (memory for strong "
                        "matches on each prompt, a freshness line at session start)")
@@ -316,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             sp.add_argument("--print", action="store_true", dest="dry_run",
                             help="print the unit (or plist) it would write, and change nothing")
+            sp.add_argument("--store", metavar="URL", help="the team store's writer instead: its own unit "
+                            "running `serve --store URL --root CHECKOUT`, restarted when it fails")
+            sp.add_argument("--pull-every", type=float, metavar="SECONDS", help="with --store: the writer's pull interval")
 
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
     _add_store(p)
@@ -380,6 +401,19 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _warn_store_password(args, argv: list[str]) -> None:
+    """A password in a store URL on the command line is seen by every user of the machine (`ps`),
+    and commands that install something would write it into files: said once, with the way out."""
+    url = getattr(args, "store", None)
+    if not url or not any(a == "--store" or a.startswith("--store=") for a in argv):
+        return
+    from remembrancer.indexer.store.postgres.store import has_password
+
+    if has_password(url):
+        print("remembrancer: warning: the store URL holds a password, which other users of this machine see "
+              "in `ps`; keep it in ~/.pgpass (or $PGPASSWORD) and leave it out of the URL", file=sys.stderr)
+
+
 def _warn_root_after_dashes(argv: list[str]) -> None:
     """After `--` every word is a term: `latest -- --flag --root X` searches for "--root" and "X"."""
     if "--" in argv:
@@ -405,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     _warn_root_after_dashes(argv)
     args = build_parser().parse_args(argv)
     _warn_missing_config()
+    _warn_store_password(args, argv)
     if args.command in RAW_STDOUT:
         return _main(args)
     saved = sys.stdout, sys.stderr
@@ -570,7 +605,7 @@ def cmd_index(args) -> int:
         from remembrancer.indexer.team import Writer
 
         writer = Writer(_load(args), args.store)
-        report = writer.engine.refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
+        report = writer.pass_once(progress=_progress_bar(), reembed=args.reembed).to_dict()   # as `serve` does: pull, index
     else:
         config = _load(args)
         report = _index_by_daemon(config, args.reembed)
@@ -1065,6 +1100,8 @@ def _size(n: int) -> str:
 
 
 def cmd_team(args) -> int:
+    if args.team_command == "token":
+        return _team_token(args)
     from remembrancer.indexer.store.postgres import roles as pg_roles
 
     if not args.store:
@@ -1086,6 +1123,48 @@ def cmd_team(args) -> int:
     if not out:
         print("no scoped readers")
     return EXIT_OK
+
+
+def _team_token(args) -> int:
+    """`team token create|revoke|list`: this machine's bearer tokens of `serve-http`."""
+    from remembrancer.mcp_server import tokens
+
+    if args.token_action in ("create", "revoke") and not args.name:
+        raise UserError(f"team token {args.token_action} needs the token's name", param="name",
+                        hint="e.g. remembrancer team token create alice-laptop --scope journal/")
+    if args.token_action != "create" and args.scope:
+        raise UserError("--scope goes with `team token create`", param="scope")
+    if args.token_action == "create":
+        token, record = tokens.create(args.name, args.scope)
+        if args.json:
+            print(json.dumps({**record.shown(), "token": token}))
+        else:
+            where = ", ".join(record.scopes) if record.scopes else "everything"
+            print(f"token {record.name} (reads {where}); shown once, keep it in a secret store:\n{token}")
+            print(f"register it: claude mcp add --transport http memory https://HOST/mcp --header "
+                  f"\"Authorization: Bearer {token}\"", file=sys.stderr)
+        return EXIT_OK
+    if args.token_action == "revoke":
+        record = tokens.revoke(args.name)
+        print(json.dumps(record.shown()) if args.json else f"revoked {record.name}: refused from its next request")
+        return EXIT_OK
+    rows = [r.shown() for r in tokens.load()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            made = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
+            print(f"{r['name']}: {', '.join(r['scopes']) or 'everything'} (created {made})")
+        if not rows:
+            print("no tokens")
+    return EXIT_OK
+
+
+def cmd_serve_http(args) -> int:
+    from remembrancer.mcp_server.http import run
+
+    return run(args.root or None, args.store, host=args.host, port=args.port, path=args.path,
+               public_url=args.public_url, instructions=args.instructions)
 
 
 def cmd_mcp(args) -> int:
@@ -1164,7 +1243,24 @@ def cmd_service(args) -> int:
     from remembrancer.indexer.config import load_config
 
     if args.service_command == "install":
-        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run)
+        writer = None
+        if args.store:
+            from remembrancer.daemon.service import StoreWriter
+            from remembrancer.indexer.store.postgres.store import has_password, safe_url
+
+            if not args.store.startswith(("postgresql://", "postgres://")):
+                raise UserError(f"--store must be a postgresql:// URL, got {safe_url(args.store)!r}", param="store")
+            if has_password(args.store):
+                raise UserError("the store URL holds a password, which the unit file would keep for anyone who can "
+                                "read it", param="store", hint="put the password in ~/.pgpass (libpq reads it) and "
+                                                               "give the URL without it")
+            if not args.root:
+                raise UserError("the writer's unit needs the checkout it pulls and indexes", param="root",
+                                hint="add --root CHECKOUT")
+            writer = StoreWriter(args.store, args.pull_every)
+        elif args.pull_every:
+            raise UserError("--pull-every goes with --store (the writer's pull interval)", param="pull-every")
+        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run, writer=writer)
     else:
         ok, report = True, uninstall_service()
     for line in report:
@@ -1175,7 +1271,7 @@ def cmd_service(args) -> int:
 def cmd_doctor(args) -> int:
     from remembrancer.daemon.doctor import run_checks
 
-    checks = run_checks(args.root)
+    checks = run_checks(args.root, store_reader=bool(args.store))
     if args.store:
         from remembrancer.indexer.team import store_checks
 
@@ -1197,7 +1293,7 @@ def cmd_secrets(args) -> int:
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "read": cmd_read, "outline": cmd_outline,
     "status": cmd_status, "eval": cmd_eval, "list": cmd_list, "serve": cmd_serve, "stop": cmd_stop,
-    "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "service": cmd_service, "doctor": cmd_doctor,
+    "notify": cmd_notify, "hooks": cmd_hooks, "mcp": cmd_mcp, "serve-http": cmd_serve_http, "service": cmd_service, "doctor": cmd_doctor,
     "secrets": cmd_secrets, "history": cmd_history, "latest": cmd_latest, "neighbors": cmd_neighbors,
     "verify": cmd_verify, "report": cmd_report, "claude-hooks": cmd_claude_hooks, "team": cmd_team,
     "corpora": cmd_corpora, "uninstall": cmd_uninstall,

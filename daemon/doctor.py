@@ -17,7 +17,9 @@ def _check(name: str, status: str, detail: str, fix: str = "") -> dict:
     return {"check": name, "status": status, "detail": detail, **({"fix": fix} if fix else {})}
 
 
-def run_checks(root_args: list[str] | None) -> list[dict]:
+def run_checks(root_args: list[str] | None, store_reader: bool = False) -> list[dict]:
+    """Every check of this machine; for a reader of a team store (`store_reader`), not those of a
+    local index's daemon, service, hooks and watches, which such a reader does not use."""
     out = [_check("python", "OK" if sys.version_info >= (3, 11) else "FAIL", sys.version.split()[0],
                   "" if sys.version_info >= (3, 11) else "use Python 3.11 or newer")]
     for mod in ("tantivy", "hnswlib", "onnxruntime", "tokenizers", "pygit2", "watchdog", "mcp"):
@@ -39,6 +41,8 @@ def run_checks(root_args: list[str] | None) -> list[dict]:
         out.append(_rerank_check(cfg))
     out.append(config_check)
     out.append(_data_dir_check())
+    if store_reader:
+        return out
     out.append(_socket_check())
     if cfg is not None:
         out.extend(_hooks_checks(cfg))

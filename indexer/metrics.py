@@ -12,6 +12,8 @@ Nothing is served over the network by remembrancer itself.
     remembrancer_head_indexed{root}                             1 when the indexed HEAD is the current HEAD
     remembrancer_head_lag_commits{root}                         commits on HEAD not indexed yet (-1 unknown)
     remembrancer_head_lag_seconds{root}                         HEAD commit time minus indexed commit time
+    remembrancer_writer_fetch_ok                                team store writer: 1 its last git fetch worked
+    remembrancer_writer_last_fetch_timestamp_seconds            team store writer: when a fetch last worked
 """
 
 from __future__ import annotations
@@ -100,6 +102,13 @@ def render(engine, report, error: BaseException | None, failures: int) -> str:
     metric("remembrancer_head_indexed", "gauge", "1 when the indexed git HEAD is the current HEAD.", rows_i)
     metric("remembrancer_head_lag_commits", "gauge", "Commits on HEAD not indexed yet (-1 unknown).", rows_c)
     metric("remembrancer_head_lag_seconds", "gauge", "Commit time of HEAD minus that of the indexed HEAD.", rows_s)
+    pulled = engine.catalog.get_meta("writer_pull") if engine.store.kind != "local" else None
+    if pulled:   # a team store's writer: the lag above is against what it could fetch
+        state = json.loads(pulled)
+        metric("remembrancer_writer_fetch_ok", "gauge", "1 when the writer's last git fetch worked, 0 when it fails.",
+               [(lab, 0 if state.get("error") else 1)])
+        metric("remembrancer_writer_last_fetch_timestamp_seconds", "gauge", "When a git fetch last worked (unix time).",
+               [(lab, float(state.get("ok_at") or 0.0))])
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ indexed, how long ago, and how the reader's own checkout compares.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -26,6 +27,7 @@ from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
 from remembrancer.indexer.store.postgres.store import PgStore, safe_url
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,8 @@ class TeamReader:
 
     def __init__(self, url: str, config: Config, embedder=None, checkout: bool = True):
         self.store = PgStore(url, readonly=True)
+        if checkout:   # the teammate's folders under the store's names for them
+            config = dataclasses.replace(config, roots=as_store_roots(config.roots, _store_root_names(self.store)))
         self.config = config
         self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
         self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
@@ -108,7 +112,7 @@ class TeamReader:
         age = _ago(time.time() - float(last))
         parts, same = [], True
         for root in self.config.roots:
-            indexed = heads.get(root.name) if len(heads) != 1 else next(iter(heads.values()))
+            indexed = heads.get(root.name)
             if not indexed:
                 continue
             line = f"indexed {indexed[:7]}, {age}"
@@ -126,8 +130,11 @@ class TeamReader:
         writer = cat.writer_running()
         if not writer:
             parts.append("no writer is running: the store is not being updated")
+        fetch = PullState.parse(cat.get_meta(WRITER_PULL_KEY)).problem()
+        if fetch:
+            parts.append(fetch)
         detail = "; ".join(parts)
-        if same and writer:
+        if same and writer and not fetch:
             return Freshness.judged(base, "fresh", **store, detail=detail, writer_running=writer)
         return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
@@ -148,22 +155,35 @@ class TeamReader:
 
 def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
     """The reader's roots: its own checkout when given (freshness compares with it), else the
-    writer's root names (answers still work; `read` needs the files, so it says what is missing)."""
-    if root_args:
-        return load_config(root_args), True
-    cfg = load_config(None) if _has_config_roots() else Config()
-    if cfg.roots:
-        return cfg, True
-    store = PgStore(url, readonly=True)
-    led = store.open_ledger(readonly=True)
-    try:
-        names = json.loads(led.get_meta("roots") or "[]") or led.root_names()
-    finally:
-        led.close()
+    writer's root names (answers still work; `read` needs the files, so it says what is missing).
+    TeamReader knows a checkout by the store's name for it (`as_store_roots`)."""
+    if root_args or _has_config_roots():
+        return load_config(root_args or None), True
+    names = _store_root_names(PgStore(url, readonly=True))
     if not names:
         raise UserError("the store does not name its roots yet", param="store",
                         hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
     return Config(roots=[Root(n, Path("/nonexistent/remembrancer-team") / n) for n in names]), False
+
+
+def _store_root_names(store: PgStore) -> list[str]:
+    led = store.open_ledger(readonly=True)
+    try:
+        return json.loads(led.get_meta("roots") or "[]") or led.root_names()
+    finally:
+        led.close()
+
+
+def as_store_roots(mine: list[Root], names: list[str]) -> list[Root]:
+    """The reader's checkouts under the store's root names: a name both have stays; when one
+    checkout and one store root are left unmatched (the usual case: one root, folders named
+    differently), they are the same. More left over cannot be paired safely and stay as they are."""
+    known = set(names)
+    left_mine = [r for r in mine if r.name not in known]
+    left_store = [n for n in names if n not in {r.name for r in mine}]
+    if len(left_mine) == 1 and len(left_store) == 1:
+        return [dataclasses.replace(r, name=left_store[0]) if r is left_mine[0] else r for r in mine]
+    return mine
 
 
 def _has_config_roots() -> bool:
@@ -196,22 +216,98 @@ def pull(path: Path) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class PullState:
+    """The writer's last `git fetch` of its checkouts, as the store keeps it (meta `writer_pull`)."""
+    ok_at: float | None = None           # when a fetch last worked
+    error: str | None = None             # why it fails now (None: it works)
+    failing_since: float | None = None   # the first failure of the current run of them
+
+    @classmethod
+    def parse(cls, raw: str | None) -> "PullState":
+        try:
+            d = json.loads(raw or "{}")
+            return cls(**{k: d.get(k) for k in ("ok_at", "error", "failing_since")})
+        except (ValueError, TypeError, AttributeError):
+            return cls()
+
+    def problem(self) -> str | None:
+        """The line a reader's freshness carries while fetching fails."""
+        if not self.error:
+            return None
+        since = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.failing_since)) if self.failing_since else "?"
+        return f"the writer could not fetch since {since}: {self.error}"
+
+
+RECONNECT_FIRST_S = 1.0    # a writer that lost the server tries again after this long, doubling …
+RECONNECT_MAX_S = 60.0     # … up to this
+
+
 class Writer:
-    """The one writer of a store: refuses to start while another holds the store's lock."""
+    """The one writer of a store: refuses to start while another holds the store's lock, and
+    outlives the server: when its connection is lost (a restart, the network) it connects again,
+    with backoff, and takes the lock again."""
 
     def __init__(self, config: Config, url: str, embedder=None):
         self.config = config
-        self.store = PgStore(url, readonly=False)
-        self.engine = Engine(config, embedder=embedder, store=self.store)   # takes the advisory lock
-        self.engine.catalog.set_meta("roots", json.dumps([r.name for r in config.roots]))
+        self.url = url
         self.wake = threading.Event()
+        self._open(embedder)
 
-    def pass_once(self, progress=None):
-        for r in self.config.roots:
-            problem = pull(r.path)
-            if problem:
-                log.warning("%s", problem)
-        return self.engine.refresh(progress=progress)
+    def _open(self, embedder=None) -> None:
+        self.store = PgStore(self.url, readonly=False)
+        self.engine = Engine(self.config, embedder=embedder, store=self.store)   # takes the advisory lock
+        self.engine.catalog.set_meta("roots", json.dumps([r.name for r in self.config.roots]))
+
+    def _lost(self, e: Exception) -> bool:
+        """Whether `e` is the server going away (rather than a bug or a refusal to fix by hand)."""
+        import psycopg
+
+        if isinstance(e, UserError):
+            return e.code == "store_unreachable"
+        broken = getattr(getattr(self.engine.core.writer_catalog, "conn", None), "broken", False)
+        return isinstance(e, psycopg.OperationalError) or bool(broken)
+
+    def _reconnect(self, stop: threading.Event, backoff: float) -> float:
+        """Close what is left, wait `backoff`, connect again; the next backoff."""
+        model = self.engine.core.loaded_embedder
+        try:
+            self.engine.close()
+        except Exception:   # noqa: BLE001 — its connection is gone already
+            log.debug("closing the writer's lost connection failed", exc_info=True)
+        while not stop.wait(backoff):
+            try:
+                self._open(model)
+                log.info("connected to the store %s again", safe_url(self.url))
+                return RECONNECT_FIRST_S
+            except UserError as e:   # still down, or another writer took over meanwhile: say so, wait longer
+                backoff = min(backoff * 2, RECONNECT_MAX_S)
+                log.warning("store still unavailable (%s); trying again in %.0f s", e, backoff)
+        return backoff
+
+    def pass_once(self, progress=None, reembed: bool = False):
+        """Pull every checkout (fetch, fast-forward), record how that went, index."""
+        redactor = self.engine.core.redaction.current()   # a remote's URL in git's message may carry a token
+        problems = [redactor.redact_text(p) for p in (pull(r.path) for r in self.config.roots) if p]
+        for problem in problems:
+            log.warning("%s", problem)
+        self._record_pull(problems)
+        report = self.engine.refresh(progress=progress, reembed=reembed)
+        report.warnings[:0] = problems
+        return report
+
+    def _record_pull(self, problems: list[str]) -> None:
+        """The last fetch, in the store for every reader: when it last worked, and since when and
+        why it fails (`problems` come redacted)."""
+        cat = self.engine.catalog
+        before = PullState.parse(cat.get_meta(WRITER_PULL_KEY))
+        now = time.time()
+        if problems:
+            error = "; ".join(problems)[:600]
+            state = PullState(ok_at=before.ok_at, error=error, failing_since=before.failing_since or now)
+        else:
+            state = PullState(ok_at=now)
+        cat.set_meta(WRITER_PULL_KEY, json.dumps(dataclasses.asdict(state)))
 
     def serve(self, interval_s: float = DEFAULT_PULL_S, stop: threading.Event | None = None) -> None:
         stop = stop or self.engine.stop_requested
@@ -221,14 +317,21 @@ class Writer:
         pg_notify.listen(self.store.url, self.wake, stop)   # `remembrancer notify --store URL`: now
         log.info("writing %s to %s every %.0f s (SIGHUP or `remembrancer notify --store URL`: now)", ", ".join(str(r.path) for r in self.config.roots),
                  safe_url(self.store.url), interval_s)
+        backoff = RECONNECT_FIRST_S
         while not stop.is_set():
             try:
                 rep = self.pass_once()
                 if rep.added or rep.updated or rep.removed:
                     log.info("indexed: %d added, %d updated, %d removed in %.1f s", rep.added, rep.updated,
                              rep.removed, rep.seconds)
-            except UserError as e:   # redaction policy broken and the like: fail closed, say why, retry
-                log.error("not indexing: %s", e)
+            except Exception as e:
+                if self._lost(e):   # a server restart, the network: connect again and go on
+                    log.error("lost the store (%s); connecting again in %.0f s", str(e).strip()[:300], backoff)
+                    backoff = self._reconnect(stop, backoff)
+                    continue
+                if not isinstance(e, UserError):
+                    raise
+                log.error("not indexing: %s", e)   # redaction policy broken and the like: fail closed, say why, retry
             self.wake.wait(interval_s)
             self.wake.clear()
 
@@ -249,10 +352,22 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
     out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
     led = store.open_ledger(readonly=True)
     try:
-        running = led.writer_running()
-        out.append(check("store writer", "OK" if running else "WARN",
-                         "a writer holds the store's lock" if running else "no writer is running",
-                         "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        running, squatter = led.writer_running(), led.writer_lock_squatter()
+        if squatter:
+            out.append(check("store writer", "FAIL", f"{squatter} holds the writer's lock but does not own the store",
+                             "end that session (a superuser can, with pg_terminate_backend); keep logins you do "
+                             "not trust off this database"))
+        else:
+            out.append(check("store writer", "OK" if running else "WARN",
+                             "a writer holds the store's lock" if running else "no writer is running",
+                             "" if running else "start one: `remembrancer serve --store URL --root CHECKOUT`"))
+        pulled = PullState.parse(led.get_meta(WRITER_PULL_KEY))
+        if pulled.error:
+            out.append(check("writer fetch", "FAIL", pulled.problem(),
+                             "on the writer's machine: `git -C CHECKOUT fetch` and fix what it says (credentials, "
+                             "the remote's URL, the network)"))
+        elif pulled.ok_at:
+            out.append(check("writer fetch", "OK", "last fetched " + _ago(time.time() - pulled.ok_at)))
         stored = led.model_contract()
     finally:
         led.close()

@@ -282,9 +282,12 @@ def peek(config) -> "describe.IndexFacts":
 # -- the server ------------------------------------------------------------------------------------
 
 def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] = DOC_TYPES,
-                 querylog: QueryLog | None = None) -> MCPServer:
+                 querylog: QueryLog | None = None, *, token_verifier=None, auth=None,
+                 client=lambda: "mcp") -> MCPServer:
     """The MCP server over `link`, with descriptions from the index as it is now. With a
-    `querylog`, every question (search, history, latest, neighbors, verify) is logged locally."""
+    `querylog`, every question (search, history, latest, neighbors, verify) is logged locally,
+    under `client()` (over HTTP: the token's name). `token_verifier` and `auth`: bearer tokens
+    (mcp_server/http.py)."""
     facts = index_facts(link)
     config = getattr(link, "config", None)   # a stand-in link (tests) may have none
     desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else ())
@@ -296,7 +299,8 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     if instructions:
         server_instructions += "\n\n" + instructions.strip()
     server = RememberServer(SERVER_NAME, description="Hybrid search over a Markdown working memory.",
-                            instructions=server_instructions, version=_version())
+                            instructions=server_instructions, version=_version(), token_verifier=token_verifier,
+                            auth=auth)
     server.link = link
 
     def call(tool: str, method: str, **params) -> dict:
@@ -307,13 +311,13 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         try:
             out = link.call(method, **params)
         except UserError as e:
-            querylog.record(tool, params, None, (time.perf_counter() - t0) * 1000, error=e.to_dict())
+            querylog.record(tool, params, None, (time.perf_counter() - t0) * 1000, error=e.to_dict(), client=client())
             raise
         except Exception as e:
             querylog.record(tool, params, None, (time.perf_counter() - t0) * 1000,
-                            error={"code": "internal", "message": type(e).__name__})
+                            error={"code": "internal", "message": type(e).__name__}, client=client())
             raise
-        querylog.record(tool, params, out, (time.perf_counter() - t0) * 1000)
+        querylog.record(tool, params, out, (time.perf_counter() - t0) * 1000, client=client())
         return out
 
     def answer(tool: str, render_text, **params) -> Result:
@@ -485,7 +489,7 @@ def open_link(link: Link, fail_closed: bool = False, wait: bool = True) -> None:
             wait_for_first_index(link)
     except UserError as e:
         link.start_problem = str(e)   # build_server logs it, and says it in the descriptions
-        if fail_closed:
+        if fail_closed and e.code != "store_unreachable":   # a server down now may be up at the next call
             link.config_error = e
     except Exception as e:  # the server still starts; each call retries and reports
         link.start_problem = f"{type(e).__name__}: {e}"

@@ -193,3 +193,202 @@ def test_a_push_and_notify_reach_the_writer_at_once_and_a_granted_role_reads_its
 def _stop(writer: subprocess.Popen) -> None:
     """SIGTERM, as the service manager stops the writer; killed if it has not exited in 30 s."""
     stop_process(writer, grace=30)
+
+
+def _with_password(url: str, password: str) -> str:
+    """The URL with a password in its query (the server trusts local logins: it is only carried)."""
+    return url + ("&" if "?" in url else "?") + f"password={password}"
+
+
+@pytest.mark.slow
+def test_a_password_in_the_store_url_is_never_shown_and_its_user_is_warned(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    secret = "Zq8-store-password-7Kx"
+    url = _with_password(pg_url, secret)
+    shown = []
+    for args in (("status", "--json"), ("status",), ("search", "ledger", "--json"), ("doctor", "--json")):
+        r = _cli(w, *args, "--store", url, "--root", str(w["mine"]))
+        assert r.returncode in (0, 2), r.stderr
+        assert "other users of this machine see" in r.stderr and "~/.pgpass" in r.stderr
+        shown.append(r.stdout + r.stderr)
+    env = {**w["env"], "REMEMBRANCER_STORE": url}   # from the environment: not on the command line, no warning
+    r = run_cli("status", "--json", "--root", str(w["mine"]), env=env, cwd=PROJECT)
+    assert r.returncode == 0 and "other users" not in r.stderr
+    assert json.loads(r.stdout)["store"]["url"].endswith("password=***")
+    shown.append(r.stdout)
+    params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                   args=["-m", "remembrancer", "mcp", "--store", url, "--root", str(w["mine"])])
+
+    async def go():
+        async with Client(params, read_timeout_seconds=120) as c:
+            return await c.call_tool("index_status", {}), await c.call_tool("search", {"query": "ledger"})
+    for res in anyio.run(go):
+        assert not res.is_error
+        shown.append(res.content[0].text + json.dumps(res.structured_content))
+    assert all(secret not in s for s in shown), [s for s in shown if secret in s][0][:500]
+
+
+@pytest.mark.slow
+def test_a_reader_started_while_the_store_is_unreachable_answers_once_it_is_there(tmp_path, tiny_model_dir, pg_server):
+    """The MCP reader starts before its database exists (as when the server is down or not yet
+    provisioned): its calls say so, and once the store is there, the next call answers from it."""
+    import psycopg
+
+    from tests.support.pg import database_url
+
+    base = pg_server.get_uri()
+    name = f"late{os.getpid()}"
+    url = database_url(base, name)
+    w = _world(tmp_path, tiny_model_dir, url)
+    params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                   args=["-m", "remembrancer", "mcp", "--store", url, "--root", str(w["mine"])])
+
+    async def go():
+        async with Client(params, read_timeout_seconds=120) as c:
+            before = await c.call_tool("search", {"query": "ledger service"})
+            with psycopg.connect(base, autocommit=True) as admin:
+                admin.execute(f"CREATE DATABASE {name}")
+            assert _cli(w, "index", "--store", url, "--root", str(w["shared"])).returncode == 0
+            return before, await c.call_tool("search", {"query": "ledger service"})
+    try:
+        before, after = anyio.run(go)
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    assert before.is_error and "cannot connect to the store" in before.content[0].text
+    assert not after.is_error, after.content[0].text
+    assert after.structured_content["results"][0]["path"] in ("journal/2030-01-02.md", "runbooks/restart.md")
+
+
+@pytest.mark.slow
+def test_the_writer_outlives_the_server_dropping_its_connections(tmp_path, tiny_model_dir, pg_url):
+    """What a server restart does to a client — every connection ended by the administrator
+    (AdminShutdown) — and the writer process connects again, takes its lock again and indexes the
+    next push."""
+    import psycopg
+
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def found(query: str, path: str) -> bool:
+            r = _cli(w, "search", query, "--store", pg_url, "--root", str(w["mine"]), "--json")
+            return r.returncode == 0 and json.loads(r.stdout)["results"][0]["path"] == path
+        assert _wait(lambda: found("restart the ledger", "runbooks/restart.md"))
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name"
+                                  " LIKE 'remembrancer-writer%%' AND datname = current_database()").fetchone()[0]
+        assert ended >= 2   # the writer's ledger and its NOTIFY listener
+        write(w["origin"], "runbooks/rotate.md", "# Rotate the wombat keys\n\nRotate them every quarter.\n")
+        git(w["origin"], "add", "-A")
+        git(w["origin"], "commit", "-q", "-m", "rotate")
+
+        def indexed_after_notify() -> bool:
+            _cli(w, "notify", "--store", pg_url, "--event", "post-receive")
+            return found("rotate the wombat keys", "runbooks/rotate.md")
+        assert _wait(indexed_after_notify, 90), "the writer did not index the push after losing its connections"
+        assert writer.poll() is None, writer.stderr.read()
+        doc = _cli(w, "doctor", "--store", pg_url, "--root", str(w["mine"]), "--json")
+        assert {c["check"]: c for c in json.loads(doc.stdout)}["store writer"]["status"] == "OK"
+    finally:
+        _stop(writer)
+    err = writer.stderr.read()
+    assert "lost the store" in err and "connected to the store" in err and "Traceback" not in err, err[-2000:]
+
+
+@pytest.mark.slow
+def test_a_teammates_checkout_named_otherwise_reads_and_reports_like_the_writers(tmp_path, tiny_model_dir, pg_url):
+    """The writer's checkout is `shared/`, the teammate's `mine/`: the store names the root
+    `shared`, and the teammate's read, outline, status and freshness still find their files."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    mine = ("--store", pg_url, "--root", str(w["mine"]))
+    r = _cli(w, "read", "runbooks/restart.md", *mine)
+    assert r.returncode == 0 and "systemctl restart ledger" in r.stdout, r.stderr
+    r = _cli(w, "outline", "runbooks/restart.md", *mine)
+    assert r.returncode == 0 and "Restart the ledger service" in r.stdout, r.stderr
+    st = json.loads(_cli(w, "status", "--json", *mine).stdout)
+    head = git(w["mine"], "rev-parse", "HEAD")
+    assert st["roots"][0]["head_indexed"] == head and st["roots"][0]["path"] == str(w["mine"])
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert f"indexed {head[:7]}" in out["index"]["detail"]
+
+
+@pytest.mark.slow
+def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metrics(tmp_path, tiny_model_dir, pg_url):
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    metrics = tmp_path / "metrics.prom"
+    (tmp_path / "config.toml").write_text((tmp_path / "config.toml").read_text() + f'[metrics]\ntextfile = "{metrics}"\n')
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    mine = ("--store", pg_url, "--root", str(w["mine"]))
+    assert "writer could not fetch" not in _cli(w, "search", "ledger", *mine).stdout
+    # The remote goes away (moved, a revoked token): the writer's fetch fails, carrying a credential.
+    git(w["shared"], "remote", "set-url", "origin", "https://deploy:ghp_Zx9aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3w@127.0.0.1:9/notes.git")
+    r = _cli(w, "index", "--store", pg_url, "--root", str(w["shared"]))
+    assert r.returncode == 0 and "git fetch failed" in r.stderr and "ghp_Zx9a" not in r.stderr + r.stdout
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert out["index"]["verdict"] == "stale" and "the writer could not fetch since" in out["index"]["reason"]
+    checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
+    assert checks["writer fetch"]["status"] == "FAIL" and "git fetch failed" in checks["writer fetch"]["detail"]
+    # a reader's doctor speaks of the store, not of a local daemon, service or git hooks it does not use
+    assert not {"daemon", "service", "inotify"} & set(checks) and not any(k.startswith("hooks") for k in checks)
+    text = metrics.read_text()
+    assert "remembrancer_writer_fetch_ok" in text and 'remembrancer_writer_fetch_ok{index=' in text
+    assert [l for l in text.splitlines() if l.startswith("remembrancer_writer_fetch_ok{")][0].endswith(" 0")
+    shown = json.dumps(out) + json.dumps(checks) + text
+    assert "ghp_Zx9aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3w" not in shown
+    git(w["shared"], "remote", "set-url", "origin", str(w["origin"]))   # fixed: the next pass clears it
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    out = json.loads(_cli(w, "search", "ledger", "--json", *mine).stdout)
+    assert "could not fetch" not in json.dumps(out["index"])
+    checks = {c["check"]: c for c in json.loads(_cli(w, "doctor", "--json", *mine).stdout)}
+    assert checks["writer fetch"]["status"] == "OK"
+
+
+@pytest.mark.slow
+def test_a_teammate_without_a_database_login_reads_the_store_over_http_with_a_token(tmp_path, tiny_model_dir, pg_url):
+    """`serve-http --store URL`: the store's reader answers token holders over streamable HTTP as
+    it answers an MCP session over stdio; a scoped token only its prefixes."""
+    import socket as socketlib
+
+    import httpx2
+
+    from tests.mcp.test_mcp_http import _initialize, over_http
+
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    tokens = {}
+    for name, extra in (("all", ()), ("rb", ("--scope", "runbooks/"))):
+        r = _cli(w, "team", "token", "create", name, *extra, "--json")
+        assert r.returncode == 0, r.stderr
+        tokens[name] = json.loads(r.stdout)["token"]
+    with socketlib.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve-http", "--store", pg_url, "--root",
+                               str(w["mine"]), "--port", str(port)], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        def refuses_strangers() -> bool:
+            try:
+                return _initialize(url, {}).status_code == 401
+            except httpx2.HTTPError:   # not listening yet
+                return False
+        assert _wait(refuses_strangers, 60)
+        params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
+                                       args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])
+
+        async def stdio():
+            async with Client(params, read_timeout_seconds=120) as c:
+                return await c.call_tool("search", {"query": "ledger service"})
+        want = anyio.run(stdio)
+        got = over_http(url, tokens["all"], lambda c: c.call_tool("search", {"query": "ledger service"}))
+        strip = lambda r: [(x["path"], x["heading"], x["score"]) for x in r.structured_content["results"]]
+        assert strip(got) == strip(want) and got.structured_content["index"]["verdict"] == want.structured_content["index"]["verdict"]
+        scoped = over_http(url, tokens["rb"], lambda c: c.call_tool("search", {"query": "ledger service"}))
+        assert {x["path"] for x in scoped.structured_content["results"]} == {"runbooks/restart.md"}
+    finally:
+        _stop(server)

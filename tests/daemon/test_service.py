@@ -36,3 +36,35 @@ def test_install_without_roots_serves_every_corpus(tmp_path):
     text = (tmp_path / "cfg" / "systemd" / "user" / "remembrancer.service").read_text()
     exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
     assert exec_line.rstrip().endswith(" serve") and "--root" not in exec_line
+
+
+def test_the_team_stores_writer_gets_its_own_unit_restarted_on_failure(tmp_path):
+    notes = tmp_path / "shared"
+    notes.mkdir()
+    url = "postgresql://owner@%2Frun%2Fpostgresql/memory"
+    p = run(tmp_path, "service", "install", "--store", url, "--root", str(notes), "--pull-every", "120", "--no-start")
+    assert p.returncode == 0, p.stderr
+    units = tmp_path / "cfg" / "systemd" / "user"
+    text = (units / "remembrancer-writer.service").read_text()
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.split("=", 1)[1].split()[0].startswith("/")
+    assert " serve --store postgresql://owner@%%2Frun%%2Fpostgresql/memory --pull-every 120 --root " in exec_line
+    assert "Restart=on-failure" in text and "team store's writer" in text
+    assert not (units / "remembrancer.service").exists()   # the daemon's unit is another one
+    p = run(tmp_path, "service", "install", "--no-start")
+    assert p.returncode == 0 and (units / "remembrancer.service").exists()
+    p = run(tmp_path, "service", "uninstall")
+    assert p.returncode == 0 and not list(units.iterdir())
+
+
+def test_a_writer_unit_never_keeps_a_password_and_needs_its_checkout(tmp_path):
+    notes = tmp_path / "shared"
+    notes.mkdir()
+    p = run(tmp_path, "service", "install", "--store", "postgresql://owner:hunter2@db/memory", "--root", str(notes),
+            "--no-start")
+    assert p.returncode == 2 and "~/.pgpass" in p.stderr and "hunter2" not in p.stderr + p.stdout
+    assert not (tmp_path / "cfg" / "systemd" / "user" / "remembrancer-writer.service").exists()
+    p = run(tmp_path, "service", "install", "--store", "postgresql://owner@db/memory", "--no-start")
+    assert p.returncode == 2 and "--root CHECKOUT" in p.stderr
+    p = run(tmp_path, "service", "install", "--pull-every", "60", "--no-start")
+    assert p.returncode == 2 and "goes with --store" in p.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -262,4 +263,26 @@ def test_a_scoped_roles_literal_candidates_use_the_index_within_its_grants(world
     finally:
         scoped.close()
         admin.close()
+        _drop(pg_url, role)
+
+
+def test_a_readers_password_never_reaches_the_server_in_clear(pg_url):
+    """grant-reader sends the password's SCRAM verifier (made by libpq here), as psql's \\password
+    does: a server that logs DDL logs the verifier, and the login works with the password."""
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {psycopg.sql.Identifier(admin.info.dbname).as_string(admin)} SET log_statement = 'ddl'")
+        log = Path(admin.execute("SHOW data_directory").fetchone()[0]) / "log"
+    secret = f"Correct-Horse-{next(_names)}-Battery"
+    role = _role()
+    pg_roles.grant_reader(pg_url, role, ["journal/"], password=secret)
+    try:
+        with psycopg.connect(_as(pg_url, role, secret)) as me:
+            assert me.execute("SELECT current_user").fetchone()[0] == role
+        with psycopg.connect(pg_url) as admin:
+            stored = admin.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()[0]
+        assert stored.startswith("SCRAM-SHA-256$")
+        logged = log.read_text(errors="replace")
+        assert f"ALTER ROLE \"{role}\" PASSWORD 'SCRAM-SHA-256$" in logged   # the server did log the DDL
+        assert secret not in logged
+    finally:
         _drop(pg_url, role)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 log = logging.getLogger(__name__)
 
@@ -32,22 +33,48 @@ def notify_writer(url: str, event: str, timeout: float = 2.0) -> bool:
         return False
 
 
+LOGGED_EVERY_S = 10.0   # at most one log line per this long, however many notifications came
+PAYLOAD_SHOWN = 40      # characters of a payload in the log, as a quoted literal (never raw)
+
+
+class NoticeLog:
+    """Logs notifications without letting them write the log: any login may NOTIFY, as often and
+    with whatever payload it likes, so a payload is shown quoted and cut short, and a burst is one
+    line per LOGGED_EVERY_S saying how many came."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._last = -LOGGED_EVERY_S
+        self._unlogged = 0
+
+    def seen(self, payload: str) -> None:
+        now = self._clock()
+        if now - self._last < LOGGED_EVERY_S:
+            self._unlogged += 1
+            return
+        more = f" (and {self._unlogged} more since the last line)" if self._unlogged else ""
+        log.info("notified (%r): pulling now%s", (payload or "no event")[:PAYLOAD_SHOWN], more)
+        self._last, self._unlogged = now, 0
+
+
 def listen(url: str, wake: threading.Event, stop: threading.Event) -> threading.Thread:
-    """LISTEN in a thread: each NOTIFY sets `wake`. A lost connection is tried again every few
-    seconds; the writer's timer keeps pulling meanwhile."""
+    """LISTEN in a thread: each NOTIFY sets `wake` (a burst of them is one pull: the writer reads
+    `wake` once per pass). A lost connection is tried again every few seconds; the writer's timer
+    keeps pulling meanwhile."""
     def run() -> None:
         import psycopg
 
+        notices = NoticeLog()
         while not stop.is_set():
             try:
                 with psycopg.connect(url, autocommit=True, application_name="remembrancer-writer (listen)") as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     while not stop.is_set():
                         for n in conn.notifies(timeout=1.0):
-                            log.info("notified (%s): pulling now", n.payload or "no event")
+                            notices.seen(n.payload)
                             wake.set()
             except Exception as e:  # noqa: BLE001 — the timer still pulls; say why and retry
-                log.warning("not listening for notify on the store (%s); retrying in 5 s", str(e).strip()[:200])
+                log.warning("not listening for notify on the store (%r); retrying in 5 s", str(e).strip()[:200])
                 stop.wait(5.0)
 
     t = threading.Thread(target=run, name="store-notify", daemon=True)

@@ -64,8 +64,8 @@ def grant_reader(url: str, role: str, scopes: list[str], password: str | None = 
             with conn.transaction():
                 if row is None:
                     conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
-                if password is not None:
-                    conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(ident, sql.Literal(password)))
+                if password is not None:   # its SCRAM verifier, made here: the password never reaches the server
+                    conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(ident, sql.Literal(_verifier(conn, role, password))))
                 # an unscoped reader's policy would let every row through: membership is exclusive
                 if conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER')", (role, READER_ROLE)).fetchone()[0]:
                     conn.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(READER_ROLE), ident))
@@ -80,6 +80,13 @@ def grant_reader(url: str, role: str, scopes: list[str], password: str | None = 
             raise UserError(f"{role} is still a member of {READER_ROLE} through another role: it would see every row",
                             param="role", hint=f"revoke that membership, or use a separate login role")
         return _describe(conn, role)
+
+
+def _verifier(conn, role: str, password: str) -> str:
+    """The SCRAM-SHA-256 verifier of `password` for `role`, computed by libpq on this machine (as
+    psql's \\password does): a server logging DDL (`log_statement = 'ddl'`) logs the verifier,
+    from which the password cannot be recovered, instead of the password."""
+    return conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode()
 
 
 def revoke_reader(url: str, role: str, scopes: list[str] | None = None) -> dict:

@@ -354,6 +354,20 @@ CREATE OR REPLACE FUNCTION {LITERAL_GRAMS}(t text) RETURNS text[] LANGUAGE sql I
                  regexp_matches(substr(x, k + 1), '(...)', 'g') m)
 $f$;
 """))
+# The writer's last fetch (migration 14): whether its `git fetch` works is every reader's business,
+# scoped ones included (a failing fetch is why their answers stop moving), so the scoped readers'
+# meta policy takes that key too. Written by the writer (indexer/team.py), redacted.
+WRITER_PULL_KEY = "writer_pull"
+MIGRATIONS.append((14, "the writer's last fetch, readable by scoped readers", f"""
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'meta' AND policyname = 'scoped_reader') THEN
+        DROP POLICY scoped_reader ON meta;
+        CREATE POLICY scoped_reader ON meta FOR SELECT TO {SCOPED_ROLE}
+            USING (key IN ({", ".join(f"'{k}'" for k in (*SCOPED_META_KEYS, WRITER_PULL_KEY))}));
+    END IF;
+END $$;
+"""))
 # Indexes a first load into an empty store builds once, at its end, rather than maintaining them
 # row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
 # section as it was copied in and the postings' two btrees took an insert per posting — together
@@ -431,11 +445,38 @@ def applied_version(conn) -> int:
     return conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
 
 
+MIGRATE_WAIT_S = 120   # the longest a writer waits for another session's migration lock
+
+
+def _migration_lock(conn) -> None:
+    """The migration lock, waited for at most MIGRATE_WAIT_S: any login may hold the key, and a
+    writer must say who does rather than wait for ever."""
+    from psycopg.errors import LockNotAvailable
+
+    conn.execute(f"SET LOCAL lock_timeout = '{int(MIGRATE_WAIT_S * 1000)}ms'")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+    except LockNotAvailable:
+        raise MigrationLockHeld() from None
+    conn.execute("SET LOCAL lock_timeout = 0")
+
+
+class MigrationLockHeld(Exception):
+    """Another session held the migration lock past MIGRATE_WAIT_S (the store names it: migration_lock_holder)."""
+
+
+def migration_lock_holder(conn) -> str:
+    row = conn.execute("SELECT a.usename, a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                       " WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted LIMIT 1",
+                       (MIGRATE_LOCK,)).fetchone()
+    return f"{row[2] or 'a session of role ' + row[0]} (pid {row[1]})" if row else "another session"
+
+
 def migrate(conn) -> list[int]:
     """Apply every migration not yet recorded, each in its own transaction; returns those applied."""
     done = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        _migration_lock(conn)
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                      " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
     from psycopg.errors import DeadlockDetected   # lazily: without the `team` extra, pg_store says what to install
@@ -457,7 +498,7 @@ def migrate(conn) -> list[int]:
 def _apply(conn, version: int, name: str, sql: str) -> bool:
     """One migration step in its own transaction; False if it was already applied."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        _migration_lock(conn)
         if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
             return False
         conn.execute(sql)

@@ -16,12 +16,13 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 import threading
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -86,14 +87,53 @@ def _psycopg():
     return psycopg
 
 
+_DSN_PASSWORD = re.compile(r"""(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)""", re.I)
+
+
+WRITER_BUSY_HINT = ("one writer per store: stop the other `remembrancer serve --store`, or run readers "
+                    "(`remembrancer mcp --store URL`) here")
+
+
+def writer_lock_taken(where: str, holder) -> UserError:
+    """Why the writer's lock could not be taken, from (application_name, role, pid, since,
+    held by the store's owner) of its holder — whose other columns another role may not see."""
+    if holder is None:
+        return UserError(f"the store {where} already has a writer: another process", param="store",
+                         code="writer_busy", hint=WRITER_BUSY_HINT)
+    app, role, pid, since, owner = holder
+    if not owner:
+        return UserError(f"a session of role {role} (pid {pid}) holds the writer's lock of the store {where} but does "
+                         "not own the store: it is not a writer, and it keeps the writer out", param="store",
+                         code="writer_lock_squatted",
+                         hint=f"end it (as a superuser or a member of pg_signal_backend: SELECT pg_terminate_backend({pid}))"
+                              " and keep logins you do not trust off this database (REVOKE CONNECT)")
+    who = app or f"a session of role {role}"
+    when = f", since {since:%Y-%m-%d %H:%M:%S %Z}" if since is not None else ""
+    return UserError(f"the store {where} already has a writer: {who} (pid {pid}{when})", param="store",
+                     code="writer_busy", hint=WRITER_BUSY_HINT)
+
+
 def safe_url(url: str) -> str:
-    """The URL without its password (for status, logs and errors)."""
+    """The store's address without its password (for status, logs, errors and answers), in each
+    form libpq takes one: `user:pw@` in a URL, `?password=` in its query, `password=` in a
+    key=value string."""
+    if "://" not in url:
+        return _DSN_PASSWORD.sub(r"\1***", url)
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[1]}"))
+    if parts.query:
+        query = "&".join(f"{k}=***" if k.lower() == "password" and v else (f"{k}={v}" if v or "=" in pair else k)
+                         for pair in parts.query.split("&") for k, _, v in [pair.partition("=")])
+        parts = parts._replace(query=query)
+    netloc = parts.netloc
+    if parts.password:   # `user:@host` names no password
+        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))   # urlunsplit drops an empty host's "//"
+
+
+def has_password(url: str) -> bool:
+    """Whether the store's address itself holds a password (visible in `ps`, unit files, shell history)."""
+    return safe_url(url) != url
 
 
 def _vec_text(v) -> str:
@@ -137,6 +177,10 @@ def _filter_where(f: Filters) -> tuple[str, list]:
 # The writer's advisory lock granted to some session of this database (pg_locks aliased `l`).
 WRITER_LOCK_HELD = ("l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted"
                     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+# … by a session of the role that owns the store (pg_stat_activity aliased `a`): any login may take an
+# advisory lock, so one taken by another role is not a writer (every role sees usesysid and pid).
+STORE_OWNER = "(SELECT relowner FROM pg_class WHERE oid = to_regclass('public.documents'))"
+HELD_BY_OWNER = f"coalesce(a.usesysid = {STORE_OWNER}, true)"
 
 
 def _create_vector_index(conn, dim: int) -> None:
@@ -263,14 +307,10 @@ class PgLedger(SqlLedger):
         if got:
             return
         holder = self.conn.execute(
-            "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l"
+            f"SELECT a.application_name, a.usename, a.pid, a.backend_start, {HELD_BY_OWNER} FROM pg_locks l"
             f" JOIN pg_stat_activity a ON a.pid = l.pid WHERE {WRITER_LOCK_HELD} LIMIT 1", (WRITER_LOCK,)).fetchone()
         self.conn.close()
-        who = f"{holder[0]} (since {holder[2]:%Y-%m-%d %H:%M:%S %Z})" if holder else "another process"
-        raise UserError(f"the store {safe_url(self.store.url)} already has a writer: {who}",
-                        param="store", code="writer_busy",
-                        hint="one writer per store: stop the other `remembrancer serve --store`, or run readers "
-                             "(`remembrancer mcp --store URL`) here")
+        raise writer_lock_taken(safe_url(self.store.url), holder)
 
     def connections(self) -> list:
         """This ledger's connections, its side connections' too (bench/bench_team.py times their CPU)."""
@@ -849,9 +889,16 @@ class PgLedger(SqlLedger):
         return {int(sid): float(score) for sid, score in rows}
 
     def writer_running(self) -> bool:
-        """Whether some session holds the writer's lock (any role may see pg_locks)."""
-        return bool(self._q(f"SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {WRITER_LOCK_HELD})",
-                            (WRITER_LOCK,)).fetchone()[0])
+        """Whether a session of the store's owner holds the writer's lock (any role may see pg_locks,
+        and any login may take the lock: one of another role is not a writer)."""
+        return bool(self._q(f"SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                            f" WHERE {WRITER_LOCK_HELD} AND {HELD_BY_OWNER})", (WRITER_LOCK,)).fetchone()[0])
+
+    def writer_lock_squatter(self) -> str | None:
+        """A session of another role holding the writer's lock key (it keeps the real writer out), or None."""
+        row = self._q(f"SELECT a.usename, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                      f" WHERE {WRITER_LOCK_HELD} AND NOT {HELD_BY_OWNER} LIMIT 1", (WRITER_LOCK,)).fetchone()
+        return f"a session of role {row[0]} (pid {row[1]})" if row else None
 
     def live_vectors(self) -> int:
         return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
@@ -1175,7 +1222,7 @@ class PgStore:
 
     def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
         if not url.startswith(("postgresql://", "postgres://")):
-            raise UserError(f"--store must be a postgresql:// URL, got {url!r}", param="store")
+            raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
         self.url = url
         self.ranking = ranking
         self.priority = RequestsFirst()   # the writer gives way between documents (indexer/store/priority.py)
@@ -1187,7 +1234,14 @@ class PgStore:
                     if problem := pg_schema.vector_problem(conn):
                         raise UserError(f"{problem}: {safe_url(url)} cannot hold the store", param="store",
                                         code="store_unsupported", hint=NO_PGVECTOR_HINT)
-                    pg_schema.migrate(conn)
+                    try:
+                        pg_schema.migrate(conn)
+                    except pg_schema.MigrationLockHeld:
+                        raise UserError(f"the store {safe_url(url)} could not be migrated: "
+                                        f"{pg_schema.migration_lock_holder(conn)} held its migration lock for "
+                                        f"{pg_schema.MIGRATE_WAIT_S:g} s", param="store", code="migration_lock_held",
+                                        hint="if it is not another remembrancer writer migrating, end that session "
+                                             "(SELECT pg_terminate_backend(PID) as a superuser) and start again") from None
                 self.schema_version = pg_schema.applied_version(conn)
                 readable = self.schema_version == 0 or conn.execute(
                     "SELECT has_table_privilege('public.documents', 'SELECT')").fetchone()[0]
@@ -1207,7 +1261,12 @@ class PgStore:
                             hint=NO_ACCESS_HINT)
         if self.schema_version > pg_schema.LATEST:
             raise UserError(f"the store's schema (version {self.schema_version}) is newer than this remembrancer "
-                            f"knows ({pg_schema.LATEST})", param="store", hint="upgrade remembrancer")
+                            f"knows ({pg_schema.LATEST})", param="store", code="schema_newer", hint="upgrade remembrancer")
+        if readonly and self.schema_version < pg_schema.LATEST:   # a writer has just migrated it; a reader cannot
+            raise UserError(f"the store's schema (version {self.schema_version}) is older than this remembrancer "
+                            f"reads ({pg_schema.LATEST}): its writer runs an older remembrancer", param="store",
+                            code="schema_older", hint="upgrade the writer first (it migrates the store when it "
+                                                      "starts), or run the writer's version here")
 
     def open_ledger(self, readonly: bool) -> PgLedger:
         return PgLedger(self, readonly)
