@@ -262,11 +262,22 @@ def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_
 def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_landed(projects, talks, tmp_path):
     from tests.support.corpus import git, git_init
 
+    import os
+    import subprocess
+
+    def commit(message: str, when: str) -> None:
+        """A commit at a fixed time: its hash is the same on every run (a hash prefix of digits alone
+        is not SHA-like, so a random one made this test fail about one run in 65)."""
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, check=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                            "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
+
     repo = tmp_path / "app"
     git_init(repo)
     (repo / "a.txt").write_text("one\n")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "Start")
+    commit("Start", "2026-03-01T12:00:00+00:00")
     s = Session(projects, cwd=str(repo), start="2026-03-02T09:00:00")
     s.prompt("Cap the upload retries and commit it.")
     s.says("Done.")
@@ -275,15 +286,11 @@ def test_an_exchange_lists_the_commits_it_made_and_quotes_with_whether_they_land
     # a commit made while the first exchange ran (between its prompt and the next one), on main
     (repo / "a.txt").write_text("two\n")
     git(repo, "add", "-A")
-    env_date = "2026-03-02T09:00:20+00:00"   # the first prompt is at 09:00:14, the next at 09:00:35
-    import os
-    import subprocess
-    subprocess.run(["git", "commit", "-q", "-m", "Cap upload retries"], cwd=repo, check=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-                        "GIT_AUTHOR_DATE": env_date, "GIT_COMMITTER_DATE": env_date})
+    commit("Cap upload retries", "2026-03-02T09:00:20+00:00")   # the first prompt is at 09:00:14, the next at 09:00:35
     made = git(repo, "rev-parse", "HEAD")
     start = git(repo, "rev-parse", "HEAD~1")
+    from remembrancer.indexer.memory.commits import is_sha_like
+    assert is_sha_like(start[:9]), start   # the quote below is a hash to check
     s.prompt(f"Is {start[:9]} the first commit?")   # a quoted hash, checked too
     s.says(f"Yes, {start[:9]} is the first commit.")
     e = talks()
