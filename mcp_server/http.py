@@ -15,7 +15,7 @@ import logging
 import time
 
 from remembrancer.indexer.errors import UserError
-from remembrancer.mcp_server.tokens import TokenBook, TokenRecord
+from remembrancer.mcp_server.tokens import TokenBook
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +39,18 @@ class TokenVerifier:
         return AccessToken(token=token, client_id=record.name, scopes=list(record.scopes))
 
 
-def current_token() -> TokenRecord | None:
-    """The token of the request being answered (set by the SDK's auth middleware)."""
+def current_token():
+    """The AccessToken of the request being answered (set by the SDK's auth middleware), or None:
+    `client_id` is the token's name, `scopes` its path prefixes."""
     from mcp.server.auth.middleware.auth_context import get_access_token
 
-    access = get_access_token()
-    if access is None:
-        return None
-    return TokenRecord(name=access.client_id, sha256="", scopes=list(access.scopes))
+    return get_access_token()
+
+
+def _client() -> str:
+    """The query log's `client` of an HTTP call: the token's name."""
+    token = current_token()
+    return f"http:{token.client_id if token else '?'}"
 
 
 class TokenScopedLink:
@@ -72,7 +76,7 @@ class TokenScopedLink:
         try:
             return self._link.call(method, **params)
         finally:
-            log.info("token %s: %s (%.0f ms)", token.name, method, (time.perf_counter() - t0) * 1000)
+            log.info("token %s: %s (%.0f ms)", token.client_id, method, (time.perf_counter() - t0) * 1000)
 
 
 def serve(link, *, host: str, port: int, path: str, public_url: str | None, settings=None,
@@ -92,7 +96,7 @@ def serve(link, *, host: str, port: int, path: str, public_url: str | None, sett
     auth = AuthSettings(issuer_url=base, resource_server_url=None, required_scopes=None)
     server = build_server(TokenScopedLink(link), instructions, settings.doc_types if settings else DOC_TYPES,
                           querylog=QueryLog.for_config(settings), token_verifier=TokenVerifier(book), auth=auth,
-                          client=lambda: f"http:{(current_token() or TokenRecord('?', '')).name}")
+                          client=_client)
     log.warning("remembrancer MCP over HTTP on http://%s:%d%s (%d tokens)", host, port, path, book.count())
     server.run("streamable-http", host=host, port=port, streamable_http_path=path)
     return 0

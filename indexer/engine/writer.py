@@ -39,6 +39,11 @@ WAITING_BATCH = 256  # passages embedded per call when filling those left withou
 ProgressFn = Callable[[int, int, str], None]
 
 
+def _vectors_said(report: IndexReport) -> bool:
+    """Whether the run's warnings already say why passages go without vectors (one line a run)."""
+    return any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings)
+
+
 def link_resolver(catalog: Ledger, roots) -> links.Resolver:
     """A resolver of link targets among the documents and entities this catalog connection sees."""
     return links.Resolver(list(catalog.document_names()), catalog.entities(), multi_root=len(roots) > 1)
@@ -390,7 +395,7 @@ class Writer:
                     report.embedded_for[p.doc.path] = set(p.texts) & set(missing)
             if new_vectors and self.catalog.model_contract() is None:
                 self._record_contract(emb)
-        elif not any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings):
+        elif not _vectors_said(report):
             report.warnings.append(f"vectors skipped: {self._vectors_problem()}")
         # One resolver, grown by each batch as it is written (not every document read again per
         # batch), and kept for the next targeted run while it still describes the catalog.
@@ -453,7 +458,7 @@ class Writer:
         problem = self._vectors_problem() if waiting else None
         if not waiting or emb is None or problem is not None:
             report.waiting = waiting
-            if waiting and not any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings):
+            if waiting and not _vectors_said(report):
                 report.warnings.append(f"vectors waiting: {waiting} passage texts are found by keywords only: {problem}")
             return False
         filled = 0

@@ -118,6 +118,10 @@ class _Breaker:
         if self.reason and ago < RETRY_AFTER_S:
             raise ServerUnavailable(f"{self.reason} ({ago:.0f} s ago; not asked again for {RETRY_AFTER_S:g} s)")
 
+    def forget(self) -> None:
+        """The next call is asked at once (a retry that is part of the same call)."""
+        self.reason = ""
+
     def failed(self, reason: str) -> None:
         self.failed_at, self.reason = time.monotonic(), reason
 
@@ -221,7 +225,7 @@ class ServerEmbedder:
                 return self._request(self.spec.documents, texts, self._doc_timeout)
             except ServerUnavailable as e:
                 if len(texts) > 1 and _too_large(str(e)):
-                    self._breakers[id(self.spec.documents)].reason = ""
+                    self._breakers[id(self.spec.documents)].forget()
                     self._batch = min(self._batch, len(texts) - 1)   # the largest size not yet refused
                     log.info("embedding server: a batch of %d is too large; sending halves", len(texts))
                     half = len(texts) // 2
@@ -229,7 +233,7 @@ class ServerEmbedder:
                 if attempt == DOCUMENT_ATTEMPTS - 1 or " HTTP 4" in str(e) and " HTTP 429" not in str(e):
                     raise
                 log.warning("embedding server: %s; trying again", e)
-                self._breakers[id(self.spec.documents)].reason = ""   # the retry is the next attempt
+                self._breakers[id(self.spec.documents)].forget()   # the retry is the next attempt
                 time.sleep(BACKOFF_S * 2 ** attempt)
         raise AssertionError("unreachable")
 

@@ -37,10 +37,14 @@ def test_a_server_down_at_start_costs_the_daemon_nothing_and_its_vectors_follow_
         write(notes, "runbooks/new.md", "# New\n\n## Kettle\n\nBoil the kettle before the tea.\n")
         wait_for(lambda: d.search("kettle tea", limit=1)["results"], 20)   # indexed as text meanwhile
         with ModelServer("--model", str(tiny_model_dir), "--name", "tiny", port=port):
-            back = wait_for(lambda: (lambda s: s if s["freshness"]["verdict"] != "stale" else None)(d.call("status")), 30)
-            if back.get("vectors_waiting"):   # usable again, not yet embedded: said so, never "fresh"
-                assert back["freshness"]["verdict"] == "catching_up" and "wait for their vectors" in back["freshness"]["reason"]
-            st = wait_for(lambda: (lambda s: s if not s.get("vectors_waiting") else None)(d.call("status")), 60)
+            seen = []   # every status until the vectors are there: never "fresh" while some wait
+
+            def filled():
+                st = d.call("status")
+                seen.append((st["freshness"]["verdict"], st.get("vectors_waiting")))
+                return st if not st.get("vectors_waiting") else None
+            st = wait_for(filled, 60)
+            assert not [s for s in seen if s[1] and s[0] == "fresh"], seen
             assert st["model"]["name"] == "tiny" and "probe" not in st["model"]
             assert st["freshness"]["verdict"] == "fresh"
             out = d.search("kettle tea", limit=1, explain=True)

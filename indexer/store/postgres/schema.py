@@ -8,6 +8,8 @@ two): the step is rolled back and tried again, as a reader retries its query.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import logging
 import re
 import time
@@ -462,14 +464,33 @@ def _migration_lock(conn) -> None:
 
 
 class MigrationLockHeld(Exception):
-    """Another session held the migration lock past MIGRATE_WAIT_S (the store names it: migration_lock_holder)."""
+    """Another session held the migration lock past MIGRATE_WAIT_S (the store names it: lock_holder)."""
 
 
-def migration_lock_holder(conn) -> str:
-    row = conn.execute("SELECT a.usename, a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                       " WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted LIMIT 1",
-                       (MIGRATE_LOCK,)).fetchone()
-    return f"{row[2] or 'a session of role ' + row[0]} (pid {row[1]})" if row else "another session"
+@dataclass(frozen=True)
+class LockHolder:
+    """The session holding an advisory lock key in this database. Any role sees pg_locks and, of
+    another role's session, its role and pid — not its application name or start (then None)."""
+    app: str | None
+    role: str
+    pid: int
+    since: object          # a datetime, or None
+    owns_store: bool       # a session of the role that owns the store's tables (or no store yet)
+
+    def who(self, more: str = "") -> str:
+        return f"{self.app or 'a session of role ' + self.role} (pid {self.pid}{more})"
+
+
+def lock_holder(execute, key: int) -> LockHolder | None:
+    """Who holds advisory lock `key` here (`execute`: a connection's or ledger's), or None."""
+    row = execute(
+        "SELECT a.application_name, a.usename, a.pid, a.backend_start,"
+        " coalesce(a.usesysid = (SELECT relowner FROM pg_class WHERE oid = to_regclass('public.documents')), true)"
+        " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1",
+        (key,)).fetchone()
+    return LockHolder(*row) if row else None
 
 
 def migrate(conn) -> list[int]:

@@ -94,22 +94,19 @@ WRITER_BUSY_HINT = ("one writer per store: stop the other `remembrancer serve --
                     "(`remembrancer mcp --store URL`) here")
 
 
-def writer_lock_taken(where: str, holder) -> UserError:
-    """Why the writer's lock could not be taken, from (application_name, role, pid, since,
-    held by the store's owner) of its holder — whose other columns another role may not see."""
+def writer_lock_taken(where: str, holder: "pg_schema.LockHolder | None") -> UserError:
+    """Why the writer's lock could not be taken, by who holds it."""
     if holder is None:
         return UserError(f"the store {where} already has a writer: another process", param="store",
                          code="writer_busy", hint=WRITER_BUSY_HINT)
-    app, role, pid, since, owner = holder
-    if not owner:
-        return UserError(f"a session of role {role} (pid {pid}) holds the writer's lock of the store {where} but does "
-                         "not own the store: it is not a writer, and it keeps the writer out", param="store",
-                         code="writer_lock_squatted",
-                         hint=f"end it (as a superuser or a member of pg_signal_backend: SELECT pg_terminate_backend({pid}))"
-                              " and keep logins you do not trust off this database (REVOKE CONNECT)")
-    who = app or f"a session of role {role}"
-    when = f", since {since:%Y-%m-%d %H:%M:%S %Z}" if since is not None else ""
-    return UserError(f"the store {where} already has a writer: {who} (pid {pid}{when})", param="store",
+    if not holder.owns_store:
+        return UserError(f"{holder.who()} holds the writer's lock of the store {where} but does not own the store: it "
+                         "is not a writer, and it keeps the writer out", param="store", code="writer_lock_squatted",
+                         hint=f"end it (as a superuser or a member of pg_signal_backend: SELECT "
+                              f"pg_terminate_backend({holder.pid})) and keep logins you do not trust off this "
+                              "database (REVOKE CONNECT)")
+    when = f", since {holder.since:%Y-%m-%d %H:%M:%S %Z}" if holder.since is not None else ""
+    return UserError(f"the store {where} already has a writer: {holder.who(when)}", param="store",
                      code="writer_busy", hint=WRITER_BUSY_HINT)
 
 
@@ -172,15 +169,6 @@ def _filter_where(f: Filters) -> tuple[str, list]:
     """The local catalog's filter clause in PostgreSQL's dialect."""
     return filter_where(f, mark="%s", any_of=lambda col, values: (f"{col} = ANY(%s)", [list(values)]),
                         has_tag=lambda: "d.tags ? %s", true="true")
-
-
-# The writer's advisory lock granted to some session of this database (pg_locks aliased `l`).
-WRITER_LOCK_HELD = ("l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %s AND l.granted"
-                    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
-# … by a session of the role that owns the store (pg_stat_activity aliased `a`): any login may take an
-# advisory lock, so one taken by another role is not a writer (every role sees usesysid and pid).
-STORE_OWNER = "(SELECT relowner FROM pg_class WHERE oid = to_regclass('public.documents'))"
-HELD_BY_OWNER = f"coalesce(a.usesysid = {STORE_OWNER}, true)"
 
 
 def _create_vector_index(conn, dim: int) -> None:
@@ -306,9 +294,7 @@ class PgLedger(SqlLedger):
         got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()[0]
         if got:
             return
-        holder = self.conn.execute(
-            f"SELECT a.application_name, a.usename, a.pid, a.backend_start, {HELD_BY_OWNER} FROM pg_locks l"
-            f" JOIN pg_stat_activity a ON a.pid = l.pid WHERE {WRITER_LOCK_HELD} LIMIT 1", (WRITER_LOCK,)).fetchone()
+        holder = pg_schema.lock_holder(self.conn.execute, WRITER_LOCK)
         self.conn.close()
         raise writer_lock_taken(safe_url(self.store.url), holder)
 
@@ -889,16 +875,15 @@ class PgLedger(SqlLedger):
         return {int(sid): float(score) for sid, score in rows}
 
     def writer_running(self) -> bool:
-        """Whether a session of the store's owner holds the writer's lock (any role may see pg_locks,
-        and any login may take the lock: one of another role is not a writer)."""
-        return bool(self._q(f"SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                            f" WHERE {WRITER_LOCK_HELD} AND {HELD_BY_OWNER})", (WRITER_LOCK,)).fetchone()[0])
+        """Whether a session of the store's owner holds the writer's lock (any login may take the
+        key: a session of another role is not a writer)."""
+        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        return holder is not None and holder.owns_store
 
     def writer_lock_squatter(self) -> str | None:
         """A session of another role holding the writer's lock key (it keeps the real writer out), or None."""
-        row = self._q(f"SELECT a.usename, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                      f" WHERE {WRITER_LOCK_HELD} AND NOT {HELD_BY_OWNER} LIMIT 1", (WRITER_LOCK,)).fetchone()
-        return f"a session of role {row[0]} (pid {row[1]})" if row else None
+        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        return holder.who() if holder is not None and not holder.owns_store else None
 
     def live_vectors(self) -> int:
         return self._q("SELECT count(*) FROM passages WHERE embedding IS NOT NULL").fetchone()[0]
@@ -1237,8 +1222,9 @@ class PgStore:
                     try:
                         pg_schema.migrate(conn)
                     except pg_schema.MigrationLockHeld:
+                        holder = pg_schema.lock_holder(conn.execute, pg_schema.MIGRATE_LOCK)
                         raise UserError(f"the store {safe_url(url)} could not be migrated: "
-                                        f"{pg_schema.migration_lock_holder(conn)} held its migration lock for "
+                                        f"{holder.who() if holder else 'another session'} held its migration lock for "
                                         f"{pg_schema.MIGRATE_WAIT_S:g} s", param="store", code="migration_lock_held",
                                         hint="if it is not another remembrancer writer migrating, end that session "
                                              "(SELECT pg_terminate_backend(PID) as a superuser) and start again") from None
