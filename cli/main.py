@@ -282,15 +282,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security), "
                        "tokens of the HTTP endpoint")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
-    tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
+    tp = ts.add_parser("grant-reader", help="create or update a login role that reads this store: only these "
+                       "prefixes (--scope), or all of it (--all)")
     tp.add_argument("role")
-    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX", required=True,
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX",
                     help="a folder of the corpus the role may read (repeatable; added to what it has)")
+    tp.add_argument("--all", action="store_true", dest="everything", help="the role reads the whole store")
     tp.add_argument("--password-stdin", action="store_true", help="set the role's password from stdin (one line)")
-    tp = ts.add_parser("revoke-reader", help="take prefixes from a scoped role (all of them without --scope)")
+    tp = ts.add_parser("revoke-reader", help="take prefixes from a scoped role (without --scope: the role reads "
+                       "nothing of this store)")
     tp.add_argument("role")
     tp.add_argument("--scope", action="append", default=[], metavar="PREFIX")
-    tp = ts.add_parser("readers", help="list the scoped readers and their prefixes")
+    tp = ts.add_parser("readers", help="list the store's readers (and the prefixes of the scoped ones)")
     for tp in ts.choices.values():
         _add_store(tp)
         tp.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -1109,7 +1112,7 @@ def cmd_team(args) -> int:
                         hint="--store postgresql://WRITER@HOST/DB (the writer's role: it owns the tables)")
     if args.team_command == "grant-reader":
         password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else None
-        out = [pg_roles.grant_reader(args.store, args.role, args.scope, password=password)]
+        out = [pg_roles.grant_reader(args.store, args.role, args.scope, password=password, everything=args.everything)]
     elif args.team_command == "revoke-reader":
         out = [pg_roles.revoke_reader(args.store, args.role, args.scope)]
     else:
@@ -1118,10 +1121,10 @@ def cmd_team(args) -> int:
         print(json.dumps(out if args.team_command == "readers" else out[0], indent=2))
         return EXIT_OK
     for r in out:
-        what = ", ".join(r["scope"]) if r["scope"] else "nothing"
-        print(f"{r['role']}: reads {what}" if r["scoped"] else f"{r['role']}: not a reader of this store any more")
+        what = "the whole store" if r["reads_all"] else ", ".join(r["scope"]) if r["scoped"] and r["scope"] else None
+        print(f"{r['role']}: reads {what}" if what else f"{r['role']}: reads nothing of this store")
     if not out:
-        print("no scoped readers")
+        print("no readers")
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ two): the step is rolled back and tried again, as a reader retries its query.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import logging
 import re
@@ -20,7 +21,7 @@ MIGRATE_LOCK = 0x72656D31   # advisory lock key while migrating ("rem1")
 STEP_TRIES = 5              # a migration step that meets a reader's locks (deadlock) is tried again
 READER_ROLE = "remembrancer_reader"
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+MIGRATIONS: list[tuple[int, str, str | Callable]] = [   # SQL, or a function of the connection making it
     (1, "catalog, keyword postings and passage vectors", """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
@@ -370,6 +371,102 @@ BEGIN
     END IF;
 END $$;
 """))
+# Each store's own reader roles (migration 15): roles are the server's, not a database's, so the
+# group roles of migrations 3 and 7 were shared by every store on a server — a login made a reader
+# of one store read them all, and making it a scoped reader of one store (which takes it out of the
+# unscoped group) cut its access to the others. This store's roles are named after its database
+# (store_roles), recorded in meta (READER_ROLES_KEY: a renamed database keeps them), and take over
+# the policies and privileges the shared roles had here; the shared roles keep nothing here. The
+# logins that read this store through the shared roles are moved to its own (an unscoped one
+# already read every store on the server; `team readers` lists them to review). Without
+# CREATEROLE the step changes nothing and says so: the store keeps the shared roles.
+READER_ROLES_KEY = "reader_roles"
+
+
+def store_roles(database: str) -> tuple[str, str]:
+    """The unscoped and the scoped reader group roles of the store in `database` (at most 63
+    bytes, PostgreSQL's limit: a long name is cut and keeps a hash of the whole)."""
+    import hashlib
+
+    def fit(kind: str) -> str:
+        name = f"remembrancer_{kind}_{database}"
+        if len(name.encode()) <= 63:
+            return name
+        tag = "_" + hashlib.sha256(database.encode()).hexdigest()[:8]
+        while len(name.encode()) > 63 - len(tag):
+            name = name[:-1]
+        return name + tag
+
+    return fit("reader"), fit("scoped")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def own_roles_sql(conn) -> str:
+    database = conn.execute("SELECT current_database()").fetchone()[0]
+    reader, scoped = store_roles(database)
+    links = "links"
+    scoped_tables = ", ".join(_literal(t) for t in SCOPED_POLICIES if t != links)
+    return f"""
+DO $$
+DECLARE
+    r name := {_literal(reader)};
+    s name := {_literal(scoped)};
+    here name := current_schema();
+    t text;
+    m name;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = here AND tablename = 'documents'
+                   AND policyname = 'scoped_reader') THEN
+        RAISE NOTICE 'no reader roles in this store (its migrations ran without CREATEROLE): nothing to move';
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', r); END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = s) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', s); END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I, %I', here, r, s);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', here, r);
+    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT ON TABLES TO %I', here, r);
+    FOR t IN SELECT tablename FROM pg_policies WHERE schemaname = here AND policyname = 'reader' LOOP
+        EXECUTE format('ALTER POLICY reader ON %I TO %I', t, r);
+    END LOOP;
+    FOR t IN SELECT tablename FROM pg_policies WHERE schemaname = here AND policyname = 'scoped_reader' LOOP
+        EXECUTE format('ALTER POLICY scoped_reader ON %I TO %I', t, s);
+    END LOOP;
+    FOREACH t IN ARRAY ARRAY[{scoped_tables}] LOOP
+        EXECUTE format('GRANT SELECT ON %I TO %I', t, s);
+    END LOOP;
+    EXECUTE format('GRANT SELECT ({SCOPED_LINK_COLUMNS}) ON {links} TO %I', s);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) TO %I', s);
+    -- the shared roles keep nothing of this store
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {READER_ROLE}', here);
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {READER_ROLE}', here);
+        EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I REVOKE SELECT ON TABLES FROM {READER_ROLE}', here);
+        FOR m IN SELECT u.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
+                 JOIN pg_roles u ON u.oid = a.member
+                 WHERE g.rolname = '{READER_ROLE}' AND u.rolname NOT IN (SELECT role FROM scope_roles) LOOP
+            EXECUTE format('GRANT %I TO %I', r, m);
+        END LOOP;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {SCOPED_ROLE}', here);
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {SCOPED_ROLE}', here);
+        EXECUTE 'REVOKE ALL ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) FROM {SCOPED_ROLE}';
+    END IF;
+    FOR m IN SELECT g.role FROM scope_roles g JOIN pg_roles u ON u.rolname = g.role LOOP
+        EXECUTE format('GRANT %I TO %I', s, m);
+    END LOOP;
+    INSERT INTO meta(key, value) VALUES ('{READER_ROLES_KEY}', json_build_object('reader', r, 'scoped', s)::text)
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'this store keeps the shared reader roles (no CREATEROLE): %', SQLERRM;
+END $$;
+"""
+
+
+MIGRATIONS.append((15, "each store's own reader roles", own_roles_sql))
 # Indexes a first load into an empty store builds once, at its end, rather than maintaining them
 # row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
 # section as it was copied in and the postings' two btrees took an insert per posting — together
@@ -522,7 +619,7 @@ def _apply(conn, version: int, name: str, sql: str) -> bool:
         _migration_lock(conn)
         if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
             return False
-        conn.execute(sql)
+        conn.execute(sql if isinstance(sql, str) else sql(conn))
         conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)", (version, name))
     log.info("store: applied migration %d (%s)", version, name)
     return True
@@ -530,12 +627,12 @@ def _apply(conn, version: int, name: str, sql: str) -> bool:
 
 def session_scope(conn) -> tuple[str, ...] | None:
     """The prefixes the connected role is limited to, or None for an unscoped reader (or the writer)."""
-    # a member of the scoped group (superusers are members of every role: not them), or recorded as one
-    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND (EXISTS (SELECT 1 FROM pg_roles r"
-                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)"
-                       " AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(current_user, %s, 'MEMBER'))",
-                       (SCOPED_ROLE, SCOPED_ROLE)).fetchone()
-    if not row[0]:
+    # recorded as this store's scoped reader: a scoped role sees its own row of scope_roles, an
+    # unscoped reader none (no policy of its group there), a superuser every row but is never one
+    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_roles r"
+                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)").fetchone()
+    if not row[0] or not conn.execute("SELECT EXISTS (SELECT 1 FROM public.scope_roles WHERE role = current_user)"
+                                      ).fetchone()[0]:
         return None
     return tuple(r[0] for r in conn.execute("SELECT prefix FROM public.scope_grants WHERE role = current_user"
                                             " ORDER BY prefix"))

@@ -54,8 +54,8 @@ WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
 GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_reader, or "
-                  "`remembrancer team grant-reader ROLE --scope …`)")
+NO_ACCESS_HINT = ("ask the store's admin to make your login a reader of this store: "
+                  "`remembrancer team grant-reader ROLE --all` (or `--scope PREFIX`)")
 NO_PGVECTOR_HINT = ("install pgvector on the server (the pgvector/pgvector Docker image has it; a managed"
                     " PostgreSQL: enable its `vector` extension), or point --store at one that has it")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
