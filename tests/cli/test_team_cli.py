@@ -390,5 +390,51 @@ def test_a_teammate_without_a_database_login_reads_the_store_over_http_with_a_to
         assert strip(got) == strip(want) and got.structured_content["index"]["verdict"] == want.structured_content["index"]["verdict"]
         scoped = over_http(url, tokens["rb"], lambda c: c.call_tool("search", {"query": "ledger service"}))
         assert {x["path"] for x in scoped.structured_content["results"]} == {"runbooks/restart.md"}
+        # many agents at once cost the database a bounded number of connections: each call borrows
+        # one of the reader's pooled connections (before, every worker thread kept its own: 81
+        # connections for 64 clients)
+        errors, most = _crowd(url, tokens["all"], pg_url, clients=24)
+        assert not errors and 0 < most <= 10, (errors[:3], most)
     finally:
         _stop(server)
+
+
+def _crowd(url: str, token: str, pg_url: str, clients: int) -> tuple[list, int]:
+    """`clients` HTTP sessions at once, two searches each; (their errors, the most connections the
+    store's database had meanwhile, sampled every 20 ms)."""
+    import threading
+
+    import psycopg
+
+    from tests.mcp.test_mcp_http import over_http
+
+    errors, most, done = [], [0], threading.Event()
+
+    def sample():
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            while not done.wait(0.02):
+                n = c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                              " AND pid <> pg_backend_pid()").fetchone()[0]
+                most[0] = max(most[0], n)
+
+    async def ask(c):
+        for q in ("ledger service", "what happened at noon"):
+            r = await c.call_tool("search", {"query": q})
+            if r.is_error:
+                errors.append(r)
+
+    def one():
+        try:
+            over_http(url, token, ask)
+        except BaseException as e:   # noqa: BLE001 — counted, as a client would see it
+            errors.append(e)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    threads = [threading.Thread(target=one) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    sampler.join()
+    return errors, most[0]
