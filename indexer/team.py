@@ -28,7 +28,7 @@ from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-from remembrancer.indexer.store.postgres.store import PgStore, safe_url
+from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,13 @@ class TeamReader:
     def call(self, method: str, **params) -> dict:
         if self.granted is not None:
             params = {**params, "scope": list(pg_roles.effective_scope(self.granted, params.get("scope")))}
+        psycopg = _psycopg()
         try:
             out = api.answer_in_process(self.engine, method, params, self.freshness)
-        finally:
+        except psycopg.OperationalError as e:   # the server went away (a restart): said, and the next call
+            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", code="store_unreachable", hint="retry; check the server") from None
+        finally:   # connects again (each connection of the reader is checked before its next query)
             self.engine.release_reader()
         if out is not None:
             return out

@@ -12,11 +12,10 @@ the reader's engine applies the same scope so counts, statistics, links and hist
 
 from __future__ import annotations
 
-import json
-
 from remembrancer.indexer.store import scope as scope_mod
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.store.postgres.schema import READER_ROLE, READER_ROLES_KEY, SCOPED_ROLE, own_roles_sql
+from remembrancer.indexer.store.postgres import schema as pg_schema
+from remembrancer.indexer.store.postgres.schema import READER_ROLE, SCOPED_ROLE
 from remembrancer.indexer.store.postgres.store import PgStore, _psycopg
 
 
@@ -26,23 +25,13 @@ def _connect(url: str):
 
 
 def _own_roles(conn) -> tuple[str, str]:
-    """This store's (reader, scoped reader) group roles. A store migrated without CREATEROLE has
-    none: they are made here if the writer's role may now make them (the step is idempotent)."""
-    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_policies WHERE policyname = 'scoped_reader'"
-                        " AND tablename = 'documents')").fetchone()[0]:
-        raise UserError("this store has no reader roles (its migrations ran without CREATEROLE)", param="store",
-                        hint="give the writer's role CREATEROLE, then re-create the store with the writer")
-    for attempt in range(2):
-        row = conn.execute("SELECT value FROM meta WHERE key = %s", (READER_ROLES_KEY,)).fetchone()
-        roles = json.loads(row[0]) if row else {}
-        names = (roles.get("reader"), roles.get("scoped"))
-        if all(names) and conn.execute("SELECT count(*) = 2 FROM pg_roles WHERE rolname = ANY(%s)",
-                                       (list(names),)).fetchone()[0]:
-            return names
-        if attempt == 0:
-            conn.execute(own_roles_sql(conn))
-    raise UserError("this store has no reader roles of its own: the writer's role may not create roles",
-                    param="store", hint="as a superuser: ALTER ROLE <writer> CREATEROLE; then run this again")
+    """This store's (reader, scoped reader) group roles, with their policies and grants made
+    first where missing (schema.ensure_reader_access: the writer's role needs CREATEROLE)."""
+    problem = pg_schema.ensure_reader_access(conn)
+    if problem:
+        raise UserError(f"this store's readers cannot be served: {problem}", param="store",
+                        hint="as a superuser: ALTER ROLE <writer> CREATEROLE; then run this again")
+    return pg_schema.store_roles(conn.execute("SELECT current_database()").fetchone()[0])
 
 
 def _check_role_name(role: str, own: tuple[str, str]) -> str:

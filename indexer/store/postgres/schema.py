@@ -375,12 +375,15 @@ END $$;
 # group roles of migrations 3 and 7 were shared by every store on a server — a login made a reader
 # of one store read them all, and making it a scoped reader of one store (which takes it out of the
 # unscoped group) cut its access to the others. This store's roles are named after its database
-# (store_roles), recorded in meta (READER_ROLES_KEY: a renamed database keeps them), and take over
-# the policies and privileges the shared roles had here; the shared roles keep nothing here. The
+# (store_roles) and hold its policies and privileges (reader_access_sql: one definition, also run
+# by the writer at start when the store's policies name other roles — a store restored or copied
+# under another name, or restored without its policies); the shared roles keep nothing here. The
 # logins that read this store through the shared roles are moved to its own (an unscoped one
 # already read every store on the server; `team readers` lists them to review). Without
-# CREATEROLE the step changes nothing and says so: the store keeps the shared roles.
-READER_ROLES_KEY = "reader_roles"
+# CREATEROLE nothing changes and a notice says so; the writer tries again at its next start.
+SCOPED_META_POLICY = "key IN (" + ", ".join(f"'{k}'" for k in (*SCOPED_META_KEYS, WRITER_PULL_KEY)) + ")"
+READER_TABLES = (*(t for t in SCOPED_POLICIES if t not in ("scope_grants", "scope_roles")), *HIDDEN_FROM_SCOPED,
+                 "postings_packed", "postings_dead")
 
 
 def store_roles(database: str) -> tuple[str, str]:
@@ -404,46 +407,52 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def own_roles_sql(conn) -> str:
+def _policy_statements() -> list[str]:
+    """This store's policies and grants for its group roles `r` (every row) and `s` (a scoped
+    role's rows), as plpgsql statements over those two variables; re-running them is harmless."""
+    out = []
+    for table in READER_TABLES:
+        out.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        out.append(f"DROP POLICY IF EXISTS reader ON {table};")
+        out.append(f"EXECUTE format('CREATE POLICY reader ON {table} FOR SELECT TO %I USING (true)', r);")
+    for table, using in SCOPED_POLICIES.items():
+        using = SCOPED_META_POLICY if table == "meta" else using
+        grant = f"GRANT SELECT ({SCOPED_LINK_COLUMNS}) ON links" if table == "links" else f"GRANT SELECT ON {table}"
+        out.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        out.append(f"DROP POLICY IF EXISTS scoped_reader ON {table};")
+        quoted = using.replace("'", "''").replace("%", "%%")   # a literal inside format()'s string
+        out.append(f"EXECUTE format('CREATE POLICY scoped_reader ON {table} FOR SELECT TO %I USING ({quoted})', s);")
+        out.append(f"EXECUTE format('{grant} TO %I', s);")
+    out.append("EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I, %I', current_schema(), r, s);")
+    out.append("EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', current_schema(), r);")
+    out.append("EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT ON TABLES TO %I', current_schema(), r);")
+    out.append(f"EXECUTE format('GRANT EXECUTE ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean)"
+               " TO %I', s);")
+    return out
+
+
+def reader_access_sql(conn, move_shared: bool = False) -> str:
+    """The DO block giving this database's store its own reader roles (created if missing),
+    policies and grants; with `move_shared`, also moving the shared roles' members and taking
+    the shared roles' privileges here (migration 15)."""
     database = conn.execute("SELECT current_database()").fetchone()[0]
     reader, scoped = store_roles(database)
-    links = "links"
-    scoped_tables = ", ".join(_literal(t) for t in SCOPED_POLICIES if t != links)
-    return f"""
-DO $$
-DECLARE
-    r name := {_literal(reader)};
-    s name := {_literal(scoped)};
-    here name := current_schema();
-    t text;
-    m name;
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = here AND tablename = 'documents'
-                   AND policyname = 'scoped_reader') THEN
-        RAISE NOTICE 'no reader roles in this store (its migrations ran without CREATEROLE): nothing to move';
-        RETURN;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', r); END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = s) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', s); END IF;
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I, %I', here, r, s);
-    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', here, r);
-    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT ON TABLES TO %I', here, r);
-    FOR t IN SELECT tablename FROM pg_policies WHERE schemaname = here AND policyname = 'reader' LOOP
-        EXECUTE format('ALTER POLICY reader ON %I TO %I', t, r);
+    # the roles the store's policies named before (a copy's source store's, restored under this
+    # name) keep nothing here
+    others = f"""FOR m IN SELECT DISTINCT unnest(roles) FROM pg_policies WHERE schemaname = current_schema()
+                 AND policyname IN ('reader', 'scoped_reader') LOOP
+        IF m NOT IN (r, s, 'public') AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = m) THEN
+            EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', current_schema(), m);
+            EXECUTE format('REVOKE ALL ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) FROM %I', m);
+        END IF;
     END LOOP;
-    FOR t IN SELECT tablename FROM pg_policies WHERE schemaname = here AND policyname = 'scoped_reader' LOOP
-        EXECUTE format('ALTER POLICY scoped_reader ON %I TO %I', t, s);
-    END LOOP;
-    FOREACH t IN ARRAY ARRAY[{scoped_tables}] LOOP
-        EXECUTE format('GRANT SELECT ON %I TO %I', t, s);
-    END LOOP;
-    EXECUTE format('GRANT SELECT ({SCOPED_LINK_COLUMNS}) ON {links} TO %I', s);
-    EXECUTE format('GRANT EXECUTE ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) TO %I', s);
-    -- the shared roles keep nothing of this store
+    """
+    body = others + "\n    ".join(_policy_statements())
+    shared = f"""
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
-        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {READER_ROLE}', here);
-        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {READER_ROLE}', here);
-        EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I REVOKE SELECT ON TABLES FROM {READER_ROLE}', here);
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {READER_ROLE}', current_schema());
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {READER_ROLE}', current_schema());
+        EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I REVOKE SELECT ON TABLES FROM {READER_ROLE}', current_schema());
         FOR m IN SELECT u.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
                  JOIN pg_roles u ON u.oid = a.member
                  WHERE g.rolname = '{READER_ROLE}' AND u.rolname NOT IN (SELECT role FROM scope_roles) LOOP
@@ -451,19 +460,61 @@ BEGIN
         END LOOP;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
-        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {SCOPED_ROLE}', here);
-        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {SCOPED_ROLE}', here);
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {SCOPED_ROLE}', current_schema());
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {SCOPED_ROLE}', current_schema());
         EXECUTE 'REVOKE ALL ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) FROM {SCOPED_ROLE}';
     END IF;
     FOR m IN SELECT g.role FROM scope_roles g JOIN pg_roles u ON u.rolname = g.role LOOP
         EXECUTE format('GRANT %I TO %I', s, m);
-    END LOOP;
-    INSERT INTO meta(key, value) VALUES ('{READER_ROLES_KEY}', json_build_object('reader', r, 'scoped', s)::text)
-        ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+    END LOOP;""" if move_shared else ""
+    return f"""
+DO $$
+DECLARE
+    r name := {_literal(reader)};
+    s name := {_literal(scoped)};
+    m name;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', r); END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = s) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', s); END IF;
+    {body}{shared}
 EXCEPTION WHEN insufficient_privilege THEN
-    RAISE NOTICE 'this store keeps the shared reader roles (no CREATEROLE): %', SQLERRM;
+    RAISE NOTICE 'no reader roles of this store (the writer''s role needs CREATEROLE): %', SQLERRM;
 END $$;
 """
+
+
+def reader_access_problem(conn) -> str | None:
+    """Why this store's readers cannot be served by its own roles (roles missing, policies naming
+    other roles or missing), or None. The writer checks it at start and repairs what it can."""
+    reader, scoped = store_roles(conn.execute("SELECT current_database()").fetchone()[0])
+    if conn.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (%s, %s)", (reader, scoped)).fetchone()[0] < 2:
+        return f"its reader roles {reader} and {scoped} do not exist"
+    wrong = conn.execute(
+        "SELECT count(*) FROM unnest(%s::text[]) AS t(name) LEFT JOIN pg_policies p ON p.schemaname = current_schema()"
+        " AND p.tablename = t.name AND p.policyname = 'reader' WHERE p.roles IS DISTINCT FROM ARRAY[%s]::name[]",
+        (list(READER_TABLES), reader)).fetchone()[0]
+    wrong += conn.execute(
+        "SELECT count(*) FROM unnest(%s::text[]) AS t(name) LEFT JOIN pg_policies p ON p.schemaname = current_schema()"
+        " AND p.tablename = t.name AND p.policyname = 'scoped_reader' WHERE p.roles IS DISTINCT FROM ARRAY[%s]::name[]",
+        (list(SCOPED_POLICIES), scoped)).fetchone()[0]
+    return f"{wrong} of its row-level security policies do not name its reader roles" if wrong else None
+
+
+def ensure_reader_access(conn) -> str | None:
+    """At the writer's start: give the store its own roles' policies and grants where they are
+    missing or name other roles (restored or copied under another name); None when that is done,
+    else why not (the writer's role cannot create roles: readers are refused, never let in)."""
+    if applied_version(conn) < 15 or reader_access_problem(conn) is None:
+        return None
+    conn.execute(reader_access_sql(conn))
+    problem = reader_access_problem(conn)
+    if problem is None:
+        log.info("store: its reader roles' policies and grants were (re)made")
+    return problem
+
+
+def own_roles_sql(conn) -> str:
+    return reader_access_sql(conn, move_shared=True)
 
 
 MIGRATIONS.append((15, "each store's own reader roles", own_roles_sql))
