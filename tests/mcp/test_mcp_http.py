@@ -163,6 +163,23 @@ def test_serve_http_without_tokens_refuses_to_start(tmp_path, world):
     assert r.returncode == 2 and "no tokens" in r.stderr and "team token create" in r.stderr
 
 
+def test_a_token_file_that_cannot_be_written_is_a_clear_error_and_loses_nothing(tmp_path, world):
+    """The file is written whole beside itself, then put in place: when that fails (here its
+    temporary file's name is taken by a folder, as a full or read-only disk would fail it) the
+    command says so in one line, the token is not created, and the earlier tokens still work."""
+    env = {**world["env"], "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")}
+    r = run_cli("team", "token", "create", "first", env=env, cwd=PROJECT)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "data" / "http-tokens.json"
+    before = path.read_text()
+    (tmp_path / "data" / "http-tokens.tmp").mkdir()
+    r = run_cli("team", "token", "create", "second", env=env, cwd=PROJECT)
+    assert r.returncode == 2 and "cannot write the token file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "nothing was changed" in r.stderr and path.read_text() == before
+    r = run_cli("team", "token", "list", env=env, cwd=PROJECT)
+    assert r.returncode == 0 and "first" in r.stdout and "second" not in r.stdout
+
+
 def test_the_http_units_command_serves_the_tools(indexed, tmp_path):
     """`service install --http` writes a unit of its own; what its ExecStart runs (systemd is not
     running here: the line is run as systemd would, `%%` read as `%`, with its Environment=) serves
