@@ -273,24 +273,24 @@ def build_parser() -> argparse.ArgumentParser:
                        "holders: a team store's reader (--store) or this machine's corpus (--root)")
     _add_store(p)
     _add_root(p)
-    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (put TLS in a reverse proxy in front)")
-    p.add_argument("--port", type=int, default=8848)
-    p.add_argument("--path", default="/mcp", help="the endpoint's path")
-    p.add_argument("--public-url", metavar="URL", help="the address clients use (behind a proxy), e.g. https://memory.example.com")
+    _add_listen(p)
     p.add_argument("--instructions", default="", help="text appended to the server description")
 
     p = sub.add_parser("team", help="team store administration: scoped reader roles (row-level security), "
                        "tokens of the HTTP endpoint")
     ts = p.add_subparsers(dest="team_command", required=True, metavar="ACTION")
-    tp = ts.add_parser("grant-reader", help="create or update a login role that reads only these prefixes")
+    tp = ts.add_parser("grant-reader", help="create or update a login role that reads this store: only these "
+                       "prefixes (--scope), or all of it (--all)")
     tp.add_argument("role")
-    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX", required=True,
+    tp.add_argument("--scope", action="append", default=[], metavar="PREFIX",
                     help="a folder of the corpus the role may read (repeatable; added to what it has)")
+    tp.add_argument("--all", action="store_true", dest="everything", help="the role reads the whole store")
     tp.add_argument("--password-stdin", action="store_true", help="set the role's password from stdin (one line)")
-    tp = ts.add_parser("revoke-reader", help="take prefixes from a scoped role (all of them without --scope)")
+    tp = ts.add_parser("revoke-reader", help="take prefixes from a scoped role (without --scope: the role reads "
+                       "nothing of this store)")
     tp.add_argument("role")
     tp.add_argument("--scope", action="append", default=[], metavar="PREFIX")
-    tp = ts.add_parser("readers", help="list the scoped readers and their prefixes")
+    tp = ts.add_parser("readers", help="list the store's readers (and the prefixes of the scoped ones)")
     for tp in ts.choices.values():
         _add_store(tp)
         tp.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -327,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     ss = p.add_subparsers(dest="service_command", required=True, metavar="{install,uninstall}")
     for name, what in (("install", "write the systemd --user unit (Linux) or launchd agent (macOS) for the "
                                    "daemon, then enable and start it"),
-                       ("uninstall", "stop, disable and remove it (the index stays: `corpora forget` deletes it)")):
+                       ("uninstall", "stop, disable and remove every unit it installed: the daemon's, a writer's, the HTTP "
+                                     "endpoint's (the index stays: `corpora forget` deletes it)")):
         sp = ss.add_parser(name, help=what, description=what)
         _add_root(sp)
         sp.add_argument("--no-start", action="store_true", help="write the unit but do not enable/start it")
@@ -337,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--store", metavar="URL", help="the team store's writer instead: its own unit "
                             "running `serve --store URL --root CHECKOUT`, restarted when it fails")
             sp.add_argument("--pull-every", type=float, metavar="SECONDS", help="with --store: the writer's pull interval")
+            sp.add_argument("--http", action="store_true", help="the HTTP endpoint instead: its own unit running "
+                            "`serve-http` (of the team store with --store, else of --root's corpus)")
+            _add_listen(sp)
 
     p = sub.add_parser("doctor", help="check install, model, socket, hooks, service, inotify limits")
     _add_store(p)
@@ -1109,7 +1113,7 @@ def cmd_team(args) -> int:
                         hint="--store postgresql://WRITER@HOST/DB (the writer's role: it owns the tables)")
     if args.team_command == "grant-reader":
         password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else None
-        out = [pg_roles.grant_reader(args.store, args.role, args.scope, password=password)]
+        out = [pg_roles.grant_reader(args.store, args.role, args.scope, password=password, everything=args.everything)]
     elif args.team_command == "revoke-reader":
         out = [pg_roles.revoke_reader(args.store, args.role, args.scope)]
     else:
@@ -1118,10 +1122,10 @@ def cmd_team(args) -> int:
         print(json.dumps(out if args.team_command == "readers" else out[0], indent=2))
         return EXIT_OK
     for r in out:
-        what = ", ".join(r["scope"]) if r["scope"] else "nothing"
-        print(f"{r['role']}: reads {what}" if r["scoped"] else f"{r['role']}: not a reader of this store any more")
+        what = "the whole store" if r["reads_all"] else ", ".join(r["scope"]) if r["scoped"] and r["scope"] else None
+        print(f"{r['role']}: reads {what}" if what else f"{r['role']}: reads nothing of this store")
     if not out:
-        print("no scoped readers")
+        print("no readers")
     return EXIT_OK
 
 
@@ -1238,14 +1242,24 @@ def cmd_uninstall(args) -> int:
     return EXIT_OK
 
 
-def cmd_service(args) -> int:
-    from remembrancer.daemon.service import install_service, uninstall_service
-    from remembrancer.indexer.config import load_config
+def _add_listen(p) -> None:
+    """Where `serve-http` listens (its own flags, and `service install --http`'s)."""
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (put TLS in a reverse proxy in front)")
+    p.add_argument("--port", type=int, default=8848)
+    p.add_argument("--path", default="/mcp", help="the endpoint's path")
+    p.add_argument("--public-url", metavar="URL", help="the address clients use (behind a proxy), e.g. https://memory.example.com")
 
+
+def _listen_args(args) -> list[str]:
+    return ["--host", args.host, "--port", str(args.port), "--path", args.path,
+            *(["--public-url", args.public_url] if args.public_url else [])]
+
+
+def cmd_service(args) -> int:
     if args.service_command == "install":
-        writer = None
+        from remembrancer.daemon import service
+
         if args.store:
-            from remembrancer.daemon.service import StoreWriter
             from remembrancer.indexer.store.postgres.store import has_password, safe_url
 
             if not args.store.startswith(("postgresql://", "postgres://")):
@@ -1254,14 +1268,24 @@ def cmd_service(args) -> int:
                 raise UserError("the store URL holds a password, which the unit file would keep for anyone who can "
                                 "read it", param="store", hint="put the password in ~/.pgpass (libpq reads it) and "
                                                                "give the URL without it")
+        if args.pull_every and (args.http or not args.store):
+            raise UserError("--pull-every goes with --store (the writer's pull interval)", param="pull-every")
+        if args.http:
+            if not args.store and not args.root:
+                raise UserError("the HTTP endpoint's unit needs what it serves", param="root",
+                                hint="add --store URL (a team store) or --root DIR (this machine's corpus)")
+            unit = service.http_unit(_load(args), args.store, _listen_args(args))
+        elif args.store:
             if not args.root:
                 raise UserError("the writer's unit needs the checkout it pulls and indexes", param="root",
                                 hint="add --root CHECKOUT")
-            writer = StoreWriter(args.store, args.pull_every)
-        elif args.pull_every:
-            raise UserError("--pull-every goes with --store (the writer's pull interval)", param="pull-every")
-        ok, report = install_service(_load(args), start=not args.no_start, dry_run=args.dry_run, writer=writer)
+            unit = service.writer_unit(_load(args), args.store, args.pull_every)
+        else:
+            unit = service.daemon_unit(_load(args))
+        ok, report = service.install_service(unit, start=not args.no_start, dry_run=args.dry_run)
     else:
+        from remembrancer.daemon.service import uninstall_service
+
         ok, report = True, uninstall_service()
     for line in report:
         print(line)

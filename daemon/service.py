@@ -1,4 +1,5 @@
-"""Install the daemon as a systemd user unit (Linux) or a launchd agent (macOS).
+"""Install the daemon (and a team store's writer, and the HTTP endpoint) as systemd user units
+(Linux) or launchd agents (macOS).
 
 Everything is written with absolute paths: desktop apps and service managers do not inherit
 the shell's PATH or virtualenv, and no PYTHONPATH is needed: the unit runs the installed entry point.
@@ -22,8 +23,6 @@ from remembrancer.indexer.config import Config, data_dir, passed_env
 TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"
 PLIST_NAME = "dev.remembrancer.daemon.plist"
-WRITER_UNIT_NAME = "remembrancer-writer.service"   # a team store's writer (`service install --store URL`)
-WRITER_PLIST_NAME = "dev.remembrancer.writer.plist"
 
 
 def exec_argv() -> list[str]:
@@ -34,53 +33,85 @@ def exec_argv() -> list[str]:
     return [sys.executable, "-m", "remembrancer"]
 
 
-def unit_path(writer: bool = False) -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "systemd" / "user" / (WRITER_UNIT_NAME if writer else UNIT_NAME)
-
-
-def plist_path(writer: bool = False) -> Path:
-    return Path.home() / "Library" / "LaunchAgents" / (WRITER_PLIST_NAME if writer else PLIST_NAME)
-
-
 @dataclass(frozen=True)
-class StoreWriter:
-    """What a team store's writer unit runs: `serve --store URL --root CHECKOUT` (its URL carries no
-    password: the unit is a file others may read; libpq reads ~/.pgpass)."""
-    url: str
-    pull_every: float | None = None
+class Unit:
+    """One service remembrancer installs: the daemon, a team store's writer, or the HTTP endpoint
+    — each a unit of its own (systemd) or agent (launchd), restarted when it fails."""
+    name: str                  # the systemd unit's file name
+    label: str                 # the launchd agent's label (its plist is LABEL.plist)
+    description: str
+    args: tuple[str, ...]      # after the entry point
 
-    def args(self) -> list[str]:
-        return ["--store", self.url] + (["--pull-every", f"{self.pull_every:g}"] if self.pull_every else [])
+    def unit_path(self) -> Path:
+        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        return Path(base) / "systemd" / "user" / self.name
+
+    def plist_path(self) -> Path:
+        return Path.home() / "Library" / "LaunchAgents" / f"{self.label}.plist"
+
+    def path(self) -> Path:
+        return self.plist_path() if sys.platform == "darwin" else self.unit_path()
 
 
-def _serve_args(config: Config, writer: StoreWriter | None) -> list[str]:
-    return ["serve", *(writer.args() if writer else []), *(x for r in config.roots for x in ("--root", str(r.path)))]
+def _roots(config: Config) -> list[str]:
+    return [x for r in config.roots for x in ("--root", str(r.path))]
 
 
-def render_unit(config: Config, writer: StoreWriter | None = None) -> str:
+def daemon_unit(config: Config) -> Unit:
+    return Unit(UNIT_NAME, "dev.remembrancer.daemon", "remembrancer: hybrid search over a Markdown memory (daemon)",
+                ("serve", *_roots(config)))
+
+
+def writer_unit(config: Config, url: str, pull_every: float | None = None) -> Unit:
+    """`serve --store URL --root CHECKOUT` (its URL carries no password: the unit is a file others
+    may read; libpq reads ~/.pgpass)."""
+    every = ["--pull-every", f"{pull_every:g}"] if pull_every else []
+    return Unit("remembrancer-writer.service", "dev.remembrancer.writer",
+                "remembrancer: the team store's writer (pulls the checkout, indexes it into PostgreSQL)",
+                ("serve", "--store", url, *every, *_roots(config)))
+
+
+def http_unit(config: Config, store: str | None, listen: list[str]) -> Unit:
+    """`serve-http [--store URL] [--root DIR] --host … --port …`: the MCP tools over HTTP, answering
+    this machine's tokens (the unit carries the data dir's setting, where they are kept)."""
+    return Unit("remembrancer-http.service", "dev.remembrancer.http",
+                "remembrancer: the MCP tools over HTTP (serve-http)",
+                ("serve-http", *(["--store", store] if store else []), *_roots(config), *listen))
+
+
+def _installed_units() -> list[Unit]:
+    empty = Config(roots=[])
+    return [daemon_unit(empty), writer_unit(empty, ""), http_unit(empty, None, [])]
+
+
+def unit_path() -> Path:
+    """The daemon's systemd unit (doctor, uninstall)."""
+    return daemon_unit(Config(roots=[])).unit_path()
+
+
+def plist_path() -> Path:
+    """The daemon's launchd agent (doctor, uninstall)."""
+    return daemon_unit(Config(roots=[])).plist_path()
+
+
+def render_unit(unit: Unit) -> str:
     # systemd reads `%` as a specifier (a URL's %2F host): doubled, it is a plain `%`
-    args = " ".join((f'"{a}"' if " " in a or a.startswith("/") else a).replace("%", "%%")
-                    for a in _serve_args(config, writer)[1:])
+    args = " ".join((f'"{a}"' if " " in a or a.startswith("/") else a).replace("%", "%%") for a in unit.args)
     env = "\n".join(f'Environment="{k}={v}"' for k, v in passed_env().items())
     text = TEMPLATES.joinpath("remembrancer.service.in").read_text(encoding="utf-8")
-    text = (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
-            .replace("@ROOTS@", args).replace("@ENV@", env))
-    if writer is not None:
-        text = text.replace("remembrancer: hybrid search over a Markdown memory (daemon)",
-                            "remembrancer: the team store's writer (pulls the checkout, indexes it into PostgreSQL)")
-    return text
+    return (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
+            .replace("@ARGS@", args).replace("@ENV@", env).replace("@DESCRIPTION@", unit.description))
 
 
-def render_plist(config: Config, writer: StoreWriter | None = None) -> str:
-    args = exec_argv() + _serve_args(config, writer)
+def render_plist(unit: Unit) -> str:
+    args = exec_argv() + list(unit.args)
     text = TEMPLATES.joinpath("dev.remembrancer.daemon.plist.in").read_text(encoding="utf-8")
-    if writer is not None:
-        text = text.replace("<string>dev.remembrancer.daemon</string>", "<string>dev.remembrancer.writer</string>")
-    return (text.replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
+    return (text.replace("@LABEL@", escape(unit.label))
+            .replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
             .replace("@ENV@", "\n".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>"
                                         for k, v in passed_env().items()))
-            .replace("@LOG@", escape(str(data_dir() / "daemon.log"))))
+            .replace("@LOG@", escape(str(data_dir() / ("daemon.log" if unit.name == UNIT_NAME else
+                                                       unit.name.replace(".service", ".log"))))))
 
 
 def _run(cmd: list[str]) -> tuple[bool, str]:
@@ -96,16 +127,12 @@ FALLBACKS = ("the daemon can still run without a service: `remembrancer mcp` (an
              "`systemctl --user enable --now remembrancer` from a login shell")
 
 
-def install_service(config: Config, start: bool = True, dry_run: bool = False,
-                    writer: StoreWriter | None = None) -> tuple[bool, list[str]]:
+def install_service(unit: Unit, start: bool = True, dry_run: bool = False) -> tuple[bool, list[str]]:
     """Write (and enable/start) the unit; (ok, report lines). Not ok when it could not be enabled
     or started: the report names the fallbacks. One daemon serves every corpus: roots are optional
-    (given, they are opened at start, warm). With `writer`, the team store's writer unit instead
-    (its own unit, beside the daemon's), restarted when it fails."""
+    (given, they are opened at start, warm)."""
     darwin = sys.platform == "darwin"
-    w = writer is not None
-    path, text = (plist_path(w), render_plist(config, writer)) if darwin else (unit_path(w), render_unit(config, writer))
-    name = WRITER_UNIT_NAME if w else UNIT_NAME
+    path, text = (unit.plist_path(), render_plist(unit)) if darwin else (unit.unit_path(), render_unit(unit))
     if dry_run:
         return True, [f"# would write {path}", text.rstrip("\n")]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,11 +145,11 @@ def install_service(config: Config, start: bool = True, dry_run: bool = False,
         return ok, out + (["loaded with launchctl"] if ok else [f"launchctl load failed: {msg}", FALLBACKS])
     if shutil.which("systemctl") is None:
         return False, out + ["systemctl not found: the unit is written but nothing runs it", FALLBACKS]
-    for cmd in (["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", name]):
+    for cmd in (["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", unit.name]):
         ok, msg = _run(cmd)
         if not ok:
             return False, out + [f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'}", FALLBACKS]
-    return True, out + [f"enabled and started (systemctl --user status {name.removesuffix('.service')})"]
+    return True, out + [f"enabled and started (systemctl --user status {unit.name.removesuffix('.service')})"]
 
 
 def unit_exec_path(text: str) -> str | None:
@@ -140,20 +167,20 @@ def unit_exec_path(text: str) -> str | None:
 
 
 def uninstall_service() -> list[str]:
-    """Stop and remove the daemon's unit and the store writer's, where installed."""
+    """Stop and remove every unit remembrancer installed (daemon, writer, HTTP endpoint)."""
     out = []
-    for writer in (False, True):
+    for unit in _installed_units():
         if sys.platform == "darwin":
-            p = plist_path(writer)
+            p = unit.plist_path()
             if p.exists():
                 _run(["launchctl", "unload", "-w", str(p)])
                 p.unlink()
                 out.append(f"removed {p}")
         else:
-            p = unit_path(writer)
+            p = unit.unit_path()
             if p.exists():
                 if shutil.which("systemctl"):
-                    _run(["systemctl", "--user", "disable", "--now", WRITER_UNIT_NAME if writer else UNIT_NAME])
+                    _run(["systemctl", "--user", "disable", "--now", unit.name])
                 p.unlink()
                 out.append(f"removed {p}")
     return out or ["no service installed"]

@@ -28,7 +28,7 @@ from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-from remembrancer.indexer.store.postgres.store import PgStore, safe_url
+from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,10 @@ class TeamReader:
         self.config = config
         self.checkout = checkout     # the roots are the reader's own checkout (else the writer's names)
         self.engine = Engine(config, readonly=True, embedder=embedder, store=self.store)
+        # the MCP server answers on whichever worker thread the SDK picks (64 HTTP clients: dozens):
+        # each call borrows a pooled connection and gives it back, so the server's connections stay
+        # bounded by the pool (each with its side connections), not by the threads ever used
+        self.engine.pool_readers()
         # a scoped role (indexer/store/postgres/roles.py): every request is served under its grants
         self.granted = self.engine.catalog.role_scope
         if self.granted is not None:
@@ -141,7 +145,14 @@ class TeamReader:
     def call(self, method: str, **params) -> dict:
         if self.granted is not None:
             params = {**params, "scope": list(pg_roles.effective_scope(self.granted, params.get("scope")))}
-        out = api.answer_in_process(self.engine, method, params, self.freshness)
+        psycopg = _psycopg()
+        try:
+            out = api.answer_in_process(self.engine, method, params, self.freshness)
+        except psycopg.OperationalError as e:   # the server went away (a restart): said, and the next call
+            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
+                            param="store", code="store_unreachable", hint="retry; check the server") from None
+        finally:   # connects again (each connection of the reader is checked before its next query)
+            self.engine.release_reader()
         if out is not None:
             return out
         if method in ("notify", "reindex"):

@@ -65,10 +65,19 @@ def _save(records: list[TokenRecord]) -> None:
     ensure_data_dir()
     path = tokens_path()
     tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({"tokens": [asdict(r) for r in records]}, f, indent=1)
-    os.replace(tmp, path)
+    try:   # the whole file first, then in its place: a full or read-only disk leaves the old file as it was
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"tokens": [asdict(r) for r in records]}, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write the token file {path}: {e.strerror or e}", code="tokens_unwritable",
+                        hint="free space on its disk or make it writable (or set REMEMBRANCER_DATA_DIR); "
+                             "nothing was changed: the tokens are as they were") from None
 
 
 def create(name: str, scopes: list[str]) -> tuple[str, TokenRecord]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -381,14 +382,92 @@ def test_a_teammate_without_a_database_login_reads_the_store_over_http_with_a_to
         params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
                                        args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])
 
+        async def every_tool(c):
+            return [await c.call_tool(name, args) for name, args in STORE_CALLS]
+
         async def stdio():
             async with Client(params, read_timeout_seconds=120) as c:
-                return await c.call_tool("search", {"query": "ledger service"})
+                return await every_tool(c)
         want = anyio.run(stdio)
-        got = over_http(url, tokens["all"], lambda c: c.call_tool("search", {"query": "ledger service"}))
+        got = over_http(url, tokens["all"], every_tool)
+        differ = [(c, a, b) for c, a, b in zip(STORE_CALLS, _answers(got), _answers(want)) if a != b]
+        assert not differ, differ[:2]   # every tool: the same answers over HTTP as over stdio
+        errors = [(c, _answers([r])) for c, r in zip(STORE_CALLS, got) if r.is_error]
+        # the errors are the two calls that must fail (no host/service records; a missing file), alike
+        assert [c[0] for c, _ in errors] == ["history", "read"] and "not_found" in errors[0][1][0][1], errors
         strip = lambda r: [(x["path"], x["heading"], x["score"]) for x in r.structured_content["results"]]
-        assert strip(got) == strip(want) and got.structured_content["index"]["verdict"] == want.structured_content["index"]["verdict"]
+        assert strip(got[0]) and got[0].structured_content["index"]["verdict"] == want[0].structured_content["index"]["verdict"]
         scoped = over_http(url, tokens["rb"], lambda c: c.call_tool("search", {"query": "ledger service"}))
         assert {x["path"] for x in scoped.structured_content["results"]} == {"runbooks/restart.md"}
+        # many agents at once cost the database a bounded number of connections: each call borrows
+        # one of the reader's pooled connections (before, every worker thread kept its own: 81
+        # connections for 64 clients)
+        errors, most = _crowd(url, tokens["all"], pg_url, clients=24)
+        assert not errors and 0 < most <= 10, (errors[:3], most)
     finally:
         _stop(server)
+
+
+STORE_CALLS = [("search", {"query": "ledger service"}),
+               ("search", {"query": "what happened at noon", "type": ["journal"]}),
+               ("read", {"path": "runbooks/restart.md"}),
+               ("read", {"path": "runbooks/restart.md", "outline": True}),
+               ("list_documents", {}),
+               ("index_status", {}),
+               ("latest", {"terms": ["ledger"]}),
+               ("history", {"entity": "ledger"}),
+               ("neighbors", {"path": "runbooks/restart.md"}),
+               ("verify", {"path": "runbooks/restart.md"}),
+               ("read", {"path": "runbooks/missing.md"})]
+
+
+def _answers(results) -> list:
+    """Each answer as a client sees it, less what differs between two calls (timings)."""
+    out = []
+    for r in results:
+        body = dict(r.structured_content or {})
+        body.pop("took_ms", None)
+        text = "".join(getattr(c, "text", "") for c in r.content) if not body else ""
+        out.append((r.is_error, re.sub(r"\b\d+ (s|min|h) ago", "… ago", json.dumps(body, sort_keys=True)), text))
+    return out
+
+
+def _crowd(url: str, token: str, pg_url: str, clients: int) -> tuple[list, int]:
+    """`clients` HTTP sessions at once, two searches each; (their errors, the most connections the
+    store's database had meanwhile, sampled every 20 ms)."""
+    import threading
+
+    import psycopg
+
+    from tests.mcp.test_mcp_http import over_http
+
+    errors, most, done = [], [0], threading.Event()
+
+    def sample():
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            while not done.wait(0.02):
+                n = c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                              " AND pid <> pg_backend_pid()").fetchone()[0]
+                most[0] = max(most[0], n)
+
+    async def ask(c):
+        for q in ("ledger service", "what happened at noon"):
+            r = await c.call_tool("search", {"query": q})
+            if r.is_error:
+                errors.append(r)
+
+    def one():
+        try:
+            over_http(url, token, ask)
+        except BaseException as e:   # noqa: BLE001 — counted, as a client would see it
+            errors.append(e)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    threads = [threading.Thread(target=one) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    sampler.join()
+    return errors, most[0]

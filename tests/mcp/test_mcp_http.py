@@ -161,3 +161,55 @@ def test_serve_http_without_tokens_refuses_to_start(tmp_path, world):
     r = run_cli("serve-http", "--root", str(world["corpus"]), "--port", str(_free_port()), env=env, cwd=PROJECT,
                 timeout=60)
     assert r.returncode == 2 and "no tokens" in r.stderr and "team token create" in r.stderr
+
+
+def test_a_token_file_that_cannot_be_written_is_a_clear_error_and_loses_nothing(tmp_path, world):
+    """The file is written whole beside itself, then put in place: when that fails (here its
+    temporary file's name is taken by a folder, as a full or read-only disk would fail it) the
+    command says so in one line, the token is not created, and the earlier tokens still work."""
+    env = {**world["env"], "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")}
+    r = run_cli("team", "token", "create", "first", env=env, cwd=PROJECT)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "data" / "http-tokens.json"
+    before = path.read_text()
+    (tmp_path / "data" / "http-tokens.tmp").mkdir()
+    r = run_cli("team", "token", "create", "second", env=env, cwd=PROJECT)
+    assert r.returncode == 2 and "cannot write the token file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "nothing was changed" in r.stderr and path.read_text() == before
+    r = run_cli("team", "token", "list", env=env, cwd=PROJECT)
+    assert r.returncode == 0 and "first" in r.stdout and "second" not in r.stdout
+
+
+def test_the_http_units_command_serves_the_tools(indexed, tmp_path):
+    """`service install --http` writes a unit of its own; what its ExecStart runs (systemd is not
+    running here: the line is run as systemd would, `%%` read as `%`, with its Environment=) serves
+    the tools to a token, and `service uninstall` removes it with the others."""
+    import shlex
+
+    token = _token(indexed, "create", "unit-holder")
+    port = _free_port()
+    env = {**indexed["env"], "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    r = run_cli("service", "install", "--http", "--root", str(indexed["corpus"]), "--port", str(port),
+                "--public-url", "https://memory.example.com", "--no-start", env=env, cwd=PROJECT)
+    assert r.returncode == 0, r.stderr
+    units = tmp_path / "cfg" / "systemd" / "user"
+    text = (units / "remembrancer-http.service").read_text()
+    assert "Restart=on-failure" in text and "over HTTP" in text and not (units / "remembrancer.service").exists()
+    argv = shlex.split(next(line for line in text.splitlines() if line.startswith("ExecStart="))[len("ExecStart="):])
+    argv = [a.replace("%%", "%") for a in argv]
+    assert argv[0].startswith("/") and "serve-http" in argv and "https://memory.example.com" in argv
+    unit_env = dict(shlex.split(line[len("Environment="):])[0].split("=", 1)
+                    for line in text.splitlines() if line.startswith("Environment="))
+    log = tmp_path / "unit.log"
+    proc = subprocess.Popen(argv, env={**env, **unit_env}, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        assert poll_until(lambda: _up(url), 60, 0.2), log.read_text()
+        got = over_http(url, token, lambda c: c.call_tool("search", {"query": "how do I restore the database"}))
+        assert not got.is_error and got.structured_content["results"]
+    finally:
+        stop_process(proc)
+    r = run_cli("service", "install", "--http", "--no-start", env=env, cwd=PROJECT)
+    assert r.returncode == 2 and "--store URL" in r.stderr and "--root DIR" in r.stderr
+    r = run_cli("service", "uninstall", env=env, cwd=PROJECT)
+    assert r.returncode == 0 and not list(units.iterdir())

@@ -95,8 +95,9 @@ def test_the_literal_index_answers_like_the_local_one(tmp_path, data_env, tiny_e
     # trigram function's cost: migration 12) — for a reader role too (its row-level security
     # policy lets every row through, so it does not stand between the query and the index)
     role = f"literal_reader_{os.getpid()}"
-    with psycopg.connect(pg_url, autocommit=True) as c:
-        c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw' IN ROLE remembrancer_reader")
+    from remembrancer.indexer.store.postgres import roles as pg_roles
+
+    pg_roles.grant_reader(pg_url, role, [], password="pw", everything=True)
     try:
         for url in (pg_url, pg_url.replace("postgres:@", f"{role}:pw@")):
             with psycopg.connect(url) as c:

@@ -40,6 +40,8 @@ def _role() -> str:
 
 def _drop(url: str, role: str) -> None:
     with psycopg.connect(url, autocommit=True) as c:
+        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            return
         c.execute(f'DROP OWNED BY "{role}"')
         c.execute(f'DROP ROLE IF EXISTS "{role}"')
 
@@ -58,7 +60,7 @@ def test_a_scoped_role_selecting_raw_rows_sees_only_its_prefixes(world, data_env
     _write(world["full"], world["app"], pg_url, tiny_embedder)
     role = _role()
     got = pg_roles.grant_reader(pg_url, role, ["journal/", "services"], password="pw")
-    assert got == {"role": role, "scoped": True, "scope": ["journal", "services"], "role_exists": True}
+    assert got == {"role": role, "scoped": True, "scope": ["journal", "services"], "reads_all": False, "role_exists": True}
     try:
         with psycopg.connect(pg_url) as admin, psycopg.connect(_as(pg_url, role)) as me:
             def both(sql):
@@ -148,8 +150,7 @@ def test_roles_that_cannot_be_scoped_are_refused(world, data_env, tiny_embedder,
     assert e.value.param == "scope"
     # an unscoped reader granted a scope stops being unscoped (its policy would show every row)
     role = _role()
-    with psycopg.connect(pg_url, autocommit=True) as c:
-        c.execute(f'CREATE ROLE "{role}" LOGIN PASSWORD \'pw\' IN ROLE remembrancer_reader')
+    pg_roles.grant_reader(pg_url, role, [], password="pw", everything=True)
     try:
         pg_roles.grant_reader(pg_url, role, ["services"])
         with psycopg.connect(_as(pg_url, role)) as me:
@@ -286,3 +287,148 @@ def test_a_readers_password_never_reaches_the_server_in_clear(pg_url):
         assert secret not in logged
     finally:
         _drop(pg_url, role)
+
+
+def _paths(url: str) -> set[str]:
+    with psycopg.connect(url) as me:
+        return {r[0].split("/")[0] for r in me.execute("SELECT path FROM documents")}
+
+
+def _no_access(url: str) -> bool:
+    with psycopg.connect(url) as me:
+        try:
+            me.execute("SELECT path FROM documents")
+        except psycopg.errors.InsufficientPrivilege:
+            return True
+    return False
+
+
+def test_a_reader_of_one_store_reads_no_other_on_the_same_server(world, data_env, tiny_embedder, pg_server):
+    """Roles are the server's: with one shared group, a login made a reader of one store read
+    every store there, and making it a scoped reader of one store cut its access to another.
+    Each store now has its own groups; a grant or revoke in one never touches another."""
+    from remembrancer.indexer.store.postgres.schema import READER_ROLE, store_roles
+    from tests.support.pg import fresh_database
+
+    a_url, b_url = fresh_database(pg_server.get_uri(), "storea"), fresh_database(pg_server.get_uri(), "storeb")
+    cfg = _write(world["full"], world["app"], a_url, tiny_embedder)
+    _write(world["full"], world["app"], b_url, tiny_embedder)
+    everyone, both = _role(), _role()
+    try:
+        assert pg_roles.grant_reader(a_url, everyone, [], password="pw", everything=True)["reads_all"] is True
+        assert {"journal", "services", "hosts"} <= _paths(_as(a_url, everyone))
+        assert _no_access(_as(b_url, everyone))   # the defect: it read store B too
+        with pytest.raises(UserError) as e:
+            TeamReader(_as(b_url, everyone), cfg, embedder=tiny_embedder).call("search", query="db1")
+        assert e.value.code == "no_access" and "grant-reader" in e.value.hint
+        # a reader of all of A made a scoped reader of B keeps all of A (the defect: it lost A)
+        pg_roles.grant_reader(a_url, both, [], password="pw", everything=True)
+        pg_roles.grant_reader(b_url, both, ["journal"])
+        assert {"journal", "services", "hosts"} <= _paths(_as(a_url, both))
+        assert _paths(_as(b_url, both)) == {"journal"}
+        assert [r["role"] for r in pg_roles.readers(a_url) if r["reads_all"]] == sorted([everyone, both])
+        assert [(r["role"], r["scope"]) for r in pg_roles.readers(b_url)] == [(both, ["journal"])]
+        # revoking in A leaves B as it was
+        assert pg_roles.revoke_reader(a_url, both)["reads_all"] is False
+        assert _no_access(_as(a_url, both)) and _paths(_as(b_url, both)) == {"journal"}
+        # widening a scoped reader to all of a store takes its scope rows away (the groups are exclusive)
+        got = pg_roles.grant_reader(b_url, both, [], everything=True)
+        assert got["reads_all"] and not got["scoped"] and not got["scope"]
+        assert {"journal", "services", "hosts"} <= _paths(_as(b_url, both))
+        with pytest.raises(UserError) as e:
+            pg_roles.grant_reader(b_url, both, ["journal"], everything=True)
+        assert e.value.param == "scope"
+        with pytest.raises(UserError) as e:
+            pg_roles.revoke_reader(a_url, both)
+        assert e.value.param == "role" and "not a reader" in e.value.message
+        for url in (a_url, b_url):   # the shared group keeps nothing of either store
+            with psycopg.connect(url) as admin:
+                assert not admin.execute("SELECT has_table_privilege(%s, 'documents', 'SELECT')",
+                                         (READER_ROLE,)).fetchone()[0]
+        assert store_roles("storea") != store_roles("storeb")
+    finally:
+        for role in (everyone, both):
+            _drop(a_url, role)
+            _drop(b_url, role)
+
+
+def test_store_role_names_fit_postgres_and_stay_apart():
+    from remembrancer.indexer.store.postgres.schema import store_roles
+
+    long_a, long_b = "x" * 60 + "a", "x" * 60 + "b"
+    for db in (long_a, long_b, "ü" * 40):
+        assert all(len(name.encode()) <= 63 for name in store_roles(db))
+    assert set(store_roles(long_a)).isdisjoint(store_roles(long_b))
+    assert store_roles("team") == ("remembrancer_reader_team", "remembrancer_scoped_team")
+
+
+def test_a_store_made_with_shared_roles_moves_its_readers_to_its_own(world, data_env, tiny_embedder, pg_server):
+    """A store from before migration 15: its readers were members of the shared groups. The
+    migration gives each its place in the store's own groups (an unscoped one keeps the whole
+    store, a scoped one its prefixes) and the shared groups lose their privileges here."""
+    from remembrancer.indexer.store.postgres import schema
+    from tests.support.pg import fresh_database
+
+    url = fresh_database(pg_server.get_uri(), "before15")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, name, sql in schema.MIGRATIONS:
+            if version < 15:
+                schema._apply(conn, version, name, sql)
+    old_all, old_scoped = _role(), _role()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{old_all}" LOGIN PASSWORD \'pw\' IN ROLE {schema.READER_ROLE}')
+        conn.execute(f'CREATE ROLE "{old_scoped}" LOGIN PASSWORD \'pw\' IN ROLE {schema.SCOPED_ROLE}')
+        conn.execute("INSERT INTO scope_roles VALUES (%s)", (old_scoped,))
+        conn.execute("INSERT INTO scope_grants VALUES (%s, 'services')", (old_scoped,))
+    try:
+        _write(world["full"], world["app"], url, tiny_embedder)   # the writer applies migration 15
+        assert {"journal", "services", "hosts"} <= _paths(_as(url, old_all))
+        assert _paths(_as(url, old_scoped)) == {"services"}
+        with psycopg.connect(url) as admin:
+            for group in (schema.READER_ROLE, schema.SCOPED_ROLE):
+                assert not admin.execute("SELECT has_table_privilege(%s, 'documents', 'SELECT') OR"
+                                         " has_column_privilege(%s, 'links', 'target', 'SELECT') OR"
+                                         " has_function_privilege(%s, 'remembrancer_scope_hidden()', 'EXECUTE')",
+                                         (group, group, group)).fetchone()[0], group
+        got = {r["role"]: r for r in pg_roles.readers(url)}
+        assert got[old_all]["reads_all"] and got[old_scoped]["scope"] == ["services"]
+    finally:
+        for role in (old_all, old_scoped):
+            _drop(url, role)
+
+
+@pytest.mark.parametrize("createrole", [True, False])
+def test_a_writer_that_is_no_superuser_makes_the_store_roles_or_says_why_not(world, data_env, tiny_embedder,
+                                                                             pg_server, createrole):
+    """As a team runs it: the writer's login owns the database (a superuser created the `vector`
+    extension once). With CREATEROLE it makes the store's reader roles and grants readers; without,
+    the store works and `grant-reader` says what is missing — never an internal error."""
+    from tests.support.pg import database_url, fresh_database
+
+    admin_url = fresh_database(pg_server.get_uri(), "owned")
+    database = admin_url.split("?")[0].rsplit("/", 1)[1]
+    writer_role, reader = _role(), _role()
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute(f'CREATE ROLE "{writer_role}" LOGIN PASSWORD \'pw\' {"CREATEROLE" if createrole else ""}')
+        c.execute(f'ALTER DATABASE "{database}" OWNER TO "{writer_role}"')
+        c.execute(f'ALTER SCHEMA public OWNER TO "{writer_role}"')
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    url = _as(admin_url, writer_role)
+    try:
+        _write(world["full"], world["app"], url, tiny_embedder)
+        if createrole:
+            pg_roles.grant_reader(url, reader, ["journal"], password="pw")
+            assert _paths(_as(admin_url, reader)) == {"journal"}
+            pg_roles.grant_reader(url, reader, [], everything=True)
+            assert {"journal", "services", "hosts"} <= _paths(_as(admin_url, reader))
+        else:
+            with pytest.raises(UserError) as e:
+                pg_roles.grant_reader(url, reader, ["journal"], password="pw")
+            assert e.value.param == "store" and "CREATEROLE" in e.value.hint
+    finally:
+        _drop(admin_url, reader)
+        with psycopg.connect(database_url(pg_server.get_uri(), "postgres"), autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        _drop(pg_server.get_uri(), writer_role)

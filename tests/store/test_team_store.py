@@ -234,8 +234,9 @@ def test_a_second_writer_is_refused_with_the_first_ones_name(notes, data_env, ti
 def test_the_reader_role_reads_and_cannot_write(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
     index_once(cfg, pg_url, tiny_embedder)
-    with psycopg.connect(pg_url, autocommit=True) as c:
-        c.execute("CREATE ROLE alice LOGIN PASSWORD 'pw' IN ROLE remembrancer_reader")
+    from remembrancer.indexer.store.postgres import roles as pg_roles
+
+    pg_roles.grant_reader(pg_url, "alice", [], password="pw", everything=True)
     alice = pg_url.replace("postgres:@", "alice:pw@")
     reader = TeamReader(alice, cfg, embedder=tiny_embedder)
     try:

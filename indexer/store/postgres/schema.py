@@ -9,6 +9,7 @@ two): the step is rolled back and tried again, as a reader retries its query.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import logging
 import re
@@ -20,7 +21,7 @@ MIGRATE_LOCK = 0x72656D31   # advisory lock key while migrating ("rem1")
 STEP_TRIES = 5              # a migration step that meets a reader's locks (deadlock) is tried again
 READER_ROLE = "remembrancer_reader"
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+MIGRATIONS: list[tuple[int, str, str | Callable]] = [   # SQL, or a function of the connection making it
     (1, "catalog, keyword postings and passage vectors", """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
@@ -370,6 +371,153 @@ BEGIN
     END IF;
 END $$;
 """))
+# Each store's own reader roles (migration 15): roles are the server's, not a database's, so the
+# group roles of migrations 3 and 7 were shared by every store on a server — a login made a reader
+# of one store read them all, and making it a scoped reader of one store (which takes it out of the
+# unscoped group) cut its access to the others. This store's roles are named after its database
+# (store_roles) and hold its policies and privileges (reader_access_sql: one definition, also run
+# by the writer at start when the store's policies name other roles — a store restored or copied
+# under another name, or restored without its policies); the shared roles keep nothing here. The
+# logins that read this store through the shared roles are moved to its own (an unscoped one
+# already read every store on the server; `team readers` lists them to review). Without
+# CREATEROLE nothing changes and a notice says so; the writer tries again at its next start.
+SCOPED_META_POLICY = "key IN (" + ", ".join(f"'{k}'" for k in (*SCOPED_META_KEYS, WRITER_PULL_KEY)) + ")"
+READER_TABLES = (*(t for t in SCOPED_POLICIES if t not in ("scope_grants", "scope_roles")), *HIDDEN_FROM_SCOPED,
+                 "postings_packed", "postings_dead")
+
+
+def store_roles(database: str) -> tuple[str, str]:
+    """The unscoped and the scoped reader group roles of the store in `database` (at most 63
+    bytes, PostgreSQL's limit: a long name is cut and keeps a hash of the whole)."""
+    import hashlib
+
+    def fit(kind: str) -> str:
+        name = f"remembrancer_{kind}_{database}"
+        if len(name.encode()) <= 63:
+            return name
+        tag = "_" + hashlib.sha256(database.encode()).hexdigest()[:8]
+        while len(name.encode()) > 63 - len(tag):
+            name = name[:-1]
+        return name + tag
+
+    return fit("reader"), fit("scoped")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _policy_statements() -> list[str]:
+    """This store's policies and grants for its group roles `r` (every row) and `s` (a scoped
+    role's rows), as plpgsql statements over those two variables; re-running them is harmless."""
+    out = []
+    for table in READER_TABLES:
+        out.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        out.append(f"DROP POLICY IF EXISTS reader ON {table};")
+        out.append(f"EXECUTE format('CREATE POLICY reader ON {table} FOR SELECT TO %I USING (true)', r);")
+    for table, using in SCOPED_POLICIES.items():
+        using = SCOPED_META_POLICY if table == "meta" else using
+        grant = f"GRANT SELECT ({SCOPED_LINK_COLUMNS}) ON links" if table == "links" else f"GRANT SELECT ON {table}"
+        out.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;")
+        out.append(f"DROP POLICY IF EXISTS scoped_reader ON {table};")
+        quoted = using.replace("'", "''").replace("%", "%%")   # a literal inside format()'s string
+        out.append(f"EXECUTE format('CREATE POLICY scoped_reader ON {table} FOR SELECT TO %I USING ({quoted})', s);")
+        out.append(f"EXECUTE format('{grant} TO %I', s);")
+    out.append("EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I, %I', current_schema(), r, s);")
+    out.append("EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', current_schema(), r);")
+    out.append("EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I GRANT SELECT ON TABLES TO %I', current_schema(), r);")
+    out.append(f"EXECUTE format('GRANT EXECUTE ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean)"
+               " TO %I', s);")
+    return out
+
+
+def reader_access_sql(conn, move_shared: bool = False) -> str:
+    """The DO block giving this database's store its own reader roles (created if missing),
+    policies and grants; with `move_shared`, also moving the shared roles' members and taking
+    the shared roles' privileges here (migration 15)."""
+    database = conn.execute("SELECT current_database()").fetchone()[0]
+    reader, scoped = store_roles(database)
+    # the roles the store's policies named before (a copy's source store's, restored under this
+    # name) keep nothing here
+    others = f"""FOR m IN SELECT DISTINCT unnest(roles) FROM pg_policies WHERE schemaname = current_schema()
+                 AND policyname IN ('reader', 'scoped_reader') LOOP
+        IF m NOT IN (r, s, 'public') AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = m) THEN
+            EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', current_schema(), m);
+            EXECUTE format('REVOKE ALL ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) FROM %I', m);
+        END IF;
+    END LOOP;
+    """
+    body = others + "\n    ".join(_policy_statements())
+    shared = f"""
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {READER_ROLE}', current_schema());
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {READER_ROLE}', current_schema());
+        EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I REVOKE SELECT ON TABLES FROM {READER_ROLE}', current_schema());
+        FOR m IN SELECT u.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
+                 JOIN pg_roles u ON u.oid = a.member
+                 WHERE g.rolname = '{READER_ROLE}' AND u.rolname NOT IN (SELECT role FROM scope_roles) LOOP
+            EXECUTE format('GRANT %I TO %I', r, m);
+        END LOOP;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM {SCOPED_ROLE}', current_schema());
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM {SCOPED_ROLE}', current_schema());
+        EXECUTE 'REVOKE ALL ON FUNCTION remembrancer_scope_hidden(), {SCOPED_LITERAL}(text, boolean) FROM {SCOPED_ROLE}';
+    END IF;
+    FOR m IN SELECT g.role FROM scope_roles g JOIN pg_roles u ON u.rolname = g.role LOOP
+        EXECUTE format('GRANT %I TO %I', s, m);
+    END LOOP;""" if move_shared else ""
+    return f"""
+DO $$
+DECLARE
+    r name := {_literal(reader)};
+    s name := {_literal(scoped)};
+    m name;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', r); END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = s) THEN EXECUTE format('CREATE ROLE %I NOLOGIN', s); END IF;
+    {body}{shared}
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'no reader roles of this store (the writer''s role needs CREATEROLE): %', SQLERRM;
+END $$;
+"""
+
+
+def reader_access_problem(conn) -> str | None:
+    """Why this store's readers cannot be served by its own roles (roles missing, policies naming
+    other roles or missing), or None. The writer checks it at start and repairs what it can."""
+    reader, scoped = store_roles(conn.execute("SELECT current_database()").fetchone()[0])
+    if conn.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (%s, %s)", (reader, scoped)).fetchone()[0] < 2:
+        return f"its reader roles {reader} and {scoped} do not exist"
+    wrong = conn.execute(
+        "SELECT count(*) FROM unnest(%s::text[]) AS t(name) LEFT JOIN pg_policies p ON p.schemaname = current_schema()"
+        " AND p.tablename = t.name AND p.policyname = 'reader' WHERE p.roles IS DISTINCT FROM ARRAY[%s]::name[]",
+        (list(READER_TABLES), reader)).fetchone()[0]
+    wrong += conn.execute(
+        "SELECT count(*) FROM unnest(%s::text[]) AS t(name) LEFT JOIN pg_policies p ON p.schemaname = current_schema()"
+        " AND p.tablename = t.name AND p.policyname = 'scoped_reader' WHERE p.roles IS DISTINCT FROM ARRAY[%s]::name[]",
+        (list(SCOPED_POLICIES), scoped)).fetchone()[0]
+    return f"{wrong} of its row-level security policies do not name its reader roles" if wrong else None
+
+
+def ensure_reader_access(conn) -> str | None:
+    """At the writer's start: give the store its own roles' policies and grants where they are
+    missing or name other roles (restored or copied under another name); None when that is done,
+    else why not (the writer's role cannot create roles: readers are refused, never let in)."""
+    if applied_version(conn) < 15 or reader_access_problem(conn) is None:
+        return None
+    conn.execute(reader_access_sql(conn))
+    problem = reader_access_problem(conn)
+    if problem is None:
+        log.info("store: its reader roles' policies and grants were (re)made")
+    return problem
+
+
+def own_roles_sql(conn) -> str:
+    return reader_access_sql(conn, move_shared=True)
+
+
+MIGRATIONS.append((15, "each store's own reader roles", own_roles_sql))
 # Indexes a first load into an empty store builds once, at its end, rather than maintaining them
 # row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
 # section as it was copied in and the postings' two btrees took an insert per posting — together
@@ -522,7 +670,7 @@ def _apply(conn, version: int, name: str, sql: str) -> bool:
         _migration_lock(conn)
         if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
             return False
-        conn.execute(sql)
+        conn.execute(sql if isinstance(sql, str) else sql(conn))
         conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)", (version, name))
     log.info("store: applied migration %d (%s)", version, name)
     return True
@@ -530,12 +678,12 @@ def _apply(conn, version: int, name: str, sql: str) -> bool:
 
 def session_scope(conn) -> tuple[str, ...] | None:
     """The prefixes the connected role is limited to, or None for an unscoped reader (or the writer)."""
-    # a member of the scoped group (superusers are members of every role: not them), or recorded as one
-    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND (EXISTS (SELECT 1 FROM pg_roles r"
-                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)"
-                       " AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(current_user, %s, 'MEMBER'))",
-                       (SCOPED_ROLE, SCOPED_ROLE)).fetchone()
-    if not row[0]:
+    # recorded as this store's scoped reader: a scoped role sees its own row of scope_roles, an
+    # unscoped reader none (no policy of its group there), a superuser every row but is never one
+    row = conn.execute("SELECT to_regclass('public.scope_roles') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_roles r"
+                       " WHERE r.rolname = current_user AND NOT r.rolsuper AND NOT r.rolbypassrls)").fetchone()
+    if not row[0] or not conn.execute("SELECT EXISTS (SELECT 1 FROM public.scope_roles WHERE role = current_user)"
+                                      ).fetchone()[0]:
         return None
     return tuple(r[0] for r in conn.execute("SELECT prefix FROM public.scope_grants WHERE role = current_user"
                                             " ORDER BY prefix"))

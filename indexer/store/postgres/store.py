@@ -54,8 +54,8 @@ WRITER_APP = "remembrancer-writer"
 BUILD_MEMORY = "512MB"            # maintenance_work_mem while the HNSW index is built
 GRAMS = "public." + pg_schema.LITERAL_GRAMS   # a section's trigrams (the literal index's expression)
 ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-NO_ACCESS_HINT = ("ask the store's admin for a reader role (in remembrancer_reader, or "
-                  "`remembrancer team grant-reader ROLE --scope …`)")
+NO_ACCESS_HINT = ("ask the store's admin to make your login a reader of this store: "
+                  "`remembrancer team grant-reader ROLE --all` (or `--scope PREFIX`)")
 NO_PGVECTOR_HINT = ("install pgvector on the server (the pgvector/pgvector Docker image has it; a managed"
                     " PostgreSQL: enable its `vector` extension), or point --store at one that has it")
 RUN_WARNING_KEYS = ("last_warnings", "last_warning_paths")
@@ -309,6 +309,8 @@ class PgLedger(SqlLedger):
         self.conn.close()
 
     def _q(self, sql, params=None):
+        if self.readonly and not self._in_request and self.conn.broken:   # lost since (a server restart):
+            self._reconnect_if_lost()                                     # outside a request, connect again
         return self.conn.execute(sql, params or None)   # no parameters: a literal `%` stays a `%`
 
     # -- meta ---------------------------------------------------------------------------------
@@ -1029,6 +1031,8 @@ class PgLedger(SqlLedger):
                     self._q(sql_text)
                 yield
                 raise psycopg.Rollback()
+        except psycopg.Rollback:   # its rollback failed: the server went away after the answer was read, which
+            pass                   # stands (one snapshot); the next request connects again
         except psycopg.OperationalError as e:   # the server went away mid-request: say so; reconnect next time
             raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
                             param="store", code="store_unreachable", hint="retry; check the server") from None
@@ -1228,6 +1232,9 @@ class PgStore:
                                         f"{pg_schema.MIGRATE_WAIT_S:g} s", param="store", code="migration_lock_held",
                                         hint="if it is not another remembrancer writer migrating, end that session "
                                              "(SELECT pg_terminate_backend(PID) as a superuser) and start again") from None
+                    if problem := pg_schema.ensure_reader_access(conn):
+                        log.warning("store: readers cannot read %s: %s (the writer's role needs CREATEROLE to"
+                                    " make them)", safe_url(url), problem)
                 self.schema_version = pg_schema.applied_version(conn)
                 readable = self.schema_version == 0 or conn.execute(
                     "SELECT has_table_privilege('public.documents', 'SELECT')").fetchone()[0]
