@@ -33,6 +33,34 @@ know tell find show see use used using make made way need
 """.split())
 
 
+# Scripts written without spaces between words — Chinese, Japanese (kana and kanji), and Korean's
+# syllables — make one token of a whole run for tantivy's tokenizer, so a word inside a run never
+# matched ("备份" inside "数据库备份策略"). The keyword leg indexes and asks such runs as
+# overlapping character bigrams (as CJK search engines without a dictionary do); text without
+# them is returned unchanged (English indexes exactly as before). The literal index still finds any
+# substring.
+_CJK = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+        "\U00020000-\U0002ffff")
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RUN_RE.search(text) is not None
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """A run of such characters as its overlapping bigrams (one character stays itself)."""
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def keyword_text(text: str) -> str:
+    """The text as the keyword leg indexes and asks it: each CJK run as its bigrams, set apart by
+    spaces from what surrounds it ("Redis备份" → "Redis 备份 "); anything else as it is."""
+    if not has_cjk(text):
+        return text
+    return _CJK_RUN_RE.sub(lambda m: " " + " ".join(cjk_bigrams(m.group(0))) + " ", text)
+
+
 def is_identifier(token: str) -> bool:
     """Identifier-shaped: a flag (`--x`), inner `_ . : @` (`max_conn`, `events.raw`), a path
     (`/etc/x`, `a/b/c`), camelCase, CONSTANT_CASE, or letters with digits (`pg1`, `HTTP-2`).

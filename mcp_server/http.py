@@ -57,6 +57,10 @@ class TokenScopedLink:
     """The served link as one request's token may use it: its scopes applied to every call
     (inside them, a narrower scope the call asks for), and the call logged under its name."""
 
+    # The tool descriptions are the same for every token: they do not describe the corpus (its
+    # counts, types and tags), which a scoped token's holder may not see whole.
+    describes_corpus = False
+
     def __init__(self, link) -> None:
         self._link = link
 

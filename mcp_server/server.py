@@ -243,6 +243,8 @@ def tool_descriptions(facts, doc_types, conversations=()) -> dict[str, str]:
 
 
 def index_facts(link: Link) -> "describe.IndexFacts":
+    if not getattr(link, "describes_corpus", True):   # one description for callers of several scopes
+        return describe.IndexFacts()
     config = getattr(link, "config", None)
     if config is not None and not config.roots and config.conversations:   # conversations alone
         return peek(config.conversation_config())

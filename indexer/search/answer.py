@@ -643,8 +643,13 @@ def _any_word_in(view, phrasings: list[str], allowed: set[int] | None) -> bool:
 
 
 def _word_occurs(view, word: str) -> bool:
-    """The word, whole, in some visible section (or an entity's name)."""
+    """The word, whole, in some visible section (or an entity's name). A run of CJK characters is
+    a phrase, not a word (nothing marks where its words end): it occurs when most of its bigrams
+    do, as the keyword leg reads it (terms.keyword_text)."""
     w = word.lower()
+    pieces = terms.keyword_text(w).split() if terms.has_cjk(w) else [w]
+    if pieces != [w]:
+        return sum(_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
     if w in view.entities()[0].by_name:
         return True
     used = view.uses_word(w)   # the keyword index's term dictionary

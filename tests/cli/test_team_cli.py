@@ -397,6 +397,10 @@ def test_a_teammate_without_a_database_login_reads_the_store_over_http_with_a_to
         assert [c[0] for c, _ in errors] == ["history", "read"] and "not_found" in errors[0][1][0][1], errors
         strip = lambda r: [(x["path"], x["heading"], x["score"]) for x in r.structured_content["results"]]
         assert strip(got[0]) and got[0].structured_content["index"]["verdict"] == want[0].structured_content["index"]["verdict"]
+        # one description for every token, made before any request: never "the index cannot be read:
+        # no valid bearer token" (a store's reader was asked its facts through the token check)
+        tools = over_http(url, tokens["rb"], lambda c: c.list_tools()).tools
+        assert tools and not any("the index cannot be read" in (t.description or "") for t in tools)
         scoped = over_http(url, tokens["rb"], lambda c: c.call_tool("search", {"query": "ledger service"}))
         assert {x["path"] for x in scoped.structured_content["results"]} == {"runbooks/restart.md"}
         # many agents at once cost the database a bounded number of connections: each call borrows

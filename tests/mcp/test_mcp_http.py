@@ -102,6 +102,10 @@ def test_http_answers_equal_stdio_answers_for_every_tool(http):
     tools = over_http(http["url"], http["tokens"]["alice"], lambda s: s.list_tools())
     assert {t.name for t in tools.tools} == {"search", "read", "list_documents", "index_status", "history",
                                              "latest", "neighbors", "verify"}
+    # one description for every token: no warning (it was "the index cannot be read: no valid bearer
+    # token", asked before any request), and nothing of the corpus a scoped token may not see
+    assert not any("the index cannot be read" in (t.description or "") for t in tools.tools)
+    assert "the index cannot be read" not in http["log"].read_text()
 
 
 def test_a_scoped_token_sees_what_a_scoped_session_sees_and_nothing_else(http):

@@ -423,6 +423,8 @@ def test_a_writer_that_is_no_superuser_makes_the_store_roles_or_says_why_not(wor
             assert _paths(_as(admin_url, reader)) == {"journal"}
             pg_roles.grant_reader(url, reader, [], everything=True)
             assert {"journal", "services", "hosts"} <= _paths(_as(admin_url, reader))
+            # the writer's role administers the groups it made (PostgreSQL 16 makes it a member): not a reader
+            assert [r["role"] for r in pg_roles.readers(url)] == [reader]
         else:
             with pytest.raises(UserError) as e:
                 pg_roles.grant_reader(url, reader, ["journal"], password="pw")

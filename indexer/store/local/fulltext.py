@@ -233,8 +233,10 @@ class FullText:
     def _doc(self, chunk_id, section_id, path, heading, text, ident: str | None = None) -> tantivy.Document:
         if ident is None:
             ident = idents(heading, text)
+        words = terms.keyword_text(text)
         return tantivy.Document(chunk_id=int(chunk_id), section_id=int(section_id), path=path,
-                                heading=heading.replace(" > ", " "), body=text, stem=text, ident=ident)
+                                heading=terms.keyword_text(heading.replace(" > ", " ")), body=words, stem=words,
+                                ident=ident)
 
     def commit(self, generation: int) -> None:
         """Commit explicitly and check it (a `with` block swallows a failed commit)."""
@@ -354,7 +356,7 @@ class FullText:
 
     def build_query(self, text: str):
         clauses = []
-        plain = " ".join(w for w in terms.words(text) if w.isascii() or w.isalnum())
+        plain = terms.keyword_text(" ".join(w for w in terms.words(text) if w.isascii() or w.isalnum()))
         if plain.strip():
             try:
                 clauses.append((tantivy.Occur.Should, self.index.parse_query(

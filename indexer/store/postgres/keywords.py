@@ -77,10 +77,11 @@ _WHITESPACE = _analyzer(tantivy.Tokenizer.whitespace())
 
 def chunk_terms(heading: str, text: str) -> dict[int, Counter]:
     """field → term frequencies of one chunk, as tantivy indexes it (fulltext.FullText._doc)."""
+    words = terms.keyword_text(text)
     return {
-        HEADING: Counter(_DEFAULT.analyze(heading.replace(" > ", " "))),
-        BODY: Counter(_DEFAULT.analyze(text)),
-        STEM: Counter(_STEM.analyze(text)),
+        HEADING: Counter(_DEFAULT.analyze(terms.keyword_text(heading.replace(" > ", " ")))),
+        BODY: Counter(_DEFAULT.analyze(words)),
+        STEM: Counter(_STEM.analyze(words)),
         IDENT: Counter(_WHITESPACE.analyze(" ".join(terms.identifier_terms(heading + "\n" + text)))),
     }
 
@@ -92,7 +93,7 @@ def query_terms(text: str) -> dict[tuple[int, str], float]:
     def add(field: int, term: str, boost: float) -> None:
         out[(field, term)] = out.get((field, term), 0.0) + boost
 
-    plain = " ".join(w for w in terms.words(text) if w.isascii() or w.isalnum())
+    plain = terms.keyword_text(" ".join(w for w in terms.words(text) if w.isascii() or w.isalnum()))
     for word in dict.fromkeys(plain.split()):   # tantivy's parser counts a repeated word once
         for t in _DEFAULT.analyze(word):
             add(HEADING, t, HEADING_BOOST)

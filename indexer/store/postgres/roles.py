@@ -141,8 +141,10 @@ def readers(url: str) -> list[dict]:
     with _connect(url) as conn:
         reader, _ = _own_roles(conn)
         names = {r[0] for r in conn.execute("SELECT role FROM scope_roles")}
+        # (not the writer's own role: PostgreSQL 16 makes a role's creator a member, to administer it)
         names |= {r[0] for r in conn.execute("SELECT u.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid"
-                                             " JOIN pg_roles u ON u.oid = a.member WHERE g.rolname = %s", (reader,))}
+                                             " JOIN pg_roles u ON u.oid = a.member WHERE g.rolname = %s"
+                                             " AND u.rolname <> current_user AND NOT u.rolsuper", (reader,))}
         return [_describe(conn, name, reader) for name in sorted(names)]
 
 
