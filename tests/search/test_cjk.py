@@ -66,28 +66,18 @@ def test_a_cjk_phrase_occurs_when_most_of_its_bigrams_do(cjk_notes, tiny_engine)
 
 
 def test_the_team_store_scores_cjk_questions_as_the_local_index(cjk_notes, data_env, tiny_embedder, pg_url):
+    from remembrancer.indexer import api
     from remembrancer.indexer.config import Config, make_roots
-    from remembrancer.indexer.engine import Engine
-    from remembrancer.indexer.store.postgres.store import PgStore
     from tests.store.test_team_keywords import _scores
-    from tests.support.team import index_once
+    from tests.support.team import local_and_store
 
-    cfg = Config(roots=make_roots([cjk_notes]))
-    index_once(cfg, pg_url, tiny_embedder)
-    local = Engine(cfg, embedder=tiny_embedder)
-    local.refresh()
-    reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
-    try:
-        from remembrancer.indexer import api
+    def answer(engine, query):   # the whole search, as the MCP tool answers it (timings aside)
+        out = api.do_search(engine.view(), {"query": query, "limit": 5})
+        return [(r["path"], r["heading"], round(r["score"], 4)) for r in out["results"]], out.get("no_strong_match")
 
-        def answer(engine, query):   # the whole search, as the MCP tool answers it (timings aside)
-            out = api.do_search(engine.view(), {"query": query, "limit": 5})
-            return [(r["path"], r["heading"], round(r["score"], 4)) for r in out["results"]], out.get("no_strong_match")
+    with local_and_store(Config(roots=make_roots([cjk_notes])), pg_url, tiny_embedder) as (local, reader):
         for case in CASES:
             got = _scores(reader.view(), case["query"])
             assert got and got == _scores(local.view(), case["query"]), case["query"]
             assert _right(_first(reader.view(), case["query"]), case), case["query"]
             assert answer(reader, case["query"]) == answer(local, case["query"]), case["query"]
-    finally:
-        reader.close()
-        local.close()

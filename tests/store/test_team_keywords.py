@@ -18,7 +18,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.store.postgres.store import PgStore
 from tests.support.corpus import write
 from tests.support.pg import fresh_database
-from tests.support.team import QUERIES, index_once, stats_consistent
+from tests.support.team import QUERIES, index_once, local_and_store, stats_consistent
 
 # What migrations 1–4 made of the keyword tables (a store a version-4 writer left behind: its
 # term_stats held each term's number of postings).
@@ -58,11 +58,7 @@ def _edit(notes) -> None:
 
 def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_env, tiny_embedder, pg_url):
     cfg = Config(roots=make_roots([notes]))
-    index_once(cfg, pg_url, tiny_embedder)
-    local = Engine(cfg, embedder=tiny_embedder)
-    local.refresh()
-    reader = Engine(cfg, readonly=True, embedder=tiny_embedder, store=PgStore(pg_url, readonly=True))
-    try:
+    with local_and_store(cfg, pg_url, tiny_embedder) as (local, reader):
         _same_scores(local, reader)
         # a filter keeps the corpus-wide statistics (tantivy's const-score filter does)
         f = S.flt.Filters(types=["runbook"])
@@ -74,9 +70,6 @@ def test_bm25_scores_equal_tantivys_fresh_filtered_and_after_edits(notes, data_e
         got = _scores(reader.view(), "restore postgres backup", keep_pg)
         assert got and got == _scores(local.view(), "restore postgres backup", keep_local)
         assert all(p.startswith("runbooks/") for p, _ in got)
-    finally:
-        reader.close()
-        local.close()
     # edits and deletes: the counted frequencies and the kept totals follow them; a fresh local
     # index of the edited files scores alike (an updated tantivy index would still count the
     # deleted documents until its segments merge)

@@ -3,6 +3,8 @@ are asked, and the check that the stored keyword statistics match the chunks."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import psycopg
 
 from remembrancer.indexer.team import Writer
@@ -19,6 +21,24 @@ def index_once(cfg, pg_url, embedder) -> None:
         w.pass_once()
     finally:
         w.close()
+
+
+@contextmanager
+def local_and_store(cfg, pg_url, embedder):
+    """The same corpus indexed locally and written into the store: (the local engine, a reader
+    engine of the store), both closed afterwards — the two sides of a parity check."""
+    from remembrancer.indexer.engine import Engine
+    from remembrancer.indexer.store.postgres.store import PgStore
+
+    index_once(cfg, pg_url, embedder)
+    local = Engine(cfg, embedder=embedder)
+    local.refresh()
+    reader = Engine(cfg, readonly=True, embedder=embedder, store=PgStore(pg_url, readonly=True))
+    try:
+        yield local, reader
+    finally:
+        reader.close()
+        local.close()
 
 
 def stats_consistent(url: str) -> None:
