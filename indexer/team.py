@@ -27,6 +27,7 @@ from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
 from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, safe_url
 
@@ -379,6 +380,13 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
                              "the remote's URL, the network)"))
         elif pulled.ok_at:
             out.append(check("writer fetch", "OK", "last fetched " + _ago(time.time() - pulled.ok_at)))
+        access = pg_schema.reader_access_problem(led.conn)
+        reader, scoped = pg_schema.store_roles(led.conn.info.dbname)
+        out.append(check("store readers", "FAIL" if access else "OK",
+                         f"readers cannot be granted: {access}" if access else
+                         f"its own reader roles: {reader} (every row), {scoped} (granted prefixes)",
+                         "as a superuser: ALTER ROLE <writer> CREATEROLE; then restart the writer (it makes them)"
+                         if access else ""))
         stored = led.model_contract()
     finally:
         led.close()

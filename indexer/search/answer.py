@@ -662,12 +662,24 @@ def _word_occurs(view, word: str) -> bool:
     return terms.uses_whole(w, (content for _, _, content, _ in view.lowered_sections()))
 
 
+def _snippet_words(query: str) -> list[str]:
+    """What a snippet is centred on: the question's content words of 3 letters or more, and a CJK
+    run's bigrams (its words are inside it: terms.keyword_text)."""
+    out = []
+    for w in terms.content_words(query):
+        if terms.has_cjk(w):
+            out += terms.keyword_text(w).split()
+        elif len(w) > 2:
+            out.append(w)
+    return out
+
+
 def _snippet(text: str, query: str) -> str:
     if len(text) > SNIPPET_WINDOW:
         # A long section (a 5 MB one-line log): only the text around the first match is flattened,
         # so a result's snippet costs the window, not the section (it cost ~100 ms per result).
         low = text.lower()
-        found = [i for i in (low.find(w) for w in terms.content_words(query) if len(w) > 2) if i >= 0]
+        found = [i for i in (low.find(w) for w in _snippet_words(query)) if i >= 0]
         start = max(0, min(found, default=0) - SNIPPET_WINDOW // 2)
         end = start + SNIPPET_WINDOW
         inner = _snippet(text[start:end], query)
@@ -676,7 +688,7 @@ def _snippet(text: str, query: str) -> str:
     flat = re.sub(r"\s+", " ", text).strip()
     if len(flat) <= SNIPPET_CHARS:
         return flat
-    words = [w for w in terms.content_words(query) if len(w) > 2]
+    words = _snippet_words(query)
     low = flat.lower()
     pos = min((low.find(w) for w in words if low.find(w) >= 0), default=0)
     start = max(0, pos - SNIPPET_CHARS // 3)

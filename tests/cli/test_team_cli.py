@@ -92,7 +92,7 @@ def test_writer_readers_and_mcp_over_a_real_postgres(tmp_path, tiny_model_dir, p
         doc = _cli(w, "doctor", "--store", pg_url, "--root", str(w["mine"]), "--json")
         checks = {c["check"]: c for c in json.loads(doc.stdout)}
         assert checks["store"]["status"] == "OK" and checks["store writer"]["status"] == "OK"
-        assert checks["store model"]["status"] == "OK"
+        assert checks["store model"]["status"] == "OK" and checks["store readers"]["status"] == "OK"
 
         params = StdioServerParameters(command=sys.executable, cwd=str(PROJECT), env=w["env"],
                                        args=["-m", "remembrancer", "mcp", "--store", pg_url, "--root", str(w["mine"])])

@@ -81,3 +81,14 @@ def test_the_team_store_scores_cjk_questions_as_the_local_index(cjk_notes, data_
             assert got and got == _scores(local.view(), case["query"]), case["query"]
             assert _right(_first(reader.view(), case["query"]), case), case["query"]
             assert answer(reader, case["query"]) == answer(local, case["query"]), case["query"]
+
+
+def test_a_snippet_is_centred_on_a_cjk_word_inside_a_run():
+    from remembrancer.indexer.search.answer import SNIPPET_CHARS, _snippet
+
+    filler = "这一段只是背景说明，" * (SNIPPET_CHARS // 5)
+    text = filler + "日志保留期改为七天。" + filler
+    assert "日志保留期" in _snippet(text, "日志保留期怎么设置")
+    assert "日志保留期" in _snippet(text * 40, "日志保留期怎么设置")   # a long section: its window too
+    english = "background words here. " * 40 + "the backup runs nightly. " + "more words. " * 40
+    assert "backup runs nightly" in _snippet(english, "when does the backup run")

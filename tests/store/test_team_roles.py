@@ -429,6 +429,10 @@ def test_a_writer_that_is_no_superuser_makes_the_store_roles_or_says_why_not(wor
             with pytest.raises(UserError) as e:
                 pg_roles.grant_reader(url, reader, ["journal"], password="pw")
             assert e.value.param == "store" and "CREATEROLE" in e.value.hint
+            from remembrancer.indexer.team import store_checks
+
+            got = {c["check"]: c for c in store_checks(url, None)}["store readers"]   # doctor --store says it
+            assert got["status"] == "FAIL" and "do not exist" in got["detail"] and "CREATEROLE" in got["fix"]
     finally:
         _drop(admin_url, reader)
         with psycopg.connect(database_url(pg_server.get_uri(), "postgres"), autocommit=True) as c:
