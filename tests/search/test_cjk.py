@@ -1,4 +1,4 @@
-"""Keyword search in Chinese and Japanese (and notes mixing them with English): a CJK run is
+"""Keyword search in Chinese, Japanese and Korean (and notes mixing them with English): a CJK run is
 indexed and asked as overlapping bigrams (terms.keyword_text), so a word inside a run matches; the
 hand-written questions of tests/data/cjk/cases.jsonl each find their section first through the
 keyword leg alone, locally and in the team store with the same scores; English is indexed as before."""
