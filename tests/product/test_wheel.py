@@ -2,8 +2,9 @@
 fresh venv outside the checkout (its dependencies from the package index / pip's cache, nothing
 from the checkout's venv), then used from a folder outside the checkout — `--version`, `index`,
 `search`, `mcp` (tools listed by the real MCP client over stdio), `hooks install` on a real git
-repository, `service install --print`, `mcp config`, `claude-hooks install` — and its
-site-packages holding one top-level name.
+repository, `service install --print`, `mcp config`, `claude-hooks install`, the `team` extra
+against a real PostgreSQL (a granted reader, the HTTP endpoint) — and its site-packages holding
+one top-level name.
 
 Slow (a minute or two: pip installs onnxruntime & co. from its cache), marked `wheel`; it runs
 in `make test`. `-m "not wheel"` leaves it out while working on something else.
@@ -120,6 +121,56 @@ def test_the_installed_mcp_server_lists_its_tools(installed):
         subprocess.run([str(venv / "bin" / "remembrancer"), "stop"], cwd=work, env=env, capture_output=True,
                        timeout=60)
     assert {"search", "read", "list_documents", "index_status"} <= tools
+
+
+@pytest.mark.slow
+def test_the_installed_team_extra_serves_a_granted_reader_over_http(installed, pg_server, tmp_path):
+    """`pip install 'remembrancer[team]'` into the fresh venv, then as a team runs it: the writer's
+    pass into a store, `team grant-reader alice --all`, alice searching from her checkout, a token
+    and `serve-http --store` as alice answering the SDK's streamable-HTTP client; and a CJK word
+    inside a run found from the wheel."""
+    import json
+    import socket
+
+    from tests.mcp.test_mcp_http import _up, over_http
+    from tests.support.daemon import poll_until, stop_process
+    from tests.support.pg import fresh_database
+
+    venv, env, work = installed
+    exe = str(venv / "bin" / "remembrancer")
+    (wheel,) = (venv.parent / "dist").glob("remembrancer-*.whl")
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[team]"], cwd=work)
+    url = fresh_database(pg_server.get_uri(), "wheel")
+    alice_url = url.replace("postgres:@", "alice@")
+    alice = {**env, "PGPASSWORD": "pw-alice"}
+    notes = work / "team-notes"
+    shutil.copytree(EXAMPLES, notes)
+    assert "added" in run([exe, "index", "--store", url, "--root", str(notes)], cwd=work, env=env).stdout
+    granted = subprocess.run([exe, "team", "grant-reader", "alice", "--all", "--password-stdin", "--store", url],
+                             input="pw-alice\n", cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert granted.returncode == 0 and "alice: reads the whole store" in granted.stdout, granted.stderr
+    found = json.loads(run([exe, "search", "how do I restore the database from a backup", "--store", alice_url,
+                            "--root", str(notes), "--json"], cwd=work, env=alice).stdout)
+    assert found["results"][0]["path"] == "runbooks/postgres/restore.md"
+    token = json.loads(run([exe, "team", "token", "create", "laptop", "--json"], cwd=work, env=env).stdout)["token"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "serve-http.log"
+    server = subprocess.Popen([exe, "serve-http", "--store", alice_url, "--root", str(notes), "--port", str(port)],
+                              cwd=work, env=alice, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}/mcp"
+    try:
+        assert poll_until(lambda: _up(endpoint), 120, 0.3), log.read_text()
+        got = over_http(endpoint, token, lambda c: c.call_tool("search", {"query": "how do I restore the database"}))
+        assert not got.is_error and got.structured_content["results"][0]["path"] == "runbooks/postgres/restore.md"
+    finally:
+        stop_process(server)
+    cjk = work / "cjk-notes"
+    shutil.copytree(PROJECT / "tests" / "data" / "cjk" / "notes", cjk)
+    run([exe, "index", "--root", str(cjk)], cwd=work, env=env)
+    found = json.loads(run([exe, "search", "备份", "--root", str(cjk), "--json"], cwd=work, env=env).stdout)
+    assert found["results"][0]["path"] == "zh/backup.md"
 
 
 @pytest.mark.slow
