@@ -179,6 +179,13 @@ def _create_vector_index(conn, dim: int) -> None:
                      f" ((embedding::vector({dim})) vector_cosine_ops)")
 
 
+def lost(url: str, e: Exception) -> UserError:
+    """The structured error for a connection the server dropped (a restart, the network): the next
+    request connects again (PgLedger._reconnect_if_lost)."""
+    return UserError(f"lost the connection to the store {safe_url(url)}: {str(e).strip()}", param="store",
+                     code="store_unreachable", hint="retry; check the server")
+
+
 def unreachable(url: str, e: Exception) -> UserError:
     """The structured error for a store that refused the connection."""
     return UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
@@ -1034,8 +1041,7 @@ class PgLedger(SqlLedger):
         except psycopg.Rollback:   # its rollback failed: the server went away after the answer was read, which
             pass                   # stands (one snapshot); the next request connects again
         except psycopg.OperationalError as e:   # the server went away mid-request: say so; reconnect next time
-            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
-                            param="store", code="store_unreachable", hint="retry; check the server") from None
+            raise lost(self.store.url, e) from None
         finally:
             self._in_request = False
             for side in self._sides:
