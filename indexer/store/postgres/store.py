@@ -179,6 +179,13 @@ def _create_vector_index(conn, dim: int) -> None:
                      f" ((embedding::vector({dim})) vector_cosine_ops)")
 
 
+def check_url(url: str) -> str:
+    """A store's address is a PostgreSQL URL (said before anything connects, or a unit is written)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
+    return url
+
+
 def lost(url: str, e: Exception) -> UserError:
     """The structured error for a connection the server dropped (a restart, the network): the next
     request connects again (PgLedger._reconnect_if_lost)."""
@@ -1216,8 +1223,7 @@ class PgStore:
     indexes_in_ledger = True   # postings and vectors go in the document's transaction
 
     def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
-        if not url.startswith(("postgresql://", "postgres://")):
-            raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
+        check_url(url)
         self.url = url
         self.ranking = ranking
         self.priority = RequestsFirst()   # the writer gives way between documents (indexer/store/priority.py)
