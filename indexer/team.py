@@ -363,9 +363,10 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
     out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
     led = store.open_ledger(readonly=True)
     try:
-        running, squatter = led.writer_running(), led.writer_lock_squatter()
-        if squatter:
-            out.append(check("store writer", "FAIL", f"{squatter} holds the writer's lock but does not own the store",
+        holder = led.writer_lock_holder()   # one look at the lock: a writer, a squatter, or nobody
+        running = holder is not None and holder.owns_store
+        if holder is not None and not running:
+            out.append(check("store writer", "FAIL", f"{holder.who()} holds the writer's lock but does not own the store",
                              "end that session (a superuser can, with pg_terminate_backend); keep logins you do "
                              "not trust off this database"))
         else:

@@ -890,15 +890,18 @@ class PgLedger(SqlLedger):
             " SELECT section_id, max(score) FROM top GROUP BY section_id", (tsq, *fparams, limit)).fetchall()
         return {int(sid): float(score) for sid, score in rows}
 
+    def writer_lock_holder(self) -> "pg_schema.LockHolder | None":
+        """The session holding the writer's lock key: a writer if it owns the store (any login may
+        take the key: a session of another role is not a writer, and keeps the real one out)."""
+        return pg_schema.lock_holder(self._q, WRITER_LOCK)
+
     def writer_running(self) -> bool:
-        """Whether a session of the store's owner holds the writer's lock (any login may take the
-        key: a session of another role is not a writer)."""
-        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        holder = self.writer_lock_holder()
         return holder is not None and holder.owns_store
 
     def writer_lock_squatter(self) -> str | None:
-        """A session of another role holding the writer's lock key (it keeps the real writer out), or None."""
-        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        """Who holds the writer's lock key without owning the store, or None."""
+        holder = self.writer_lock_holder()
         return holder.who() if holder is not None and not holder.owns_store else None
 
     def live_vectors(self) -> int:
