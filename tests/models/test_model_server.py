@@ -21,7 +21,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.models import server as served
 from remembrancer.indexer.models.embed import load_embedder, load_embedder_from_dir
 from remembrancer.indexer.models.spec import Endpoint, ModelError, ServerModel, ServerUnavailable
-from tests.support.corpus import write
+from tests.support.corpus import write, write_tree
 from tests.support.model_server import ModelServer
 from tests.support.tiny_model import build_tiny_model
 
@@ -56,10 +56,7 @@ def healthy(server, monkeypatch):
 
 @pytest.fixture
 def notes(tmp_path):
-    root = tmp_path / "notes"
-    for rel, text in DOCS.items():
-        write(root, rel, text)
-    return root
+    return write_tree(tmp_path / "notes", DOCS)
 
 
 @pytest.fixture
