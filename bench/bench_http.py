@@ -160,8 +160,9 @@ def main() -> int:
     print(f"  {args.clients} HTTP clients at once, {args.each} searches each: {len(errors)} errors, "
           f"{len(lat)} answers in {wall:.1f} s, p50 {statistics.median(lat):.0f} ms, p95 {_pct(lat, 95):.0f} ms")
     if sampler:
-        for what, n in idle.items():
-            print(f"  server connections, {what}: {n}")
+        before, both = idle["http endpoint, before any call"], idle["stdio reader + http endpoint"]
+        print(f"  server connections: the http endpoint before any call {before}; an idle stdio reader after "
+              f"its searches {both - before} (both: {both})")
         print(f"  server connections while the {args.clients} HTTP clients asked: at most {sampler.most}"
               f" ({sampler.samples} samples)")
     return 0 if not errors else 1

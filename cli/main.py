@@ -1260,11 +1260,9 @@ def cmd_service(args) -> int:
         from remembrancer.daemon import service
 
         if args.store:
-            from remembrancer.indexer.store.postgres.store import has_password, safe_url
+            from remembrancer.indexer.store.postgres.store import check_url, has_password
 
-            if not args.store.startswith(("postgresql://", "postgres://")):
-                raise UserError(f"--store must be a postgresql:// URL, got {safe_url(args.store)!r}", param="store")
-            if has_password(args.store):
+            if has_password(check_url(args.store)):
                 raise UserError("the store URL holds a password, which the unit file would keep for anyone who can "
                                 "read it", param="store", hint="put the password in ~/.pgpass (libpq reads it) and "
                                                                "give the URL without it")

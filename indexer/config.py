@@ -341,6 +341,17 @@ def _positive_int(value, name: str, path: Path) -> int:
     return value
 
 
+def _whole_number(table: dict, where: str, key: str, lo: int, hi: int, default: int, path: Path,
+                  what: str = "a whole number") -> int:
+    """`table[key]` (else `default`): a TOML integer from `lo` to `hi` (a string, a float or a
+    bool is refused by name)."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise UserError(f"invalid config {path}: [{where}] {key} must be {what} from {lo} to {hi}, got {value!r}",
+                        param=f"{where}.{key}", hint=f"{key} = {default}")
+    return value
+
+
 # Every key the config file may hold: anything else is a typo, refused with the valid names.
 KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
     "roots": None, "index": ("exclude", "max_file_bytes"),
@@ -477,10 +488,7 @@ def _server_model(model: dict, path: Path) -> ServerModel:
             raise UserError(f"invalid config {path}: [model] {key} must be a string", param=f"model.{key}",
                             hint='query_prefix = "search_query: "')
         prefixes[key] = value
-    batch = model.get("batch", ServerModel.batch)
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 2048:
-        raise UserError(f"invalid config {path}: [model] batch must be a whole number from 1 to 2048, got {batch!r}",
-                        param="model.batch", hint="batch = 64")
+    batch = _whole_number(model, "model", "batch", 1, 2048, ServerModel.batch, path)
     return ServerModel(documents=documents, queries=queries, batch=batch, **prefixes)
 
 
@@ -492,13 +500,8 @@ def _rerank(table, path: Path) -> RerankSpec:
     if ("path" in table) == ("url" in table):
         raise UserError(f"invalid config {path}: [rerank] needs one of path (an ONNX cross-encoder folder) "
                         "or url (a /rerank server)", param="rerank", hint=hint)
-    top, budget = table.get("top", 20), table.get("budget_ms", 1500)
-    if isinstance(top, bool) or not isinstance(top, int) or not 2 <= top <= 200:
-        raise UserError(f"invalid config {path}: [rerank] top must be a whole number from 2 to 200, got {top!r}",
-                        param="rerank.top", hint="top = 20")
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 10 <= budget <= 60000:
-        raise UserError(f"invalid config {path}: [rerank] budget_ms must be milliseconds from 10 to 60000, "
-                        f"got {budget!r}", param="rerank.budget_ms", hint="budget_ms = 1500")
+    top = _whole_number(table, "rerank", "top", 2, 200, 20, path)
+    budget = _whole_number(table, "rerank", "budget_ms", 10, 60000, 1500, path, what="milliseconds")
     if "url" in table:
         server = _endpoint(table | {"timeout": budget / 1000}, "rerank", path)
         return RerankSpec(server=server, top=top, budget_ms=budget)

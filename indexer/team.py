@@ -23,13 +23,13 @@ from remembrancer.indexer import api
 from remembrancer.indexer.answers import Freshness, IndexCounts
 from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
-from remembrancer.indexer.store.postgres import roles as pg_roles
+from remembrancer.indexer.store import scope as scope_mod
 from remembrancer.indexer.config import Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
-from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, safe_url
+from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, lost as pg_lost, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class TeamReader:
         # a scoped role (indexer/store/postgres/roles.py): every request is served under its grants
         self.granted = self.engine.catalog.role_scope
         if self.granted is not None:
-            pg_roles.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
+            scope_mod.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
         self._counts: tuple[tuple, dict] = ((), {})
 
     def freshness(self, view: ReadView) -> Freshness:
@@ -145,14 +145,13 @@ class TeamReader:
 
     def call(self, method: str, **params) -> dict:
         if self.granted is not None:
-            params = {**params, "scope": list(pg_roles.effective_scope(self.granted, params.get("scope")))}
+            params = {**params, "scope": list(scope_mod.effective_scope(self.granted, params.get("scope")))}
         psycopg = _psycopg()
         try:
             out = api.answer_in_process(self.engine, method, params, self.freshness)
-        except psycopg.OperationalError as e:   # the server went away (a restart): said, and the next call
-            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
-                            param="store", code="store_unreachable", hint="retry; check the server") from None
-        finally:   # connects again (each connection of the reader is checked before its next query)
+        except psycopg.OperationalError as e:   # the server went away outside a request (freshness, word
+            raise pg_lost(self.store.url, e) from None   # checks): each connection is renewed before its next query
+        finally:
             self.engine.release_reader()
         if out is not None:
             return out
@@ -364,9 +363,10 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
     out = [check("store", "OK", f"{safe_url(url)}: schema version {store.schema_version}")]
     led = store.open_ledger(readonly=True)
     try:
-        running, squatter = led.writer_running(), led.writer_lock_squatter()
-        if squatter:
-            out.append(check("store writer", "FAIL", f"{squatter} holds the writer's lock but does not own the store",
+        holder = led.writer_lock_holder()   # one look at the lock: a writer, a squatter, or nobody
+        running = holder is not None and holder.owns_store
+        if holder is not None and not running:
+            out.append(check("store writer", "FAIL", f"{holder.who()} holds the writer's lock but does not own the store",
                              "end that session (a superuser can, with pg_terminate_backend); keep logins you do "
                              "not trust off this database"))
         else:

@@ -15,6 +15,7 @@ import logging
 import time
 
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store import scope as scope_mod
 from remembrancer.mcp_server.tokens import TokenBook
 
 log = logging.getLogger(__name__)
@@ -68,14 +69,12 @@ class TokenScopedLink:
         return getattr(self._link, name)
 
     def call(self, method: str, **params) -> dict:
-        from remembrancer.indexer.store.postgres.roles import effective_scope
-
         token = current_token()
         if token is None:   # the middleware refuses these first; never answered unauthenticated
             raise UserError("no valid bearer token", code="unauthorized",
                             hint="send `Authorization: Bearer TOKEN` (remembrancer team token create NAME)")
         if token.scopes:
-            params = {**params, "scope": list(effective_scope(tuple(token.scopes), params.get("scope")))}
+            params = {**params, "scope": list(scope_mod.effective_scope(tuple(token.scopes), params.get("scope")))}
         t0 = time.perf_counter()
         try:
             return self._link.call(method, **params)
@@ -115,6 +114,8 @@ def run(root_args: list[str] | None, store: str | None, *, host: str = "127.0.0.
     from remembrancer.mcp_server.link import Link
     from remembrancer.mcp_server.server import _ensure_stderr_logging, open_link
 
+    if not path.startswith("/"):
+        raise UserError(f"--path must start with /, got {path!r}", param="path")
     _ensure_stderr_logging()
     logging.getLogger(__name__).setLevel(logging.INFO)   # the per-token request log
     if store:
@@ -127,7 +128,5 @@ def run(root_args: list[str] | None, store: str | None, *, host: str = "127.0.0.
             raise UserError("serve-http needs a corpus: --root DIR (or roots in the config), or --store URL",
                             param="root")
         link = Link(settings, idle_exit_s)
-    if not path.startswith("/"):
-        raise UserError(f"--path must start with /, got {path!r}", param="path")
     return serve(link, host=host, port=port, path=path, public_url=public_url, settings=settings,
                  instructions=instructions)

@@ -200,40 +200,51 @@ def disable_telemetry(ort) -> bool:
     return True
 
 
-def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> Embedder:
-    """Open tokenizer + session and probe once, so a wrong ``dim`` fails at load, not mid-index."""
-    import onnxruntime as ort
+def load_tokenizer(path: Path, max_tokens: int, strategy: str = "longest_first"):
+    """A tokenizer.json without the padding or truncation it was exported with (the default one pads
+    everything to 128): batches are padded here, and truncated at `max_tokens` (`strategy`: which
+    of a pair gives way — a cross-encoder's passage, never its question)."""
     from tokenizers import Tokenizer
 
-    t0 = time.perf_counter()
     try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer = Tokenizer.from_file(str(path))
     except Exception as e:
-        raise ModelError(f"cannot read tokenizer {tokenizer_path}: {e}") from e
-    # tokenizer.json files often carry a fixed padding/truncation from export (the default one pads
-    # everything to 128); we pad per batch ourselves and truncate at the contract's limit.
+        raise ModelError(f"cannot read tokenizer {path}: {e}") from e
     tokenizer.no_padding()
-    tokenizer.enable_truncation(contract.max_tokens)
+    tokenizer.enable_truncation(max_tokens, strategy=strategy)
+    return tokenizer
+
+
+def onnx_session(model_path: Path, threads: int):
+    """A CPU onnxruntime session as every model here runs (the embedder's, a reranker's)."""
+    import onnxruntime as ort
 
     disable_telemetry(ort)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads  # 2 halves a query's latency on 2 cores; more only contend
+    opts.inter_op_num_threads = 1
+    # No busy-waiting after each run: an idle daemon must sit at 0 % CPU (same throughput).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    # Memory plan, measured: ORT's default (arena + memory pattern) keeps the largest batch's buffers
+    # for good (idle RSS stays at the peak); arena off is no faster, faults more pages and fragments
+    # malloc (higher peak at equal batches). Arena on, pattern off, arena shrunk after every run
+    # (Embedder._run_options) gives the lowest peak and returns to ~250 MB idle.
+    opts.enable_mem_pattern = False
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise ModelError(f"cannot load ONNX model {model_path}: {e}") from e
+
+
+def _build(model_path: Path, tokenizer_path: Path, contract: ModelContract) -> Embedder:
+    """Open tokenizer + session and probe once, so a wrong ``dim`` fails at load, not mid-index."""
+    t0 = time.perf_counter()
+    tokenizer = load_tokenizer(tokenizer_path, contract.max_tokens)
 
     def session(threads: int):
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads  # 2 halves a query's latency on 2 cores; more only contend
-        opts.inter_op_num_threads = 1
-        # No busy-waiting after each run: an idle daemon must sit at 0 % CPU (same throughput).
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        # Memory plan, measured: ORT's default (arena + memory pattern) keeps the largest batch's buffers
-        # for good (idle RSS stays at the peak); arena off is no faster, faults more pages and fragments
-        # malloc (higher peak at equal batches). Arena on, pattern off, arena shrunk after every run
-        # (Embedder._run_options) gives the lowest peak and returns to ~250 MB idle.
-        opts.enable_mem_pattern = False
-        opts.log_severity_level = 3
-        try:
-            return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
-        except Exception as e:
-            raise ModelError(f"cannot load ONNX model {model_path}: {e}") from e
+        return onnx_session(model_path, threads)
 
     embedder = Embedder(session(2), tokenizer, contract, passage_sessions=lambda: session(1))
     embedder._run([tokenizer.encode("probe")])  # raises ModelError on a dim mismatch; not counted

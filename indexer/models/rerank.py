@@ -31,31 +31,15 @@ MAX_TEXT_CHARS = 4000   # a candidate's text sent to a server (its model truncat
 
 class OnnxReranker:
     def __init__(self, folder: Path, max_tokens: int) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        from remembrancer.indexer.models.embed import disable_telemetry
+        from remembrancer.indexer.models.embed import load_tokenizer, onnx_session
 
         files = {n: folder / n for n in ("model.onnx", "tokenizer.json")}
         missing = [n for n, p in files.items() if not p.is_file()]
         if missing:
             raise ModelError(f"reranker folder {folder} lacks {', '.join(missing)}: fix [rerank] path "
                              "(a cross-encoder exported to ONNX, with its tokenizer.json)")
-        try:
-            self._tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
-        except Exception as e:
-            raise ModelError(f"cannot read the reranker's tokenizer {files['tokenizer.json']}: {e}") from e
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_tokens, strategy="only_second")
-        disable_telemetry(ort)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 2
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(str(files["model.onnx"]), opts, providers=["CPUExecutionProvider"])
-        except Exception as e:
-            raise ModelError(f"cannot load the reranker {files['model.onnx']}: {e}") from e
+        self._tokenizer = load_tokenizer(files["tokenizer.json"], max_tokens, strategy="only_second")
+        self._session = onnx_session(files["model.onnx"], threads=2)
         self._inputs = [i.name for i in self._session.get_inputs()]
         if "input_ids" not in self._inputs or set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}:
             raise ModelError(f"the reranker {files['model.onnx']} declares inputs {self._inputs}; a BERT-style "
@@ -103,7 +87,7 @@ class ServerReranker:
             try:
                 answer = post_json(self.endpoint, "/rerank", payload)
             except ServerUnavailable as e:
-                if i == 0 and " HTTP 4" in str(e) and " HTTP 429" not in str(e):
+                if i == 0 and e.refused:
                     continue   # perhaps the other request shape
                 raise
             with self._lock:

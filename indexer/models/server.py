@@ -62,7 +62,7 @@ def post_json(endpoint: Endpoint, path: str, payload: dict, timeout: float | Non
     except urllib.error.HTTPError as e:
         detail = e.read(BODY_SHOWN * 2).decode("utf-8", "replace").strip().replace("\n", " ")[:BODY_SHOWN]
         raise ServerUnavailable(f"{where} answered HTTP {e.code}" + (f": {detail}" if detail else ""),
-                                ) from None
+                                status=e.code) from None
     except (urllib.error.URLError, OSError) as e:   # refused, unreachable, reset, timed out
         reason = getattr(e, "reason", e)
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -91,10 +91,9 @@ def _vectors(answer, count: int, where: str) -> np.ndarray:
     return vecs
 
 
-def _too_large(message: str) -> bool:
+def _too_large(e: ServerUnavailable) -> bool:
     """A refusal of the request's size rather than of its content."""
-    low = message.lower()
-    return " http 413" in low or (" http 422" in low and "batch" in low)
+    return e.status == 413 or (e.status == 422 and "batch" in str(e).lower())
 
 
 def normalized(vecs: np.ndarray) -> np.ndarray:
@@ -181,10 +180,6 @@ class ServerEmbedder:
         with self._lock:
             self._contract = None
 
-    @property
-    def _doc_timeout(self) -> float:
-        return self.spec.documents.timeout
-
     @staticmethod
     def _query_timeout(endpoint: Endpoint) -> float:
         return min(endpoint.timeout, QUERY_TIMEOUT_S)
@@ -222,15 +217,15 @@ class ServerEmbedder:
         halves, and later batches stay below the size refused."""
         for attempt in range(DOCUMENT_ATTEMPTS):
             try:
-                return self._request(self.spec.documents, texts, self._doc_timeout)
+                return self._request(self.spec.documents, texts, self.spec.documents.timeout)
             except ServerUnavailable as e:
-                if len(texts) > 1 and _too_large(str(e)):
+                if len(texts) > 1 and _too_large(e):
                     self._breakers[id(self.spec.documents)].forget()
                     self._batch = min(self._batch, len(texts) - 1)   # the largest size not yet refused
                     log.info("embedding server: a batch of %d is too large; sending halves", len(texts))
                     half = len(texts) // 2
                     return np.concatenate([self._documents(texts[:half]), self._documents(texts[half:])])
-                if attempt == DOCUMENT_ATTEMPTS - 1 or " HTTP 4" in str(e) and " HTTP 429" not in str(e):
+                if attempt == DOCUMENT_ATTEMPTS - 1 or e.refused:
                     raise
                 log.warning("embedding server: %s; trying again", e)
                 self._breakers[id(self.spec.documents)].forget()   # the retry is the next attempt
@@ -243,7 +238,7 @@ class ServerEmbedder:
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return out
-        prefix, size = self.spec.document_prefix, max(1, min(self.spec.batch, self._batch))
+        prefix, size = self.spec.document_prefix, max(1, self._batch)
         spans = [(i, min(i + size, len(texts))) for i in range(0, len(texts), size)]
 
         def run(span: tuple[int, int]) -> None:

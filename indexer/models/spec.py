@@ -16,7 +16,18 @@ class ModelError(Exception):
 
 class ServerUnavailable(ModelError):
     """A model server did not answer usefully (down, slow, an error, a malformed answer). Ordinary:
-    indexing keeps the passages waiting for their vectors, a search answers by keywords."""
+    indexing keeps the passages waiting for their vectors, a search answers by keywords. `status`:
+    the HTTP status of a refusal, if it was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def refused(self) -> bool:
+        """The server refused this request (a 4xx other than 429): asking it again the same way
+        will not help."""
+        return self.status is not None and 400 <= self.status < 500 and self.status != 429
 
 
 @dataclass(frozen=True)

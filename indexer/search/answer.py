@@ -647,7 +647,7 @@ def _word_occurs(view, word: str) -> bool:
     a phrase, not a word (nothing marks where its words end): it occurs when most of its bigrams
     do, as the keyword leg reads it (terms.keyword_text)."""
     w = word.lower()
-    pieces = terms.keyword_text(w).split() if terms.has_cjk(w) else [w]
+    pieces = terms.keyword_text(w).split()   # [w] itself unless it holds a CJK run
     if pieces != [w]:
         return sum(_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
     if w in view.entities()[0].by_name:

@@ -53,6 +53,22 @@ def contains(prefixes: tuple[str, ...], path: str) -> bool:
     return not prefixes or any(path == p or path.startswith(p + "/") for p in prefixes)
 
 
+def effective_scope(granted: tuple[str, ...], requested) -> tuple[str, ...]:
+    """What a request limited to `granted` prefixes (a scoped database role's, or an HTTP token's)
+    may see: what it asked for, if that lies inside them; everything granted when it asked for nothing."""
+    if not granted:
+        raise UserError("this reader's role has no scope granted: it may read nothing of the store", param="store",
+                        code="no_scope", hint="ask the store's admin: `remembrancer team grant-reader ROLE --scope …`")
+    asked = normalize(requested or ())
+    if not asked:
+        return granted
+    outside = [p for p in asked if not contains(granted, p)]
+    if outside:
+        raise UserError(f"scope {', '.join(outside)} is outside what this reader's role may read", param="scope",
+                        options=list(granted), hint="ask for a scope inside the granted prefixes (or none)")
+    return asked
+
+
 def check_exists(roots, prefixes: tuple[str, ...]) -> None:
     """Refuse a scope that names nothing on disk (exact case, segment by segment), with the
     names it may have meant: a typo must not serve an empty corpus silently."""

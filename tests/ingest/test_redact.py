@@ -33,7 +33,7 @@ from remembrancer.indexer.redact_policy import (ENV_SECRET_HASHES, RedactionErro
 from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
-from tests.support.corpus import write
+from tests.support.corpus import write, write_tree
 
 # -- planted fake secrets (random, seeded: never issued by anyone) ------------------------------------
 
@@ -241,10 +241,7 @@ def env(tmp_path, monkeypatch):
 
 @pytest.fixture
 def corpus(env):
-    root = env / "notes"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
-    return root
+    return write_tree(env / "notes", CORPUS)
 
 
 @pytest.fixture
@@ -380,9 +377,7 @@ def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
     """The real daemon process, over its socket, with its log captured."""
     from tests.support.daemon import DaemonProc
 
-    root = tmp_path / "notes"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
+    root = write_tree(tmp_path / "notes", CORPUS)
     hashes = tmp_path / "hashes.txt"
     hashes.write_text(hash_file_text("00112233445566778899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
     d = DaemonProc(tmp_path, [root], tiny_model_dir)

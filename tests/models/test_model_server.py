@@ -21,7 +21,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.models import server as served
 from remembrancer.indexer.models.embed import load_embedder, load_embedder_from_dir
 from remembrancer.indexer.models.spec import Endpoint, ModelError, ServerModel, ServerUnavailable
-from tests.support.corpus import write
+from tests.support.corpus import write, write_tree
 from tests.support.model_server import ModelServer
 from tests.support.tiny_model import build_tiny_model
 
@@ -56,10 +56,7 @@ def healthy(server, monkeypatch):
 
 @pytest.fixture
 def notes(tmp_path):
-    root = tmp_path / "notes"
-    for rel, text in DOCS.items():
-        write(root, rel, text)
-    return root
+    return write_tree(tmp_path / "notes", DOCS)
 
 
 @pytest.fixture
@@ -150,6 +147,28 @@ def test_a_server_failing_mid_run_keeps_the_text_and_counts_what_waits(server, n
     server.control(fail=0)
     time.sleep(0.35)
     assert e.refresh().waiting == 0
+    e.close()
+
+
+def test_a_targeted_run_counts_waiting_passages_only_after_one_went_without(server, notes, data_env, monkeypatch):
+    """Counting the passages without a vector reads every passage: a file change (a targeted run)
+    asks only once one may wait — and the next targeted run fills what a failure left."""
+    e = engine(notes, spec(server.url))
+    e.refresh()   # counted: none wait
+    counted = []
+    real = type(e.catalog).waiting_count
+    monkeypatch.setattr(type(e.catalog), "waiting_count", lambda self: counted.append(1) or real(self))
+    write(notes, "notes/more.md", "# More\n\nWalk the dog before the coffee.\n")
+    assert e.refresh_paths([notes / "notes" / "more.md"]).waiting == 0 and not counted
+    server.control(ok_first=1, fail=100)   # the run's probe answers, then the batch fails
+    write(notes, "notes/more.md", "# More\n\nWalk the cat before the tea.\n")
+    assert e.refresh_paths([notes / "notes" / "more.md"]).waiting > 0 and counted
+    server.control(fail=0)
+    time.sleep(0.35)
+    write(notes, "notes/other.md", "# Other\n\nFeed the fish.\n")
+    assert e.refresh_paths([notes / "notes" / "other.md"]).waiting == 0   # and the cat's passages filled
+    out = do_search(e.view(), {"query": "walk the cat", "limit": 1, "explain": True})
+    assert out["results"][0]["scores"]["dense"] > 0
     e.close()
 
 

@@ -12,7 +12,7 @@ from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
 from remembrancer.mcp_server import render
-from tests.support.corpus import write
+from tests.support.corpus import write, write_tree
 
 DOCS = {
     "hosts/web3.md": "# web3\n\n## Zebra\n\nThe zebra crossing sensor feeds the nginx frontend.\n",
@@ -24,9 +24,7 @@ DOCS = {
 
 @pytest.fixture
 def engine(tmp_path, tiny_engine):
-    for rel, text in DOCS.items():
-        write(tmp_path / "notes", rel, text)
-    return tiny_engine(tmp_path / "notes")
+    return tiny_engine(write_tree(tmp_path / "notes", DOCS))
 
 
 def test_an_answer_resting_on_meaning_alone_is_not_called_a_keyword_match(engine):

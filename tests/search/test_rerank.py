@@ -19,7 +19,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.models.rerank import load_reranker
 from remembrancer.indexer.models.spec import Endpoint, RerankSpec
 from tests.support.cli import sandboxed_cli
-from tests.support.corpus import write
+from tests.support.corpus import write_tree
 from tests.support.model_server import ModelServer
 from tests.support.tiny_model import build_tiny_reranker
 
@@ -40,9 +40,7 @@ def reranker_dir(tmp_path_factory):
 
 @pytest.fixture
 def notes(tmp_path):
-    for rel, text in DOCS.items():
-        write(tmp_path / "notes", rel, text)
-    return tmp_path / "notes"
+    return write_tree(tmp_path / "notes", DOCS)
 
 
 @pytest.fixture
@@ -109,8 +107,7 @@ def test_a_broken_reranker_folder_is_a_note_not_a_failure(index, tmp_path):
 
 def test_eval_compare_rerank_scores_the_users_cases_both_ways(tmp_path, tiny_model_dir, reranker_dir):
     run = sandboxed_cli(tmp_path, tiny_model_dir)
-    for rel, text in DOCS.items():
-        write(tmp_path / "corpus", rel, text)
+    write_tree(tmp_path / "corpus", DOCS)
     cases = tmp_path / "cases.jsonl"
     cases.write_text("\n".join(json.dumps({"id": f"q{i}", "query": q, "expect": [{"path": p, "heading": h, "grade": 3}]})
                                for i, (q, p, h) in enumerate([

@@ -8,7 +8,7 @@ import pytest
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.support.corpus import engine_for, write
+from tests.support.corpus import engine_for, write_tree
 from tests.support.ranking import ranked, row
 
 BACKUP_DOCS = {
@@ -22,9 +22,7 @@ BACKUP_DOCS = {
 
 
 def corpus(root, files):
-    for rel, text in files.items():
-        write(root, rel, text)
-    return root
+    return write_tree(root, files)
 
 
 def ranking(engine, query, **kw):

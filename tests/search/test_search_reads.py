@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from remembrancer.indexer.search import answer as S
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.support.corpus import write
+from tests.support.corpus import write_tree
 
 RUNBOOK = {
     "runbooks/failover.md": "---\ntype: runbook\n---\n# Fail over db1\n\nFail over db1 when db1 dies: promote "
@@ -18,9 +18,7 @@ RUNBOOK = {
 
 
 def corpus(root, files):
-    for rel, text in files.items():
-        write(root, rel, text)
-    return root
+    return write_tree(root, files)
 
 
 def test_a_how_to_question_still_reads_the_runbooks_steps(tmp_path, tiny_engine):

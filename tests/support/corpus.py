@@ -18,6 +18,13 @@ def write(root: Path, rel: str, text: str) -> Path:
     return p
 
 
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Every file of `files` (relative path → text) under `root`; returns `root`."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    return root
+
+
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_IDENTITY}
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,

@@ -154,19 +154,3 @@ def _describe(conn, role: str, reader: str) -> dict:
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is not None
     everything = not scoped and _member(conn, role, reader)
     return {"role": role, "scoped": scoped, "scope": prefixes, "reads_all": everything, "role_exists": exists}
-
-
-def effective_scope(granted: tuple[str, ...], requested) -> tuple[str, ...]:
-    """What a scoped role's request may see: what it asked for, if that lies inside its grants;
-    everything granted when it asked for nothing."""
-    if not granted:
-        raise UserError("this reader's role has no scope granted: it may read nothing of the store", param="store",
-                        code="no_scope", hint="ask the store's admin: `remembrancer team grant-reader ROLE --scope …`")
-    asked = scope_mod.normalize(requested or ())
-    if not asked:
-        return granted
-    outside = [p for p in asked if not scope_mod.contains(granted, p)]
-    if outside:
-        raise UserError(f"scope {', '.join(outside)} is outside what this reader's role may read", param="scope",
-                        options=list(granted), hint="ask for a scope inside the granted prefixes (or none)")
-    return asked

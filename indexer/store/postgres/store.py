@@ -179,6 +179,20 @@ def _create_vector_index(conn, dim: int) -> None:
                      f" ((embedding::vector({dim})) vector_cosine_ops)")
 
 
+def check_url(url: str) -> str:
+    """A store's address is a PostgreSQL URL (said before anything connects, or a unit is written)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
+    return url
+
+
+def lost(url: str, e: Exception) -> UserError:
+    """The structured error for a connection the server dropped (a restart, the network): the next
+    request connects again (PgLedger._reconnect_if_lost)."""
+    return UserError(f"lost the connection to the store {safe_url(url)}: {str(e).strip()}", param="store",
+                     code="store_unreachable", hint="retry; check the server")
+
+
 def unreachable(url: str, e: Exception) -> UserError:
     """The structured error for a store that refused the connection."""
     return UserError(f"cannot connect to the store {safe_url(url)}: {str(e).strip()}", param="store",
@@ -876,15 +890,18 @@ class PgLedger(SqlLedger):
             " SELECT section_id, max(score) FROM top GROUP BY section_id", (tsq, *fparams, limit)).fetchall()
         return {int(sid): float(score) for sid, score in rows}
 
+    def writer_lock_holder(self) -> "pg_schema.LockHolder | None":
+        """The session holding the writer's lock key: a writer if it owns the store (any login may
+        take the key: a session of another role is not a writer, and keeps the real one out)."""
+        return pg_schema.lock_holder(self._q, WRITER_LOCK)
+
     def writer_running(self) -> bool:
-        """Whether a session of the store's owner holds the writer's lock (any login may take the
-        key: a session of another role is not a writer)."""
-        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        holder = self.writer_lock_holder()
         return holder is not None and holder.owns_store
 
     def writer_lock_squatter(self) -> str | None:
-        """A session of another role holding the writer's lock key (it keeps the real writer out), or None."""
-        holder = pg_schema.lock_holder(self._q, WRITER_LOCK)
+        """Who holds the writer's lock key without owning the store, or None."""
+        holder = self.writer_lock_holder()
         return holder.who() if holder is not None and not holder.owns_store else None
 
     def live_vectors(self) -> int:
@@ -1034,8 +1051,7 @@ class PgLedger(SqlLedger):
         except psycopg.Rollback:   # its rollback failed: the server went away after the answer was read, which
             pass                   # stands (one snapshot); the next request connects again
         except psycopg.OperationalError as e:   # the server went away mid-request: say so; reconnect next time
-            raise UserError(f"lost the connection to the store {safe_url(self.store.url)}: {str(e).strip()}",
-                            param="store", code="store_unreachable", hint="retry; check the server") from None
+            raise lost(self.store.url, e) from None
         finally:
             self._in_request = False
             for side in self._sides:
@@ -1210,8 +1226,7 @@ class PgStore:
     indexes_in_ledger = True   # postings and vectors go in the document's transaction
 
     def __init__(self, url: str, *, readonly: bool, ranking: str = "bm25"):
-        if not url.startswith(("postgresql://", "postgres://")):
-            raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
+        check_url(url)
         self.url = url
         self.ranking = ranking
         self.priority = RequestsFirst()   # the writer gives way between documents (indexer/store/priority.py)
