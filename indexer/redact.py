@@ -40,7 +40,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 3
+REDACTOR_VERSION = 4
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -164,18 +164,28 @@ def _line_end(text: str, pos: int) -> int:
 
 
 _H = r"[^\S\n]"  # horizontal whitespace: no pattern crosses a line
+# A word boundary by ASCII letters, digits and `_`: Python's `\b` counts CJK characters as word
+# characters, so a token written against them ("令牌ghp_…", "密钥AKIA…") had no boundary and was
+# never redacted. Every family pattern below says `\b` and means this.
+_ASCII_B = r"(?:(?<=[A-Za-z0-9_])(?![A-Za-z0-9_])|(?<![A-Za-z0-9_])(?=[A-Za-z0-9_]))"
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern:
+    return re.compile(pattern.replace(r"\b", _ASCII_B), flags)
+
+
 # Repeats are bounded (a scheme is short): an unbounded `[A-Za-z0-9+.-]*` before `://` rescans the
 # rest of a long `a-a-a-…` line from every word start (quadratic: 5 MB kept `index` busy for hours).
 # The user may be empty (`redis://:pw@host`); the password may hold `@` (it ends at the last `@`
 # before the host, where the greedy repeat stops; it backtracks at most 256 characters).
-_URL_CREDS = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{0,256}:(?P<pw>[^\s/?#'\"<>]{1,256})@")
-_GITHUB = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
-_SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
-_SLACK_HOOK = re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
-_AWS_ID = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b")
+_URL_CREDS = _compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{0,256}:(?P<pw>[^\s/?#'\"<>]{1,256})@")
+_GITHUB = _compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
+_SLACK_TOKEN = _compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
+_SLACK_HOOK = _compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
+_AWS_ID = _compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_TELEGRAM = re.compile(r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b")
-_VENDOR = re.compile(
+_TELEGRAM = _compile(r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b")
+_VENDOR = _compile(
     r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"          # Grafana service account
     r"|glc_[A-Za-z0-9+/=]{32,}"                           # Grafana Cloud
     r"|glpat-[A-Za-z0-9_-]{20,}"                          # GitLab
@@ -214,8 +224,8 @@ def _jwt(text: str) -> tuple[str, int]:
         return a[:start] + marker("jwt")
 
     return _JWT_RUNS.sub(repl, text), n
-_BEARER = re.compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
-_AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
+_BEARER = _compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
+_AUTH_HEADER = _compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
 _SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
                r"private[_-]?key|auth[_-]?key|credentials?)s?")
@@ -410,7 +420,7 @@ def _conf_lines(text: str) -> tuple[str, int]:
 
 # Passwords on command lines: `curl -u user:pw`, `mysql -pPW`, `sshpass -p PW`, `redis-cli -a PW`, and a
 # `.netrc` line `machine h login u password PW`. The command is named first, then its flag on the line.
-_CLI_PASSWORD = re.compile(
+_CLI_PASSWORD = _compile(
     r"(?<![A-Za-z0-9_-])(?:curl\b[^\n]{0,512}?(?<!\S)(?:-u|--user)(?:" + _H + r"+|=)[\"']?[^\s:\"']{0,128}:"
     r"|(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]{0,512}?(?<!\S)-p[\"']?(?=[^\s\"'])"
     r"|sshpass\b[^\n]{0,64}?(?<!\S)-p" + _H + r"*[\"']?"

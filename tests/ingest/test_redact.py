@@ -69,6 +69,10 @@ REDIS_PW = _rand(16)                             # redis://:pw@host (empty user)
 AT_PW = _rand(8) + "@" + _rand(8)                # a URL password holding `@`
 CURL_PW = _rand(12)
 RULE_ID = "cbe6f4c310ee3c096d03da5b7e897125"     # a bare 32-hex id: not a secret, must stay readable
+# Written against Chinese text, with no space or punctuation between (Python's `\b` saw no boundary there)
+CJK_GITHUB = "ghp_" + _rand(36)
+CJK_AWS_ID = "AKIA" + _rand(16, string.ascii_uppercase + string.digits)
+CJK_TELEGRAM = "6" + _rand(8, string.digits) + ":AA" + _rand(33, ALNUM + "_-")
 # No recognisable shape at all (lower-case letters only): only the hash file can catch it.
 HASH_ONLY = "lanternquietharborwick"
 HASH_ONLY_NAME = "vault_unseal"
@@ -78,6 +82,7 @@ PATTERN_SECRETS = {
     "jwt": JWT, "slack": SLACK_PATH, "password": PASSWORD, "telegram": TELEGRAM, "sk": SK_KEY,
     "hex": HEX_KEY, "bearer": BEARER, "cli_token": CLI_TOKEN, "env_pgpassword": ENV_PGPASSWORD,
     "env_django": ENV_DJANGO, "env_mysql": ENV_MYSQL, "redis_pw": REDIS_PW, "at_pw": AT_PW, "curl_pw": CURL_PW,
+    "cjk_github": CJK_GITHUB, "cjk_aws_id": CJK_AWS_ID, "cjk_telegram": CJK_TELEGRAM,
 }
 ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
 
@@ -187,6 +192,12 @@ curl -u deploy:{CURL_PW} https://ci.example.com/api
 Cloudflare rule {RULE_ID} blocks the scanner.
 """,
     "memory/plain.md": "# Plain lesson\n\nNothing secret here: restart pgbouncer after editing its ini file.\n",
+    "journal/2031/2031-05-08.md": f"""# 2031-05-08 交接
+
+## 令牌轮换
+
+新的令牌{CJK_GITHUB}已经写进持续集成，旧令牌作废。备份任务的密钥{CJK_AWS_ID}只给它用。告警机器人令牌{CJK_TELEGRAM}不要外传。
+""",
 }
 
 
