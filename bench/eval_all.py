@@ -42,6 +42,7 @@ figure on a shared machine. Latency before and after a change: bench/bench_searc
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import os
@@ -59,9 +60,10 @@ from remembrancer.indexer.search import answer as search# noqa: E402
 from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
 
-SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3")
+COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
+SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
-         "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3"}
+         "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits"}
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -230,6 +232,21 @@ def context_gaps(name: str, s: dict) -> str:
             f" whole though not right first: {', '.join(c['whole_not_right_first']) or '-'}")
 
 
+def open_session(name: str, eval_dir: str) -> EvalSession:
+    """A set's open, refreshed index: a dev set of `eval_dir`, or COMMITS_SET — the commits corpus
+    of a git history made for it (tests/support/commit_history.py: its questions, labelled by
+    commit), built in a temporary folder with the git CLI."""
+    if name != COMMITS_SET:
+        return EvalSession(str(Path(eval_dir) / "queries" / f"{name}.jsonl"), None)
+    from tests.support.commit_history import build, cases
+
+    where = Path(tempfile.mkdtemp(prefix="eval-commits-"))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    queries = where / "commits.jsonl"
+    queries.write_text("".join(json.dumps(c) + "\n" for c in cases(build(where / "tollgate"))))
+    return EvalSession(str(queries), [str(where / "tollgate")], corpus="commits")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
@@ -296,7 +313,7 @@ def main() -> int:
             if args.alternates:
                 f = Path(args.alternates) / f"{name}.json"
                 alts = json.loads(f.read_text()) if f.exists() else None
-            with EvalSession(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None) as session:
+            with open_session(name, args.eval_dir) as session:
                 built = time.perf_counter() - t0
                 res = results[name] = {}
                 for cname in ("shipped", "plain"):

@@ -68,10 +68,10 @@ def _add_conversations(p: argparse.ArgumentParser, corpus: bool = False) -> None
                    help="a folder of Claude Code transcripts, searched as its own corpus (repeatable; default: "
                         "[conversations] roots from the config file, else this project's ~/.claude/projects folder)")
     if corpus:
-        p.add_argument("--corpus", choices=["notes", "conversations", "all"] if corpus == "all" else
-                       ["notes", "conversations"], default="notes",
-                       help="which corpus to read: the notes (default) or the conversations"
-                            + (", or both (all)" if corpus == "all" else ""))
+        p.add_argument("--corpus", choices=["notes", "conversations", "commits", "all"] if corpus == "all" else
+                       ["notes", "conversations", "commits"], default="notes",
+                       help="which corpus to read: the notes (default), the conversations, the commit messages "
+                            "of the notes' git repositories" + (", or every one (all)" if corpus == "all" else ""))
 
 
 def _load(args):
@@ -397,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
+    p.add_argument("--corpus", choices=["notes", "commits"], default="notes",
+                   help="score the notes (default) or the commits of the roots' git repositories")
     p.add_argument("--compare", choices=["rerank"],
                    help="score twice on one index: the configured [rerank] off, then on")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -830,10 +832,10 @@ def cmd_eval(args) -> int:
     if args.compare == "rerank":
         from remembrancer.indexer.search.evaluate import compare_rerank, format_compare
 
-        report = compare_rerank(args.queries, args.root, limit=args.limit)
+        report = compare_rerank(args.queries, args.root, limit=args.limit, corpus=args.corpus)
         text = lambda: format_compare(report, misses=args.misses)
     else:
-        report = run_eval(args.queries, args.root, limit=args.limit)
+        report = run_eval(args.queries, args.root, limit=args.limit, corpus=args.corpus)
         text = lambda: format_report(report, misses=args.misses)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else text())
     return EXIT_OK

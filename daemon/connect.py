@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import Freshness
-from remembrancer.indexer.config import Config, data_dir, ensure_data_dir, private_data_dir, socket_path
+from remembrancer.indexer.config import NOTES, Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 
@@ -85,6 +85,8 @@ class LocalBackend:
         self.progress = progress
         self.last_report = None
         self._talks: LocalBackend | None = None   # the conversation folders' engine (_conversations)
+        self._log: LocalBackend | None = None   # the commits' engine (_commits)
+        self._log_config: Config | bool | None = None   # its corpus (_commit_config); False: no repository
 
     def _fall_back(self, e: Exception) -> bool:
         """A full or read-only disk under the index: answer read-only from the index as it is,
@@ -132,12 +134,28 @@ class LocalBackend:
         from remembrancer.indexer import api# the engine's: a client answered by the daemon never imports it
 
         has_talks = bool(self.config.conversations)
-        if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
+        if method in api.READ_METHODS:   # notes, conversations, commits or all (indexer/search/across.py)
             return api.read_across(method, params, self._answer,
-                                   (lambda m, p: self._conversations()._answer(m, p)) if has_talks else None)
+                                   (lambda m, p: self._conversations()._answer(m, p)) if has_talks else None,
+                                   (lambda m, p: self._commits()._answer(m, p)) if self._commit_config() else None)
         if method in ("notify", "reindex") and has_talks and not self.readonly:
             self._conversations().refresh()
         return self._answer(method, params)
+
+    def _commit_config(self) -> Config | None:
+        """The corpus of the commits of the notes' repositories; None: they are in none."""
+        if self._log_config is None:
+            from remembrancer.indexer.ingest.commit_log import commits_config
+
+            self._log_config = (commits_config(self.config) if self.config.kind == NOTES else None) or False
+        return self._log_config or None
+
+    def _commits(self) -> "LocalBackend":
+        """The engine of the commits, opened when first asked, sharing the notes' model."""
+        if self._log is None:
+            self._log = LocalBackend(self._commit_config(), self.readonly, self.reason,
+                                     embedder=self.engine.core.loaded_embedder, progress=self.progress)
+        return self._log
 
     def _conversations(self) -> "LocalBackend":
         """The engine of the session's conversation folders, opened when first asked: by then the
@@ -162,8 +180,9 @@ class LocalBackend:
         raise UserError(f"{method} needs a running daemon", hint="start one with `remembrancer serve`", code="no_daemon")
 
     def close(self) -> None:
-        if self._talks is not None:
-            self._talks.close()
+        for other in (self._talks, self._log):
+            if other:
+                other.close()
         self.engine.close()
 
 

@@ -10,6 +10,7 @@ when a full catch-up pass brings it up to date exactly as a daemon start does.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import logging
 import threading
@@ -19,7 +20,8 @@ from pathlib import Path
 from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
-from remembrancer.indexer.config import CONVERSATIONS, NOTES, Config, load_config, make_roots
+from remembrancer.indexer.config import COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots
+from remembrancer.indexer.ingest.commit_log import commits_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 
@@ -46,9 +48,10 @@ def corpus_key(paths, kind: str = NOTES) -> tuple[str, ...]:
 
 def key_parts(key: tuple[str, ...]) -> tuple[str, list[str]]:
     """(kind, root folders) of a corpus key."""
-    mark = f"{CONVERSATIONS}:"
-    if key and all(k.startswith(mark) for k in key):
-        return CONVERSATIONS, [k[len(mark):] for k in key]
+    for kind in (CONVERSATIONS, COMMITS):
+        mark = f"{kind}:"
+        if key and all(k.startswith(mark) for k in key):
+            return kind, [k[len(mark):] for k in key]
     return NOTES, list(key)
 
 
@@ -57,6 +60,11 @@ def config_for(key: tuple[str, ...]) -> Config:
     kind, paths = key_parts(key)
     if kind == CONVERSATIONS:
         return load_config(conversation_args=paths).conversation_config()
+    if kind == COMMITS:
+        found = commits_config(load_config(), [Path(p) for p in paths])
+        if found is None:
+            raise UserError(f"no git repository at {', '.join(paths)} any more", param="corpus", code="not_found")
+        return found
     return load_config(paths)
 
 
@@ -102,7 +110,10 @@ class Corpus:
         self.engine = Engine(config, embedder=model.get(config.model))
         self.engine.pool_readers()   # request threads share a few catalog connections (indexer/store/local/readers.py)
         self.updates = Updater(self.engine)
-        self.watcher = Watcher([r.path for r in config.roots], self.queue, config.roots[0].suffixes)
+        # A commits corpus has no files to watch: a git hook's notify, a read (catch_up) and the
+        # rescan find a moved HEAD.
+        self.watcher = Watcher([] if config.kind == COMMITS else [r.path for r in config.roots], self.queue,
+                               config.roots[0].suffixes)
         self.stopping = threading.Event()
         self.in_use = 0
         self.last_used = time.monotonic()
@@ -116,6 +127,7 @@ class Corpus:
         self._full_asked = 0
         self._full_covered = 0
         self._full_done = 0   # full passes ended (the first is the catch-up pass of start())
+        self._passes_done = 0   # passes of any kind ended (catch_up)
         self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
         self._retry_at: float | None = None
         self._waiting_at: float | None = None   # when passages waiting for vectors are tried again
@@ -209,6 +221,9 @@ class Corpus:
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
         finally:
             self.ingesting = False
+            with self._passes:
+                self._passes_done += 1
+                self._passes.notify_all()
             if full:
                 with self._passes:
                     self._full_done += 1
@@ -222,6 +237,20 @@ class Corpus:
         request just opened answers from its files, not from an empty or older index."""
         with self._passes:
             self._passes.wait_for(lambda: self._full_done >= 1 or self.stopping.is_set(), timeout=timeout_s)
+
+    def catch_up(self, timeout_s: float) -> None:
+        """Wait, at most `timeout_s`, for the first pass and, when a HEAD moved since the index was
+        made, for a pass that read it (a commits corpus: no watcher tells it of a commit)."""
+        self.settle(timeout_s)
+        with self.engine.view() as view:
+            indexed = json.loads(view.catalog.get_meta("heads") or "{}")
+        if self.engine.core.current_heads() == indexed:
+            return
+        with self._passes:
+            asked = self._passes_done
+        self.queue.put()
+        with self._passes:
+            self._passes.wait_for(lambda: self._passes_done > asked or self.stopping.is_set(), timeout=timeout_s)
 
     def full_pass(self) -> dict:
         """Queue a full pass and wait for one that starts after this call: `remembrancer index`

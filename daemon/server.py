@@ -30,9 +30,11 @@ from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, StatusAnswer
-from remembrancer.indexer.config import CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
+from remembrancer.indexer.config import COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.engine import ReadView
+from remembrancer.indexer.search.across import ALL
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.ingest.commit_log import commits_config
 
 from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, conversations_param, roots_param,
                       within_param)
@@ -339,8 +341,17 @@ class Daemon:
                 corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
                 return self._read(corpus, m, p)
 
+            # Only a request that may read the commits looks for them (a notes corpus is opened for it).
+            log_config = None if without_notes or params.get("corpus") not in (COMMITS, ALL) \
+                else self._commit_config(roots, within)
+
+            def log(m: str, p: dict) -> dict:
+                corpus = self.corpora.acquire([r.path for r in log_config.roots], log_config, kind=COMMITS)
+                corpus.catch_up(SETTLE_S)   # opened on demand; a commit made since is read first
+                return self._read(corpus, m, p)
+
             return api.read_across(method, params, None if without_notes else notes,
-                                   talks if conversations else None)
+                                   talks if conversations else None, log if log_config else None)
         if method == "reindex" and conversations:   # `remembrancer index --conversations`: both corpora
             out = self._reindex(self.corpora.acquire(conversations, kind=CONVERSATIONS), params)
             if roots is None and self.default_key is None:
@@ -379,6 +390,15 @@ class Daemon:
             self._touched_engines().add(corpus.engine)
             with corpus.engine.store.priority.request():
                 return api.dispatch_read(corpus.engine, method, params, corpus.freshness)
+        finally:
+            self.corpora.release(corpus)
+
+    def _commit_config(self, roots: list[str] | None, within: str | None) -> Config | None:
+        """The commits corpus of the notes a request reads (None: they are in no git repository;
+        asked each time, as a folder may become one)."""
+        corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+        try:
+            return commits_config(corpus.config)
         finally:
             self.corpora.release(corpus)
 

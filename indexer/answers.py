@@ -144,6 +144,8 @@ class Result:
     branch: str | None = None
     agent_id: str | None = None            # a subagent's exchange
     commits: "list[VerifiedCommit] | None" = None   # an exchange's commits: quoted, or made while it ran
+    commit: str | None = None              # a commit result (corpus "commits"): its full hash …
+    author: str | None = None              # … and its author
 
     @classmethod
     def parse(cls, data) -> "Result":
@@ -183,6 +185,7 @@ class SearchAnswer:
     left_out: list[str] | None = None      # what the token budget cut
     index: Freshness | None = None
     conversations_index: Freshness | None = None   # an answer over notes and conversations: the latter's
+    commits_index: Freshness | None = None   # an answer over notes and commits: the latter's
 
     @classmethod
     def parse(cls, data) -> "SearchAnswer":
@@ -192,7 +195,7 @@ class SearchAnswer:
                 known[key] = [Result.parse(r) for r in known[key]]
         if known.get("emptied_by") is not None:
             known["emptied_by"] = [FilterCheck(**e) for e in known["emptied_by"]]
-        for key in ("index", "conversations_index"):
+        for key in ("index", "conversations_index", "commits_index"):
             if key in known:
                 known[key] = Freshness.parse(known[key])
         return cls(**known)
@@ -206,8 +209,9 @@ class SearchAnswer:
             out["emptied_by"] = [dataclasses.asdict(e) for e in out["emptied_by"]]
         if self.index is not None:
             out["index"] = self.index.to_json()
-        if self.conversations_index is not None:
-            out["conversations_index"] = self.conversations_index.to_json()
+        for key in ("conversations_index", "commits_index"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key).to_json()
         return out
 
     @property

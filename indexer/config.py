@@ -169,12 +169,14 @@ def _socket_error(e: wire.SocketPathTooLong) -> UserError:
 
 NOTES = "notes"
 CONVERSATIONS = "conversations"
+COMMITS = "commits"   # the commit messages of the notes' repositories (indexer/ingest/commit_log.py)
 MARKDOWN = (".md", ".markdown")
 # What each corpus kind indexes: Markdown notes, or Claude Code session transcripts (JSON Lines)
 # and Claude Code's own memory files (Markdown in a project's `memory/` folder: Root.takes).
-SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN)}
+SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN), COMMITS: ()}
 MEMORY_FOLDER = "memory"
 MEMORY_TYPE = "memory"   # the doc type of a Claude Code memory file
+COMMIT_TYPE = "commit"   # the doc type of a commit
 # A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
 
@@ -196,6 +198,8 @@ class Root:
         """Whether the file at `rel` is one of this root's: any Markdown file of notes; a
         transcript, or a Markdown file in a `memory/` folder (Claude Code's memory), of conversations."""
         low = rel.lower()
+        if self.kind == COMMITS:   # its documents are commits, not files
+            return False
         if self.kind == NOTES:
             return low.endswith(MARKDOWN)
         parts = rel.split("/")
@@ -217,7 +221,7 @@ class Config:
     verify_repos: list[Path] = field(default_factory=list)  # [verify] repos: more git repos `verify` checks
     metrics_textfile: Path | None = None  # [metrics] textfile: Prometheus metrics after each ingest
     source: Path | None = None
-    kind: str = NOTES                     # what the roots hold: NOTES, or CONVERSATIONS (transcripts)
+    kind: str = NOTES                     # what the roots hold: NOTES, CONVERSATIONS (transcripts), COMMITS
     conversations: list[Root] = field(default_factory=list)   # [conversations] roots / --conversations
 
     def conversation_config(self) -> "Config | None":
@@ -250,6 +254,8 @@ class Config:
     def doc_types(self) -> tuple[str, ...]:
         if self.kind == CONVERSATIONS:
             return (*CONVERSATION_TYPES, MEMORY_TYPE)
+        if self.kind == COMMITS:
+            return (COMMIT_TYPE,)
         seen = list(DOC_TYPES)
         for _, t in self.layout:
             if t not in seen:

@@ -31,6 +31,7 @@ CATALOG = "catalog.sqlite3"
 class Index:
     dir: Path
     roots: list[Path] | None   # None: an index made before roots were recorded
+    kind: str = "notes"        # notes, conversations or commits (an index recorded before kinds were: notes)
 
     @property
     def name(self) -> str:
@@ -49,10 +50,14 @@ def built(config) -> bool:
     return bool(config.roots) and (indexes_dir() / config.index_name() / CATALOG).exists()
 
 
-def record(index_dir: Path, roots) -> None:
-    """Note the corpus's roots beside its index and mark it used now (never fails an index run)."""
+def record(index_dir: Path, roots, kind: str = "notes") -> None:
+    """Note the corpus's roots (and its kind, when not notes) beside its index and mark it used
+    now (never fails an index run)."""
     f = index_dir / RECORD
-    text = json.dumps({"roots": [str(r) for r in roots]}, ensure_ascii=False)
+    data: dict = {"roots": [str(r) for r in roots]}
+    if kind != "notes":
+        data["kind"] = kind
+    text = json.dumps(data, ensure_ascii=False)
     try:
         if not f.is_file() or f.read_text(encoding="utf-8") != text:
             tmp = f.with_name(f"{RECORD}.{os.getpid()}.tmp")
@@ -84,12 +89,14 @@ def known() -> list[Index]:
     for d in sorted(base.iterdir()):
         if d.is_symlink() or not d.is_dir() or not (d / CATALOG).exists():
             continue
-        roots = None
+        roots, kind = None, "notes"
         try:
-            roots = [Path(r) for r in json.loads((d / RECORD).read_text(encoding="utf-8"))["roots"]]
-        except (OSError, ValueError, KeyError, TypeError):
+            data = json.loads((d / RECORD).read_text(encoding="utf-8"))
+            roots = [Path(r) for r in data["roots"]]
+            kind = str(data.get("kind") or "notes")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
-        out.append(Index(d, roots))
+        out.append(Index(d, roots, kind))
     return out
 
 
@@ -103,7 +110,7 @@ def corpus_for(folders: list[Path]) -> list[Path] | None:
             return [Path(f) for f in folders]
     except UserError:
         return None
-    every = known()
+    every = [i for i in known() if i.kind == "notes"]   # a repository's commits index is no notes corpus
     holding = [i for i in every if i.roots and all(i.holds(f) for f in folders)
                and all(r.is_dir() for r in i.roots)]
     if not holding:
@@ -123,7 +130,8 @@ def describe(index: Index) -> dict:
                 size += os.lstat(os.path.join(here, f)).st_size
             except OSError:
                 continue
-    row: dict = {"name": index.name, "roots": [str(r) for r in index.roots] if index.roots is not None else None,
+    row: dict = {"name": index.name, "kind": index.kind,
+                 "roots": [str(r) for r in index.roots] if index.roots is not None else None,
                  "index_dir": str(index.dir), "bytes": size, "documents": None, "sections": None,
                  "last_indexed_at": None, "last_used_at": None}
     if index.roots is not None:

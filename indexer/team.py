@@ -144,6 +144,11 @@ class TeamReader:
         return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
     def call(self, method: str, **params) -> dict:
+        corpus = params.pop("corpus", None)
+        if corpus not in (None, "notes", "all"):   # said, never answered from the notes instead
+            raise UserError(f"a team store holds the notes only: corpus {corpus!r} is searched in a machine's "
+                            "own index (`remembrancer mcp --root DIR`)", param="corpus", options=["notes"],
+                            code="team_reader")
         if self.granted is not None:
             params = {**params, "scope": list(scope_mod.effective_scope(self.granted, params.get("scope")))}
         psycopg = _psycopg()
@@ -154,6 +159,8 @@ class TeamReader:
         finally:
             self.engine.release_reader()
         if out is not None:
+            if corpus == "all" and method == "search":
+                out["notes"] = [*(out.get("notes") or []), "a team store holds the notes only: they were searched"]
             return out
         if method in ("notify", "reindex"):
             raise UserError("a reader of the team store does not index", code="team_reader",

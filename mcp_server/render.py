@@ -10,6 +10,7 @@ import time
 from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, HistoryAnswer, LatestAnswer, MemoryRow,
                                           NeighborsAnswer, Outline, Page, Result, SearchAnswer, StatusAnswer,
                                           VerifyAnswer, freshness_line)
+from remembrancer.indexer.config import COMMIT_TYPE
 from remembrancer.indexer.terms import elide
 
 
@@ -43,6 +44,8 @@ def _facts(r: Result) -> str:
             bits.append(f"branch {r.branch}")
     elif r.date:
         bits.append(r.date)
+    if r.commit:   # a commit: which one, and whose
+        bits.append(f"commit {r.commit} by {r.author or '?'}")
     bits.append(f"~{'?' if r.tokens is None else r.tokens} tokens")
     if r.stale:
         bits.append("marked stale/superseded")
@@ -77,6 +80,8 @@ def search_text(out: SearchAnswer) -> str:
     parts = [freshness_line(out.index)]
     if out.conversations_index is not None:
         parts[0] += "\nConversations: " + freshness_line(out.conversations_index)
+    if out.commits_index is not None:
+        parts[0] += "\nCommits: " + freshness_line(out.commits_index)
     for n in out.notes or []:
         parts.append(f"Note: {n}")
     results = out.results
@@ -102,7 +107,9 @@ def search_text(out: SearchAnswer) -> str:
             parts.append(head + (f"\n{best.snippet}" if best.snippet else ""))
         else:
             body = body.rstrip("\n")
-            if best.content_truncated:
+            if best.content_truncated and best.commit:   # no file to read: git has the message
+                body += f"\n[… cut to fit the response; `git show {best.commit}` gives the whole message]"
+            elif best.content_truncated:
                 where = f"uuid={best.uuid!r}" if best.uuid else f"heading={best.heading!r}"
                 body += (f"\n[… cut to fit the response; read(path={best.path!r}, {where}) "
                          "gives the whole section]")
@@ -111,8 +118,9 @@ def search_text(out: SearchAnswer) -> str:
             parts.append("Also in this document: " + also_text(best.also))
         if len(results) > 1:
             carried = any(r.content is not None for r in results[1:])
-            parts.append(("Other matches (short ones in full; open the rest with read(path, heading)):\n"
-                          if carried else "Other matches (open one with read(path, heading)):\n")
+            how = ("`git show <commit>` shows one's diff" if all(r.commit for r in results[1:])   # no file to read
+                   else "open the rest with read(path, heading)" if carried else "open one with read(path, heading)")
+            parts.append((f"Other matches (short ones in full; {how}):\n" if carried else f"Other matches ({how}):\n")
                          + "\n".join(_pointer(i, r, carried=True) for i, r in enumerate(results[1:], 2)))
         if out.truncated:   # a filters-only listing
             parts.append("More sections match the filters (newest first): raise limit, or narrow the filters.")
@@ -127,6 +135,8 @@ def search_terminal_text(out: SearchAnswer) -> str:
     lines = [freshness_line(out.index)]   # the MCP tool's wording: one spelling of the header
     if out.conversations_index is not None:
         lines.append("conversations: " + freshness_line(out.conversations_index))
+    if out.commits_index is not None:
+        lines.append("commits: " + freshness_line(out.commits_index))
     for n in out.notes or []:
         lines.append(f"note: {n}")
     if out.found_by and out.found_by != out.query:
@@ -148,6 +158,10 @@ def search_terminal_text(out: SearchAnswer) -> str:
         if r.session_id:
             lines.append(f"   session {r.session_id}  uuid {r.uuid or '?'}  {r.timestamp or ''}"
                          + (f"  branch {r.branch}" if r.branch else "") + (f"  ({r.corpus})" if r.corpus else ""))
+        elif r.commit:
+            lines.append(f"   commit {r.commit}  by {r.author or '?'}" + (f"  ({r.corpus})" if r.corpus else ""))
+        elif r.corpus:
+            lines.append(f"   ({r.corpus})")
         if i == 0 and r.content is not None and not out.no_strong_match:
             lines.append("   " + r.content.replace("\n", "\n   "))
             if r.commits:
@@ -317,7 +331,8 @@ def latest_text(out: LatestAnswer) -> str:
                                           if r.missing_terms else "") for i, r in enumerate(rows, 1)))
         if out.truncated:
             parts.append(f"{out.total - len(rows)} older sections not shown: raise limit or add since/type.")
-        parts.append("Open one with read(path, heading).")
+        parts.append("Each is a commit: `git show <commit>` shows its diff." if all(r.type == COMMIT_TYPE for r in rows)
+                     else "Open one with read(path, heading).")
     else:
         parts.append("An exact-term miss is not proof of absence: try search for the meaning.")
     return "\n\n".join(parts)

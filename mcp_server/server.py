@@ -232,14 +232,29 @@ async def client_roots(ctx) -> list[str]:
         return []
 
 
-def tool_descriptions(facts, doc_types, conversations=()) -> dict[str, str]:
-    """Every tool's description, written from the live index (and the session's conversation folders)."""
+def tool_descriptions(facts, doc_types, conversations=(), repositories=()) -> dict[str, str]:
+    """Every tool's description, written from the live index (and the session's conversation
+    folders and the repositories whose commits it searches)."""
     talk = f"\n{describe.conversations_note(conversations)}" if conversations else ""
+    talk += f"\n{describe.commits_note(repositories)}" if repositories else ""
     return {"search": describe.index_map(facts) + talk, "read": describe.read_description(facts),
             "list_documents": describe.list_description(facts, doc_types),
             "index_status": describe.status_description(), "history": describe.history_description(facts),
             "latest": describe.latest_description(facts), "neighbors": describe.neighbors_description(facts),
             "verify": describe.verify_description(facts)}
+
+
+def commit_repositories(link: Link, config) -> list:
+    """The repositories whose commits this session searches (corpus "commits"): none over a team
+    store (it holds the notes only), in a scoped session (refused them: indexer/search/across.py),
+    or when the description says nothing of the corpus."""
+    if config is None or not config.roots or not getattr(link, "describes_corpus", True) \
+            or getattr(link, "store", None) or getattr(link, "scope", None):
+        return []
+    from remembrancer.indexer.ingest.commit_log import commits_config
+
+    found = commits_config(config)
+    return [r.path for r in found.roots] if found is not None else []
 
 
 def index_facts(link: Link) -> "describe.IndexFacts":
@@ -292,7 +307,8 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     (mcp_server/http.py)."""
     facts = index_facts(link)
     config = getattr(link, "config", None)   # a stand-in link (tests) may have none
-    desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else ())
+    desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else (),
+                             commit_repositories(link, config))
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
@@ -531,7 +547,8 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str], setting
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES,
-                                        config.conversations if config else ()).items():
+                                        config.conversations if config else (),
+                                        commit_repositories(link, config)).items():
         tool = server._tool_manager.get_tool(name)
         if tool is not None:
             tool.description = text

@@ -73,6 +73,23 @@ def tiny_engine(data_env, tiny_embedder):
         e.close()
 
 
+@pytest.fixture
+def engine_of(data_env, tiny_embedder):
+    """Open an engine over a Config (any corpus kind) with the tiny model; each closed at teardown."""
+    from remembrancer.indexer.engine import Engine
+
+    made = []
+
+    def make(cfg):
+        e = Engine(cfg, embedder=tiny_embedder)
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        e.close()
+
+
 _PG_SERVED: list[str] = []   # the server the team tests ran on (or why they were skipped), for the summary
 
 

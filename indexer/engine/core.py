@@ -53,7 +53,7 @@ class Core:
         self.open_vectors()
         if not readonly:
             if self.store.kind == "local":   # `remembrancer corpora` lists it; MCP sessions may serve it
-                indexes.record(self.dir, [r.path for r in config.roots])
+                indexes.record(self.dir, [r.path for r in config.roots], config.kind)
             if self.dir.is_dir():
                 make_private(self.dir)  # the index holds the corpus' text: 0700 folders, 0600 files
 

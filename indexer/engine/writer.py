@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from remembrancer.indexer.config import CONVERSATIONS, make_private
+from remembrancer.indexer.config import COMMITS, CONVERSATIONS, NOTES, make_private
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest import changes, conversation, corpus, links, meta, sandbox
+from remembrancer.indexer.ingest import changes, commit_log, conversation, corpus, links, meta, sandbox
 from remembrancer.indexer.ingest import document as ingest
 from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.redact import Redactor
@@ -122,7 +122,7 @@ class Writer:
             reparse, policy = False, None
         if reembed:
             self._drop_vectors()
-        walked = corpus.walk(self.core.config.roots, self.core.config.excludes, self.core.config.max_file_bytes)
+        walked = self._walk()
         walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
         report.warnings += walked.warnings
         report.scanned = len(walked.files)
@@ -167,6 +167,13 @@ class Writer:
         self.last_report = report
         return report
 
+    def _walk(self) -> corpus.WalkResult:
+        """Every file of the roots — or, in a commits corpus, every commit reachable from HEAD."""
+        cfg = self.core.config
+        if cfg.kind == COMMITS:
+            return commit_log.walk(cfg.roots)
+        return corpus.walk(cfg.roots, cfg.excludes, cfg.max_file_bytes)
+
     def _check_writable(self) -> None:
         if self.core.readonly:
             raise UserError("index is open read-only", hint="stop the other writer (the daemon) or ask it to reindex")
@@ -187,6 +194,8 @@ class Writer:
         paths = {str(p) for p in paths}
         heads = self.core.current_heads()
         indexed_heads = json.loads(self.catalog.get_meta("heads") or "{}")
+        if self.core.config.kind == COMMITS:   # no files: the commits each moved HEAD gained
+            return self._refresh_commits(heads, indexed_heads, progress)
         for r in self.core.config.roots:
             if heads.get(r.name) != indexed_heads.get(r.name):
                 moved = changes.head_changes(r, indexed_heads.get(r.name), heads.get(r.name))
@@ -197,6 +206,20 @@ class Writer:
         if touched.full:
             log.info("full refresh: %s", touched.full)
             return self.refresh(progress)
+        return self._measured(self._refresh_touched, touched, heads, progress)
+
+    def _refresh_commits(self, heads: dict, indexed: dict, progress: ProgressFn | None) -> IndexReport:
+        """A commits corpus's targeted update: the commits between each root's indexed and current
+        HEAD (commit_log.between); a history that was rewritten asks for the whole walk."""
+        touched = changes.Touched()
+        multi = len(self.core.config.roots) > 1
+        for r in self.core.config.roots:
+            if heads.get(r.name) != indexed.get(r.name):
+                gained = commit_log.between(r, indexed.get(r.name), heads.get(r.name), multi)
+                if gained is None:
+                    return self.refresh(progress)
+                touched.files += gained
+        touched.exact = {f.path for f in touched.files}
         return self._measured(self._refresh_touched, touched, heads, progress)
 
     def _refresh_touched(self, touched: changes.Touched, heads: dict, progress: ProgressFn | None) -> IndexReport:
@@ -259,7 +282,7 @@ class Writer:
         matcher = self._matcher(self.catalog.entities())
         redactor = self.core.redaction.current()
         # The fallback date of an undated file, new or edited (a dated filename needs none).
-        commit_dates = self._commit_dates([f for f in files if f.root.kind != CONVERSATIONS
+        commit_dates = self._commit_dates([f for f in files if f.root.kind == NOTES
                                            and not meta.date_in(f.rel.rsplit("/", 1)[-1])])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
@@ -271,7 +294,8 @@ class Writer:
                 progress(i, len(files), f.path)
             old = known.get(f.path)
             try:
-                data = ingest.read_file(f, self.core.config.max_file_bytes)
+                data = commit_log.render(f) if f.root.kind == COMMITS else \
+                    ingest.read_file(f, self.core.config.max_file_bytes)
             except ingest.Skip as e:
                 self._unindexable(f.path, old, str(e), report)
                 continue
@@ -322,6 +346,8 @@ class Writer:
         past a second budget for that, without its text."""
         if f.root.kind == CONVERSATIONS and f.rel.lower().endswith(".jsonl"):
             return self._prepare_conversation(f, data, redactor)
+        if f.root.kind == COMMITS:   # a message is small: no sandbox
+            return commit_log.prepare(f, data, redactor)
         args = (f, data, self.core.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
             return ingest.prepare(*args)

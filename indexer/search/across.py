@@ -1,10 +1,12 @@
-"""One question over notes and conversations: which corpus a request reads, and the answer over both.
+"""One question over notes, conversations and commits: which corpus a request reads, and the answer
+over several.
 
-Notes and conversations are separate corpora with their own indexes and statistics (a word common
-in transcripts is not common in notes). A request names the one it reads with `corpus`: "notes"
-(the default), "conversations", or for `search` "all" — then each corpus answers with its own
-ranking and the answer keeps them apart: the best of each in full (the better first), then the
-runners-up of both as pointers, each result saying its corpus, and each index's freshness.
+Notes, conversations and the commits of the notes' repositories are separate corpora with their
+own indexes and statistics (a word common in transcripts or commit messages is not common in
+notes). A request names the one it reads with `corpus`: "notes" (the default), "conversations",
+"commits", or for `search` "all" — then each corpus answers with its own ranking and the answer
+keeps them apart: the best of each in full (the better first), then the runners-up of all as
+pointers, each result saying its corpus, and each index's freshness.
 
 Claude Code's own memory files (a project's `memory/` folder) sit beside its transcripts and are
 indexed with them (config.Root.takes), but they are notes: a notes search also asks the
@@ -17,15 +19,19 @@ from __future__ import annotations
 from typing import Callable
 
 from remembrancer.indexer.answers import SearchAnswer
-from remembrancer.indexer.config import CONVERSATIONS, MEMORY_TYPE, NOTES
+from remembrancer.indexer.config import COMMITS, CONVERSATIONS, MEMORY_TYPE, NOTES
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as TRANSCRIPT_TYPES
 from remembrancer.indexer.errors import UserError
 
 ALL = "all"
-CORPORA = (NOTES, CONVERSATIONS, ALL)
+CORPORA = (NOTES, CONVERSATIONS, COMMITS, ALL)
 # The methods a conversations corpus answers (it has no host or service records for `history`,
 # no links for `neighbors`, no cited commits of its own for `verify`).
 CONVERSATION_METHODS = ("search", "read", "outline", "list", "latest")
+# A commits corpus has no files to read: a commit's search result carries its whole message.
+COMMIT_METHODS = ("search", "latest")
+NO_REPOSITORY_HINT = ("keep the notes in a git repository, or list the repositories whose commits should be "
+                      "searched in [verify] repos")
 NO_FOLDER_HINT = ("pass --conversations DIR (a Claude Code project folder, e.g. ~/.claude/projects/-home-me-app), "
                   "set [conversations] roots in the config file, or run from the project folder whose "
                   "Claude Code transcripts should be searched")
@@ -48,32 +54,59 @@ def corpus_param(params: dict, method: str) -> str:
                         options=[NOTES, CONVERSATIONS])
     if which == CONVERSATIONS and method not in CONVERSATION_METHODS:
         raise UserError(f"{method} reads notes only", param="corpus", options=[NOTES])
+    if which == COMMITS and method not in COMMIT_METHODS:
+        raise UserError(f"{method} does not read commits (a commit's search result carries its whole message)",
+                        param="corpus", options=[NOTES])
     return which
 
 
-def answer(method: str, params: dict, notes: Reader | None, conversations: Reader | None) -> dict | SearchAnswer:
+def answer(method: str, params: dict, notes: Reader | None, conversations: Reader | None,
+           commits: Reader | None = None) -> dict | SearchAnswer:
     """Answer `method` from the corpus its params name (each reader gives its wire JSON);
-    `conversations` None: none is configured. A search over both (or over notes and Claude Code's
-    memory files) is the combined SearchAnswer, for the caller to fit to the request's budget."""
+    `conversations` None: none is configured; `commits` None: the notes are in no git repository.
+    A search over several (or over notes and Claude Code's memory files) is the combined
+    SearchAnswer, for the caller to fit to the request's budget."""
     params = dict(params)
     which = corpus_param(params, method)
     limit = params.get("limit", 5) if isinstance(params.get("limit", 5), int) else 5
+    scoped = bool(params.get("scope")) and commits is not None   # a message may speak of files outside the scope
+    if scoped:
+        if which == COMMITS:
+            raise UserError("a scoped session does not search commits: a commit's message may speak of files "
+                            "outside its scope", param="corpus", options=[NOTES], code="out_of_scope")
+        commits = None
+    if which == COMMITS:
+        if commits is None:
+            raise UserError("no git repository holds this session's notes: there are no commits to search",
+                            param="corpus", options=[NOTES], hint=NO_REPOSITORY_HINT)
+        return commits(method, params)
     if notes is None and conversations is not None and which != CONVERSATIONS:   # a session of conversations alone
         out = conversations(method, params)
         if method == "search":
             out["notes"] = [*(out.get("notes") or []), "no notes folder in this session: the conversations "
                             "(and Claude Code's memory files) were searched"]
         return out
-    if which == CONVERSATIONS or (which == ALL and conversations is not None):
+    if which == CONVERSATIONS:
         if conversations is None:
             raise UserError("no conversation folder is configured for this session", param="corpus",
                             options=[NOTES], hint=NO_FOLDER_HINT)
-        if which == CONVERSATIONS:
-            if method == "search" and not params.get("type"):
-                params["type"] = list(TRANSCRIPT_TYPES)   # the memory files are notes
-            return conversations(method, params)
-        return combine(SearchAnswer.parse(notes(method, dict(params))),
-                       SearchAnswer.parse(conversations(method, dict(params))), limit)
+        if method == "search" and not params.get("type"):
+            params["type"] = list(TRANSCRIPT_TYPES)   # the memory files are notes
+        return conversations(method, params)
+    if which == ALL:
+        if notes is None:
+            raise UserError("no notes folder is configured for this session", param="corpus",
+                            hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
+        parts = [(name, SearchAnswer.parse(read(method, dict(params))))
+                 for name, read in ((NOTES, notes), (CONVERSATIONS, conversations), (COMMITS, commits)) if read]
+        out = combine(parts, limit) if len(parts) > 1 else parts[0][1]
+        if conversations is None:
+            out.notes = [*(out.notes or []), "no conversation folder is configured: they were not searched"]
+        if scoped:
+            out.notes = [*(out.notes or []), "a scoped session does not search commits"]
+        elif commits is None:
+            out.notes = [*(out.notes or []), "the notes are in no git repository: there are no commits to search"]
+        return out if len(parts) > 1 else out.to_json()
     if method in ("read", "outline") and conversations is not None:
         try:
             return notes(method, params)
@@ -88,18 +121,16 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
         raise UserError("no notes folder is configured for this session", param="corpus",
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
     out = notes(method, params)
-    if which == ALL:
-        out["notes"] = [*(out.get("notes") or []), "no conversation folder is configured: only the notes were searched"]
-    elif method == "search" and conversations is not None and not params.get("type"):
+    if method == "search" and conversations is not None and not params.get("type"):
         memory = SearchAnswer.parse(conversations(method, {**params, "type": [MEMORY_TYPE]}))
         if memory.results and not memory.no_strong_match:
-            return combine(SearchAnswer.parse(out), memory, limit, quiet=True)
+            return combine([(NOTES, SearchAnswer.parse(out)), (CONVERSATIONS, memory)], limit, quiet=True)
     return out
 
 
 def _across(r) -> tuple:
-    """The order of results from two corpora: each corpus's fused scores are scaled to its own
-    candidates, so they are not compared; the semantic match is (the same model's cosine for both)."""
+    """The order of results from several corpora: each corpus's fused scores are scaled to its own
+    candidates, so they are not compared; the semantic match is (the same model's cosine for all)."""
     return (-(r.scores.dense if r.scores is not None else 0.0), -(r.score or 0))
 
 
@@ -107,34 +138,39 @@ def _corpus_of(default: str, r) -> str:
     return "memory" if r.type == MEMORY_TYPE else default
 
 
-def combine(notes: SearchAnswer, conversations: SearchAnswer, limit: int, quiet: bool = False) -> SearchAnswer:
-    """The answer over both corpora: each result keeps its own corpus's rank and says which it is
-    ("memory" for Claude Code's memory files). `quiet`: the second answer is only the memory
-    files of a notes search (its absence of a match is not news)."""
-    for corpus, ans in ((NOTES, notes), (CONVERSATIONS, conversations)):
+def combine(parts: list[tuple[str, SearchAnswer]], limit: int, quiet: bool = False) -> SearchAnswer:
+    """The answer over several corpora (the notes' first): each result keeps its own corpus's rank
+    and says which it is ("memory" for Claude Code's memory files). `quiet`: the second answer is
+    only the memory files of a notes search (its absence of a match is not news)."""
+    for corpus, ans in parts:
         for r in [*ans.results, *(ans.best_weak or [])]:
             r.corpus = _corpus_of(corpus, r)
-    out = SearchAnswer(query=notes.query, mode=notes.mode,
-                       took_ms=round((notes.took_ms or 0) + (conversations.took_ms or 0), 1))
-    sure = [a for a in (notes, conversations) if a.results and not a.no_strong_match]
+    first = parts[0][1]
+    answers = [a for _, a in parts]
+    out = SearchAnswer(query=first.query, mode=first.mode, took_ms=round(sum(a.took_ms or 0 for a in answers), 1))
+    sure = [a for a in answers if a.results and not a.no_strong_match]
     if sure:
         bests = sorted((a.results[0] for a in sure), key=_across)
         rest = sorted((r for a in sure for r in a.results[1:]), key=_across)
         for r in rest:   # the best of each corpus is the one carried in full
             r.content, r.content_truncated, r.content_total_chars = None, None, None
         out.results = bests + rest[:max(limit - len(bests), 0)]
-        for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
-            if a not in sure and not quiet:
-                out.notes = [*(out.notes or []), f"no strong match in the {name}"]
+        if not quiet:
+            out.notes = [f"no strong match in the {name}" for name, a in parts if a not in sure] or None
     else:
         out.no_strong_match = True
-        out.best_weak = sorted([*(notes.best_weak or []), *(conversations.best_weak or [])], key=_across)[:limit]
-        out.why_no_strong_match = [*(f"notes: {w}" for w in notes.why_no_strong_match or []),
-                                   *(f"conversations: {w}" for w in conversations.why_no_strong_match or [])] or None
+        out.best_weak = sorted((r for a in answers for r in a.best_weak or []), key=_across)[:limit]
+        out.why_no_strong_match = [f"{name}: {w}" for name, a in parts for w in a.why_no_strong_match or []] or None
         if not out.best_weak:
-            out.message = "no section matches in the notes or the conversations"
-    for name, a in ((NOTES, notes), (CONVERSATIONS, conversations)):
-        out.notes = [*(out.notes or []), *(f"{name}: {n}" for n in a.notes or [] if not (quiet and a is conversations))] or None
-    out.index = notes.index
-    out.conversations_index = conversations.index
+            out.message = "no section matches in the " + " or the ".join(name for name, _ in parts)
+    for i, (name, a) in enumerate(parts):
+        if quiet and i:
+            continue
+        out.notes = [*(out.notes or []), *(f"{name}: {n}" for n in a.notes or [])] or None
+    out.index = first.index
+    for name, a in parts[1:]:
+        if name == CONVERSATIONS:
+            out.conversations_index = a.index
+        elif name == COMMITS:
+            out.commits_index = a.index
     return out

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
-from remembrancer.indexer.search import conversations, rank
+from remembrancer.indexer.search import commit_results, conversations, rank
 from remembrancer.indexer import terms
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
@@ -184,6 +184,7 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
     if notes:
         out.notes = notes
     conversations.annotate(view, out)   # a conversation's results say which session and prompt they are
+    commit_results.annotate(view, out)  # a commit's say its full hash and author
     # served text is redacted again, with the policy in force now (the whole answer, as the wire has it)
     return SearchAnswer.parse(redactor.redact_obj(out.to_json()))
 

@@ -305,11 +305,13 @@ def _tty_progress():
 
 
 def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5,
-             alternates: dict[str, list[str]] | None = None, *, store=None, embedder=None) -> dict:
+             alternates: dict[str, list[str]] | None = None, *, store=None, embedder=None,
+             corpus: str = "notes") -> dict:
     """Refresh the index, run every query through `search`, and return a JSON-serialisable report.
     `alternates` maps a case id to rephrasings passed as the search tool's `alternates`; `store`
-    (indexer/store/base.py, bench/bench_team.py) and `embedder` pass through to the engine."""
-    with EvalSession(queries_path, root_args, store=store, embedder=embedder) as session:
+    (indexer/store/base.py, bench/bench_team.py) and `embedder` pass through to the engine;
+    `corpus` "commits": the commits of the roots' repositories are the corpus scored."""
+    with EvalSession(queries_path, root_args, store=store, embedder=embedder, corpus=corpus) as session:
         return session.score(limit, alternates)
 
 
@@ -317,9 +319,11 @@ class EvalSession:
     """An open, refreshed index for one query set, scored as many times as asked (the bench varies
     the ranking between runs without building the index again)."""
 
-    def __init__(self, queries_path: str, root_args: list[str] | None, *, store=None, embedder=None):
-        from remembrancer.indexer.config import load_config
+    def __init__(self, queries_path: str, root_args: list[str] | None, *, store=None, embedder=None,
+                 corpus: str = "notes"):
+        from remembrancer.indexer.config import COMMITS, load_config
         from remembrancer.indexer.engine import Engine
+        from remembrancer.indexer.ingest.commit_log import commits_config
 
         self.queries_path = queries_path
         self.cases = load_cases(queries_path)
@@ -327,6 +331,10 @@ class EvalSession:
             found = corpus_dir(self.cases, queries_path)
             root_args = [str(found)] if found else None
         self.config = load_config(root_args)
+        if corpus == COMMITS:
+            self.config = commits_config(self.config)
+            if self.config is None:
+                raise UserError("--corpus commits: the roots are in no git repository", param="corpus")
         self.engine = Engine(self.config, store=store, embedder=embedder)
         try:
             self.index = self.engine.refresh(progress=_tty_progress())
@@ -345,6 +353,8 @@ class EvalSession:
     def _document_text(self, path: str) -> str:
         from remembrancer.indexer.search.reader import read
 
+        if path not in self._docs and self.config.kind != "notes":   # no file: the text the catalog holds
+            self._docs[path] = "\n".join(s.content or "" for s in self.engine.catalog.sections(path))
         if path not in self._docs:
             try:
                 self._docs[path] = read(self.engine.view(), path, max_chars=sys.maxsize).content
@@ -511,10 +521,10 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
     }
 
 
-def compare_rerank(queries_path: str, root_args: list[str] | None, limit: int = 5) -> dict:
+def compare_rerank(queries_path: str, root_args: list[str] | None, limit: int = 5, corpus: str = "notes") -> dict:
     """The user's own cases scored twice on one index, the configured `[rerank]` off and on: a
     cross-encoder helps some corpora and costs others their recall, so it is measured, not assumed."""
-    with EvalSession(queries_path, root_args) as session:
+    with EvalSession(queries_path, root_args, corpus=corpus) as session:
         spec = session.config.rerank
         if spec is None:
             raise UserError("--compare rerank needs a reranker configured", param="compare",

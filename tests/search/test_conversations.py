@@ -25,18 +25,9 @@ def projects(tmp_path):
 
 
 @pytest.fixture
-def talks(projects, data_env, tiny_embedder):
-    """(engine over the conversations folder, its config); the folder is filled by each test."""
-    made = []
-
-    def make():
-        cfg = Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config()
-        e = Engine(cfg, embedder=tiny_embedder)
-        made.append(e)
-        return e
-    yield make
-    for e in made:
-        e.close()
+def talks(projects, engine_of):
+    """Opens an engine over the conversations folder; the folder is filled by each test."""
+    return lambda: engine_of(Config(conversations=make_roots([projects], kind=CONVERSATIONS)).conversation_config())
 
 
 def _session(projects) -> Session:
@@ -168,7 +159,7 @@ def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(pr
     assert err.value.param == "corpus" and "--conversations" in err.value.hint
     with pytest.raises(UserError) as err:
         api.read_across("search", {"query": "x", "corpus": "everything"}, reader(notes_engine), reader(e))
-    assert err.value.options == ["notes", "conversations", "all"]
+    assert err.value.options == ["notes", "conversations", "commits", "all"]
     with pytest.raises(UserError):
         api.read_across("history", {"entity": "db1", "corpus": "all"}, reader(notes_engine), reader(e))
     # a notes-only answer is what it was: no corpus field, no conversation index

@@ -273,6 +273,12 @@ def test_every_answer_says_what_is_indexed_and_how_the_readers_checkout_compares
         reader = TeamReader(pg_url, Config(roots=make_roots([mine])), embedder=tiny_embedder)
         out = reader.call("search", query="alpha service")
         assert out["index"]["verdict"] == "fresh"
+        for corpus in ("commits", "conversations"):   # never answered from the notes instead
+            with pytest.raises(UserError) as err:
+                reader.call("search", query="alpha service", corpus=corpus)
+            assert err.value.code == "team_reader" and err.value.param == "corpus"
+        every = reader.call("search", query="alpha service", corpus="all")
+        assert every["results"] == out["results"] and "a team store holds the notes only" in " ".join(every["notes"])
         assert f"indexed {indexed[:7]}" in out["index"]["detail"] and "at the indexed commit" in out["index"]["detail"]
         for i in range(3):   # the reader commits locally: 3 ahead
             write(mine, f"notes/b{i}.md", f"# Beta {i}\n\nBeta note {i}.\n")
