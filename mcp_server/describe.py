@@ -156,8 +156,8 @@ def conversations_note(folders) -> str:
 def commits_note(repositories) -> str:
     """What the search description adds when the notes are in git repositories."""
     names = ", ".join(Path(str(r)).name for r in repositories)
-    return (f"Also searchable: the commits of {names} — corpus=\"commits\" for 'why / when did we change …', "
-            "'which commit …' (each result is one commit: its message, hash, author, date and changed paths).")
+    return (f"Also searchable: the commits of {names} — corpus=\"commits\" for 'why / when did we change …' "
+            "(each result one commit, with its hash).")
 
 
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.
