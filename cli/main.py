@@ -64,21 +64,27 @@ def _add_root(p: argparse.ArgumentParser) -> None:
 
 
 def _add_conversations(p: argparse.ArgumentParser, corpus: bool = False) -> None:
+    """--conversations and --code (the other corpora beside the notes), and with `corpus` the choice."""
     p.add_argument("--conversations", action="append", metavar="DIR",
                    help="a folder of Claude Code transcripts, searched as its own corpus (repeatable; default: "
                         "[conversations] roots from the config file, else this project's ~/.claude/projects folder)")
+    p.add_argument("--code", action="append", metavar="DIR",
+                   help="a folder of source code, searched as its own corpus with --corpus code (repeatable; "
+                        "default: [code] roots from the config file)")
     if corpus:
-        p.add_argument("--corpus", choices=["notes", "conversations", "commits", "all"] if corpus == "all" else
-                       ["notes", "conversations", "commits"], default="notes",
+        p.add_argument("--corpus", choices=["notes", "conversations", "commits", "code", "all"] if corpus == "all"
+                       else ["notes", "conversations", "commits", "code"], default="notes",
                        help="which corpus to read: the notes (default), the conversations, the commit messages "
-                            "of the notes' git repositories" + (", or every one (all)" if corpus == "all" else ""))
+                            "of the notes' git repositories, the source code (--code)"
+                            + (", or notes, conversations and commits (all)" if corpus == "all" else ""))
 
 
 def _load(args):
-    """The configuration a command runs with: --root and --conversations over the config file."""
+    """The configuration a command runs with: --root, --conversations and --code over the config file."""
     from remembrancer.indexer.config import load_config
 
-    return load_config(getattr(args, "root", None), conversation_args=getattr(args, "conversations", None))
+    return load_config(getattr(args, "root", None), conversation_args=getattr(args, "conversations", None),
+                       code_args=getattr(args, "code", None))
 
 
 def _add_store(p: argparse.ArgumentParser) -> None:
@@ -617,10 +623,10 @@ def cmd_index(args) -> int:
         report = _index_by_daemon(config, args.reembed)
         if report is None:
             report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
-            talks = config.conversation_config()
-            if talks is not None:
-                report["conversations"] = _index_writer(talks).refresh(progress=_progress_bar(),
-                                                                       reembed=args.reembed).to_dict()
+            for name, other in (("conversations", config.conversation_config()), ("code", config.code_config())):
+                if other is not None:
+                    report[name] = _index_writer(other).refresh(progress=_progress_bar(),
+                                                                reembed=args.reembed).to_dict()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -636,6 +642,12 @@ def cmd_index(args) -> int:
                   f"updated, {talks['removed']} removed, {talks['unchanged']} unchanged; {talks['embedded']} "
                   f"passages embedded in {talks['seconds']:.2f}s")
             _print_warnings(talks["warnings"])
+        source = report.get("code")
+        if source:
+            print(f"code: {source['scanned']} files: {source['added']} added, {source['updated']} updated, "
+                  f"{source['removed']} removed, {source['unchanged']} unchanged; {source['embedded']} "
+                  f"passages embedded in {source['seconds']:.2f}s")
+            _print_warnings(source["warnings"])
     return EXIT_OK
 
 
@@ -677,8 +689,9 @@ def _index_by_daemon(config, reembed: bool) -> dict | None:
     finally:
         daemon.close()
     print(f"remembrancer: indexed by the running daemon (pid {out.get('pid', pid)})", file=sys.stderr)
-    if out.get("conversations"):
-        out["report"]["conversations"] = out["conversations"]["report"]
+    for name in ("conversations", "code"):
+        if out.get(name):
+            out["report"][name] = out[name]["report"]
     return out["report"]
 
 
@@ -733,7 +746,7 @@ def cmd_read(args) -> int:
     backend = _backend(args, missing="error")
     talk = {"corpus": args.corpus, **({"uuid": args.uuid} if args.uuid else {}),
             **({"around": args.around} if args.around else {})}
-    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    path = args.path if args.corpus in ("conversations", "code") else corpus_path(args.path, args.root, backend)
     out = backend.call("read", path=path, heading=args.heading, lines=lines, offset=args.offset,
                        max_chars=args.max_chars, **talk)
     if args.json:
@@ -751,7 +764,7 @@ def cmd_read(args) -> int:
 
 def cmd_outline(args) -> int:
     backend = _backend(args, missing="error")
-    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    path = args.path if args.corpus in ("conversations", "code") else corpus_path(args.path, args.root, backend)
     out = backend.call("outline", path=path, corpus=args.corpus)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -1181,7 +1194,7 @@ def cmd_mcp(args) -> int:
     from remembrancer.mcp_server.server import run
 
     return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope,
-               store=args.store, conversation_args=args.conversations)
+               store=args.store, conversation_args=args.conversations, code_args=args.code)
 
 
 def _mcp_config(args) -> int:

@@ -160,6 +160,14 @@ def commits_note(repositories) -> str:
             "'which commit …' (each result is one commit: its message, hash, author, date and changed paths).")
 
 
+def code_note(folders) -> str:
+    """What the search description adds when the session has source folders."""
+    names = ", ".join(Path(str(getattr(f, "path", f))).name for f in folders)
+    return (f"Also searchable: the source code of {names} — corpus=\"code\" for 'where is … done', 'what does … "
+            "do' (each result is one function, class or method: path, breadcrumb, lines; read(path, lines=…) "
+            "opens the file).")
+
+
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.
 
 # One line every memory tool's description shares: which axis each tool answers.
