@@ -403,8 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
-    p.add_argument("--corpus", choices=["notes", "commits"], default="notes",
-                   help="score the notes (default) or the commits of the roots' git repositories")
+    p.add_argument("--corpus", choices=["notes", "commits", "code"], default="notes",
+                   help="score the notes (default), the commits of the roots' git repositories, or the roots "
+                        "read as source code")
     p.add_argument("--compare", choices=["rerank"],
                    help="score twice on one index: the configured [rerank] off, then on")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
