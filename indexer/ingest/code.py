@@ -264,6 +264,9 @@ def read_back(redactor: Redactor, text: str, path: str, rel: str):
 
 def _section(rel: str, heading: str, part: Part, body: str, date: str | None, texts: dict[str, str]) -> SectionRecord:
     header = chunking.context_header(CODE_TYPE, rel, f"{rel} > {heading}" if heading else rel)
+    named = " ".join(w for crumb in part.chain for w in split_identifier(crumb))
+    if named and named != " > ".join(part.chain).lower():   # `too_wide` is embedded as "too wide" too
+        header += f" ({named})"
     passages = []
     for embedded in chunking.embedded_texts(header, body):
         sha = chunking.text_sha(embedded)

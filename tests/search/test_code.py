@@ -131,6 +131,12 @@ def test_identifiers_are_found_by_their_words_and_a_definition_by_its_name(src, 
     assert hit.scores.bm25 > 0   # `refillTokens` read as refill tokens by the keyword leg
     exact = SearchAnswer.parse(api.dispatch_read(e, "search", {"query": "LoadQuota", "exact": True}, FRESH))
     assert exact.results[0].heading == "LoadQuota" and exact.results[0].path == "quota/store.go"
+    # the call site in TokenBucket > take holds the name too: the definition comes first
+    for q, params in (("refillTokens", {"exact": True}), ("what does refillTokens do", {}),
+                      ("TokenBucket.take", {})):
+        out = api.dispatch_read(e, "search", {"query": q, **params}, FRESH)
+        first = (out.get("results") or out["best_weak"])[0]
+        assert first["heading"] == {"TokenBucket.take": "TokenBucket > take"}.get(q, "refillTokens"), (q, first)
     assert code.split_identifier("parseHTTPRetryAfter2") == ["parse", "http", "retry", "after", "2"]
     assert code.identifier_words("x = refill_tokens(parseRetryAfter)") == "refill tokens parse retry after"
 
