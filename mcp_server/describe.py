@@ -156,16 +156,15 @@ def conversations_note(folders) -> str:
 def commits_note(repositories) -> str:
     """What the search description adds when the notes are in git repositories."""
     names = ", ".join(Path(str(r)).name for r in repositories)
-    return (f"Also searchable: the commits of {names} — corpus=\"commits\" for 'why / when did we change …', "
-            "'which commit …' (each result is one commit: its message, hash, author, date and changed paths).")
+    return (f"Also searchable: the commits of {names} — corpus=\"commits\" for 'why / when did we change …' "
+            "(each result one commit, with its hash).")
 
 
 def code_note(folders) -> str:
     """What the search description adds when the session has source folders."""
     names = ", ".join(Path(str(getattr(f, "path", f))).name for f in folders)
     return (f"Also searchable: the source code of {names} — corpus=\"code\" for 'where is … done', 'what does … "
-            "do' (each result is one function, class or method: path, breadcrumb, lines; read(path, lines=…) "
-            "opens the file).")
+            "do' (each result one function, class or method).")
 
 
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.

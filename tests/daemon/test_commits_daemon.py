@@ -83,7 +83,7 @@ def test_mcp_search_over_commits(tmp_path, repo, tiny_model_dir):
         schema, description, hit, read = anyio.run(main)
     finally:
         stop_daemon_at(sock)
-    assert schema["enum"] == ["notes", "conversations", "commits", "all"]
+    assert schema["enum"] == ["notes", "conversations", "commits", "code", "all"]
     assert 'Also searchable: the commits of tollgate — corpus="commits"' in description
     oid = hashes['Revert "limits: fail open when Redis is unreachable"']
     assert hit.structured_content["results"][0]["commit"] == oid

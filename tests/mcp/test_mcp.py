@@ -65,7 +65,10 @@ def test_list_tools_describe_the_live_index(indexed):
     assert "journal/ (3)" in desc and "postgres (" in desc          # top folders and tags
     assert "2030-02-03" in desc                                      # date range
     assert "not proof of absence" in desc and "read(" in desc
-    assert 150 <= estimate_tokens(desc) <= 300, estimate_tokens(desc)
+    # The index map stays within its budget; the corpora beside the notes (here: the commits of the
+    # repository the example notes live in, when they are in one) add a line each.
+    index_map = desc.split("\nAlso searchable")[0]
+    assert 150 <= estimate_tokens(index_map) <= 300 and estimate_tokens(desc) <= 340, estimate_tokens(desc)
     assert "9 documents" in by_name["list_documents"].description
     schema = by_name["search"].input_schema["properties"]
     assert schema["limit"]["minimum"] == 1 and schema["limit"]["maximum"] == 50
