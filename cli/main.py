@@ -1214,7 +1214,8 @@ def _mcp_config(args) -> int:
     if scopes and served:
         check_exists(served, tuple(scopes))
     talks = [str(r.path) for r in _load(args).conversations] if args.conversations else []   # checked here
-    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks)
+    source = [str(r.path) for r in _load(args).code] if args.code else []   # checked here
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks, source)
     if roots:
         print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
     else:

@@ -51,6 +51,8 @@ DEFAULT_EXCLUDES = (
     ".pytest_cache/", ".cache/", "site-packages/", ".obsidian/", ".trash/",
 )
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# A code corpus also leaves out what is generated rather than written: minified bundles, lock files.
+CODE_EXCLUDES = ("*.min.js", "*.min.css", "*-lock.yaml", "*.lock.yaml", "*.pb.go", "*_pb2.py")
 
 
 def config_path() -> Path:
@@ -250,7 +252,8 @@ class Config:
         if not self.code or self.kind != NOTES:
             return None
         return dataclasses.replace(self, roots=list(self.code), conversations=[], code=[], kind=CODE,
-                                   layout=(("*", CODE_TYPE),), ranking=RankingConfig(), verify_repos=[])
+                                   layout=(("*", CODE_TYPE),), ranking=RankingConfig(), verify_repos=[],
+                                   excludes=(*self.excludes, *CODE_EXCLUDES))
 
     def index_dir(self) -> Path:
         """One index per corpus: named after its roots so two corpora never share a catalog."""

@@ -75,12 +75,15 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
     params = dict(params)
     which = corpus_param(params, method)
     limit = params.get("limit", 5) if isinstance(params.get("limit", 5), int) else 5
-    scoped = bool(params.get("scope")) and commits is not None   # a message may speak of files outside the scope
-    if scoped:
-        if which == COMMITS:
-            raise UserError("a scoped session does not search commits: a commit's message may speak of files "
-                            "outside its scope", param="corpus", options=[NOTES], code="out_of_scope")
-        commits = None
+    # A scope is a wall around some notes: a commit's message may speak of files outside it, and the
+    # source folders are no part of it.
+    scoped = bool(params.get("scope")) and commits is not None
+    if params.get("scope") and which in (COMMITS, CODE):
+        raise UserError(f"a scoped session does not search {which}: " + (
+            "a commit's message may speak of files outside its scope" if which == COMMITS
+            else "the source folders are outside its scope"), param="corpus", options=[NOTES], code="out_of_scope")
+    if params.get("scope"):
+        commits, code = None, None
     if which == CODE:
         if code is None:
             raise UserError("no source folder is configured for this session", param="corpus", options=[NOTES],

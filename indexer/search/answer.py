@@ -48,6 +48,7 @@ MAX_LIMIT = 50
 LITERAL_LEG = True
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
+CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -150,6 +151,8 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
     missing = [i for i in top_ids if i not in rows]
     if missing:
         rows = {**rows, **view.catalog.sections_by_id(missing)}
+    if view.config.kind == CODE and mode == "hybrid" and CODE_BETWEEN_WEIGHT != 1.0:
+        ranked = definitions.weigh_between([c for c in ranked if c.section_id in rows], rows, CODE_BETWEEN_WEIGHT)
     ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
     if view.config.kind == CODE and mode != "filters" and DEFINITIONS_FIRST:
         ranked = definitions.definitions_first(ranked, rows, query)   # a symbol's definition before its uses

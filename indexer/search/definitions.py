@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import re
 
+from remembrancer.indexer import terms
+
 _SYMBOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:]+[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def named_symbols(query: str) -> list[tuple[str, ...]]:
-    """The symbols a query may name, each as the breadcrumb tail it would have (`A.b` → (A, b))."""
+    """The symbols a query names, each as the breadcrumb tail it would have (`A.b` → (A, b)): its
+    identifier-shaped words (`refresh_paths`, `ChangeQueue.wait_batch`, `parseRetryAfter`), or its
+    one word. A plain word of a question ("where is the text rendered") names no symbol: a
+    function called `text` is not what it asks for."""
+    found = list(_SYMBOL_RE.finditer(query))
     out = []
-    for m in _SYMBOL_RE.finditer(query):
-        crumbs = tuple(p for p in re.split(r"[.:]+", m.group(0)) if p)
+    for m in found:
+        word = m.group(0)
+        if len(found) > 1 and not (terms.is_identifier(word) or "_" in word):
+            continue
+        crumbs = tuple(p for p in re.split(r"[.:]+", word) if p)
         if crumbs and len(crumbs[-1]) >= 3:
             out.append(crumbs)
     return out
@@ -41,3 +50,17 @@ def definitions_first(ranked: list, rows: dict, query: str) -> list:
         return ranked
     chosen = {id(c) for c in first}
     return first + [c for c in ranked if id(c) not in chosen]
+
+
+def between_definitions(heading: str | None) -> bool:
+    """A section of the code between definitions (a file's preamble, `lines a-b`)."""
+    return not heading or heading.startswith("lines ")
+
+
+def weigh_between(ranked: list, rows: dict, weight: float) -> list:
+    """`ranked` with the scores of the code between definitions (imports, a module docstring)
+    times `weight`, re-sorted: "where is X done" asks for the function that does it."""
+    for c in ranked:
+        if c.section_id in rows and between_definitions(rows[c.section_id].heading):
+            c.score *= weight
+    return sorted(ranked, key=lambda c: (-c.score, c.section_id))

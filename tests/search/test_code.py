@@ -187,3 +187,33 @@ def test_code_is_searched_only_when_asked(src, tmp_path, engine_of):
         api.read_across("search", {"query": "x", "corpus": "code"}, reader(n), None, None, None)
     assert err.value.param == "corpus" and "--code" in err.value.hint
     git(src, "status")   # the repository is untouched by indexing
+
+
+def test_a_scoped_session_never_reads_code(src, tmp_path, engine_of):
+    notes = tmp_path / "notes"
+    write(notes, "runbooks/a.md", "# A\n\nRefill the bucket.\n")
+    n = engine_of(Config(roots=make_roots([notes])))
+    n.refresh()
+    c = code_engine(engine_of, src)
+    c.refresh()
+    with pytest.raises(UserError) as err:
+        api.read_across("search", {"query": "refill", "corpus": "code", "scope": ["runbooks/"]},
+                        lambda m, p: api.dispatch_read(n, m, p, FRESH), None, None,
+                        lambda m, p: api.dispatch_read(c, m, p, FRESH))
+    assert err.value.code == "out_of_scope" and "source folders" in err.value.message
+
+
+def test_the_code_table_of_the_config_file(tmp_path, monkeypatch, src):
+    from remembrancer.indexer.config import load_config
+
+    cfg_file = tmp_path / "config.toml"
+    monkeypatch.setenv("REMEMBRANCER_CONFIG", str(cfg_file))
+    cfg_file.write_text(f'[code]\nroots = ["{src}"]\n')
+    assert [r.path for r in load_config([]).code] == [src.resolve()]
+    assert load_config([], code_args=[str(src / "web")]).code[0].path == (src / "web").resolve()   # --code wins
+    for bad, says in (('[code]\nroots = "src"\n', "[code] roots must be a list"),
+                      ('[code]\nroot = ["src"]\n', "unknown"), ('[code]\nroots = ["/nowhere/at/all"]\n', "not found")):
+        cfg_file.write_text(bad)
+        with pytest.raises(UserError) as err:
+            load_config([])
+        assert says in err.value.message, err.value.message
