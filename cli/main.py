@@ -637,18 +637,13 @@ def cmd_index(args) -> int:
               f"{report['embedded']} passages embedded in {report['seconds']:.2f}s"
               + (f"; {report['waiting']} wait for their vectors" if report.get("waiting") else ""))
         _print_warnings(report["warnings"])
-        talks = report.get("conversations")
-        if talks:
-            print(f"conversations: {talks['scanned']} transcripts: {talks['added']} added, {talks['updated']} "
-                  f"updated, {talks['removed']} removed, {talks['unchanged']} unchanged; {talks['embedded']} "
-                  f"passages embedded in {talks['seconds']:.2f}s")
-            _print_warnings(talks["warnings"])
-        source = report.get("code")
-        if source:
-            print(f"code: {source['scanned']} files: {source['added']} added, {source['updated']} updated, "
-                  f"{source['removed']} removed, {source['unchanged']} unchanged; {source['embedded']} "
-                  f"passages embedded in {source['seconds']:.2f}s")
-            _print_warnings(source["warnings"])
+        for name, unit in (("conversations", "transcripts"), ("code", "files")):   # the corpora beside the notes
+            other = report.get(name)
+            if other:
+                print(f"{name}: {other['scanned']} {unit}: {other['added']} added, {other['updated']} updated, "
+                      f"{other['removed']} removed, {other['unchanged']} unchanged; {other['embedded']} "
+                      f"passages embedded in {other['seconds']:.2f}s")
+                _print_warnings(other["warnings"])
     return EXIT_OK
 
 

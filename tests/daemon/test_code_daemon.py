@@ -4,16 +4,11 @@ the start and watches it (a saved function is searchable moments later); a real 
 
 from __future__ import annotations
 
-import sys
 
-import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from tests.support.corpus import write, write_tree
-from tests.support.daemon import DaemonProc, stop_daemon_at, wait_for
-from tests.support.env import remembrancer_env
+from tests.support.daemon import DaemonProc, mcp_calls, stdio_mcp, wait_for
 
 LIMITER = '''class TokenBucket:
     def take(self, n=1):
@@ -56,23 +51,11 @@ def test_a_saved_function_is_searchable_moments_later(tmp_path, world, tiny_mode
 @pytest.mark.slow
 def test_mcp_search_and_read_over_code(tmp_path, world, tiny_model_dir):
     notes, src = world
-    sock = tmp_path / "r" / "d.sock"
-    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = remembrancer_env(data=tmp_path / "data", socket=sock, config=tmp_path / "config.toml")
-    server = StdioServerParameters(command=sys.executable, args=[
-        "-m", "remembrancer", "mcp", "--idle-exit", "5", "--root", str(notes), "--code", str(src)],
-        env=env, cwd=str(tmp_path))
-
-    async def main():
-        async with Client(server, read_timeout_seconds=120) as c:
-            tools = {t.name: t for t in (await c.list_tools()).tools}
-            hit = await c.call_tool("search", {"query": "TokenBucket.take", "corpus": "code"})
-            page = await c.call_tool("read", {"path": "limiter.py", "heading": "TokenBucket > take"})
-            return tools["search"], hit, page
-    try:
-        tool, hit, page = anyio.run(main)
-    finally:
-        stop_daemon_at(sock)
+    server, sock = stdio_mcp(tmp_path, tiny_model_dir, "--root", str(notes), "--code", str(src))
+    tools, (hit, page) = mcp_calls(server, sock, [
+        ("search", {"query": "TokenBucket.take", "corpus": "code"}),
+        ("read", {"path": "limiter.py", "heading": "TokenBucket > take"})])
+    tool = tools["search"]
     assert "code" in tool.input_schema["properties"]["corpus"]["enum"]
     assert 'Also searchable: the source code of src — corpus="code"' in tool.description
     sc = hit.structured_content   # the tiny model's meaning is noise: the answer may abstain; its order holds

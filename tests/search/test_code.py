@@ -163,20 +163,28 @@ def test_without_the_extra_every_file_is_read_in_windows(src, engine_of, monkeyp
     assert headings(e, "limiter.py") == [""]   # 26 lines: one window
 
 
-def test_code_is_searched_only_when_asked(src, tmp_path, engine_of):
-    notes = tmp_path / "notes"
-    write(notes, "gateway.md", "# Gateway\n\nThe gateway refills token buckets every second.\n")
+def reader(engine):
+    return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+
+
+@pytest.fixture
+def notes_and_code(src, tmp_path, engine_of):
+    """(notes engine, code engine), both indexed: a note about the gateway beside the source."""
+    notes = write_tree(tmp_path / "notes", {"gateway.md": "# Gateway\n\nThe gateway refills token buckets every "
+                                                          "second.\n", "runbooks/a.md": "# A\n\nRefill the bucket.\n"})
     n = engine_of(Config(roots=make_roots([notes])))
     n.refresh()
     c = code_engine(engine_of, src)
     c.refresh()
+    return n, c
 
-    def reader(engine):
-        return lambda m, p: api.dispatch_read(engine, m, p, FRESH)
+
+def test_code_is_searched_only_when_asked(src, notes_and_code):
+    n, c = notes_and_code
     for corpus in (None, "all"):
         out = api.read_across("search", {"query": "refill token bucket", **({"corpus": corpus} if corpus else {})},
                               reader(n), None, None, reader(c))
-        assert all(r["path"] == "gateway.md" for r in out["results"])
+        assert all(r["path"] in ("gateway.md", "runbooks/a.md") for r in out["results"])
     out = api.read_across("search", {"query": "refill token bucket", "corpus": "code"}, reader(n), None, None,
                           reader(c))
     assert {r["type"] for r in out["results"]} == {"code"}
@@ -189,17 +197,11 @@ def test_code_is_searched_only_when_asked(src, tmp_path, engine_of):
     git(src, "status")   # the repository is untouched by indexing
 
 
-def test_a_scoped_session_never_reads_code(src, tmp_path, engine_of):
-    notes = tmp_path / "notes"
-    write(notes, "runbooks/a.md", "# A\n\nRefill the bucket.\n")
-    n = engine_of(Config(roots=make_roots([notes])))
-    n.refresh()
-    c = code_engine(engine_of, src)
-    c.refresh()
+def test_a_scoped_session_never_reads_code(notes_and_code):
+    n, c = notes_and_code
     with pytest.raises(UserError) as err:
         api.read_across("search", {"query": "refill", "corpus": "code", "scope": ["runbooks/"]},
-                        lambda m, p: api.dispatch_read(n, m, p, FRESH), None, None,
-                        lambda m, p: api.dispatch_read(c, m, p, FRESH))
+                        reader(n), None, None, reader(c))
     assert err.value.code == "out_of_scope" and "source folders" in err.value.message
 
 
