@@ -164,8 +164,8 @@ def _definitions(node, chain: list[str], out: list[Part], depth: int = 0) -> Non
 
 
 def parts_of(text: str, rel: str) -> list[Part] | None:
-    """The file's parts by its syntax; None when it cannot be read so (no grammar, a parse with errors
-    everywhere) — the caller cuts plain windows instead."""
+    """The file's parts by its syntax; None when it cannot be read so (no grammar for it, the
+    grammar failed, or no definition in it) — the caller cuts plain windows instead."""
     language = language_of(rel)
     parser = _parser(language) if language else None
     if parser is None:
