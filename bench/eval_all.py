@@ -61,15 +61,16 @@ from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # n
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
 
 COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
+CODE_SET = "code"         # this checkout's source and tests/data/code's questions; asked by name (--sets code)
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
-         "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits"}
+         "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
 PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
-                   "ABSTENTION": False},
+                   "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
@@ -235,7 +236,9 @@ def context_gaps(name: str, s: dict) -> str:
 def open_session(name: str, eval_dir: str) -> EvalSession:
     """A set's open, refreshed index: a dev set of `eval_dir`, or COMMITS_SET — the commits corpus
     of a git history made for it (tests/support/commit_history.py: its questions, labelled by
-    commit), built in a temporary folder with the git CLI."""
+    commit), built in a temporary folder with the git CLI; or CODE_SET, this checkout as a code corpus."""
+    if name == CODE_SET:   # this checkout's own source, as `remembrancer eval --corpus code` reads it
+        return EvalSession(str(ROOT / "tests" / "data" / "code" / "questions.jsonl"), [str(ROOT)], corpus="code")
     if name != COMMITS_SET:
         return EvalSession(str(Path(eval_dir) / "queries" / f"{name}.jsonl"), None)
     from tests.support.commit_history import build, cases

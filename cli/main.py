@@ -64,21 +64,27 @@ def _add_root(p: argparse.ArgumentParser) -> None:
 
 
 def _add_conversations(p: argparse.ArgumentParser, corpus: bool = False) -> None:
+    """--conversations and --code (the other corpora beside the notes), and with `corpus` the choice."""
     p.add_argument("--conversations", action="append", metavar="DIR",
                    help="a folder of Claude Code transcripts, searched as its own corpus (repeatable; default: "
                         "[conversations] roots from the config file, else this project's ~/.claude/projects folder)")
+    p.add_argument("--code", action="append", metavar="DIR",
+                   help="a folder of source code, searched as its own corpus with --corpus code (repeatable; "
+                        "default: [code] roots from the config file)")
     if corpus:
-        p.add_argument("--corpus", choices=["notes", "conversations", "commits", "all"] if corpus == "all" else
-                       ["notes", "conversations", "commits"], default="notes",
+        p.add_argument("--corpus", choices=["notes", "conversations", "commits", "code", "all"] if corpus == "all"
+                       else ["notes", "conversations", "commits", "code"], default="notes",
                        help="which corpus to read: the notes (default), the conversations, the commit messages "
-                            "of the notes' git repositories" + (", or every one (all)" if corpus == "all" else ""))
+                            "of the notes' git repositories, the source code (--code)"
+                            + (", or notes, conversations and commits (all)" if corpus == "all" else ""))
 
 
 def _load(args):
-    """The configuration a command runs with: --root and --conversations over the config file."""
+    """The configuration a command runs with: --root, --conversations and --code over the config file."""
     from remembrancer.indexer.config import load_config
 
-    return load_config(getattr(args, "root", None), conversation_args=getattr(args, "conversations", None))
+    return load_config(getattr(args, "root", None), conversation_args=getattr(args, "conversations", None),
+                       code_args=getattr(args, "code", None))
 
 
 def _add_store(p: argparse.ArgumentParser) -> None:
@@ -397,8 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root(p)
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--misses", action="store_true", help="list every miss")
-    p.add_argument("--corpus", choices=["notes", "commits"], default="notes",
-                   help="score the notes (default) or the commits of the roots' git repositories")
+    p.add_argument("--corpus", choices=["notes", "commits", "code"], default="notes",
+                   help="score the notes (default), the commits of the roots' git repositories, or the roots "
+                        "read as source code")
     p.add_argument("--compare", choices=["rerank"],
                    help="score twice on one index: the configured [rerank] off, then on")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -617,10 +624,10 @@ def cmd_index(args) -> int:
         report = _index_by_daemon(config, args.reembed)
         if report is None:
             report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
-            talks = config.conversation_config()
-            if talks is not None:
-                report["conversations"] = _index_writer(talks).refresh(progress=_progress_bar(),
-                                                                       reembed=args.reembed).to_dict()
+            for name, other in (("conversations", config.conversation_config()), ("code", config.code_config())):
+                if other is not None:
+                    report[name] = _index_writer(other).refresh(progress=_progress_bar(),
+                                                                reembed=args.reembed).to_dict()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -630,12 +637,13 @@ def cmd_index(args) -> int:
               f"{report['embedded']} passages embedded in {report['seconds']:.2f}s"
               + (f"; {report['waiting']} wait for their vectors" if report.get("waiting") else ""))
         _print_warnings(report["warnings"])
-        talks = report.get("conversations")
-        if talks:
-            print(f"conversations: {talks['scanned']} transcripts: {talks['added']} added, {talks['updated']} "
-                  f"updated, {talks['removed']} removed, {talks['unchanged']} unchanged; {talks['embedded']} "
-                  f"passages embedded in {talks['seconds']:.2f}s")
-            _print_warnings(talks["warnings"])
+        for name, unit in (("conversations", "transcripts"), ("code", "files")):   # the corpora beside the notes
+            other = report.get(name)
+            if other:
+                print(f"{name}: {other['scanned']} {unit}: {other['added']} added, {other['updated']} updated, "
+                      f"{other['removed']} removed, {other['unchanged']} unchanged; {other['embedded']} "
+                      f"passages embedded in {other['seconds']:.2f}s")
+                _print_warnings(other["warnings"])
     return EXIT_OK
 
 
@@ -677,8 +685,9 @@ def _index_by_daemon(config, reembed: bool) -> dict | None:
     finally:
         daemon.close()
     print(f"remembrancer: indexed by the running daemon (pid {out.get('pid', pid)})", file=sys.stderr)
-    if out.get("conversations"):
-        out["report"]["conversations"] = out["conversations"]["report"]
+    for name in ("conversations", "code"):
+        if out.get(name):
+            out["report"][name] = out[name]["report"]
     return out["report"]
 
 
@@ -733,7 +742,7 @@ def cmd_read(args) -> int:
     backend = _backend(args, missing="error")
     talk = {"corpus": args.corpus, **({"uuid": args.uuid} if args.uuid else {}),
             **({"around": args.around} if args.around else {})}
-    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    path = args.path if args.corpus in ("conversations", "code") else corpus_path(args.path, args.root, backend)
     out = backend.call("read", path=path, heading=args.heading, lines=lines, offset=args.offset,
                        max_chars=args.max_chars, **talk)
     if args.json:
@@ -751,7 +760,7 @@ def cmd_read(args) -> int:
 
 def cmd_outline(args) -> int:
     backend = _backend(args, missing="error")
-    path = args.path if args.corpus == "conversations" else corpus_path(args.path, args.root, backend)
+    path = args.path if args.corpus in ("conversations", "code") else corpus_path(args.path, args.root, backend)
     out = backend.call("outline", path=path, corpus=args.corpus)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -1181,7 +1190,7 @@ def cmd_mcp(args) -> int:
     from remembrancer.mcp_server.server import run
 
     return run(args.root, idle_exit_s=args.idle_exit, instructions=args.instructions, scopes=args.scope,
-               store=args.store, conversation_args=args.conversations)
+               store=args.store, conversation_args=args.conversations, code_args=args.code)
 
 
 def _mcp_config(args) -> int:
@@ -1200,7 +1209,8 @@ def _mcp_config(args) -> int:
     if scopes and served:
         check_exists(served, tuple(scopes))
     talks = [str(r.path) for r in _load(args).conversations] if args.conversations else []   # checked here
-    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks)
+    source = [str(r.path) for r in _load(args).code] if args.code else []   # checked here
+    flags = mcp_args(roots, scopes, args.instructions, args.store, args.idle_exit, talks, source)
     if roots:
         print(f"# Claude Code — one line for every project; every session serves {', '.join(roots)}:")
     else:

@@ -37,11 +37,12 @@ class DaemonBackend:
     kind = "daemon"
 
     def __init__(self, sock: Path, status: dict, roots: list[str] | None = None,
-                 conversations: list[str] | None = None, without_notes: bool = False):
+                 conversations: list[str] | None = None, without_notes: bool = False, code: list[str] | None = None):
         self.sock = sock
         self.status_at_connect = status
         self.roots = roots   # the corpus every request names (None: the daemon's default corpus)
         self.conversations = conversations   # the session's conversation folders (a corpus of their own)
+        self.code = code     # the session's source folders (a corpus of their own)
         self.without_notes = without_notes   # a session of conversations alone: never the daemon's default notes
         self.client = Client(sock, timeout=120.0)
 
@@ -52,6 +53,8 @@ class DaemonBackend:
             params = {**params, "conversations": self.conversations}
             if self.without_notes and method != "status":
                 params["without_notes"] = True
+        if self.code and method not in ("notify", "status"):
+            params = {**params, "code": self.code}
         try:
             return self.client.call(method, **params)
         except DaemonError as e:
@@ -86,6 +89,7 @@ class LocalBackend:
         self.last_report = None
         self._talks: LocalBackend | None = None   # the conversation folders' engine (_conversations)
         self._log: LocalBackend | None = None   # the commits' engine (_commits)
+        self._source: LocalBackend | None = None   # the source folders' engine (_code)
         self._log_config: Config | bool | None = None   # its corpus (_commit_config); False: no repository
 
     def _fall_back(self, e: Exception) -> bool:
@@ -137,7 +141,8 @@ class LocalBackend:
         if method in api.READ_METHODS:   # notes, conversations, commits or all (indexer/search/across.py)
             return api.read_across(method, params, self._answer,
                                    (lambda m, p: self._conversations()._answer(m, p)) if has_talks else None,
-                                   (lambda m, p: self._commits()._answer(m, p)) if self._commit_config() else None)
+                                   (lambda m, p: self._commits()._answer(m, p)) if self._commit_config() else None,
+                                   (lambda m, p: self._code()._answer(m, p)) if self.config.code else None)
         if method in ("notify", "reindex") and has_talks and not self.readonly:
             self._conversations().refresh()
         return self._answer(method, params)
@@ -149,6 +154,13 @@ class LocalBackend:
 
             self._log_config = (commits_config(self.config) if self.config.kind == NOTES else None) or False
         return self._log_config or None
+
+    def _code(self) -> "LocalBackend":
+        """The engine of the session's source folders, opened when first asked, sharing the model."""
+        if self._source is None:
+            self._source = LocalBackend(self.config.code_config(), self.readonly, self.reason,
+                                        embedder=self.engine.core.loaded_embedder, progress=self.progress)
+        return self._source
 
     def _commits(self) -> "LocalBackend":
         """The engine of the commits, opened when first asked, sharing the notes' model."""
@@ -180,7 +192,7 @@ class LocalBackend:
         raise UserError(f"{method} needs a running daemon", hint="start one with `remembrancer serve`", code="no_daemon")
 
     def close(self) -> None:
-        for other in (self._talks, self._log):
+        for other in (self._talks, self._log, self._source):
             if other:
                 other.close()
         self.engine.close()
@@ -200,7 +212,8 @@ def serves(status: dict, config: Config) -> bool:
 def backend_for(sock: Path, status: dict, config: Config) -> DaemonBackend:
     return DaemonBackend(sock, status, [str(r.path) for r in config.roots] or None,
                          [str(r.path) for r in config.conversations] or None,
-                         without_notes=not config.roots and bool(config.conversations))
+                         without_notes=not config.roots and bool(config.conversations),
+                         code=[str(r.path) for r in config.code] or None)
 
 
 def data_dir_daemon() -> tuple[Path, dict] | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
-from remembrancer.indexer.config import COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots
+from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots
 from remembrancer.indexer.ingest.commit_log import commits_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
@@ -48,7 +48,7 @@ def corpus_key(paths, kind: str = NOTES) -> tuple[str, ...]:
 
 def key_parts(key: tuple[str, ...]) -> tuple[str, list[str]]:
     """(kind, root folders) of a corpus key."""
-    for kind in (CONVERSATIONS, COMMITS):
+    for kind in (CONVERSATIONS, COMMITS, CODE):
         mark = f"{kind}:"
         if key and all(k.startswith(mark) for k in key):
             return kind, [k[len(mark):] for k in key]
@@ -60,6 +60,8 @@ def config_for(key: tuple[str, ...]) -> Config:
     kind, paths = key_parts(key)
     if kind == CONVERSATIONS:
         return load_config(conversation_args=paths).conversation_config()
+    if kind == CODE:
+        return load_config(code_args=paths).code_config()
     if kind == COMMITS:
         found = commits_config(load_config(), [Path(p) for p in paths])
         if found is None:
@@ -494,6 +496,11 @@ def _folders_param(params: dict, name: str, what: str) -> list[str] | None:
     if not isinstance(folders, list) or not all(isinstance(r, str) and r for r in folders):
         raise UserError(f"{name} must be a list of {what}", param=name)
     return folders
+
+
+def code_param(params: dict) -> list[str] | None:
+    """The source folders a request's session searches (`code`), or None."""
+    return _folders_param(params, "code", "source folders")
 
 
 def conversations_param(params: dict) -> list[str] | None:

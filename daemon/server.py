@@ -30,14 +30,14 @@ from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, StatusAnswer
-from remembrancer.indexer.config import COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
+from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.search.across import ALL
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.commit_log import commits_config
 
-from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, conversations_param, roots_param,
-                      within_param)
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, code_param, conversations_param,
+                      roots_param, within_param)
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +99,9 @@ class Daemon:
             c = self.corpora.acquire([r.path for r in config.roots], config)
             self.corpora.release(c)
             self.default_key = c.key
-        if config.conversations:   # its conversation folders too: watched and indexed from the start
-            talks = config.conversation_config()
-            self.corpora.release(self.corpora.acquire([r.path for r in talks.roots], talks, kind=talks.kind))
+        for other in (config.conversation_config(), config.code_config()):   # watched and indexed from the start
+            if other is not None:
+                self.corpora.release(self.corpora.acquire([r.path for r in other.roots], other, kind=other.kind))
 
     # -- single instance --------------------------------------------------------------------------
     def _acquire(self) -> None:
@@ -314,6 +314,7 @@ class Daemon:
         roots = roots_param(params)
         within = within_param(params)
         conversations = conversations_param(params)
+        code = code_param(params)
         without_notes = params.pop("without_notes", False) is True   # a session of conversations alone
         if method == "notify":
             return self._notify(params)
@@ -350,13 +351,21 @@ class Daemon:
                 corpus.catch_up(SETTLE_S)   # opened on demand; a commit made since is read first
                 return self._read(corpus, m, p)
 
+            def source(m: str, p: dict) -> dict:
+                corpus = self.corpora.acquire(code, kind=CODE)
+                corpus.settle(SETTLE_S)   # opened on demand, as conversations are
+                return self._read(corpus, m, p)
+
             return api.read_across(method, params, None if without_notes else notes,
-                                   talks if conversations else None, log if log_config else None)
-        if method == "reindex" and conversations:   # `remembrancer index --conversations`: both corpora
-            out = self._reindex(self.corpora.acquire(conversations, kind=CONVERSATIONS), params)
+                                   talks if conversations else None, log if log_config else None,
+                                   source if code else None)
+        if method == "reindex" and (conversations or code):   # `index --conversations/--code`: each corpus
+            out = {name: self._reindex(self.corpora.acquire(folders, kind=kind), params)
+                   for name, folders, kind in (("conversations", conversations, CONVERSATIONS), ("code", code, CODE))
+                   if folders}
             if roots is None and self.default_key is None:
-                return {"conversations": out}
-            return {**self._reindex(self._corpus(roots), params), "conversations": out}
+                return out
+            return {**self._reindex(self._corpus(roots), params), **out}
         corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
         if method == "reindex":
             return self._reindex(corpus, params)

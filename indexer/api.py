@@ -156,11 +156,11 @@ def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict 
 
 
 
-def read_across(method: str, params: dict, notes, conversations, commits=None) -> dict:
+def read_across(method: str, params: dict, notes, conversations, commits=None, code=None) -> dict:
     """A read method over the corpus its `corpus` parameter names (search/across.py): `notes`,
-    `conversations` and `commits` answer (method, params) on their own corpus; None when there is
-    none. An answer over several is fitted to the request's budget as one."""
-    out = across.answer(method, params, notes, conversations, commits)
+    `conversations`, `commits` and `code` answer (method, params) on their own corpus; None when
+    there is none. An answer over several is fitted to the request's budget as one."""
+    out = across.answer(method, params, notes, conversations, commits, code)
     if isinstance(out, SearchAnswer):
         budget = SearchParams.from_wire({k: v for k, v in params.items() if k == "budget_tokens"}).budget_tokens
         return fit_budget(out, budget).to_json()

@@ -51,6 +51,8 @@ DEFAULT_EXCLUDES = (
     ".pytest_cache/", ".cache/", "site-packages/", ".obsidian/", ".trash/",
 )
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# A code corpus also leaves out what is generated rather than written: minified bundles, lock files.
+CODE_EXCLUDES = ("*.min.js", "*.min.css", "*-lock.yaml", "*.lock.yaml", "*.pb.go", "*_pb2.py")
 
 
 def config_path() -> Path:
@@ -170,13 +172,20 @@ def _socket_error(e: wire.SocketPathTooLong) -> UserError:
 NOTES = "notes"
 CONVERSATIONS = "conversations"
 COMMITS = "commits"   # the commit messages of the notes' repositories (indexer/ingest/commit_log.py)
+CODE = "code"         # source files, opt-in: [code] roots / --code (indexer/ingest/code.py)
+# The source files a code corpus takes by default ([code] include replaces the list): the languages
+# the syntax-aware chunker knows (ingest/code.py LANGUAGES), and a few it reads as plain windows.
+CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".kt", ".c",
+                 ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".scala", ".lua", ".sh", ".bash",
+                 ".sql", ".toml", ".yaml", ".yml")
 MARKDOWN = (".md", ".markdown")
 # What each corpus kind indexes: Markdown notes, or Claude Code session transcripts (JSON Lines)
 # and Claude Code's own memory files (Markdown in a project's `memory/` folder: Root.takes).
-SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN), COMMITS: ()}
+SUFFIXES = {NOTES: MARKDOWN, CONVERSATIONS: (".jsonl", *MARKDOWN), COMMITS: (), CODE: CODE_SUFFIXES}
 MEMORY_FOLDER = "memory"
 MEMORY_TYPE = "memory"   # the doc type of a Claude Code memory file
 COMMIT_TYPE = "commit"   # the doc type of a commit
+CODE_TYPE = "code"       # the doc type of a source file
 # A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
 
@@ -200,6 +209,8 @@ class Root:
         low = rel.lower()
         if self.kind == COMMITS:   # its documents are commits, not files
             return False
+        if self.kind == CODE:
+            return low.endswith(CODE_SUFFIXES)
         if self.kind == NOTES:
             return low.endswith(MARKDOWN)
         parts = rel.split("/")
@@ -223,6 +234,7 @@ class Config:
     source: Path | None = None
     kind: str = NOTES                     # what the roots hold: NOTES, CONVERSATIONS (transcripts), COMMITS
     conversations: list[Root] = field(default_factory=list)   # [conversations] roots / --conversations
+    code: list[Root] = field(default_factory=list)   # [code] roots / --code: source folders, a corpus of their own
 
     def conversation_config(self) -> "Config | None":
         """The corpus of these notes' conversation folders (its own index, its own statistics), or None."""
@@ -234,6 +246,14 @@ class Config:
                                    ranking=RankingConfig.conversations(),
                                    # a session's commits are checked in the notes' repositories too
                                    verify_repos=[*self.verify_repos, *(r.path for r in self.roots)])
+
+    def code_config(self) -> "Config | None":
+        """The corpus of these notes' source folders (its own index and statistics), or None."""
+        if not self.code or self.kind != NOTES:
+            return None
+        return dataclasses.replace(self, roots=list(self.code), conversations=[], code=[], kind=CODE,
+                                   layout=(("*", CODE_TYPE),), ranking=RankingConfig(), verify_repos=[],
+                                   excludes=(*self.excludes, *CODE_EXCLUDES))
 
     def index_dir(self) -> Path:
         """One index per corpus: named after its roots so two corpora never share a catalog."""
@@ -256,6 +276,8 @@ class Config:
             return (*CONVERSATION_TYPES, MEMORY_TYPE)
         if self.kind == COMMITS:
             return (COMMIT_TYPE,)
+        if self.kind == CODE:
+            return (CODE_TYPE,)
         seen = list(DOC_TYPES)
         for _, t in self.layout:
             if t not in seen:
@@ -292,16 +314,19 @@ def make_roots(paths: list[str | Path], source: Path | None = None, kind: str = 
     nobody meant (all of a disk, or the same notes twice). `kind`: CONVERSATIONS for folders of
     transcripts (`--conversations`, `[conversations] roots`), named so in the errors."""
     def refuse(message: str, cli_hint: str, config_hint: str) -> UserError:
-        key = "roots" if kind == NOTES else "[conversations] roots"
+        key = "roots" if kind == NOTES else f"[{kind}] roots"
         where = f"invalid config {source}: {key}: " if source else ""
         err = UserError(where + message, param="roots" if source else "root",
                         hint=config_hint if source else cli_hint)
-        if kind == CONVERSATIONS:
-            for a, b in (("--root", "--conversations"), ("roots = [", "[conversations] roots = ["),
-                         ("Markdown files", "Claude Code transcripts"), ("notes folder", "conversations folder"),
-                         ("~/notes", "~/.claude/projects/<project>")):
-                err.message, err.hint = err.message.replace(a, b), (err.hint or "").replace(a, b)
-            err.param = "conversations"
+        words = {CONVERSATIONS: (("--root", "--conversations"), ("roots = [", "[conversations] roots = ["),
+                                 ("Markdown files", "Claude Code transcripts"), ("notes folder", "conversations folder"),
+                                 ("~/notes", "~/.claude/projects/<project>")),
+                 CODE: (("--root", "--code"), ("roots = [", "[code] roots = ["), ("Markdown files", "source files"),
+                        ("notes folder", "source folder"), ("~/notes", "~/code/app"))}.get(kind, ())
+        for a, b in words:
+            err.message, err.hint = err.message.replace(a, b), (err.hint or "").replace(a, b)
+        if words:
+            err.param = kind
         return err
 
     roots: list[Root] = []
@@ -366,7 +391,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
     "rerank": ("path", "url", "name", "api_key_env", "top", "budget_ms"),
     "ranking": None, "layout": None, "redact": None,   # checked by their own parsers
     "log": ("queries", "path"), "verify": ("repos",), "metrics": ("textfile",),
-    "conversations": ("roots", "find"),
+    "conversations": ("roots", "find"), "code": ("roots",),
 }
 
 
@@ -531,7 +556,7 @@ def _check_model_dir(raw: str, path: Path) -> None:
 
 
 def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
-                conversation_args: list[str] | None = None) -> Config:
+                conversation_args: list[str] | None = None, code_args: list[str] | None = None) -> Config:
     """Read the TOML config (if any); roots given on the command line win over configured ones,
     and so do conversation folders (`conversation_args`, from --conversations).
     `with_roots=False` leaves the roots out (doctor checks the model even when a root is wrong)."""
@@ -588,7 +613,22 @@ def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
     _memory_tool_settings(cfg, raw, path)
     if with_roots:
         cfg.conversations = _conversation_roots(raw, path, conversation_args)
+        cfg.code = _code_roots(raw, path, code_args)
     return cfg
+
+
+def _code_roots(raw: dict, path: Path, args: list[str] | None) -> list[Root]:
+    """[code] roots (or --code, which wins): source folders, opt-in."""
+    table = raw.get("code", {})
+    if not isinstance(table, dict):
+        raise UserError(f"invalid config {path}: [code] must be a table", param="code")
+    configured = table.get("roots", [])
+    if not isinstance(configured, list) or not all(isinstance(r, str) for r in configured):
+        raise UserError(f"invalid config {path}: [code] roots must be a list of folder paths", param="code",
+                        hint='roots = ["~/code/app"]')
+    if args:
+        return make_roots(args, kind=CODE)
+    return make_roots(configured, source=path, kind=CODE) if configured else []
 
 
 def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> list[Root]:

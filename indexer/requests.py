@@ -42,7 +42,9 @@ CORPUS_HELP = ("Which memory to search. 'notes' (default): the written notes —
                "result is one exchange (a prompt and the work that answered it) with its session_id, uuid, "
                "timestamp and branch. 'commits': the commit messages of the notes' git repositories — for "
                "'why / when did we change …', 'which commit …'; each result is one commit (its hash, author, "
-               "date and changed paths). 'all': every one of them, each ranked on its own, the best of each first.")
+               "date and changed paths). 'code': the session's source folders (--code), each result one function, "
+               "class or method. 'all': notes, conversations and commits, each ranked on its own, the best of each "
+               "first.")
 CONSTRAINTS = ("ge", "le", "min_length", "max_length")
 
 
@@ -153,7 +155,7 @@ class SearchParams(Params):
     exact: bool = param(False, description="Literal, case-insensitive string match only — for error "
                         "messages, identifiers, paths.")
     alternates: list[str] | None = param(None, description=ALTERNATES_HELP, max_length=3)
-    corpus: Literal["notes", "conversations", "commits", "all"] = param("notes", description=CORPUS_HELP)
+    corpus: Literal["notes", "conversations", "commits", "code", "all"] = param("notes", description=CORPUS_HELP)
     explain: bool = param(False, socket_only=True)
     budget_tokens: int = param(DEFAULT_BUDGET_TOKENS, ge=200, le=50_000, socket_only=True)
 
@@ -261,9 +263,10 @@ class LatestParams(Params):
     type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.")
     path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
     limit: int = param(LATEST_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
-    corpus: Literal["notes", "conversations", "commits"] = param(
+    corpus: Literal["notes", "conversations", "commits", "code"] = param(
         "notes", description="'notes' (default), 'conversations': the exchanges of past Claude Code sessions "
-        "holding the terms, or 'commits': the commits whose messages hold them, newest first.")
+        "holding the terms, 'commits': the commits whose messages hold them, or 'code': the source files' "
+        "definitions holding them, newest first.")
     verify_commits: bool = param(True, socket_only=True)
 
     @classmethod

@@ -31,12 +31,13 @@ def desktop_config_path() -> Path:
 
 
 def mcp_args(roots: list[str] = (), scopes: list[str] = (), instructions: str = "", store: str | None = None,
-             idle_exit_s: float = DEFAULT_IDLE_EXIT_S, conversations: list[str] = ()) -> list[str]:
+             idle_exit_s: float = DEFAULT_IDLE_EXIT_S, conversations: list[str] = (), code: list[str] = ()) -> list[str]:
     """`remembrancer mcp`'s arguments carrying these settings (roots made absolute: a client starts
     the server in a folder of its own choosing)."""
     args = ["mcp"]
     args += [x for r in roots for x in ("--root", str(Path(r).expanduser().resolve()))]
     args += [x for c in conversations for x in ("--conversations", str(Path(c).expanduser().resolve()))]
+    args += [x for c in code for x in ("--code", str(Path(c).expanduser().resolve()))]
     args += [x for s in scopes for x in ("--scope", s)]
     if instructions:
         args += ["--instructions", instructions]

@@ -160,6 +160,13 @@ def commits_note(repositories) -> str:
             "(each result one commit, with its hash).")
 
 
+def code_note(folders) -> str:
+    """What the search description adds when the session has source folders."""
+    names = ", ".join(Path(str(getattr(f, "path", f))).name for f in folders)
+    return (f"Also searchable: the source code of {names} — corpus=\"code\" for 'where is … done', 'what does … "
+            "do' (each result one function, class or method).")
+
+
 # The search tool's `alternates` parameter: when a rephrasing helps a small embedding model, and how.
 
 # One line every memory tool's description shares: which axis each tool answers.

@@ -232,11 +232,12 @@ async def client_roots(ctx) -> list[str]:
         return []
 
 
-def tool_descriptions(facts, doc_types, conversations=(), repositories=()) -> dict[str, str]:
+def tool_descriptions(facts, doc_types, conversations=(), repositories=(), code=()) -> dict[str, str]:
     """Every tool's description, written from the live index (and the session's conversation
-    folders and the repositories whose commits it searches)."""
+    folders, the repositories whose commits it searches, its source folders)."""
     talk = f"\n{describe.conversations_note(conversations)}" if conversations else ""
     talk += f"\n{describe.commits_note(repositories)}" if repositories else ""
+    talk += f"\n{describe.code_note(code)}" if code else ""
     return {"search": describe.index_map(facts) + talk, "read": describe.read_description(facts),
             "list_documents": describe.list_description(facts, doc_types),
             "index_status": describe.status_description(), "history": describe.history_description(facts),
@@ -308,7 +309,7 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
     facts = index_facts(link)
     config = getattr(link, "config", None)   # a stand-in link (tests) may have none
     desc = tool_descriptions(facts, doc_types, config.conversations if config is not None else (),
-                             commit_repositories(link, config))
+                             commit_repositories(link, config), config.code if config is not None else ())
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     server_instructions = BASE_INSTRUCTIONS
@@ -457,7 +458,7 @@ def _ensure_stderr_logging() -> None:
 
 def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: str = "",
         scopes: list[str] | None = None, store: str | None = None,
-        conversation_args: list[str] | None = None) -> int:
+        conversation_args: list[str] | None = None, code_args: list[str] | None = None) -> int:
     """`remembrancer mcp`: choose the corpus (mcp_server/choose.py) or read a team store
     (indexer/team.py), connect (daemon, on-demand daemon, or read-only engine), serve stdio."""
     _ensure_stderr_logging()
@@ -467,7 +468,7 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         config, config_error = None, None
         try:
             # with --root: the corpus; else the user's settings. --conversations: the conversation folders
-            settings = load_config(root_args, conversation_args=conversation_args)
+            settings = load_config(root_args, conversation_args=conversation_args, code_args=code_args)
         except UserError as e:   # still serve: every tool answers with this error, the descriptions say it
             settings, config_error = None, e
         if root_args:
@@ -542,13 +543,15 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str], setting
         log.info("serving the corpus %s (chosen from %s)", ", ".join(str(r.path) for r in config.roots), source)
         if conversations:   # --conversations, the config's, or the project's Claude Code folder
             config.conversations = list(conversations)
+        if settings is not None and settings.code:   # --code, or the config's [code] roots
+            config.code = list(settings.code)
         link.config = config
     facts = index_facts(link)
     if facts.warning:
         log.warning("remembrancer MCP: %s", facts.warning)
     for name, text in tool_descriptions(facts, config.doc_types if config else DOC_TYPES,
                                         config.conversations if config else (),
-                                        commit_repositories(link, config)).items():
+                                        commit_repositories(link, config), config.code if config else ()).items():
         tool = server._tool_manager.get_tool(name)
         if tool is not None:
             tool.description = text

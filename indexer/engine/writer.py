@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from remembrancer.indexer.config import COMMITS, CONVERSATIONS, NOTES, make_private
+from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, make_private
 from remembrancer.indexer.errors import UserError
-from remembrancer.indexer.ingest import changes, commit_log, conversation, corpus, links, meta, sandbox
+from remembrancer.indexer.ingest import changes, code, commit_log, conversation, corpus, links, meta, sandbox
 from remembrancer.indexer.ingest import document as ingest
 from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.redact import Redactor
@@ -282,7 +282,7 @@ class Writer:
         matcher = self._matcher(self.catalog.entities())
         redactor = self.core.redaction.current()
         # The fallback date of an undated file, new or edited (a dated filename needs none).
-        commit_dates = self._commit_dates([f for f in files if f.root.kind == NOTES
+        commit_dates = self._commit_dates([f for f in files if f.root.kind in (NOTES, CODE)
                                            and not meta.date_in(f.rel.rsplit("/", 1)[-1])])
         pending: list[ingest.Prepared] = []
         pending_texts = 0
@@ -348,6 +348,8 @@ class Writer:
             return self._prepare_conversation(f, data, redactor)
         if f.root.kind == COMMITS:   # a message is small: no sandbox
             return commit_log.prepare(f, data, redactor)
+        if f.root.kind == CODE:   # tree-sitter's parse is bounded by the size cap; no Markdown to parse
+            return code.prepare(f, data, redactor, fallback_date)
         args = (f, data, self.core.layout, matcher, fallback_date, redactor)
         if len(data) < sandbox.LARGE_BYTES:
             return ingest.prepare(*args)

@@ -19,17 +19,20 @@ from __future__ import annotations
 from typing import Callable
 
 from remembrancer.indexer.answers import SearchAnswer
-from remembrancer.indexer.config import COMMITS, CONVERSATIONS, MEMORY_TYPE, NOTES
+from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, MEMORY_TYPE, NOTES
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as TRANSCRIPT_TYPES
 from remembrancer.indexer.errors import UserError
 
 ALL = "all"
-CORPORA = (NOTES, CONVERSATIONS, COMMITS, ALL)
+CORPORA = (NOTES, CONVERSATIONS, COMMITS, CODE, ALL)
 # The methods a conversations corpus answers (it has no host or service records for `history`,
 # no links for `neighbors`, no cited commits of its own for `verify`).
 CONVERSATION_METHODS = ("search", "read", "outline", "list", "latest")
 # A commits corpus has no files to read: a commit's search result carries its whole message.
 COMMIT_METHODS = ("search", "latest")
+# Source files are files: read and outline open them, as notes are opened.
+CODE_METHODS = ("search", "read", "outline", "list", "latest")
+NO_CODE_HINT = "pass --code DIR, or set [code] roots = [\"~/code/app\"] in the config file"
 NO_REPOSITORY_HINT = ("keep the notes in a git repository, or list the repositories whose commits should be "
                       "searched in [verify] repos")
 NO_FOLDER_HINT = ("pass --conversations DIR (a Claude Code project folder, e.g. ~/.claude/projects/-home-me-app), "
@@ -54,6 +57,8 @@ def corpus_param(params: dict, method: str) -> str:
                         options=[NOTES, CONVERSATIONS])
     if which == CONVERSATIONS and method not in CONVERSATION_METHODS:
         raise UserError(f"{method} reads notes only", param="corpus", options=[NOTES])
+    if which == CODE and method not in CODE_METHODS:
+        raise UserError(f"{method} reads notes only", param="corpus", options=[NOTES])
     if which == COMMITS and method not in COMMIT_METHODS:
         raise UserError(f"{method} does not read commits (a commit's search result carries its whole message)",
                         param="corpus", options=[NOTES])
@@ -61,20 +66,29 @@ def corpus_param(params: dict, method: str) -> str:
 
 
 def answer(method: str, params: dict, notes: Reader | None, conversations: Reader | None,
-           commits: Reader | None = None) -> dict | SearchAnswer:
+           commits: Reader | None = None, code: Reader | None = None) -> dict | SearchAnswer:
     """Answer `method` from the corpus its params name (each reader gives its wire JSON);
-    `conversations` None: none is configured; `commits` None: the notes are in no git repository.
+    `conversations` None: none is configured; `commits` None: the notes are in no git repository;
+    `code` None: no source folder is configured (code is searched only when asked: never by "all").
     A search over several (or over notes and Claude Code's memory files) is the combined
     SearchAnswer, for the caller to fit to the request's budget."""
     params = dict(params)
     which = corpus_param(params, method)
     limit = params.get("limit", 5) if isinstance(params.get("limit", 5), int) else 5
-    scoped = bool(params.get("scope")) and commits is not None   # a message may speak of files outside the scope
-    if scoped:
-        if which == COMMITS:
-            raise UserError("a scoped session does not search commits: a commit's message may speak of files "
-                            "outside its scope", param="corpus", options=[NOTES], code="out_of_scope")
-        commits = None
+    # A scope is a wall around some notes: a commit's message may speak of files outside it, and the
+    # source folders are no part of it.
+    scoped = bool(params.get("scope")) and commits is not None
+    if params.get("scope") and which in (COMMITS, CODE):
+        raise UserError(f"a scoped session does not search {which}: " + (
+            "a commit's message may speak of files outside its scope" if which == COMMITS
+            else "the source folders are outside its scope"), param="corpus", options=[NOTES], code="out_of_scope")
+    if params.get("scope"):
+        commits, code = None, None
+    if which == CODE:
+        if code is None:
+            raise UserError("no source folder is configured for this session", param="corpus", options=[NOTES],
+                            hint=NO_CODE_HINT)
+        return code(method, params)
     if which == COMMITS:
         if commits is None:
             raise UserError("no git repository holds this session's notes: there are no commits to search",
@@ -107,16 +121,19 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
         elif commits is None:
             out.notes = [*(out.notes or []), "the notes are in no git repository: there are no commits to search"]
         return out if len(parts) > 1 else out.to_json()
-    if method in ("read", "outline") and conversations is not None:
+    others = [r for r in (conversations, code) if r is not None]
+    if method in ("read", "outline") and others and notes is not None:
         try:
             return notes(method, params)
-        except UserError as e:   # a memory file's path: the conversations index holds it
+        except UserError as e:   # a memory file's or a source file's path: another index holds it
             if e.code != "not_found":
                 raise
-            try:
-                return conversations(method, params)
-            except UserError:
-                raise e from None
+            for other in others:
+                try:
+                    return other(method, params)
+                except UserError:
+                    continue
+            raise e from None
     if notes is None:
         raise UserError("no notes folder is configured for this session", param="corpus",
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")

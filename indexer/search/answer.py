@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from remembrancer.indexer.config import CODE
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
-from remembrancer.indexer.search import commit_results, conversations, rank
+from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import terms
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
@@ -43,9 +44,11 @@ ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
-# plain weighted hybrid baseline row); the product always runs with both on.
+# plain weighted hybrid baseline row); the product always runs with them on.
 LITERAL_LEG = True
 ABSTENTION = True
+DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
+CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -148,7 +151,11 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
     missing = [i for i in top_ids if i not in rows]
     if missing:
         rows = {**rows, **view.catalog.sections_by_id(missing)}
+    if view.config.kind == CODE and mode == "hybrid" and CODE_BETWEEN_WEIGHT != 1.0:
+        ranked = definitions.weigh_between([c for c in ranked if c.section_id in rows], rows, CODE_BETWEEN_WEIGHT)
     ranked = one_per_section([c for c in ranked if c.section_id in rows], rows, shown_at_most)
+    if view.config.kind == CODE and mode != "filters" and DEFINITIONS_FIRST:
+        ranked = definitions.definitions_first(ranked, rows, query)   # a symbol's definition before its uses
     ranked, rows = _shown_with_text(view, ranked, rows, req.limit)
     # Filters that let no section through are said as such (below), not as "nothing matches the question".
     no_strong, reasons = (_abstains(view, query, ranked, legs) if mode == "hybrid" and ABSTENTION

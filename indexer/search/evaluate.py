@@ -310,7 +310,8 @@ def run_eval(queries_path: str, root_args: list[str] | None, limit: int = 5,
     """Refresh the index, run every query through `search`, and return a JSON-serialisable report.
     `alternates` maps a case id to rephrasings passed as the search tool's `alternates`; `store`
     (indexer/store/base.py, bench/bench_team.py) and `embedder` pass through to the engine;
-    `corpus` "commits": the commits of the roots' repositories are the corpus scored."""
+    `corpus` "commits": the commits of the roots' repositories are the corpus scored; "code": the
+    roots are source folders, read as a code corpus."""
     with EvalSession(queries_path, root_args, store=store, embedder=embedder, corpus=corpus) as session:
         return session.score(limit, alternates)
 
@@ -321,7 +322,7 @@ class EvalSession:
 
     def __init__(self, queries_path: str, root_args: list[str] | None, *, store=None, embedder=None,
                  corpus: str = "notes"):
-        from remembrancer.indexer.config import COMMITS, load_config
+        from remembrancer.indexer.config import CODE, COMMITS, load_config
         from remembrancer.indexer.engine import Engine
         from remembrancer.indexer.ingest.commit_log import commits_config
 
@@ -331,6 +332,10 @@ class EvalSession:
             found = corpus_dir(self.cases, queries_path)
             root_args = [str(found)] if found else None
         self.config = load_config(root_args)
+        if corpus == CODE:   # the roots are source folders
+            self.config = load_config(root_args, code_args=root_args).code_config()
+            if self.config is None:
+                raise UserError("--corpus code needs the source folders: --root DIR", param="root")
         if corpus == COMMITS:
             self.config = commits_config(self.config)
             if self.config is None:

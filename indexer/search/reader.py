@@ -13,7 +13,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from remembrancer.indexer.ingest import sandbox
+from remembrancer.indexer.config import CODE_TYPE
+from remembrancer.indexer.ingest import code, sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.errors import UserError
@@ -110,8 +111,11 @@ def _load(view, path: str):
         plain = PLAIN_PART_MARK in str(doc.get("warnings") or "")
         # a transcript is read back as the exchanges it was indexed as (ingest/conversation.py)
         call, args = (("read_conversation", (redactor, text, doc["path"], doc["rel"])) if is_conversation(doc)
+                      else ("read_code", (redactor, text, doc["path"], doc["rel"])) if doc["doc_type"] == CODE_TYPE
                       else ("redact_and_parse", (redactor, text, doc["path"], plain)))
-        if len(text) < sandbox.LARGE_BYTES:
+        if call == "read_code":   # cut as it was indexed (ingest/code.py); tree-sitter's parse is bounded by the cap
+            cached = code.read_back(*args)
+        elif len(text) < sandbox.LARGE_BYTES:
             cached = (read_back if call == "read_conversation" else redact_and_parse)(*args)
         else:  # in a child process with a budget: a slow document must not stall other requests
             try:

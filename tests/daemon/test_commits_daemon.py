@@ -9,14 +9,11 @@ import json
 import subprocess
 import sys
 
-import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from tests.support.commit_history import build
 from tests.support.corpus import git, write
-from tests.support.daemon import DaemonProc, stop_daemon_at, wait_for
+from tests.support.daemon import DaemonProc, mcp_calls, stdio_mcp, wait_for
 from tests.support.env import remembrancer_env
 
 
@@ -66,24 +63,12 @@ def test_a_new_commit_is_in_the_next_answer_without_a_hook(tmp_path, repo, tiny_
 @pytest.mark.slow
 def test_mcp_search_over_commits(tmp_path, repo, tiny_model_dir):
     repo, hashes = repo
-    sock = tmp_path / "r" / "d.sock"
-    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
-    env = remembrancer_env(data=tmp_path / "data", socket=sock, config=tmp_path / "config.toml")
-    server = StdioServerParameters(command=sys.executable, args=[
-        "-m", "remembrancer", "mcp", "--idle-exit", "5", "--root", str(repo / "notes")], env=env, cwd=str(tmp_path))
-
-    async def main():
-        async with Client(server, read_timeout_seconds=120) as c:
-            tools = {t.name: t for t in (await c.list_tools()).tools}
-            schema = tools["search"].input_schema["properties"]["corpus"]
-            hit = await c.call_tool("search", {"query": "SEC-112 security review", "corpus": "commits"})
-            read = await c.call_tool("read", {"path": "abc", "corpus": "commits"})
-            return schema, tools["search"].description, hit, read
-    try:
-        schema, description, hit, read = anyio.run(main)
-    finally:
-        stop_daemon_at(sock)
-    assert schema["enum"] == ["notes", "conversations", "commits", "all"]
+    server, sock = stdio_mcp(tmp_path, tiny_model_dir, "--root", str(repo / "notes"))
+    tools, (hit, read) = mcp_calls(server, sock, [
+        ("search", {"query": "SEC-112 security review", "corpus": "commits"}),
+        ("read", {"path": "abc", "corpus": "commits"})])
+    schema, description = tools["search"].input_schema["properties"]["corpus"], tools["search"].description
+    assert schema["enum"] == ["notes", "conversations", "commits", "code", "all"]
     assert 'Also searchable: the commits of tollgate — corpus="commits"' in description
     oid = hashes['Revert "limits: fail open when Redis is unreachable"']
     assert hit.structured_content["results"][0]["commit"] == oid

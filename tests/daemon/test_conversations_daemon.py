@@ -92,7 +92,7 @@ def test_mcp_with_notes_and_conversations_answers_search_with_a_corpus(world, ti
         schema, talk, read, bad = anyio.run(main)
     finally:
         stop_daemon_at(sock)
-    assert schema["enum"] == ["notes", "conversations", "commits", "all"] and schema["default"] == "notes"
+    assert schema["enum"] == ["notes", "conversations", "commits", "code", "all"] and schema["default"] == "notes"
     best = talk.structured_content["results"][0]   # the one exchange there is
     assert best["session_id"] == world["session"].session_id and best["branch"] == "fix/uploads"
     assert "chrony" in talk.content[0].text and f"session {world['session'].session_id}" in talk.content[0].text

@@ -159,7 +159,7 @@ def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(pr
     assert err.value.param == "corpus" and "--conversations" in err.value.hint
     with pytest.raises(UserError) as err:
         api.read_across("search", {"query": "x", "corpus": "everything"}, reader(notes_engine), reader(e))
-    assert err.value.options == ["notes", "conversations", "commits", "all"]
+    assert err.value.options == ["notes", "conversations", "commits", "code", "all"]
     with pytest.raises(UserError):
         api.read_across("history", {"entity": "db1", "corpus": "all"}, reader(notes_engine), reader(e))
     # a notes-only answer is what it was: no corpus field, no conversation index

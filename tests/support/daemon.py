@@ -120,3 +120,32 @@ def stop_daemon_at(sock: Path, timeout: float = 10) -> None:
     if st is not None and st.get("daemon"):
         os.kill(st["daemon"]["pid"], signal.SIGTERM)
         poll_until(lambda: not sock.exists(), timeout)
+
+
+def stdio_mcp(tmp: Path, model_dir: Path, *args: str):
+    """(server parameters, socket) of a real `remembrancer mcp --idle-exit 5 ARGS…` over stdio, with a
+    data dir, config (the given model) and socket of its own under `tmp`; stop its daemon with
+    stop_daemon_at(socket)."""
+    from mcp.client.stdio import StdioServerParameters
+
+    sock = tmp / "r" / "d.sock"
+    (tmp / "config.toml").write_text(f'[model]\npath = "{model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data", socket=sock, config=tmp / "config.toml")
+    return StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--idle-exit", "5", *args],
+                                 env=env, cwd=str(tmp)), sock
+
+
+def mcp_calls(server, sock: Path, calls: list[tuple[str, dict]]):
+    """(the tools by name, each call's result) of one stdio MCP session with the real SDK client;
+    the daemon it started is stopped after."""
+    import anyio
+    from mcp import Client
+
+    async def main():
+        async with Client(server, read_timeout_seconds=120) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            return tools, [await c.call_tool(name, args) for name, args in calls]
+    try:
+        return anyio.run(main)
+    finally:
+        stop_daemon_at(sock)
