@@ -129,7 +129,8 @@ class Corpus:
         self._full_asked = 0
         self._full_covered = 0
         self._full_done = 0   # full passes ended (the first is the catch-up pass of start())
-        self._passes_done = 0   # passes of any kind ended (catch_up)
+        self._passes_started = 0   # passes of any kind begun (catch_up) …
+        self._done_since = 0       # … and the latest begun of those that ended
         self._failed: tuple[set[str], bool] | None = None   # the changes of a failed ingest, kept for its retry
         self._retry_at: float | None = None
         self._waiting_at: float | None = None   # when passages waiting for vectors are tried again
@@ -208,6 +209,8 @@ class Corpus:
         self.ingesting = True
         with self._passes:   # read before the walk: this pass sees the files as they were when asked
             covers = self._full_asked if full else None
+            self._passes_started += 1
+            mine = self._passes_started
         try:
             report = self.updates.apply(paths, full)
             self.last_ingest = {"at": time.time(), "report": report}
@@ -224,7 +227,7 @@ class Corpus:
         finally:
             self.ingesting = False
             with self._passes:
-                self._passes_done += 1
+                self._done_since = max(self._done_since, mine)
                 self._passes.notify_all()
             if full:
                 with self._passes:
@@ -244,15 +247,26 @@ class Corpus:
         """Wait, at most `timeout_s`, for the first pass and, when a HEAD moved since the index was
         made, for a pass that read it (a commits corpus: no watcher tells it of a commit)."""
         self.settle(timeout_s)
+        self._read_head(timeout_s)
+
+    def catch_up_head(self, timeout_s: float) -> None:
+        """A notes read: when a HEAD moved since the index was made (a commit or a pull without the
+        git hooks) and no pass is under way, queue the one that reads the difference and wait for
+        it, at most `timeout_s` — the answer is at HEAD, not "catching up" until the next rescan."""
+        if not (self.ingesting or self.queue.pending()[0]):   # else a pass is coming anyway (said so)
+            self._read_head(timeout_s)
+
+    def _read_head(self, timeout_s: float) -> None:
+        """If HEAD is not the indexed one, a pass that starts after this call, waited for."""
         with self.engine.view() as view:
             indexed = json.loads(view.catalog.get_meta("heads") or "{}")
         if self.engine.core.current_heads() == indexed:
             return
         with self._passes:
-            asked = self._passes_done
+            asked = self._passes_started   # a pass under way may have read HEAD before it moved
         self.queue.put()
         with self._passes:
-            self._passes.wait_for(lambda: self._passes_done > asked or self.stopping.is_set(), timeout=timeout_s)
+            self._passes.wait_for(lambda: self._done_since > asked or self.stopping.is_set(), timeout=timeout_s)
 
     def full_pass(self) -> dict:
         """Queue a full pass and wait for one that starts after this call: `remembrancer index`

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # A conversations corpus opened by a request: its first pass is waited for this long before answering.
 SETTLE_S = 20.0
+# A notes read after HEAD moved (no git hook told the daemon) waits this long for the pass that reads it.
+HEAD_WAIT_S = 2.0
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
 
 
@@ -334,8 +336,13 @@ class Daemon:
             return {"queued": len(self.corpora.open)}
         if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
             def notes(m: str, p: dict) -> dict:
-                return self._read(self.corpora.acquire_within(within) if within and roots is None
-                                  else self._corpus(roots), m, p)
+                corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+                try:
+                    corpus.catch_up_head(HEAD_WAIT_S)   # a commit made without the hooks: read before answering
+                except BaseException:
+                    self.corpora.release(corpus)
+                    raise
+                return self._read(corpus, m, p)
 
             def talks(m: str, p: dict) -> dict:
                 corpus = self.corpora.acquire(conversations, kind=CONVERSATIONS)

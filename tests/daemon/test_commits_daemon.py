@@ -37,6 +37,10 @@ def test_a_new_commit_is_in_the_next_answer_without_a_hook(tmp_path, repo, tiny_
         write(repo, "tollgate/limits.py", "BURST = 2\n")
         git(repo, "commit", "-qam", "limits: allow zebracorn bursts after a reconnect")
         new = git(repo, "rev-parse", "HEAD")
+        # The notes' index too is read at the new HEAD before answering (no hook told the daemon):
+        # fresh, not "catching up: HEAD of notes moved" until the next rescan.
+        gateway = d.call("search", roots=[str(notes)], query="tollgate gateway")
+        assert gateway["index"]["verdict"] == "fresh", gateway["index"]
         out = d.call("search", roots=[str(notes)], query="zebracorn", exact=True, corpus="commits")
         assert out["results"][0]["commit"] == new, out   # read before answering: no hook, no watcher
         assert out["index"]["verdict"] == "fresh"
