@@ -11,13 +11,17 @@ newest N commits). For each size:
    Markdown file each, indexed as notes from scratch — the ratio commits / notes is what reading
    git costs over reading files;
 3. a pass that finds nothing new (best of 3), and `--appends` new commits each read HEAD to HEAD
-   (`refresh_paths`, what a hook's notify or a search's catch-up runs): p50 / max ms.
+   (`refresh_paths`, what a hook's notify or a search's catch-up runs): p50 / max ms;
+4. the walk alone (the hash list a full pass compares), and the HEAD check every daemon read pays
+   (the indexed HEADs from the catalog against the repositories': daemon/corpora.py `_read_head`),
+   each the mean of 200.
 Peak RSS of the process is printed at the end (the model included).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -79,6 +83,16 @@ def main() -> int:
             t0 = time.perf_counter()
             e.refresh()
             idle.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        for _ in range(200):
+            commit_log.walk(cfg.roots)
+        walk_ms = (time.perf_counter() - t0) * 5
+        t0 = time.perf_counter()
+        for _ in range(200):
+            with e.view() as view:
+                indexed = json.loads(view.catalog.get_meta("heads") or "{}")
+            assert e.core.current_heads() == indexed
+        head_ms = (time.perf_counter() - t0) * 5
         appends = []
         for i in range(args.appends):
             _git(repo, "commit", "-q", "--allow-empty", "-m", f"bench: new commit {i}\n\nA body to embed, number {i}.")
@@ -92,7 +106,7 @@ def main() -> int:
         print(f"{report.added:>8} {took:>8.1f} {report.embedded:>9} {per:>10.1f} {as_notes:>11.1f} "
               f"{took / as_notes:>6.2f} {min(idle):>13.1f} "
               f"{statistics.median(appends):>10.1f} / {max(appends):<9.1f}  (ms/commit ×{per / first_per_commit:.2f} "
-              f"of the first size)")
+              f"of the first size; walk {walk_ms:.1f} ms, HEAD check {head_ms:.2f} ms)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 

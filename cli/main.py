@@ -63,7 +63,7 @@ def _add_root(p: argparse.ArgumentParser) -> None:
                    help="corpus root (repeatable; default: roots from the config file)")
 
 
-def _add_conversations(p: argparse.ArgumentParser, corpus: bool = False) -> None:
+def _add_other_corpora(p: argparse.ArgumentParser, corpus: bool = False) -> None:
     """--conversations and --code (the other corpora beside the notes), and with `corpus` the choice."""
     p.add_argument("--conversations", action="append", metavar="DIR",
                    help="a folder of Claude Code transcripts, searched as its own corpus (repeatable; default: "
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index (or incrementally update) the corpus")
     _add_store(p)
     _add_root(p)
-    _add_conversations(p)
+    _add_other_corpora(p)
     p.add_argument("--reembed", action="store_true", help="drop stored vectors and embed everything again")
     p.add_argument("--json", action="store_true", help="the run's report as JSON")
 
@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="*", default=[], help="the question, quoted or not (may be empty when filters "
                    "are given)")
     _add_root(p)
-    _add_conversations(p, corpus="all")
+    _add_other_corpora(p, corpus="all")
     _add_filters(p)
     _add_int(p, rq.SearchParams, "limit", "how many results", "-n")
     p.add_argument("--exact", action="store_true", help="literal string match only (error strings, paths, IDs)")
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="the document: its corpus path (hosts/db1.md), or an absolute or "
                    "cwd-relative path inside a root")
     _add_root(p)
-    _add_conversations(p, corpus="one")
+    _add_other_corpora(p, corpus="one")
     p.add_argument("--uuid", help="a conversation: the exchange holding this line (a search result's uuid)")
     p.add_argument("--around", type=int, default=0, help="a conversation: also this many exchanges before and after")
     p.add_argument("--heading", help="breadcrumb, or a unique trailing part of it")
@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("path")
     _add_root(p)
-    _add_conversations(p, corpus="one")
+    _add_other_corpora(p, corpus="one")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("status", help="what is indexed, with which model, and how fresh")
@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="documents in the index, by path prefix and type")
     _add_store(p)
     _add_root(p)
-    _add_conversations(p, corpus="one")
+    _add_other_corpora(p, corpus="one")
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
     _add_store(p)
     _add_root(p)
-    _add_conversations(p)
+    _add_other_corpora(p)
     p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
                    help="exit after this long without clients (default: never; a daemon started on demand "
                         "passes 600)")
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config: print the `claude mcp add` line and the Claude Desktop JSON")
     _add_store(p)
     _add_root(p)
-    _add_conversations(p)
+    _add_other_corpora(p)
     p.add_argument("--install", action="store_true",
                    help="with config: merge the server into Claude Desktop's config file")
     p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(p)
     p.add_argument("terms", nargs="+", help="exact strings: SHAs, --flags (after --), error text, numbers")
     _add_root(p)
-    _add_conversations(p, corpus="one")
+    _add_other_corpora(p, corpus="one")
     _add_dates(p)
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
     p.add_argument("--path", help="path prefix inside the corpus")

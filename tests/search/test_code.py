@@ -181,6 +181,7 @@ def notes_and_code(src, tmp_path, engine_of):
 
 def test_code_is_searched_only_when_asked(src, notes_and_code):
     n, c = notes_and_code
+    before = git(src, "status", "--porcelain", "--ignored")
     for corpus in (None, "all"):
         out = api.read_across("search", {"query": "refill token bucket", **({"corpus": corpus} if corpus else {})},
                               reader(n), None, None, reader(c))
@@ -194,7 +195,7 @@ def test_code_is_searched_only_when_asked(src, notes_and_code):
     with pytest.raises(UserError) as err:
         api.read_across("search", {"query": "x", "corpus": "code"}, reader(n), None, None, None)
     assert err.value.param == "corpus" and "--code" in err.value.hint
-    git(src, "status")   # the repository is untouched by indexing
+    assert git(src, "status", "--porcelain", "--ignored") == before   # indexing and reading wrote nothing there
 
 
 def test_a_scoped_session_never_reads_code(notes_and_code):

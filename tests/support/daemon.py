@@ -88,6 +88,15 @@ class DaemonProc:
         if self.proc:
             stop_process(self.proc)
 
+    def __enter__(self) -> "DaemonProc":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        """Stopped; a daemon that logged a traceback fails the test (unless it failed already)."""
+        self.stop()
+        if kind is None:
+            assert "Traceback" not in self.log.read_text()
+
 
 def consistent(d: DaemonProc) -> dict:
     """Catalog, tantivy and hnswlib agree: same sections, same passages, no duplicates."""
