@@ -40,7 +40,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 4
+REDACTOR_VERSION = 5
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -179,7 +179,9 @@ def _compile(pattern: str, flags: int = 0) -> re.Pattern:
 # The user may be empty (`redis://:pw@host`); the password may hold `@` (it ends at the last `@`
 # before the host, where the greedy repeat stops; it backtracks at most 256 characters).
 _URL_CREDS = _compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{0,256}:(?P<pw>[^\s/?#'\"<>]{1,256})@")
-_GITHUB = _compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
+# `deploy_ghp_…`: `_` is a word character, so a token glued after one has no \b before it; its
+# prefix is distinctive enough to be its own boundary (no letter or digit before it).
+_GITHUB = _compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
 _SLACK_TOKEN = _compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")
 _SLACK_HOOK = _compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
 _AWS_ID = _compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b")

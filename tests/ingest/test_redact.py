@@ -511,6 +511,8 @@ def test_memory_dev_decoys_stay_readable():
     ("url_credentials", "git clone https://deploy:gAbc123XyZ987@git.example.com/r.git", "gAbc123XyZ987"),
     ("github", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv here", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
     ("github", "ghs_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "ghs_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    # glued after `_` (a file name a commit changed, an env-ish name): the token's prefix is its boundary
+    ("github", "changed: deploy_ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8.txt", "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
     ("slack", "SLACK_BOT=xoxb-2810384756-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-2810384756-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
     ("aws", "aws_access_key_id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ("telegram", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9 ok", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9"),
