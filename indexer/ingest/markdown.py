@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 import yaml
@@ -70,7 +70,7 @@ def parse_markdown(text: str, path: str = "<text>") -> ParsedDocument:
     parsed = _parse_body(body, path, body_start, warnings)
     headings = list(_headings(parsed, body_start))
     code_lines = _code_line_mask(parsed, body_start, len(lines))
-    sections = _build_sections(lines, body_start, headings, code_lines)
+    sections = _build_sections(lines, body_start, headings, code_lines, front_matter)
     return ParsedDocument(
         front_matter=front_matter,
         title=_document_title(headings, front_matter),
@@ -553,10 +553,16 @@ def _code_line_mask(parsed: _Parsed, body_start: int, line_count: int) -> list[b
 
 
 def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
-                    code_lines: list[bool]) -> list[Section]:
+                    code_lines: list[bool], front_matter: dict | None = None) -> list[Section]:
     sections = []
     first_heading = headings[0].start if headings else len(lines) + 1
-    if not _is_blank(lines[body_start - 1 : first_heading - 1]):
+    said = front_matter_text(front_matter or {})
+    if said:
+        # What the front matter says (owners, aliases, a memory file's description) is the
+        # document's preamble: searchable, and read back with its lines (1 .. first heading).
+        preamble = _section(lines, PREAMBLE_HEADING, "", 0, 1, body_start, first_heading - 1, code_lines)
+        sections.append(replace(preamble, body=f"{said}\n\n{preamble.body}".strip()))
+    elif not _is_blank(lines[body_start - 1 : first_heading - 1]):
         sections.append(_section(lines, PREAMBLE_HEADING, "", 0, body_start, body_start,
                                  first_heading - 1, code_lines))
     breadcrumbs = _Breadcrumbs()
@@ -567,6 +573,37 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
         sections.append(_section(lines, path, title, heading.level, heading.start,
                                  heading.last + 1, end, code_lines))
     return sections
+
+
+FRONT_MATTER_SKIPPED_KEYS = frozenset({"secret"})  # says how to index, not what the note is about
+
+
+def front_matter_text(front_matter: dict) -> str:
+    """Front matter as `key: value` lines (lists joined, nested keys dotted): every value a note
+    keeps there is text the search legs can find."""
+    out: list[str] = []
+
+    def scalar(value) -> str:
+        return "" if value is None else str(value).strip()
+
+    def walk(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        elif isinstance(value, (list, tuple)):
+            items = [scalar(v) for v in value if not isinstance(v, (dict, list, tuple))]
+            if any(items):
+                out.append(f"{prefix}: {', '.join(i for i in items if i)}")
+            for v in value:
+                if isinstance(v, (dict, list, tuple)):
+                    walk(prefix, v)
+        elif scalar(value):
+            out.append(f"{prefix}: {scalar(value)}")
+
+    for key, value in front_matter.items():
+        if str(key).lower() not in FRONT_MATTER_SKIPPED_KEYS:
+            walk(str(key), value)
+    return "\n".join(out)
 
 
 def _section(lines: list[str], heading: str, title: str, level: int, start: int,
