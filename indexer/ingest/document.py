@@ -94,7 +94,9 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
-    doc_type = layout.type_of(f.rel)
+    doc_type, named = layout.typed(f.rel)
+    if not named:
+        doc_type = meta.inferred_type(fm, [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]) or doc_type
     doc_date = meta.document_date(f.rel, fm)
     doc_stale = meta.document_is_stale(fm)
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
