@@ -13,7 +13,8 @@ from remembrancer.indexer.ingest import links as linking
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.config import ENTITY_TYPES
 from remembrancer.indexer.ingest.corpus import CorpusFile, Unreadable, blob_id, read_regular_file
-from remembrancer.indexer.ingest.markdown import PLAIN_PART_CHARS, PLAIN_PART_MARK, parse_markdown, parse_plain
+from remembrancer.indexer.ingest.markdown import (PLAIN_PART_CHARS, PLAIN_PART_MARK, front_matter_text, parse_markdown,
+                                                 parse_plain)
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
@@ -110,11 +111,17 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     prepared = Prepared(doc, [], None if entity is None else EntityRecord(entity.name, entity.aliases),
                         warnings=warnings, links=[LinkRecord(lk.target, lk.kind, lk.line, lk.anchor, lk.text)
                                                   for lk in linking.parse_links(text, f.path)])
+    said = front_matter_text(fm)
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc.title, s.heading)
+        texts = embedded_texts(header, s.body)
+        if s.level == 0 and said:
+            # the front matter names and sums up the note, as a heading does: it is the preamble's
+            # first passage, the one counted like a heading (answer.HEADING_PASSAGE_WEIGHT)
+            texts[0] = f"{header}\n{said}"
         passages = []
-        for embedded in embedded_texts(header, s.body):
+        for embedded in texts:
             sha = chunking.text_sha(embedded)
             prepared.texts[sha] = embedded
             passages.append((sha, embedded))

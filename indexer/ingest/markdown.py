@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 import yaml
@@ -556,12 +556,11 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
                     code_lines: list[bool], front_matter: dict | None = None) -> list[Section]:
     sections = []
     first_heading = headings[0].start if headings else len(lines) + 1
-    said = front_matter_text(front_matter or {})
-    if said:
-        # What the front matter says (owners, aliases, a memory file's description) is the
-        # document's preamble: searchable, and read back with its lines (1 .. first heading).
-        preamble = _section(lines, PREAMBLE_HEADING, "", 0, 1, body_start, first_heading - 1, code_lines)
-        sections.append(replace(preamble, body=f"{said}\n\n{preamble.body}".strip()))
+    if front_matter_text(front_matter or {}):
+        # What the front matter says (owners, aliases, a memory file's description) belongs to the
+        # document's preamble: its lines (1 .. first heading) are the section's text, so the keyword
+        # leg finds them and `read` shows them; ingest/document.py embeds them with the header.
+        sections.append(_section(lines, PREAMBLE_HEADING, "", 0, 1, body_start, first_heading - 1, code_lines))
     elif not _is_blank(lines[body_start - 1 : first_heading - 1]):
         sections.append(_section(lines, PREAMBLE_HEADING, "", 0, body_start, body_start,
                                  first_heading - 1, code_lines))
