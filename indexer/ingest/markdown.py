@@ -556,7 +556,7 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
                     code_lines: list[bool], front_matter: dict | None = None) -> list[Section]:
     sections = []
     first_heading = headings[0].start if headings else len(lines) + 1
-    if front_matter_text(front_matter or {}):
+    if FRONT_MATTER_PREAMBLE and front_matter_text(front_matter or {}):
         # What the front matter says (owners, aliases, a memory file's description) belongs to the
         # document's preamble: its lines (1 .. first heading) are the section's text, so the keyword
         # leg finds them and `read` shows them; ingest/document.py embeds them with the header.
@@ -574,6 +574,7 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
     return sections
 
 
+FRONT_MATTER_PREAMBLE = True   # switch for the measurement only (docs/ranking.md)
 FRONT_MATTER_SKIPPED_KEYS = frozenset({"secret"})  # says how to index, not what the note is about
 
 
