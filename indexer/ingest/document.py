@@ -14,7 +14,7 @@ from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.config import ENTITY_TYPES
 from remembrancer.indexer.ingest.corpus import CorpusFile, Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.ingest.markdown import (PLAIN_PART_CHARS, PLAIN_PART_MARK, front_matter_text, parse_markdown,
-                                                 parse_plain)
+                                                 parse_plain, with_front_matter_preamble)
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
@@ -83,7 +83,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     # Redaction runs before parsing (indexer/redact.py): no row, chunk, warning or log line sees a
     # secret. Line structure is kept, so section line ranges stay true for the file on disk.
     text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
-    parsed = (parse_plain if plain else parse_markdown)(text, f.path)
+    parsed = parse_plain(text, f.path) if plain else with_front_matter_preamble(parse_markdown(text, f.path))
     embedded_texts = chunking.plain_embedded_texts if plain else chunking.embedded_texts
     if plain:
         warnings.append(f"{f.path}: {PLAIN_PART_MARK}, in parts of ~{PLAIN_PART_CHARS // 1000} KB without "
@@ -145,5 +145,5 @@ def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
     from the redacted text (same line count), so no page holds a secret, even one that spans a
     page boundary."""
     text, _ = redactor.redact(text)
-    parsed = (parse_plain if plain else parse_markdown)(text, path)
+    parsed = parse_plain(text, path) if plain else with_front_matter_preamble(parse_markdown(text, path))
     return parsed, is_secret_document(parsed.front_matter, text)

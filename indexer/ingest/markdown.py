@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 import yaml
@@ -70,7 +70,7 @@ def parse_markdown(text: str, path: str = "<text>") -> ParsedDocument:
     parsed = _parse_body(body, path, body_start, warnings)
     headings = list(_headings(parsed, body_start))
     code_lines = _code_line_mask(parsed, body_start, len(lines))
-    sections = _build_sections(lines, body_start, headings, code_lines, front_matter)
+    sections = _build_sections(lines, body_start, headings, code_lines)
     return ParsedDocument(
         front_matter=front_matter,
         title=_document_title(headings, front_matter),
@@ -553,15 +553,10 @@ def _code_line_mask(parsed: _Parsed, body_start: int, line_count: int) -> list[b
 
 
 def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
-                    code_lines: list[bool], front_matter: dict | None = None) -> list[Section]:
+                    code_lines: list[bool]) -> list[Section]:
     sections = []
     first_heading = headings[0].start if headings else len(lines) + 1
-    if FRONT_MATTER_PREAMBLE and front_matter_text(front_matter or {}):
-        # What the front matter says (owners, aliases, a memory file's description) belongs to the
-        # document's preamble: its lines (1 .. first heading) are the section's text, so the keyword
-        # leg finds them and `read` shows them; ingest/document.py embeds them with the header.
-        sections.append(_section(lines, PREAMBLE_HEADING, "", 0, 1, body_start, first_heading - 1, code_lines))
-    elif not _is_blank(lines[body_start - 1 : first_heading - 1]):
+    if not _is_blank(lines[body_start - 1 : first_heading - 1]):
         sections.append(_section(lines, PREAMBLE_HEADING, "", 0, body_start, body_start,
                                  first_heading - 1, code_lines))
     breadcrumbs = _Breadcrumbs()
@@ -575,6 +570,22 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
 
 
 FRONT_MATTER_PREAMBLE = True   # switch for the measurement only (docs/ranking.md)
+
+
+def with_front_matter_preamble(doc: ParsedDocument) -> ParsedDocument:
+    """The sections the index keeps and `read` resolves: what the front matter says (owners,
+    aliases, a Claude Code memory file's `description`) belongs to the document's preamble, so the
+    preamble (heading "") starts at line 1 and holds the front matter's lines — the keyword leg finds
+    them, `read` shows them, and ingest/document.py embeds them with the header. The parse itself
+    (parse_markdown) keeps CommonMark's sections, which tile the body after the front matter."""
+    if not FRONT_MATTER_PREAMBLE or not front_matter_text(doc.front_matter):
+        return doc
+    own = doc.sections[0] if doc.sections and doc.sections[0].level == 0 else None
+    rest = doc.sections[1:] if own else doc.sections
+    end = own.end_line if own else (rest[0].start_line - 1 if rest else len(doc.lines))
+    preamble = Section(heading=PREAMBLE_HEADING, title="", level=0, start_line=1, end_line=end,
+                       text="".join(line + "\n" for line in doc.lines[:end]), body=own.body if own else "")
+    return replace(doc, sections=[preamble, *rest])
 FRONT_MATTER_SKIPPED_KEYS = frozenset({"secret"})  # says how to index, not what the note is about
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from remembrancer.indexer import api
 from remembrancer.indexer.ingest import chunks, meta
-from remembrancer.indexer.ingest.markdown import front_matter_text, parse_markdown
+from remembrancer.indexer.ingest.markdown import front_matter_text, parse_markdown, with_front_matter_preamble
 from remembrancer.indexer.search import rank
 from tests.support.corpus import write_tree
 from tests.support.ranking import ranked, row
@@ -86,8 +86,14 @@ def test_front_matter_values_are_the_preamble_section_found_by_search_and_read_b
     page = api.do_read(e.view(), {"path": "components/relay.md", "heading": ""})
     assert "owners:" in page["content"] and "Zofia Quertyn" in page["content"] and page["lines"] == [1, 8]
     # the preamble holds the front matter's lines only: the title section and its facts stay apart
-    headings = [s.heading for s in parse_markdown(RELAY).sections]
-    assert headings == ["", "sbx-relay", "sbx-relay > Facts"]
+    parsed = parse_markdown(RELAY)
+    assert [s.heading for s in parsed.sections] == ["sbx-relay", "sbx-relay > Facts"]   # CommonMark's sections
+    kept = with_front_matter_preamble(parsed).sections
+    assert [(s.heading, s.start_line, s.end_line) for s in kept] == [("", 1, 8), ("sbx-relay", 9, 12),
+                                                                     ("sbx-relay > Facts", 13, 17)]
+    # a preamble with text of its own keeps it, after the front matter's lines
+    memory = with_front_matter_preamble(parse_markdown(FREEZE)).sections
+    assert len(memory) == 1 and memory[0].text.startswith("---\nname:") and memory[0].body.startswith("Why it moved")
 
 
 def test_a_claude_code_memory_files_description_is_searchable(tmp_path, tiny_engine):
