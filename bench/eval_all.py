@@ -15,8 +15,9 @@ rerun opens it in a second); all configurations are then scored on the same open
 Configurations: `shipped` (the defaults, with `--ranking`/`--const` applied), `plain` (the plain
 weighted hybrid: BM25 + dense 0.7, best passage per section, no literal leg, no heading passage,
 no rules, no abstention), and with `--ablation` each rule or constant switched off alone.
-`right` counts questions answered right: an answerable one whose first result is a strict hit and
-that did not abstain, an unanswerable one that abstained. `T1≥2` is Top-1 over every label graded 2 or
+`right` counts questions answered right by the set's primary figure: an answerable one whose first
+result is right (a strict hit; on a memory set any label graded 2 or 3) and that did not abstain, an
+unanswerable one that abstained; `--json` lists them (`right_ids`). `T1≥2` is Top-1 over every label graded 2 or
 3 ("equally correct"): the distance between it and Top1 is the labeller's preference between right
 answers (docs/ranking.md, "How ranking is evaluated"). The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
@@ -187,15 +188,19 @@ class Applied:
         self.session.engine.config.ranking = self.saved_ranking
 
 
-def right(report: dict) -> int:
-    """Questions answered right (see the module docstring)."""
+def right_ids(report: dict, name: str) -> list[str]:
+    """The questions answered right, by the set's primary figure (see the module docstring): an
+    answerable one whose first result is right (strict, or T1≥2 on a memory set) and that did not
+    abstain, a no-answer one that abstained."""
     a = report["abstention"]
-    top1_hits = round(report["overall"]["top1"] * report["overall"]["n"])
-    false_hits = sum(1 for i in a["false_ids"] if report["rankings_rank1"].get(i))
-    return top1_hits - false_hits + a["abstained"]
+    if name in MEMORY_SETS:
+        firsts = set(report["right_first_ids"])
+    else:
+        firsts = {i for i, hit in report["rankings_rank1"].items() if hit and i in report["judged_ids"]}
+    return sorted((firsts - set(a["false_ids"])) | set(a["abstained_ids"]))
 
 
-def summarise(report: dict) -> dict:
+def summarise(name: str, report: dict) -> dict:
     """The figures the tables print, plus a digest of every ranked list (determinism)."""
     o, a = report["overall"], report["abstention"]
     digest = hashlib.sha256(json.dumps(report["rankings"], sort_keys=True).encode()).hexdigest()[:12]
@@ -204,7 +209,8 @@ def summarise(report: dict) -> dict:
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
             "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
-            "right": right(report), "digest": digest, "context": report.get("context"), "false_ids": a["false_ids"]}
+            "right": len(right_ids(report, name)), "right_ids": right_ids(report, name), "digest": digest,
+            "context": report.get("context"), "false_ids": a["false_ids"]}
 
 
 def score(session: EvalSession, overrides: dict, alternates: dict | None, meter: ResponseMeter) -> dict:
@@ -320,15 +326,15 @@ def main() -> int:
                 built = time.perf_counter() - t0
                 res = results[name] = {}
                 for cname in ("shipped", "plain"):
-                    res[cname] = summarise(score(session, configs[cname], None, meter))
+                    res[cname] = summarise(name, score(session, configs[cname], None, meter))
                     if alts:
-                        res[cname + "+alt"] = summarise(score(session, configs[cname], alts, meter))
+                        res[cname + "+alt"] = summarise(name, score(session, configs[cname], alts, meter))
                 with LegCache():
                     for cname, overrides in configs.items():
                         if cname not in res:
-                            res[cname] = summarise(score(session, overrides, None, meter))
+                            res[cname] = summarise(name, score(session, overrides, None, meter))
                         if cname.startswith("=") and alts:   # a swept value, also with the rephrasings
-                            res[cname + "+alt"] = summarise(score(session, overrides, alts, meter))
+                            res[cname + "+alt"] = summarise(name, score(session, overrides, alts, meter))
             print(f"{name}  (primary: {primary_figure(name)}; index {built:.0f}s, "
                   f"scored {time.perf_counter() - t0 - built:.0f}s)")
             for cname in ("plain", "plain+alt", "shipped", "shipped+alt"):
@@ -358,7 +364,7 @@ def print_ablation(results: dict, configs: dict) -> None:
     """Per rule: questions right it gains on each corpus (shipped − rule off) and the team rule's verdict."""
     sets = list(results)
     print("\nablation: questions right with the rule minus without it, per corpus (Top-1 hits that did not"
-          " abstain + no-answer rows abstained)")
+          " abstain — strict on a docs set, T1≥2 on a memory set — + no-answer rows abstained)")
     print(f"  {'rule':<30}" + "".join(f"{SHORT.get(s, s):>7}" for s in sets) + "   verdict")
     for cname in configs:
         if not cname.startswith("-"):

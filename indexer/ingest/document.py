@@ -13,7 +13,8 @@ from remembrancer.indexer.ingest import links as linking
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.config import ENTITY_TYPES
 from remembrancer.indexer.ingest.corpus import CorpusFile, Unreadable, blob_id, read_regular_file
-from remembrancer.indexer.ingest.markdown import PLAIN_PART_CHARS, PLAIN_PART_MARK, parse_markdown, parse_plain
+from remembrancer.indexer.ingest.markdown import (PLAIN_PART_CHARS, PLAIN_PART_MARK, front_matter_text, parse_markdown,
+                                                 parse_plain, with_front_matter_preamble)
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_document
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
@@ -82,7 +83,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     # Redaction runs before parsing (indexer/redact.py): no row, chunk, warning or log line sees a
     # secret. Line structure is kept, so section line ranges stay true for the file on disk.
     text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
-    parsed = (parse_plain if plain else parse_markdown)(text, f.path)
+    parsed = parse_plain(text, f.path) if plain else with_front_matter_preamble(parse_markdown(text, f.path))
     embedded_texts = chunking.plain_embedded_texts if plain else chunking.embedded_texts
     if plain:
         warnings.append(f"{f.path}: {PLAIN_PART_MARK}, in parts of ~{PLAIN_PART_CHARS // 1000} KB without "
@@ -94,7 +95,9 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
-    doc_type = layout.type_of(f.rel)
+    doc_type, named = layout.typed(f.rel)
+    if not named:
+        doc_type = meta.inferred_type(fm, [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]) or doc_type
     doc_date = meta.document_date(f.rel, fm)
     doc_stale = meta.document_is_stale(fm)
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
@@ -108,11 +111,17 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     prepared = Prepared(doc, [], None if entity is None else EntityRecord(entity.name, entity.aliases),
                         warnings=warnings, links=[LinkRecord(lk.target, lk.kind, lk.line, lk.anchor, lk.text)
                                                   for lk in linking.parse_links(text, f.path)])
+    said = front_matter_text(fm)
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc.title, s.heading)
+        texts = embedded_texts(header, s.body)
+        if s.level == 0 and said:
+            # the front matter names and sums up the note, as a heading does: it is the preamble's
+            # first passage, the one counted like a heading (answer.HEADING_PASSAGE_WEIGHT)
+            texts[0] = f"{header}\n{said}"
         passages = []
-        for embedded in embedded_texts(header, s.body):
+        for embedded in texts:
             sha = chunking.text_sha(embedded)
             prepared.texts[sha] = embedded
             passages.append((sha, embedded))
@@ -136,5 +145,5 @@ def redact_and_parse(redactor, text: str, path: str, plain: bool = False):
     from the redacted text (same line count), so no page holds a secret, even one that spans a
     page boundary."""
     text, _ = redactor.redact(text)
-    parsed = (parse_plain if plain else parse_markdown)(text, path)
+    parsed = parse_plain(text, path) if plain else with_front_matter_preamble(parse_markdown(text, path))
     return parsed, is_secret_document(parsed.front_matter, text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 import yaml
@@ -567,6 +567,54 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
         sections.append(_section(lines, path, title, heading.level, heading.start,
                                  heading.last + 1, end, code_lines))
     return sections
+
+
+FRONT_MATTER_PREAMBLE = True   # switch for the measurement only (docs/ranking.md)
+
+
+def with_front_matter_preamble(doc: ParsedDocument) -> ParsedDocument:
+    """The sections the index keeps and `read` resolves: what the front matter says (owners,
+    aliases, a Claude Code memory file's `description`) belongs to the document's preamble, so the
+    preamble (heading "") starts at line 1 and holds the front matter's lines — the keyword leg finds
+    them, `read` shows them, and ingest/document.py embeds them with the header. The parse itself
+    (parse_markdown) keeps CommonMark's sections, which tile the body after the front matter."""
+    if not FRONT_MATTER_PREAMBLE or not front_matter_text(doc.front_matter):
+        return doc
+    own = doc.sections[0] if doc.sections and doc.sections[0].level == 0 else None
+    rest = doc.sections[1:] if own else doc.sections
+    end = own.end_line if own else (rest[0].start_line - 1 if rest else len(doc.lines))
+    preamble = Section(heading=PREAMBLE_HEADING, title="", level=0, start_line=1, end_line=end,
+                       text="".join(line + "\n" for line in doc.lines[:end]), body=own.body if own else "")
+    return replace(doc, sections=[preamble, *rest])
+FRONT_MATTER_SKIPPED_KEYS = frozenset({"secret"})  # says how to index, not what the note is about
+
+
+def front_matter_text(front_matter: dict) -> str:
+    """Front matter as `key: value` lines (lists joined, nested keys dotted): every value a note
+    keeps there is text the search legs can find."""
+    out: list[str] = []
+
+    def scalar(value) -> str:
+        return "" if value is None else str(value).strip()
+
+    def walk(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        elif isinstance(value, (list, tuple)):
+            items = [scalar(v) for v in value if not isinstance(v, (dict, list, tuple))]
+            if any(items):
+                out.append(f"{prefix}: {', '.join(i for i in items if i)}")
+            for v in value:
+                if isinstance(v, (dict, list, tuple)):
+                    walk(prefix, v)
+        elif scalar(value):
+            out.append(f"{prefix}: {scalar(value)}")
+
+    for key, value in front_matter.items():
+        if str(key).lower() not in FRONT_MATTER_SKIPPED_KEYS:
+            walk(str(key), value)
+    return "\n".join(out)
 
 
 def _section(lines: list[str], heading: str, title: str, level: int, start: int,

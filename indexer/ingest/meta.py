@@ -28,12 +28,18 @@ class Layout:
 
     def __init__(self, rules: tuple[tuple[str, str], ...]):
         self.rules = [(_glob_regex(g), t) for g, t in rules]
+        self.globs = [g for g, _ in rules]
 
     def type_of(self, rel: str) -> str:
-        for regex, doc_type in self.rules:
+        return self.typed(rel)[0]
+
+    def typed(self, rel: str) -> tuple[str, bool]:
+        """(doc type, named by a rule of its own): False when only the catch-all (`*`) or no rule
+        matched — the type is then the notes' to say (`inferred_type`)."""
+        for (regex, doc_type), glob in zip(self.rules, self.globs):
             if regex.fullmatch(rel):
-                return doc_type
-        return "doc"
+                return doc_type, glob not in ("*", "**")
+        return "doc", False
 
 
 def _glob_regex(glob: str) -> re.Pattern:
@@ -139,6 +145,26 @@ class Entity:
 
     def names(self) -> list[str]:
         return [self.name, *self.aliases]
+
+
+# A file no layout rule names is typed by what it says: a dated log (most sections under a dated
+# heading) is a journal; front matter that names the thing's other names (aliases) makes a record.
+JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
+JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
+INFER_TYPES = True             # switch for the measurement (docs/ranking.md)
+
+
+def inferred_type(front_matter: dict, heading_chains: list[list[str]]) -> str | None:
+    """The doc type the notes' own shape says, for a file the layout leaves untyped (or None)."""
+    if not INFER_TYPES:
+        return None
+    if any(front_matter.get(k) for k in ("aliases", "alias")):
+        return "service"
+    headed = [c for c in heading_chains if c]
+    dated = sum(1 for c in headed if heading_dates(c))
+    if dated >= JOURNAL_MIN_DATED and dated >= JOURNAL_DATED_SHARE * len(headed):
+        return "journal"
+    return None
 
 
 def entity_from(doc_type: str, rel: str, front_matter: dict, entity_types: tuple[str, ...]) -> Entity | None:

@@ -508,6 +508,7 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
         "abstention": {
             "unanswerable": len(unanswerable), "abstained": len(unanswerable) - len(missed_abst),
             "missed_ids": missed_abst,
+            "abstained_ids": [o["case"].id for o in unanswerable if o["abstained"]],
             "answerable": len(answerable), "false_abstentions": len(false_abst),
             "false_abstention_rate": round(len(false_abst) / len(answerable), 4) if answerable else 0.0,
             "false_ids": false_abst,
@@ -523,6 +524,7 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
         # every query's ranked list (best_weak when it abstained): two runs compare equal or not
         "rankings": {o["case"].id: o.get("ranking", []) for o in outcomes},
         "right_first_ids": [o["case"].id for o in answerable if o["judged"].get("rank_any") == 1],
+        "judged_ids": [o["case"].id for o in answerable],
     }
 
 

@@ -94,6 +94,7 @@ class RankingConfig:
     # helped one corpus once the record credit was read by intent: docs/ranking.md, "Memory rules"); a
     # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
     outcome_tie_margin: float = 0.0
+    detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     # The literal leg credits the named entity's own record only for a question about its facts:
@@ -117,7 +118,7 @@ class RankingConfig:
         """The rules a conversations corpus starts with (docs/conversations.md has the figures):
         the notes' rules read doc types conversations do not have; "is it still / did we finally"
         is settled by the newest exchange that is nearly as relevant as the best one."""
-        return cls(outcome_tie_margin=CONVERSATION_OUTCOME_MARGIN)
+        return cls(outcome_tie_margin=CONVERSATION_OUTCOME_MARGIN, detail_margin=0.0)
 
     @classmethod
     def from_dict(cls, d: dict, doc_types: tuple[str, ...] | None = None) -> "RankingConfig":
@@ -143,7 +144,7 @@ class RankingConfig:
 
 
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
-SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
                   "compaction_factor": (0.0, 10.0),
                   "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
@@ -279,6 +280,37 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
         c.score = moved
     if it.outcome and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
+    if cfg.detail_margin:
+        _detail_before_summary(cands, rows, cfg.detail_margin)
+
+
+def _encloses(outer, inner) -> bool:
+    """Is `outer` a section that `inner` sits inside (the preamble, or an ancestor heading)?"""
+    if outer.doc_id != inner.doc_id or outer.id == inner.id:
+        return False
+    return outer.heading == "" or inner.heading.startswith(outer.heading + " > ")
+
+
+def _detail_before_summary(cands: dict, rows: dict, margin: float) -> None:
+    """A document's preamble or introduction names what the whole document is about, so it matches
+    a question about any part of it about as well as the part that answers: when the best section
+    encloses another candidate within `margin` of its score, the enclosed one — the detail that
+    answers — goes first (repeated down the breadcrumb)."""
+    best_sid = min(cands, key=lambda sid: (-cands[sid].score, sid))
+    for _ in range(6):
+        top, c_top = rows.get(best_sid), cands[best_sid]
+        if top is None:
+            return
+        inside = [sid for sid, c in cands.items() if sid in rows and c.score >= c_top.score * (1 - margin)
+                  and _encloses(top, rows[sid])]
+        if not inside:
+            return
+        sid = min(inside, key=lambda i: (-cands[i].score, i))
+        c = cands[sid]
+        c.why.append(f"inside the best section ({top.heading or 'the preamble'}), within {margin:.0%} of it:"
+                     f" the detail before its summary +{c_top.score - c.score + 1e-6:.3f}")
+        c.score = c_top.score + 1e-6
+        best_sid = sid
 
 
 def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:

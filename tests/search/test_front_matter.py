@@ -1,0 +1,162 @@
+"""What the notes say in their front matter, and in their own shape, reaches search: front-matter
+values are the text of the document's preamble (a component's owners, a Claude Code memory file's
+`description`), a file no layout rule names is typed by its shape (a dated log is a journal, front
+matter naming aliases makes an entity record), and a document's summary yields to the detail inside it
+that answers (rank._detail_before_summary)."""
+
+from __future__ import annotations
+
+from remembrancer.indexer import api
+from remembrancer.indexer.ingest import chunks, meta
+from remembrancer.indexer.ingest.markdown import front_matter_text, parse_markdown, with_front_matter_preamble
+from remembrancer.indexer.search import rank
+from tests.support.corpus import write_tree
+from tests.support.ranking import ranked, row
+
+RELAY = """---
+name: sbx-relay
+aliases: [relay, lighthouse]
+owners:
+  - Zofia Quertyn (interim owner)
+repo: signalbox/relay — cmd/relay
+---
+
+# sbx-relay
+
+Keeps SDKs up to date over a stream.
+
+## Facts
+
+| key | value |
+|---|---|
+| memory limit | 512 MiB per pod |
+"""
+
+FREEZE = """---
+name: Holiday deploy freeze
+description: The freeze runs from the twenty-first of December to the fourth of January; only urgent fixes ship
+type: project
+---
+Why it moved: the SDK release needed the week before.
+"""
+
+LOG = """# 2033-W44 (Oct 31 – Nov 6)
+
+## Mon 2033-10-31
+
+### 08:20 — rollout fired an hour early
+
+The scheduler pinned the offset.
+
+## Tue 2033-11-01
+
+### 17:10 — scheduler fix crashes on staging
+
+No tzdata in the image.
+
+## Wed 2033-11-02
+
+### 15:00 — US clock change check
+
+All fine.
+"""
+
+
+def _keyword(e, query: str) -> list[tuple[str, str]]:
+    """The keyword leg's sections for `query`, best first (the tiny test model's vectors are random,
+    so the dense leg says nothing here)."""
+    view = e.view()
+    scores = view.keyword_index().search(query, 20, None)
+    rows = view.catalog.section_heads_by_id(list(scores))
+    return [(rows[sid].path, rows[sid].heading) for sid in sorted(scores, key=lambda i: (-scores[i], i))]
+
+
+def _literal(e, query: str) -> dict[tuple[str, str], float]:
+    out = api.do_search(e.view(), {"query": query, "limit": 20})
+    return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+
+
+def test_front_matter_values_are_the_preamble_section_found_by_search_and_read_back(tmp_path, tiny_engine):
+    """A component's owner lives only in its front matter: the keyword leg finds it there, the
+    result is the document's preamble (heading ""), and `read` of that heading shows those lines."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {"components/relay.md": RELAY, "notes/other.md": "# Other\n\nNothing here.\n"}))
+    assert _keyword(e, "Quertyn") == [("components/relay.md", "")]
+    exact = api.do_search(e.view(), {"query": "Zofia Quertyn", "exact": True})["results"]
+    assert [(r["path"], r["heading"]) for r in exact] == [("components/relay.md", "")]
+    page = api.do_read(e.view(), {"path": "components/relay.md", "heading": ""})
+    assert "owners:" in page["content"] and "Zofia Quertyn" in page["content"] and page["lines"] == [1, 8]
+    # the preamble holds the front matter's lines only: the title section and its facts stay apart
+    parsed = parse_markdown(RELAY)
+    assert [s.heading for s in parsed.sections] == ["sbx-relay", "sbx-relay > Facts"]   # CommonMark's sections
+    kept = with_front_matter_preamble(parsed).sections
+    assert [(s.heading, s.start_line, s.end_line) for s in kept] == [("", 1, 8), ("sbx-relay", 9, 12),
+                                                                     ("sbx-relay > Facts", 13, 17)]
+    # a preamble with text of its own keeps it, after the front matter's lines
+    memory = with_front_matter_preamble(parse_markdown(FREEZE)).sections
+    assert len(memory) == 1 and memory[0].text.startswith("---\nname:") and memory[0].body.startswith("Why it moved")
+
+
+def test_a_claude_code_memory_files_description_is_searchable(tmp_path, tiny_engine):
+    """Claude Code's memory topic files keep their summary in `description:`; the body need not
+    repeat it. A question in the description's words finds the file."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {"memory/project_freeze.md": FREEZE,
+                                                    "memory/other.md": "---\nname: Other\ndescription: unrelated\n---\nText.\n"}))
+    assert _keyword(e, "twenty-first December")[0] == ("memory/project_freeze.md", "")
+    # and it is embedded: the preamble's first passage is its header with what the front matter says
+    fm = parse_markdown(FREEZE).front_matter
+    first = chunks.text_sha(f"{chunks.context_header('lesson', 'project_freeze.md', '')}\n{front_matter_text(fm)}")
+    firsts = {r[0] for r in e.catalog.db.execute("SELECT text_sha FROM passages WHERE ord = 0")}
+    assert first in firsts
+
+
+def test_front_matter_text_renders_every_value_and_leaves_out_the_index_switches():
+    said = front_matter_text({"name": "x", "aliases": ["a", "b"], "owners": [{"name": "Ann", "since": 2033}],
+                              "limits": {"memory": "512Mi"}, "empty": None, "secret": False, "tags": []})
+    assert said.splitlines() == ["name: x", "aliases: a, b", "owners.name: Ann", "owners.since: 2033",
+                                 "limits.memory: 512Mi"]
+    assert front_matter_text({}) == ""
+
+
+def test_a_file_no_layout_rule_names_is_typed_by_its_shape(tmp_path, tiny_engine):
+    """A dated log in a folder the layout does not know is a journal; front matter that gives the
+    thing's other names makes an entity record, so a nickname finds it as a host's alias does. A
+    file the layout names keeps its type whatever its shape."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "log/2033-W44.md": LOG, "components/relay.md": RELAY, "runbooks/log.md": LOG,
+        "notes/plain.md": "# Plain\n\n## 2033-10-31 release\n\nOne dated heading is not a log.\n"}))
+    typed = {rel: api.do_read(e.view(), {"path": rel, "max_chars": 100})["type"]
+             for rel in ("log/2033-W44.md", "components/relay.md", "runbooks/log.md", "notes/plain.md")}
+    assert typed == {"log/2033-W44.md": "journal", "components/relay.md": "service",
+                     "runbooks/log.md": "runbook", "notes/plain.md": "doc"}
+    # the nickname names its record: the literal leg credits the record's sections, and only them
+    credited = {key for key, v in _literal(e, "what is the lighthouse memory limit?").items() if v >= 1.0}
+    assert credited and {path for path, _ in credited} == {"components/relay.md"}
+
+
+def test_inferred_type_needs_a_log_not_one_date():
+    chains = [["Plain"], ["Plain", "2033-10-31 release"]]
+    assert meta.inferred_type({}, chains) is None
+    log = [["2033-W44"], ["2033-W44", "Mon 2033-10-31"], ["2033-W44", "Mon 2033-10-31", "08:20 — x"],
+           ["2033-W44", "Tue 2033-11-01"], ["2033-W44", "Tue 2033-11-01", "17:10 — y"]]
+    assert meta.inferred_type({}, log) == "journal"
+    assert meta.inferred_type({"aliases": ["lighthouse"]}, []) == "service"
+    assert meta.inferred_type({"aliases": []}, []) is None
+
+
+def test_the_detail_answers_before_the_summary_that_encloses_it():
+    """A document's preamble or introduction names what all of it is about, so it matches a
+    question about any part nearly as well as the part that answers: when the best section encloses
+    another candidate within `detail_margin`, the enclosed one goes first — down the breadcrumb —
+    and a clear lead, a section of another document, or a sibling keeps its place."""
+    rows = [row(1, "memory/ines.md", "", level=0),
+            row(2, "memory/ines.md", "Working with Ines", level=1),
+            row(3, "memory/ines.md", "Working with Ines > Before touching production"),
+            row(4, "memory/other.md", "Other > Before touching production"),
+            row(5, "memory/ines.md", "Working with Ines > Small commits")]
+    q = "what does Ines want before DDL?"
+    assert ranked(rows, {1: 1.00, 2: 0.95, 3: 0.93, 4: 0.99, 5: 0.10}, q)[0] == 3
+    assert ranked(rows, {1: 1.00, 2: 0.95, 3: 0.70, 4: 0.50, 5: 0.10}, q)[0] == 2     # the intro is the detail left
+    assert ranked(rows, {1: 1.00, 2: 0.50, 3: 0.70, 4: 0.99, 5: 0.10}, q)[0] == 1     # no detail near it
+    assert ranked(rows, {1: 0.10, 2: 0.10, 3: 1.00, 4: 0.10, 5: 0.98}, q)[0] == 3     # siblings keep their order
+    off = rank.RankingConfig(detail_margin=0.0)
+    assert ranked(rows, {1: 1.00, 2: 0.95, 3: 0.93, 4: 0.99, 5: 0.10}, q, off)[0] == 1
