@@ -130,29 +130,3 @@ def _answers(url: str, embedder, w, query: str, path: str | None = None) -> bool
         reader.close()
     return bool(results) and (path is None or results[0]["path"] == path)
 
-
-def test_the_first_request_after_the_server_ended_an_idle_readers_connections_is_answered(
-        tmp_path, tiny_model_dir, tiny_embedder, data_env, pg_url):
-    """A server restart (or an administrator's pg_terminate_backend) ends a reader's connections
-    while it waits between requests. Its next request is answered: the ended connection is
-    noticed before it is used (it was refused with `store_unreachable` though the server was up)."""
-    import psycopg
-
-    from tests.cli.test_team_cli import _cli
-
-    w = _world(tmp_path, tiny_model_dir, pg_url)
-    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
-    reader = TeamReader(pg_url, Config(roots=make_roots([w["shared"]])), embedder=tiny_embedder)
-    try:
-        before = [r["path"] for r in reader.call("search", query="ledger")["results"]]
-        assert before
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                  " WHERE application_name = 'remembrancer-reader'"
-                                  " AND datname = current_database()").fetchone()[0]
-        assert ended >= 1
-        time.sleep(0.5)   # the server's goodbye reaches the reader's sockets
-        for _ in range(3):
-            assert [r["path"] for r in reader.call("search", query="ledger")["results"]] == before
-    finally:
-        reader.close()
