@@ -127,6 +127,20 @@ FALLBACKS = ("the daemon can still run without a service: `remembrancer mcp` (an
              "`systemctl --user enable --now remembrancer` from a login shell")
 
 
+def fallbacks(unit: Unit) -> str:
+    """What to do when the service manager did not take `unit`: the daemon's fallbacks are its own
+    (an MCP session starts one on demand); the writer and the HTTP endpoint are started by nothing
+    else, so the report gives their own command and their own unit's name."""
+    if unit.name == UNIT_NAME:
+        return FALLBACKS
+    import shlex
+
+    what = "the team store's writer" if unit.name == "remembrancer-writer.service" else "the HTTP endpoint"
+    return (f"{what} can still run without a service: `remembrancer {shlex.join(unit.args)}` in the foreground; "
+            f"for a unit that runs without a login session, `loginctl enable-linger $USER`, then "
+            f"`systemctl --user enable --now {unit.name.removesuffix('.service')}` from a login shell")
+
+
 def install_service(unit: Unit, start: bool = True, dry_run: bool = False) -> tuple[bool, list[str]]:
     """Write (and enable/start) the unit; (ok, report lines). Not ok when it could not be enabled
     or started: the report names the fallbacks. One daemon serves every corpus: roots are optional
@@ -142,13 +156,13 @@ def install_service(unit: Unit, start: bool = True, dry_run: bool = False) -> tu
         return True, out
     if darwin:
         ok, msg = _run(["launchctl", "load", "-w", str(path)])
-        return ok, out + (["loaded with launchctl"] if ok else [f"launchctl load failed: {msg}", FALLBACKS])
+        return ok, out + (["loaded with launchctl"] if ok else [f"launchctl load failed: {msg}", fallbacks(unit)])
     if shutil.which("systemctl") is None:
-        return False, out + ["systemctl not found: the unit is written but nothing runs it", FALLBACKS]
+        return False, out + ["systemctl not found: the unit is written but nothing runs it", fallbacks(unit)]
     for cmd in (["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", unit.name]):
         ok, msg = _run(cmd)
         if not ok:
-            return False, out + [f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'}", FALLBACKS]
+            return False, out + [f"`{' '.join(cmd)}` failed: {msg or 'no user session bus?'}", fallbacks(unit)]
     return True, out + [f"enabled and started (systemctl --user status {unit.name.removesuffix('.service')})"]
 
 

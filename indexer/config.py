@@ -186,6 +186,16 @@ MEMORY_FOLDER = "memory"
 MEMORY_TYPE = "memory"   # the doc type of a Claude Code memory file
 COMMIT_TYPE = "commit"   # the doc type of a commit
 CODE_TYPE = "code"       # the doc type of a source file
+# A team-store reader started without --root knows the writer's roots by name only: each stands
+# under this folder, which never exists (indexer/team.py reader_config). `read` and `status` say so
+# instead of showing the path or calling a file "outside its root".
+NO_CHECKOUT = Path("/nonexistent/remembrancer-team")
+NO_CHECKOUT_NOTE = "no checkout here (pass --root CHECKOUT, your clone of the notes)"
+
+
+def has_checkout(path: str | Path) -> bool:
+    """False for a team reader's root that is a name only (no --root)."""
+    return not Path(path).is_relative_to(NO_CHECKOUT)
 # A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
 

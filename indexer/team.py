@@ -24,7 +24,7 @@ from remembrancer.indexer.answers import Freshness, IndexCounts
 from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
 from remembrancer.indexer.store import scope as scope_mod
-from remembrancer.indexer.config import Config, Root, load_config
+from remembrancer.indexer.config import NO_CHECKOUT, Config, Root, load_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres import schema as pg_schema
@@ -181,7 +181,7 @@ def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
     if not names:
         raise UserError("the store does not name its roots yet", param="store",
                         hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
-    return Config(roots=[Root(n, Path("/nonexistent/remembrancer-team") / n) for n in names]), False
+    return Config(roots=[Root(n, NO_CHECKOUT / n) for n in names]), False
 
 
 def _store_root_names(store: PgStore) -> list[str]:

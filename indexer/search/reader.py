@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from remembrancer.indexer.config import CODE_TYPE
+from remembrancer.indexer.config import CODE_TYPE, has_checkout
 from remembrancer.indexer.ingest import code, sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
@@ -52,6 +52,11 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
     root = next((r for r in view.config.roots if r.name == doc["root"]), None)
     if root is None:
         raise UserError(f"{path}: its root is not configured any more", param="path", code="not_found")
+    if not has_checkout(root.path):   # a team reader without --root: the store has the index, not the files
+        raise UserError(f"{path}: this reader has no checkout of the shared notes to read it from",
+                        param="path", code="team_reader",
+                        hint="start it with --root CHECKOUT (your clone of the notes repository); "
+                             "search answers without one")
     target = (root.path / doc["rel"])
     try:
         real = target.resolve(strict=True)

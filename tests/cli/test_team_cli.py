@@ -317,6 +317,23 @@ def test_a_teammates_checkout_named_otherwise_reads_and_reports_like_the_writers
     assert f"indexed {head[:7]}" in out["index"]["detail"]
 
 
+def test_a_reader_without_a_checkout_says_so_in_read_and_status(tmp_path, tiny_model_dir, pg_url):
+    """Without --root a reader knows the writer's roots by name only: `read` says it has no
+    checkout (not that the file "resolves outside its root"), and `status` says the same instead
+    of showing a made-up path."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    for cmd in ("read", "outline"):
+        r = _cli(w, cmd, "runbooks/restart.md", "--store", pg_url)
+        assert r.returncode == 2 and "no checkout of the shared notes" in r.stderr and "--root CHECKOUT" in r.stderr, r.stderr
+        assert "outside its root" not in r.stderr
+    r = _cli(w, "status", "--store", pg_url)
+    assert r.returncode == 0 and "root shared: no checkout here (pass --root CHECKOUT" in r.stdout, r.stdout
+    assert "/nonexistent" not in r.stdout
+    mine = _cli(w, "status", "--store", pg_url, "--root", str(w["mine"]))
+    assert f"root shared: {w['mine']}" in mine.stdout, mine.stdout
+
+
 @pytest.mark.slow
 def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metrics(tmp_path, tiny_model_dir, pg_url):
     w = _world(tmp_path, tiny_model_dir, pg_url)

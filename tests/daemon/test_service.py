@@ -68,3 +68,32 @@ def test_a_writer_unit_never_keeps_a_password_and_needs_its_checkout(tmp_path):
     assert p.returncode == 2 and "--root CHECKOUT" in p.stderr
     p = run(tmp_path, "service", "install", "--pull-every", "60", "--no-start")
     assert p.returncode == 2 and "goes with --store" in p.stderr
+
+
+def test_a_writer_or_endpoint_that_systemd_did_not_take_is_told_its_own_command(tmp_path, monkeypatch):
+    """Without a user bus (a container, an ssh session without linger) `systemctl --user` fails: the
+    report's fallback names the unit that was written and the command that runs it — not the
+    daemon's (`remembrancer mcp` starts a daemon on demand, but nothing starts a writer or an endpoint)."""
+    from pathlib import Path
+
+    from remembrancer.daemon import service
+    from remembrancer.indexer.config import Config, Root
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setattr(service.sys, "platform", "linux")
+    monkeypatch.setattr(service.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(service, "_run", lambda cmd: (False, "Failed to connect to bus: No medium found"))
+    config = Config(roots=[Root("notes", Path("/srv/notes"))])
+    url = "postgresql://owner@db-host/memory"
+    for unit, cmd, name in (
+            (service.writer_unit(config, url, 300), f"remembrancer serve --store {url} --pull-every 300 --root /srv/notes",
+             "remembrancer-writer"),
+            (service.http_unit(config, url, ["--host", "127.0.0.1", "--port", "8848"]),
+             f"remembrancer serve-http --store {url} --root /srv/notes --host 127.0.0.1 --port 8848", "remembrancer-http")):
+        ok, report = service.install_service(unit)
+        text = "\n".join(report)
+        assert not ok and "No medium found" in text
+        assert f"`{cmd}`" in text and f"systemctl --user enable --now {name}`" in text, text
+        assert "the daemon can still run" not in text and "`remembrancer mcp`" not in text
+    ok, report = service.install_service(service.daemon_unit(config))
+    assert not ok and service.FALLBACKS in report

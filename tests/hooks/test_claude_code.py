@@ -215,6 +215,22 @@ def test_mcp_config_carries_every_flag_into_every_line_and_the_desktop_entry(tmp
     assert json.loads(desktop.read_text())["mcpServers"]["remembrancer"]["args"][-len(want):] == want
 
 
+def test_mcp_config_carries_a_team_store(tmp_path):
+    """`mcp config --store URL` registers a reader of the team store (issue 30: --store was ignored)."""
+    import shlex
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    url = "postgresql://alice@db-host/memory"
+    r = run_cli("mcp", "config", "--root", str(notes), "--store", url, timeout=60)
+    assert r.returncode == 0, r.stderr
+    add = shlex.split(next(line for line in r.stdout.splitlines() if line.startswith("claude mcp add")))
+    cmd = add[add.index("--") + 1:]
+    assert cmd[1] == "mcp" and cmd[cmd.index("--store") + 1] == url
+    printed = json.loads(r.stdout[r.stdout.index("{"):r.stdout.rindex("}") + 1])["mcpServers"]["remembrancer"]["args"]
+    assert printed[printed.index("--store") + 1] == url
+
+
 @pytest.mark.parametrize("extra, param", [(["--scope", "jornal"], "scope"), (["--desktop-config", "x.json"], "desktop-config"),
                                           (["--root", "/no/such/notes"], "root")])
 def test_mcp_config_refuses_a_flag_it_cannot_honour(tmp_path, extra, param):

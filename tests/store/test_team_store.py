@@ -5,6 +5,7 @@ redaction before the shared store, scopes."""
 from __future__ import annotations
 
 import json
+import time
 
 import psycopg
 import pytest
@@ -409,10 +410,11 @@ def test_a_reader_whose_connection_died_connects_again(notes, data_env, tiny_emb
             n = c.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                           " WHERE application_name = 'remembrancer-reader'").fetchone()[0]
         assert n >= 1
-        with pytest.raises(UserError) as e:   # the request that finds it dead says so …
-            reader.call("search", query="restart postgres")
-        assert e.value.code == "store_unreachable"
-        assert reader.call("search", query="restart postgres")["results"]   # … the next one reconnects
+        time.sleep(0.5)   # the server's goodbye reaches the reader's sockets
+        # the next request notices the ended connection before using it, connects again and is
+        # answered (it was refused with `store_unreachable` though the server was up)
+        assert reader.call("search", query="restart postgres")["results"]
+        assert reader.call("search", query="restart postgres")["results"]
     finally:
         reader.close()
 

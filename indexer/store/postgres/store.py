@@ -299,8 +299,11 @@ class PgLedger(SqlLedger):
 
     def _reconnect_if_lost(self) -> None:
         """A reader whose connection died (server restart, network) connects again between
-        requests; the writer never does (its lock went with the connection)."""
-        if self.readonly and self.conn.broken:
+        requests; the writer never does (its lock went with the connection). A connection the
+        server ended while it was idle is not `broken` until it is used: the server's goodbye is
+        waiting on its socket, read here without a round trip, so the first request after a
+        restart is answered rather than refused."""
+        if self.readonly and (self.conn.broken or _ended_while_idle(self.conn)):
             self.conn = self._connect()
             self._ef = None
 
@@ -1058,6 +1061,30 @@ class PgLedger(SqlLedger):
                 if side is not None:
                     side.end_request()   # before the snapshot it imported is gone
             self._snapshot = None
+
+
+def _ended_while_idle(conn) -> bool:
+    """Whether the server has ended an idle connection (`pg_ctl restart`, pg_terminate_backend): its
+    socket then holds the server's FATAL message, then end of file. Read without waiting until
+    nothing more is there: libpq marks the connection bad once it reads the end of file. A notice
+    or a notification leaves it OK."""
+    import select
+
+    from psycopg import pq
+
+    if conn.closed:
+        return True
+    try:
+        for _ in range(8):
+            ready, _, _ = select.select([conn.fileno()], [], [], 0)
+            if not ready:
+                break
+            conn.pgconn.consume_input()
+            if conn.pgconn.status != pq.ConnStatus.OK:
+                return True
+    except (OSError, ValueError, _psycopg().OperationalError):
+        return True
+    return conn.pgconn.status != pq.ConnStatus.OK
 
 
 class Side:
