@@ -129,4 +129,3 @@ def _answers(url: str, embedder, w, query: str, path: str | None = None) -> bool
     finally:
         reader.close()
     return bool(results) and (path is None or results[0]["path"] == path)
-
