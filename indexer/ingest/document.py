@@ -96,8 +96,9 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
     doc_type, named = layout.typed(f.rel)
-    if not named:
-        doc_type = meta.inferred_type(fm, [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]) or doc_type
+    if not named:   # only the catch-all names it: its shape says what it is
+        chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
+        doc_type = meta.inferred_type(fm, chains) or doc_type
     doc_date = meta.document_date(f.rel, fm)
     doc_stale = meta.document_is_stale(fm)
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)

@@ -586,6 +586,8 @@ def with_front_matter_preamble(doc: ParsedDocument) -> ParsedDocument:
     preamble = Section(heading=PREAMBLE_HEADING, title="", level=0, start_line=1, end_line=end,
                        text="".join(line + "\n" for line in doc.lines[:end]), body=own.body if own else "")
     return replace(doc, sections=[preamble, *rest])
+
+
 FRONT_MATTER_SKIPPED_KEYS = frozenset({"secret"})  # says how to index, not what the note is about
 
 
