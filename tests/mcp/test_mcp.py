@@ -231,7 +231,7 @@ def test_read_section_outline_pages_and_refusal(indexed):
     assert s["content"] in text(section)                                   # verbatim
     o = outline.structured_content
     assert [x["heading"].split(" > ")[-1] for x in o["sections"]][:3] == \
-        ["db1 — PostgreSQL primary", "Services", "Backups"]
+        ["", "db1 — PostgreSQL primary", "Services"]   # the preamble: the record's front matter
     assert all(x["tokens"] > 0 and len(x["lines"]) == 2 for x in o["sections"])
     assert "Backups [lines" in text(outline)
     p1, p2 = page1.structured_content, page2.structured_content
