@@ -3,13 +3,15 @@ per-rule ablation with its effect on each corpus separately (docs/ranking.md is 
 
     .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--sets docs-dev memory-dev-2 …]
         [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
-        [--ranking KEY=VALUE …] [--const NAME=VALUE …]
+        [--ranking KEY=VALUE …] [--const NAME=VALUE …] [--ingest NAME=VALUE … --fresh]
 
 Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.dispatch_read, the
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
-`--fresh` indexes into a new temporary folder instead (what the determinism check needs: two
+`--ingest` switches off what indexing reads from the notes (`FRONT_MATTER_PREAMBLE`, `INFER_TYPES`) for
+every row: it changes the index, so it needs `--fresh` (a document parsed in the sandbox's own interpreter,
+over sandbox.LARGE_BYTES, is read as shipped: on the dev sets one mm-v2 file). `--fresh` indexes into a new temporary folder instead (what the determinism check needs: two
 `--fresh` runs must print the same ranking digests).
 
 Configurations: `shipped` (the defaults, with `--ranking`/`--const` applied), `plain` (the plain
@@ -60,12 +62,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from remembrancer.indexer.search import answer as search# noqa: E402
 from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
+from remembrancer.indexer.ingest import markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
 
 COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
 CODE_SET = "code"         # this checkout's source and tests/data/code's questions; asked by name (--sets code)
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
          "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
+INGEST_SWITCHES = (ingest_markdown, ingest_meta)   # modules whose upper-case switches --ingest may set
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -275,7 +279,18 @@ def main() -> int:
     ap.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                     help="also score the shipped row with a [ranking] setting or a search constant at each "
                          "value (repeatable); prints questions right per corpus for each")
+    ap.add_argument("--ingest", action="append", default=[], metavar="NAME=VALUE",
+                    help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES), "
+                         "e.g. INFER_TYPES=False; needs --fresh")
     args = ap.parse_args()
+    for kv in args.ingest:   # before any index is opened: what the notes are read as
+        name, _, value = kv.partition("=")
+        module = next((m for m in INGEST_SWITCHES if hasattr(m, name)), None)
+        if module is None or not name.isupper():
+            ap.error(f"--ingest: no indexing switch {name!r} (one of FRONT_MATTER_PREAMBLE, INFER_TYPES)")
+        if not args.fresh:
+            ap.error("--ingest changes what is indexed: add --fresh (a kept index was read without it)")
+        setattr(module, name, type(getattr(module, name))(_value(value)))
     def setting(flag: str, name: str, value: str) -> tuple[str, object]:
         """Which part an override goes to (a search constant is upper case) and its typed value."""
         if name.isupper():

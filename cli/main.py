@@ -778,7 +778,7 @@ def cmd_outline(args) -> int:
 
 def cmd_status(args) -> int:
     from remembrancer.indexer.answers import StatusAnswer
-    from remembrancer.indexer.config import NO_CHECKOUT_NOTE, has_checkout
+    from remembrancer.indexer.config import shown_root
 
     raw = _backend(args).call("status")
     if args.json:
@@ -817,7 +817,7 @@ def cmd_status(args) -> int:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f"  HEAD {r.head_current[:10]} ({'indexed' if same else 'NOT indexed yet'})"
-        print(f"root {r.name}: {r.path if has_checkout(r.path) else NO_CHECKOUT_NOTE}{head}")
+        print(f"root {r.name}: {shown_root(r.path)}{head}")
     print(f"{st.documents} documents, {st.sections} sections, {st.passages} passages, "
           f"{st.vectors} vectors; generation {st.generation}; last indexed {when}")
     m = st.model

@@ -14,11 +14,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import Freshness
-from remembrancer.indexer.config import NOTES, Config, data_dir, ensure_data_dir, private_data_dir, socket_path
+from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
 from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
 
@@ -87,9 +87,7 @@ class LocalBackend:
             self.engine = Engine(config, readonly=True, embedder=embedder)
         self.progress = progress
         self.last_report = None
-        self._talks: LocalBackend | None = None   # the conversation folders' engine (_conversations)
-        self._log: LocalBackend | None = None   # the commits' engine (_commits)
-        self._source: LocalBackend | None = None   # the source folders' engine (_code)
+        self._beside: dict[str, LocalBackend] = {}   # the engines of the corpora beside the notes (_other)
         self._log_config: Config | bool | None = None   # its corpus (_commit_config); False: no repository
 
     def _fall_back(self, e: Exception) -> bool:
@@ -140,11 +138,11 @@ class LocalBackend:
         has_talks = bool(self.config.conversations)
         if method in api.READ_METHODS:   # notes, conversations, commits or all (indexer/search/across.py)
             return api.read_across(method, params, self._answer,
-                                   (lambda m, p: self._conversations()._answer(m, p)) if has_talks else None,
-                                   (lambda m, p: self._commits()._answer(m, p)) if self._commit_config() else None,
-                                   (lambda m, p: self._code()._answer(m, p)) if self.config.code else None)
+                                   self._reader(CONVERSATIONS, self.config.conversation_config) if has_talks else None,
+                                   self._reader(COMMITS, self._commit_config) if self._commit_config() else None,
+                                   self._reader(CODE, self.config.code_config) if self.config.code else None)
         if method in ("notify", "reindex") and has_talks and not self.readonly:
-            self._conversations().refresh()
+            self._other(CONVERSATIONS, self.config.conversation_config).refresh()
         return self._answer(method, params)
 
     def _commit_config(self) -> Config | None:
@@ -155,27 +153,17 @@ class LocalBackend:
             self._log_config = (commits_config(self.config) if self.config.kind == NOTES else None) or False
         return self._log_config or None
 
-    def _code(self) -> "LocalBackend":
-        """The engine of the session's source folders, opened when first asked, sharing the model."""
-        if self._source is None:
-            self._source = LocalBackend(self.config.code_config(), self.readonly, self.reason,
-                                        embedder=self.engine.core.loaded_embedder, progress=self.progress)
-        return self._source
+    def _other(self, kind: str, config: Callable[[], Config | None]) -> "LocalBackend":
+        """The engine of a corpus beside the notes (conversations, commits, code), opened when first
+        asked: by then the notes' engine has loaded the model if the request needed it, and they share it."""
+        if kind not in self._beside:
+            self._beside[kind] = LocalBackend(config(), self.readonly, self.reason,
+                                              embedder=self.engine.core.loaded_embedder, progress=self.progress)
+        return self._beside[kind]
 
-    def _commits(self) -> "LocalBackend":
-        """The engine of the commits, opened when first asked, sharing the notes' model."""
-        if self._log is None:
-            self._log = LocalBackend(self._commit_config(), self.readonly, self.reason,
-                                     embedder=self.engine.core.loaded_embedder, progress=self.progress)
-        return self._log
-
-    def _conversations(self) -> "LocalBackend":
-        """The engine of the session's conversation folders, opened when first asked: by then the
-        notes' engine has loaded the model if the request needed it, and the two share it."""
-        if self._talks is None:
-            self._talks = LocalBackend(self.config.conversation_config(), self.readonly, self.reason,
-                                       embedder=self.engine.core.loaded_embedder, progress=self.progress)
-        return self._talks
+    def _reader(self, kind: str, config: Callable[[], Config | None]):
+        """A read of that corpus, for api.read_across (its engine opened when first read)."""
+        return lambda m, p: self._other(kind, config)._answer(m, p)
 
     def _answer(self, method: str, params: dict) -> dict:
         from remembrancer.indexer import api
@@ -192,9 +180,8 @@ class LocalBackend:
         raise UserError(f"{method} needs a running daemon", hint="start one with `remembrancer serve`", code="no_daemon")
 
     def close(self) -> None:
-        for other in (self._talks, self._log, self._source):
-            if other:
-                other.close()
+        for other in self._beside.values():
+            other.close()
         self.engine.close()
 
 

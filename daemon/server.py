@@ -336,7 +336,7 @@ class Daemon:
             return {"queued": len(self.corpora.open)}
         if method in api.READ_METHODS:   # notes, conversations, or both (indexer/search/across.py)
             def notes(m: str, p: dict) -> dict:
-                corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+                corpus = self._notes_corpus(roots, within)
                 try:
                     corpus.catch_up_head(HEAD_WAIT_S)   # a commit made without the hooks: read before answering
                 except BaseException:
@@ -344,10 +344,12 @@ class Daemon:
                     raise
                 return self._read(corpus, m, p)
 
-            def talks(m: str, p: dict) -> dict:
-                corpus = self.corpora.acquire(conversations, kind=CONVERSATIONS)
-                corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
-                return self._read(corpus, m, p)
+            def on_demand(folders: list[str], kind: str):
+                def read(m: str, p: dict) -> dict:
+                    corpus = self.corpora.acquire(folders, kind=kind)
+                    corpus.settle(SETTLE_S)   # opened on demand (no client waits for its first index)
+                    return self._read(corpus, m, p)
+                return read
 
             # Only a request that may read the commits looks for them (a notes corpus is opened for it).
             log_config = None if without_notes or params.get("corpus") not in (COMMITS, ALL) \
@@ -358,14 +360,9 @@ class Daemon:
                 corpus.catch_up(SETTLE_S)   # opened on demand; a commit made since is read first
                 return self._read(corpus, m, p)
 
-            def source(m: str, p: dict) -> dict:
-                corpus = self.corpora.acquire(code, kind=CODE)
-                corpus.settle(SETTLE_S)   # opened on demand, as conversations are
-                return self._read(corpus, m, p)
-
             return api.read_across(method, params, None if without_notes else notes,
-                                   talks if conversations else None, log if log_config else None,
-                                   source if code else None)
+                                   on_demand(conversations, CONVERSATIONS) if conversations else None,
+                                   log if log_config else None, on_demand(code, CODE) if code else None)
         if method == "reindex" and (conversations or code):   # `index --conversations/--code`: each corpus
             out = {name: self._reindex(self.corpora.acquire(folders, kind=kind), params)
                    for name, folders, kind in (("conversations", conversations, CONVERSATIONS), ("code", code, CODE))
@@ -373,7 +370,7 @@ class Daemon:
             if roots is None and self.default_key is None:
                 return out
             return {**self._reindex(self._corpus(roots), params), **out}
-        corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+        corpus = self._notes_corpus(roots, within)
         if method == "reindex":
             return self._reindex(corpus, params)
         try:
@@ -409,10 +406,15 @@ class Daemon:
         finally:
             self.corpora.release(corpus)
 
+    def _notes_corpus(self, roots: list[str] | None, within: str | None) -> Corpus:
+        """The notes corpus a request reads, acquired: the one holding its folder (`within`), else
+        its roots' (or the default)."""
+        return self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+
     def _commit_config(self, roots: list[str] | None, within: str | None) -> Config | None:
         """The commits corpus of the notes a request reads (None: they are in no git repository;
         asked each time, as a folder may become one)."""
-        corpus = self.corpora.acquire_within(within) if within and roots is None else self._corpus(roots)
+        corpus = self._notes_corpus(roots, within)
         try:
             return commits_config(corpus.config)
         finally:

@@ -196,6 +196,13 @@ NO_CHECKOUT_NOTE = "no checkout here (pass --root CHECKOUT, your clone of the no
 def has_checkout(path: str | Path) -> bool:
     """False for a team reader's root that is a name only (no --root)."""
     return not Path(path).is_relative_to(NO_CHECKOUT)
+
+
+def shown_root(path: str | Path) -> str:
+    """A root's folder as `status` shows it: the path, or for a name-only root what to pass."""
+    return str(path) if has_checkout(path) else NO_CHECKOUT_NOTE
+
+
 # A transcript grows for as long as its session lasts: real ones reach tens of megabytes.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
 

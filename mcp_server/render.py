@@ -10,7 +10,7 @@ import time
 from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, HistoryAnswer, LatestAnswer, MemoryRow,
                                           NeighborsAnswer, Outline, Page, Result, SearchAnswer, StatusAnswer,
                                           VerifyAnswer, freshness_line)
-from remembrancer.indexer.config import COMMIT_TYPE, NO_CHECKOUT_NOTE, has_checkout
+from remembrancer.indexer.config import COMMIT_TYPE, shown_root
 from remembrancer.indexer.terms import elide
 
 
@@ -239,7 +239,7 @@ def status_text(out: StatusAnswer) -> str:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f", HEAD {r.head_current[:10]} ({'indexed' if same else 'not indexed yet'})"
-        lines.append(f"Root {r.name}: {r.path if has_checkout(r.path) else NO_CHECKOUT_NOTE}{head}")
+        lines.append(f"Root {r.name}: {shown_root(r.path)}{head}")
     when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at))
             if st and st.last_indexed_at else "never")
     counts = (st.documents, st.sections, st.vectors, st.generation) if st else ("?",) * 4

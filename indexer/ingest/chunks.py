@@ -164,6 +164,17 @@ def _pack(pieces: list[tuple[int, str]], start_line: int, max_chars: int) -> lis
     return chunks
 
 
+def passage_rows(embedded: list[str], texts: dict[str, str]) -> list[tuple[str, str]]:
+    """(sha, text) of each embedded text, in order — a section's passages; each text is kept in
+    `texts` (the document's, by sha: one vector per distinct text)."""
+    rows = []
+    for text in embedded:
+        sha = text_sha(text)
+        texts[sha] = text
+        rows.append((sha, text))
+    return rows
+
+
 def embedded_texts(header: str, body: str) -> list[str]:
     """What a section embeds: its context header alone, then each block under the header."""
     return [header] + [f"{header}\n{p}" for p in passages(body)]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from remembrancer.indexer.config import CODE_TYPE
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
-from remembrancer.indexer.ingest.document import Prepared, decode
+from remembrancer.indexer.ingest.document import Prepared, decode, redacted_warning
 from remembrancer.indexer.ingest.markdown import ParsedDocument, Section
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
@@ -234,7 +234,7 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, fallba
     text, warnings = decode(f.path, data)
     text, redacted = (redactor or DEFAULT_REDACTOR).redact(text)
     if redacted:
-        warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
+        warnings.append(redacted_warning(f.path, redacted))
     lines, cut = pieces(text, f.rel)
     doc = DocumentRecord(path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data), size=f.size,
                          mtime_ns=f.stamp, doc_type=CODE_TYPE, date=fallback_date, title=f.rel,
@@ -267,11 +267,7 @@ def _section(rel: str, heading: str, part: Part, body: str, date: str | None, te
     named = " ".join(w for crumb in part.chain for w in split_identifier(crumb))
     if named and named != " > ".join(part.chain).lower():   # `too_wide` is embedded as "too wide" too
         header += f" ({named})"
-    passages = []
-    for embedded in chunking.embedded_texts(header, body):
-        sha = chunking.text_sha(embedded)
-        texts[sha] = embedded
-        passages.append((sha, embedded))
+    passages = chunking.passage_rows(chunking.embedded_texts(header, body), texts)
     first = part.start + 1
     chunks = []
     for c in chunking.split_section(body, first):

@@ -23,7 +23,7 @@ from pathlib import Path
 from remembrancer.indexer.config import COMMIT_TYPE, COMMITS, Config, Root
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest.corpus import CorpusFile, WalkResult, blob_id, head_id, open_repo
-from remembrancer.indexer.ingest.document import Prepared, Skip, decode
+from remembrancer.indexer.ingest.document import Prepared, Skip, decode, redacted_warning
 from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
 
@@ -200,18 +200,14 @@ def prepare(f: CommitRef, data: bytes, redactor: Redactor | None = None) -> Prep
     parts = facts[len(FACTS_MARK):].split(" · ")
     author, when = (parts[1], parts[2]) if len(parts) >= 3 else (None, None)
     if redacted:
-        warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
+        warnings.append(redacted_warning(f.path, redacted))
     if f.size > MAX_MESSAGE_BYTES:
         warnings.append(f"{f.path}: its message is over {MAX_MESSAGE_BYTES:,} bytes; indexed up to there")
     body = "\n".join(lines[2:]) if len(lines) > 2 else ""
     date = (when or "")[:10] or None
     header = chunking.context_header(COMMIT_TYPE, "", subject)
     texts: dict[str, str] = {}
-    passages = []
-    for embedded in chunking.embedded_texts(header, body):
-        sha = chunking.text_sha(embedded)
-        texts[sha] = embedded
-        passages.append((sha, embedded))
+    passages = chunking.passage_rows(chunking.embedded_texts(header, body), texts)
     section = SectionRecord(heading=subject, title=subject, level=1, start_line=1, end_line=len(lines), date=date,
                             stale=False, content=text, body=body, entities=[],
                             chunks=chunking.split_section(text, 1), passages=passages)

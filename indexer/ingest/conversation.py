@@ -25,7 +25,7 @@ from pathlib import Path
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest import transcripts
 from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
-from remembrancer.indexer.ingest.document import Prepared, decode
+from remembrancer.indexer.ingest.document import Prepared, decode, redacted_warning
 from remembrancer.indexer.redact import (DEFAULT_REDACTOR, MARKER_RE, Redactor, SecretHashes, redact_values,
                                          removed_secrets, salted_sha256)
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
@@ -154,13 +154,9 @@ def _usable_tail(stored: dict | None, data: bytes, policy: str, prefix=None) -> 
 def _section(doc_type: str, ex: transcripts.Exchange, texts: dict[str, str]) -> SectionRecord:
     content = ex.text()
     header = chunking.context_header(doc_type, "", ex.heading)
-    passages = []
     # Embedded without the tools' ordinary output (errors kept); BM25 and the literal leg read it all.
     # transcripts-dev: the same answers first and in the top 5, indexing 22 % faster (docs/conversations.md).
-    for embedded in chunking.embedded_texts(header, ex.text(outputs=False)):
-        sha = chunking.text_sha(embedded)
-        texts[sha] = embedded
-        passages.append((sha, embedded))
+    passages = chunking.passage_rows(chunking.embedded_texts(header, ex.text(outputs=False)), texts)
     chunks = [chunking.Chunk(c.part, c.nparts, ex.start_line, ex.end_line, c.text)
               for c in chunking.split_section(content, ex.start_line)]
     return SectionRecord(heading=ex.heading, title=ex.heading, level=1, start_line=ex.start_line,
@@ -232,7 +228,7 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     bad = prior["bad_lines"] + tr.bad_lines
     warnings += transcripts.bad_line_warnings(f.path, bad, prior["bad_count"] + len(tr.bad_lines))
     if counts:
-        warnings.append(f"{f.path}: {sum(counts.values())} secret(s) redacted ({', '.join(sorted(counts))})")
+        warnings.append(redacted_warning(f.path, counts))
 
     def fact(name: str):   # what a whole read would say: the first value seen, the last time
         new, old = getattr(tr, name), before.get(name)

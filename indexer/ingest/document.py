@@ -52,6 +52,11 @@ def read_file(f: CorpusFile, max_bytes: int | None = None) -> bytes:
         raise Skip(str(e)) from None
 
 
+def redacted_warning(path: str, counts: dict[str, int]) -> str:
+    """The warning a document's redactions leave: how many, by which families (never the values)."""
+    return f"{path}: {sum(counts.values())} secret(s) redacted ({', '.join(sorted(counts))})"
+
+
 def decode(path: str, data: bytes) -> tuple[str, list[str]]:
     """UTF-8 text (BOM dropped); binary files refused; bad bytes replaced with a warning."""
     if b"\0" in data[:BINARY_PROBE]:
@@ -92,7 +97,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     if is_secret_document(parsed.front_matter, text):
         raise Skip(f"{f.path}: not indexed (front matter secret: true)")
     if redacted:
-        warnings.append(f"{f.path}: {sum(redacted.values())} secret(s) redacted ({', '.join(sorted(redacted))})")
+        warnings.append(redacted_warning(f.path, redacted))
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
     doc_type, named = layout.typed(f.rel)
@@ -121,11 +126,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
             # the front matter names and sums up the note, as a heading does: it is the preamble's
             # first passage, the one counted like a heading (answer.HEADING_PASSAGE_WEIGHT)
             texts[0] = f"{header}\n{said}"
-        passages = []
-        for embedded in texts:
-            sha = chunking.text_sha(embedded)
-            prepared.texts[sha] = embedded
-            passages.append((sha, embedded))
+        passages = chunking.passage_rows(texts, prepared.texts)
         prepared.sections.append(SectionRecord(
             heading=s.heading, title=s.title, level=s.level,
             start_line=s.start_line, end_line=s.end_line,

@@ -569,7 +569,7 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
     return sections
 
 
-FRONT_MATTER_PREAMBLE = True   # switch for the measurement only (docs/ranking.md)
+FRONT_MATTER_PREAMBLE = True   # for measurement only: bench/eval_all.py --ingest FRONT_MATTER_PREAMBLE=False --fresh
 
 
 def with_front_matter_preamble(doc: ParsedDocument) -> ParsedDocument:

@@ -27,8 +27,8 @@ class Layout:
     """
 
     def __init__(self, rules: tuple[tuple[str, str], ...]):
-        self.rules = [(_glob_regex(g), t) for g, t in rules]
-        self.globs = [g for g, _ in rules]
+        # (pattern, doc type, named: a rule of its own, not the catch-all)
+        self.rules = [(_glob_regex(g), t, g not in ("*", "**")) for g, t in rules]
 
     def type_of(self, rel: str) -> str:
         return self.typed(rel)[0]
@@ -36,9 +36,9 @@ class Layout:
     def typed(self, rel: str) -> tuple[str, bool]:
         """(doc type, named by a rule of its own): False when only the catch-all (`*`) or no rule
         matched — the type is then the notes' to say (`inferred_type`)."""
-        for (regex, doc_type), glob in zip(self.rules, self.globs):
+        for regex, doc_type, named in self.rules:
             if regex.fullmatch(rel):
-                return doc_type, glob not in ("*", "**")
+                return doc_type, named
         return "doc", False
 
 
@@ -151,7 +151,7 @@ class Entity:
 # heading) is a journal; front matter that names the thing's other names (aliases) makes a record.
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
-INFER_TYPES = True             # switch for the measurement (docs/ranking.md)
+INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
 
 
 def inferred_type(front_matter: dict, heading_chains: list[list[str]]) -> str | None:

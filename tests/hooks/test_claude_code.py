@@ -216,7 +216,7 @@ def test_mcp_config_carries_every_flag_into_every_line_and_the_desktop_entry(tmp
 
 
 def test_mcp_config_carries_a_team_store(tmp_path):
-    """`mcp config --store URL` registers a reader of the team store (issue 30: --store was ignored)."""
+    """`mcp config --store URL` registers a reader of the team store: the flag reaches both lines."""
     import shlex
 
     notes = tmp_path / "notes"

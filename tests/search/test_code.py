@@ -220,3 +220,13 @@ def test_the_code_table_of_the_config_file(tmp_path, monkeypatch, src):
         with pytest.raises(UserError) as err:
             load_config([])
         assert says in err.value.message, err.value.message
+
+
+def test_every_ending_the_chunker_reads_is_one_a_code_corpus_takes():
+    """config.CODE_SUFFIXES (what the walk takes) and code.LANGUAGES (what tree-sitter reads) are two
+    lists (config cannot import the chunker): a language added to one only would be never walked,
+    or walked and cut into windows without its grammar."""
+    from remembrancer.indexer.config import CODE_SUFFIXES
+
+    assert set(code.LANGUAGES) <= set(CODE_SUFFIXES)
+    assert not {s for s in CODE_SUFFIXES if s not in code.LANGUAGES} - {".sql", ".toml", ".yaml", ".yml"}

@@ -160,3 +160,34 @@ def test_the_detail_answers_before_the_summary_that_encloses_it():
     assert ranked(rows, {1: 0.10, 2: 0.10, 3: 1.00, 4: 0.10, 5: 0.98}, q)[0] == 3     # siblings keep their order
     off = rank.RankingConfig(detail_margin=0.0)
     assert ranked(rows, {1: 1.00, 2: 0.95, 3: 0.93, 4: 0.99, 5: 0.10}, q, off)[0] == 1
+
+
+def test_a_secret_in_front_matter_reaches_no_preamble_passage_or_answer(tmp_path, tiny_engine, monkeypatch):
+    """Front matter is now text the index keeps and embeds: a token written as a value (a key of its
+    own, inside a list, inside a description) is redacted before the preamble is made, so neither
+    its lines, its embedded passage, a keyword search nor a read holds it."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    note = (f"---\nname: deploy bot\napi_token: {token}\nowners: [ops, {token}]\n"
+            f"description: the bot logs in with {token} on every run\n---\n# Deploy bot\n\nRuns deploys.\n")
+    from remembrancer.indexer.engine.writer import Writer
+
+    embedded: list[str] = []   # every text the writer hands the model (a spy on the real path)
+    real = Writer._prepare
+
+    def spy(self, *args, **kwargs):
+        prepared = real(self, *args, **kwargs)
+        embedded.extend(prepared.texts.values())
+        return prepared
+
+    monkeypatch.setattr(Writer, "_prepare", spy)
+    e = tiny_engine(write_tree(tmp_path / "notes", {"components/bot.md": note}))
+    assert any("owners:" in t for t in embedded) and not any(token in t for t in embedded)
+    view = e.view()
+    rows = [s for s in view.catalog.sections("components/bot.md")]
+    assert rows and rows[0].heading == "" and all(token not in (s.content or "") + (s.body or "") for s in rows)
+    said = front_matter_text(with_front_matter_preamble(parse_markdown(note)).front_matter)
+    assert token in said   # unredacted, the rendering would carry it: the redaction before it is what keeps it out
+    page = api.do_read(view, {"path": "components/bot.md", "heading": ""})
+    assert token not in page["content"] and "owners:" in page["content"]
+    assert not api.do_search(view, {"query": token, "exact": True})["results"]
+    assert token not in str(api.do_search(view, {"query": "deploy bot token", "limit": 5}))
