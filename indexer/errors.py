@@ -76,7 +76,8 @@ class UserError(Exception):
     def __str__(self) -> str:
         parts = [self.message]
         if self.options:
-            parts.append("valid: " + ", ".join(self.options))
+            # an empty option is a real one (a document's preamble is the heading ""): shown, not lost
+            parts.append("valid: " + ", ".join(o if o else '""' for o in self.options))
         if self.hint:
             parts.append(self.hint)
         return scrubbed(" — ".join(parts))

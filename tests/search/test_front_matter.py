@@ -191,3 +191,15 @@ def test_a_secret_in_front_matter_reaches_no_preamble_passage_or_answer(tmp_path
     assert token not in page["content"] and "owners:" in page["content"]
     assert not api.do_search(view, {"query": token, "exact": True})["results"]
     assert token not in str(api.do_search(view, {"query": "deploy bot token", "limit": 5}))
+
+
+def test_a_missed_heading_names_the_preamble_among_the_valid_ones(tmp_path, tiny_engine):
+    """The preamble's heading is "": in the list of valid headings it is shown as `""`, not as nothing."""
+    import pytest
+
+    from remembrancer.indexer.errors import UserError
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {"memory/project_freeze.md": FREEZE}))
+    with pytest.raises(UserError) as err:
+        api.do_read(e.view(), {"path": "memory/project_freeze.md", "heading": "Schedule"})
+    assert err.value.options == [""] and 'valid: ""' in str(err.value)
