@@ -75,7 +75,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
 PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
-                   "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0},
+                   "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0,
+                   "POINTER_CREDIT": False},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
@@ -84,6 +85,7 @@ ABLATIONS = {
     "literal leg": {"const": {"LITERAL_LEG": False}},
     "identifier lean (dense 0.6)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
     "abstention": {"const": {"ABSTENTION": False}},
+    "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0), ("intention_factor", 1.0),

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from remembrancer.indexer import terms
 from remembrancer.indexer.answers import IndexStatus, RootHeads
-from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.ingest import links, meta
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, VectorIndex
@@ -25,6 +25,13 @@ from remembrancer.indexer.store.local import fulltext
 from .core import Core
 from .report import IndexReport
 from .writer import link_resolver
+
+
+class Pointer(NamedTuple):
+    """A list item naming another document (links.pointer): search credits `target` with its hook."""
+    source: str            # the document the item is in
+    target: str            # the document it points at
+    anchor: str | None     # the heading after '#', if any
 
 
 class ReadCache:
@@ -228,6 +235,32 @@ class ReadView:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], lk["source"])
             got = c.scoped_links = (key, rows)
         return got[1]
+
+    def outbound_links(self, doc_id: int, path: str) -> list[dict]:
+        """A document's links, each resolved as this request's scope sees them."""
+        if self.scope:
+            return [lk for lk in self.links_in_scope() if lk["source"] == path]
+        return self.catalog.link_rows(source_doc_id=doc_id)
+
+    def pointers(self, passage_ids) -> dict[int, Pointer]:
+        """The passages among `passage_ids` that are pointers — a list item opening with a link to
+        another visible document (links.pointer), in a section that is an index (links.is_index) —
+        and the document each points at."""
+        out: dict[int, Pointer] = {}
+        outbound: dict[int, list[dict]] = {}
+        found = {pid: (row, link) for pid, row in self.catalog.passage_texts(passage_ids).items()
+                 if (link := links.pointer(row[3].partition("\n")[2], row[2])) is not None}   # past its header line
+        lists = self.catalog.sections_by_id(sorted({row[0] for row, _ in found.values()})) if found else {}
+        for pid, ((sid, doc_id, path, _), link) in found.items():
+            if sid not in lists or not links.is_index(lists[sid].content or ""):
+                continue   # a link a list item opens with in passing ("- [[pg1]] record: new § Backups")
+            if doc_id not in outbound:
+                outbound[doc_id] = self.outbound_links(doc_id, path)
+            for lk in outbound[doc_id]:
+                if lk["kind"] == link.kind and lk["target"] == link.target and lk["resolved"] not in (None, path):
+                    out[pid] = Pointer(path, lk["resolved"], link.anchor)
+                    break
+        return out
 
     # -- facts --------------------------------------------------------------------------------------
     def last_run(self, report: IndexReport | None = None) -> dict | None:

@@ -19,6 +19,7 @@ from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, Fil
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
@@ -49,6 +50,10 @@ LITERAL_LEG = True
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
+# A pointer's words (a MEMORY.md hook) speak for the document it names (_credit_pointers): read
+# for the best few candidates of each phrasing. Off only to measure it.
+POINTER_CREDIT = True
+POINTER_POOL = 10
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -90,6 +95,7 @@ class Candidate:
     fused: float | None = None   # the question's own fused score (None: not fused, or not found by it)
     by_question: bool = True     # found by the question itself (alternates: a rephrasing may nominate)
     alt_bonus: float = 0.0       # what the rephrasings' evidence added
+    passage: int = -1            # the passage behind `dense` (-1: none)
 
     def explanation(self) -> list[str]:
         head = []
@@ -357,6 +363,8 @@ class Lookups:
         self._labels: set[int] | None = None
         self._passages: dict[int, tuple[int, bool]] = {}
         self._probes: dict[str, list[tuple[int, bool]]] = {}
+        self._pointers: dict[int, object] = {}
+        self._landing: dict[tuple[str, str | None], object] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -369,6 +377,25 @@ class Lookups:
         if new:
             self._passages.update(self.view.catalog.passages_by_id(new))
         return self._passages
+
+    def pointers(self, labels: list[int]) -> dict:
+        """passage id → Pointer (engine/view.py) for the pointers among these passages."""
+        new = [label for label in labels if label not in self._pointers]
+        if new:
+            found = self.view.pointers(new)
+            self._pointers.update({label: found.get(label) for label in new})
+        return {label: self._pointers[label] for label in labels if self._pointers[label] is not None}
+
+    def section_of(self, path: str, anchor: str | None) -> int | None:
+        """The section a link lands on: the one its anchor names, else the document's first."""
+        key = (path, anchor)
+        if key not in self._landing:
+            heads = self.view.catalog.section_heads_by_id(self.view.catalog.section_ids_of([path]))
+            ordered = sorted(heads.values(), key=lambda s: (s.start_line, s.id))
+            named = [s for s in ordered if anchor and links.anchor_matches(s.title or "", anchor)]
+            self._landing[key] = (named or ordered or [None])[0]
+        s = self._landing[key]
+        return None if s is None else s.id
 
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
         """(section id, in its heading?) of every visible section whose content holds `probe`
@@ -407,7 +434,8 @@ def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = Tru
             if heading_only:
                 sim *= HEADING_PASSAGE_WEIGHT
             c = cand(sid)
-            c.dense = max(c.dense, sim)
+            if sim > c.dense:
+                c.dense, c.passage = sim, label
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
     # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
@@ -430,7 +458,31 @@ def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = Tru
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
+    if POINTER_CREDIT:
+        _credit_pointers(cands, shared)
     return Phrasing(query, cands, probes_found)
+
+
+def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:
+    """A pointer — a list item opening with a link, the rest saying what the linked document holds
+    (Claude Code's MEMORY.md: `- [Title](file.md) — hook`) — speaks for the document it names: when
+    one of the best candidates is best matched by such an item, the document it points at (its
+    first section, or the one its `#anchor` names) goes just above it. The index card says where
+    the answer is; the file holds it."""
+    top = sorted((c for c in cands.values() if c.passage >= 0),
+                 key=lambda c: (-c.score, c.section_id))[:POINTER_POOL]
+    pointers = shared.pointers([c.passage for c in top])
+    for c in top:
+        p = pointers.get(c.passage)
+        sid = None if p is None else shared.section_of(p.target, p.anchor)
+        if sid is None or (shared.allowed is not None and sid not in shared.allowed) or sid == c.section_id:
+            continue
+        t = cands.get(sid)
+        if t is None:
+            t = cands[sid] = Candidate(sid)
+        if t.score <= c.score:
+            t.score = c.score + 1e-6
+            t.why.append(f"pointed at by a list item of {p.source} that matches the question best")
 
 
 def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:
