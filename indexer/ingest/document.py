@@ -105,7 +105,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
         doc_type = meta.inferred_type(fm, chains) or doc_type
     doc_date = meta.document_date(f.rel, fm)
-    doc_stale = meta.document_is_stale(fm)
+    doc_stale = meta.document_is_stale(fm, parsed.sections)
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),

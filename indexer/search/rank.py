@@ -95,6 +95,10 @@ class RankingConfig:
     # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
     outcome_tie_margin: float = 0.0
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
+    # A section or document marked superseded / obsolete says it no longer holds: for a question
+    # about how things are or how to do them (not about the past or history) it steps back.
+    # Chosen on memory-dev-3 (0.5–0.8 alike), checked on the others (docs/ranking.md).
+    stale_factor: float = 0.8
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     # The literal leg credits the named entity's own record only for a question about its facts:
@@ -144,7 +148,7 @@ class RankingConfig:
 
 
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
-SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+SETTING_RANGES = {"stale_factor": (0.0, 10.0), "outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
                   "compaction_factor": (0.0, 10.0),
                   "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
@@ -272,6 +276,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
         if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
             scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
+        if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
+            scale(cfg.stale_factor, "marked superseded, for a question about how things are")
         if reads_text(s, it, cfg) and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor
