@@ -62,14 +62,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from remembrancer.indexer.search import answer as search# noqa: E402
 from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
-from remembrancer.indexer.ingest import markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
+from remembrancer.indexer.ingest import document as ingest_document, markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
 
 COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
 CODE_SET = "code"         # this checkout's source and tests/data/code's questions; asked by name (--sets code)
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
          "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
-INGEST_SWITCHES = (ingest_markdown, ingest_meta)   # modules whose upper-case switches --ingest may set
+INGEST_SWITCHES = (ingest_markdown, ingest_meta, ingest_document)   # modules whose upper-case switches --ingest may set
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
