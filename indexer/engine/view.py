@@ -244,15 +244,17 @@ class ReadView:
 
     def pointers(self, passage_ids) -> dict[int, Pointer]:
         """The passages among `passage_ids` that are pointers — a list item opening with a link to
-        another visible document (links.pointer), in a section that is an index (links.is_index) —
+        another visible document (links.pointer), in a document that is an index (links.is_index) —
         and the document each points at."""
         out: dict[int, Pointer] = {}
         outbound: dict[int, list[dict]] = {}
         found = {pid: (row, link) for pid, row in self.catalog.passage_texts(passage_ids).items()
                  if (link := links.pointer(row[3].partition("\n")[2], row[2])) is not None}   # past its header line
-        lists = self.catalog.sections_by_id(sorted({row[0] for row, _ in found.values()})) if found else {}
-        for pid, ((sid, doc_id, path, _), link) in found.items():
-            if sid not in lists or not links.is_index(lists[sid].content or ""):
+        indexes: dict[str, bool] = {}   # document path → is it an index (its items mostly pointers)?
+        for pid, ((_, doc_id, path, _), link) in found.items():
+            if path not in indexes:
+                indexes[path] = links.is_index("\n".join(s.content or "" for s in self.catalog.sections(path)))
+            if not indexes[path]:
                 continue   # a link a list item opens with in passing ("- [[pg1]] record: new § Backups")
             if doc_id not in outbound:
                 outbound[doc_id] = self.outbound_links(doc_id, path)

@@ -32,7 +32,7 @@ _BACKTICKS_RE = re.compile(r"`+")
 _POINTER_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(?=\[)")
 _ITEM_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S", re.MULTILINE)
 INDEX_MIN_POINTERS = 2   # an index lists at least this many documents …
-INDEX_POINTER_SHARE = 2 / 3   # … and most of its items are such pointers
+INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointers
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,12 @@ def pointer(block: str, source_path: str) -> Link | None:
     return next((lk for lk in parse_links(line, source_path) if lk.kind == kind), None)
 
 
-def is_index(section_text: str) -> bool:
-    """Whether a section is an index — most of its list items point at a document — rather than
-    notes that open an item with a link in passing ("- [[pg1]] record: new § Backups")."""
-    starts = [m.start() for m in _ITEM_RE.finditer(section_text)]
-    pointers = sum(1 for i in starts if pointer(section_text[i:], "") is not None)
+def is_index(text: str) -> bool:
+    """Whether a document is an index — most of its list items point at a document, one group per
+    heading or all in one list — rather than notes that open an item with a link in passing
+    ("- [[pg1]] record: new § Backups")."""
+    starts = [m.start() for m in _ITEM_RE.finditer(text)]
+    pointers = sum(1 for i in starts if pointer(text[i:], "") is not None)
     return pointers >= INDEX_MIN_POINTERS and pointers >= INDEX_POINTER_SHARE * len(starts)
 
 
