@@ -764,7 +764,7 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
     for i, c in enumerate(shown):
         s = rows[c.section_id]
         r = Result(path=s.path, heading=s.heading, lines=[s.start_line, s.end_line], score=round(c.score, 4),
-                   type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.heading, query),
+                   type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.content or s.heading, query),
                    provenance=c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
                    tokens=estimate_tokens(s.content), stale=True if s.stale or s.doc_stale else None)
         r.also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])

@@ -217,3 +217,13 @@ def test_a_long_description_is_cut_at_a_word_in_the_context_header():
     said = document._context_description({"description": "word " * 200})
     assert len(said) <= document.DESCRIPTION_CONTEXT_CHARS + 2 and said.endswith("word …")
     assert document._context_description({"description": ["not", "a", "string"]}) == ""
+
+
+def test_a_front_matter_only_note_shows_its_lines_as_the_snippet(tmp_path, tiny_engine):
+    """A note that is all front matter has a preamble with no body: its snippet is its lines, not
+    an empty string."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {"memory/freeze.md": "---\nname: freeze\ndescription: "
+                                                    "no deploys from December 21 to January 4\n---\n"}))
+    out = api.do_search(e.view(), {"query": "deploys December", "limit": 3})
+    first = (out["results"] or out["best_weak"])[0]
+    assert first["heading"] == "" and "no deploys from December 21" in first["snippet"]
