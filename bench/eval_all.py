@@ -496,7 +496,7 @@ def print_loco(table: dict, sweeps: dict, title: str, markdown: bool = False) ->
         print("|---|" + "---|" * len(sets))
         for key in table["rows"]:
             print(f"| {label[key]} | " + " | ".join(cells[key]) + " |")
-        print("| all constants | " + " | ".join(total) + " |")
+        print("| all constants | " + " | ".join(total) + " |\n")
 
 
 def context_markdown(results: dict) -> str:
