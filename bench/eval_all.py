@@ -83,7 +83,7 @@ MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-firs
 ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
-PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
+PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False,
                    "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0,
                    "POINTER_CREDIT": False},
          "ranking": {"enabled": False}}
@@ -92,12 +92,11 @@ PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE
 ABLATIONS = {
     "heading passage (×0.88)": {"const": {"HEADING_PASSAGE_WEIGHT": 0.0}},
     "literal leg": {"const": {"LITERAL_LEG": False}},
-    "identifier lean (dense 0.6)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
     "abstention": {"const": {"ABSTENTION": False}},
     "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0), ("intention_factor", 1.0),
+for _key, _off in (("howto_steps_boost", 1.0), ("intention_factor", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0),
                    ("detail_margin", 0.0), ("stale_factor", 1.0)):
     if hasattr(RankingConfig(), _key):
@@ -114,8 +113,8 @@ def leg_settings() -> tuple:
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of the search constants (leg_settings) and of whether the named record is credited, and
-    copied for every rule configuration: the rules, abstention and results run as in the product.
+    setting of the search constants (leg_settings) and copied for every rule configuration: the
+    rules, abstention and results run as in the product.
     Latency figures are taken from the uncached rows only."""
 
     def __init__(self):
@@ -136,12 +135,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, shared, credit_record=True):
+    def _cached_phrasing(self, engine, query, qvec, shared):
         if shared.allowed is not None:
-            return self.phrasing(engine, query, qvec, shared, credit_record)
-        key = (id(engine), query, credit_record, leg_settings())
+            return self.phrasing(engine, query, qvec, shared)
+        key = (id(engine), query, leg_settings())
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, shared, credit_record)
+            self.legs[key] = self.phrasing(engine, query, qvec, shared)
         ph = self.legs[key]
         # a copy the rules can change: every other field of the phrasing as it was
         return ph._replace(cands={sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},

@@ -31,7 +31,6 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
-W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
@@ -311,12 +310,9 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         if waiting:
             notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
                          "indexed): they are found by keywords only until an index run embeds them")
-    # Whether the named entity's record is credited is read from the question's wording, for every
-    # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
-    credit = rank.credits_named_record(it, view.config.ranking)
     shared = Lookups(view, allowed)
-    evidence = [_phrasing(view, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
+    evidence = [_phrasing(view, text, vec, shared) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
@@ -406,10 +402,9 @@ class Lookups:
         return self._probes[probe]
 
 
-def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
+def _phrasing(view, query: str, qvec, shared: Lookups) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once), within the
-    request's filter and with its shared lookups (`shared`). `credit_record`: whether the named
-    entity's own record gets the literal leg's credit."""
+    request's filter and with its shared lookups (`shared`)."""
     allowed = shared.allowed
     cands: dict[int, Candidate] = {}
 
@@ -438,17 +433,14 @@ def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = Tru
                 c.dense, c.passage = sim, label
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
-    # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
-    # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
-    # Names are found as whole words, so an alias that is a plain word counts too.
+    # own record only (its front matter defines it; elsewhere it is a passing mention). Names are
+    # found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = view.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
-    elif not credit_record:
-        own = set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
@@ -537,9 +529,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
     dense_vals = [c.dense for c in cands.values() if c.dense > 0]
     d_min, d_max = (min(dense_vals), max(dense_vals)) if dense_vals else (0.0, 1.0)
     span = (d_max - d_min) or 1.0
-    w_dense = W_DENSE_IDENT if identifier_query else W_DENSE
-    if not dense_vals:
-        w_dense = 0.0
+    w_dense = W_DENSE if dense_vals else 0.0
     lit_max = max(c.literal for c in cands.values()) or 1
     for c in cands.values():
         bm = c.bm25 / bm_max

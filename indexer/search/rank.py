@@ -101,9 +101,6 @@ class RankingConfig:
     stale_factor: float = 0.8
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    # The literal leg credits the named entity's own record only for a question about its facts:
-    # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
-    record_credit_by_intent: bool = True
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
     # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
     # what it is now or whether it happened — a plan section steps back unless the question speaks of
@@ -205,13 +202,6 @@ def intent(query: str) -> Intent:
     return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
 
 
-def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
-    """Whether the literal leg should credit the named entity's own record: its front matter
-    defines the name, so the record is evidence for what the entity *is* — not for how to do
-    something to it (a runbook), what happened to it (the journal) or whether something is done."""
-    return not (cfg.enabled and cfg.record_credit_by_intent and (it.howto or it.past or it.outcome))
-
-
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
 _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 _STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
@@ -248,8 +238,7 @@ def date_value(date: str | None) -> int | None:
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
-    """Adjust candidate scores in place. `rows` maps section id → SectionRow. (Which entity's
-    record a question is about is decided earlier, by the literal leg: credits_named_record.)"""
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow."""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
