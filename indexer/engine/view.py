@@ -41,6 +41,7 @@ class ReadCache:
         self.keyword_indexes = scope.KeywordIndexes()
         self.entities: tuple = (-1, {}, [])
         self.scoped_links: tuple | None = None
+        self.indexes: tuple[int, dict[str, bool]] = (-1, {})   # document path → is it an index?
         self.lowered_scoped: tuple | None = None   # the last scope's visible rows of `lowered`
         self.lowered: tuple[int, list] = (-1, [])
         self.words: tuple[tuple, frozenset[str]] = ((), frozenset())
@@ -242,6 +243,17 @@ class ReadView:
             return [lk for lk in self.links_in_scope() if lk["source"] == path]
         return self.catalog.link_rows(source_doc_id=doc_id)
 
+    def _is_index(self, path: str) -> bool:
+        """Whether the document at `path` is an index (links.is_index), cached per generation."""
+        c = self._cache
+        gen = self.catalog.generation
+        if c.indexes[0] != gen:
+            c.indexes = (gen, {})
+        known = c.indexes[1]
+        if path not in known:
+            known[path] = links.is_index("\n".join(s.content or "" for s in self.catalog.sections(path)))
+        return known[path]
+
     def pointers(self, passage_ids) -> dict[int, Pointer]:
         """The passages among `passage_ids` that are pointers — a list item opening with a link to
         another visible document (links.pointer), in a document that is an index (links.is_index) —
@@ -250,11 +262,8 @@ class ReadView:
         outbound: dict[int, list[dict]] = {}
         found = {pid: (row, link) for pid, row in self.catalog.passage_texts(passage_ids).items()
                  if (link := links.pointer(row[3].partition("\n")[2], row[2])) is not None}   # past its header line
-        indexes: dict[str, bool] = {}   # document path → is it an index (its items mostly pointers)?
         for pid, ((_, doc_id, path, _), link) in found.items():
-            if path not in indexes:
-                indexes[path] = links.is_index("\n".join(s.content or "" for s in self.catalog.sections(path)))
-            if not indexes[path]:
+            if not self._is_index(path):
                 continue   # a link a list item opens with in passing ("- [[pg1]] record: new § Backups")
             if doc_id not in outbound:
                 outbound[doc_id] = self.outbound_links(doc_id, path)

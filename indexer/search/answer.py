@@ -23,7 +23,8 @@ from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
-from remembrancer.indexer.engine.view import ReadView
+from remembrancer.indexer.engine.view import Pointer, ReadView
+from remembrancer.indexer.store.base import SectionRow
 
 log = logging.getLogger(__name__)
 
@@ -359,8 +360,8 @@ class Lookups:
         self._labels: set[int] | None = None
         self._passages: dict[int, tuple[int, bool]] = {}
         self._probes: dict[str, list[tuple[int, bool]]] = {}
-        self._pointers: dict[int, object] = {}
-        self._landing: dict[tuple[str, str | None], object] = {}
+        self._pointers: dict[int, Pointer | None] = {}
+        self._landing: dict[tuple[str, str | None], SectionRow | None] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -374,8 +375,8 @@ class Lookups:
             self._passages.update(self.view.catalog.passages_by_id(new))
         return self._passages
 
-    def pointers(self, labels: list[int]) -> dict:
-        """passage id → Pointer (engine/view.py) for the pointers among these passages."""
+    def pointers(self, labels: list[int]) -> dict[int, Pointer]:
+        """passage id → Pointer for the pointers among these passages."""
         new = [label for label in labels if label not in self._pointers]
         if new:
             found = self.view.pointers(new)
