@@ -109,7 +109,8 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
         doc_type = meta.inferred_type(fm, chains) or doc_type
     doc_date = meta.document_date(f.rel, fm)
-    doc_stale = meta.document_is_stale(fm, parsed.sections)
+    # a journal records what was seen: a day that notes "status: deprecated the v1 API" is not itself stale
+    doc_stale = meta.document_is_stale(fm, parsed.sections if doc_type != "journal" else ())
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),

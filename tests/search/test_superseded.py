@@ -56,8 +56,12 @@ def test_a_document_whose_opening_says_superseded_is_stale():
 
 
 def test_a_superseded_records_sections_are_stale_in_the_index(tmp_path, tiny_engine):
-    e = tiny_engine(write_tree(tmp_path / "notes", {"decisions/ADR-003.md": OLD, "decisions/ADR-009.md": NEW}))
+    """…and a journal day that notes a status change is what was seen that day, not stale itself."""
+    day = "# 2033-12-07\n\n- Status: deprecated the v1 relay cache keys\n- moved to Valkey\n"
+    e = tiny_engine(write_tree(tmp_path / "notes", {"decisions/ADR-003.md": OLD, "decisions/ADR-009.md": NEW,
+                                                    "journal/2033-12-07.md": day}))
     out = api.do_search(e.view(), {"query": "relay hot cache Redis Valkey", "limit": 10})
+    assert "journal/2033-12-07.md" in {r["path"] for r in out["results"]}
     stale = {(r["path"], r["heading"]) for r in out["results"] if r.get("stale")}
     assert stale == {("decisions/ADR-003.md", "ADR-003: Relay cache on ElastiCache Redis"),
                      ("decisions/ADR-003.md", "ADR-003: Relay cache on ElastiCache Redis > Decision")}
