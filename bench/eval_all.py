@@ -4,6 +4,7 @@ per-rule ablation with its effect on each corpus separately (docs/ranking.md is 
     .venv/bin/python bench/eval_all.py [--eval-dir ../shared/eval] [--sets docs-dev memory-dev-2 …]
         [--alternates ../shared/eval/alternates] [--ablation] [--json out.json] [--fresh]
         [--ranking KEY=VALUE …] [--const NAME=VALUE …] [--ingest NAME=VALUE … --fresh]
+        [--sweep KEY=V1,V2,… … [--loco]]
 
 Every search goes through `remembrancer eval`'s code path (indexer.search.evaluate → api.dispatch_read, the
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
@@ -23,6 +24,14 @@ unanswerable one that abstained; `--json` lists them (`right_ids`). `T1≥2` is 
 3 ("equally correct"): the distance between it and Top1 is the labeller's preference between right
 answers (docs/ranking.md, "How ranking is evaluated"). The team rule reads the ablation: a rule
 is kept only if it helps on at least two corpora and costs no corpus more than one question.
+
+`--sweep KEY=V1,V2,…` scores the shipped row with a [ranking] setting or search constant at each value.
+With `--loco` (leave one corpus out) each swept key's value is chosen with each set held out in turn:
+the value with the most questions right on the other sets (ties: the shipped value if it is among them,
+else the one nearest it, of two as near the smaller), and the held-out set's questions right at that value
+minus at the shipped value is printed (`loco`), with a row summing every key's; a second table reads the
+rows with rephrasings when `--alternates` is given. The shipped value is RankingConfig()'s default or
+answer.py's constant, after `--ranking`/`--const`; it is added to the sweep when not listed.
 
 Memory sets (memory-dev, -2, -3) are read right-first (T1≥2): several of their sections state the same fact
 and which got the 3 was the labeller's preference; docs sets are read on strict Top-1 (one answer each).
@@ -62,33 +71,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from remembrancer.indexer.search import answer as search# noqa: E402
 from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
-from remembrancer.indexer.ingest import markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
+from remembrancer.indexer.ingest import document as ingest_document, markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
 
 COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
 CODE_SET = "code"         # this checkout's source and tests/data/code's questions; asked by name (--sets code)
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
          "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
-INGEST_SWITCHES = (ingest_markdown, ingest_meta)   # modules whose upper-case switches --ingest may set
+INGEST_SWITCHES = (ingest_markdown, ingest_meta, ingest_document)   # modules whose upper-case switches --ingest may set
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
 # The plain weighted hybrid: what every stratum must stay at or above.
-PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False, "W_DENSE_IDENT": search.W_DENSE,
-                   "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0},
+PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False,
+                   "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0,
+                   "POINTER_CREDIT": False},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
 ABLATIONS = {
     "heading passage (×0.88)": {"const": {"HEADING_PASSAGE_WEIGHT": 0.0}},
     "literal leg": {"const": {"LITERAL_LEG": False}},
-    "identifier lean (dense 0.6)": {"const": {"W_DENSE_IDENT": search.W_DENSE}},
     "abstention": {"const": {"ABSTENTION": False}},
+    "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("record_credit_by_intent", False), ("howto_steps_boost", 1.0), ("intention_factor", 1.0),
+for _key, _off in (("howto_steps_boost", 1.0), ("intention_factor", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0),
-                   ("detail_margin", 0.0)):
+                   ("detail_margin", 0.0), ("stale_factor", 1.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 
@@ -103,8 +113,8 @@ def leg_settings() -> tuple:
 
 class LegCache:
     """During the ablation, each phrasing's legs (BM25, dense, literal, fusion) are computed once per
-    setting of the search constants (leg_settings) and of whether the named record is credited, and
-    copied for every rule configuration: the rules, abstention and results run as in the product.
+    setting of the search constants (leg_settings) and copied for every rule configuration: the
+    rules, abstention and results run as in the product.
     Latency figures are taken from the uncached rows only."""
 
     def __init__(self):
@@ -125,12 +135,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, shared, credit_record=True):
+    def _cached_phrasing(self, engine, query, qvec, shared):
         if shared.allowed is not None:
-            return self.phrasing(engine, query, qvec, shared, credit_record)
-        key = (id(engine), query, credit_record, leg_settings())
+            return self.phrasing(engine, query, qvec, shared)
+        key = (id(engine), query, leg_settings())
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, shared, credit_record)
+            self.legs[key] = self.phrasing(engine, query, qvec, shared)
         ph = self.legs[key]
         # a copy the rules can change: every other field of the phrasing as it was
         return ph._replace(cands={sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},
@@ -280,6 +290,9 @@ def main() -> int:
     ap.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                     help="also score the shipped row with a [ranking] setting or a search constant at each "
                          "value (repeatable); prints questions right per corpus for each")
+    ap.add_argument("--loco", action="store_true",
+                    help="with --sweep: leave one corpus out — per swept key and held-out set, the value best on "
+                         "the other sets and what it does to the held-out one (the shipped value is swept too)")
     ap.add_argument("--ingest", action="append", default=[], metavar="NAME=VALUE",
                     help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES), "
                          "e.g. INFER_TYPES=False; needs --fresh")
@@ -321,12 +334,24 @@ def main() -> int:
         configs.update({f"-{k}": {"const": {**shipped["const"], **v.get("const", {})},
                                   "ranking": {**shipped["ranking"], **v.get("ranking", {})}}
                         for k, v in ABLATIONS.items()})
+    if args.loco and not args.sweep:
+        ap.error("--loco needs one or more --sweep KEY=V1,V2,…")
+    sweeps: dict = {}   # swept key → (its shipped value, [(text, value), …])
     for kv in args.sweep:
         name, _, values = kv.partition("=")
         for v in values.split(","):
             part, typed = setting("--sweep", name, v)
             configs[f"={name}={v}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
             configs[f"={name}={v}"][part][name] = typed
+            base = shipped[part].get(name, getattr(search if part == "const" else RankingConfig(), name))
+            sweeps.setdefault(name, (base, []))[1].append((v, typed))
+    if args.loco:   # each key's shipped value needs a row of its own to compare against
+        for name, (base, values) in sweeps.items():
+            if all(typed != base for _, typed in values):
+                part = "const" if name.isupper() else "ranking"
+                configs[f"={name}={base}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
+                configs[f"={name}={base}"][part][name] = base
+                values.append((str(base), base))
     meter = response_meter()
     tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
     os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir
@@ -367,6 +392,11 @@ def main() -> int:
         print_ablation(results, configs)
     if args.sweep:
         print_sweep(results, configs)
+    if args.loco:
+        print_loco(loco(results, sweeps), sweeps, "leave one corpus out", args.markdown)
+        alt = loco(results, sweeps, "+alt")
+        if alt["sets"]:   # the sets scored with rephrasings (--alternates)
+            print_loco(alt, sweeps, "leave one corpus out, with the rephrasings", args.markdown)
     if args.markdown:
         print(markdown(results))
         print()
@@ -413,6 +443,62 @@ def print_sweep(results: dict, configs: dict) -> None:
             print(f"  {cname[1:]:<36}" + "".join(f"{SHORT.get(s, s)} {results[s][cname]['right']:>3}  " for s in shown)
                   + " [" + " ".join(f"{SHORT.get(s, s)}:{results[s][cname]['top1'] * 100:.1f}/{results[s][cname]['top5'] * 100:.1f}"
                                     for s in shown) + "]")
+
+
+def loco(results: dict, sweeps: dict, suffix: str = "") -> dict:
+    """Leave one corpus out: for each swept constant and each set held out, the value that gets the
+    most questions right on the other sets, and the held-out set's questions right at it minus at the
+    shipped value. `sweeps`: key → (shipped value, [(text, value), …] — the shipped value among them);
+    the rows read are results[set][f"={key}={text}{suffix}"]. Ties on the other sets: the shipped value
+    if it is among them, else the value nearest it (of two as near, the smaller; values that are not
+    numbers: the first listed). Sets lacking a row (no rephrasings, for suffix "+alt") are left out.
+    Returns {"sets": [...], "rows": {key: {set: (chosen text, delta)}}, "total": {set: sum of deltas}}."""
+    rows_of = {key: [f"={key}={text}{suffix}" for text, _ in values] for key, (_, values) in sweeps.items()}
+    sets = [s for s in results if all(r in results[s] for rows in rows_of.values() for r in rows)]
+    table: dict = {"sets": sets, "rows": {}, "total": {s: 0 for s in sets}}
+    for key, (shipped, values) in sweeps.items():
+        at_shipped = next(f"={key}={text}{suffix}" for text, v in values if v == shipped)
+
+        def nearness(i: int) -> tuple:
+            try:
+                return round(abs(float(values[i][1]) - float(shipped)), 9), float(values[i][1]), i
+            except (TypeError, ValueError):
+                return float("inf"), 0.0, i
+        table["rows"][key] = {}
+        for held in sets:
+            others = [sum(results[s][f"={key}={text}{suffix}"]["right"] for s in sets if s != held)
+                      for text, _ in values]
+            tied = [i for i, n in enumerate(others) if n == max(others)]
+            shipped_tied = [i for i in tied if values[i][1] == shipped]
+            i = shipped_tied[0] if shipped_tied else min(tied, key=nearness)
+            text = values[i][0]
+            delta = results[held][f"={key}={text}{suffix}"]["right"] - results[held][at_shipped]["right"]
+            table["rows"][key][held] = (text, delta)
+            table["total"][held] += delta
+    return table
+
+
+def print_loco(table: dict, sweeps: dict, title: str, markdown: bool = False) -> None:
+    """The leave-one-corpus-out table (loco): a row per swept constant, a column per held-out set."""
+    sets = table["sets"]
+    shipped_text = {key: next(t for t, v in values if v == shipped) for key, (shipped, values) in sweeps.items()}
+    label = {key: f"{key} ({shipped_text[key]})" for key in table["rows"]}
+    cells = {key: [f"{row[s][0]}: {row[s][1]:+d}" for s in sets] for key, row in table["rows"].items()}
+    total = [f"{table['total'][s]:+d}" for s in sets]
+    print(f"\n{title}: per set held out, the value chosen on the other sets and the held-out set's questions"
+          " right at it minus at the shipped value")
+    width = max([len(v) for v in label.values()] + [len("constant (shipped)")]) + 2
+    col = max([len(c) for row in cells.values() for c in row] + [len(SHORT.get(s, s)) for s in sets]) + 2
+    print(f"  {'constant (shipped)':<{width}}" + "".join(f"{SHORT.get(s, s):>{col}}" for s in sets))
+    for key in table["rows"]:
+        print(f"  {label[key]:<{width}}" + "".join(f"{c:>{col}}" for c in cells[key]))
+    print(f"  {'all constants':<{width}}" + "".join(f"{c:>{col}}" for c in total))
+    if markdown:
+        print("\n| constant (shipped) | " + " | ".join(SHORT.get(s, s) for s in sets) + " |")
+        print("|---|" + "---|" * len(sets))
+        for key in table["rows"]:
+            print(f"| {label[key]} | " + " | ".join(cells[key]) + " |")
+        print("| all constants | " + " | ".join(total) + " |\n")
 
 
 def context_markdown(results: dict) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from remembrancer.indexer import terms
 from remembrancer.indexer.answers import IndexStatus, RootHeads
-from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.ingest import links, meta
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, VectorIndex
@@ -27,6 +27,13 @@ from .report import IndexReport
 from .writer import link_resolver
 
 
+class Pointer(NamedTuple):
+    """A list item naming another document (links.pointer): search credits `target` with its hook."""
+    source: str            # the document the item is in
+    target: str            # the document it points at
+    anchor: str | None     # the heading after '#', if any
+
+
 class ReadCache:
     """Read-side answers that cost a scan, each kept with the (generation, scope) it holds for."""
 
@@ -34,6 +41,7 @@ class ReadCache:
         self.keyword_indexes = scope.KeywordIndexes()
         self.entities: tuple = (-1, {}, [])
         self.scoped_links: tuple | None = None
+        self.indexes: tuple[int, dict[str, bool]] = (-1, {})   # document path → is it an index?
         self.lowered_scoped: tuple | None = None   # the last scope's visible rows of `lowered`
         self.lowered: tuple[int, list] = (-1, [])
         self.words: tuple[tuple, frozenset[str]] = ((), frozenset())
@@ -228,6 +236,42 @@ class ReadView:
                 lk["resolved"] = resolver.resolve(lk["target"], lk["kind"], lk["source"])
             got = c.scoped_links = (key, rows)
         return got[1]
+
+    def outbound_links(self, doc_id: int, path: str) -> list[dict]:
+        """A document's links, each resolved as this request's scope sees them."""
+        if self.scope:
+            return [lk for lk in self.links_in_scope() if lk["source"] == path]
+        return self.catalog.link_rows(source_doc_id=doc_id)
+
+    def _is_index(self, path: str) -> bool:
+        """Whether the document at `path` is an index (links.is_index), cached per generation."""
+        c = self._cache
+        gen = self.catalog.generation
+        if c.indexes[0] != gen:
+            c.indexes = (gen, {})
+        known = c.indexes[1]
+        if path not in known:
+            known[path] = links.is_index("\n".join(s.content or "" for s in self.catalog.sections(path)))
+        return known[path]
+
+    def pointers(self, passage_ids) -> dict[int, Pointer]:
+        """The passages among `passage_ids` that are pointers — a list item opening with a link to
+        another visible document (links.pointer), in a document that is an index (links.is_index) —
+        and the document each points at."""
+        out: dict[int, Pointer] = {}
+        outbound: dict[int, list[dict]] = {}
+        found = {pid: (row, link) for pid, row in self.catalog.passage_texts(passage_ids).items()
+                 if (link := links.pointer(row[3].partition("\n")[2], row[2])) is not None}   # past its header line
+        for pid, ((_, doc_id, path, _), link) in found.items():
+            if not self._is_index(path):
+                continue   # a link a list item opens with in passing ("- [[pg1]] record: new § Backups")
+            if doc_id not in outbound:
+                outbound[doc_id] = self.outbound_links(doc_id, path)
+            for lk in outbound[doc_id]:
+                if lk["kind"] == link.kind and lk["target"] == link.target and lk["resolved"] not in (None, path):
+                    out[pid] = Pointer(path, lk["resolved"], link.anchor)
+                    break
+        return out
 
     # -- facts --------------------------------------------------------------------------------------
     def last_run(self, report: IndexReport | None = None) -> dict | None:

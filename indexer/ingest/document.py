@@ -19,6 +19,10 @@ from remembrancer.indexer.redact import DEFAULT_REDACTOR, Redactor, is_secret_do
 from remembrancer.indexer.store.records import DocumentRecord, EntityRecord, LinkRecord, SectionRecord
 
 BINARY_PROBE = 8192
+# A front matter's `description` sums up the whole note: each passage's context header carries it
+# (docs/ranking.md). Switched off only to measure it (bench/eval_all.py --ingest).
+DESCRIPTION_IN_CONTEXT = True
+DESCRIPTION_CONTEXT_CHARS = 300   # a summary, not a second body: a longer one is cut at a word
 
 
 @dataclass
@@ -105,7 +109,8 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
         doc_type = meta.inferred_type(fm, chains) or doc_type
     doc_date = meta.document_date(f.rel, fm)
-    doc_stale = meta.document_is_stale(fm)
+    # a journal records what was seen: a day that notes "status: deprecated the v1 API" is not itself stale
+    doc_stale = meta.document_is_stale(fm, parsed.sections if doc_type != "journal" else ())
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),
@@ -118,10 +123,13 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
                         warnings=warnings, links=[LinkRecord(lk.target, lk.kind, lk.line, lk.anchor, lk.text)
                                                   for lk in linking.parse_links(text, f.path)])
     said = front_matter_text(fm)
+    described = _context_description(fm)
     for s in parsed.sections:
         chain = s.heading.split(" > ") if s.heading else []
         header = chunking.context_header(doc_type, doc.title, s.heading)
         texts = embedded_texts(header, s.body)
+        if DESCRIPTION_IN_CONTEXT and described:
+            texts[1:] = [f"{header} — {described}{t[len(header):]}" for t in texts[1:]]
         if s.level == 0 and said:
             # the front matter names and sums up the note, as a heading does: it is the preamble's
             # first passage, the one counted like a heading (answer.HEADING_PASSAGE_WEIGHT)
@@ -138,6 +146,14 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
             passages=passages,
         ))
     return prepared
+
+
+def _context_description(fm: dict) -> str:
+    """The front matter's `description` on one line, as each passage's context header carries it."""
+    text = " ".join(fm["description"].split()) if isinstance(fm.get("description"), str) else ""
+    if len(text) > DESCRIPTION_CONTEXT_CHARS:
+        text = text[:DESCRIPTION_CONTEXT_CHARS].rsplit(" ", 1)[0] + " …"
+    return text
 
 
 def redact_and_parse(redactor, text: str, path: str, plain: bool = False):

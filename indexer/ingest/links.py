@@ -27,6 +27,12 @@ _MD_RE = re.compile(r"(?<!!)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]+>|
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BACKTICKS_RE = re.compile(r"`+")
+# A list item that opens with a link: a pointer to the document it names, the rest of the item its
+# hook (Claude Code's MEMORY.md: `- [Title](file.md) — what it holds`; an index page's list).
+_POINTER_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(?=\[)")
+_ITEM_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S", re.MULTILINE)
+INDEX_MIN_POINTERS = 2   # an index lists at least this many documents …
+INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointers
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,36 @@ def parse_links(text: str, source_path: str) -> list[Link]:
             path, anchor = target
             out.append(Link(path, anchor, "markdown", n, md.group(1).strip()))
     return out
+
+
+def pointer(block: str, source_path: str) -> Link | None:
+    """The link a list item opens with, when the item is a pointer: its words say what the linked
+    document holds, so a question matching them is asking for that document."""
+    m = _POINTER_RE.match(block)
+    if m is None:
+        return None
+    line = block.split("\n", 1)[0]
+    kind = "wikilink" if line.startswith("[[", m.end()) else "markdown"
+    return next((lk for lk in parse_links(line, source_path) if lk.kind == kind), None)
+
+
+def is_index(text: str) -> bool:
+    """Whether a document is an index — most of its list items point at a document, one group per
+    heading or all in one list — rather than notes that open an item with a link in passing
+    ("- [[pg1]] record: new § Backups")."""
+    starts = [m.start() for m in _ITEM_RE.finditer(text)]
+    pointers = sum(1 for i in starts if pointer(text[i:], "") is not None)
+    return pointers >= INDEX_MIN_POINTERS and pointers >= INDEX_POINTER_SHARE * len(starts)
+
+
+def anchor_matches(title: str, anchor: str) -> bool:
+    """Whether a link's `#anchor` names a section of this title: as written, or as its slug
+    (`#before-you-start` for "Before you start")."""
+    flat_title = " ".join(title.split()).casefold()
+    flat_anchor = " ".join(anchor.split()).casefold()
+    if flat_title == flat_anchor:
+        return True
+    return re.sub(r"[^\w ]", "", flat_title).replace("-", " ") == re.sub(r"[^\w ]", "", flat_anchor.replace("-", " "))
 
 
 def markdown_target(dest: str, base_dir: str) -> tuple[str, str | None] | None:

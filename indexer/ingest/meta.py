@@ -16,6 +16,9 @@ _STALE_WORDS = r"(superseded|obsolete|deprecated|outdated|no longer (?:true|vali
 STALE_BODY_RE = re.compile(r"^\W{0,4}" + _STALE_WORDS + r"\b", re.IGNORECASE)
 # A heading that files its section as the old way: "Older method: pg_basebackup", "Legacy setup".
 STALE_HEADING_RE = re.compile(r"\b" + _STALE_WORDS + r"\b|^\W*(old|older|legacy|former|previous)\b", re.IGNORECASE)
+# "- Status: **Superseded by ADR-009**", "**Status:** deprecated" among a document's first lines.
+STATUS_LINE_RE = re.compile(r"^\W{0,6}status\b\W{0,8}" + _STALE_WORDS + r"\b", re.IGNORECASE | re.MULTILINE)
+STATUS_LINES = 12
 STALE_STATUS = {"superseded", "obsolete", "deprecated", "archived", "outdated", "abandoned"}
 
 
@@ -122,9 +125,18 @@ def tags_of(front_matter: dict) -> list[str]:
     return sorted({str(t).strip().lstrip("#").lower() for t in raw if str(t).strip()})
 
 
-def document_is_stale(front_matter: dict) -> bool:
+def document_is_stale(front_matter: dict, sections=()) -> bool:
+    """A document that says it no longer holds: its front matter's `status`, or the status its
+    opening states — a `Status: Superseded by ADR-009` line at the start of its first section, or a
+    `Status` section that begins "Superseded" (the two ways decision records mark a replaced one)."""
     status = front_matter.get("status")
-    return isinstance(status, str) and status.strip().lower() in STALE_STATUS
+    if isinstance(status, str) and status.strip().lower() in STALE_STATUS:
+        return True
+    opening = next((s for s in sections if s.body.strip()), None)
+    if opening is not None and STATUS_LINE_RE.search("\n".join(opening.body.split("\n")[:STATUS_LINES])):
+        return True
+    return any(s.title.strip().casefold() == "status" and s.level <= 2 and section_is_stale("", s.body)
+               for s in sections)
 
 
 def section_is_stale(title: str, body: str) -> bool:

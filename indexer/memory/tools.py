@@ -21,7 +21,7 @@ import shlex
 from datetime import datetime, timezone
 
 from remembrancer.indexer.memory import commits as cm
-from remembrancer.indexer.ingest import corpus
+from remembrancer.indexer.ingest import corpus, links
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.store import filters as flt
@@ -415,13 +415,7 @@ def _section_at(sections: list, line: int):
 
 
 def _anchor_found(sections: list, anchor: str) -> bool:
-    want = _flat(anchor).casefold().replace("-", " ")
-    for s in sections:
-        title = _flat(s.title).casefold()
-        if title == _flat(anchor).casefold() or re.sub(r"[^\w ]", "", title).replace("-", " ") == \
-                re.sub(r"[^\w ]", "", want):
-            return True
-    return False
+    return any(links.anchor_matches(s.title or "", anchor) for s in sections)
 
 
 def neighbors(view: ReadView, path: str, limit: int | None = None) -> NeighborsAnswer:
@@ -432,12 +426,10 @@ def neighbors(view: ReadView, path: str, limit: int | None = None) -> NeighborsA
     me = doc["path"]
     cat = view.catalog
     try:
+        out_links = view.outbound_links(doc["id"], me)
         if view.scope:   # links resolved as a corpus of only the scope's files resolves them
-            seen = view.links_in_scope()
-            out_links = [lk for lk in seen if lk["source"] == me]
-            in_links = [lk for lk in seen if lk["resolved"] == me and lk["source"] != me]
+            in_links = [lk for lk in view.links_in_scope() if lk["resolved"] == me and lk["source"] != me]
         else:
-            out_links = cat.link_rows(source_doc_id=doc["id"])
             in_links = cat.link_rows(resolved_to=me)
     except Exception as e:  # a read-only index built before links existed
         raise UserError(f"the index has no link table yet ({e})", code="index_broken",

@@ -19,10 +19,12 @@ from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, Fil
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
-from remembrancer.indexer.engine.view import ReadView
+from remembrancer.indexer.engine.view import Pointer, ReadView
+from remembrancer.indexer.store.base import SectionRow
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,6 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
-W_DENSE_IDENT = 0.6    # identifier-shaped queries lean lexical (docs/ranking.md: the one value that earns its place)
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
@@ -49,6 +50,10 @@ LITERAL_LEG = True
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
+# A pointer's words (a MEMORY.md hook) speak for the document it names (_credit_pointers): read
+# for the best few candidates of each phrasing. Off only to measure it.
+POINTER_CREDIT = True
+POINTER_POOL = 10
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -90,6 +95,7 @@ class Candidate:
     fused: float | None = None   # the question's own fused score (None: not fused, or not found by it)
     by_question: bool = True     # found by the question itself (alternates: a rephrasing may nominate)
     alt_bonus: float = 0.0       # what the rephrasings' evidence added
+    passage: int = -1            # the passage behind `dense` (-1: none)
 
     def explanation(self) -> list[str]:
         head = []
@@ -305,12 +311,9 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         if waiting:
             notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
                          "indexed): they are found by keywords only until an index run embeds them")
-    # Whether the named entity's record is credited is read from the question's wording, for every
-    # phrasing alike (like the memory rules): a terse rephrasing ("pg1 failover") asks the same thing.
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
-    credit = rank.credits_named_record(it, view.config.ranking)
     shared = Lookups(view, allowed)
-    evidence = [_phrasing(view, text, vec, shared, credit) for text, vec in zip(phrasings, vecs)]
+    evidence = [_phrasing(view, text, vec, shared) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
@@ -357,6 +360,8 @@ class Lookups:
         self._labels: set[int] | None = None
         self._passages: dict[int, tuple[int, bool]] = {}
         self._probes: dict[str, list[tuple[int, bool]]] = {}
+        self._pointers: dict[int, Pointer | None] = {}
+        self._landing: dict[tuple[str, str | None], SectionRow | None] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -370,6 +375,25 @@ class Lookups:
             self._passages.update(self.view.catalog.passages_by_id(new))
         return self._passages
 
+    def pointers(self, labels: list[int]) -> dict[int, Pointer]:
+        """passage id → Pointer for the pointers among these passages."""
+        new = [label for label in labels if label not in self._pointers]
+        if new:
+            found = self.view.pointers(new)
+            self._pointers.update({label: found.get(label) for label in new})
+        return {label: self._pointers[label] for label in labels if self._pointers[label] is not None}
+
+    def section_of(self, path: str, anchor: str | None) -> int | None:
+        """The section a link lands on: the one its anchor names, else the document's first."""
+        key = (path, anchor)
+        if key not in self._landing:
+            heads = self.view.catalog.section_heads_by_id(self.view.catalog.section_ids_of([path]))
+            ordered = sorted(heads.values(), key=lambda s: (s.start_line, s.id))
+            named = [s for s in ordered if anchor and links.anchor_matches(s.title or "", anchor)]
+            self._landing[key] = (named or ordered or [None])[0]
+        s = self._landing[key]
+        return None if s is None else s.id
+
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
         """(section id, in its heading?) of every visible section whose content holds `probe`
         (lower-cased), filters aside."""
@@ -379,10 +403,9 @@ class Lookups:
         return self._probes[probe]
 
 
-def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = True) -> Phrasing:
+def _phrasing(view, query: str, qvec, shared: Lookups) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once), within the
-    request's filter and with its shared lookups (`shared`). `credit_record`: whether the named
-    entity's own record gets the literal leg's credit."""
+    request's filter and with its shared lookups (`shared`)."""
     allowed = shared.allowed
     cands: dict[int, Candidate] = {}
 
@@ -407,20 +430,18 @@ def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = Tru
             if heading_only:
                 sim *= HEADING_PASSAGE_WEIGHT
             c = cand(sid)
-            c.dense = max(c.dense, sim)
+            if sim > c.dense:
+                c.dense, c.passage = sim, label
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
-    # own record only (its front matter defines it; elsewhere it is a passing mention), and only when
-    # the question asks about the entity's facts (`credit_record`: rank.credits_named_record).
-    # Names are found as whole words, so an alias that is a plain word counts too.
+    # own record only (its front matter defines it; elsewhere it is a passing mention). Names are
+    # found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = view.entities()
     own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
-    elif not credit_record:
-        own = set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
@@ -430,7 +451,31 @@ def _phrasing(view, query: str, qvec, shared: Lookups, credit_record: bool = Tru
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own))
+    if POINTER_CREDIT:
+        _credit_pointers(cands, shared)
     return Phrasing(query, cands, probes_found)
+
+
+def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:
+    """A pointer — a list item opening with a link, the rest saying what the linked document holds
+    (Claude Code's MEMORY.md: `- [Title](file.md) — hook`) — speaks for the document it names: when
+    one of the best candidates is best matched by such an item, the document it points at (its
+    first section, or the one its `#anchor` names) goes just above it. The index card says where
+    the answer is; the file holds it."""
+    top = sorted((c for c in cands.values() if c.passage >= 0),
+                 key=lambda c: (-c.score, c.section_id))[:POINTER_POOL]
+    pointers = shared.pointers([c.passage for c in top])
+    for c in top:
+        p = pointers.get(c.passage)
+        sid = None if p is None else shared.section_of(p.target, p.anchor)
+        if sid is None or (shared.allowed is not None and sid not in shared.allowed) or sid == c.section_id:
+            continue
+        t = cands.get(sid)
+        if t is None:
+            t = cands[sid] = Candidate(sid)
+        if t.score <= c.score:
+            t.score = c.score + 1e-6
+            t.why.append(f"pointed at by a list item of {p.source} that matches the question best")
 
 
 def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:
@@ -485,9 +530,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
     dense_vals = [c.dense for c in cands.values() if c.dense > 0]
     d_min, d_max = (min(dense_vals), max(dense_vals)) if dense_vals else (0.0, 1.0)
     span = (d_max - d_min) or 1.0
-    w_dense = W_DENSE_IDENT if identifier_query else W_DENSE
-    if not dense_vals:
-        w_dense = 0.0
+    w_dense = W_DENSE if dense_vals else 0.0
     lit_max = max(c.literal for c in cands.values()) or 1
     for c in cands.values():
         bm = c.bm25 / bm_max
@@ -712,7 +755,7 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
     for i, c in enumerate(shown):
         s = rows[c.section_id]
         r = Result(path=s.path, heading=s.heading, lines=[s.start_line, s.end_line], score=round(c.score, 4),
-                   type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.heading, query),
+                   type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.content or s.heading, query),
                    provenance=c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
                    tokens=estimate_tokens(s.content), stale=True if s.stale or s.doc_stale else None)
         r.also = [o.heading for o in (rows[x.section_id] for x in ranked[: req.limit * 4])

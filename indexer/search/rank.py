@@ -95,11 +95,12 @@ class RankingConfig:
     # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
     outcome_tie_margin: float = 0.0
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
+    # A section or document marked superseded / obsolete says it no longer holds: for a question
+    # about how things are or how to do them (not about the past or history) it steps back.
+    # Chosen on memory-dev-3 (0.5–0.8 alike), checked on the others (docs/ranking.md).
+    stale_factor: float = 0.8
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    # The literal leg credits the named entity's own record only for a question about its facts:
-    # a how-to, an event or an outcome is answered by a runbook or the journal (docs/ranking.md).
-    record_credit_by_intent: bool = True
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
     # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
     # what it is now or whether it happened — a plan section steps back unless the question speaks of
@@ -144,7 +145,7 @@ class RankingConfig:
 
 
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
-SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
+SETTING_RANGES = {"stale_factor": (0.0, 10.0), "outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
                   "compaction_factor": (0.0, 10.0),
                   "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
@@ -201,13 +202,6 @@ def intent(query: str) -> Intent:
     return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
 
 
-def credits_named_record(it: Intent, cfg: RankingConfig) -> bool:
-    """Whether the literal leg should credit the named entity's own record: its front matter
-    defines the name, so the record is evidence for what the entity *is* — not for how to do
-    something to it (a runbook), what happened to it (the journal) or whether something is done."""
-    return not (cfg.enabled and cfg.record_credit_by_intent and (it.howto or it.past or it.outcome))
-
-
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
 _ORDERED_ITEM_RE = re.compile(r"^\s{0,3}\d{1,2}[.)]\s", re.MULTILINE)
 _STEP_TITLE_RE = re.compile(r"^\s*(step\s*)?\d{1,2}[.):]\s", re.IGNORECASE)
@@ -244,8 +238,7 @@ def date_value(date: str | None) -> int | None:
 
 
 def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
-    """Adjust candidate scores in place. `rows` maps section id → SectionRow. (Which entity's
-    record a question is about is decided earlier, by the literal leg: credits_named_record.)"""
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow."""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
@@ -272,6 +265,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
         if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
             scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
+        if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
+            scale(cfg.stale_factor, "marked superseded, for a question about how things are")
         if reads_text(s, it, cfg) and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor

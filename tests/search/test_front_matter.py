@@ -107,6 +107,12 @@ def test_a_claude_code_memory_files_description_is_searchable(tmp_path, tiny_eng
     first = chunks.text_sha(f"{chunks.context_header('lesson', 'project_freeze.md', '')}\n{front_matter_text(fm)}")
     firsts = {r[0] for r in e.catalog.db.execute("SELECT text_sha FROM passages WHERE ord = 0")}
     assert first in firsts
+    # and every other passage of the note carries the description in its context header
+    header = chunks.context_header("lesson", "project_freeze.md", "")
+    later = [t for (t,) in e.catalog.db.execute(
+        "SELECT p.text FROM passages p JOIN sections s ON s.id = p.section_id JOIN documents d ON d.id = s.doc_id"
+        " WHERE d.rel = 'memory/project_freeze.md' AND p.ord > 0")]
+    assert later == [f"{header} — {fm['description']}\nWhy it moved: the SDK release needed the week before."]
 
 
 def test_front_matter_text_renders_every_value_and_leaves_out_the_index_switches():
@@ -203,3 +209,21 @@ def test_a_missed_heading_names_the_preamble_among_the_valid_ones(tmp_path, tiny
     with pytest.raises(UserError) as err:
         api.do_read(e.view(), {"path": "memory/project_freeze.md", "heading": "Schedule"})
     assert err.value.options == [""] and 'valid: ""' in str(err.value)
+
+
+def test_a_long_description_is_cut_at_a_word_in_the_context_header():
+    from remembrancer.indexer.ingest import document
+
+    said = document._context_description({"description": "word " * 200})
+    assert len(said) <= document.DESCRIPTION_CONTEXT_CHARS + 2 and said.endswith("word …")
+    assert document._context_description({"description": ["not", "a", "string"]}) == ""
+
+
+def test_a_front_matter_only_note_shows_its_lines_as_the_snippet(tmp_path, tiny_engine):
+    """A note that is all front matter has a preamble with no body: its snippet is its lines, not
+    an empty string."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {"memory/freeze.md": "---\nname: freeze\ndescription: "
+                                                    "no deploys from December 21 to January 4\n---\n"}))
+    out = api.do_search(e.view(), {"query": "deploys December", "limit": 3})
+    first = (out["results"] or out["best_weak"])[0]
+    assert first["heading"] == "" and "no deploys from December 21" in first["snippet"]

@@ -176,6 +176,21 @@ def test_keyword_and_vector_indexes_find_what_was_written(store, ledger):
     assert ledger.passages_by_id([best[0][0]])[best[0][0]][0] == by["Kafka"]
 
 
+def test_a_passages_text_and_document_are_read_back_by_id(store, ledger):
+    """Search reads the text of its best passages (answer._credit_pointers: is it an index's
+    pointer?): each passage id gives its section, its document and the text that was embedded."""
+    sections = [section("Restore", "pg_restore the nightly dump"), section("Kafka", "rebalance the consumers")]
+    write(ledger, doc("notes/a.md"), sections)
+    by = {s.heading: s.id for s in ledger.sections("notes/a.md")}
+    labels, _ = ledger.passage_vectors()
+    got = ledger.passage_texts([int(x) for x in labels])
+    assert sorted((sid, path, text) for sid, _, path, text in got.values()) == [
+        (by["Restore"], "notes/a.md", "[runbook] Restore\npg_restore the nightly dump"),
+        (by["Kafka"], "notes/a.md", "[runbook] Kafka\nrebalance the consumers")]
+    assert len({doc_id for _, doc_id, _, _ in got.values()}) == 1
+    assert ledger.passage_texts([]) == {}
+
+
 def test_passages_written_without_vectors_wait_and_are_filled_later(store, ledger):
     """The model (or its server) was unavailable: the text is stored, its passages wait; filled,
     they are found by the vector index like any other, and nothing waits any more."""

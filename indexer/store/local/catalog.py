@@ -639,6 +639,12 @@ class Catalog(SqlLedger):
             return {pid: (sid, ord_ == 0) for pid, sid, ord_ in rows}   # a section's first passage: its heading alone
         return self._kept_rows("passages", map(int, passage_ids), read)
 
+    def passage_texts(self, passage_ids) -> dict[int, tuple[int, int, str, str]]:
+        """passage id → (section id, document id, path, embedded text) for a few passages (search's best ones)."""
+        return {pid: (sid, doc_id, path, text) for pid, sid, doc_id, path, text in self._rows_in(
+            "SELECT p.id, s.id, d.id, d.path, p.text FROM passages p JOIN sections s ON s.id = p.section_id"
+            " JOIN documents d ON d.id = s.doc_id WHERE p.id IN ({marks})", map(int, passage_ids))}
+
     def passage_ids_in(self, section_ids) -> set[int]:
         """The passages of the given sections (a filtered vector search may return only these)."""
         return {r[0] for r in self._rows_in("SELECT id FROM passages WHERE section_id IN ({marks})", map(int, section_ids))}

@@ -775,6 +775,14 @@ class PgLedger(SqlLedger):
         return {pid: (sid, o == 0) for pid, sid, o in
                 self._q("SELECT id, section_id, ord FROM passages WHERE id = ANY(%s)", (ids,))}
 
+    def passage_texts(self, passage_ids) -> dict[int, tuple[int, int, str, str]]:
+        ids = [int(i) for i in passage_ids]
+        if not ids:
+            return {}
+        return {pid: (sid, doc_id, path, text) for pid, sid, doc_id, path, text in self._q(
+            "SELECT p.id, s.id, d.id, d.path, p.text FROM passages p JOIN sections s ON s.id = p.section_id"
+            " JOIN documents d ON d.id = s.doc_id WHERE p.id = ANY(%s)", (ids,))}
+
     def passage_ids_in(self, section_ids) -> "SectionPassages":
         """The passages of these sections, as the dense leg's filter (not their ids: see SectionPassages)."""
         return SectionPassages(section_ids)

@@ -1,0 +1,94 @@
+"""A pointer — a list item of an index that opens with a link, the rest saying what the linked
+document holds (Claude Code's `MEMORY.md`: `- [Title](file.md) — hook`) — speaks for the document
+it names: a question in the hook's words finds that document, with the index just after it
+(answer._credit_pointers). A link an ordinary list item opens in passing is not a pointer."""
+
+from __future__ import annotations
+
+import pytest
+
+from remembrancer.indexer import api
+from remembrancer.indexer.config import Config, make_roots
+from remembrancer.indexer.engine import Engine
+from remembrancer.indexer.ingest import links
+from remembrancer.indexer.search import answer
+from tests.support.corpus import write_tree
+
+MEMORY_INDEX = """- [Ana — role and how she works](user_ana.md) — CTO; how she wants status updates written
+- [No force-push on shared branches](feedback_force_push.md) — the one git rule Tom cares about
+- [Holiday deploy freeze](project_freeze.md) — dates and what may still ship
+- [Staging](reference_staging.md) — URLs, the seeded org, how to reset it
+"""
+
+NOTES = {
+    "memory/MEMORY.md": MEMORY_INDEX,
+    "memory/user_ana.md": "---\nname: Ana\ntype: user\n---\nCo-founder; reads Go and Terraform fluently. "
+                          "Conclusion in the first line, the evidence after it, never a wall of text. "
+                          "Works from Lisbon and reviews pull requests before the ten o'clock standup.\n",
+    "memory/feedback_force_push.md": "---\nname: force push\ntype: feedback\n---\nRewriting main broke two "
+                                     "open branches in March: use --force-with-lease on your own branches only.\n",
+    "memory/project_freeze.md": "---\nname: freeze\ntype: project\n---\nFrom December 21 to January 4 only "
+                                "urgent fixes ship, each with a second reviewer.\n",
+    "memory/reference_staging.md": "---\nname: staging\ntype: reference\n---\nhttps://staging.example.test; "
+                                   "the seeded org is `acme-demo`; `make reset-staging` rebuilds it.\n",
+    "log/2033-W40.md": "# 2033-W40\n\n## Tue 2033-10-04\n\n- shipped the relay fix\n"
+                       "- [Ana](../memory/user_ana.md) asked for shorter status updates in the weekly thread\n"
+                       "- rotated the staging keys\n",
+}
+QUESTION = "How does Ana want me to write status updates for her?"
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    from remembrancer.indexer.models.embed import load_default_embedder
+
+    tmp = tmp_path_factory.mktemp("pointers")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
+    e = Engine(Config(roots=make_roots([write_tree(tmp / "notes", NOTES)])), embedder=load_default_embedder())
+    e.refresh()
+    yield e
+    e.close()
+    mp.undo()
+
+
+def _first_two(e, query: str) -> list[dict]:
+    out = api.do_search(e.view(), {"query": query, "limit": 5, "explain": True})
+    return (out["results"] or out["best_weak"])[:2]
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_a_memory_index_hook_finds_the_file_it_points_at(real, monkeypatch):
+    """The hook ("how she wants status updates written") is the index's words, not the file's: the
+    file it names comes first, the index right after it; switched off, the index wins."""
+    first, second = _first_two(real, QUESTION)
+    assert (first["path"], first["heading"]) == ("memory/user_ana.md", "")
+    assert any("pointed at by a list item of memory/MEMORY.md" in w for w in first["why"])
+    assert second["path"] == "memory/MEMORY.md"
+    monkeypatch.setattr(answer, "POINTER_CREDIT", False)
+    assert _first_two(real, QUESTION)[0]["path"] == "memory/MEMORY.md"
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_a_pointer_outside_the_scope_credits_nothing(real):
+    """A scoped request sees only its files: the index may be in scope, the file it names not."""
+    with real.view(("memory/MEMORY.md", "log/")) as view:
+        out = api.do_search(view, {"query": QUESTION, "limit": 5, "explain": True})
+    shown = out["results"] or out["best_weak"]
+    assert shown and all(r["path"] in ("memory/MEMORY.md", "log/2033-W40.md") for r in shown)
+    assert not any("pointed at" in w for r in shown for w in r.get("why", []))
+
+
+def test_a_pointer_is_a_list_item_opening_with_a_link_in_an_index():
+    assert links.pointer("- [Ana](user_ana.md) — how she wants updates", "memory/MEMORY.md").target == "memory/user_ana.md"
+    assert links.pointer("1. [[relay]]: the streaming edge", "index.md").target == "relay"
+    assert links.pointer("* see [Ana](user_ana.md)", "memory/MEMORY.md") is None      # the link is not what opens it
+    assert links.pointer("[Ana](user_ana.md) — not an item", "memory/MEMORY.md") is None
+    assert links.pointer("- [site](https://example.test) — a URL is no document", "x.md") is None
+    assert links.is_index(MEMORY_INDEX)
+    assert not links.is_index(NOTES["log/2033-W40.md"])   # one item of three opens with a link, in passing
+    assert not links.is_index("- [Only one](a.md) — a single pointer\n")
+    assert links.is_index("Where things are:\n\n- [Deploy](deploy.md) — shipping\n- [Oncall](oncall.md) — pages\n"
+                          "- [Staging](staging.md)\n")
