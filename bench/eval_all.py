@@ -10,7 +10,7 @@ Every search goes through `remembrancer eval`'s code path (indexer.search.evalua
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
-`--ingest` switches off what indexing reads from the notes (`FRONT_MATTER_PREAMBLE`, `INFER_TYPES`) for
+`--ingest` switches off what indexing reads from the notes (`FRONT_MATTER_PREAMBLE`, `INFER_TYPES`, `DESCRIPTION_IN_CONTEXT`) for
 every row: it changes the index, so it needs `--fresh` (a document parsed in the sandbox's own interpreter,
 over sandbox.LARGE_BYTES, is read as shipped: on the dev sets one mm-v2 file). `--fresh` indexes into a new temporary folder instead (what the determinism check needs: two
 `--fresh` runs must print the same ranking digests).
@@ -294,14 +294,14 @@ def main() -> int:
                     help="with --sweep: leave one corpus out — per swept key and held-out set, the value best on "
                          "the other sets and what it does to the held-out one (the shipped value is swept too)")
     ap.add_argument("--ingest", action="append", default=[], metavar="NAME=VALUE",
-                    help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES), "
+                    help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES, document.DESCRIPTION_IN_CONTEXT), "
                          "e.g. INFER_TYPES=False; needs --fresh")
     args = ap.parse_args()
     for kv in args.ingest:   # before any index is opened: what the notes are read as
         name, _, value = kv.partition("=")
         module = next((m for m in INGEST_SWITCHES if hasattr(m, name)), None)
         if module is None or not name.isupper():
-            ap.error(f"--ingest: no indexing switch {name!r} (one of FRONT_MATTER_PREAMBLE, INFER_TYPES)")
+            ap.error(f"--ingest: no indexing switch {name!r} (one of FRONT_MATTER_PREAMBLE, INFER_TYPES, DESCRIPTION_IN_CONTEXT)")
         if not args.fresh:
             ap.error("--ingest changes what is indexed: add --fresh (a kept index was read without it)")
         setattr(module, name, type(getattr(module, name))(_value(value)))
