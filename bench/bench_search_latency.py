@@ -10,8 +10,8 @@ goes through the MCP `search` path (api.do_search) `--repeat` times and the fast
 is kept per question (the least disturbed by other processes); p50 / p95 (nearest rank) are over
 the questions. CPU time is the process's (every thread's: onnxruntime runs a query on two).
 
-`--baseline` names [ranking] settings for a second configuration measured in the same run on the
-same open index (e.g. a rule switched off). `--against DIR` compares two versions of the code:
+`--baseline` names [ranking] settings or search constants for a second configuration measured in the
+same run on the same open index (e.g. a rule switched off: `--baseline POINTER_CREDIT=false`). `--against DIR` compares two versions of the code:
 DIR holds another version's package (`git archive <commit> indexer | tar -x -C DIR/remembrancer`,
 plus remembrancer/__init__.py); each round measures this checkout and DIR in turn, one child
 process each (order swapped every round, so a change in the machine's load falls on both), and
@@ -161,7 +161,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"))
     ap.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE",
-                    help="a [ranking] setting of the baseline configuration (repeatable)")
+                    help="a [ranking] setting, or an upper-case constant of indexer/search/answer.py "
+                         "(POINTER_CREDIT=false), of the baseline configuration (repeatable)")
     ap.add_argument("--against", metavar="DIR", help="compare with the package in DIR, round by round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--stages", action="store_true",
@@ -187,13 +188,22 @@ def main() -> int:
                 for stage, ms in stage_times(session, alts if with_alt else None, args.repeat).items():
                     print(f"  {stage:<32} {ms:6.2f}")
             return 0
-        shipped = session.engine.config.ranking
-        base = deepcopy(shipped)
+        from remembrancer.indexer.search import answer as search
+
+        shipped, shipped_consts = session.engine.config.ranking, {}
+        base, base_consts = deepcopy(shipped), {}
         for kv in args.baseline:
             k, _, v = kv.partition("=")
-            setattr(base, k, type(getattr(base, k))(json.loads(v.lower()) if v.lower() in ("true", "false") else v))
-        for name, cfg in (("baseline", base), ("shipped", shipped)):
+            owner, into = (search, base_consts) if k.isupper() else (base, None)
+            typed = type(getattr(owner, k))(json.loads(v.lower()) if v.lower() in ("true", "false") else v)
+            if into is None:
+                setattr(base, k, typed)
+            else:
+                into[k], shipped_consts[k] = typed, getattr(search, k)
+        for name, cfg, consts in (("baseline", base, base_consts), ("shipped", shipped, shipped_consts)):
             session.engine.config.ranking = cfg
+            for k, v in consts.items():
+                setattr(search, k, v)
             for label, with_alt in MODES:
                 m = figures(times(session, alts if with_alt else None, args.repeat))
                 print(line(f"{args.set} {name:<8} {label}", m), flush=True)

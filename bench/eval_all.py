@@ -78,7 +78,9 @@ CODE_SET = "code"         # this checkout's source and tests/data/code's questio
 SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3", COMMITS_SET)
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
          "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
-INGEST_SWITCHES = (ingest_markdown, ingest_meta, ingest_document)   # modules whose upper-case switches --ingest may set
+# What --ingest may switch off: the indexing switch → the module that holds it.
+INGEST_SWITCHES = {"FRONT_MATTER_PREAMBLE": ingest_markdown, "INFER_TYPES": ingest_meta,
+                   "DESCRIPTION_IN_CONTEXT": ingest_document}
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -208,10 +210,7 @@ def right_ids(report: dict, name: str) -> list[str]:
     answerable one whose first result is right (strict, or T1≥2 on a memory set) and that did not
     abstain, a no-answer one that abstained."""
     a = report["abstention"]
-    if name in MEMORY_SETS:
-        firsts = set(report["right_first_ids"])
-    else:
-        firsts = {i for i, hit in report["rankings_rank1"].items() if hit and i in report["judged_ids"]}
+    firsts = set(report["right_first_ids" if name in MEMORY_SETS else "strict_first_ids"])
     return sorted((firsts - set(a["false_ids"])) | set(a["abstained_ids"]))
 
 
@@ -219,21 +218,19 @@ def summarise(name: str, report: dict) -> dict:
     """The figures the tables print, plus a digest of every ranked list (determinism)."""
     o, a = report["overall"], report["abstention"]
     digest = hashlib.sha256(json.dumps(report["rankings"], sort_keys=True).encode()).hexdigest()[:12]
+    right = right_ids(report, name)
     return {"top1": o["top1"], "top5": o["top5"], "mrr": o["mrr"], "n": o["n"], "top1_any": o["top1_any"],
             "strata": {k: {"top1": v["top1"], "top5": v["top5"], "n": v["n"]} for k, v in report["strata"].items()},
             "abstained": a["abstained"], "unanswerable": a["unanswerable"],
             "false": a["false_abstentions"], "answerable": a["answerable"],
             "p95": report["latency_ms"]["p95"], "cpu_p95": report["latency_ms"].get("cpu_p95", 0.0),
-            "right": len(right_ids(report, name)), "right_ids": right_ids(report, name), "digest": digest,
+            "right": len(right), "right_ids": right, "digest": digest,
             "context": report.get("context"), "false_ids": a["false_ids"]}
 
 
 def score(session: EvalSession, overrides: dict, alternates: dict | None, meter: ResponseMeter) -> dict:
     with Applied(session, overrides):
-        report = session.score(5, alternates, meter)
-    miss_ids = {m["id"] for m in report["misses"] if m["kind"] == "retrieval"}
-    report["rankings_rank1"] = {cid: cid not in miss_ids for cid in report["rankings"]}
-    return report
+        return session.score(5, alternates, meter)
 
 
 def fmt_row(name: str, s: dict) -> str:
@@ -299,9 +296,9 @@ def main() -> int:
     args = ap.parse_args()
     for kv in args.ingest:   # before any index is opened: what the notes are read as
         name, _, value = kv.partition("=")
-        module = next((m for m in INGEST_SWITCHES if hasattr(m, name)), None)
-        if module is None or not name.isupper():
-            ap.error(f"--ingest: no indexing switch {name!r} (one of FRONT_MATTER_PREAMBLE, INFER_TYPES, DESCRIPTION_IN_CONTEXT)")
+        module = INGEST_SWITCHES.get(name)
+        if module is None:
+            ap.error(f"--ingest: no indexing switch {name!r} (one of {', '.join(INGEST_SWITCHES)})")
         if not args.fresh:
             ap.error("--ingest changes what is indexed: add --fresh (a kept index was read without it)")
         setattr(module, name, type(getattr(module, name))(_value(value)))
@@ -337,21 +334,23 @@ def main() -> int:
     if args.loco and not args.sweep:
         ap.error("--loco needs one or more --sweep KEY=V1,V2,…")
     sweeps: dict = {}   # swept key → (its shipped value, [(text, value), …])
+
+    def swept(part: str, name: str, text: str, value) -> None:   # the shipped row with one value changed
+        configs[f"={name}={text}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
+        configs[f"={name}={text}"][part][name] = value
+        sweeps[name][1].append((text, value))
+
     for kv in args.sweep:
         name, _, values = kv.partition("=")
         for v in values.split(","):
             part, typed = setting("--sweep", name, v)
-            configs[f"={name}={v}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
-            configs[f"={name}={v}"][part][name] = typed
-            base = shipped[part].get(name, getattr(search if part == "const" else RankingConfig(), name))
-            sweeps.setdefault(name, (base, []))[1].append((v, typed))
+            sweeps.setdefault(name, (shipped[part].get(name, getattr(search if part == "const" else RankingConfig(),
+                                                                        name)), []))
+            swept(part, name, v, typed)
     if args.loco:   # each key's shipped value needs a row of its own to compare against
-        for name, (base, values) in sweeps.items():
+        for name, (base, values) in list(sweeps.items()):
             if all(typed != base for _, typed in values):
-                part = "const" if name.isupper() else "ranking"
-                configs[f"={name}={base}"] = {"const": {**shipped["const"]}, "ranking": {**shipped["ranking"]}}
-                configs[f"={name}={base}"][part][name] = base
-                values.append((str(base), base))
+                swept("const" if name.isupper() else "ranking", name, str(base), base)
     meter = response_meter()
     tmp = tempfile.mkdtemp(prefix="eval-all-") if args.fresh else None
     os.environ["REMEMBRANCER_DATA_DIR"] = tmp or args.data_dir

@@ -104,9 +104,9 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         warnings.append(redacted_warning(f.path, redacted))
     warnings += parsed.warnings
     fm = parsed.front_matter if isinstance(parsed.front_matter, dict) else {}
+    chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
     doc_type, named = layout.typed(f.rel)
     if not named:   # only the catch-all names it: its shape says what it is
-        chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
         doc_type = meta.inferred_type(fm, chains) or doc_type
     doc_date = meta.document_date(f.rel, fm)
     # a journal records what was seen: a day that notes "status: deprecated the v1 API" is not itself stale
@@ -123,17 +123,14 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
                         warnings=warnings, links=[LinkRecord(lk.target, lk.kind, lk.line, lk.anchor, lk.text)
                                                   for lk in linking.parse_links(text, f.path)])
     said = front_matter_text(fm)
-    described = _context_description(fm)
-    for s in parsed.sections:
-        chain = s.heading.split(" > ") if s.heading else []
+    described = _context_description(fm) if DESCRIPTION_IN_CONTEXT else ""
+    for s, chain in zip(parsed.sections, chains):
         header = chunking.context_header(doc_type, doc.title, s.heading)
-        texts = embedded_texts(header, s.body)
-        if DESCRIPTION_IN_CONTEXT and described:
-            texts[1:] = [f"{header} — {described}{t[len(header):]}" for t in texts[1:]]
-        if s.level == 0 and said:
-            # the front matter names and sums up the note, as a heading does: it is the preamble's
-            # first passage, the one counted like a heading (answer.HEADING_PASSAGE_WEIGHT)
-            texts[0] = f"{header}\n{said}"
+        # the blocks under `header — description`; the first passage stays the header alone or, for
+        # the preamble, the header with what the front matter says: it names and sums up the note as
+        # a heading does, and is counted like one (answer.HEADING_PASSAGE_WEIGHT)
+        blocks = embedded_texts(f"{header} — {described}" if described else header, s.body)[1:]
+        texts = [f"{header}\n{said}" if s.level == 0 and said else header, *blocks]
         passages = chunking.passage_rows(texts, prepared.texts)
         prepared.sections.append(SectionRecord(
             heading=s.heading, title=s.title, level=s.level,

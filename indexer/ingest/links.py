@@ -30,7 +30,7 @@ _BACKTICKS_RE = re.compile(r"`+")
 # A list item that opens with a link: a pointer to the document it names, the rest of the item its
 # hook (Claude Code's MEMORY.md: `- [Title](file.md) — what it holds`; an index page's list).
 _POINTER_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(?=\[)")
-_ITEM_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S", re.MULTILINE)
+_ITEM_RE = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 INDEX_MIN_POINTERS = 2   # an index lists at least this many documents …
 INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointers
 
@@ -127,9 +127,9 @@ def is_index(text: str) -> bool:
     """Whether a document is an index — most of its list items point at a document, one group per
     heading or all in one list — rather than notes that open an item with a link in passing
     ("- [[pg1]] record: new § Backups")."""
-    starts = [m.start() for m in _ITEM_RE.finditer(text)]
-    pointers = sum(1 for i in starts if pointer(text[i:], "") is not None)
-    return pointers >= INDEX_MIN_POINTERS and pointers >= INDEX_POINTER_SHARE * len(starts)
+    items = [line for line in text.split("\n") if _ITEM_RE.match(line)]
+    pointers = sum(1 for line in items if pointer(line, "") is not None)
+    return pointers >= INDEX_MIN_POINTERS and pointers >= INDEX_POINTER_SHARE * len(items)
 
 
 def anchor_matches(title: str, anchor: str) -> bool:
@@ -139,7 +139,7 @@ def anchor_matches(title: str, anchor: str) -> bool:
     flat_anchor = " ".join(anchor.split()).casefold()
     if flat_title == flat_anchor:
         return True
-    return re.sub(r"[^\w ]", "", flat_title).replace("-", " ") == re.sub(r"[^\w ]", "", flat_anchor.replace("-", " "))
+    return re.sub(r"[^\w ]", "", flat_title) == re.sub(r"[^\w ]", "", flat_anchor.replace("-", " "))
 
 
 def markdown_target(dest: str, base_dir: str) -> tuple[str, str | None] | None:

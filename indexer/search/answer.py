@@ -24,7 +24,6 @@ from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.engine.view import Pointer, ReadView
-from remembrancer.indexer.store.base import SectionRow
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +360,7 @@ class Lookups:
         self._passages: dict[int, tuple[int, bool]] = {}
         self._probes: dict[str, list[tuple[int, bool]]] = {}
         self._pointers: dict[int, Pointer | None] = {}
-        self._landing: dict[tuple[str, str | None], SectionRow | None] = {}
+        self._landing: dict[tuple[str, str | None], int | None] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -390,9 +389,8 @@ class Lookups:
             heads = self.view.catalog.section_heads_by_id(self.view.catalog.section_ids_of([path]))
             ordered = sorted(heads.values(), key=lambda s: (s.start_line, s.id))
             named = [s for s in ordered if anchor and links.anchor_matches(s.title or "", anchor)]
-            self._landing[key] = (named or ordered or [None])[0]
-        s = self._landing[key]
-        return None if s is None else s.id
+            self._landing[key] = next((s.id for s in named or ordered), None)
+        return self._landing[key]
 
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
         """(section id, in its heading?) of every visible section whose content holds `probe`

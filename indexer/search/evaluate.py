@@ -524,7 +524,7 @@ def build_report(outcomes: list[dict], limit: int) -> dict:
         # every query's ranked list (best_weak when it abstained): two runs compare equal or not
         "rankings": {o["case"].id: o.get("ranking", []) for o in outcomes},
         "right_first_ids": [o["case"].id for o in answerable if o["judged"].get("rank_any") == 1],
-        "judged_ids": [o["case"].id for o in answerable],
+        "strict_first_ids": [o["case"].id for o in answerable if o["judged"].get("rank") == 1],
     }
 
 

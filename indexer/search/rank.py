@@ -91,8 +91,8 @@ PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intent
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
     # "did it happen?": among sections this close to the best, the newest wins. Off by default (it
-    # helped one corpus once the record credit was read by intent: docs/ranking.md, "Memory rules"); a
-    # corpus whose journal settles such questions can turn it on (0.1 is the value measured before).
+    # helped one corpus: docs/ranking.md, "Memory rules"); a corpus whose journal settles such
+    # questions can turn it on (0.1 is the value measured before).
     outcome_tie_margin: float = 0.0
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     # A section or document marked superseded / obsolete says it no longer holds: for a question
@@ -145,8 +145,8 @@ class RankingConfig:
 
 
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
-SETTING_RANGES = {"stale_factor": (0.0, 10.0), "outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0), "fact_history_factor": (0.0, 10.0),
-                  "compaction_factor": (0.0, 10.0),
+SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0),
+                  "stale_factor": (0.0, 10.0), "fact_history_factor": (0.0, 10.0), "compaction_factor": (0.0, 10.0),
                   "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
 

@@ -1,0 +1,102 @@
+"""Two signals for "the question's key term is absent from the notes", measured on the dev sets'
+answerable and no-answer questions alike (docs/ranking.md, "Measured, not kept", quotes this).
+
+    .venv/bin/python bench/abstention_signals.py [--eval-dir ../shared/eval] [--sets memory-dev …]
+        [--data-dir DIR]
+
+1. *Absent compound name*: two adjacent words of the question, neither a stop word, one of them
+   capitalised past the question's first word ("Grafana Cloud", "Android SDK"), that the notes never
+   write one after the other. Counted per question: flagged or not, answerable or not.
+2. *Absent term's grounding*: for each question with a content word the notes never use that is a
+   name or a term of art (answer._no_strong_match's notion), that word embedded alone against every
+   passage of the five sections shown: the best cosine. A key term the results do not speak of would
+   score low; the figure says whether answerable paraphrases score higher.
+
+Searches go through the MCP `search` path (api.do_search), the index of bench/eval_all.py's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from remembrancer.indexer import terms  # noqa: E402
+from remembrancer.indexer.api import do_search  # noqa: E402
+from remembrancer.indexer.search import answer as search  # noqa: E402
+from remembrancer.indexer.search.evaluate import EvalSession  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2", "memory-dev-3")
+STOP = frozenset("the a an of to in on for and or is are was were be do does did how what which who when where why "
+                 "with from at by it its our we i my me you your that this these those there their they them as if "
+                 "can should would could will into about after before than then so not no".split())
+WORD_RE = re.compile(r"[A-Za-z][\w]*")
+
+
+def absent_compounds(query: str, corpus_text: str) -> list[str]:
+    """Adjacent word pairs naming a thing (one capitalised past the first word) the notes never write."""
+    words = WORD_RE.findall(query)
+    out = []
+    for i, (a, b) in enumerate(zip(words, words[1:])):
+        if a.lower() in STOP or b.lower() in STOP or not ((i > 0 and a[0].isupper()) or b[0].isupper()):
+            continue
+        if f" {a.lower()} {b.lower()} " not in corpus_text:
+            out.append(f"{a} {b}")
+    return out
+
+
+def key_terms(view, query: str) -> list[str]:
+    """The question's words the notes never use that are names or terms of art."""
+    common = search._common_words(view)
+    names = {w.lower() for w in terms.name_words(query)}
+    return [w for w in dict.fromkeys(terms.content_words(query)) if not search._word_occurs(view, w)
+            and (w in names or (len(w) >= 4 and terms.is_rare(w, common)))]
+
+
+def grounding(view, word: str, shown: list[dict]) -> float:
+    """The best cosine between `word` alone and any passage of the shown sections."""
+    ids = [s.id for r in shown for s in view.catalog.sections(r["path"]) if s.heading == r["heading"]]
+    _, vectors = view.catalog.passage_vectors(sorted(view.catalog.passage_ids_in(ids)))
+    return float((vectors @ view.embedder.embed_query(word)).max()) if len(vectors) else 0.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    ap.add_argument("--sets", nargs="*", default=list(SETS))
+    ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"))
+    args = ap.parse_args()
+    os.environ["REMEMBRANCER_DATA_DIR"] = args.data_dir
+    flagged = {True: [0, 0], False: [0, 0]}   # answerable? → [flagged, all]
+    rows = []
+    for name in args.sets:
+        with EvalSession(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None) as session:
+            view = session.engine.view()
+            text = " " + re.sub(r"\W+", " ", " ".join(c for _, _, c, _ in view.lowered_sections())) + " "
+            for case in session.cases:
+                compounds = absent_compounds(case.query, text)
+                flagged[case.answerable][0] += bool(compounds)
+                flagged[case.answerable][1] += 1
+                absent = key_terms(view, case.query)
+                if absent:
+                    out = do_search(view, {"query": case.query, "limit": 5})
+                    shown = (out["results"] or out.get("best_weak") or [])[:5]
+                    rows.append((case.answerable, name, case.query,
+                                 {w: round(grounding(view, w, shown), 2) for w in absent}))
+        print(f"{name}: done", file=sys.stderr, flush=True)
+    for answerable in (False, True):
+        n, total = flagged[answerable]
+        print(f"absent compound name: {n} of {total} {'answerable' if answerable else 'no-answer'} questions")
+    print("\nabsent key terms, their best cosine against the shown sections (no-answer rows first):")
+    for answerable, name, query, scores in sorted(rows, key=lambda r: (r[0], min(r[3].values()))):
+        print(f"  {'answerable' if answerable else 'no-answer '}  {name:<13} {scores}  {terms.elide(query, 70)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
