@@ -90,10 +90,10 @@ PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intent
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    # "did it happen?": among sections this close to the best, the newest wins. Off by default (it
-    # helped one corpus: docs/ranking.md, "Memory rules"); a corpus whose journal settles such
-    # questions can turn it on (0.1 is the value measured before).
-    outcome_tie_margin: float = 0.0
+    # "Did it happen? Is it still so?": among sections this close to the best, the newest dated one
+    # goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4 alike; 0.2 is the
+    # rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
+    outcome_tie_margin: float = 0.2
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     # A section or document marked superseded / obsolete says it no longer holds: for a question
     # about how things are or how to do them (not about the past or history) it steps back.

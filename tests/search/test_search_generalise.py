@@ -160,8 +160,9 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
                 date="2030-02-01")]
     from remembrancer.indexer.search.rank import RankingConfig
 
-    # The newest-of-near-ties rule is a setting, off by default (docs/ranking.md, "Memory rules").
-    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.1))[0] == 3
+    # The newest of the near ties goes first (`outcome_tie_margin`, docs/ranking.md, "Memory rules").
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query)[0] == 3
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.0))[0] == 1
 
 
 def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
