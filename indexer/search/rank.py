@@ -20,7 +20,7 @@ from remembrancer.indexer.errors import UserError
 # Questions about how to do something want the section that holds the procedure.
 HOWTO_RE = re.compile(
     r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
-    r"safe way to|walk me through|what's the way to)\b", re.IGNORECASE)
+    r"safe way to|walk me through|what's the way to|step[- ]by[- ]step|playbook)\b", re.IGNORECASE)
 # "Did it happen / is it done yet?" wants the newest account of the event (a journal entry),
 # not the plan that announced it.
 OUTCOME_RE = re.compile(

@@ -54,6 +54,8 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     ("which port does the bastion's SSH listen on?", "fact"),
     ("how many days of logs does Loki keep?", "fact"),
     ("how do I restore pg1?", "steps"),
+    ("Part counts are climbing towards the limit. What's the step-by-step?", "steps"),
+    ("Apple purchase verification is failing right now. What's the playbook?", "steps"),
     ("how do I check that the restore came out right?", "verify"),
     ("how do I roll back the upgrade?", "rollback"),
     ("pg_basebackup or pgBackRest?", ""),
