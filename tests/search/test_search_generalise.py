@@ -249,6 +249,24 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
 
 
 @pytest.mark.parametrize("query, first", [
+    ("What is parts_to_throw_insert set to on the ClickHouse servers now?", 2),   # a fact as it stands
+    ("how do I raise parts_to_throw_insert when inserts are refused?", 1),        # how to: the runbook
+    ("what did we set parts_to_throw_insert to during the May incident?", 1),     # the past: no preference
+])
+def test_a_runbook_says_what_to_do_not_how_things_stand(query, first):
+    """A runbook's step names a setting as something to change; for a question about the setting
+    as it stands, the record that states it wins a near tie (`fact_runbook_factor`)."""
+    from remembrancer.indexer.search import rank
+
+    rows = [row(1, "runbooks/merges.md", "Merges falling behind > Steps > 4. Stopgap", doc_type="runbook"),
+            row(2, "services/clickhouse.md", "clickhouse > Server settings", doc_type="service")]
+    scores = {1: 0.80, 2: 0.78}
+    assert ranked(rows, scores, query)[0] == first
+    assert ranked(rows, scores, query, cfg=rank.RankingConfig(fact_runbook_factor=1.0))[0] == 1   # off
+    assert ranked(rows, {1: 0.80, 2: 0.70}, query)[0] == 1   # a mild step back: a clear lead stands
+
+
+@pytest.mark.parametrize("query, first", [
     ("which postgres version does db1 run now?", 2),              # a fact as it stands: the record
     ("did the db1 upgrade to postgres 17 go ahead?", 3),          # whether it happened: the journal
     ("how do I upgrade db1 to postgres 17?", 4),                  # a procedure: the runbook
