@@ -99,7 +99,7 @@ ABLATIONS = {
     "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("howto_steps_boost", 1.0), ("intention_factor", 1.0),
+for _key, _off in (("howto_steps_boost", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0),
                    ("detail_margin", 0.0), ("stale_factor", 1.0), ("outcome_tie_margin", 0.0),
                    ("fact_runbook_factor", 1.0)):

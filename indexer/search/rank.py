@@ -82,9 +82,6 @@ HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|ch
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
 CONVERSATION_OUTCOME_MARGIN = 0.1
-# A question about the plan itself: what was intended, proposed, targeted.
-PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"
-                       r"meant to|supposed to|going to)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -102,10 +99,6 @@ class RankingConfig:
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
-    # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
-    # what it is now or whether it happened — a plan section steps back unless the question speaks of
-    # a plan (PLAN_Q_RE). Chosen on memory-dev (0.8–0.7 alike), checked on memory-dev-2 (docs/ranking.md).
-    intention_factor: float = 0.8
     # A runbook says what to do, not how things stand: for a question about a fact as it stands
     # ("what is X set to now?", "how many partitions does …?") a runbook section steps back a little,
     # so the record or the journal entry that states the fact wins a near tie. Chosen on memory-dev-2
@@ -152,7 +145,7 @@ class RankingConfig:
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
 SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0),
                   "stale_factor": (0.0, 10.0), "fact_history_factor": (0.0, 10.0), "compaction_factor": (0.0, 10.0),
-                  "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0), "fact_runbook_factor": (0.0, 10.0)}
+                  "howto_steps_boost": (0.0, 10.0), "fact_runbook_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
 
 
@@ -186,7 +179,6 @@ class Intent:
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
-    about_plan: bool = False  # it speaks of a plan, a proposal or an intention
 
 
 def intent(query: str) -> Intent:
@@ -204,7 +196,7 @@ def intent(query: str) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
+    return Intent(howto, outcome, past, fact, history)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -266,8 +258,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
-        if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
-            scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
         if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
             scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
         if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
