@@ -87,7 +87,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The plain weighted hybrid: what every stratum must stay at or above.
 PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False,
                    "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0,
-                   "POINTER_CREDIT": False},
+                   "POINTER_CREDIT": False, "ALIAS_NAMES": False},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
@@ -96,11 +96,13 @@ ABLATIONS = {
     "literal leg": {"const": {"LITERAL_LEG": False}},
     "abstention": {"const": {"ABSTENTION": False}},
     "pointer credit": {"const": {"POINTER_CREDIT": False}},
+    "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
-for _key, _off in (("howto_steps_boost", 1.0), ("intention_factor", 1.0),
+for _key, _off in (("howto_steps_boost", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0),
-                   ("detail_margin", 0.0), ("stale_factor", 1.0)):
+                   ("detail_margin", 0.0), ("stale_factor", 1.0), ("outcome_tie_margin", 0.0),
+                   ("fact_runbook_factor", 1.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 

@@ -29,7 +29,7 @@ how i if in into is it its me my no not of on or our should so that the their th
 they this those to up us was we were what when where which who why will with would you your
 about after again all also am any because before between both each few get got just more most
 much only other out over own same some such than too under until very via vs let s t don want
-know tell find show see use used using make made way need
+know tell find show see use used using make made way need ok okay
 """.split())
 
 
@@ -102,16 +102,21 @@ _CALL_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
 _QUOTED_RE = re.compile(r"`([^`]{2,80})`|\"([^\"]{2,80})\"")
 
 
+_ELLIPSIS_END_RE = re.compile(r"\s*(\.{3,}|…)$")
+
+
 def literal_probes(query: str) -> list[str]:
     """Strings worth finding verbatim: quoted spans, call names (`rate(` from `rate(x[5m])`),
     and identifier-shaped tokens."""
     probes: list[str] = []
     for m in _QUOTED_RE.finditer(query):
-        probes.append((m.group(1) or m.group(2)).strip())
+        # An ellipsis marks where the asker cut a pasted string ("stmtcache_..." for the notes'
+        # "stmtcache_9f1c…"): what comes before it is what to find.
+        probes.append(_ELLIPSIS_END_RE.sub("", (m.group(1) or m.group(2)).strip()))
     for m in _CALL_RE.finditer(query):
         probes.append(m.group(1) + "(")
     for raw in query.split():
-        tok = raw.strip(".,;:!?()[]{}\"'`")
+        tok = raw.strip(".,;:!?()[]{}\"'`…")
         if "(" in tok:
             continue  # call syntax: its name is probed above
         tok = re.sub(r"'s$", "", tok)

@@ -166,6 +166,11 @@ JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
 
 
+# A document whose title calls it a plan or a roadmap ("Plan: JavaScript SDK 3.0", "Q4 2033 roadmap")
+# states intentions, whatever folder it is kept in.
+PLAN_TITLE_RE = re.compile(r"\b(plans?|roadmap)\b", re.IGNORECASE)
+
+
 def inferred_type(front_matter: dict, heading_chains: list[list[str]]) -> str | None:
     """The doc type the notes' own shape says, for a file the layout leaves untyped (or None)."""
     if not INFER_TYPES:
@@ -176,6 +181,8 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]]) -> str | 
     dated = sum(1 for c in headed if heading_dates(c))
     if dated >= JOURNAL_MIN_DATED and dated >= JOURNAL_DATED_SHARE * len(headed):
         return "journal"
+    if headed and PLAN_TITLE_RE.search(headed[0][0]):
+        return "plan"
     return None
 
 

@@ -53,6 +53,10 @@ CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a prea
 # for the best few candidates of each phrasing. Off only to measure it.
 POINTER_CREDIT = True
 POINTER_POOL = 10
+# An entity's nickname read with its record's name by the dense leg (_with_entity_names). Off only
+# to measure it.
+ALIAS_NAMES = True
+_WORDS_RE = re.compile(r"[a-z0-9]+")
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -287,10 +291,29 @@ def _searchable(text: str) -> bool:
 def _query_vectors(view, query: str, alternates: list[str]):
     """The question's vector alone (so it is the same with or without alternates: the int8 model
     quantises a batch as a whole), the rephrasings' in one batch."""
-    vecs = [view.embedder.embed_query(query)]
+    vecs = [view.embedder.embed_query(_with_entity_names(view, query))]
     if alternates:
-        vecs.extend(view.embedder.embed_queries(alternates))
+        vecs.extend(view.embedder.embed_queries([_with_entity_names(view, a) for a in alternates]))
     return vecs
+
+
+def _with_entity_names(view, text: str) -> str:
+    """The phrasing as the dense leg reads it: a host's or service's alias that shares no word with
+    its record's name is followed by that name — "the lighthouse (sbx-relay) pods", "analytics-1
+    (ch1)". The record's passages carry its name in their header, and the model cannot know that a
+    nickname means it; "relay" for `sbx-relay` already says it and is left alone."""
+    if not ALIAS_NAMES:
+        return text
+    matcher = view.entities()[0]
+    if matcher.regex is None:
+        return text
+
+    def named(m: re.Match) -> str:
+        said = m.group(1)
+        name = matcher.by_name[said.lower()]
+        shares_a_word = set(_WORDS_RE.findall(said.lower())) & set(_WORDS_RE.findall(name.lower()))
+        return m.group(0) if shares_a_word else f"{m.group(0)} ({name})"
+    return matcher.regex.sub(named, text)
 
 
 def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = ()) -> Hybrid:

@@ -20,7 +20,7 @@ from remembrancer.indexer.errors import UserError
 # Questions about how to do something want the section that holds the procedure.
 HOWTO_RE = re.compile(
     r"\b(how (do|can|should|would) (i|we|you|one)|how to|steps? (to|for)|procedure|what do (i|we) do|"
-    r"safe way to|walk me through|what's the way to)\b", re.IGNORECASE)
+    r"safe way to|walk me through|what's the way to|step[- ]by[- ]step|playbook)\b", re.IGNORECASE)
 # "Did it happen / is it done yet?" wants the newest account of the event (a journal entry),
 # not the plan that announced it.
 OUTCOME_RE = re.compile(
@@ -82,18 +82,15 @@ HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|ch
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
 CONVERSATION_OUTCOME_MARGIN = 0.1
-# A question about the plan itself: what was intended, proposed, targeted.
-PLAN_Q_RE = re.compile(r"\b(plan|plans|planned|planning|roadmap|intend\w*|intention|goals?|targets?|propos\w*|"
-                       r"meant to|supposed to|going to)\b", re.IGNORECASE)
 
 
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    # "did it happen?": among sections this close to the best, the newest wins. Off by default (it
-    # helped one corpus: docs/ranking.md, "Memory rules"); a corpus whose journal settles such
-    # questions can turn it on (0.1 is the value measured before).
-    outcome_tie_margin: float = 0.0
+    # "Did it happen? Is it still so?": among sections this close to the best, the newest dated one
+    # goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4 alike; 0.2 is the
+    # rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
+    outcome_tie_margin: float = 0.2
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     # A section or document marked superseded / obsolete says it no longer holds: for a question
     # about how things are or how to do them (not about the past or history) it steps back.
@@ -102,10 +99,11 @@ class RankingConfig:
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
     howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
-    # A plan states an intention: it answers a question about the plan itself, not how to do a thing,
-    # what it is now or whether it happened — a plan section steps back unless the question speaks of
-    # a plan (PLAN_Q_RE). Chosen on memory-dev (0.8–0.7 alike), checked on memory-dev-2 (docs/ranking.md).
-    intention_factor: float = 0.8
+    # A runbook says what to do, not how things stand: for a question about a fact as it stands
+    # ("what is X set to now?", "how many partitions does …?") a runbook section steps back a little,
+    # so the record or the journal entry that states the fact wins a near tie. Chosen on memory-dev-2
+    # (0.8–0.95 alike; the mildest), checked on the others (docs/ranking.md).
+    fact_runbook_factor: float = 0.95
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -147,7 +145,7 @@ class RankingConfig:
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
 SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0),
                   "stale_factor": (0.0, 10.0), "fact_history_factor": (0.0, 10.0), "compaction_factor": (0.0, 10.0),
-                  "howto_steps_boost": (0.0, 10.0), "intention_factor": (0.0, 10.0)}
+                  "howto_steps_boost": (0.0, 10.0), "fact_runbook_factor": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
 
 
@@ -181,7 +179,6 @@ class Intent:
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
-    about_plan: bool = False  # it speaks of a plan, a proposal or an intention
 
 
 def intent(query: str) -> Intent:
@@ -199,7 +196,7 @@ def intent(query: str) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history, bool(PLAN_Q_RE.search(query)))
+    return Intent(howto, outcome, past, fact, history)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -261,12 +258,12 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
-        if s.doc_type == "plan" and cfg.intention_factor != 1.0 and not it.about_plan:
-            scale(cfg.intention_factor, "a plan, for a question that is not about the plan")
         if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
             scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
         if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
             scale(cfg.stale_factor, "marked superseded, for a question about how things are")
+        if it.fact and s.doc_type == "runbook" and cfg.fact_runbook_factor != 1.0:
+            scale(cfg.fact_runbook_factor, "a runbook, for a question about a fact")
         if reads_text(s, it, cfg) and is_procedure(s):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
         moved = c.score * factor

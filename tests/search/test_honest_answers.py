@@ -11,6 +11,7 @@ from remembrancer.cli.main import main
 from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer import terms
 from remembrancer.mcp_server import render
 from tests.support.corpus import write, write_tree
 
@@ -19,6 +20,8 @@ DOCS = {
     "journal/2030/2030-01-05.md": "# 2030-01-05\n\n## 10:00 restore test\n\nRestored the database from the "
                                   "backup, took ten minutes.\n",
     "journal/2030/2030-01-06.md": "# 2030-01-06\n\n## 09:00 pgbouncer\n\nMoved the workers to pgbouncer.\n",
+    "notes/lessons.md": "# Lessons\n\n## Prepared statements behind a pooler\n\nAfter the pooler switch: ERROR: "
+                        "prepared statement \"stmtcache_9f1c2a77\" does not exist.\n",
 }
 
 
@@ -43,6 +46,23 @@ def test_words_found_only_outside_the_filters_are_said_to_be(engine):
     for params in ({"query": "restore test", "type": ["journal"]}, {"query": "zebra"}):
         out = do_search(engine.view(), {**params, "limit": 3})
         assert not any("outside" in n for n in out.get("notes", [])), out.get("notes")
+
+
+@pytest.mark.parametrize("cut", ['"stmtcache_..."', '"stmtcache_…"', "stmtcache_…"])
+def test_a_pasted_string_cut_with_an_ellipsis_is_looked_for_up_to_the_cut(engine, cut):
+    """An asker who pastes an error shortens its long part ("stmtcache_..."): the ellipsis is not in
+    the notes, the part before it is. Whole, the cut string occurs nowhere and the answer abstained."""
+    out = do_search(engine.view(), {"query": f"ERROR: prepared statement {cut} does not exist", "limit": 3})
+    assert not out["no_strong_match"], out.get("why_no_strong_match")
+    assert out["results"][0]["path"] == "notes/lessons.md"
+
+
+def test_an_everyday_word_in_capitals_is_not_a_name():
+    """"Is it OK to …" uses no name: an absent all-caps word would otherwise be a missing name
+    that raises the semantic bar (a right answer was withheld for it)."""
+    assert terms.name_words("Is it OK for me to rewrite the history of a branch?") == []
+    assert "ok" not in terms.content_words("is it ok to force-push?")
+    assert terms.name_words("what uptime SLA did we promise Brightwell?") == ["SLA", "Brightwell"]
 
 
 def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):

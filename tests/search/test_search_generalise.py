@@ -160,8 +160,9 @@ def test_did_it_finally_happen_and_is_it_still_are_settled_by_the_newest_entry(q
                 date="2030-02-01")]
     from remembrancer.indexer.search.rank import RankingConfig
 
-    # The newest-of-near-ties rule is a setting, off by default (docs/ranking.md, "Memory rules").
-    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.1))[0] == 3
+    # The newest of the near ties goes first (`outcome_tie_margin`, docs/ranking.md, "Memory rules").
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query)[0] == 3
+    assert ranked(rows, {1: 0.80, 2: 0.78, 3: 0.74}, query, cfg=RankingConfig(outcome_tie_margin=0.0))[0] == 1
 
 
 def test_the_rules_never_overturn_a_clearly_stronger_relevance_signal():
@@ -248,24 +249,35 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
 
 
 @pytest.mark.parametrize("query, first", [
-    ("which postgres version does db1 run now?", 2),              # a fact as it stands: the record
-    ("did the db1 upgrade to postgres 17 go ahead?", 3),          # whether it happened: the journal
-    ("how do I upgrade db1 to postgres 17?", 4),                  # a procedure: the runbook
-    ("what was the plan for upgrading db1?", 1),                  # about the plan itself: the plan
-    ("are we still planning to upgrade db1?", 1),
+    ("What is parts_to_throw_insert set to on the ClickHouse servers now?", 2),   # a fact as it stands
+    ("how do I raise parts_to_throw_insert when inserts are refused?", 1),        # how to: the runbook
+    ("what did we set parts_to_throw_insert to during the May incident?", 1),     # the past: no preference
 ])
-def test_a_plan_answers_questions_about_the_plan_not_what_happened_or_how(query, first):
-    """A plan states an intention: in a near tie it steps back (`intention_factor`) for a question
-    that does not speak of a plan, so the record, the journal entry or the runbook answers."""
+def test_a_runbook_says_what_to_do_not_how_things_stand(query, first):
+    """A runbook's step names a setting as something to change; for a question about the setting
+    as it stands, the record that states it wins a near tie (`fact_runbook_factor`)."""
+    from remembrancer.indexer.search import rank
+
+    rows = [row(1, "runbooks/merges.md", "Merges falling behind > Steps > 4. Stopgap", doc_type="runbook"),
+            row(2, "services/clickhouse.md", "clickhouse > Server settings", doc_type="service")]
+    scores = {1: 0.80, 2: 0.78}
+    assert ranked(rows, scores, query)[0] == first
+    assert ranked(rows, scores, query, cfg=rank.RankingConfig(fact_runbook_factor=1.0))[0] == 1   # off
+    assert ranked(rows, {1: 0.80, 2: 0.70}, query)[0] == 1   # a mild step back: a clear lead stands
+
+
+def test_the_plan_step_back_is_gone_and_a_config_naming_it_is_told_so():
+    """`intention_factor` (a plan ×0.8 for a question not about the plan) helped one memory corpus
+    once the newest account settled outcome questions, so it was removed (docs/ranking.md, "Removed
+    or rejected"): a plan and a record in a near tie keep relevance's order, and a config that still
+    sets the factor gets the unknown-key error with the settings that exist."""
+    from remembrancer.indexer.errors import UserError
     from remembrancer.indexer.search import rank
 
     rows = [row(1, "planning/q2.md", "Q2 plan > 2. Postgres 17 on db1", doc_type="plan"),
-            row(2, "hosts/db1.md", "db1", doc_type="host", level=1),
-            row(3, "journal/2030/2030-06-02.md", "2030-06-02 > 21:00 db1 switchover", doc_type="journal",
-                date="2030-06-02"),
-            row(4, "runbooks/db1-upgrade.md", "Upgrade db1", doc_type="runbook", level=1)]
-    near_tie = {1: 0.80, 2: 0.74, 3: 0.74, 4: 0.74}
-    scores = {**near_tie, first: 0.75} if first != 1 else near_tie
-    assert ranked(rows, scores, query)[0] == first
-    off = rank.RankingConfig(intention_factor=1.0)
-    assert ranked(rows, scores, query, cfg=off)[0] == 1   # without the rule the plan's lead stands
+            row(2, "hosts/db1.md", "db1", doc_type="host", level=1)]
+    assert ranked(rows, {1: 0.80, 2: 0.78}, "which postgres version does db1 run now?")[0] == 1
+    with pytest.raises(UserError) as err:
+        rank.RankingConfig.from_dict({"intention_factor": 0.8})
+    assert "unknown [ranking] key 'intention_factor'" in str(err.value)
+    assert "fact_runbook_factor" in err.value.options
