@@ -8,10 +8,8 @@ from __future__ import annotations
 import pytest
 
 from remembrancer.indexer import api
-from remembrancer.indexer.config import Config, make_roots
-from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.search import answer
-from tests.support.corpus import write_tree
+from tests.support.corpus import real_model_engine, write_tree
 
 RELAY = """---
 name: sbx-relay
@@ -66,16 +64,8 @@ def test_the_switch_leaves_the_phrasing_alone(engine, monkeypatch):
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from remembrancer.indexer.models.embed import load_default_embedder
-
-    tmp = tmp_path_factory.mktemp("aliases")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
-    e = Engine(Config(roots=make_roots([write_tree(tmp / "notes", NOTES)])), embedder=load_default_embedder())
-    e.refresh()
-    yield e
-    e.close()
-    mp.undo()
+    with real_model_engine(tmp_path_factory.mktemp("aliases"), NOTES) as e:
+        yield e
 
 
 @pytest.mark.slow

@@ -8,11 +8,9 @@ from __future__ import annotations
 import pytest
 
 from remembrancer.indexer import api
-from remembrancer.indexer.config import Config, make_roots
-from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.ingest import links
 from remembrancer.indexer.search import answer
-from tests.support.corpus import write_tree
+from tests.support.corpus import real_model_engine, write_tree
 
 MEMORY_INDEX = """- [Ana — role and how she works](user_ana.md) — CTO; how she wants status updates written
 - [No force-push on shared branches](feedback_force_push.md) — the one git rule Tom cares about
@@ -40,16 +38,8 @@ QUESTION = "How does Ana want me to write status updates for her?"
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from remembrancer.indexer.models.embed import load_default_embedder
-
-    tmp = tmp_path_factory.mktemp("pointers")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
-    e = Engine(Config(roots=make_roots([write_tree(tmp / "notes", NOTES)])), embedder=load_default_embedder())
-    e.refresh()
-    yield e
-    e.close()
-    mp.undo()
+    with real_model_engine(tmp_path_factory.mktemp("pointers"), NOTES) as e:
+        yield e
 
 
 def _first_two(e, query: str) -> list[dict]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.engine import Engine
@@ -43,3 +46,20 @@ def engine_for(roots: list[Path], embedder, **kw) -> Engine:
 
 def section_ids(engine, path: str) -> list[int]:
     return [s.id for s in engine.catalog.sections(path)]
+
+
+@contextmanager
+def real_model_engine(tmp: Path, files: dict[str, str]):
+    """An engine over `files` (written under `tmp/notes`), indexed with the shipped default model,
+    its data dir under `tmp`: for a module-scoped fixture, so the model embeds the notes once."""
+    from remembrancer.indexer.models.embed import load_default_embedder
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REMEMBRANCER_DATA_DIR", str(tmp / "data"))
+    e = Engine(Config(roots=make_roots([write_tree(tmp / "notes", files)])), embedder=load_default_embedder())
+    try:
+        e.refresh()
+        yield e
+    finally:
+        e.close()
+        mp.undo()
