@@ -393,3 +393,14 @@ def test_label_preferences_count_one_per_question_and_pair_of_kinds():
     prefs = bench_module("label_preferences").preferences(cases, Layout(DEFAULT_LAYOUT))
     assert prefs["all"] == {("record", "journal"): 1, ("journal", "record"): 1}
     assert prefs["recency"] == prefs["all"] and "state" not in prefs
+
+
+def test_the_eval_bench_gives_each_stratum_by_the_sets_primary_figure():
+    """A memory set is read right-first (any label graded 2 or 3), a docs set strict: the strata
+    bench/eval_all.py prints follow the same figure, so "no stratum below the plain hybrid" is
+    judged on what the set is scored by (strict strata on a memory set hid right answers)."""
+    eval_all = bench_module("eval_all")
+    a = Case("a", "q", stratum="recency", expect=[Label("a.md", "A"), Label("b.md", "B", grade=2)])
+    report = build_report([outcome(a, [r("b.md", "B")])], limit=5)
+    assert eval_all.summarise("memory-dev", report)["strata"]["recency"]["primary"] == 1.0
+    assert eval_all.summarise("docs-dev", report)["strata"]["recency"]["primary"] == 0.0
