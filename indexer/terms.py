@@ -102,7 +102,11 @@ _CALL_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
 _QUOTED_RE = re.compile(r"`([^`]{2,80})`|\"([^\"]{2,80})\"")
 
 
-_ELLIPSIS_END_RE = re.compile(r"\s*(\.{3,}|…)$")
+def _before_a_cut(text: str) -> str:
+    """`text` without a closing ellipsis ("…" or three dots or more) and the space before it."""
+    if text.endswith("…"):
+        return text[:-1].rstrip()
+    return text.rstrip(".").rstrip() if text.endswith("...") else text
 
 
 def literal_probes(query: str) -> list[str]:
@@ -112,7 +116,7 @@ def literal_probes(query: str) -> list[str]:
     for m in _QUOTED_RE.finditer(query):
         # An ellipsis marks where the asker cut a pasted string ("stmtcache_..." for the notes'
         # "stmtcache_9f1c…"): what comes before it is what to find.
-        probes.append(_ELLIPSIS_END_RE.sub("", (m.group(1) or m.group(2)).strip()))
+        probes.append(_before_a_cut((m.group(1) or m.group(2)).strip()))
     for m in _CALL_RE.finditer(query):
         probes.append(m.group(1) + "(")
     for raw in query.split():
