@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import time
-from copy import deepcopy
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,25 +187,23 @@ def main() -> int:
                 for stage, ms in stage_times(session, alts if with_alt else None, args.repeat).items():
                     print(f"  {stage:<32} {ms:6.2f}")
             return 0
-        from remembrancer.indexer.search import answer as search
+        import eval_all   # beside this file: its overrides and how a configuration is put in force
 
-        shipped, shipped_consts = session.engine.config.ranking, {}
-        base, base_consts = deepcopy(shipped), {}
+        base: dict = {"const": {}, "ranking": {}}
         for kv in args.baseline:
-            k, _, v = kv.partition("=")
-            owner, into = (search, base_consts) if k.isupper() else (base, None)
-            typed = type(getattr(owner, k))(json.loads(v.lower()) if v.lower() in ("true", "false") else v)
-            if into is None:
-                setattr(base, k, typed)
-            else:
-                into[k], shipped_consts[k] = typed, getattr(search, k)
-        for name, cfg, consts in (("baseline", base, base_consts), ("shipped", shipped, shipped_consts)):
-            session.engine.config.ranking = cfg
-            for k, v in consts.items():
-                setattr(search, k, v)
-            for label, with_alt in MODES:
-                m = figures(times(session, alts if with_alt else None, args.repeat))
-                print(line(f"{args.set} {name:<8} {label}", m), flush=True)
+            key, sep, text = kv.partition("=")
+            try:
+                if not sep:
+                    raise ValueError("give KEY=VALUE")
+                part, value = eval_all.override(key, text)
+            except ValueError as e:
+                ap.error(f"--baseline {kv!r}: {e}")
+            base[part][key] = value
+        for name, overrides in (("baseline", base), ("shipped", {})):
+            with eval_all.Applied(session, overrides):
+                for label, with_alt in MODES:
+                    m = figures(times(session, alts if with_alt else None, args.repeat))
+                    print(line(f"{args.set} {name:<8} {label}", m), flush=True)
     return 0
 
 

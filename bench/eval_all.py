@@ -71,6 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from remembrancer.indexer.search import answer as search# noqa: E402
 from remembrancer.indexer.search.evaluate import EvalSession, ResponseMeter  # noqa: E402
 from remembrancer.indexer.search.rank import RankingConfig  # noqa: E402
+from remembrancer.indexer.errors import UserError  # noqa: E402
 from remembrancer.indexer.ingest import document as ingest_document, markdown as ingest_markdown, meta as ingest_meta  # noqa: E402
 
 COMMITS_SET = "commits"   # not a dev set of ../shared/eval: a git history the tests make (open_session)
@@ -177,6 +178,19 @@ def _value(text: str):
         except ValueError:
             pass
     return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def override(name: str, value: str) -> tuple[str, object]:
+    """Which part a KEY=VALUE override goes to — a search constant (upper case) of answer.py, or a
+    [ranking] setting — and its typed value; ValueError names an unknown one."""
+    if name.isupper():
+        if not hasattr(search, name):
+            raise ValueError(f"no constant {name!r} in indexer/search/answer.py")
+        return "const", type(getattr(search, name))(_value(value))
+    try:   # checked as a config file's [ranking] table is: kind and range
+        return "ranking", getattr(RankingConfig.from_dict({name: _value(value)}), name)
+    except UserError as e:
+        raise ValueError(e.message) from None
 
 
 class Applied:
@@ -308,14 +322,10 @@ def main() -> int:
             ap.error("--ingest changes what is indexed: add --fresh (a kept index was read without it)")
         setattr(module, name, type(getattr(module, name))(_value(value)))
     def setting(flag: str, name: str, value: str) -> tuple[str, object]:
-        """Which part an override goes to (a search constant is upper case) and its typed value."""
-        if name.isupper():
-            if not hasattr(search, name):
-                ap.error(f"{flag}: no constant {name!r} in indexer/search/answer.py")
-            return "const", type(getattr(search, name))(_value(value))
-        if not hasattr(RankingConfig(), name):
-            ap.error(f"{flag}: no [ranking] setting {name!r}")
-        return "ranking", _value(value)
+        try:
+            return override(name, value)
+        except ValueError as e:
+            ap.error(f"{flag}: {e}")
 
     shipped: dict = {"const": {}, "ranking": {}}
     for kv in args.const:

@@ -56,7 +56,6 @@ POINTER_POOL = 10
 # An entity's nickname read with its record's name by the dense leg (_with_entity_names). Off only
 # to measure it.
 ALIAS_NAMES = True
-_WORDS_RE = re.compile(r"[a-z0-9]+")
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -311,8 +310,8 @@ def _with_entity_names(view, text: str) -> str:
     def named(m: re.Match) -> str:
         said = m.group(1)
         name = matcher.by_name[said.lower()]
-        shares_a_word = set(_WORDS_RE.findall(said.lower())) & set(_WORDS_RE.findall(name.lower()))
-        return m.group(0) if shares_a_word else f"{m.group(0)} ({name})"
+        words = terms.WORD_RUN_RE.findall
+        return m.group(0) if set(words(said.lower())) & set(words(name.lower())) else f"{m.group(0)} ({name})"
     return matcher.regex.sub(named, text)
 
 
