@@ -249,6 +249,32 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
 
 
 @pytest.mark.parametrize("query, first", [
+    ("A release is misbehaving in production. How do I roll it back?", 4),   # the Rollback part
+    ("how do I undo a bad deploy of the game service?", 4),
+    ("how do I check that the deploy came out right?", 3),                   # the Verify under Steps
+    ("how do I deploy the game service?", 2),                                # the steps
+])
+def test_a_how_to_question_asking_to_undo_or_check_gets_that_part_of_the_runbook(query, first):
+    """A runbook keeps its steps, a Verify part and a Rollback part; the steps match "how do I roll
+    it back?" about as well as the part that undoes (every part names the service and the deploy). The
+    how-to rule steps up the part the question asks for: undoing or checking, else the steps."""
+    rows = [row(1, "runbooks/deploy.md", "Deploy a game service", doc_type="runbook", level=1,
+                content="Deploys are manual; how to check and how to roll back."),
+            row(2, "runbooks/deploy.md", "Deploy a game service > Steps > 3. Upgrade", doc_type="runbook", level=3,
+                content="helm upgrade game-service --atomic"),
+            row(3, "runbooks/deploy.md", "Deploy a game service > Steps > Verify", doc_type="runbook", level=3,
+                content="- 5xx rate back to the previous level.\n- No new Sentry issue."),
+            row(4, "runbooks/deploy.md", "Deploy a game service > Rollback", doc_type="runbook",
+                content="helm history game-service, then helm rollback game-service REVISION.")]
+    scores = {1: 0.70, 2: 0.80, 3: 0.76, 4: 0.77}
+    assert ranked(rows, scores, query)[0] == first
+    # The part is read from the question's wording ("roll it back" too), and the rule is the how-to one:
+    from remembrancer.indexer.search import rank
+    assert ranked(rows, scores, query, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] == 2
+    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == 1   # a clear lead stands
+
+
+@pytest.mark.parametrize("query, first", [
     ("What is parts_to_throw_insert set to on the ClickHouse servers now?", 2),   # a fact as it stands
     ("how do I raise parts_to_throw_insert when inserts are refused?", 1),        # how to: the runbook
     ("what did we set parts_to_throw_insert to during the May incident?", 1),     # the past: no preference
