@@ -31,6 +31,7 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
+W_LITERAL = 0.3        # the literal leg's share when the question has a probe or names an entity
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
@@ -557,7 +558,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         dn = (c.dense - d_min) / span if c.dense > 0 else 0.0
         score = w_dense * dn + (1 - w_dense) * bm
         if identifier_query:
-            score = 0.7 * score + 0.3 * (c.literal / lit_max)
+            score = (1 - W_LITERAL) * score + W_LITERAL * (c.literal / lit_max)
         c.score = c.fused = score
 
 
