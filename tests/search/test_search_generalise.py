@@ -138,6 +138,43 @@ def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_recor
     assert (out["results"] or out["best_weak"])[0]["path"] == "hosts/db1.md"
 
 
+PROCEDURES = {
+    "hosts/db1.md": "---\nhost: db1\naliases: [warehouse]\n---\n\n# db1\n\n| fact | value |\n|---|---|\n"
+                    "| role | postgres primary |\n\n## Replication\n\ndb1 streams to db2; if db1 dies, db2 "
+                    "takes over as the primary.\n",
+    "hosts/db2.md": "---\nhost: db2\n---\n\n# db2\n\n## Replication\n\ndb2 is the streaming replica of db1.\n",
+    "runbooks/failover.md": "# Fail over PostgreSQL from db1 to db2\n\nWhen the primary is gone.\n\n## Steps\n\n"
+                            "1. Stop the writers.\n2. Run pg_ctl promote on the replica.\n3. Point the "
+                            "pooler at the new primary.\n",
+    "runbooks/vacuum.md": "# Vacuum a bloated table\n\n## Steps\n\n1. Check the bloat.\n2. Run vacuum full "
+                          "in a quiet hour.\n",
+}
+
+
+def test_a_how_to_question_about_an_entity_credits_the_runbook_titled_with_it(tmp_path, tiny_engine, monkeypatch):
+    """A host's record holds its facts, a runbook titled with the host ("Fail over PostgreSQL from
+    db1 to db2") its procedure: for a how-to question naming the host, the literal leg credits that
+    runbook as it credits the record, so the steps are not out-ranked by the record's facts on the
+    strength of the name alone. Other questions credit the record only."""
+    from remembrancer.indexer.search import answer
+
+    engine = tiny_engine(corpus(tmp_path / "notes", PROCEDURES))
+
+    def literal(query):
+        out = search(engine.view(), SearchRequest(query, limit=10)).to_json()
+        return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+
+    howto = literal("how do I promote the replica when db1 dies?")
+    assert howto[("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps")] >= 1.0, howto
+    assert howto[("hosts/db1.md", "db1 > Replication")] >= 1.0, howto
+    assert all(v == 0 for (path, _), v in howto.items() if path == "runbooks/vacuum.md"), howto
+    fact = literal("what does db1 replicate to?")
+    assert all(v == 0 for (path, _), v in fact.items() if path.startswith("runbooks/")), fact
+    monkeypatch.setattr(answer, "PROCEDURE_CREDIT", False)
+    off = literal("how do I promote the replica when db1 dies?")
+    assert all(v == 0 for (path, _), v in off.items() if path.startswith("runbooks/")), off
+
+
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     """A record's H1 section holds its facts table: it is a first-class section (no overview rule
     steps it back), and it wins over a near tie in another document and over a subsection of its own
