@@ -253,11 +253,15 @@ def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_pat
     """The literal leg credits every section of the named entity's own record (its front matter
     defines the name), whatever kind of answer the question wants: giving it only for a question
     about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
-    documents that mention the name get no such credit."""
+    documents that mention the name get no such credit — but for a how-to question, the runbook
+    titled with the entity ("Fail over db1") is its procedure and is credited too."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
     assert record and min(record) >= 1.0, lit
-    assert all(v < 1.0 for (path, _), v in lit.items() if path != "hosts/db1.md"), lit
+    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if query.startswith("how do I") else set())
+    runbook = [v for (path, _), v in lit.items() if path == "runbooks/postgres/failover.md"]
+    assert runbook and (min(runbook) >= 1.0) == (query.startswith("how do I")), lit
+    assert all(v < 1.0 for (path, _), v in lit.items() if path not in credited), lit
 
 
 def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introduction():
