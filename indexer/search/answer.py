@@ -31,6 +31,7 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
+W_LITERAL = 0.3        # the literal leg's share when the question has a probe or names an entity
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
 # A section's heading embedded alone names its topic ("Graceful Shutdown" for "stop the server
@@ -46,6 +47,7 @@ MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
 # plain weighted hybrid baseline row); the product always runs with them on.
 LITERAL_LEG = True
+PROCEDURE_CREDIT = True   # a how-to question: a runbook titled with the entity is credited like its record
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
@@ -334,7 +336,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
                          "indexed): they are found by keywords only until an index run embeds them")
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
     shared = Lookups(view, allowed)
-    evidence = [_phrasing(view, text, vec, shared) for text, vec in zip(phrasings, vecs)]
+    evidence = [_phrasing(view, text, vec, shared, it) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
@@ -423,9 +425,9 @@ class Lookups:
         return self._probes[probe]
 
 
-def _phrasing(view, query: str, qvec, shared: Lookups) -> Phrasing:
+def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phrasing:
     """One phrasing through the three legs, fused (the memory rules come after, once), within the
-    request's filter and with its shared lookups (`shared`)."""
+    request's filter and with its shared lookups (`shared`); `it` is what the question asks for."""
     allowed = shared.allowed
     cands: dict[int, Candidate] = {}
 
@@ -455,9 +457,14 @@ def _phrasing(view, query: str, qvec, shared: Lookups) -> Phrasing:
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
     # own record only (its front matter defines it; elsewhere it is a passing mention). Names are
-    # found as whole words, so an alias that is a plain word counts too.
+    # found as whole words, so an alias that is a plain word counts too. A how-to question asks for
+    # the entity's procedure: a runbook whose title names it counts as its own too (PROCEDURE_CREDIT).
     matcher, entity_paths = view.entities()
-    own = {entity_paths.get(name) for name in matcher.mentions(query)} - {None}
+    named = matcher.mentions(query)
+    own = {entity_paths.get(name) for name in named} - {None}
+    if it.howto and named and PROCEDURE_CREDIT:
+        procedures = view.procedures()
+        own |= {path for name in named for path in procedures.get(name, ())}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
@@ -557,7 +564,7 @@ def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
         dn = (c.dense - d_min) / span if c.dense > 0 else 0.0
         score = w_dense * dn + (1 - w_dense) * bm
         if identifier_query:
-            score = 0.7 * score + 0.3 * (c.literal / lit_max)
+            score = (1 - W_LITERAL) * score + W_LITERAL * (c.literal / lit_max)
         c.score = c.fused = score
 
 

@@ -71,8 +71,9 @@ CURRENT_RE = re.compile(
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
                      r"when (does|do|is|are))\b", re.IGNORECASE)
 # A how-to question asks for one part of a runbook (the conventions name them: When to use,
-# Before you start, Steps, a Verify under Steps, Rollback): undoing, checking, or else the steps.
-ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|undo|revert|back out)\b", re.IGNORECASE)
+# Before you start, Steps, a Verify under Steps, Rollback): undoing ("how do I roll it back?"),
+# checking, or else the steps.
+ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|roll(ing)? (\w+ )?back|undo|revert|back (\w+ )?out)\b", re.IGNORECASE)
 VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
                       re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
                       alone=re.compile(r"\bverify\b", re.IGNORECASE))
@@ -98,7 +99,9 @@ class RankingConfig:
     stale_factor: float = 0.8
     fact_history_factor: float = 0.8     # "what is it?" in the present tense: the journal and a record's
                                          # Known issues / History are history
-    howto_steps_boost: float = 1.3       # a how-to question: a runbook's section that is a procedure (numbered steps)
+    howto_steps_boost: float = 1.3       # a how-to question: the runbook section that is the procedure
+                                         # asked for (numbered steps; its Rollback or Verify part for
+                                         # "how do I roll it back / check it worked?")
     # A runbook says what to do, not how things stand: for a question about a fact as it stands
     # ("what is X set to now?", "how many partitions does …?") a runbook section steps back a little,
     # so the record or the journal entry that states the fact wins a near tie. Chosen on memory-dev-2
@@ -210,6 +213,22 @@ def reads_text(s, it: Intent, cfg: RankingConfig) -> bool:
     return bool(cfg.enabled and it.howto and cfg.howto_steps_boost != 1.0 and s.doc_type == "runbook")
 
 
+# The runbook part that undoes or checks, by its heading (`## Rollback`, `### Verify`).
+PART_HEADING_RE = {
+    "rollback": re.compile(r"\b(roll ?back|rolling back|undo|revert\w*|back ?out)\b", re.IGNORECASE),
+    "verify": re.compile(r"\b(verify|verification|validat\w+|checks?|checking|confirm\w*)\b", re.IGNORECASE),
+}
+
+
+def answers_howto(s, it: Intent) -> bool:
+    """Is this runbook section the procedure the how-to question asks for: the part that undoes or
+    checks when the question asks to undo or check (the steps only do), else the steps."""
+    part = PART_HEADING_RE.get(it.howto)
+    if part is not None:
+        return bool(part.search(s.title or ""))
+    return is_procedure(s)
+
+
 def is_procedure(s) -> bool:
     """A section that is a procedure: a numbered step heading (`### 3. Promote the replica`), or
     a numbered list of two steps or more outside code — where a runbook keeps what to do, as
@@ -264,8 +283,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.stale_factor, "marked superseded, for a question about how things are")
         if it.fact and s.doc_type == "runbook" and cfg.fact_runbook_factor != 1.0:
             scale(cfg.fact_runbook_factor, "a runbook, for a question about a fact")
-        if reads_text(s, it, cfg) and is_procedure(s):
-            scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question")
+        if reads_text(s, it, cfg) and answers_howto(s, it):
+            scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question" if it.howto == "steps"
+                  else f"the runbook's {it.howto} part, for a question asking for it")
         moved = c.score * factor
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)

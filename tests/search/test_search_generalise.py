@@ -138,6 +138,43 @@ def test_a_host_named_by_an_alias_or_ip_from_its_front_matter_lands_on_its_recor
     assert (out["results"] or out["best_weak"])[0]["path"] == "hosts/db1.md"
 
 
+PROCEDURES = {
+    "hosts/db1.md": "---\nhost: db1\naliases: [warehouse]\n---\n\n# db1\n\n| fact | value |\n|---|---|\n"
+                    "| role | postgres primary |\n\n## Replication\n\ndb1 streams to db2; if db1 dies, db2 "
+                    "takes over as the primary.\n",
+    "hosts/db2.md": "---\nhost: db2\n---\n\n# db2\n\n## Replication\n\ndb2 is the streaming replica of db1.\n",
+    "runbooks/failover.md": "# Fail over PostgreSQL from db1 to db2\n\nWhen the primary is gone.\n\n## Steps\n\n"
+                            "1. Stop the writers.\n2. Run pg_ctl promote on the replica.\n3. Point the "
+                            "pooler at the new primary.\n",
+    "runbooks/vacuum.md": "# Vacuum a bloated table\n\n## Steps\n\n1. Check the bloat.\n2. Run vacuum full "
+                          "in a quiet hour.\n",
+}
+
+
+def test_a_how_to_question_about_an_entity_credits_the_runbook_titled_with_it(tmp_path, tiny_engine, monkeypatch):
+    """A host's record holds its facts, a runbook titled with the host ("Fail over PostgreSQL from
+    db1 to db2") its procedure: for a how-to question naming the host, the literal leg credits that
+    runbook as it credits the record, so the steps are not out-ranked by the record's facts on the
+    strength of the name alone. Other questions credit the record only."""
+    from remembrancer.indexer.search import answer
+
+    engine = tiny_engine(corpus(tmp_path / "notes", PROCEDURES))
+
+    def literal(query):
+        out = search(engine.view(), SearchRequest(query, limit=10)).to_json()
+        return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+
+    howto = literal("how do I promote the replica when db1 dies?")
+    assert howto[("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps")] >= 1.0, howto
+    assert howto[("hosts/db1.md", "db1 > Replication")] >= 1.0, howto
+    assert all(v == 0 for (path, _), v in howto.items() if path == "runbooks/vacuum.md"), howto
+    fact = literal("what does db1 replicate to?")
+    assert all(v == 0 for (path, _), v in fact.items() if path.startswith("runbooks/")), fact
+    monkeypatch.setattr(answer, "PROCEDURE_CREDIT", False)
+    off = literal("how do I promote the replica when db1 dies?")
+    assert all(v == 0 for (path, _), v in off.items() if path.startswith("runbooks/")), off
+
+
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     """A record's H1 section holds its facts table: it is a first-class section (no overview rule
     steps it back), and it wins over a near tie in another document and over a subsection of its own
@@ -216,11 +253,15 @@ def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_pat
     """The literal leg credits every section of the named entity's own record (its front matter
     defines the name), whatever kind of answer the question wants: giving it only for a question
     about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
-    documents that mention the name get no such credit."""
+    documents that mention the name get no such credit — but for a how-to question, the runbook
+    titled with the entity ("Fail over db1") is its procedure and is credited too."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
     assert record and min(record) >= 1.0, lit
-    assert all(v < 1.0 for (path, _), v in lit.items() if path != "hosts/db1.md"), lit
+    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if query.startswith("how do I") else set())
+    runbook = [v for (path, _), v in lit.items() if path == "runbooks/postgres/failover.md"]
+    assert runbook and (min(runbook) >= 1.0) == (query.startswith("how do I")), lit
+    assert all(v < 1.0 for (path, _), v in lit.items() if path not in credited), lit
 
 
 def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introduction():
@@ -246,6 +287,32 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
     assert ranked(rows, {**scores, 2: 0.70, 4: 0.70}, "what does the failover runbook cover?")[0] == 1
     assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.45, 5: 0.10}, "how do I fail over db1?")[0] == 1   # ×1.3 would lead
     assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 1
+
+
+@pytest.mark.parametrize("query, first", [
+    ("A release is misbehaving in production. How do I roll it back?", 4),   # the Rollback part
+    ("how do I undo a bad deploy of the game service?", 4),
+    ("how do I check that the deploy came out right?", 3),                   # the Verify under Steps
+    ("how do I deploy the game service?", 2),                                # the steps
+])
+def test_a_how_to_question_asking_to_undo_or_check_gets_that_part_of_the_runbook(query, first):
+    """A runbook keeps its steps, a Verify part and a Rollback part; the steps match "how do I roll
+    it back?" about as well as the part that undoes (every part names the service and the deploy). The
+    how-to rule steps up the part the question asks for: undoing or checking, else the steps."""
+    rows = [row(1, "runbooks/deploy.md", "Deploy a game service", doc_type="runbook", level=1,
+                content="Deploys are manual; how to check and how to roll back."),
+            row(2, "runbooks/deploy.md", "Deploy a game service > Steps > 3. Upgrade", doc_type="runbook", level=3,
+                content="helm upgrade game-service --atomic"),
+            row(3, "runbooks/deploy.md", "Deploy a game service > Steps > Verify", doc_type="runbook", level=3,
+                content="- 5xx rate back to the previous level.\n- No new Sentry issue."),
+            row(4, "runbooks/deploy.md", "Deploy a game service > Rollback", doc_type="runbook",
+                content="helm history game-service, then helm rollback game-service REVISION.")]
+    scores = {1: 0.70, 2: 0.80, 3: 0.76, 4: 0.77}
+    assert ranked(rows, scores, query)[0] == first
+    # The part is read from the question's wording ("roll it back" too), and the rule is the how-to one:
+    from remembrancer.indexer.search import rank
+    assert ranked(rows, scores, query, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] == 2
+    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == 1   # a clear lead stands
 
 
 @pytest.mark.parametrize("query, first", [
