@@ -29,9 +29,10 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-# 8: a document titled a plan or a roadmap is a plan; 7: a superseded document is stale
+# 9: a daily note (a file named by its day, `2024_01_05.md` too) is a journal day; 8: a document
+# titled a plan or a roadmap is a plan; 7: a superseded document is stale
 # (meta.document_is_stale), passages carry the description
-PARSE_VERSION = 8
+PARSE_VERSION = 9
 EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run

@@ -107,7 +107,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     chains = [s.heading.split(" > ") if s.heading else [] for s in parsed.sections]
     doc_type, named = layout.typed(f.rel)
     if not named:   # only the catch-all names it: its shape says what it is
-        doc_type = meta.inferred_type(fm, chains) or doc_type
+        doc_type = meta.inferred_type(fm, chains, f.rel) or doc_type
     doc_date = meta.document_date(f.rel, fm)
     # a journal records what was seen: a day that notes "status: deprecated the v1 API" is not itself stale
     doc_stale = meta.document_is_stale(fm, parsed.sections if doc_type != "journal" else ())

@@ -95,9 +95,20 @@ def _valid(m: re.Match) -> bool:
         return False
 
 
+# A file named by its day alone: `2024-01-05.md`, Logseq's `2024_01_05.md` — a day of a log.
+DAY_FILE_RE = re.compile(r"^(\d{4})[-_](\d{2})[-_](\d{2})\.[A-Za-z]+$")
+
+
+def day_of_file(rel: str) -> str | None:
+    """The day a file is named by, when its name is that day and nothing else (Obsidian's and
+    Logseq's daily notes); `2024-01-05-release-notes.md` is a dated document, not a day."""
+    m = DAY_FILE_RE.match(rel.rsplit("/", 1)[-1])
+    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m and _valid(m) else None
+
+
 def document_date(rel: str, front_matter: dict) -> str | None:
     """Filename date first (a journal day), then front matter updated/date/created."""
-    name_date = date_in(rel.rsplit("/", 1)[-1])
+    name_date = date_in(rel.rsplit("/", 1)[-1]) or day_of_file(rel)
     if name_date:
         return name_date
     for key in ("updated", "date", "created"):
@@ -160,7 +171,7 @@ class Entity:
 
 
 # A file no layout rule names is typed by what it says: a dated log (most sections under a dated
-# heading) is a journal; front matter that names the thing's other names (aliases) makes a record.
+# heading, or a file named by its day) is a journal; front matter that names the thing's other names (aliases) makes a record.
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
@@ -171,12 +182,14 @@ INFER_TYPES = True             # for measurement only: bench/eval_all.py --inges
 PLAN_TITLE_RE = re.compile(r"\b(plans?|roadmap)\b", re.IGNORECASE)
 
 
-def inferred_type(front_matter: dict, heading_chains: list[list[str]]) -> str | None:
+def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str = "") -> str | None:
     """The doc type the notes' own shape says, for a file the layout leaves untyped (or None)."""
     if not INFER_TYPES:
         return None
     if any(front_matter.get(k) for k in ("aliases", "alias")):
         return "service"
+    if day_of_file(rel):   # a daily note: one day of a log kept a file a day
+        return "journal"
     headed = [c for c in heading_chains if c]
     dated = sum(1 for c in headed if heading_dates(c))
     if dated >= JOURNAL_MIN_DATED and dated >= JOURNAL_DATED_SHARE * len(headed):

@@ -139,6 +139,27 @@ def test_a_file_no_layout_rule_names_is_typed_by_its_shape(tmp_path, tiny_engine
     assert credited and {path for path, _ in credited} == {"components/relay.md"}
 
 
+def test_a_daily_note_is_a_journal_day(tmp_path, tiny_engine):
+    """A file named by its day alone (Obsidian's `2024-01-05.md`, Logseq's `2024_01_05.md`) is one
+    day of a log kept a file a day: a journal, dated that day, so the journal rules read it (a
+    question about now puts the record above the day that changed it). A file whose name holds a date
+    and more (`2024-01-05-release-notes.md`) is a dated document, not a day."""
+    e = tiny_engine(write_tree(tmp_path / "vault", {
+        "daily/2024-01-05.md": "## Standup\n\nThe billing database moved to port 6432 today.\n",
+        "journals/2024_01_09.md": "- billing database: vacuum done\n",
+        "posts/2024-01-05-release-notes.md": "# Release notes\n\nBilling v2.\n",
+        "services/billing-db.md": "---\nservice: billing-db\naliases: [billing database]\n---\n\n# billing-db\n\n"
+                                  "## Facts\n\nThe billing database listens on port 6432.\n"}))
+    typed = {rel: (r["type"], r.get("date")) for rel in ("daily/2024-01-05.md", "journals/2024_01_09.md",
+                                                           "posts/2024-01-05-release-notes.md")
+             for r in [api.do_read(e.view(), {"path": rel, "max_chars": 100})]}
+    assert typed == {"daily/2024-01-05.md": ("journal", "2024-01-05"), "journals/2024_01_09.md": ("journal", "2024-01-09"),
+                     "posts/2024-01-05-release-notes.md": ("doc", "2024-01-05")}, typed
+    out = api.do_search(e.view(), {"query": "which port does the billing database listen on?", "explain": True})
+    day = next(r for r in out["results"] if r["path"] == "daily/2024-01-05.md")
+    assert any("type journal" in why for why in day["why"]), day
+
+
 def test_inferred_type_needs_a_log_not_one_date():
     chains = [["Plain"], ["Plain", "2033-10-31 release"]]
     assert meta.inferred_type({}, chains) is None
@@ -147,6 +168,10 @@ def test_inferred_type_needs_a_log_not_one_date():
     assert meta.inferred_type({}, log) == "journal"
     assert meta.inferred_type({"aliases": ["lighthouse"]}, []) == "service"
     assert meta.inferred_type({"aliases": []}, []) is None
+    assert meta.inferred_type({}, [["Standup"]], "daily/2024-01-05.md") == "journal"
+    assert meta.inferred_type({}, [["Standup"]], "journals/2024_01_05.md") == "journal"
+    assert meta.inferred_type({}, [["Notes"]], "posts/2024-01-05-release-notes.md") is None
+    assert meta.inferred_type({}, [], "daily/2024-02-30.md") is None   # no such day
 
 
 def test_the_detail_answers_before_the_summary_that_encloses_it():
