@@ -466,10 +466,11 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 
     # the dense leg started first: the team store answers it beside the keyword leg
     dense = view.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
-    # A day the question names ("on 2024-01-05") is a date, not the words 2024, 01 and 05 (a note
-    # titled "Roadmap 2024" would win on them): the literal leg finds it, by the sections' dates
-    # and verbatim in their text, and the keyword leg reads the rest of the question (DAY_CREDIT).
-    days = terms.days_named(query) if LITERAL_LEG and DAY_CREDIT else []
+    # A day the question names ("on 2024-01-05") that the notes hold sections of is a date, not the
+    # words 2024, 01 and 05 (a note titled "Roadmap 2024" would win on them): the literal leg finds
+    # it, by the sections' dates and verbatim in their text, and the keyword leg reads the rest of
+    # the question (DAY_CREDIT). A day the notes hold nothing of is left as the question's words.
+    days = [d for d in terms.days_named(query) if shared.dated([d])] if LITERAL_LEG and DAY_CREDIT else []
     keywords = terms.without_days(query, days) if days else query
     for sid, score in view.keyword_index().search(keywords, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
