@@ -221,11 +221,18 @@ def without_days(text: str, days: Iterable[str]) -> str:
                              _DAY_ISO_RE.sub(lambda m: "" if m.group(0) in keep else m.group(0), text))
 
 
+_BOUND_BEFORE_RE = re.compile(r"\b(since|after|before|until|till|by|through)\s+(the\s+)?$", re.IGNORECASE)
+
+
 def days_named(text: str) -> list[str]:
-    """The calendar days a question names, as `YYYY-MM-DD` (a day that does not exist is none):
-    what a section's date can be compared with (a daily note holds its day only in its name)."""
-    found = [(int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _DAY_ISO_RE.finditer(text)]
-    for m in _DAY_WORDS_RE.finditer(text):
+    """The calendar days a question places itself on, as `YYYY-MM-DD` (a day that does not exist is
+    none): what a section's date can be compared with (a daily note holds its day only in its name).
+    Not a day it measures from or to ("since 2024-01-05", "before 5 January 2024")."""
+    def on(m: re.Match) -> bool:
+        return _BOUND_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()) is None
+
+    found = [(int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _DAY_ISO_RE.finditer(text) if on(m)]
+    for m in filter(on, _DAY_WORDS_RE.finditer(text)):
         word, day = (m.group(2), m.group(1)) if m.group(1) else (m.group(3), m.group(4))
         month = next((i for i, name in enumerate(_MONTH_NAMES, 1) if name.startswith(word.lower())), None)
         if month is not None:
