@@ -129,7 +129,8 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     said = front_matter_text(fm)
     described = _context_description(fm) if DESCRIPTION_IN_CONTEXT else ""
     for s, chain in zip(parsed.sections, chains):
-        header = chunking.context_header(doc_type, doc.title, f"{day} > {s.heading}" if day and s.heading else s.heading)
+        heading = f"{day} > {s.heading}" if day and s.heading else s.heading
+        header = chunking.context_header(doc_type, doc.title, heading)
         # the blocks under `header — description`; the first passage stays the header alone or, for
         # the preamble, the header with what the front matter says: it names and sums up the note as
         # a heading does, and is counted like one (answer.HEADING_PASSAGE_WEIGHT)

@@ -178,7 +178,8 @@ class Entity:
 
 
 # A file no layout rule names is typed by what it says: a dated log (most sections under a dated
-# heading, or a file named by its day) is a journal; front matter that names the thing's other names (aliases) makes a record.
+# heading, or a file named by its day) is a journal; front matter that names the thing's other
+# names (aliases) makes a record.
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
