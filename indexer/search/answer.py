@@ -49,6 +49,7 @@ MAX_LIMIT = 50
 LITERAL_LEG = True
 PROCEDURE_CREDIT = True   # a how-to question: a runbook titled with the entity is credited like its record
 DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
+SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
@@ -763,13 +764,29 @@ def _any_word_in(view, phrasings: list[str], allowed: set[int] | None) -> bool:
 
 
 def _word_occurs(view, word: str) -> bool:
+    """The word, whole, in some visible section (or an entity's name), or written as two words: the
+    notes' "fail over" or "roll-back" is the question's "failover" or "rollback" (SPLIT_WORDS)."""
+    return _whole_word_occurs(view, word) or (SPLIT_WORDS and _split_form_occurs(view, word.lower()))
+
+
+def _split_form_occurs(view, w: str) -> bool:
+    """Whether a long plain word occurs split in two, each part three letters or more, by a space or
+    a hyphen ("failover" as "fail over"): read from the literal index, so the cost follows the matches."""
+    if not (w.isascii() and w.isalpha() and len(w) >= 6):
+        return False
+    forms = [f"{w[:i]}{sep}{w[i:]}" for i in range(3, len(w) - 2) for sep in (" ", "-")]
+    return any(any(terms.uses_whole(f, [content]) for f in forms)
+               for _, _, content, _ in view.literal_rows(forms, content_only=True))
+
+
+def _whole_word_occurs(view, word: str) -> bool:
     """The word, whole, in some visible section (or an entity's name). A run of CJK characters is
     a phrase, not a word (nothing marks where its words end): it occurs when most of its bigrams
     do, as the keyword leg reads it (terms.keyword_text)."""
     w = word.lower()
     pieces = terms.keyword_text(w).split()   # [w] itself unless it holds a CJK run
     if pieces != [w]:
-        return sum(_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
+        return sum(_whole_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
     if w in view.entities()[0].by_name:
         return True
     used = view.uses_word(w)   # the keyword index's term dictionary
