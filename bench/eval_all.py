@@ -141,12 +141,12 @@ class LegCache:
             self.vecs[key] = self.query_vectors(engine, query, alternates)
         return self.vecs[key]
 
-    def _cached_phrasing(self, engine, query, qvec, shared):
+    def _cached_phrasing(self, view, query, qvec, shared, it):
         if shared.allowed is not None:
-            return self.phrasing(engine, query, qvec, shared)
-        key = (id(engine), query, leg_settings())
+            return self.phrasing(view, query, qvec, shared, it)
+        key = (id(view), query, repr(it), leg_settings())   # the legs read what the question asks for
         if key not in self.legs:
-            self.legs[key] = self.phrasing(engine, query, qvec, shared)
+            self.legs[key] = self.phrasing(view, query, qvec, shared, it)
         ph = self.legs[key]
         # a copy the rules can change: every other field of the phrasing as it was
         return ph._replace(cands={sid: replace(c, why=list(c.why)) for sid, c in ph.cands.items()},

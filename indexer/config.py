@@ -28,8 +28,11 @@ from remembrancer.indexer.redact_policy import RedactionPolicy  # [redact]: secr
 
 APP = "remembrancer"
 
+# A daily note, a file named by its day: `memory/2025-01-05.md`, Logseq's `journals/2025_01_05.md`.
+DAY_FILES = ("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md", "[0-9][0-9][0-9][0-9]_[0-9][0-9]_[0-9][0-9].md")
 DEFAULT_LAYOUT: tuple[tuple[str, str], ...] = (
     ("journal/**", "journal"),
+    *(("**/" + day, "journal") for day in DAY_FILES),
     ("hosts/*", "host"),
     ("services/*", "service"),
     ("runbooks/**", "runbook"),

@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-# 9: a daily note (a file named by its day, `2024_01_05.md` too) is a journal day; 8: a document
+# 9: a daily note (a file named by its day, `2024_01_05.md` too) is a journal day, titled by its
+# day when it has no title of its own, its sections' headers beginning with it; 8: a document
 # titled a plan or a roadmap is a plan; 7: a superseded document is stale
 # (meta.document_is_stale), passages carry the description
 PARSE_VERSION = 9

@@ -109,13 +109,17 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     if not named:   # only the catch-all names it: its shape says what it is
         doc_type = meta.inferred_type(fm, chains, f.rel) or doc_type
     doc_date = meta.document_date(f.rel, fm)
+    # A daily note without a title of its own (no H1) is titled by its day, and its sections' headers
+    # begin with it ("[journal] 2024-01-05 > Standup"), as a journal's dated H1 would: its text never
+    # says which day it is.
+    day = None if parsed.title else meta.day_of_file(f.rel)
     # a journal records what was seen: a day that notes "status: deprecated the v1 API" is not itself stale
     doc_stale = meta.document_is_stale(fm, parsed.sections if doc_type != "journal" else ())
     entity = meta.entity_from(doc_type, f.rel, fm, ENTITY_TYPES)
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data),
         size=f.size, mtime_ns=f.stamp, doc_type=doc_type,
-        date=doc_date or fallback_date, title=parsed.title or f.rel.rsplit("/", 1)[-1],
+        date=doc_date or fallback_date, title=parsed.title or day or f.rel.rsplit("/", 1)[-1],
         front_matter=fm, tags=meta.tags_of(fm), warnings=warnings, stale=doc_stale,
         line_count=len(parsed.lines),
     )
@@ -125,7 +129,8 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     said = front_matter_text(fm)
     described = _context_description(fm) if DESCRIPTION_IN_CONTEXT else ""
     for s, chain in zip(parsed.sections, chains):
-        header = chunking.context_header(doc_type, doc.title, s.heading)
+        heading = f"{day} > {s.heading}" if day and s.heading else s.heading
+        header = chunking.context_header(doc_type, doc.title, heading)
         # the blocks under `header — description`; the first passage stays the header alone or, for
         # the preamble, the header with what the front matter says: it names and sums up the note as
         # a heading does, and is counted like one (answer.HEADING_PASSAGE_WEIGHT)

@@ -26,7 +26,8 @@ class Layout:
     """Path globs → doc type, first match wins.
 
     Globs are anchored at the root; `*` stays inside one folder (`hosts/*` is not
-    `hosts/old/x.md`), `**` crosses folders; a bare `*` is the catch-all for any file.
+    `hosts/old/x.md`), `**` crosses folders, `[0-9]` is one of a class of characters (`[!x]` any
+    but those); a bare `*` is the catch-all for any file.
     """
 
     def __init__(self, rules: tuple[tuple[str, str], ...]):
@@ -63,6 +64,12 @@ def _glob_regex(glob: str) -> re.Pattern:
         elif glob[i] == "?":
             out.append(r"[^/]")
             i += 1
+        elif glob[i] == "[" and (end := glob.find("]", i + 2)) > 0:   # a class: `[0-9]`, `[!.]`
+            inner = glob[i + 1:end]
+            negate = inner.startswith("!")
+            inner = inner[1:] if negate else inner
+            out.append("[" + ("^/" if negate else "") + "".join(c if c == "-" else re.escape(c) for c in inner) + "]")
+            i = end + 1
         else:
             out.append(re.escape(glob[i]))
             i += 1
@@ -171,7 +178,8 @@ class Entity:
 
 
 # A file no layout rule names is typed by what it says: a dated log (most sections under a dated
-# heading, or a file named by its day) is a journal; front matter that names the thing's other names (aliases) makes a record.
+# heading, or a file named by its day) is a journal; front matter that names the thing's other
+# names (aliases) makes a record.
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh

@@ -48,6 +48,8 @@ MAX_LIMIT = 50
 # plain weighted hybrid baseline row); the product always runs with them on.
 LITERAL_LEG = True
 PROCEDURE_CREDIT = True   # a how-to question: a runbook titled with the entity is credited like its record
+DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
+SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
@@ -341,7 +343,22 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
+    if LITERAL_LEG and DAY_CREDIT:
+        _named_day_first(cands, shared.dated(terms.days_named(query)))
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
+
+
+def _named_day_first(cands: dict[int, Candidate], dated: dict[int, str]) -> None:
+    """A day the question names ("what happened on 2024-01-05?", "on 5 January 2024") is the day to
+    look in, as a `since`/`until` filter of that day would say: the sections dated that day go first,
+    in their own order, the rest after them (a note that mentions the day keeps its place among those)."""
+    ours = [sid for sid in dated if sid in cands]
+    if not ours:
+        return
+    lead = max(c.score for c in cands.values()) - min(cands[sid].score for sid in ours) + 1e-6
+    for sid in ours:
+        cands[sid].score += lead
+        cands[sid].why.append(f"dated {dated[sid]}, the day the question names")
 
 
 def _combine(evidence: list[Phrasing]) -> dict[int, Candidate]:
@@ -385,6 +402,7 @@ class Lookups:
         self._probes: dict[str, list[tuple[int, bool]]] = {}
         self._pointers: dict[int, Pointer | None] = {}
         self._landing: dict[tuple[str, str | None], int | None] = {}
+        self._days: dict[str, list[int]] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -416,6 +434,16 @@ class Lookups:
             self._landing[key] = next((s.id for s in named or ordered), None)
         return self._landing[key]
 
+    def dated(self, days: list[str]) -> dict[int, str]:
+        """section id → its day, for the visible sections dated one of `days` (within the request's
+        filters), each day read once."""
+        out: dict[int, str] = {}
+        for day in days:
+            if day not in self._days:
+                self._days[day] = sorted(self.view.catalog.filtered_section_ids(flt.Filters(since=day, until=day)))
+            out.update({sid: day for sid in self._days[day] if self.allowed is None or sid in self.allowed})
+        return out
+
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
         """(section id, in its heading?) of every visible section whose content holds `probe`
         (lower-cased), filters aside."""
@@ -439,7 +467,13 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 
     # the dense leg started first: the team store answers it beside the keyword leg
     dense = view.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
-    for sid, score in view.keyword_index().search(query, BM25_CANDIDATES, allowed).items():
+    # A day the question names ("on 2024-01-05") that the notes hold sections of is a date, not the
+    # words 2024, 01 and 05 (a note titled "Roadmap 2024" would win on them): the literal leg finds
+    # it, by the sections' dates and verbatim in their text, and the keyword leg reads the rest of
+    # the question (DAY_CREDIT). A day the notes hold nothing of is left as the question's words.
+    days = [d for d in terms.days_named(query) if shared.dated([d])] if LITERAL_LEG and DAY_CREDIT else []
+    keywords = terms.without_days(query, days) if days else query
+    for sid, score in view.keyword_index().search(keywords, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
     if dense is not None:
@@ -465,7 +499,7 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     if it.howto and named and PROCEDURE_CREDIT:
         procedures = view.procedures()
         own |= {path for name in named for path in procedures.get(name, ())}
-    probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name]
+    probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name] + days
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
         literal, own = {}, set()
@@ -477,7 +511,11 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
         for sid in view.catalog.section_ids_of(sorted(own)):
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
-    _fuse(cands, identifier_query=bool(probes or own))
+    # ... and the sections dated that day are its evidence too: a daily note holds its day in its
+    # name only, no word of its text.
+    for sid in shared.dated(days):
+        cand(sid).literal += 1.0
+    _fuse(cands, identifier_query=bool(probes or own or days))
     if POINTER_CREDIT:
         _credit_pointers(cands, shared)
     return Phrasing(query, cands, probes_found)
@@ -648,6 +686,11 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
+    # A day the notes hold sections of ("5 January 2024") is known: its month is no absent name.
+    covered = [d for d in terms.days_named(query)
+               if view.catalog.filtered_section_ids(flt.Filters(since=d, until=d))]
+    if covered:
+        query = terms.without_days(query, covered)
     missing = _missing_identifiers(view, query, probes_found)
     if missing:
         reasons.append("not in the corpus: " + _listed(view, missing))
@@ -721,13 +764,29 @@ def _any_word_in(view, phrasings: list[str], allowed: set[int] | None) -> bool:
 
 
 def _word_occurs(view, word: str) -> bool:
+    """The word, whole, in some visible section (or an entity's name), or written as two words: the
+    notes' "fail over" or "roll-back" is the question's "failover" or "rollback" (SPLIT_WORDS)."""
+    return _whole_word_occurs(view, word) or (SPLIT_WORDS and _split_form_occurs(view, word.lower()))
+
+
+def _split_form_occurs(view, w: str) -> bool:
+    """Whether a long plain word occurs split in two, each part three letters or more, by a space or
+    a hyphen ("failover" as "fail over"): read from the literal index, so the cost follows the matches."""
+    if not (w.isascii() and w.isalpha() and len(w) >= 6):
+        return False
+    forms = [f"{w[:i]}{sep}{w[i:]}" for i in range(3, len(w) - 2) for sep in (" ", "-")]
+    return any(any(terms.uses_whole(f, [content]) for f in forms)
+               for _, _, content, _ in view.literal_rows(forms, content_only=True))
+
+
+def _whole_word_occurs(view, word: str) -> bool:
     """The word, whole, in some visible section (or an entity's name). A run of CJK characters is
     a phrase, not a word (nothing marks where its words end): it occurs when most of its bigrams
     do, as the keyword leg reads it (terms.keyword_text)."""
     w = word.lower()
     pieces = terms.keyword_text(w).split()   # [w] itself unless it holds a CJK run
     if pieces != [w]:
-        return sum(_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
+        return sum(_whole_word_occurs(view, p) for p in pieces) * 2 >= len(pieces)
     if w in view.entities()[0].by_name:
         return True
     used = view.uses_word(w)   # the keyword index's term dictionary

@@ -357,11 +357,16 @@ def test_the_eval_bench_hands_back_a_cached_phrasing_whole(monkeypatch):
     cache = eval_all.LegCache()
     cache.phrasing = lambda *args: computed
     shared = type("Shared", (), {"allowed": None})()
+    it = search.rank.intent("q")
     for _ in range(2):   # the first call computes, the second is served from the cache
-        got = cache._cached_phrasing(object(), "q", None, shared)
+        got = cache._cached_phrasing(object(), "q", None, shared, it)
         assert got == computed and got.an_experiment is True
         got.cands[7].why.append("changed by a configuration")   # a copy: the cache is untouched
     assert computed.cands[7].why == ["a rule"]
+    # it stands in for the search's own function: the same parameters (once it fell behind one)
+    import inspect
+    assert list(inspect.signature(cache._cached_phrasing).parameters) == \
+        list(inspect.signature(search._phrasing).parameters)
 
 
 def bench_module(name: str):

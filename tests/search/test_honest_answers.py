@@ -57,6 +57,22 @@ def test_a_pasted_string_cut_with_an_ellipsis_is_looked_for_up_to_the_cut(engine
     assert out["results"][0]["path"] == "notes/lessons.md"
 
 
+def test_a_word_the_notes_write_as_two_occurs(tmp_path, tiny_engine):
+    """The notes write "fail over", "roll-back"; the asker writes "failover", "rollback". Written so,
+    the word occurs, and its absence is no reason to abstain ("how do I check the failover worked?"
+    was withheld for it). Its two parts apart ("the fail … over") are not the word."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "runbooks/failover.md": "# Fail over db1 to db2\n\n## Rollback\n\nTo roll-back, re-seed db1.\n",
+        "notes/misc.md": "# Misc\n\nA fail of the cron job; it is over now. Set up the printer.\n"}))
+    view = e.view()
+    assert answer._word_occurs(view, "failover") and answer._word_occurs(view, "rollback")
+    assert not answer._word_occurs(view, "failsafe") and not answer._word_occurs(view, "printerjam")
+    assert not answer._word_occurs(view, "cronover")   # "cron job; it is over": not written as one word split
+    assert not answer._word_occurs(view, "setup")      # too short to split ("set up" is there)
+
+
 def test_an_everyday_word_in_capitals_is_not_a_name():
     """"Is it OK to …" uses no name: an absent all-caps word would otherwise be a missing name
     that raises the semantic bar (a right answer was withheld for it)."""

@@ -1,0 +1,99 @@
+"""A vault of daily notes (Obsidian's `2024-01-05.md`, Logseq's `2024_01_05.md`, an agent's
+`memory/2025-01-05.md`): each file is one day of a journal, and says which day only in its name. A
+question naming the day finds that day's notes."""
+
+from __future__ import annotations
+
+import pytest
+
+from remembrancer.indexer import api
+from remembrancer.indexer.search import answer
+from remembrancer.indexer.search.answer import SearchRequest, search
+from tests.support.corpus import real_model_engine, write_tree
+
+TOPICS = ["billing export", "login page", "search box", "invoice mailer", "audit log", "rate limiter",
+          "cache warmer", "status page", "backup job", "billing retries", "search ranking", "login rate limit"]
+VAULT = {
+    **{f"daily/2024-01-{d:02d}.md": f"## Standup\n\nWorked on the {topic}.\n\n## Notes\n\nWhat I learned: the "
+       f"{topic} needs a test.\n" for d, topic in enumerate(TOPICS, 1)},
+    "memory/2024-01-13.md": "## Session\n\nWhat happened: the deploy of the billing export failed twice.\n",
+    "projects/roadmap.md": "# Roadmap 2024\n\nWhat the 2024 release holds: billing, search and audit.\n",
+    "projects/billing.md": "# Billing\n\nWhat happened to billing in 2024: exports, retries, invoices.\n",
+    "people/ana.md": "# Ana\n\nJoined in 2024; owns the 2024 billing work.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory):
+    with real_model_engine(tmp_path_factory.mktemp("daily"), VAULT) as e:
+        yield e
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["what happened on 2024-01-05?", "What did I work on on 5 January 2024?",
+                                   "my notes from January 5th, 2024"])
+def test_a_day_the_question_names_finds_that_days_note(vault, monkeypatch, query):
+    """The day is read as the day to look in (its month is no absent name, its digits no keywords):
+    that day's note comes first, ahead of notes titled or filled with the year. Without it the
+    question's words win: "Roadmap 2024", "what happened to billing in 2024"."""
+    out = api.do_search(vault.view(), {"query": query, "limit": 5, "explain": True})
+    assert out["results"] and not out.get("no_strong_match"), out
+    assert out["results"][0]["path"] == "daily/2024-01-05.md", [(r["path"], r["heading"]) for r in out["results"]]
+    monkeypatch.setattr(answer, "DAY_CREDIT", False)
+    off = api.do_search(vault.view(), {"query": query, "limit": 5})
+    assert "daily/2024-01-05.md" not in [r["path"] for r in (off["results"] or off["best_weak"])[:2]]
+    assert any("the day the question names" in why for why in out["results"][0]["why"])
+
+
+@pytest.mark.slow
+def test_a_day_the_notes_do_not_hold_is_searched_as_words(vault):
+    """No note is dated 2024-03-05: the question is searched as it stands, nothing is moved first."""
+    out = api.do_search(vault.view(), {"query": "what happened on 2024-03-05?", "limit": 5, "explain": True})
+    shown = out["results"] or out["best_weak"]
+    assert shown and not any("the day the question names" in why for r in shown for why in r.get("why") or [])
+
+
+@pytest.mark.slow
+def test_a_daily_note_is_a_journal_titled_by_its_day_wherever_it_is_kept(vault):
+    for path in ("daily/2024-01-05.md", "memory/2024-01-13.md"):
+        doc = api.do_read(vault.view(), {"path": path, "max_chars": 100})
+        assert (doc["type"], doc.get("date")) == ("journal", path[-13:-3]), doc
+
+
+SMALL_VAULT = {
+    **{f"daily/2024-01-0{d}.md": f"## Standup\n\nWorked on the {topic} for the 2024 release.\n"
+       for d, topic in zip(range(1, 10), ["billing export", "login page", "search box", "invoice mailer",
+                                          "audit log", "rate limiter", "cache warmer", "status page", "backup job"])},
+    "projects/roadmap.md": "# Roadmap 2024\n\nWhat the 2024 release holds: billing, search, audit.\n",
+    "people/ana.md": "# Ana\n\nJoined in 2024; owns the 2024 release of billing.\n",
+}
+
+
+@pytest.mark.parametrize("query", ["what happened on 2024-01-05?", "What did I work on on 5 January 2024?",
+                                   "notes from January 5th, 2024"])
+def test_a_day_the_question_names_finds_the_notes_dated_that_day(tmp_path, tiny_engine, monkeypatch, query):
+    """The tiny model's version of the test above (it runs with the fast tests): the sections dated
+    the day come first, not a note titled with the year; the day's month is no absent name."""
+    engine = tiny_engine(write_tree(tmp_path / "vault", SMALL_VAULT))
+    out = search(engine.view(), SearchRequest(query, limit=5)).to_json()
+    assert out["results"] and not out.get("no_strong_match"), out
+    assert out["results"][0]["path"] == "daily/2024-01-05.md", out["results"]
+    monkeypatch.setattr(answer, "DAY_CREDIT", False)
+    off = search(engine.view(), SearchRequest(query, limit=5)).to_json()
+    assert (off["results"] or off["best_weak"])[0]["path"] != "daily/2024-01-05.md"
+
+
+@pytest.mark.parametrize("text, days", [
+    ("what happened on 2024-01-05?", ["2024-01-05"]),
+    ("on 5 January 2024 and on Jan 6th, 2024", ["2024-01-05", "2024-01-06"]),
+    ("Sept 9 2033", ["2033-09-09"]),
+    ("2024-02-30, 31 June 2024", []),                 # no such days
+    ("the 12 servers of 2024, version 1.2 2024", []),   # numbers, not days
+    ("what changed since 2024-01-05, before 6 January 2024?", []),   # bounds, not the day to look in
+    ("my notes from January 5th, 2024", ["2024-01-05"]),
+])
+def test_the_days_a_question_names(text, days):
+    from remembrancer.indexer import terms
+
+    assert terms.days_named(text) == days
+    assert not set(days) & set(terms.days_named(terms.without_days(text, days)))
