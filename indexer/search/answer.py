@@ -512,8 +512,10 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
             if allowed is None or sid in allowed:
                 cand(sid).literal += 1.0
     # ... and the sections dated that day are its evidence too: a daily note holds its day in its
-    # name only, no word of its text.
-    for sid in shared.dated(days):
+    # name only, no word of its text. Like the probes, the day nominates at most LITERAL_CANDIDATES
+    # sections the other legs did not find (a busy day of a conversations corpus has thousands).
+    dated = shared.dated(days)
+    for sid in [s for s in dated if s in cands] + sorted(s for s in dated if s not in cands)[:LITERAL_CANDIDATES]:
         cand(sid).literal += 1.0
     _fuse(cands, identifier_query=bool(probes or own or days))
     if POINTER_CREDIT:

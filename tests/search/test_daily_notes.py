@@ -97,3 +97,20 @@ def test_the_days_a_question_names(text, days):
 
     assert terms.days_named(text) == days
     assert not set(days) & set(terms.days_named(terms.without_days(text, days)))
+
+
+def test_a_busy_day_nominates_a_bounded_number_of_sections(tmp_path, tiny_engine, monkeypatch):
+    """A day with many sections (a conversations corpus, a long log) is credited on the sections the
+    other legs found and nominates at most LITERAL_CANDIDATES more, as a probe found everywhere does:
+    each candidate is scored, and thousands would cost every search of that day."""
+    for name, width in (("LITERAL_CANDIDATES", 5), ("DENSE_CANDIDATES", 3), ("BM25_CANDIDATES", 3)):
+        monkeypatch.setattr(answer, name, width)   # the other legs find a few: the day nominates the rest
+    day = "# 2024-01-05\n\n" + "".join(f"## {h:02d}:00 entry {h}\n\nItem number {h} of the day.\n\n" for h in range(40))
+    engine = tiny_engine(write_tree(tmp_path / "vault", {"journal/2024-01-05.md": day,
+                                                          "notes/other.md": "# Other\n\nNothing dated.\n"}))
+    with engine.view() as view:
+        hybrid = answer._hybrid(view, "what happened on 2024-01-05?", None)
+    by_the_day_alone = [c for c in hybrid.cands.values() if c.literal == 1.0 and not (c.bm25 or c.dense)]
+    assert 0 < len(by_the_day_alone) <= 5, len(by_the_day_alone)
+    out = search(engine.view(), SearchRequest("what happened on 2024-01-05?", limit=5)).to_json()
+    assert out["results"] and out["results"][0]["path"] == "journal/2024-01-05.md"
