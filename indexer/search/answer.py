@@ -250,10 +250,12 @@ class Hybrid(NamedTuple):
 
 
 class Phrasing(NamedTuple):
-    """One phrasing's evidence: its fused candidates (before the memory rules) and the probes found."""
+    """One phrasing's evidence: its fused candidates (before the memory rules), the probes found and
+    the days it names that the notes hold (read as dates)."""
     text: str
     cands: dict[int, Candidate]
     probes_found: set[str]
+    days: tuple[str, ...] = ()
 
 
 def validate_alternates(alternates, query: str) -> list[str]:
@@ -343,8 +345,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
-    if LITERAL_LEG and DAY_CREDIT:
-        _named_day_first(cands, shared.dated(terms.days_named(query)))
+    _named_day_first(cands, shared.dated(evidence[0].days))
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
@@ -517,10 +518,10 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     dated = shared.dated(days)
     for sid in [s for s in dated if s in cands] + sorted(s for s in dated if s not in cands)[:LITERAL_CANDIDATES]:
         cand(sid).literal += 1.0
-    _fuse(cands, identifier_query=bool(probes or own or days))
+    _fuse(cands, identifier_query=bool(probes or own))
     if POINTER_CREDIT:
         _credit_pointers(cands, shared)
-    return Phrasing(query, cands, probes_found)
+    return Phrasing(query, cands, probes_found, tuple(days))
 
 
 def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:
@@ -777,8 +778,8 @@ def _split_form_occurs(view, w: str) -> bool:
     if not (w.isascii() and w.isalpha() and len(w) >= 6):
         return False
     forms = [f"{w[:i]}{sep}{w[i:]}" for i in range(3, len(w) - 2) for sep in (" ", "-")]
-    return any(any(terms.uses_whole(f, [content]) for f in forms)
-               for _, _, content, _ in view.literal_rows(forms, content_only=True))
+    contents = [content for _, _, content, _ in view.literal_rows(forms, content_only=True)]
+    return bool(contents) and any(terms.uses_whole(f, contents) for f in forms)
 
 
 def _whole_word_occurs(view, word: str) -> bool:

@@ -60,6 +60,31 @@ def test_a_daily_note_is_a_journal_titled_by_its_day_wherever_it_is_kept(vault):
         assert (doc["type"], doc.get("date")) == ("journal", path[-13:-3]), doc
 
 
+@pytest.mark.parametrize("rel, text, title, header, heading", [
+    ("daily/2024-01-05.md", "## Standup\n\nWorked on it.\n", "2024-01-05", "[journal] 2024-01-05 > Standup", "Standup"),
+    ("journals/2024_01_05.md", "## Standup\n\nWorked on it.\n", "2024-01-05", "[journal] 2024-01-05 > Standup", "Standup"),
+    ("daily/2024-01-05.md", "# Friday\n\n## Standup\n\nWorked on it.\n", "Friday", "[journal] Friday > Standup",
+     "Friday > Standup"),
+    ("notes/ana.md", "## Role\n\nOwns billing.\n", "ana.md", "[doc] Role", "Role"),
+])
+def test_a_daily_note_without_a_title_is_titled_and_headed_by_its_day(rel, text, title, header, heading):
+    """Its text never says which day it is: the day stands in for the missing H1 in the title and in
+    every passage's header, as a journal's dated H1 would; the section keeps its own breadcrumb (the
+    address `read` takes). A note with an H1, or not named by its day, keeps what it had."""
+    from remembrancer.indexer.config import DEFAULT_LAYOUT
+    from remembrancer.indexer.ingest import document as ingest
+    from remembrancer.indexer.ingest import meta
+    from remembrancer.indexer.ingest.corpus import CorpusFile
+    from tests.support.adversarial import FUZZ_ROOT
+
+    data = text.encode()
+    f = CorpusFile(FUZZ_ROOT, rel, rel, FUZZ_ROOT.path / rel, len(data), 0)
+    prepared = ingest.prepare(f, data, meta.Layout(DEFAULT_LAYOUT), meta.EntityMatcher([]), None)
+    assert prepared.doc.title == title
+    assert prepared.sections[-1].heading == heading
+    assert header in prepared.texts.values(), prepared.texts   # the heading passage: the header alone
+
+
 SMALL_VAULT = {
     **{f"daily/2024-01-0{d}.md": f"## Standup\n\nWorked on the {topic} for the 2024 release.\n"
        for d, topic in zip(range(1, 10), ["billing export", "login page", "search box", "invoice mailer",
