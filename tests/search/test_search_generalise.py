@@ -282,11 +282,47 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
     assert ranked(rows, scores, "how do I fail over db1?")[:2] == [2, 1]
     assert ranked(rows, {1: 0.80, 3: 0.75, 2: 0.10, 4: 0.10, 5: 0.10}, "steps to fail over db1")[0] == 3
     # Not a how-to: the introduction keeps a clear lead (a section of its own within `detail_margin`
-    # would go first: the detail before its summary); a numbered list inside code is not a
-    # procedure, nor is a numbered list outside a runbook (a plan's items).
+    # would go first: the detail before its summary).
     assert ranked(rows, {**scores, 2: 0.70, 4: 0.70}, "what does the failover runbook cover?")[0] == 1
-    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.45, 5: 0.10}, "how do I fail over db1?")[0] == 1   # ×1.3 would lead
-    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 1
+    # A numbered list inside code is not a procedure, nor is a numbered list outside a runbook (a
+    # plan's items): the runbook's steps go first, not they (×1.3 would lift them to the lead).
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.45, 5: 0.10}, "how do I fail over db1?")[0] == 2
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 2
+
+
+SYMPTOM = [row(1, "runbooks/k3s-certs.md", "Rotate the k3s certificates > When to use", doc_type="runbook",
+               content="kubectl fails with `x509: certificate has expired`."),
+           row(2, "runbooks/k3s-certs.md", "Rotate the k3s certificates > Troubleshooting", doc_type="runbook",
+               content="Still x509 errors after the restart: the kubeconfig holds the old client cert."),
+           row(3, "runbooks/k3s-certs.md", "Rotate the k3s certificates > Steps", doc_type="runbook",
+               content="1. k3s certificate rotate\n2. systemctl restart k3s\n3. Copy the new kubeconfig.\n"),
+           row(4, "journal/2030/2030-04-08.md", "2030-04-08 > 09:10 kubectl: certificate expired",
+               doc_type="journal", date="2030-04-08", content="kubectl fails with an expired x509 certificate."),
+           row(5, "runbooks/vacuum.md", "Vacuum a bloated table > Steps", doc_type="runbook",
+               content="1. Check the bloat.\n2. Run vacuum full.\n")]
+
+
+@pytest.mark.parametrize("scores", [
+    {1: 0.90, 2: 0.88, 3: 0.50, 4: 0.80, 5: 0.20},   # the runbook's "When to use" leads: it names the symptom
+    {1: 0.76, 2: 0.70, 3: 0.40, 4: 0.90, 5: 0.20},   # the journal entry of that day leads, the runbook near it
+])
+def test_a_how_to_question_describing_a_symptom_gets_the_runbooks_steps(scores):
+    """"kubectl fails with an expired x509 certificate — what's the procedure to fix it?": the
+    runbook's "When to use" and "Troubleshooting" and the journal entry of that day describe the
+    symptom in the question's words, and match it far better than the steps (which say what to run).
+    When a runbook is near the best — as near as the how-to boost could carry a section — the part
+    of it the question asks for goes first, however much lower it matched."""
+    from remembrancer.indexer.search import rank
+
+    q = "kubectl fails with an expired x509 certificate - what's the procedure to fix it?"
+    assert ranked(SYMPTOM, scores, q)[0] == 3
+    # Not a how-to question: the rules leave the match as it is.
+    assert ranked(SYMPTOM, scores, "kubectl fails with an expired x509 certificate")[0] != 3
+    # The how-to boost switched off switches this off too: it is the same rule's reach.
+    assert ranked(SYMPTOM, scores, q, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] != 3
+    # A runbook out of reach (another document clearly ahead) is not the answer: nothing moves.
+    far = {**scores, 4: max(scores.values()) / 0.7}
+    assert ranked(SYMPTOM, far, q)[0] == 4
 
 
 @pytest.mark.parametrize("query, first", [
@@ -312,7 +348,11 @@ def test_a_how_to_question_asking_to_undo_or_check_gets_that_part_of_the_runbook
     # The part is read from the question's wording ("roll it back" too), and the rule is the how-to one:
     from remembrancer.indexer.search import rank
     assert ranked(rows, scores, query, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] == 2
-    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == 1   # a clear lead stands
+    # The introduction never answers a how-to question, however clear its lead: the part asked for
+    # goes first. A section of another document with a clear lead over the runbook stands.
+    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == first
+    other = row(5, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 deploy", doc_type="journal")
+    assert ranked([*rows, other], {**scores, 5: 2.0}, query)[0] == 5
 
 
 @pytest.mark.parametrize("query, first", [
