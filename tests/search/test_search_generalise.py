@@ -175,6 +175,43 @@ def test_a_how_to_question_about_an_entity_credits_the_runbook_titled_with_it(tm
     assert all(v == 0 for (path, _), v in off.items() if path.startswith("runbooks/")), off
 
 
+EVENTS = {
+    "services/clickhouse.md": "---\nservice: clickhouse\naliases: [ch]\n---\n\n# clickhouse\n\n## Settings\n\n"
+                              "parts_to_throw_insert is 3000.\n\n## Ingest\n\nInserts come in batches.\n",
+    "journal/2030/2030-05-26.md": "# 2030-05-26\n\n## 14:00 ClickHouse back to defaults\n\nThe part counts are "
+                                  "normal again; the settings went back.\n\n## 15:00 ch: merges caught up\n\n"
+                                  "Merges are keeping up.\n\n## 16:00 lunch\n\nNothing about the part counts.\n\n"
+                                  "## 17:00 clickhouse-exporter upgraded\n\nThe exporter reports part counts.\n",
+}
+
+
+@pytest.mark.parametrize("query, credited", [
+    ("Are the ClickHouse part counts back to normal?", True),     # an outcome
+    ("what happened to the ClickHouse part counts in May?", True),  # an event
+    ("what is parts_to_throw_insert on ClickHouse?", False),      # a fact: the record answers
+    ("how do I lower the ClickHouse part counts?", False),        # a how-to: the runbooks titled with it
+])
+def test_an_event_question_credits_the_sections_whose_heading_names_the_entity(tmp_path, tiny_engine,
+                                                                            monkeypatch, query, credited):
+    """The record's credit made its sections win a question about what happened on the strength of
+    the name alone. For an event or an outcome, a section whose heading names the entity — by its
+    name or an alias, as a whole word (not `clickhouse-exporter`) — is credited as the record is:
+    the journal entry that wrote it down. A fact or a how-to question credits the record (and the
+    runbooks titled with the entity) only."""
+    from remembrancer.indexer.search import answer
+
+    lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", EVENTS)), query)
+    journal = "journal/2030/2030-05-26.md"
+    titled = {("2030-05-26 > 14:00 ClickHouse back to defaults"), "2030-05-26 > 15:00 ch: merges caught up"}
+    assert all(v >= 1.0 for (path, _), v in lit.items() if path == "services/clickhouse.md"), lit
+    got = {h for (path, h), v in lit.items() if path == journal and v >= 1.0}
+    assert got == (titled if credited else set()), lit
+    assert all(v < 1.0 for (path, h), v in lit.items() if path == journal and h not in titled), lit
+    monkeypatch.setattr(answer, "EVENT_CREDIT", False)
+    off = _literal_by_section(tiny_engine(corpus(tmp_path / "notes2", EVENTS)), query)
+    assert all(v < 1.0 for (path, _), v in off.items() if path == journal), off
+
+
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
     """A record's H1 section holds its facts table: it is a first-class section (no overview rule
     steps it back), and it wins over a near tie in another document and over a subsection of its own
@@ -254,13 +291,16 @@ def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_pat
     defines the name), whatever kind of answer the question wants: giving it only for a question
     about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
     documents that mention the name get no such credit — but for a how-to question, the runbook
-    titled with the entity ("Fail over db1") is its procedure and is credited too."""
+    titled with the entity ("Fail over db1") is its procedure and is credited too, and for an event
+    or an outcome so is every section whose heading names it."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
     assert record and min(record) >= 1.0, lit
-    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if query.startswith("how do I") else set())
-    runbook = [v for (path, _), v in lit.items() if path == "runbooks/postgres/failover.md"]
-    assert runbook and (min(runbook) >= 1.0) == (query.startswith("how do I")), lit
+    titled = query.startswith(("how do I", "what happened", "did "))
+    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if titled else set())
+    # (an event's credit goes to the sections headed with the name: not the runbook's front matter)
+    runbook = [v for (path, h), v in lit.items() if path == "runbooks/postgres/failover.md" and (h or not titled)]
+    assert runbook and (min(runbook) >= 1.0) == titled, lit
     assert all(v < 1.0 for (path, _), v in lit.items() if path not in credited), lit
 
 
