@@ -47,7 +47,6 @@ MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
 # plain weighted hybrid baseline row); the product always runs with them on.
 LITERAL_LEG = True
-PROCEDURE_CREDIT = True   # a how-to question: a runbook titled with the entity is credited like its record
 EVENT_CREDIT = True       # an event or outcome question: a section whose heading names the entity, alike
 DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
 SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
@@ -507,14 +506,10 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
     # own record only (its front matter defines it; elsewhere it is a passing mention). Names are
-    # found as whole words, so an alias that is a plain word counts too. A how-to question asks for
-    # the entity's procedure: a runbook whose title names it counts as its own too (PROCEDURE_CREDIT).
+    # found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = view.entities()
     named = matcher.mentions(query)
     own = {entity_paths.get(name) for name in named} - {None}
-    if it.howto and named and PROCEDURE_CREDIT:
-        procedures = view.procedures()
-        own |= {path for name in named for path in procedures.get(name, ())}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name] + days
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:

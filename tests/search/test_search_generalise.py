@@ -151,28 +151,27 @@ PROCEDURES = {
 }
 
 
-def test_a_how_to_question_about_an_entity_credits_the_runbook_titled_with_it(tmp_path, tiny_engine, monkeypatch):
+def test_a_how_to_question_about_an_entity_gets_the_runbooks_steps_not_the_records_facts(tmp_path, tiny_engine,
+                                                                                     monkeypatch):
     """A host's record holds its facts, a runbook titled with the host ("Fail over PostgreSQL from
-    db1 to db2") its procedure: for a how-to question naming the host, the literal leg credits that
-    runbook as it credits the record, so the steps are not out-ranked by the record's facts on the
-    strength of the name alone. Other questions credit the record only."""
-    from remembrancer.indexer.search import answer
+    db1 to db2") its procedure. The literal leg credits the record for the name (not the runbook),
+    and the record's "Replication" says what happens when db1 dies in the question's words; the
+    runbook is near enough, so its steps go first (`rank._procedure_first`): without that rule the
+    record's facts lead."""
+    from remembrancer.indexer.search import rank
 
     engine = tiny_engine(corpus(tmp_path / "notes", PROCEDURES))
+    q = "how do I promote the replica when db1 dies?"
 
-    def literal(query):
-        out = search(engine.view(), SearchRequest(query, limit=10)).to_json()
-        return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+    def top():
+        out = search(engine.view(), SearchRequest(q, limit=10)).to_json()
+        return [(r["path"], r["heading"], r["scores"]["literal"]) for r in out["results"] or out["best_weak"]]
 
-    howto = literal("how do I promote the replica when db1 dies?")
-    assert howto[("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps")] >= 1.0, howto
-    assert howto[("hosts/db1.md", "db1 > Replication")] >= 1.0, howto
-    assert all(v == 0 for (path, _), v in howto.items() if path == "runbooks/vacuum.md"), howto
-    fact = literal("what does db1 replicate to?")
-    assert all(v == 0 for (path, _), v in fact.items() if path.startswith("runbooks/")), fact
-    monkeypatch.setattr(answer, "PROCEDURE_CREDIT", False)
-    off = literal("how do I promote the replica when db1 dies?")
-    assert all(v == 0 for (path, _), v in off.items() if path.startswith("runbooks/")), off
+    first, *rest = top()
+    assert first[:2] == ("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps"), [first, *rest]
+    assert first[2] == 0 and any(path == "hosts/db1.md" and lit >= 1.0 for path, _, lit in rest), [first, *rest]
+    monkeypatch.setattr(rank, "_procedure_first", lambda *a: None)
+    assert top()[0][0] == "hosts/db1.md"
 
 
 EVENTS = {
@@ -290,13 +289,13 @@ def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_pat
     """The literal leg credits every section of the named entity's own record (its front matter
     defines the name), whatever kind of answer the question wants: giving it only for a question
     about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
-    documents that mention the name get no such credit — but for a how-to question, the runbook
-    titled with the entity ("Fail over db1") is its procedure and is credited too, and for an event
-    or an outcome so is every section whose heading names it."""
+    documents that mention the name get no such credit — but for an event or an outcome, every
+    section whose heading names the entity (the runbook "Fail over db1") is about it and is credited
+    too. A how-to question gets the runbook's steps by the how-to rule, not by a credit."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
     assert record and min(record) >= 1.0, lit
-    titled = query.startswith(("how do I", "what happened", "did "))
+    titled = query.startswith(("what happened", "did "))
     credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if titled else set())
     # (an event's credit goes to the sections headed with the name: not the runbook's front matter)
     runbook = [v for (path, h), v in lit.items() if path == "runbooks/postgres/failover.md" and (h or not titled)]
