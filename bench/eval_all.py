@@ -88,7 +88,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The plain weighted hybrid: what every stratum must stay at or above.
 PLAIN = {"const": {"HEADING_PASSAGE_WEIGHT": 0.0, "LITERAL_LEG": False,
                    "ABSTENTION": False, "DEFINITIONS_FIRST": False, "CODE_BETWEEN_WEIGHT": 1.0,
-                   "POINTER_CREDIT": False, "ALIAS_NAMES": False, "PROCEDURE_CREDIT": False},
+                   "POINTER_CREDIT": False, "ALIAS_NAMES": False, "EVENT_CREDIT": False},
          "ranking": {"enabled": False}}
 
 # Each rule or constant switched off alone: name → the overrides that switch it off.
@@ -98,7 +98,7 @@ ABLATIONS = {
     "abstention": {"const": {"ABSTENTION": False}},
     "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
-    "procedure credit": {"const": {"PROCEDURE_CREDIT": False}},
+    "event credit": {"const": {"EVENT_CREDIT": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("howto_steps_boost", 1.0),

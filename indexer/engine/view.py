@@ -20,7 +20,6 @@ from remembrancer.indexer.ingest import links, meta
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, VectorIndex
-from remembrancer.indexer.store.filters import Filters
 from remembrancer.indexer.store.local import fulltext
 
 from .core import Core
@@ -41,7 +40,6 @@ class ReadCache:
     def __init__(self):
         self.keyword_indexes = scope.KeywordIndexes()
         self.entities: tuple = (-1, {}, [])
-        self.procedures: tuple = (None, {})   # ((generation, scope), entity name → runbook paths)
         self.scoped_links: tuple | None = None
         self.indexes: tuple[int, dict[str, bool]] = (-1, {})   # document path → is it an index?
         self.lowered_scoped: tuple | None = None   # the last scope's visible rows of `lowered`
@@ -223,21 +221,6 @@ class ReadView:
             matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows])
             c.entities[1][self.scope] = (matcher, {n: p for n, p, _ in rows})
         return c.entities[1][self.scope]
-
-    def procedures(self) -> dict[str, list[str]]:
-        """Entity name → the runbooks whose title names it ("Fail over PostgreSQL from pg1 to pg2"):
-        that entity's procedures, as its record holds its facts. Cached per generation and scope."""
-        c = self._cache
-        key = (self.catalog.generation, self.scope)
-        if c.procedures[0] != key:
-            matcher = self.entities()[0]
-            found: dict[str, list[str]] = {}
-            for d in self.catalog.document_summaries(Filters(types=["runbook"])):
-                if self.wall.sees(d.path):
-                    for name in matcher.mentions(d.title or ""):
-                        found.setdefault(name, []).append(d.path)
-            c.procedures = (key, found)
-        return c.procedures[1]
 
     def links_in_scope(self) -> list[dict]:
         """The scope's links, each resolved among the scope's documents and entities only (a link

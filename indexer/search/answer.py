@@ -47,7 +47,7 @@ MAX_LIMIT = 50
 # Switches for measurement only (bench/eval_all.py turns each off alone, and all of them for the
 # plain weighted hybrid baseline row); the product always runs with them on.
 LITERAL_LEG = True
-PROCEDURE_CREDIT = True   # a how-to question: a runbook titled with the entity is credited like its record
+EVENT_CREDIT = True       # an event or outcome question: a section whose heading names the entity, alike
 DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
 SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
 ABSTENTION = True
@@ -404,6 +404,7 @@ class Lookups:
         self._pointers: dict[int, Pointer | None] = {}
         self._landing: dict[tuple[str, str | None], int | None] = {}
         self._days: dict[str, list[int]] = {}
+        self._titled: dict[str, set[int]] = {}
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -443,6 +444,19 @@ class Lookups:
             if day not in self._days:
                 self._days[day] = sorted(self.view.catalog.filtered_section_ids(flt.Filters(since=day, until=day)))
             out.update({sid: day for sid in self._days[day] if self.allowed is None or sid in self.allowed})
+        return out
+
+    def titled(self, names: list[str]) -> set[int]:
+        """The visible sections (within the request's filters) whose heading names one of these
+        entities, by any of its names as a whole word, each entity read once."""
+        out: set[int] = set()
+        matcher = self.view.entities()[0]
+        for name in names:
+            if name not in self._titled:
+                said = [n for n, entity in matcher.by_name.items() if entity == name]
+                self._titled[name] = {sid for sid, heading, _, _ in self.view.literal_rows(said)
+                                      if name in matcher.mentions(heading)}
+            out |= {sid for sid in self._titled[name] if self.allowed is None or sid in self.allowed}
         return out
 
     def probe_rows(self, probe: str) -> list[tuple[int, bool]]:
@@ -492,14 +506,10 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 
     # An entity's name, alias or IP (`pg1`, `pg-primary`, `10.40.1.12`) is literal evidence for its
     # own record only (its front matter defines it; elsewhere it is a passing mention). Names are
-    # found as whole words, so an alias that is a plain word counts too. A how-to question asks for
-    # the entity's procedure: a runbook whose title names it counts as its own too (PROCEDURE_CREDIT).
+    # found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = view.entities()
     named = matcher.mentions(query)
     own = {entity_paths.get(name) for name in named} - {None}
-    if it.howto and named and PROCEDURE_CREDIT:
-        procedures = view.procedures()
-        own |= {path for name in named for path in procedures.get(name, ())}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name] + days
     literal, probes_found = _probe_leg(view, probes, shared)
     if not LITERAL_LEG:
@@ -508,17 +518,26 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
+    credited: set[int] = set()
     if own:
-        for sid in view.catalog.section_ids_of(sorted(own)):
-            if allowed is None or sid in allowed:
-                cand(sid).literal += 1.0
+        credited = {sid for sid in view.catalog.section_ids_of(sorted(own)) if allowed is None or sid in allowed}
+        for sid in credited:
+            cand(sid).literal += 1.0
+    # A question about an event or an outcome ("what happened to kf3?", "are the ClickHouse part
+    # counts back to normal?") is answered where it was written down: a section whose heading
+    # names the entity (the journal's "14:00 ClickHouse back to (near) defaults", a runbook titled
+    # "Kafka broker disk full") is about it as much as its record is, and is credited alike — else
+    # the record's sections win on the name alone (EVENT_CREDIT).
+    titled = (shared.titled(named) - credited if named and LITERAL_LEG and EVENT_CREDIT
+              and (it.past or it.outcome) else set())
     # ... and the sections dated that day are its evidence too: a daily note holds its day in its
-    # name only, no word of its text. Like the probes, the day nominates at most LITERAL_CANDIDATES
-    # sections the other legs did not find (a busy day of a conversations corpus has thousands).
-    dated = shared.dated(days)
-    for sid in [s for s in dated if s in cands] + sorted(s for s in dated if s not in cands)[:LITERAL_CANDIDATES]:
-        cand(sid).literal += 1.0
-    _fuse(cands, identifier_query=bool(probes or own))
+    # name only, no word of its text. Like the probes, the day and the titled sections nominate at
+    # most LITERAL_CANDIDATES sections the other legs did not find (a busy day of a conversations
+    # corpus has thousands, a busy host as many entries).
+    for found in (titled, shared.dated(days)):
+        for sid in [s for s in found if s in cands] + sorted(s for s in found if s not in cands)[:LITERAL_CANDIDATES]:
+            cand(sid).literal += 1.0
+    _fuse(cands, identifier_query=bool(probes or own or titled))
     if POINTER_CREDIT:
         _credit_pointers(cands, shared)
     return Phrasing(query, cands, probes_found, tuple(days))

@@ -25,7 +25,8 @@ HOWTO_RE = re.compile(
 # not the plan that announced it.
 OUTCOME_RE = re.compile(
     r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
-    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally)\b", re.IGNORECASE)
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally|fixed|resolved|back|"
+    r"recovered|merged|released|shipped)\b", re.IGNORECASE)
 # "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
 STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
 # "Is it still planned?" asks whether an intention survived: the newest decision answers it.
@@ -290,6 +291,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
         if swing:
             moved = min(max(moved, c.score - swing), c.score + swing)
         c.score = moved
+    if it.howto and cfg.howto_steps_boost > 1.0:
+        _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
     if it.outcome and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
     if cfg.detail_margin:
@@ -323,6 +326,26 @@ def _detail_before_summary(cands: dict, rows: dict, margin: float) -> None:
                      f" the detail before its summary +{c_top.score - c.score + 1e-6:.3f}")
         c.score = c_top.score + 1e-6
         best_sid = sid
+
+
+def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
+    """A how-to question is answered by a runbook's procedure, yet the runbook's introduction, its
+    "When to use" or its "Troubleshooting" name the symptom in the question's words and match it
+    better. When the best runbook among the candidates is within `reach` of the best score (as near
+    as the how-to boost can carry a section), the part of it the question asks for goes first."""
+    best = max(c.score for c in cands.values())
+    order = sorted((sid for sid in cands if sid in rows), key=lambda sid: (-cands[sid].score, sid))
+    runbook = next((sid for sid in order if rows[sid].doc_type == "runbook"), None)
+    if runbook is None or cands[runbook].score < best * (1 - reach):
+        return
+    doc = rows[runbook].doc_id
+    part = next((sid for sid in order if rows[sid].doc_id == doc and rows[sid].content is not None
+                 and answers_howto(rows[sid], it)), None)
+    if part is not None and cands[part].score < best:
+        c = cands[part]
+        c.why.append(f"the part of {rows[part].path} the how-to question asks for, its runbook within "
+                     f"{reach:.0%} of the best +{best - c.score + 1e-6:.3f}")
+        c.score = best + 1e-6
 
 
 def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:

@@ -47,6 +47,9 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
 @pytest.mark.parametrize("query,kind", [
     ("did the cut-over actually happen?", "outcome"),
     ("are we still planning to move to Redis Cluster?", "outcome"),
+    ("Are the ClickHouse part counts back to normal since the May incident?", "outcome"),
+    ("Has the scheduler's daylight-saving bug been fixed?", "outcome"),
+    ("is the replication lag resolved?", "outcome"),
     ("how long did the first backup take?", "past"),
     ("why were the logs missing in May?", "past"),
     ("ERROR: no partition of relation found for row", "past"),          # a pasted log line: where was it seen

@@ -151,28 +151,64 @@ PROCEDURES = {
 }
 
 
-def test_a_how_to_question_about_an_entity_credits_the_runbook_titled_with_it(tmp_path, tiny_engine, monkeypatch):
+def test_a_how_to_question_about_an_entity_gets_the_runbooks_steps_not_the_records_facts(tmp_path, tiny_engine,
+                                                                                     monkeypatch):
     """A host's record holds its facts, a runbook titled with the host ("Fail over PostgreSQL from
-    db1 to db2") its procedure: for a how-to question naming the host, the literal leg credits that
-    runbook as it credits the record, so the steps are not out-ranked by the record's facts on the
-    strength of the name alone. Other questions credit the record only."""
-    from remembrancer.indexer.search import answer
+    db1 to db2") its procedure. The literal leg credits the record for the name (not the runbook),
+    and the record's "Replication" says what happens when db1 dies in the question's words; the
+    runbook is near enough, so its steps go first (`rank._procedure_first`): without that rule the
+    record's facts lead."""
+    from remembrancer.indexer.search import rank
 
     engine = tiny_engine(corpus(tmp_path / "notes", PROCEDURES))
+    q = "how do I promote the replica when db1 dies?"
 
-    def literal(query):
-        out = search(engine.view(), SearchRequest(query, limit=10)).to_json()
-        return {(r["path"], r["heading"]): r["scores"]["literal"] for r in out["results"] or out["best_weak"]}
+    def top():
+        out = search(engine.view(), SearchRequest(q, limit=10)).to_json()
+        return [(r["path"], r["heading"], r["scores"]["literal"]) for r in out["results"] or out["best_weak"]]
 
-    howto = literal("how do I promote the replica when db1 dies?")
-    assert howto[("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps")] >= 1.0, howto
-    assert howto[("hosts/db1.md", "db1 > Replication")] >= 1.0, howto
-    assert all(v == 0 for (path, _), v in howto.items() if path == "runbooks/vacuum.md"), howto
-    fact = literal("what does db1 replicate to?")
-    assert all(v == 0 for (path, _), v in fact.items() if path.startswith("runbooks/")), fact
-    monkeypatch.setattr(answer, "PROCEDURE_CREDIT", False)
-    off = literal("how do I promote the replica when db1 dies?")
-    assert all(v == 0 for (path, _), v in off.items() if path.startswith("runbooks/")), off
+    first, *rest = top()
+    assert first[:2] == ("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps"), [first, *rest]
+    assert first[2] == 0 and any(path == "hosts/db1.md" and lit >= 1.0 for path, _, lit in rest), [first, *rest]
+    monkeypatch.setattr(rank, "_procedure_first", lambda *a: None)
+    assert top()[0][0] == "hosts/db1.md"
+
+
+EVENTS = {
+    "services/clickhouse.md": "---\nservice: clickhouse\naliases: [ch]\n---\n\n# clickhouse\n\n## Settings\n\n"
+                              "parts_to_throw_insert is 3000.\n\n## Ingest\n\nInserts come in batches.\n",
+    "journal/2030/2030-05-26.md": "# 2030-05-26\n\n## 14:00 ClickHouse back to defaults\n\nThe part counts are "
+                                  "normal again; the settings went back.\n\n## 15:00 ch: merges caught up\n\n"
+                                  "Merges are keeping up.\n\n## 16:00 lunch\n\nNothing about the part counts.\n\n"
+                                  "## 17:00 clickhouse-exporter upgraded\n\nThe exporter reports part counts.\n",
+}
+
+
+@pytest.mark.parametrize("query, credited", [
+    ("Are the ClickHouse part counts back to normal?", True),     # an outcome
+    ("what happened to the ClickHouse part counts in May?", True),  # an event
+    ("what is parts_to_throw_insert on ClickHouse?", False),      # a fact: the record answers
+    ("how do I lower the ClickHouse part counts?", False),        # a how-to: the runbooks titled with it
+])
+def test_an_event_question_credits_the_sections_whose_heading_names_the_entity(tmp_path, tiny_engine,
+                                                                            monkeypatch, query, credited):
+    """The record's credit made its sections win a question about what happened on the strength of
+    the name alone. For an event or an outcome, a section whose heading names the entity — by its
+    name or an alias, as a whole word (not `clickhouse-exporter`) — is credited as the record is:
+    the journal entry that wrote it down. A fact or a how-to question credits the record (and the
+    runbooks titled with the entity) only."""
+    from remembrancer.indexer.search import answer
+
+    lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", EVENTS)), query)
+    journal = "journal/2030/2030-05-26.md"
+    titled = {("2030-05-26 > 14:00 ClickHouse back to defaults"), "2030-05-26 > 15:00 ch: merges caught up"}
+    assert all(v >= 1.0 for (path, _), v in lit.items() if path == "services/clickhouse.md"), lit
+    got = {h for (path, h), v in lit.items() if path == journal and v >= 1.0}
+    assert got == (titled if credited else set()), lit
+    assert all(v < 1.0 for (path, h), v in lit.items() if path == journal and h not in titled), lit
+    monkeypatch.setattr(answer, "EVENT_CREDIT", False)
+    off = _literal_by_section(tiny_engine(corpus(tmp_path / "notes2", EVENTS)), query)
+    assert all(v < 1.0 for (path, _), v in off.items() if path == journal), off
 
 
 def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
@@ -253,14 +289,17 @@ def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_pat
     """The literal leg credits every section of the named entity's own record (its front matter
     defines the name), whatever kind of answer the question wants: giving it only for a question
     about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
-    documents that mention the name get no such credit — but for a how-to question, the runbook
-    titled with the entity ("Fail over db1") is its procedure and is credited too."""
+    documents that mention the name get no such credit — but for an event or an outcome, every
+    section whose heading names the entity (the runbook "Fail over db1") is about it and is credited
+    too. A how-to question gets the runbook's steps by the how-to rule, not by a credit."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
     assert record and min(record) >= 1.0, lit
-    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if query.startswith("how do I") else set())
-    runbook = [v for (path, _), v in lit.items() if path == "runbooks/postgres/failover.md"]
-    assert runbook and (min(runbook) >= 1.0) == (query.startswith("how do I")), lit
+    titled = query.startswith(("what happened", "did "))
+    credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if titled else set())
+    # (an event's credit goes to the sections headed with the name: not the runbook's front matter)
+    runbook = [v for (path, h), v in lit.items() if path == "runbooks/postgres/failover.md" and (h or not titled)]
+    assert runbook and (min(runbook) >= 1.0) == titled, lit
     assert all(v < 1.0 for (path, _), v in lit.items() if path not in credited), lit
 
 
@@ -282,11 +321,47 @@ def test_a_how_to_question_is_answered_by_the_steps_not_the_runbooks_introductio
     assert ranked(rows, scores, "how do I fail over db1?")[:2] == [2, 1]
     assert ranked(rows, {1: 0.80, 3: 0.75, 2: 0.10, 4: 0.10, 5: 0.10}, "steps to fail over db1")[0] == 3
     # Not a how-to: the introduction keeps a clear lead (a section of its own within `detail_margin`
-    # would go first: the detail before its summary); a numbered list inside code is not a
-    # procedure, nor is a numbered list outside a runbook (a plan's items).
+    # would go first: the detail before its summary).
     assert ranked(rows, {**scores, 2: 0.70, 4: 0.70}, "what does the failover runbook cover?")[0] == 1
-    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.45, 5: 0.10}, "how do I fail over db1?")[0] == 1   # ×1.3 would lead
-    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 1
+    # A numbered list inside code is not a procedure, nor is a numbered list outside a runbook (a
+    # plan's items): the runbook's steps go first, not they (×1.3 would lift them to the lead).
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.45, 5: 0.10}, "how do I fail over db1?")[0] == 2
+    assert ranked(rows, {1: 0.52, 2: 0.10, 3: 0.10, 4: 0.10, 5: 0.50}, "how do I fail over db1?")[0] == 2
+
+
+SYMPTOM = [row(1, "runbooks/k3s-certs.md", "Rotate the k3s certificates > When to use", doc_type="runbook",
+               content="kubectl fails with `x509: certificate has expired`."),
+           row(2, "runbooks/k3s-certs.md", "Rotate the k3s certificates > Troubleshooting", doc_type="runbook",
+               content="Still x509 errors after the restart: the kubeconfig holds the old client cert."),
+           row(3, "runbooks/k3s-certs.md", "Rotate the k3s certificates > Steps", doc_type="runbook",
+               content="1. k3s certificate rotate\n2. systemctl restart k3s\n3. Copy the new kubeconfig.\n"),
+           row(4, "journal/2030/2030-04-08.md", "2030-04-08 > 09:10 kubectl: certificate expired",
+               doc_type="journal", date="2030-04-08", content="kubectl fails with an expired x509 certificate."),
+           row(5, "runbooks/vacuum.md", "Vacuum a bloated table > Steps", doc_type="runbook",
+               content="1. Check the bloat.\n2. Run vacuum full.\n")]
+
+
+@pytest.mark.parametrize("scores", [
+    {1: 0.90, 2: 0.88, 3: 0.50, 4: 0.80, 5: 0.20},   # the runbook's "When to use" leads: it names the symptom
+    {1: 0.76, 2: 0.70, 3: 0.40, 4: 0.90, 5: 0.20},   # the journal entry of that day leads, the runbook near it
+])
+def test_a_how_to_question_describing_a_symptom_gets_the_runbooks_steps(scores):
+    """"kubectl fails with an expired x509 certificate — what's the procedure to fix it?": the
+    runbook's "When to use" and "Troubleshooting" and the journal entry of that day describe the
+    symptom in the question's words, and match it far better than the steps (which say what to run).
+    When a runbook is near the best — as near as the how-to boost could carry a section — the part
+    of it the question asks for goes first, however much lower it matched."""
+    from remembrancer.indexer.search import rank
+
+    q = "kubectl fails with an expired x509 certificate - what's the procedure to fix it?"
+    assert ranked(SYMPTOM, scores, q)[0] == 3
+    # Not a how-to question: the rules leave the match as it is.
+    assert ranked(SYMPTOM, scores, "kubectl fails with an expired x509 certificate")[0] != 3
+    # The how-to boost switched off switches this off too: it is the same rule's reach.
+    assert ranked(SYMPTOM, scores, q, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] != 3
+    # A runbook out of reach (another document clearly ahead) is not the answer: nothing moves.
+    far = {**scores, 4: max(scores.values()) / 0.7}
+    assert ranked(SYMPTOM, far, q)[0] == 4
 
 
 @pytest.mark.parametrize("query, first", [
@@ -312,7 +387,11 @@ def test_a_how_to_question_asking_to_undo_or_check_gets_that_part_of_the_runbook
     # The part is read from the question's wording ("roll it back" too), and the rule is the how-to one:
     from remembrancer.indexer.search import rank
     assert ranked(rows, scores, query, cfg=rank.RankingConfig(howto_steps_boost=1.0))[0] == 2
-    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == 1   # a clear lead stands
+    # The introduction never answers a how-to question, however clear its lead: the part asked for
+    # goes first. A section of another document with a clear lead over the runbook stands.
+    assert ranked(rows, {**scores, 2: 0.30, 3: 0.30, 4: 0.30}, query)[0] == first
+    other = row(5, "journal/2030/2030-01-05.md", "2030-01-05 > 10:00 deploy", doc_type="journal")
+    assert ranked([*rows, other], {**scores, 5: 2.0}, query)[0] == 5
 
 
 @pytest.mark.parametrize("query, first", [
