@@ -12,12 +12,23 @@ answerable and no-answer questions alike (docs/ranking.md, "Measured, not kept",
    passage of the five sections shown: the best cosine. A key term the results do not speak of would
    score low; the figure says whether answerable paraphrases score higher.
 
+3. *Rephrasings' agreement* (with `--alternates`): the question and each of its rephrasings
+   searched alone — how many put first the document the search with all of them puts first. A
+   question the notes cannot answer might send each phrasing somewhere else.
+4. *Words the shown sections lack*: the share, weighted by IDF, of the question's words (four
+   letters or more) that the notes use but none of the first three results holds.
+
+Signals 3 and 4 are counted on the rows the shipped search answers (not abstained): a signal that
+flags many answerable rows would withhold right answers.
+
 Searches go through the MCP `search` path (api.do_search), the index of bench/eval_all.py's cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import sys
@@ -65,20 +76,57 @@ def grounding(view, word: str, shown: list[dict]) -> float:
     return float((vectors @ view.embedder.embed_query(word)).max()) if len(vectors) else 0.0
 
 
+def shown_of(out: dict) -> list[dict]:
+    return (out["results"] or out.get("best_weak") or [])
+
+
+def agreement(view, query: str, alternates: list[str], first_doc: str) -> int:
+    """How many of the phrasings, each searched alone, put `first_doc` first."""
+    firsts = [(shown_of(do_search(view, {"query": q, "limit": 5})) or [{"path": None}])[0]["path"]
+              for q in [query, *alternates]]
+    return sum(path == first_doc for path in firsts)
+
+
+def lacking_share(view, query: str, shown: list[dict], df: dict[str, int], n: int) -> float:
+    """The IDF share of the question's words the notes use that none of `shown` holds."""
+    texts = [f"{s.heading} {s.content}".lower() for r in shown
+             for s in view.catalog.sections(r["path"]) if s.heading == r["heading"]]
+    held = set(terms.WORD_RUN_RE.findall(" ".join(texts)))
+    used = [w for w in dict.fromkeys(terms.content_words(query)) if len(w) >= 4 and df.get(w)]
+    idf = {w: math.log(1 + n / df[w]) for w in used}
+    return sum(idf[w] for w in used if w not in held) / (sum(idf.values()) or 1.0)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
     ap.add_argument("--sets", nargs="*", default=list(SETS))
     ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"))
+    ap.add_argument("--alternates", help="the folder of rephrasings (<set>.json): signal 3")
     args = ap.parse_args()
     os.environ["REMEMBRANCER_DATA_DIR"] = args.data_dir
     flagged = {True: [0, 0], False: [0, 0]}   # answerable? → [flagged, all]
     rows = []
+    answered: list[tuple[bool, int | None, float]] = []   # (answerable, agreement, lacking share)
     for name in args.sets:
+        alts_file = Path(args.alternates or "", f"{name}.json")
+        alts = json.loads(alts_file.read_text()) if args.alternates and alts_file.exists() else {}
         with EvalSession(str(Path(args.eval_dir) / "queries" / f"{name}.jsonl"), None) as session:
             view = session.engine.view()
-            text = " " + re.sub(r"\W+", " ", " ".join(c for _, _, c, _ in view.lowered_sections())) + " "
+            lowered = view.lowered_sections()
+            text = " " + re.sub(r"\W+", " ", " ".join(c for _, _, c, _ in lowered)) + " "
+            df: dict[str, int] = {}
+            for _, h, c, _ in lowered:
+                for w in set(terms.WORD_RUN_RE.findall(f"{h} {c}")):
+                    df[w] = df.get(w, 0) + 1
             for case in session.cases:
+                p = {"query": case.query, "limit": 5, **({"alternates": alts[case.id]} if alts.get(case.id) else {})}
+                out = do_search(view, p)
+                if not out["no_strong_match"] and out["results"]:
+                    agree = (agreement(view, case.query, alts[case.id], out["results"][0]["path"])
+                             if alts.get(case.id) else None)
+                    answered.append((case.answerable, agree,
+                                     lacking_share(view, case.query, out["results"][:3], df, len(lowered))))
                 compounds = absent_compounds(case.query, text)
                 flagged[case.answerable][0] += bool(compounds)
                 flagged[case.answerable][1] += 1
@@ -92,6 +140,16 @@ def main() -> int:
     for answerable in (False, True):
         n, total = flagged[answerable]
         print(f"absent compound name: {n} of {total} {'answerable' if answerable else 'no-answer'} questions")
+    print("\non the rows the search answers (each: no-answer rows flagged, answerable rows flagged):")
+    for label, flag in (("rephrasings agreeing on the first document, at most 1 of the phrasings",
+                         lambda agree, share: agree is not None and agree <= 1),
+                        ("the question's words the first three results lack, IDF share ≥ 0.5",
+                         lambda agree, share: share >= 0.5),
+                        ("both", lambda agree, share: agree is not None and agree <= 1 and share >= 0.5)):
+        counts = {a: (sum(flag(g, sh) for x, g, sh in answered if x == a), sum(x == a for x, _, _ in answered))
+                  for a in (False, True)}
+        print(f"  {label}: no-answer {counts[False][0]} of {counts[False][1]}, "
+              f"answerable {counts[True][0]} of {counts[True][1]}")
     print("\nabsent key terms, their best cosine against the shown sections (no-answer rows first):")
     for answerable, name, query, scores in sorted(rows, key=lambda r: (r[0], min(r[3].values()))):
         print(f"  {'answerable' if answerable else 'no-answer '}  {name:<13} {scores}  {terms.elide(query, 70)}")

@@ -25,8 +25,8 @@ HOWTO_RE = re.compile(
 # not the plan that announced it.
 OUTCOME_RE = re.compile(
     r"^\W*(did|has|have|had|is|are|was|were)\b.*\b(yet|actually|finished|done|happen|happened|go ahead|"
-    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally|fixed|resolved|back|"
-    r"recovered|merged|released|shipped)\b", re.IGNORECASE)
+    r"work|live|complete|completed|dropped|gone|end up|rolled out|succeed|finally|fixed|resolved|"
+    r"back to normal|back online|recovered|merged|released|shipped)\b", re.IGNORECASE)
 # "Is X still …?" asks whether a state survived: settled by the newest account, like an outcome.
 STILL_RE = re.compile(r"^\W*(is|are|do|does|has|have)\b.*\bstill\b", re.IGNORECASE)
 # "Is it still planned?" asks whether an intention survived: the newest decision answers it.
