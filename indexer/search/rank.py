@@ -74,7 +74,7 @@ FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|of
 # A how-to question asks for one part of a runbook (the conventions name them: When to use,
 # Before you start, Steps, a Verify under Steps, Rollback): undoing ("how do I roll it back?"),
 # checking, or else the steps.
-ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|roll(ing)? (\w+ )?back|undo|revert|back (\w+ )?out)\b", re.IGNORECASE)
+ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|roll(ing)? (\w+ ){1,3}back|undo|revert|back (\w+ )?out)\b", re.IGNORECASE)
 VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
                       re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
                       alone=re.compile(r"\bverify\b", re.IGNORECASE))

@@ -62,6 +62,7 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     ("Apple purchase verification is failing right now. What's the playbook?", "steps"),
     ("how do I check that the restore came out right?", "verify"),
     ("how do I roll back the upgrade?", "rollback"),
+    ("how do I roll the failover back?", "rollback"),                   # the words between: up to three
     ("pg_basebackup or pgBackRest?", ""),
     ("pgbouncer default_pool_size pg1", ""),                              # keywords, not a log line
     ("celery worker: OOM command not allowed when used memory > maxmemory", "past"),
