@@ -77,6 +77,7 @@ def grounding(view, word: str, shown: list[dict]) -> float:
 
 
 def shown_of(out: dict) -> list[dict]:
+    """The results of a search answer, or what it would have shown had it not abstained."""
     return (out["results"] or out.get("best_weak") or [])
 
 

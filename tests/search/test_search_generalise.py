@@ -188,20 +188,19 @@ EVENTS = {
     ("Are the ClickHouse part counts back to normal?", True),     # an outcome
     ("what happened to the ClickHouse part counts in May?", True),  # an event
     ("what is parts_to_throw_insert on ClickHouse?", False),      # a fact: the record answers
-    ("how do I lower the ClickHouse part counts?", False),        # a how-to: the runbooks titled with it
+    ("how do I lower the ClickHouse part counts?", False),        # a how-to: the how-to rule finds the steps
 ])
 def test_an_event_question_credits_the_sections_whose_heading_names_the_entity(tmp_path, tiny_engine,
                                                                             monkeypatch, query, credited):
     """The record's credit made its sections win a question about what happened on the strength of
     the name alone. For an event or an outcome, a section whose heading names the entity — by its
     name or an alias, as a whole word (not `clickhouse-exporter`) — is credited as the record is:
-    the journal entry that wrote it down. A fact or a how-to question credits the record (and the
-    runbooks titled with the entity) only."""
+    the journal entry that wrote it down. A fact or a how-to question credits the record only."""
     from remembrancer.indexer.search import answer
 
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", EVENTS)), query)
     journal = "journal/2030/2030-05-26.md"
-    titled = {("2030-05-26 > 14:00 ClickHouse back to defaults"), "2030-05-26 > 15:00 ch: merges caught up"}
+    titled = {"2030-05-26 > 14:00 ClickHouse back to defaults", "2030-05-26 > 15:00 ch: merges caught up"}
     assert all(v >= 1.0 for (path, _), v in lit.items() if path == "services/clickhouse.md"), lit
     got = {h for (path, h), v in lit.items() if path == journal and v >= 1.0}
     assert got == (titled if credited else set()), lit
