@@ -134,7 +134,7 @@ def main() -> int:
                 absent = key_terms(view, case.query)
                 if absent:
                     out = do_search(view, {"query": case.query, "limit": 5})
-                    shown = (out["results"] or out.get("best_weak") or [])[:5]
+                    shown = shown_of(out)[:5]
                     rows.append((case.answerable, name, case.query,
                                  {w: round(grounding(view, w, shown), 2) for w in absent}))
         print(f"{name}: done", file=sys.stderr, flush=True)

@@ -258,6 +258,9 @@ class EntityMatcher:
             for n in e.names():
                 if len(n) >= 2:
                     self.by_name.setdefault(n.lower(), e.name)
+        self.names_of: dict[str, list[str]] = {}   # entity → the lower-cased names that find it
+        for n, name in self.by_name.items():
+            self.names_of.setdefault(name, []).append(n)
         self.regex = (
             re.compile(r"(?<![\w.-])(" + _trie_pattern(list(self.by_name)) + r")(?![\w-]|\.\d)", re.IGNORECASE)
             if self.by_name else None

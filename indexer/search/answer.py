@@ -453,7 +453,7 @@ class Lookups:
         matcher = self.view.entities()[0]
         for name in names:
             if name not in self._titled:
-                said = [n for n, entity in matcher.by_name.items() if entity == name]
+                said = matcher.names_of[name]
                 # (a name too short for the literal index reads every section: the substring test
                 # first spares most headings the whole-word regex)
                 self._titled[name] = {sid for sid, heading, _, _ in self.view.literal_rows(said)

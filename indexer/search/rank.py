@@ -339,8 +339,7 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
     if runbook is None or cands[runbook].score < best * (1 - reach):
         return
     doc = rows[runbook].doc_id
-    part = next((sid for sid in order if rows[sid].doc_id == doc and rows[sid].content is not None
-                 and answers_howto(rows[sid], it)), None)
+    part = next((sid for sid in order if rows[sid].doc_id == doc and answers_howto(rows[sid], it)), None)
     if part is not None and cands[part].score < best:
         c = cands[part]
         c.why.append(f"the part of {rows[part].path} the how-to question asks for, its runbook within "
