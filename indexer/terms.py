@@ -8,7 +8,6 @@ whole (lower-cased) plus its camelCase/snake_case/dot/dash parts.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from typing import Iterable
 
@@ -110,6 +109,9 @@ def _before_a_cut(text: str) -> str:
     return text.rstrip(".").rstrip() if text.endswith("...") else text
 
 
+ORDINAL_RE = re.compile(r"^\d{1,4}(?:st|nd|rd|th)$", re.IGNORECASE)   # "3rd", "16th"
+
+
 def literal_probes(query: str) -> list[str]:
     """Strings worth finding verbatim: quoted spans, call names (`rate(` from `rate(x[5m])`),
     and identifier-shaped tokens."""
@@ -202,45 +204,8 @@ def is_rare(word: str, common: frozenset[str] | None) -> bool:
     """A term of art rather than everyday English: neither it nor a base form is a whole word of
     `common` (the embedding model's vocabulary — general text, not this corpus). Its absence from
     a corpus means the same in 11 notes as in 10,000, unlike an everyday word's ("towards",
-    "serve"), which a small corpus lacks by chance. Without a vocabulary every word counts."""
+    "serve"), which a small corpus lacks by chance. Without a vocabulary every word counts. An
+    ordinal ("16th") is everyday English whatever the vocabulary holds."""
+    if ORDINAL_RE.match(word):
+        return False
     return common is None or not (base_forms(word) & common)
-
-
-# A calendar day as questions name it: `2024-01-05`, "5 January 2024", "January 5th, 2024".
-_DAY_ISO_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
-_DAY_WORDS_RE = re.compile(r"(?<![\w-])(?:(\d{1,2})(?:st|nd|rd|th)?\s([A-Za-z]{3,9})\.?|([A-Za-z]{3,9})\.?\s(\d{1,2})"
-                           r"(?:st|nd|rd|th)?,?)\s(\d{4})(?!\d)")
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december")
-
-
-def without_days(text: str, days: Iterable[str]) -> str:
-    """The text with the spans naming any of `days` taken out (their month word is no name)."""
-    keep = set(days)
-    return _DAY_WORDS_RE.sub(lambda m: "" if set(days_named(m.group(0))) & keep else m.group(0),
-                             _DAY_ISO_RE.sub(lambda m: "" if m.group(0) in keep else m.group(0), text))
-
-
-_BOUND_BEFORE_RE = re.compile(r"\b(since|after|before|until|till|by|through)\s+(the\s+)?$", re.IGNORECASE)
-
-
-def days_named(text: str) -> list[str]:
-    """The calendar days a question places itself on, as `YYYY-MM-DD` (a day that does not exist is
-    none): what a section's date can be compared with (a daily note holds its day only in its name).
-    Not a day it measures from or to ("since 2024-01-05", "before 5 January 2024")."""
-    def on(m: re.Match) -> bool:
-        return _BOUND_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()) is None
-
-    found = [(int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _DAY_ISO_RE.finditer(text) if on(m)]
-    for m in filter(on, _DAY_WORDS_RE.finditer(text)):
-        word, day = (m.group(2), m.group(1)) if m.group(1) else (m.group(3), m.group(4))
-        month = next((i for i, name in enumerate(_MONTH_NAMES, 1) if name.startswith(word.lower())), None)
-        if month is not None:
-            found.append((int(m.group(5)), month, int(day)))
-    out = []
-    for y, mo, d in found:
-        try:
-            out.append(dt.date(y, mo, d).isoformat())
-        except ValueError:
-            continue
-    return list(dict.fromkeys(out))

@@ -29,11 +29,13 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-# 9: a daily note (a file named by its day, `2024_01_05.md` too) is a journal day, titled by its
+# 10: a heading that is a day in words ("Tuesday 6 May", "14 May 2031") dates its sections, placed
+# in its year by the headings above, the path or the document's date; 9: a daily note (a file
+# named by its day, `2024_01_05.md` too) is a journal day, titled by its
 # day when it has no title of its own, its sections' headers beginning with it; 8: a document
 # titled a plan or a roadmap is a plan; 7: a superseded document is stale
 # (meta.document_is_stale), passages carry the description
-PARSE_VERSION = 9
+PARSE_VERSION = 10
 EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run

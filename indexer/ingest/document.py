@@ -140,7 +140,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         prepared.sections.append(SectionRecord(
             heading=s.heading, title=s.title, level=s.level,
             start_line=s.start_line, end_line=s.end_line,
-            date=meta.heading_dates(chain) or doc.date,
+            date=meta.heading_dates(chain, f.rel, doc_date) or doc.date,
             stale=doc_stale or meta.section_is_stale(s.title, s.body),
             content=s.text, body=s.body,
             entities=matcher.mentions(s.heading + "\n" + s.body),

@@ -10,6 +10,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from remembrancer.indexer.dates import month_of
+
 DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
 _STALE_WORDS = r"(superseded|obsolete|deprecated|outdated|no longer (?:true|valid|used))"
@@ -125,13 +127,67 @@ def document_date(rel: str, front_matter: dict) -> str | None:
     return None
 
 
-def heading_dates(heading_chain: list[str]) -> str | None:
-    """The date of the nearest dated heading in a breadcrumb (`## 2031-04-16 (session 1)` …)."""
-    for title in reversed(heading_chain):
-        d = date_in(title)
+# A heading that is a day written in words, as hand-kept logs title their entries: "Tuesday 6 May",
+# "14 May 2031", "May 14th, 2031 — pg1 disk", "Thu, 22 May", "Monday 3rd" (its month from above).
+# Only at the start of the heading: "11:00 — GA slips to 13 December" names a day, it is not one.
+_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+HEADING_DAY_RE = re.compile(
+    rf"^\W{{0,4}}(?:(?P<weekday>{_WEEKDAY})\s+)?"
+    rf"(?:(?P<d1>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<m1>[A-Za-z]{{3,9}})\.?"
+    rf"|(?P<m2>[A-Za-z]{{3,9}})\.?\s+(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d)"
+    rf"|(?P<d3>\d{{1,2}}){_ORDINAL}(?!\d))"
+    r"(?:,?\s+(?P<year>\d{4}))?(?![\w:/.-]*\d)", re.IGNORECASE)
+# What places a day written without its year (or month): a heading above it ("# May 2031",
+# "## 2031"), the file's path (`journal/2031-05.md`, `2031/05/`), or the document's own date.
+_YEAR_RE = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_YEAR_MONTH_RE = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_/](0[1-9]|1[0-2])(?!\d)")
+_MONTH_TITLE_RE = re.compile(r"^\W*(?:(?:19|20)\d\d\W+)?([A-Za-z]{3,9})\.?(?:\W+(?:19|20)\d\d)?\W*$")
+
+
+def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None = None) -> str | None:
+    """The date of the nearest dated heading in a breadcrumb: a `YYYY-MM-DD` anywhere in it
+    (`## 2031-04-16 (session 1)`), or a day in words at its start (HEADING_DAY_RE), placed in its
+    year and month by the headings above it, the path and then `doc_date` (a day that cannot be
+    placed, or does not exist, dates nothing)."""
+    for i in range(len(heading_chain) - 1, -1, -1):
+        title = heading_chain[i]
+        d = date_in(title) or _day_in_words(title, heading_chain[:i], rel, doc_date)
         if d:
             return d
     return None
+
+
+def _day_in_words(title: str, above: list[str], rel: str, doc_date: str | None) -> str | None:
+    m = HEADING_DAY_RE.match(title)
+    if m is None:
+        return None
+    if m["d3"] is not None and not m["weekday"]:
+        return None   # a bare number ("3 things to check") is no day; "Monday 3rd" is
+    day = int(m["d1"] or m["d2"] or m["d3"])
+    month = month_of(m["m1"] or m["m2"]) if m["d3"] is None else None
+    if month is None and m["d3"] is None:
+        return None   # "3 Jobs", "Step 2": the word is no month
+    year = int(m["year"]) if m["year"] else None
+    path_ym = _YEAR_MONTH_RE.findall(rel)
+    for t in reversed(above):
+        if year is None and (y := _YEAR_RE.search(t)):
+            year = int(y.group(1))
+        if month is None and (mt := _MONTH_TITLE_RE.match(t)) and (mo := month_of(mt.group(1))):
+            month = mo
+    if year is None or month is None:
+        if path_ym:
+            year, month = year or int(path_ym[-1][0]), month or int(path_ym[-1][1])
+        elif year is None and (ys := _YEAR_RE.findall(rel)):
+            year = int(ys[-1])
+    if (year is None or month is None) and doc_date:
+        year, month = year or int(doc_date[:4]), month or int(doc_date[5:7])
+    if year is None or month is None:
+        return None
+    try:
+        return dt.date(year, month, day).isoformat()
+    except ValueError:
+        return None
 
 
 def tags_of(front_matter: dict) -> list[str]:
@@ -199,7 +255,8 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str 
     if day_of_file(rel):   # a daily note: one day of a log kept a file a day
         return "journal"
     headed = [c for c in heading_chains if c]
-    dated = sum(1 for c in headed if heading_dates(c))
+    doc_date = document_date(rel, front_matter)
+    dated = sum(1 for c in headed if heading_dates(c, rel, doc_date))
     if dated >= JOURNAL_MIN_DATED and dated >= JOURNAL_DATED_SHARE * len(headed):
         return "journal"
     if headed and PLAN_TITLE_RE.search(headed[0][0]):

@@ -142,14 +142,16 @@ class _Dates:
         return self.docs[path]
 
     def of(self, s) -> tuple[str | None, str | None]:
-        if meta.heading_dates(s.heading.split(" > ") if s.heading else []):
-            return s.date, "heading"
         doc = self._doc(s.path)
         try:
             fm = json.loads(doc.get("front_matter") or "{}")
         except (TypeError, ValueError):
             fm = {}
-        if meta.document_date(doc.get("rel", s.path), fm if isinstance(fm, dict) else {}):
+        rel = doc.get("rel", s.path)
+        doc_date = meta.document_date(rel, fm if isinstance(fm, dict) else {})
+        if meta.heading_dates(s.heading.split(" > ") if s.heading else [], rel, doc_date):
+            return s.date, "heading"
+        if doc_date:
             return s.date, "document"
         if s.date:
             return s.date, "commit"   # ingest's fallback for an undated file: its last commit

@@ -7,6 +7,7 @@ records the figures behind every constant.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import re
@@ -18,7 +19,7 @@ from remembrancer.indexer.config import CODE
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
-from remembrancer.indexer import terms
+from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.errors import UserError
@@ -49,6 +50,7 @@ MAX_LIMIT = 50
 LITERAL_LEG = True
 EVENT_CREDIT = True       # an event or outcome question: a section whose heading names the entity, alike
 DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
+YEARLESS_DAY_YEARS = 5    # a day named without its year is looked for this many years back from the newest note
 SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
@@ -345,20 +347,28 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
-    _named_day_first(cands, shared.dated(evidence[0].days))
+    _named_day_first(view, cands, shared.dated(evidence[0].days))
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
 
 
-def _named_day_first(cands: dict[int, Candidate], dated: dict[int, str]) -> None:
+def _named_day_first(view, cands: dict[int, Candidate], dated: dict[int, str]) -> None:
     """A day the question names ("what happened on 2024-01-05?", "on 5 January 2024") is the day to
     look in, as a `since`/`until` filter of that day would say: the sections dated that day go first,
-    in their own order, the rest after them (a note that mentions the day keeps its place among those)."""
+    in their own order, the rest after them (a note that mentions the day keeps its place among those).
+    Those with text of their own lead: a daily note's bare `# 2024-01-05` says only which day it is."""
     ours = [sid for sid in dated if sid in cands]
     if not ours:
         return
-    lead = max(c.score for c in cands.values()) - min(cands[sid].score for sid in ours) + 1e-6
+    rows = view.catalog.sections_by_id(ours)
+    with_text = [sid for sid in ours if sid in rows and (rows[sid].body or "").strip()]
+    bare = [sid for sid in ours if sid not in with_text]
+    for group, below in ((ours, list(cands)), (with_text, bare)):
+        if not group or not below:
+            continue
+        lead = max(cands[sid].score for sid in below) - min(cands[sid].score for sid in group) + 1e-6
+        for sid in group:
+            cands[sid].score += max(lead, 0.0)
     for sid in ours:
-        cands[sid].score += lead
         cands[sid].why.append(f"dated {dated[sid]}, the day the question names")
 
 
@@ -446,6 +456,29 @@ class Lookups:
             out.update({sid: day for sid in self._days[day] if self.allowed is None or sid in self.allowed})
         return out
 
+    def held_days(self, query: str) -> list[str]:
+        """The days the question names that the notes hold sections of (within the request's
+        filters): written in full, or without their year ("on 14 May") — then the newest such day in
+        the YEARLESS_DAY_YEARS years up to the newest note's."""
+        days = [d for d in dates.days_named(query) if self.dated([d])]
+        without_year = dates.days_without_year(query)
+        newest = self._newest_year() if without_year else None
+        for month, day in without_year if newest else ():
+            for year in range(newest, newest - YEARLESS_DAY_YEARS, -1):
+                try:
+                    iso = dt.date(year, month, day).isoformat()
+                except ValueError:
+                    continue   # 29 February
+                if self.dated([iso]):
+                    days.append(iso)
+                    break
+        return list(dict.fromkeys(days))
+
+    def _newest_year(self) -> int | None:
+        newest = self.view.catalog.newest_sections(flt.Filters(), 1)
+        date = self.view.catalog.section_heads_by_id(newest)[newest[0]].date if newest else None
+        return int(date[:4]) if date else None
+
     def titled(self, names: list[str]) -> set[int]:
         """The visible sections (within the request's filters) whose heading names one of these
         entities, by any of its names as a whole word, each entity read once."""
@@ -484,12 +517,13 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 
     # the dense leg started first: the team store answers it beside the keyword leg
     dense = view.vectors.search_soon(qvec, DENSE_CANDIDATES, shared.allowed_labels()) if qvec is not None else None
-    # A day the question names ("on 2024-01-05") that the notes hold sections of is a date, not the
-    # words 2024, 01 and 05 (a note titled "Roadmap 2024" would win on them): the literal leg finds
-    # it, by the sections' dates and verbatim in their text, and the keyword leg reads the rest of
-    # the question (DAY_CREDIT). A day the notes hold nothing of is left as the question's words.
-    days = [d for d in terms.days_named(query) if shared.dated([d])] if LITERAL_LEG and DAY_CREDIT else []
-    keywords = terms.without_days(query, days) if days else query
+    # A day the question names ("on 2024-01-05", "on 14 May") that the notes hold sections of is a
+    # date, not the words 2024, 01 and 05 (a note titled "Roadmap 2024" would win on them): the
+    # literal leg finds it, by the sections' dates and verbatim in their text, and the keyword leg
+    # reads the rest of the question (DAY_CREDIT). A day the notes hold nothing of is left as the
+    # question's words.
+    days = shared.held_days(query) if LITERAL_LEG and DAY_CREDIT else []
+    keywords = dates.without_days(query, days) if days else query
     for sid, score in view.keyword_index().search(keywords, BM25_CANDIDATES, allowed).items():
         cand(sid).bm25 = score
 
@@ -513,7 +547,7 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     named = matcher.mentions(query)
     own = {entity_paths.get(name) for name in named} - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name] + days
-    literal, probes_found = _probe_leg(view, probes, shared)
+    literal, probes_found = _probe_leg(view, probes, shared, shared.dated(days))
     if not LITERAL_LEG:
         literal, own = {}, set()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
@@ -589,9 +623,12 @@ def section_key(heading: str | None) -> str:
     return re.sub(r"\s+", " ", PART_SUFFIX_RE.sub("", heading or "")).strip().casefold()
 
 
-def _probe_leg(view, probes: list[str], shared: Lookups) -> tuple[dict[int, float], set[str]]:
+def _probe_leg(view, probes: list[str], shared: Lookups,
+               dated: dict[int, str]) -> tuple[dict[int, float], set[str]]:
     """Literal evidence for identifier-shaped probes: each probe found in a section adds its
     IDF (a probe in every section says nothing), doubled when it is in the section's heading.
+    A day written in a section dated that day (`dated`: a daily note's bare `# 2024-01-05`) says
+    nothing its date does not: the day's credit is its evidence, once.
     Also returns the probes found in any visible section (filters aside): the scan abstention
     would otherwise repeat."""
     found: set[str] = set()
@@ -606,7 +643,7 @@ def _probe_leg(view, probes: list[str], shared: Lookups) -> tuple[dict[int, floa
         found.add(probe)
         idf = math.log(1 + total / len(rows))
         for sid, in_heading in rows:
-            if shared.allowed is None or sid in shared.allowed:
+            if (shared.allowed is None or sid in shared.allowed) and dated.get(sid) != probe:
                 out[sid] = out.get(sid, 0.0) + idf * (2.0 if in_heading else 1.0)
     return out, found
 
@@ -710,11 +747,10 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
-    # A day the notes hold sections of ("5 January 2024") is known: its month is no absent name.
-    covered = [d for d in terms.days_named(query)
-               if view.catalog.filtered_section_ids(flt.Filters(since=d, until=d))]
+    # A day the notes hold sections of ("5 January 2024", "14 May") is known: its month is no absent name.
+    covered = Lookups(view, None).held_days(query)
     if covered:
-        query = terms.without_days(query, covered)
+        query = dates.without_days(query, covered)
     missing = _missing_identifiers(view, query, probes_found)
     if missing:
         reasons.append("not in the corpus: " + _listed(view, missing))
@@ -755,10 +791,11 @@ def _listed(view, words: list[str]) -> str:
 
 def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
-    front matter is not text); call names and expressions are not asked about on their own."""
+    front matter is not text); call names and expressions are not asked about on their own, and an
+    ordinal ("the 16th", "a 3rd replica") is English the notes may write another way."""
     by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
-            if terms.is_identifier(p) and not any(c in p for c in "([ ")
+            if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
             and p not in probes_found and p.lower() not in by_name]
 
 

@@ -118,10 +118,10 @@ def test_a_day_the_question_names_finds_the_notes_dated_that_day(tmp_path, tiny_
     ("my notes from January 5th, 2024", ["2024-01-05"]),
 ])
 def test_the_days_a_question_names(text, days):
-    from remembrancer.indexer import terms
+    from remembrancer.indexer import dates
 
-    assert terms.days_named(text) == days
-    assert not set(days) & set(terms.days_named(terms.without_days(text, days)))
+    assert dates.days_named(text) == days
+    assert not set(days) & set(dates.days_named(dates.without_days(text, days)))
 
 
 def test_a_busy_day_nominates_a_bounded_number_of_sections(tmp_path, tiny_engine, monkeypatch):

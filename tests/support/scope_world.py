@@ -276,7 +276,8 @@ VOLATILE = {"index_dir", "took_ms", "last_indexed_at", "generation", "fulltext_g
 QUERIES = ["replication lag on db1", "backup restore", "too many clients", "how do I restore the database",
            "pool size 40", "uppercase escape words JOURNAL", "journal-archive December", "db1", "pg1 replication",
            "pgbackrest", "what happened on 2030-02-10", "Okta SSO login", "wip replication tuning draft",
-           "broken front matter", "10.9.0.11", "pg-primary", "what happened to db1 last week?"]
+           "broken front matter", "10.9.0.11", "pg-primary", "what happened to db1 last week?",
+           "what happened on 10 February?"]
 
 
 SCOPED_DOCS = ["journal/2030-02-10.md", "journal/2030-02-11.md", "journal/db1-log.md", "journal/pool.md",

@@ -13,7 +13,8 @@ from remembrancer.indexer.team import Writer
 QUERIES = ["how do I restart postgres", "what is the backup schedule", "deploy checklist", "pg1 disk full",
            "restore from a base backup", "who owns the billing service", "--no-track", "wal archiving lag",
            "what happened on 2030-01-21?", "how do I restore db1 from a backup?",   # a named day; a how-to on an entity
-           "what happened to db1 when checkout failed?"]                            # an event on an entity
+           "what happened to db1 when checkout failed?",                            # an event on an entity
+           "what did we do on 21 January?"]                                         # a day without its year
 
 
 def index_once(cfg, pg_url, embedder) -> None:

@@ -1,0 +1,156 @@
+"""A journal kept by hand: a file a month (`journal/2031-05.md`) or a log of any name, its entries
+titled by their day in words ("Tuesday 6 May", "14 May 2031"), and questions that name a day
+without its year ("what did we do on 14 May?") or by its ordinal ("the 16th"). The day is what the
+notes say: it dates the entry, so filters, the day a question names and the newest account all
+read it."""
+
+from __future__ import annotations
+
+import pytest
+
+from remembrancer.indexer import api, dates, terms
+from remembrancer.indexer.ingest import meta
+from remembrancer.indexer.search import answer
+from remembrancer.indexer.search.answer import SearchRequest, search
+from tests.support.corpus import real_model_engine, write_tree
+
+MONTHLY = {
+    "journal/2031-05.md": (
+        "# May 2031\n\n"
+        "## Tuesday 6 May — pg1 disk alarm\n\nThe disk on pg1 hit 91% at night: the WAL archiver had "
+        "stalled on a full bucket quota. Raised the quota; the archiver caught up.\n\n"
+        "## 14 May\n\nRebuilt the ingest workers on the new base image; the backlog drained by noon.\n\n"
+        "## Thursday, 22 May\n\nMoved the WAL archive to the bucket wal-archive-2.\n"),
+    "journal/2031-06.md": (
+        "# June 2031\n\n"
+        "## 3 June\n\nDeleted the old WAL bucket after the restore drill passed.\n\n"
+        "## 10 June\n\nThe archiver stalled again: the wal-archive-2 credentials expired. Renewed them.\n"),
+    # kept outside journal/: the shape says it is a log
+    "notes/ops-log.md": (
+        "# Ops log 2031\n\n## 2 July\n\nPatched the proxy.\n\n## 9 July\n\nRotated the proxy certificate.\n\n"
+        "## 16th July\n\nReplaced the proxy's disk.\n"),
+    "hosts/pg1.md": "---\nhost: pg1\n---\n# pg1\n\nPostgreSQL primary; WAL archived to wal-archive-2.\n",
+}
+
+
+@pytest.mark.parametrize("chain, rel, doc_date, day", [
+    (["May 2031", "Tuesday 6 May — pg1 disk alarm"], "journal/2031-05.md", None, "2031-05-06"),
+    (["May 2031", "14 May"], "notes/log.md", None, "2031-05-14"),          # the year and month from above
+    (["Log", "Thu, 22 May"], "journal/2031-05.md", None, "2031-05-22"),    # ... from the path
+    (["Log", "Monday 3rd"], "journal/2031/05/log.md", None, "2031-05-03"),  # a weekday and a day: month from the path
+    (["Notes", "May 14th, 2031 — pg1"], "", None, "2031-05-14"),
+    (["Notes", "14th of May"], "2030/notes.md", None, "2030-05-14"),
+    (["Notes", "May 14"], "notes.md", "2031-02-01", "2031-05-14"),         # the year from the document's date
+    (["Notes", "May 14"], "notes.md", None, None),                         # nothing places it
+    (["Notes", "31 June"], "journal/2031-06.md", None, None),              # no such day
+    (["Plan", "3 Jobs to do"], "plans/2031-05.md", None, None),            # a number, no month
+    (["Notes", "June 10.5 release"], "2031-06.md", None, None),            # a version
+    (["Notes", "May 3:30pm call"], "2031-05.md", None, None),              # a time
+    (["Notes", "Step 3"], "2031-05.md", None, None),
+    (["2033-W40", "Mon 2033-10-03", "11:00 — GA slips to 13 December"], "log/2033-W40.md", None, "2033-10-03"),
+    (["2032-06-29", "14:00 June cost against the plan"], "journal/2032/2032-06-29.md", None, "2032-06-29"),
+])
+def test_a_heading_that_is_a_day_in_words_dates_its_section(chain, rel, doc_date, day):
+    """Only a heading that begins with the day is one: a day named further in ("GA slips to
+    13 December") leaves the section the date of the heading above it."""
+    assert meta.heading_dates(chain, rel, doc_date) == day
+
+
+@pytest.mark.parametrize("text, named, without_year", [
+    ("what did we do on 14 May?", [], [(5, 14)]),
+    ("what did we do on June 3rd?", [], [(6, 3)]),
+    ("the 3rd of June 2031", ["2031-06-03"], []),
+    ("on 2031-06-03 and on 5 January 2024", ["2031-06-03", "2024-01-05"], []),   # "and 5" is no day
+    ("we may 5x it; scale to 3 nodes; version 14", [], []),   # lower-case "may" is a verb
+    ("Feb 30 and Mayday 3", [], []),
+    ("what changed since 14 May?", [], []),                    # a bound, not the day to look in
+])
+def test_the_days_a_question_names_with_or_without_their_year(text, named, without_year):
+    assert dates.days_named(text) == named
+    assert dates.days_without_year(text) == without_year
+
+
+def test_a_day_named_without_its_year_is_taken_out_of_the_words_as_the_day_the_notes_hold():
+    assert dates.without_days("what did we do on 14 May?", ["2031-05-14"]) == "what did we do on ?"
+    assert dates.without_days("what did we do on 14 May?", ["2031-05-15"]) == "what did we do on 14 May?"
+
+
+def test_an_ordinal_is_english_not_a_term_of_art():
+    assert not terms.is_rare("16th", frozenset())
+    assert terms.is_rare("kubernetes", frozenset())
+
+
+@pytest.fixture
+def monthly(tmp_path, tiny_engine):
+    return tiny_engine(write_tree(tmp_path / "notes", MONTHLY))
+
+
+def test_entries_of_a_monthly_journal_carry_their_day(monthly):
+    """Filters alone list the journal newest first by the days its headings give; `since` finds
+    the June entries. Read without the days, every entry was undated and `since` found nothing."""
+    out = api.do_search(monthly.view(), {"type": ["journal"], "path": "journal/", "limit": 10})
+    assert [(r["heading"], r.get("date")) for r in out["results"]] == [
+        ("June 2031 > 10 June", "2031-06-10"), ("June 2031 > 3 June", "2031-06-03"),
+        ("May 2031 > Thursday, 22 May", "2031-05-22"), ("May 2031 > 14 May", "2031-05-14"),
+        ("May 2031 > Tuesday 6 May — pg1 disk alarm", "2031-05-06")]
+    june = api.do_search(monthly.view(), {"since": "2031-06-01", "until": "2031-06-30", "limit": 10})
+    assert june["results"], june
+    assert {r["heading"] for r in june["results"]} == {"June 2031 > 10 June", "June 2031 > 3 June"}
+
+
+def test_a_log_of_days_in_words_is_a_journal_wherever_it_is_kept(monthly):
+    doc = api.do_read(monthly.view(), {"path": "notes/ops-log.md", "max_chars": 100})
+    assert doc["type"] == "journal", doc
+    out = api.do_search(monthly.view(), {"path": "notes/", "since": "2031-07-16", "limit": 5})
+    assert [r["heading"] for r in out["results"]] == ["Ops log 2031 > 16th July"]
+
+
+@pytest.mark.parametrize("query, heading", [
+    ("what did we do on 14 May?", "May 2031 > 14 May"),
+    ("what did we do on June 3rd?", "June 2031 > 3 June"),
+    ("anything on the 3rd of June?", "June 2031 > 3 June"),
+    ("what happened on 16 July?", "Ops log 2031 > 16th July"),
+])
+def test_a_day_named_without_its_year_finds_that_days_entry(monthly, monkeypatch, query, heading):
+    """The year is the notes' to say: the day's entry comes first and the month is no absent name
+    ("not in the corpus: June" was the answer). Without the day's credit it is not first."""
+    out = search(monthly.view(), SearchRequest(query, limit=5, explain=True)).to_json()
+    assert out["results"] and not out.get("no_strong_match"), out
+    assert out["results"][0]["heading"] == heading, [r["heading"] for r in out["results"]]
+    assert any("the day the question names" in why for why in out["results"][0]["why"])
+    monkeypatch.setattr(answer, "DAY_CREDIT", False)
+    off = search(monthly.view(), SearchRequest(query, limit=5)).to_json()
+    assert (off["results"] or off["best_weak"])[0]["heading"] != heading or off.get("no_strong_match")
+
+
+def test_a_day_named_without_its_year_is_the_newest_such_day_the_notes_hold(tmp_path, tiny_engine):
+    engine = tiny_engine(write_tree(tmp_path / "notes", {
+        "journal/2030-05-14.md": "## Standup\n\nPatched the proxy.\n",
+        "journal/2031-05-14.md": "## Standup\n\nPatched the proxy again.\n",
+        "journal/2031-06-01.md": "## Standup\n\nNothing.\n"}))
+    out = search(engine.view(), SearchRequest("what did we do on 14 May?", limit=3)).to_json()
+    assert out["results"][0]["path"] == "journal/2031-05-14.md", out["results"]
+
+
+def test_an_ordinal_the_notes_never_write_is_no_reason_to_abstain(monthly):
+    """"the 17th" is English: a question using it is not about an identifier the corpus lacks."""
+    out = search(monthly.view(), SearchRequest("what did we change on the 17th?", limit=3)).to_json()
+    assert "17th" not in " ".join(out.get("why_no_strong_match") or []), out
+
+
+@pytest.mark.slow
+def test_a_bare_day_heading_goes_after_the_days_entries(tmp_path):
+    """A daily note's `# 2031-06-03` says which day it is and nothing else: the day's entries lead.
+    Before, its date written in its heading counted twice for it (the day's credit and the date
+    found verbatim), the model read the question's day in it, and it came first."""
+    notes = {
+        "journal/2031-05-14.md": "# 2031-05-14\n\n## Ingest workers\n\nRebuilt the ingest workers on the new base "
+                                 "image. The backlog drained by noon.\n",
+        "journal/2031-06-03.md": "# 2031-06-03\n\n## WAL bucket\n\nDeleted the old WAL bucket after the restore "
+                                 "drill passed against wal-archive-2.\n",
+        "journal/2031-06-10.md": "# 2031-06-10\n\n## pg1 disk alarm\n\nThe WAL archive stalled when the "
+                                 "wal-archive-2 credentials expired. Renewed them.\n"}
+    with real_model_engine(tmp_path, notes) as engine:
+        for query in ("what happened on 3 June 2031?", "what did we do on June 3rd?"):
+            out = search(engine.view(), SearchRequest(query, limit=3)).to_json()
+            assert [r["heading"] for r in out["results"][:2]] == ["2031-06-03 > WAL bucket", "2031-06-03"], out
