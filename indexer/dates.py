@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 
 # A calendar day as questions name it: `2024-01-05`, "5 January 2024", "January 5th, 2024", "the 3rd
@@ -61,25 +61,58 @@ def _iso(y: int, mo: int, d: int) -> str | None:
         return None
 
 
-def _days_on(text: str) -> list[tuple[int | None, int, int]]:
-    """(year or None, month, day) of every day the text places itself on — not a day it measures
-    from or to ("since 2024-01-05", "before 5 January 2024")."""
+class NamedDay(NamedTuple):
+    """A day a question places itself on: its words as written, the day (no year: None), and
+    whether a time of day follows it (`2031-06-04T10:00:12Z`: a log line's timestamp)."""
+    words: str
+    year: int | None
+    month: int
+    day: int
+    stamped: bool = False
+
+
+_TIME_AFTER_RE = re.compile(r"[T ,]{0,2}\d{1,2}:\d{2}")
+# A moment written as logs write it: `2031-06-04T10:00:12.123Z`, `2031-06-04`, `10:00`, `10:00:12,345`.
+TIMESTAMP_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[T_]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
+                          r"|T?\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)(?:Z|[+-]\d{2}:?\d{2})?$")
+
+
+def named_days(text: str) -> list[NamedDay]:
+    """Every day the text places itself on — not a day it measures from or to ("since 2024-01-05",
+    "before 5 January 2024") — that a calendar has (in some year, when written without one)."""
     def on(m: re.Match) -> bool:
         return _BOUND_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()) is None
 
-    found: list[tuple[int | None, int, int]] = [
-        (int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _DAY_ISO_RE.finditer(text) if on(m)]
-    found += [w for m in filter(on, _DAY_WORDS_RE.finditer(text)) if (w := _word_day(m)) is not None]
-    return found
+    def stamped(m: re.Match) -> bool:
+        return _TIME_AFTER_RE.match(text, m.end()) is not None
+
+    found = [NamedDay(m.group(0), int(m.group(1)), int(m.group(2)), int(m.group(3)), stamped(m))
+             for m in _DAY_ISO_RE.finditer(text) if on(m)]
+    found += [NamedDay(m.group(0).strip(), *w, stamped(m)) for m in filter(on, _DAY_WORDS_RE.finditer(text))
+              if (w := _word_day(m)) is not None]
+    return [d for d in found if _iso(2000 if d.year is None else d.year, d.month, d.day)]
+
+
+def written_forms(day: NamedDay) -> list[str]:
+    """How notes may write the day, lower-cased (what a literal search looks for): `2024-01-05`
+    (`-01-05` in any year, for a day named without one), "5 january", "january 5", "5 jan", "jan 5",
+    "5th january", "5th of january"."""
+    full = _MONTH_NAMES[day.month - 1]
+    short = full[:3]
+    n = str(day.day)
+    th = n + ("th" if 10 <= day.day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th"))
+    iso = f"-{day.month:02d}-{day.day:02d}"
+    return [f"{day.year:04d}{iso}" if day.year is not None else iso,
+            *(f"{a} {b}" for m in (full, short) for a, b in ((n, m), (m, n), (th, m))), f"{th} of {full}"]
 
 
 def days_named(text: str) -> list[str]:
     """The calendar days a question places itself on, as `YYYY-MM-DD` (a day that does not exist is
     none): what a section's date can be compared with (a daily note holds its day only in its name)."""
-    return list(dict.fromkeys(d for y, mo, day in _days_on(text) if y is not None and (d := _iso(y, mo, day))))
+    return list(dict.fromkeys(_iso(d.year, d.month, d.day) for d in named_days(text) if d.year is not None))
 
 
 def days_without_year(text: str) -> list[tuple[int, int]]:
     """(month, day) of the days a question names without their year ("what did we do on 14 May?"):
     which year is the notes' to say (the newest they hold). A day no year has is none."""
-    return list(dict.fromkeys((mo, day) for y, mo, day in _days_on(text) if y is None and _iso(2000, mo, day)))
+    return list(dict.fromkeys((d.month, d.day) for d in named_days(text) if d.year is None))

@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 # titled a plan or a roadmap is a plan; 7: a superseded document is stale
 # (meta.document_is_stale), passages carry the description
 PARSE_VERSION = 10
+# Deleted documents the keyword index may keep, as a share of all it holds, before it is rebuilt
+# (tantivy counts them in BM25's document frequencies; a search engine's merge policy would purge
+# them from about a fifth on).
+KEYWORD_DEAD_SHARE = 0.2
 EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
@@ -593,6 +597,10 @@ class Writer:
         in-memory vectors current (searches use them at once; `save_vectors` writes them later)."""
         gen = self.catalog.generation
         self.core.fulltext.commit(gen)
+        if self.core.fulltext.dead_share() > KEYWORD_DEAD_SHARE:
+            # Edited documents' old chunks, counted in BM25's statistics until a merge: past this
+            # share the index is made again from the catalog, and scores are a first index's.
+            self.core.fulltext.rebuild(self.catalog.all_chunks(), gen)
         if self.core.vectors is not None:
             if save_vectors and self.core.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
                 self.core.vectors.save(gen)

@@ -474,6 +474,24 @@ class Lookups:
                     break
         return list(dict.fromkeys(days))
 
+    def unheld_days(self, query: str) -> list[str]:
+        """The words of each day the question names that no visible section is dated and no text
+        writes (dates.written_forms): the notes have nothing of that day (filters aside). A pasted
+        log line's timestamp is not the day the question is about: what it logged may be anywhere."""
+        held = set(self.held_days(query))
+        out = []
+        for day in dates.named_days(query):
+            if day.stamped:
+                continue
+            if day.year is not None and f"{day.year:04d}-{day.month:02d}-{day.day:02d}" in held:
+                continue
+            if day.year is None and any(d[5:] == f"{day.month:02d}-{day.day:02d}" for d in held):
+                continue
+            forms = dates.written_forms(day)
+            if not any(f in text for _, head, text, _ in self.view.literal_rows(forms) for f in forms):
+                out.append(day.words)
+        return out
+
     def _newest_year(self) -> int | None:
         newest = self.view.catalog.newest_sections(flt.Filters(), 1)
         date = self.view.catalog.section_heads_by_id(newest)[newest[0]].date if newest else None
@@ -719,12 +737,12 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     the notes' own terms matches more closely than the question whatever the corpus holds, so its
     evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
     not "nothing strong"."""
-    no_strong, reasons, bar = _no_strong_match(view, query, ranked, legs.probes_found)
-    if not no_strong or not ranked or _missing_identifiers(view, query, legs.probes_found):
-        return no_strong, reasons   # a rephrasing cannot make an identifier the corpus lacks exist
+    no_strong, reasons, bar, lacking = _no_strong_match(view, query, ranked, legs.probes_found)
+    if not no_strong or not ranked or lacking:
+        return no_strong, reasons   # a rephrasing cannot make an identifier or a day the corpus lacks exist
     for ph in legs.alternates:
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
-        weak, _, _ = _no_strong_match(view, ph.text, alt_ranked, ph.probes_found)
+        weak, _, _, _ = _no_strong_match(view, ph.text, alt_ranked, ph.probes_found)
         top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
         if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
@@ -732,13 +750,15 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
 
 
 def _no_strong_match(view, query: str, ranked: list[Candidate],
-                     probes_found: set[str]) -> tuple[bool, list[str], float]:
-    """Whether nothing really answers, with the reasons and the semantic bar it applied.
-    docs/ranking.md derives the constants.
+                     probes_found: set[str]) -> tuple[bool, list[str], float, bool]:
+    """Whether nothing really answers, with the reasons, the semantic bar it applied and whether the
+    question names something the corpus lacks outright (an identifier or a day: no rephrasing makes
+    it exist). docs/ranking.md derives the constants.
 
     Two signals, because no single score threshold separates answerable from unanswerable
     questions (their score distributions overlap):
-    - an identifier the question is about (`--enable-tls`, `kf4`) occurs nowhere in the corpus;
+    - an identifier the question is about (`--enable-tls`, `kf4`) occurs nowhere in the corpus, or
+      a day it places itself on has no note (no section dated it, no text writes it);
     - a name the question uses (a capitalised or all-caps word: `Okta`, `Stripe`, `SLA`) occurs
       nowhere, and the best semantic match is weak too (a paraphrase can miss every word of the
       corpus; it rarely also misses on meaning). When the question is that specific — it uses an
@@ -747,8 +767,14 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
       are stronger evidence: the semantic bar is higher.
     """
     reasons = []
-    # A day the notes hold sections of ("5 January 2024", "14 May") is known: its month is no absent name.
-    covered = Lookups(view, None).held_days(query)
+    # A day the notes hold sections of ("5 January 2024", "14 May") is known: its month is no absent
+    # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
+    # is what the question is about, and absent, like an identifier.
+    lookups = Lookups(view, None)
+    covered = lookups.held_days(query)
+    unheld = lookups.unheld_days(query)
+    if unheld:
+        reasons.append("no note of " + _listed(view, unheld))
     if covered:
         query = dates.without_days(query, covered)
     missing = _missing_identifiers(view, query, probes_found)
@@ -779,7 +805,7 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
         reasons.append(f"not in the corpus: {_listed(view, absent)}; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
-    return bool(reasons), reasons, bar
+    return bool(reasons), reasons, bar, bool(missing or unheld)
 
 
 def _listed(view, words: list[str]) -> str:
@@ -791,12 +817,14 @@ def _listed(view, words: list[str]) -> str:
 
 def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
-    front matter is not text); call names and expressions are not asked about on their own, and an
-    ordinal ("the 16th", "a 3rd replica") is English the notes may write another way."""
+    front matter is not text); call names and expressions are not asked about on their own, an
+    ordinal ("the 16th", "a 3rd replica") is English the notes may write another way, and a moment
+    (`10:00`, a pasted log line's `2031-06-04T10:00:12Z`) is when, not what: a day the notes lack
+    is judged as a day (Lookups.unheld_days)."""
     by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
-            and p not in probes_found and p.lower() not in by_name]
+            and not dates.TIMESTAMP_RE.match(p) and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(view) -> frozenset[str] | None:

@@ -24,7 +24,8 @@ MONTHLY = {
     "journal/2031-06.md": (
         "# June 2031\n\n"
         "## 3 June\n\nDeleted the old WAL bucket after the restore drill passed.\n\n"
-        "## 10 June\n\nThe archiver stalled again: the wal-archive-2 credentials expired. Renewed them.\n"),
+        "## 10 June\n\nThe archiver stalled again: the wal-archive-2 credentials expired. Renewed them. The "
+        "next restore drill is on 12 August.\n"),
     # kept outside journal/: the shape says it is a log
     "notes/ops-log.md": (
         "# Ops log 2031\n\n## 2 July\n\nPatched the proxy.\n\n## 9 July\n\nRotated the proxy certificate.\n\n"
@@ -154,3 +155,33 @@ def test_a_bare_day_heading_goes_after_the_days_entries(tmp_path):
         for query in ("what happened on 3 June 2031?", "what did we do on June 3rd?"):
             out = search(engine.view(), SearchRequest(query, limit=3)).to_json()
             assert [r["heading"] for r in out["results"][:2]] == ["2031-06-03 > WAL bucket", "2031-06-03"], out
+
+
+@pytest.mark.parametrize("query", ["what did we do on 15 May?", "what happened on 2031-06-04?",
+                                   "Who is on call for the week of 9 January 2034?"])
+def test_a_day_the_notes_have_nothing_of_is_no_strong_match(monthly, query):
+    """No section is dated that day and no text writes it: the notes cannot say what happened then,
+    whatever a rephrasing finds (it cannot make the day exist)."""
+    for alternates in ((), ("ingest workers rebuilt",)):
+        out = search(monthly.view(), SearchRequest(query, limit=3, alternates=list(alternates))).to_json()
+        assert out.get("no_strong_match"), out
+        assert any(why.startswith("no note of ") for why in out["why_no_strong_match"]), out
+
+
+@pytest.mark.parametrize("query", ["what did we do on 14 May?", "when is the drill of 12 August?",
+                                   "what changed since 15 May?"])
+def test_a_day_the_notes_date_or_write_is_no_reason_to_abstain(monthly, query):
+    """Dated sections, a day written in the text ("on 12 August"), or a bound and not a day to look in."""
+    out = search(monthly.view(), SearchRequest(query, limit=3)).to_json()
+    assert not any(why.startswith("no note of ") for why in out.get("why_no_strong_match") or []), out
+
+
+@pytest.mark.parametrize("query", ["2031-05-22T09:12:44Z archiver moved to wal-archive-2",
+                                   "[2031-07-09 10:02:11,331] rotated the proxy certificate",
+                                   "what did we do with the proxy at 10:00?"])
+def test_a_moment_is_when_not_what(monthly, query):
+    """A pasted log line's timestamp, or a time, is no identifier the notes lack: the words logged are
+    what the question is about (a log line pasted with its timestamp abstained on any notes)."""
+    out = search(monthly.view(), SearchRequest(query, limit=3)).to_json()
+    reasons = " ".join(out.get("why_no_strong_match") or [])
+    assert "10:0" not in reasons and "09:12" not in reasons and "no note of" not in reasons, out

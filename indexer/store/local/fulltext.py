@@ -8,6 +8,7 @@ zero-score clause, so they restrict without changing ranking.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -237,6 +238,18 @@ class FullText:
         return tantivy.Document(chunk_id=int(chunk_id), section_id=int(section_id), path=path,
                                 heading=terms.keyword_text(heading.replace(" > ", " ")), body=words, stem=words,
                                 ident=ident)
+
+    def dead_share(self) -> float:
+        """The share of the index's documents that are deleted ones (an edited document's old
+        chunks), from tantivy's meta.json: its segments' `max_doc` and deletes. Until a merge
+        tantivy counts them in BM25's statistics, and tantivy-py cannot ask for one."""
+        try:
+            segments = json.loads((self.dir / "meta.json").read_text())["segments"]
+            total = sum(int(s["max_doc"]) for s in segments)
+            dead = sum(int((s.get("deletes") or {}).get("num_deleted_docs", 0)) for s in segments)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return 0.0
+        return dead / total if total else 0.0
 
     def commit(self, generation: int) -> None:
         """Commit explicitly and check it (a `with` block swallows a failed commit)."""

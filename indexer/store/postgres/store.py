@@ -1209,6 +1209,9 @@ class PgKeywordIndex:
     def rebuild(self, chunks, generation: int) -> int:
         return 0
 
+    def dead_share(self) -> float:
+        return 0.0   # postings are rows: a deleted chunk's are gone with it
+
 
 class PgVectorIndex:
     """Passage vectors in pgvector (HNSW, cosine), answered by the calling thread's ledger."""
