@@ -1,6 +1,7 @@
 """Calendar days as notes and questions write them: `2024-01-05`, "5 January 2024", "the 3rd of
-June", "on 14 May" (no year: which one is the notes' to say). A question's day is the day to look
-in (search.answer); a month's name is what a journal's heading is read by (ingest.meta)."""
+June", "on 14 May" (no year: which one is the notes' to say), "yesterday", "last Tuesday" (counted
+from today). A question's day is the day to look in (search.answer); a month's name is what a
+journal's heading is read by (ingest.meta)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,25 @@ _DAY_WORDS_RE = re.compile(rf"(?<![\w-])(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s(?
                            r"(?:,?\s(?P<year>\d{4}))?(?![\w:.]?\d)")
 
 
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# A day named by where it stands from today: "yesterday", "the day before yesterday", "last Tuesday".
+# ("Today" is not: "how many nodes does it have today?" asks what holds now, not what today's notes say.)
+_RELATIVE_RE = re.compile(r"\b(?:(?:the )?day before yesterday|yesterday|last (" + "|".join(_WEEKDAYS) + r"))\b",
+                          re.IGNORECASE)
+
+
+def today() -> dt.date:
+    """The day a relative day counts from: this machine's, in its time zone."""
+    return dt.date.today()
+
+
+def _relative_day(m: re.Match) -> dt.date:
+    now = today()
+    if m.group(1):   # the last such weekday before today (a week ago on that weekday itself)
+        return now - dt.timedelta(days=(now.weekday() - _WEEKDAYS.index(m.group(1).lower())) % 7 or 7)
+    return now - dt.timedelta(days=2 if "before" in m.group(0).lower() else 1)
+
+
 def month_of(word: str) -> int | None:
     """The month a word names, 1–12: its name or a cut of it three letters or more ("Sep", "Sept")."""
     w = word.lower()
@@ -38,6 +58,7 @@ def without_days(text: str, days: Iterable[str]) -> str:
         return word is not None and (f"{word[1]:02d}-{word[2]:02d}" in month_days if word[0] is None
                                      else _iso(*word) in keep)
 
+    text = _RELATIVE_RE.sub(lambda m: "" if _relative_day(m).isoformat() in keep else m.group(0), text)
     return _DAY_WORDS_RE.sub(lambda m: "" if named(m) else m.group(0),
                              _DAY_ISO_RE.sub(lambda m: "" if m.group(0) in keep else m.group(0), text))
 
@@ -90,6 +111,8 @@ def named_days(text: str) -> list[NamedDay]:
              for m in _DAY_ISO_RE.finditer(text) if on(m)]
     found += [NamedDay(m.group(0).strip(), *w, stamped(m)) for m in filter(on, _DAY_WORDS_RE.finditer(text))
               if (w := _word_day(m)) is not None]
+    found += [NamedDay(m.group(0), d.year, d.month, d.day, stamped(m)) for m in filter(on, _RELATIVE_RE.finditer(text))
+              for d in [_relative_day(m)]]
     return [d for d in found if _iso(2000 if d.year is None else d.year, d.month, d.day)]
 
 

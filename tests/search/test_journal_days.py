@@ -185,3 +185,29 @@ def test_a_moment_is_when_not_what(monthly, query):
     out = search(monthly.view(), SearchRequest(query, limit=3)).to_json()
     reasons = " ".join(out.get("why_no_strong_match") or [])
     assert "10:0" not in reasons and "09:12" not in reasons and "no note of" not in reasons, out
+
+
+RECENT = {"journal/2031-06-11.md": "## Standup\n\nRotated the proxy certificate.\n",
+          "journal/2031-06-09.md": "## Standup\n\nPatched the proxy.\n",
+          "journal/2031-06-03.md": "## Standup\n\nReplaced the proxy's disk.\n",
+          "hosts/proxy.md": "# proxy\n\nThe proxy in front of the API: certificate, disk, patches.\n"}
+
+
+@pytest.mark.parametrize("query, path", [
+    ("what did we do yesterday?", "journal/2031-06-11.md"),
+    ("what did we do to the proxy last Monday?", "journal/2031-06-09.md"),
+    ("what happened last Friday?", "journal/2031-06-06.md"),   # no note: nothing first, and said so
+    ("what did we do the day before yesterday?", None),
+])
+def test_a_day_named_from_today_is_that_day(tmp_path, tiny_engine, monkeypatch, query, path):
+    """"Yesterday", "the day before yesterday", "last Monday" count from today (here Thursday
+    2031-06-12): that day's notes come first, or, when the notes have none, the answer says so."""
+    import datetime as dt
+
+    monkeypatch.setattr(dates, "today", lambda: dt.date(2031, 6, 12))
+    engine = tiny_engine(write_tree(tmp_path / "notes", RECENT))
+    out = search(engine.view(), SearchRequest(query, limit=3)).to_json()
+    if path in RECENT:
+        assert not out.get("no_strong_match") and out["results"][0]["path"] == path, out
+    else:
+        assert out.get("no_strong_match") and any(w.startswith("no note of ") for w in out["why_no_strong_match"]), out
