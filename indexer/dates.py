@@ -47,6 +47,32 @@ def month_of(word: str) -> int | None:
     return next((i for i, name in enumerate(_MONTH_NAMES, 1) if len(w) >= 3 and name.startswith(w)), None)
 
 
+# A heading that is a day written in words, as hand-kept logs title their entries: "Tuesday 6 May",
+# "14 May 2031", "May 14th, 2031 — pg1 disk", "Thu, 22 May", "Monday 3rd" (its month from above).
+# Only at the start of the heading: "11:00 — GA slips to 13 December" names a day, it is not one.
+_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+HEADING_DAY_RE = re.compile(
+    rf"^\W{{0,4}}(?:(?P<weekday>{_WEEKDAY})\s+)?"
+    rf"(?:(?P<d1>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<m1>[A-Za-z]{{3,9}})\.?"
+    rf"|(?P<m2>[A-Za-z]{{3,9}})\.?\s+(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d)"
+    rf"|(?P<d3>\d{{1,2}}){_ORDINAL}(?!\d))"
+    r"(?:,?\s+(?P<year>\d{4}))?(?![\w:/.-]*\d)", re.IGNORECASE)
+
+
+def heading_day(title: str) -> tuple[int | None, int | None, int] | None:
+    """(year or None, month or None, day) of a heading that begins with a day in words, else None:
+    a bare number ("3 things to check") is no day, "Monday 3rd" is (its month said elsewhere), and
+    a word that is no month ("3 Jobs", "Step 2") makes none."""
+    m = HEADING_DAY_RE.match(title)
+    if m is None or (m["d3"] is not None and not m["weekday"]):
+        return None
+    month = month_of(m["m1"] or m["m2"]) if m["d3"] is None else None
+    if month is None and m["d3"] is None:
+        return None
+    return (int(m["year"]) if m["year"] else None), month, int(m["d1"] or m["d2"] or m["d3"])
+
+
 def without_days(text: str, days: Iterable[str]) -> str:
     """The text with the spans naming any of `days` taken out (their month word is no name); a
     span without its year names each of them that falls on its month and day."""

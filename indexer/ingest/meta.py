@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from remembrancer.indexer.dates import month_of
+from remembrancer.indexer.dates import heading_day, month_of
 
 DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
@@ -127,19 +127,9 @@ def document_date(rel: str, front_matter: dict) -> str | None:
     return None
 
 
-# A heading that is a day written in words, as hand-kept logs title their entries: "Tuesday 6 May",
-# "14 May 2031", "May 14th, 2031 — pg1 disk", "Thu, 22 May", "Monday 3rd" (its month from above).
-# Only at the start of the heading: "11:00 — GA slips to 13 December" names a day, it is not one.
-_WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?"
-_ORDINAL = r"(?:st|nd|rd|th)?"
-HEADING_DAY_RE = re.compile(
-    rf"^\W{{0,4}}(?:(?P<weekday>{_WEEKDAY})\s+)?"
-    rf"(?:(?P<d1>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<m1>[A-Za-z]{{3,9}})\.?"
-    rf"|(?P<m2>[A-Za-z]{{3,9}})\.?\s+(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d)"
-    rf"|(?P<d3>\d{{1,2}}){_ORDINAL}(?!\d))"
-    r"(?:,?\s+(?P<year>\d{4}))?(?![\w:/.-]*\d)", re.IGNORECASE)
-# What places a day written without its year (or month): a heading above it ("# May 2031",
-# "## 2031"), the file's path (`journal/2031-05.md`, `2031/05/`), or the document's own date.
+# What places a heading's day written without its year (or month: dates.heading_day): a heading
+# above it ("# May 2031", "## 2031"), the file's path (`journal/2031-05.md`, `2031/05/`), or the
+# document's own date.
 _YEAR_RE = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 _YEAR_MONTH_RE = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_/](0[1-9]|1[0-2])(?!\d)")
 _MONTH_TITLE_RE = re.compile(r"^\W*(?:(?:19|20)\d\d\W+)?([A-Za-z]{3,9})\.?(?:\W+(?:19|20)\d\d)?\W*$")
@@ -147,7 +137,7 @@ _MONTH_TITLE_RE = re.compile(r"^\W*(?:(?:19|20)\d\d\W+)?([A-Za-z]{3,9})\.?(?:\W+
 
 def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None = None) -> str | None:
     """The date of the nearest dated heading in a breadcrumb: a `YYYY-MM-DD` anywhere in it
-    (`## 2031-04-16 (session 1)`), or a day in words at its start (HEADING_DAY_RE), placed in its
+    (`## 2031-04-16 (session 1)`), or a day in words at its start (dates.heading_day), placed in its
     year and month by the headings above it, the path and then `doc_date` (a day that cannot be
     placed, or does not exist, dates nothing)."""
     for i in range(len(heading_chain) - 1, -1, -1):
@@ -159,16 +149,10 @@ def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None 
 
 
 def _day_in_words(title: str, above: list[str], rel: str, doc_date: str | None) -> str | None:
-    m = HEADING_DAY_RE.match(title)
-    if m is None:
+    found = heading_day(title)
+    if found is None:
         return None
-    if m["d3"] is not None and not m["weekday"]:
-        return None   # a bare number ("3 things to check") is no day; "Monday 3rd" is
-    day = int(m["d1"] or m["d2"] or m["d3"])
-    month = month_of(m["m1"] or m["m2"]) if m["d3"] is None else None
-    if month is None and m["d3"] is None:
-        return None   # "3 Jobs", "Step 2": the word is no month
-    year = int(m["year"]) if m["year"] else None
+    year, month, day = found
     path_ym = _YEAR_MONTH_RE.findall(rel)
     for t in reversed(above):
         if year is None and (y := _YEAR_RE.search(t)):

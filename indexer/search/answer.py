@@ -415,6 +415,7 @@ class Lookups:
         self._landing: dict[tuple[str, str | None], int | None] = {}
         self._days: dict[str, list[int]] = {}
         self._titled: dict[str, set[int]] = {}
+        self._newest: tuple[int | None] | None = None
 
     def allowed_labels(self) -> set[int] | None:
         if self.allowed is not None and self._labels is None:
@@ -474,11 +475,11 @@ class Lookups:
                     break
         return list(dict.fromkeys(days))
 
-    def unheld_days(self, query: str) -> list[str]:
-        """The words of each day the question names that no visible section is dated and no text
-        writes (dates.written_forms): the notes have nothing of that day (filters aside). A pasted
-        log line's timestamp is not the day the question is about: what it logged may be anywhere."""
-        held = set(self.held_days(query))
+    def unheld_days(self, query: str, held: list[str]) -> list[str]:
+        """The words of each day the question names, other than the `held` ones (held_days), that no
+        visible section is dated and no text writes (dates.written_forms): the notes have nothing of
+        that day. A pasted log line's timestamp is not the day the question is about: what it
+        logged may be anywhere."""
         out = []
         for day in dates.named_days(query):
             if day.stamped:
@@ -488,14 +489,16 @@ class Lookups:
             if day.year is None and any(d[5:] == f"{day.month:02d}-{day.day:02d}" for d in held):
                 continue
             forms = dates.written_forms(day)
-            if not any(f in text for _, head, text, _ in self.view.literal_rows(forms) for f in forms):
+            if not any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
                 out.append(day.words)
         return out
 
     def _newest_year(self) -> int | None:
-        newest = self.view.catalog.newest_sections(flt.Filters(), 1)
-        date = self.view.catalog.section_heads_by_id(newest)[newest[0]].date if newest else None
-        return int(date[:4]) if date else None
+        if self._newest is None:
+            newest = self.view.catalog.newest_sections(flt.Filters(), 1)
+            date = self.view.catalog.section_heads_by_id(newest)[newest[0]].date if newest else None
+            self._newest = (int(date[:4]) if date else None,)
+        return self._newest[0]
 
     def titled(self, names: list[str]) -> set[int]:
         """The visible sections (within the request's filters) whose heading names one of these
@@ -772,7 +775,7 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
     # is what the question is about, and absent, like an identifier.
     lookups = Lookups(view, None)
     covered = lookups.held_days(query)
-    unheld = lookups.unheld_days(query)
+    unheld = lookups.unheld_days(query, covered)
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:
