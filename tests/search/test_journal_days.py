@@ -1,8 +1,9 @@
 """A journal kept by hand: a file a month (`journal/2031-05.md`) or a log of any name, its entries
 titled by their day in words ("Tuesday 6 May", "14 May 2031"), and questions that name a day
-without its year ("what did we do on 14 May?") or by its ordinal ("the 16th"). The day is what the
-notes say: it dates the entry, so filters, the day a question names and the newest account all
-read it."""
+without its year ("what did we do on 14 May?"), from today ("yesterday") or by its ordinal ("the
+16th"). The day is what the notes say: it dates the entry, so filters, the day a question names,
+the newest account and an entity's history all read it; a day the notes have nothing of is no
+strong match, and a pasted log line's timestamp is when, not what."""
 
 from __future__ import annotations
 
@@ -97,6 +98,16 @@ def test_entries_of_a_monthly_journal_carry_their_day(monthly):
     june = api.do_search(monthly.view(), {"since": "2031-06-01", "until": "2031-06-30", "limit": 10})
     assert june["results"], june
     assert {r["heading"] for r in june["results"]} == {"June 2031 > 10 June", "June 2031 > 3 June"}
+
+
+def test_an_entitys_history_is_dated_by_the_days_in_words(monthly):
+    """`history pg1`: the journal entry that names it, dated by its heading (`dated_by: heading`);
+    read without the day it had no date of its own (the file has none, and is not in git)."""
+    from remembrancer.indexer.memory import tools as memory
+
+    rows = memory.history(monthly.view(), "pg1").to_json()["results"]
+    dated = [(r["heading"], r["date"], r["dated_by"]) for r in rows if r["path"].startswith("journal/")]
+    assert dated == [("May 2031 > Tuesday 6 May — pg1 disk alarm", "2031-05-06", "heading")], dated
 
 
 def test_a_log_of_days_in_words_is_a_journal_wherever_it_is_kept(monthly):
