@@ -18,6 +18,7 @@ import errno
 import fcntl
 import logging
 import os
+import select
 import signal
 import socket
 import socketserver
@@ -71,6 +72,38 @@ def _check_text(params: dict) -> None:
                 stack += v
 
 
+class Waker:
+    """Wakes the main loop from any thread or from a signal handler: a byte down a pipe, which
+    takes no lock (an Event's set() does). Several wakes before a wait make one."""
+
+    def __init__(self):
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+        self._poll = select.poll()   # not select(): no limit on the descriptor's number
+        self._poll.register(self._r, select.POLLIN)
+
+    def set(self) -> None:
+        try:
+            os.write(self._w, b"\0")
+        except OSError:   # full (a wake is pending anyway) or closed (stopped)
+            pass
+
+    def wait(self, timeout: float) -> None:
+        """Until a wake or `timeout` seconds; the wakes that came are used up."""
+        try:
+            self._poll.poll(max(timeout, 0.0) * 1000)
+            while os.read(self._r, 512):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def close(self) -> None:
+        for fd in (self._r, self._w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class Daemon:
     def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
                  embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = wire.IDLE_TIMEOUT_S,
@@ -83,7 +116,8 @@ class Daemon:
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
         self.started_at = time.time()
         self.stopping = threading.Event()
-        self._wake = threading.Event()
+        self._wake = Waker()
+        self._signalled = False   # SIGTERM/SIGINT arrived: the main loop stops (signal handlers take no lock)
         self.clients = 0
         self.requests = 0
         self.last_activity = time.monotonic()
@@ -160,8 +194,8 @@ class Daemon:
     # -- lifecycle --------------------------------------------------------------------------------
     def serve_forever(self) -> None:
         self._bind()
-        signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        signal.signal(signal.SIGINT, lambda *_: self.stop())
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
         accept = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
                                   name="accept", daemon=True)
         accept.start()
@@ -176,6 +210,14 @@ class Daemon:
         self.stopping.set()
         self._wake.set()
 
+    def _on_signal(self, *_) -> None:
+        """A signal handler runs on the main thread between two of its steps, maybe inside a lock
+        that thread holds: it sets a flag and writes to a pipe, nothing that takes a lock. (It called
+        stop(), whose Event.set() waited forever for the lock of the Event.wait() it had interrupted:
+        a daemon told to stop at that instant never exited, and kept its corpora's writer locks.)"""
+        self._signalled = True
+        self._wake.set()
+
     def _housekeeping(self) -> None:
         """Sleep until the idle-exit deadline or the next look for idle corpora; nothing polls faster."""
         idle_s = self.corpora.idle_s
@@ -185,7 +227,8 @@ class Daemon:
             if self.idle_exit_s is not None:
                 wait = min(wait, max(self.last_activity + self.idle_exit_s - time.monotonic(), 0.05))
             self._wake.wait(wait)
-            self._wake.clear()
+            if self._signalled:
+                self.stop()
             if self.stopping.is_set():
                 break
             self.corpora.release_idle()
@@ -288,6 +331,7 @@ class Daemon:
         self.corpora.close_all()
         if self._data_lock is not None:
             self._data_lock.release()
+        self._wake.close()
         log.info("daemon stopped")
 
     # -- requests ---------------------------------------------------------------------------------
