@@ -18,7 +18,6 @@ import errno
 import fcntl
 import logging
 import os
-import select
 import signal
 import socket
 import socketserver
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from remembrancer import wire
 from remembrancer.indexer import api
+from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, StatusAnswer
 from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
@@ -70,38 +70,6 @@ def _check_text(params: dict) -> None:
                 stack += [*v.keys(), *v.values()]
             elif isinstance(v, list):
                 stack += v
-
-
-class Waker:
-    """Wakes the main loop from any thread or from a signal handler: a byte down a pipe, which
-    takes no lock (an Event's set() does). Several wakes before a wait make one."""
-
-    def __init__(self):
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(self._w, False)
-        self._poll = select.poll()   # not select(): no limit on the descriptor's number
-        self._poll.register(self._r, select.POLLIN)
-
-    def set(self) -> None:
-        try:
-            os.write(self._w, b"\0")
-        except OSError:   # full (a wake is pending anyway) or closed (stopped)
-            pass
-
-    def wait(self, timeout: float) -> None:
-        """Until a wake or `timeout` seconds; the wakes that came are used up."""
-        try:
-            self._poll.poll(max(timeout, 0.0) * 1000)
-            while os.read(self._r, 512):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
-
-    def close(self) -> None:
-        for fd in (self._r, self._w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 class Daemon:
