@@ -170,7 +170,6 @@ class TeamReader:
 
     def close(self) -> None:
         self.engine.close()
-        self.wake.close()
 
 
 def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
@@ -362,6 +361,7 @@ class Writer:
 
     def close(self) -> None:
         self.engine.close()
+        self.wake.close()
 
 
 
