@@ -28,6 +28,7 @@ from pathlib import Path
 
 from remembrancer import wire
 from remembrancer.indexer import api
+from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, StatusAnswer
 from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
@@ -83,7 +84,8 @@ class Daemon:
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
         self.started_at = time.time()
         self.stopping = threading.Event()
-        self._wake = threading.Event()
+        self._wake = Waker()
+        self._signalled = False   # SIGTERM/SIGINT arrived: the main loop stops (signal handlers take no lock)
         self.clients = 0
         self.requests = 0
         self.last_activity = time.monotonic()
@@ -160,8 +162,8 @@ class Daemon:
     # -- lifecycle --------------------------------------------------------------------------------
     def serve_forever(self) -> None:
         self._bind()
-        signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        signal.signal(signal.SIGINT, lambda *_: self.stop())
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
         accept = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
                                   name="accept", daemon=True)
         accept.start()
@@ -176,6 +178,14 @@ class Daemon:
         self.stopping.set()
         self._wake.set()
 
+    def _on_signal(self, *_) -> None:
+        """A signal handler runs on the main thread between two of its steps, maybe inside a lock
+        that thread holds: it sets a flag and writes to a pipe, nothing that takes a lock. (It called
+        stop(), whose Event.set() waited forever for the lock of the Event.wait() it had interrupted:
+        a daemon told to stop at that instant never exited, and kept its corpora's writer locks.)"""
+        self._signalled = True
+        self._wake.set()
+
     def _housekeeping(self) -> None:
         """Sleep until the idle-exit deadline or the next look for idle corpora; nothing polls faster."""
         idle_s = self.corpora.idle_s
@@ -185,7 +195,8 @@ class Daemon:
             if self.idle_exit_s is not None:
                 wait = min(wait, max(self.last_activity + self.idle_exit_s - time.monotonic(), 0.05))
             self._wake.wait(wait)
-            self._wake.clear()
+            if self._signalled:
+                self.stop()
             if self.stopping.is_set():
                 break
             self.corpora.release_idle()
@@ -288,6 +299,7 @@ class Daemon:
         self.corpora.close_all()
         if self._data_lock is not None:
             self._data_lock.release()
+        self._wake.close()
         log.info("daemon stopped")
 
     # -- requests ---------------------------------------------------------------------------------

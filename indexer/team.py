@@ -30,6 +30,7 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.store.postgres.schema import WRITER_PULL_KEY
 from remembrancer.indexer.store.postgres.store import PgStore, _psycopg, lost as pg_lost, safe_url
+from remembrancer.indexer.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,7 @@ class Writer:
     def __init__(self, config: Config, url: str, embedder=None):
         self.config = config
         self.url = url
-        self.wake = threading.Event()
+        self.wake = Waker()   # the main loop waits on it alone: a signal handler may set it (indexer/wake.py)
         self._open(embedder)
 
     def _open(self, embedder=None) -> None:
@@ -293,7 +294,7 @@ class Writer:
             self.engine.close()
         except Exception:   # noqa: BLE001 — its connection is gone already
             log.debug("closing the writer's lost connection failed", exc_info=True)
-        while not stop.wait(backoff):
+        while not self._paused(stop, backoff):
             try:
                 self._open(model)
                 log.info("connected to the store %s again", safe_url(self.url))
@@ -351,10 +352,16 @@ class Writer:
                     raise
                 log.error("not indexing: %s", e)   # redaction policy broken and the like: fail closed, say why, retry
             self.wake.wait(interval_s)
-            self.wake.clear()
+
+    def _paused(self, stop: threading.Event, seconds: float) -> bool:
+        """Wait `seconds` or until woken (a NOTIFY, SIGHUP, a stop); whether to stop. The main loop
+        never waits on `stop` itself: the signal handler sets it."""
+        self.wake.wait(seconds)
+        return stop.is_set()
 
     def close(self) -> None:
         self.engine.close()
+        self.wake.close()
 
 
 

@@ -263,7 +263,7 @@ class ReadView:
         found = {pid: (row, link) for pid, row in self.catalog.passage_texts(passage_ids).items()
                  if (link := links.pointer(row[3].partition("\n")[2], row[2])) is not None}   # past its header line
         for pid, ((_, doc_id, path, _), link) in found.items():
-            if not self._is_index(path):
+            if link.kind != "import" and not self._is_index(path):
                 continue   # a link a list item opens with in passing ("- [[pg1]] record: new § Backups")
             if doc_id not in outbound:
                 outbound[doc_id] = self.outbound_links(doc_id, path)

@@ -31,6 +31,12 @@ _BACKTICKS_RE = re.compile(r"`+")
 # hook (Claude Code's MEMORY.md: `- [Title](file.md) — what it holds`; an index page's list).
 _POINTER_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(?=\[)")
 _ITEM_RE = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+# Claude Code's CLAUDE.md imports a file with `@path` (`@README`, `@docs/git-instructions.md`): after
+# a space, a bracket or at a line's start, outside code — read in the files Claude Code reads it in.
+# An import is a link; a list item holding one (`- git workflow @docs/git-instructions.md`) is a
+# pointer, its other words the hook.
+_IMPORT_RE = re.compile(r"(?<![^\s(\[])@(~?[\w./-]*[\w/-])")
+IMPORTING_RE = re.compile(r"(?:^|/)CLAUDE(?:\.local)?\.md$", re.IGNORECASE)
 INDEX_MIN_POINTERS = 2   # an index lists at least this many documents …
 INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointers
 
@@ -39,7 +45,7 @@ INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointe
 class Link:
     target: str          # wikilink: the text as written; markdown: the normalised corpus path
     anchor: str | None   # the heading after '#', if any
-    kind: str            # "wikilink" | "markdown"
+    kind: str            # "wikilink" | "markdown" | "import" (a CLAUDE.md `@path`)
     line: int            # 1-based line in the file
     text: str = ""       # alias / link text
 
@@ -81,6 +87,7 @@ def parse_links(text: str, source_path: str) -> list[Link]:
     out: list[Link] = []
     fence: str | None = None
     base = posixpath.dirname(source_path)
+    importing = IMPORTING_RE.search(source_path) is not None
     for n, line in enumerate(text.split("\n"), 1):
         m = _FENCE_RE.match(line)
         if fence is not None:
@@ -90,9 +97,11 @@ def parse_links(text: str, source_path: str) -> list[Link]:
         if m:
             fence = m.group(1)
             continue
-        if "[" not in line:
+        if "[" not in line and not (importing and "@" in line):
             continue
         plain = _blank_code_spans(line)
+        if importing:
+            out += _imports(plain, base, n)
         for w in _WIKI_RE.finditer(plain):
             raw, alias = w.group(2).strip(), (w.group(3) or "").strip()
             target, _, anchor = raw.partition("#")
@@ -112,9 +121,30 @@ def parse_links(text: str, source_path: str) -> list[Link]:
     return out
 
 
+def _imports(plain: str, base: str, n: int) -> list[Link]:
+    """The `@path` imports of one line (code spans blanked): a path in the corpus, a Markdown file
+    or one named without its suffix (`@README`); a home path (`@~/…`) is outside every root."""
+    out = []
+    for m in _IMPORT_RE.finditer(plain):
+        dest = m.group(1)
+        if dest.startswith("~"):
+            continue
+        suffix = posixpath.splitext(dest)[1]
+        target = markdown_target(dest if suffix else dest + ".md", base)
+        if target is not None:
+            out.append(Link(target[0] if suffix else _strip_suffix(target[0]), None, "import", n, ""))
+    return out
+
+
 def pointer(block: str, source_path: str) -> Link | None:
     """The link a list item opens with, when the item is a pointer: its words say what the linked
-    document holds, so a question matching them is asking for that document."""
+    document holds, so a question matching them is asking for that document. In a CLAUDE.md, an
+    item holding one import points at it wherever the import stands."""
+    if IMPORTING_RE.search(source_path) and _ITEM_RE.match(block):
+        line = block.split("\n", 1)[0]
+        found = [lk for lk in parse_links(line, source_path) if lk.kind == "import"]
+        if len(found) == 1:
+            return found[0]
     m = _POINTER_RE.match(block)
     if m is None:
         return None
@@ -216,7 +246,7 @@ class Resolver:
                 hit = self.paths.get(cand.casefold()) or self.paths.get(_strip_suffix(cand).casefold())
                 if hit:
                     return hit
-        if kind == "markdown":
+        if kind in ("markdown", "import"):
             return None  # a relative path either exists or the link is broken
         key = _norm(_strip_suffix(target.rsplit("/", 1)[-1]) if "/" in target else _strip_suffix(target))
         for table in (self.stems, self.titles):

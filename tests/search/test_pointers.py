@@ -82,3 +82,57 @@ def test_a_pointer_is_a_list_item_opening_with_a_link_in_an_index():
     assert not links.is_index("- [Only one](a.md) — a single pointer\n")
     assert links.is_index("Where things are:\n\n- [Deploy](deploy.md) — shipping\n- [Oncall](oncall.md) — pages\n"
                           "- [Staging](staging.md)\n")
+
+
+# Claude Code's CLAUDE.md imports other files with `@path`: an import is a link, and a list item
+# holding one points at the file it imports, its other words the hook.
+CLAUDE_MD = """# Project instructions
+
+See @README for the overview and @package.json for the npm scripts (not notes: no link).
+
+## Conventions
+
+- git workflow @docs/vcs.md
+- how we write database migrations @docs/schema-changes.md
+- my own shortcuts @~/.claude/mine.md
+"""
+IMPORTING = {
+    "CLAUDE.md": CLAUDE_MD,
+    "README.md": "# Signalbox\n\nFeature flags for small teams: a control plane, a relay and SDKs.\n",
+    "docs/vcs.md": "# Branches\n\nRebase on main, squash when merging, never force-push a shared branch; "
+                   "tags are cut by the release job only.\n",
+    "docs/schema-changes.md": "# Schema changes\n\nOne change per pull request, expand then contract, "
+                              "`CREATE INDEX CONCURRENTLY` on big tables.\n",
+    "notes/ops.md": "# Ops\n\nThe relay restarts nightly at 03:00.\n",
+}
+
+
+def test_a_claude_md_import_is_a_link_and_an_item_holding_one_a_pointer():
+    got = [(lk.target, lk.kind) for lk in links.parse_links(CLAUDE_MD, "CLAUDE.md")]
+    assert got == [("README", "import"), ("docs/vcs.md", "import"), ("docs/schema-changes.md", "import")]
+    assert links.parse_links(CLAUDE_MD, "notes/ops.md") == []   # `@` means an import only where Claude Code reads one
+    assert links.parse_links("mail ana@example.com, run `@scope/pkg`\n", "CLAUDE.md") == []
+    assert links.pointer("- git workflow @docs/vcs.md", "CLAUDE.md").target == "docs/vcs.md"
+    assert links.pointer("- two @a.md and @b.md", "CLAUDE.md") is None
+    assert links.pointer("- git workflow @docs/vcs.md", "notes/ops.md") is None
+
+
+@pytest.fixture(scope="module")
+def importing(tmp_path_factory):
+    with real_model_engine(tmp_path_factory.mktemp("imports"), IMPORTING) as e:
+        yield e
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_a_claude_md_import_hook_finds_the_file_it_imports(importing, monkeypatch):
+    """"git workflow" is CLAUDE.md's word for docs/vcs.md, which never says it: the imported file
+    comes first, CLAUDE.md after it; switched off, CLAUDE.md wins. The import is a link both ways."""
+    question = "what is our git workflow?"
+    first, second = _first_two(importing, question)
+    assert first["path"] == "docs/vcs.md" and second["path"] == "CLAUDE.md", (first, second)
+    assert any("pointed at by a list item of CLAUDE.md" in w for w in first["why"])
+    monkeypatch.setattr(answer, "POINTER_CREDIT", False)
+    assert _first_two(importing, question)[0]["path"] == "CLAUDE.md"
+    out = api.do_neighbors(importing.view(), {"path": "docs/vcs.md"})
+    assert ("CLAUDE.md", "import") in {(x["source"], x["kind"]) for x in out["inbound"]}, out

@@ -106,6 +106,9 @@ def test_writer_and_readers_recover_from_server_restarts_under_load(tmp_path, ti
     finally:
         stop.set()
         _stop(writer)
+        # pg_ctl restarted the server under a postmaster pgserver did not start: its cleanup would
+        # leave that one running after the test
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=srv.pgdata, user=srv.system_user, timeout=60)
         srv.cleanup()
     err = writer.stderr.read()
     assert "Traceback" not in err and "internal error" not in err, err[-3000:]

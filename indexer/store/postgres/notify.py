@@ -15,6 +15,8 @@ import logging
 import threading
 import time
 
+from remembrancer.indexer.wake import Waker
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "remembrancer_pull"
@@ -57,7 +59,7 @@ class NoticeLog:
         self._last, self._unlogged = now, 0
 
 
-def listen(url: str, wake: threading.Event, stop: threading.Event) -> threading.Thread:
+def listen(url: str, wake: Waker | threading.Event, stop: threading.Event) -> threading.Thread:
     """LISTEN in a thread: each NOTIFY sets `wake` (a burst of them is one pull: the writer reads
     `wake` once per pass). A lost connection is tried again every few seconds; the writer's timer
     keeps pulling meanwhile."""
