@@ -73,6 +73,16 @@ def heading_day(title: str) -> tuple[int | None, int | None, int] | None:
     return (int(m["year"]) if m["year"] else None), month, int(m["d1"] or m["d2"] or m["d3"])
 
 
+def day_in_words(text: str) -> str | None:
+    """`YYYY-MM-DD` of a text that is a whole day in words and nothing else, its year included
+    ("14 May 2031", "Tuesday, May 14th, 2031": a daily note named the way its app titles it)."""
+    m = HEADING_DAY_RE.match(text)
+    found = heading_day(text) if m is not None and m.end() == len(text.rstrip()) else None
+    if found is None or found[0] is None or found[1] is None:
+        return None
+    return _iso(*found)
+
+
 def without_days(text: str, days: Iterable[str]) -> str:
     """The text with the spans naming any of `days` taken out (their month word is no name); a
     span without its year names each of them that falls on its month and day."""

@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from remembrancer.indexer.dates import heading_day, month_of
+from remembrancer.indexer.dates import day_in_words, heading_day, month_of
 
 DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
@@ -110,9 +110,13 @@ DAY_FILE_RE = re.compile(r"^(\d{4})[-_](\d{2})[-_](\d{2})\.[A-Za-z]+$")
 
 def day_of_file(rel: str) -> str | None:
     """The day a file is named by, when its name is that day and nothing else (Obsidian's and
-    Logseq's daily notes); `2024-01-05-release-notes.md` is a dated document, not a day."""
-    m = DAY_FILE_RE.match(rel.rsplit("/", 1)[-1])
-    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m and _valid(m) else None
+    Logseq's daily notes, `14 May 2031.md` in words too); `2024-01-05-release-notes.md` is a dated
+    document, not a day."""
+    name = rel.rsplit("/", 1)[-1]
+    m = DAY_FILE_RE.match(name)
+    if m:
+        return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if _valid(m) else None
+    return day_in_words(name.rsplit(".", 1)[0]) if name.lower().endswith((".md", ".markdown")) else None
 
 
 def document_date(rel: str, front_matter: dict) -> str | None:

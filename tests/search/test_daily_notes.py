@@ -66,6 +66,11 @@ def test_a_daily_note_is_a_journal_titled_by_its_day_wherever_it_is_kept(vault):
     ("daily/2024-01-05.md", "# Friday\n\n## Standup\n\nWorked on it.\n", "Friday", "[journal] Friday > Standup",
      "Friday > Standup"),
     ("notes/ana.md", "## Role\n\nOwns billing.\n", "ana.md", "[doc] Role", "Role"),
+    # named by the day in words, as a daily-notes app may be set to name them
+    ("daily/5 January 2024.md", "## Standup\n\nWorked on it.\n", "2024-01-05", "[journal] 2024-01-05 > Standup", "Standup"),
+    ("daily/Friday, January 5th, 2024.md", "## Standup\n\nWorked on it.\n", "2024-01-05",
+     "[journal] 2024-01-05 > Standup", "Standup"),
+    ("notes/5 January 2024 retro.md", "## Role\n\nOwns billing.\n", "5 January 2024 retro.md", "[doc] Role", "Role"),
 ])
 def test_a_daily_note_without_a_title_is_titled_and_headed_by_its_day(rel, text, title, header, heading):
     """Its text never says which day it is: the day stands in for the missing H1 in the title and in
