@@ -17,8 +17,9 @@ _DAY_ISO_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
                 "october", "november", "december")
 _MONTH = r"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[A-Za-z]{0,6}(?![A-Za-z])"
-_DAY_WORDS_RE = re.compile(rf"(?<![\w-])(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<m1>{_MONTH})\.?"
-                           rf"|(?P<m2>{_MONTH})\.?\s(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\d))"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_DAY_WORDS_RE = re.compile(rf"(?<![\w-])(?:(?P<d1>\d{{1,2}}){_ORDINAL}\s(?:of\s)?(?P<m1>{_MONTH})\.?"
+                           rf"|(?P<m2>{_MONTH})\.?\s(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d))"
                            r"(?:,?\s(?P<year>\d{4}))?(?![\w:.]?\d)")
 
 
@@ -51,21 +52,20 @@ def month_of(word: str) -> int | None:
 # "14 May 2031", "May 14th, 2031 — pg1 disk", "Thu, 22 May", "Monday 3rd" (its month from above).
 # Only at the start of the heading: "11:00 — GA slips to 13 December" names a day, it is not one.
 _WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?"
-_ORDINAL = r"(?:st|nd|rd|th)?"
 HEADING_DAY_RE = re.compile(
     rf"^\W{{0,4}}(?:(?P<weekday>{_WEEKDAY})\s+)?"
-    rf"(?:(?P<d1>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<m1>[A-Za-z]{{3,9}})\.?"
-    rf"|(?P<m2>[A-Za-z]{{3,9}})\.?\s+(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d)"
-    rf"|(?P<d3>\d{{1,2}}){_ORDINAL}(?!\d))"
+    rf"(?:(?P<d1>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<m1>{_MONTH})\.?"
+    rf"|(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}}){_ORDINAL}(?!\d)"
+    rf"|(?P<d3>\d{{1,2}}){_ORDINAL}(?![\dA-Za-z])(?!\s+[A-Za-z]))"
     r"(?:,?\s+(?P<year>\d{4}))?(?![\w:/.-]*\d)", re.IGNORECASE)
 
 
-def heading_day(title: str) -> tuple[int | None, int | None, int] | None:
-    """(year or None, month or None, day) of a heading that begins with a day in words, else None:
-    a bare number ("3 things to check") is no day, "Monday 3rd" is (its month said elsewhere), and
-    a word that is no month ("3 Jobs", "Step 2") makes none."""
+def heading_day(title: str, whole: bool = False) -> tuple[int | None, int | None, int] | None:
+    """(year or None, month or None, day) of a heading that begins with a day in words (`whole`: is
+    that day and nothing else), else None: a bare number ("3 things to check") is no day, "Monday
+    3rd" is (its month said elsewhere), and a word that is no month ("3 Jobs", "Step 2") makes none."""
     m = HEADING_DAY_RE.match(title)
-    if m is None or (m["d3"] is not None and not m["weekday"]):
+    if m is None or (m["d3"] is not None and not m["weekday"]) or (whole and m.end() != len(title.rstrip())):
         return None
     month = month_of(m["m1"] or m["m2"]) if m["d3"] is None else None
     if month is None and m["d3"] is None:
@@ -76,11 +76,8 @@ def heading_day(title: str) -> tuple[int | None, int | None, int] | None:
 def day_in_words(text: str) -> str | None:
     """`YYYY-MM-DD` of a text that is a whole day in words and nothing else, its year included
     ("14 May 2031", "Tuesday, May 14th, 2031": a daily note named the way its app titles it)."""
-    m = HEADING_DAY_RE.match(text)
-    found = heading_day(text) if m is not None and m.end() == len(text.rstrip()) else None
-    if found is None or found[0] is None or found[1] is None:
-        return None
-    return _iso(*found)
+    found = heading_day(text, whole=True)
+    return iso_day(*found) if found and found[0] and found[1] else None
 
 
 def without_days(text: str, days: Iterable[str]) -> str:
@@ -92,7 +89,7 @@ def without_days(text: str, days: Iterable[str]) -> str:
     def named(m: re.Match) -> bool:
         word = _word_day(m)
         return word is not None and (f"{word[1]:02d}-{word[2]:02d}" in month_days if word[0] is None
-                                     else _iso(*word) in keep)
+                                     else iso_day(*word) in keep)
 
     text = _RELATIVE_RE.sub(lambda m: "" if _relative_day(m).isoformat() in keep else m.group(0), text)
     return _DAY_WORDS_RE.sub(lambda m: "" if named(m) else m.group(0),
@@ -111,7 +108,8 @@ def _word_day(m: re.Match) -> tuple[int | None, int, int] | None:
     return (int(m["year"]) if m["year"] else None), month, int(day)
 
 
-def _iso(y: int, mo: int, d: int) -> str | None:
+def iso_day(y: int, mo: int, d: int) -> str | None:
+    """`YYYY-MM-DD`, or None for a day no calendar has (31 June, 29 February 2031)."""
     try:
         return dt.date(y, mo, d).isoformat()
     except ValueError:
@@ -149,7 +147,7 @@ def named_days(text: str) -> list[NamedDay]:
               if (w := _word_day(m)) is not None]
     found += [NamedDay(m.group(0), d.year, d.month, d.day, stamped(m)) for m in filter(on, _RELATIVE_RE.finditer(text))
               for d in [_relative_day(m)]]
-    return [d for d in found if _iso(2000 if d.year is None else d.year, d.month, d.day)]
+    return [d for d in found if iso_day(2000 if d.year is None else d.year, d.month, d.day)]
 
 
 def written_forms(day: NamedDay) -> list[str]:
@@ -168,10 +166,6 @@ def written_forms(day: NamedDay) -> list[str]:
 def days_named(text: str) -> list[str]:
     """The calendar days a question places itself on, as `YYYY-MM-DD` (a day that does not exist is
     none): what a section's date can be compared with (a daily note holds its day only in its name)."""
-    return list(dict.fromkeys(_iso(d.year, d.month, d.day) for d in named_days(text) if d.year is not None))
+    return list(dict.fromkeys(iso_day(d.year, d.month, d.day) for d in named_days(text) if d.year is not None))
 
 
-def days_without_year(text: str) -> list[tuple[int, int]]:
-    """(month, day) of the days a question names without their year ("what did we do on 14 May?"):
-    which year is the notes' to say (the newest they hold). A day no year has is none."""
-    return list(dict.fromkeys((d.month, d.day) for d in named_days(text) if d.year is None))

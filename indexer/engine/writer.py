@@ -335,7 +335,7 @@ class Writer:
                 self._write(pending, report)
                 pending, pending_texts = [], 0
             if time.monotonic() - last_save > SAVE_EVERY_S:
-                self._commit_derived(save_vectors=False)   # saved once at the end: each save writes the whole file
+                self._commit_derived(save_vectors=False, settled=False)   # saved once at the end: each save writes the whole file
                 last_save = time.monotonic()
         self._write(pending, report)
 
@@ -593,12 +593,14 @@ class Writer:
         self.catalog.set_link_resolutions(changes)
         self.catalog.set_meta("link_targets", fp)
 
-    def _commit_derived(self, save_vectors: bool = True) -> None:
+    def _commit_derived(self, save_vectors: bool = True, settled: bool = True) -> None:
         """Commit the full-text index (searchable now) and save the vector file, or only mark the
-        in-memory vectors current (searches use them at once; `save_vectors` writes them later)."""
+        in-memory vectors current (searches use them at once; `save_vectors` writes them later).
+        `settled`: the run's writes are all in (not a commit along a long run, which a rebuild at
+        every one would make quadratic: each would re-add what the run had not reached yet)."""
         gen = self.catalog.generation
         self.core.fulltext.commit(gen)
-        if self.core.fulltext.dead_share() > KEYWORD_DEAD_SHARE:
+        if settled and self.core.fulltext.dead_share() > KEYWORD_DEAD_SHARE:
             # Edited documents' old chunks, counted in BM25's statistics until a merge: past this
             # share the index is made again from the catalog, and scores are a first index's.
             self.core.fulltext.rebuild(self.catalog.all_chunks(), gen)

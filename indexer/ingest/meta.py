@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from remembrancer.indexer.dates import day_in_words, heading_day, month_of
+from remembrancer.indexer.dates import day_in_words, heading_day, iso_day, month_of
 
 DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
@@ -170,12 +170,7 @@ def _day_in_words(title: str, above: list[str], rel: str, doc_date: str | None) 
             year = int(ys[-1])
     if (year is None or month is None) and doc_date:
         year, month = year or int(doc_date[:4]), month or int(doc_date[5:7])
-    if year is None or month is None:
-        return None
-    try:
-        return dt.date(year, month, day).isoformat()
-    except ValueError:
-        return None
+    return iso_day(year, month, day) if year is not None and month is not None else None
 
 
 def tags_of(front_matter: dict) -> list[str]:

@@ -133,22 +133,23 @@ class _Dates:
 
     def __init__(self, view):
         self.view = view
-        self.docs: dict[str, dict] = {}
+        self.docs: dict[str, tuple[dict, str, str | None]] = {}
         self.commit: dict[str, str | None] = {}
 
-    def _doc(self, path: str) -> dict:
+    def _doc(self, path: str) -> tuple[dict, str, str | None]:
+        """The document's row, its path in its root and its own date (name or front matter), read once."""
         if path not in self.docs:
-            self.docs[path] = self.view.catalog.document(path) or {}
+            doc = self.view.catalog.document(path) or {}
+            try:
+                fm = json.loads(doc.get("front_matter") or "{}")
+            except (TypeError, ValueError):
+                fm = {}
+            rel = doc.get("rel", path)
+            self.docs[path] = (doc, rel, meta.document_date(rel, fm if isinstance(fm, dict) else {}))
         return self.docs[path]
 
     def of(self, s) -> tuple[str | None, str | None]:
-        doc = self._doc(s.path)
-        try:
-            fm = json.loads(doc.get("front_matter") or "{}")
-        except (TypeError, ValueError):
-            fm = {}
-        rel = doc.get("rel", s.path)
-        doc_date = meta.document_date(rel, fm if isinstance(fm, dict) else {})
+        doc, rel, doc_date = self._doc(s.path)
         if meta.heading_dates(s.heading.split(" > ") if s.heading else [], rel, doc_date):
             return s.date, "heading"
         if doc_date:

@@ -7,7 +7,6 @@ records the figures behind every constant.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import math
 import re
@@ -459,39 +458,36 @@ class Lookups:
 
     def held_days(self, query: str) -> list[str]:
         """The days the question names that the notes hold sections of (within the request's
-        filters): written in full, or without their year ("on 14 May") — then the newest such day in
-        the YEARLESS_DAY_YEARS years up to the newest note's."""
-        days = [d for d in dates.days_named(query) if self.dated([d])]
-        without_year = dates.days_without_year(query)
-        newest = self._newest_year() if without_year else None
-        for month, day in without_year if newest else ():
-            for year in range(newest, newest - YEARLESS_DAY_YEARS, -1):
-                try:
-                    iso = dt.date(year, month, day).isoformat()
-                except ValueError:
-                    continue   # 29 February
-                if self.dated([iso]):
-                    days.append(iso)
-                    break
-        return list(dict.fromkeys(days))
+        filters), those written in full first."""
+        named = sorted(dates.named_days(query), key=lambda d: d.year is None)
+        return list(dict.fromkeys(d for d in map(self._held, named) if d))
 
-    def unheld_days(self, query: str, held: list[str]) -> list[str]:
-        """The words of each day the question names, other than the `held` ones (held_days), that no
-        visible section is dated and no text writes (dates.written_forms): the notes have nothing of
-        that day. A pasted log line's timestamp is not the day the question is about: what it
-        logged may be anywhere."""
+    def unheld_days(self, query: str) -> list[str]:
+        """The words of each day the question names that no visible section is dated and no text
+        writes (dates.written_forms): the notes have nothing of that day. A pasted log line's
+        timestamp is not the day the question is about: what it logged may be anywhere."""
         out = []
         for day in dates.named_days(query):
-            if day.stamped:
-                continue
-            if day.year is not None and f"{day.year:04d}-{day.month:02d}-{day.day:02d}" in held:
-                continue
-            if day.year is None and any(d[5:] == f"{day.month:02d}-{day.day:02d}" for d in held):
+            if day.stamped or self._held(day):
                 continue
             forms = dates.written_forms(day)
             if not any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
                 out.append(day.words)
         return out
+
+    def _held(self, day: dates.NamedDay) -> str | None:
+        """The day as the notes hold it, or None: written in full, that day if some section is dated
+        it; without its year ("on 14 May"), the newest such day in the YEARLESS_DAY_YEARS years up to
+        the newest note's."""
+        if day.year is not None:
+            iso = dates.iso_day(day.year, day.month, day.day)
+            return iso if iso and self.dated([iso]) else None
+        newest = self._newest_year()
+        for year in range(newest, newest - YEARLESS_DAY_YEARS, -1) if newest else ():
+            iso = dates.iso_day(year, day.month, day.day)   # None: 29 February of a common year
+            if iso and self.dated([iso]):
+                return iso
+        return None
 
     def _newest_year(self) -> int | None:
         if self._newest is None:
@@ -740,19 +736,20 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     the notes' own terms matches more closely than the question whatever the corpus holds, so its
     evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
     not "nothing strong"."""
-    no_strong, reasons, bar, lacking = _no_strong_match(view, query, ranked, legs.probes_found)
+    lookups = Lookups(view, None)   # filters aside, shared by every phrasing's verdict
+    no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found)
     if not no_strong or not ranked or lacking:
         return no_strong, reasons   # a rephrasing cannot make an identifier or a day the corpus lacks exist
     for ph in legs.alternates:
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
-        weak, _, _, _ = _no_strong_match(view, ph.text, alt_ranked, ph.probes_found)
+        weak, _, _, _ = _no_strong_match(view, lookups, ph.text, alt_ranked, ph.probes_found)
         top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
         if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
     return no_strong, reasons
 
 
-def _no_strong_match(view, query: str, ranked: list[Candidate],
+def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate],
                      probes_found: set[str]) -> tuple[bool, list[str], float, bool]:
     """Whether nothing really answers, with the reasons, the semantic bar it applied and whether the
     question names something the corpus lacks outright (an identifier or a day: no rephrasing makes
@@ -773,9 +770,8 @@ def _no_strong_match(view, query: str, ranked: list[Candidate],
     # A day the notes hold sections of ("5 January 2024", "14 May") is known: its month is no absent
     # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
     # is what the question is about, and absent, like an identifier.
-    lookups = Lookups(view, None)
     covered = lookups.held_days(query)
-    unheld = lookups.unheld_days(query, covered)
+    unheld = lookups.unheld_days(query)
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:

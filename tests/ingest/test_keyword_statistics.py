@@ -84,3 +84,24 @@ def test_an_index_read_again_ranks_as_a_first_index_does(notes, tmp_path, tiny_e
     got = ranked(upgraded)
     upgraded.close()
     assert got and got == first_index(notes, tmp_path, tiny_embedder, monkeypatch, layout=layout)
+
+
+def test_a_long_run_makes_the_index_again_once_at_its_end(notes, tmp_path, tiny_embedder, monkeypatch):
+    """A run commits along the way (SAVE_EVERY_S) so that its first documents are searchable soon;
+    those commits do not rebuild — each would re-add what the run has not reached yet, and a read of
+    every document would rebuild again and again — the end of the run settles the index."""
+    from remembrancer.indexer.store.local.fulltext import FullText
+
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "upgraded"))
+    e = engine_for([notes], tiny_embedder)
+    e.refresh()
+    rebuilds = []
+    real = FullText.rebuild
+    monkeypatch.setattr(FullText, "rebuild", lambda self, *a, **k: rebuilds.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(writer, "SAVE_EVERY_S", 0.0)   # a commit after every document …
+    monkeypatch.setattr(writer, "EMBED_GROUP", 1)       # … each written as it is read
+    monkeypatch.setattr(writer, "PARSE_VERSION", writer.PARSE_VERSION + 1)
+    report = e.refresh()
+    assert report.updated == report.scanned > 2
+    assert len(rebuilds) <= 1 and e.core.fulltext.dead_share() <= writer.KEYWORD_DEAD_SHARE, rebuilds
+    e.close()
