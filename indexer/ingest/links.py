@@ -32,10 +32,11 @@ _BACKTICKS_RE = re.compile(r"`+")
 _POINTER_RE = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+(?=\[)")
 _ITEM_RE = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 # Claude Code's CLAUDE.md imports a file with `@path` (`@README`, `@docs/git-instructions.md`): after
-# a space, a bracket or at a line's start, outside code — read in the files Claude Code reads it in.
+# a space, a bracket or at a line's start, outside code, and ending where a word would (a path cut by
+# a redaction, `@docs/[REDACTED:github].md`, is none) — read in the files Claude Code reads it in.
 # An import is a link; a list item holding one (`- git workflow @docs/git-instructions.md`) is a
 # pointer, its other words the hook.
-_IMPORT_RE = re.compile(r"(?<![^\s(\[])@(~?[\w./-]*[\w/-])")
+_IMPORT_RE = re.compile(r"(?<![^\s(\[])@(~?[\w./-]*[\w-])(?=$|[\s)\],;:!?]|\.(?:\s|$))")
 IMPORTING_RE = re.compile(r"(?:^|/)CLAUDE(?:\.local)?\.md$", re.IGNORECASE)
 INDEX_MIN_POINTERS = 2   # an index lists at least this many documents …
 INDEX_POINTER_SHARE = 0.5   # … and at least half of its items are such pointers

@@ -112,6 +112,9 @@ def test_a_claude_md_import_is_a_link_and_an_item_holding_one_a_pointer():
     assert got == [("README", "import"), ("docs/vcs.md", "import"), ("docs/schema-changes.md", "import")]
     assert links.parse_links(CLAUDE_MD, "notes/ops.md") == []   # `@` means an import only where Claude Code reads one
     assert links.parse_links("mail ana@example.com, run `@scope/pkg`\n", "CLAUDE.md") == []
+    assert links.parse_links("- old key @docs/[REDACTED:github].md, @docs/\n", "CLAUDE.md") == []   # no path left
+    assert [lk.target for lk in links.parse_links("see @docs/vcs.md. And @README, (@a.md)\n", "CLAUDE.md")] == [
+        "docs/vcs.md", "README", "a.md"]
     assert links.pointer("- git workflow @docs/vcs.md", "CLAUDE.md").target == "docs/vcs.md"
     assert links.pointer("- two @a.md and @b.md", "CLAUDE.md") is None
     assert links.pointer("- git workflow @docs/vcs.md", "notes/ops.md") is None
