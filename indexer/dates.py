@@ -73,11 +73,43 @@ def heading_day(title: str, whole: bool = False) -> tuple[int | None, int | None
     return (int(m["year"]) if m["year"] else None), month, int(m["d1"] or m["d2"] or m["d3"])
 
 
+# A day written in figures at a heading's start, its year in full: `2035/05/14`, `2035.05.14`,
+# `14.05.2035` (day first, as most of Europe writes it), and `14/05/2035` or `05/14/2035` — in the
+# order a part over 12 says, else the one the document's other headings say (slash_order), else none.
+_NUMERIC_DAY_RE = re.compile(
+    rf"^\W{{0,4}}(?:{_WEEKDAY}\s+)?(?:(?P<y1>\d{{4}})(?P<s1>[./])(?P<m1>\d{{1,2}})(?P=s1)(?P<d1>\d{{1,2}})"
+    r"|(?P<a>\d{1,2})(?P<s2>[./])(?P<b>\d{1,2})(?P=s2)(?P<y2>\d{4}))(?![\w:/.-]*\d)", re.IGNORECASE)
+
+
+def numeric_day(title: str, day_first: bool | None = None, whole: bool = False) -> str | None:
+    """`YYYY-MM-DD` of a heading that begins with a day in figures (`whole`: is that day and nothing
+    else), else None; `day_first` says how to read `03/04/2035` (None: it cannot be told)."""
+    m = _NUMERIC_DAY_RE.match(title)
+    if m is None or (whole and m.end() != len(title.rstrip())):
+        return None
+    if m["y1"]:
+        return iso_day(int(m["y1"]), int(m["m1"]), int(m["d1"]))
+    a, b, year = int(m["a"]), int(m["b"]), int(m["y2"])
+    first = True if m["s2"] == "." or a > 12 else False if b > 12 else day_first
+    return None if first is None else iso_day(year, b, a) if first else iso_day(year, a, b)
+
+
+def slash_order(titles: Iterable[str]) -> bool | None:
+    """Whether a document's headings write a slashed day day first (`14/05/2035`: True) or month
+    first (`05/14/2035`: False), as told by a part over 12; None when none tells or both are seen."""
+    seen = set()
+    for title in titles:
+        m = _NUMERIC_DAY_RE.match(title)
+        if m and m["s2"] == "/" and (int(m["a"]) > 12) != (int(m["b"]) > 12):
+            seen.add(int(m["a"]) > 12)
+    return seen.pop() if len(seen) == 1 else None
+
+
 def day_in_words(text: str) -> str | None:
-    """`YYYY-MM-DD` of a text that is a whole day in words and nothing else, its year included
-    ("14 May 2031", "Tuesday, May 14th, 2031": a daily note named the way its app titles it)."""
+    """`YYYY-MM-DD` of a text that is a whole day and nothing else, its year included ("14 May 2031",
+    "Tuesday, May 14th, 2031", `14.05.2031`: a daily note named the way its app titles it)."""
     found = heading_day(text, whole=True)
-    return iso_day(*found) if found and found[0] and found[1] else None
+    return iso_day(*found) if found and found[0] and found[1] else numeric_day(text, whole=True)
 
 
 def without_days(text: str, days: Iterable[str]) -> str:
@@ -153,14 +185,22 @@ def named_days(text: str) -> list[NamedDay]:
 def written_forms(day: NamedDay) -> list[str]:
     """How notes may write the day, lower-cased (what a literal search looks for): `2024-01-05`
     (`-01-05` in any year, for a day named without one), "5 january", "january 5", "5 jan", "jan 5",
-    "5th january", "5th of january"."""
+    "jan. 5", "5th january", "5th of january", and in figures either way round: `05.01.2024`,
+    `5/1/2024`, `1/5/2024`, `2024/01/05` (without its year `05.01.`, `5/1/`, `1/5/`). A form matching
+    more than the day only keeps the notes from being said to lack it."""
     full = _MONTH_NAMES[day.month - 1]
     short = full[:3]
     n = str(day.day)
     th = n + ("th" if 10 <= day.day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th"))
     iso = f"-{day.month:02d}-{day.day:02d}"
-    return [f"{day.year:04d}{iso}" if day.year is not None else iso,
-            *(f"{a} {b}" for m in (full, short) for a, b in ((n, m), (m, n), (th, m))), f"{th} of {full}"]
+    y = "" if day.year is None else str(day.year)
+    figures = {f"{d}{sep}{m}{sep}{y}" for d, m in ((n, str(day.month)), (f"{day.day:02d}", f"{day.month:02d}"))
+               for sep in "./"} | {f"{m}/{d}/{y}" for d, m in ((n, str(day.month)), (f"{day.day:02d}", f"{day.month:02d}"))}
+    if y:
+        figures |= {f"{y}/{day.month:02d}/{day.day:02d}", f"{y}.{day.month:02d}.{day.day:02d}"}
+    return [f"{y}{iso}" if y else iso,
+            *(f"{a} {b}" for m in (full, short) for a, b in ((n, m), (m, n), (th, m))), f"{short}. {n}",
+            f"{th} of {full}", *sorted(figures)]
 
 
 def days_named(text: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from remembrancer.indexer import dates
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest import links as linking
 from remembrancer.indexer.ingest import meta
@@ -109,6 +110,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
     if not named:   # only the catch-all names it: its shape says what it is
         doc_type = meta.inferred_type(fm, chains, f.rel) or doc_type
     doc_date = meta.document_date(f.rel, fm)
+    day_first = dates.slash_order(s.title for s in parsed.sections)   # how its headings write 03/04/2031
     # A daily note without a title of its own (no H1) is titled by its day, and its sections' headers
     # begin with it ("[journal] 2024-01-05 > Standup"), as a journal's dated H1 would: its text never
     # says which day it is.
@@ -140,7 +142,7 @@ def prepare(f: CorpusFile, data: bytes, layout: meta.Layout, matcher: meta.Entit
         prepared.sections.append(SectionRecord(
             heading=s.heading, title=s.title, level=s.level,
             start_line=s.start_line, end_line=s.end_line,
-            date=meta.heading_dates(chain, f.rel, doc_date) or doc.date,
+            date=meta.heading_dates(chain, f.rel, doc_date, day_first) or doc.date,
             stale=doc_stale or meta.section_is_stale(s.title, s.body),
             content=s.text, body=s.body,
             entities=matcher.mentions(s.heading + "\n" + s.body),

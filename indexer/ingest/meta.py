@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from remembrancer.indexer.dates import day_in_words, heading_day, iso_day, month_of
+from remembrancer.indexer.dates import day_in_words, heading_day, iso_day, month_of, numeric_day, slash_order
 
 DATE_RE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "(superseded 2031-05-02: see § X)", "**Obsolete:**", "> Deprecated" at the start of a section's body.
@@ -104,14 +104,15 @@ def _valid(m: re.Match) -> bool:
         return False
 
 
-# A file named by its day alone: `2024-01-05.md`, Logseq's `2024_01_05.md` — a day of a log.
+# A file named by its day alone: `2024-01-05.md`, Logseq's `2024_01_05.md` — a day of a log
+# (`5 January 2024.md` and `05.01.2024.md` too: dates.day_in_words).
 DAY_FILE_RE = re.compile(r"^(\d{4})[-_](\d{2})[-_](\d{2})\.[A-Za-z]+$")
 
 
 def day_of_file(rel: str) -> str | None:
     """The day a file is named by, when its name is that day and nothing else (Obsidian's and
-    Logseq's daily notes, `14 May 2031.md` in words too); `2024-01-05-release-notes.md` is a dated
-    document, not a day."""
+    Logseq's daily notes, `14 May 2031.md` and `14.05.2031.md` too); `2024-01-05-release-notes.md`
+    is a dated document, not a day."""
     name = rel.rsplit("/", 1)[-1]
     m = DAY_FILE_RE.match(name)
     if m:
@@ -139,14 +140,16 @@ _YEAR_MONTH_RE = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_/](0[1-9]|1[0-2])(?!\d)")
 _MONTH_TITLE_RE = re.compile(r"^\W*(?:(?:19|20)\d\d\W+)?([A-Za-z]{3,9})\.?(?:\W+(?:19|20)\d\d)?\W*$")
 
 
-def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None = None) -> str | None:
+def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None = None,
+                  day_first: bool | None = None) -> str | None:
     """The date of the nearest dated heading in a breadcrumb: a `YYYY-MM-DD` anywhere in it
-    (`## 2031-04-16 (session 1)`), or a day in words at its start (dates.heading_day), placed in its
-    year and month by the headings above it, the path and then `doc_date` (a day that cannot be
-    placed, or does not exist, dates nothing)."""
+    (`## 2031-04-16 (session 1)`), a day in figures at its start (`## 14.05.2031`; `day_first`: how
+    the document writes `03/04/2031`, dates.slash_order), or a day in words at its start
+    (dates.heading_day), placed in its year and month by the headings above it, the path and then
+    `doc_date` (a day that cannot be placed, or does not exist, dates nothing)."""
     for i in range(len(heading_chain) - 1, -1, -1):
         title = heading_chain[i]
-        d = date_in(title) or _day_in_words(title, heading_chain[:i], rel, doc_date)
+        d = date_in(title) or numeric_day(title, day_first) or _day_in_words(title, heading_chain[:i], rel, doc_date)
         if d:
             return d
     return None
@@ -239,7 +242,8 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str 
         return "journal"
     headed = [c for c in heading_chains if c]
     doc_date = document_date(rel, front_matter)
-    dated = sum(1 for c in headed if heading_dates(c, rel, doc_date))
+    day_first = slash_order(c[-1] for c in headed)
+    dated = sum(1 for c in headed if heading_dates(c, rel, doc_date, day_first))
     if dated >= JOURNAL_MIN_DATED and dated >= JOURNAL_DATED_SHARE * len(headed):
         return "journal"
     if headed and PLAN_TITLE_RE.search(headed[0][0]):

@@ -150,7 +150,9 @@ class _Dates:
 
     def of(self, s) -> tuple[str | None, str | None]:
         doc, rel, doc_date = self._doc(s.path)
-        if meta.heading_dates(s.heading.split(" > ") if s.heading else [], rel, doc_date):
+        chain = s.heading.split(" > ") if s.heading else []
+        # the date its heading gives, read either way round (`03/04/2031`: the document said which)
+        if s.date and s.date in {meta.heading_dates(chain, rel, doc_date, first) for first in (True, False)}:
             return s.date, "heading"
         if doc_date:
             return s.date, "document"

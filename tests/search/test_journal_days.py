@@ -58,6 +58,55 @@ def test_a_heading_that_is_a_day_in_words_dates_its_section(chain, rel, doc_date
     assert meta.heading_dates(chain, rel, doc_date) == day
 
 
+@pytest.mark.parametrize("chain, day_first, day", [
+    (["Log", "14.05.2031"], None, "2031-05-14"),                 # day first, as Europe writes it
+    (["Log", "Tue 3.6.2031 — pg1 disk"], None, "2031-06-03"),
+    (["Log", "2031/05/14 standup"], None, "2031-05-14"),
+    (["Log", "2031.05.14"], None, "2031-05-14"),
+    (["Log", "14/05/2031"], None, "2031-05-14"),                 # a part over 12 says the order
+    (["Log", "05/14/2031"], None, "2031-05-14"),
+    (["Log", "03/04/2031"], True, "2031-04-03"),                 # the document's other headings say it
+    (["Log", "03/04/2031"], False, "2031-03-04"),
+    (["Log", "03/04/2031"], None, None),                         # nothing says it
+    (["Log", "31.06.2031"], None, None),                         # no such day
+    (["Log", "Release 1.2.2031.4"], None, None),                 # a version
+    (["Log", "14.05.2031.1"], None, None),
+    (["Log", "Steps 1/2 done"], None, None),
+])
+def test_a_heading_that_is_a_day_in_figures_dates_its_section(chain, day_first, day):
+    assert meta.heading_dates(chain, "notes/log.md", None, day_first) == day
+
+
+def test_how_a_document_writes_a_slashed_day_is_what_its_headings_say():
+    assert dates.slash_order(["Log", "14/05/2031", "03/06/2031"]) is True
+    assert dates.slash_order(["Log", "05/14/2031", "06/03/2031"]) is False
+    assert dates.slash_order(["Log", "03/06/2031"]) is None
+    assert dates.slash_order(["14/05/2031", "05/14/2031"]) is None   # both: it cannot be told
+
+
+def test_a_log_of_days_in_figures_is_a_dated_journal(tmp_path, tiny_engine):
+    """`## 03/06/2031` is read day first because the same log writes `## 14/05/2031`; a daily note
+    named `02.07.2031.md` is that day. Read without them, every entry was undated and `since` found
+    nothing; and "what did we do on 3 June 2031?" said the notes had nothing of that day."""
+    engine = tiny_engine(write_tree(tmp_path / "notes", {
+        "notes/ops-log.md": "# Ops log\n\n## 14/05/2031\n\nRebuilt the ingest workers.\n\n"
+                            "## 03/06/2031\n\nDeleted the old WAL bucket of pg1.\n\n## 04/06/2031\n\nRenewed the keys.\n",
+        "daily/02.07.2031.md": "Patched the proxy.\n",
+        "hosts/pg1.md": "---\nhost: pg1\n---\n# pg1\n\nPostgreSQL primary.\n",
+        "notes/drills.md": "# Drills\n\nThe next restore drill is on 12.08.2031.\n"}))
+    out = api.do_search(engine.view(), {"since": "2031-06-01", "limit": 10})
+    assert [(r["path"], r.get("date")) for r in out["results"]] == [
+        ("daily/02.07.2031.md", "2031-07-02"), ("notes/ops-log.md", "2031-06-04"), ("notes/ops-log.md", "2031-06-03")], out
+    doc = api.do_read(engine.view(), {"path": "notes/ops-log.md", "max_chars": 100})
+    assert doc["type"] == "journal", doc
+    from remembrancer.indexer.memory import tools as memory
+    rows = memory.history(engine.view(), "pg1").to_json()["results"]
+    assert [(r["date"], r["dated_by"]) for r in rows if r["path"] == "notes/ops-log.md"] == [("2031-06-03", "heading")]
+    for query in ("what did we do on 3 June 2031?", "when is the restore drill of 12 August 2031?"):
+        got = search(engine.view(), SearchRequest(query, limit=3)).to_json()
+        assert not any(why.startswith("no note of ") for why in got.get("why_no_strong_match") or []), got
+
+
 @pytest.mark.parametrize("text, named, without_year", [
     ("what did we do on 14 May?", [], [(5, 14)]),
     ("what did we do on June 3rd?", [], [(6, 3)]),
