@@ -136,6 +136,7 @@ class Result:
     content: str | None = None
     content_truncated: bool | None = None
     content_total_chars: int | None = None
+    content_lines: list[int] | None = None  # [first, last] of the section's lines a cut `content` carries
     # a conversation's exchange (indexer/search/conversations.py); None on notes
     corpus: str | None = None              # "notes" or "conversations", in an answer over both
     session_id: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from remembrancer.indexer.search import across, reader
-from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens
+from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens, whole_lines
 from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer, StatusAnswer
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
@@ -63,8 +63,11 @@ def fit_budget(out: SearchAnswer, budget_tokens: int) -> SearchAnswer:
         first.content_total_chars = None
         keep = max(len(content) - over, 400)
         if keep < len(content):
-            first.content = content[:keep]
+            first.content = whole_lines(content[:keep])
             first.content_truncated = True
+            if first.lines:   # the lines it still carries
+                top = first.content_lines[0] if first.content_lines else first.lines[0]
+                first.content_lines = [top, top + first.content.rstrip("\n").count("\n")]
             left_out.append(f"first result cut to {keep} of {total} chars (use read for the rest)")
     while len(results) > 1 and size() > budget_tokens:
         dropped = results.pop()

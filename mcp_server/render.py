@@ -34,6 +34,14 @@ def _head(heading: str | None) -> str:
     return heading or "(preamble)"
 
 
+def _cut_from(r: Result) -> str:
+    """A cut that does not begin at the section's start says where it does (the part that matched)."""
+    if r.content_lines and r.lines and r.content_lines[0] > r.lines[0]:
+        return (f"[… lines {r.lines[0]}–{r.content_lines[0] - 1} left out; from line {r.content_lines[0]}, "
+                "the part that matched:]\n")
+    return ""
+
+
 def _facts(r: Result) -> str:
     bits = [_loc(r.lines), r.type or "?"]
     if r.corpus:
@@ -111,8 +119,8 @@ def search_text(out: SearchAnswer) -> str:
                 body += f"\n[… cut to fit the response; `git show {best.commit}` gives the whole message]"
             elif best.content_truncated:
                 where = f"uuid={best.uuid!r}" if best.uuid else f"heading={best.heading!r}"
-                body += (f"\n[… cut to fit the response; read(path={best.path!r}, {where}) "
-                         "gives the whole section]")
+                body = _cut_from(best) + body + (f"\n[… cut to fit the response; read(path={best.path!r}, {where}) "
+                                                 "gives the whole section]")
             parts.append(f"{head}\n\n{body}" + (f"\n\n{commits_text(best)}" if best.commits else ""))
         if best.also:
             parts.append("Also in this document: " + also_text(best.also))
@@ -163,7 +171,7 @@ def search_terminal_text(out: SearchAnswer) -> str:
         elif r.corpus:
             lines.append(f"   ({r.corpus})")
         if i == 0 and r.content is not None and not out.no_strong_match:
-            lines.append("   " + r.content.replace("\n", "\n   "))
+            lines.append("   " + (_cut_from(r) + r.content).replace("\n", "\n   "))
             if r.commits:
                 lines.append("   " + commits_text(r))
         else:

@@ -67,6 +67,13 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
+def whole_lines(cut: str) -> str:
+    """A cut of a text ending at its last whole line (unless that would drop most of it): what an
+    answer carries of a section too long for it."""
+    end = cut.rfind("\n") + 1
+    return cut[:end] if end > len(cut) // 2 else cut
+
+
 def _blocks(lines: list[str]) -> list[tuple[int, int]]:
     """Split lines into blocks [start, end) at blank lines outside fences; fences stay whole."""
     blocks: list[tuple[int, int]] = []

@@ -170,7 +170,7 @@ def combine(parts: list[tuple[str, SearchAnswer]], limit: int, quiet: bool = Fal
         bests = sorted((a.results[0] for a in sure), key=_across)
         rest = sorted((r for a in sure for r in a.results[1:]), key=_across)
         for r in rest:   # the best of each corpus is the one carried in full
-            r.content, r.content_truncated, r.content_total_chars = None, None, None
+            r.content, r.content_truncated, r.content_total_chars, r.content_lines = None, None, None, None
         out.results = bests + rest[:max(limit - len(bests), 0)]
         if not quiet:
             out.notes = [f"no strong match in the {name}" for name, a in parts if a not in sure] or None

@@ -20,7 +20,7 @@ from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import links
-from remembrancer.indexer.ingest.chunks import estimate_tokens
+from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.engine.view import Pointer, ReadView
@@ -173,7 +173,7 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
     # Filters that let no section through are said as such (below), not as "nothing matches the question".
     no_strong, reasons = (_abstains(view, query, ranked, legs) if mode == "hybrid" and ABSTENTION
                           and allowed != set() else (False, []))
-    results = _results(ranked, rows, req, query, mode)
+    results = _results(view, ranked, rows, req, query, mode)
     best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if mode == "hybrid" and best_dense > 0 and not no_strong:
         if not _any_word_occurs(view, [query, *alternates]):
@@ -921,7 +921,30 @@ def _snippet(text: str, query: str) -> str:
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
 
 
-def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:
+def _evidence_at(view, c: Candidate, content: str, query: str) -> int:
+    """Where in a section's text its evidence stands: the passage the dense leg matched, else the
+    first of the question's words found (as a snippet is centred), else its start."""
+    if c.passage >= 0:
+        text = view.catalog.passage_texts([c.passage]).get(c.passage, (0, 0, "", ""))[3]
+        block = text.split("\n", 1)[1] if "\n" in text else ""
+        probe = next((line.strip() for line in block.split("\n") if len(line.strip()) >= 12), "")[:80]
+        at = content.find(probe) if probe else -1
+        if at >= 0:
+            return at
+    low = content.lower()
+    return min((i for i in (low.find(w) for w in _snippet_words(query)) if i >= 0), default=0)
+
+
+def _window_start(content: str, at: int, size: int) -> int:
+    """Where the cut of a section too long to carry whole begins: its start when the evidence is in
+    its first three quarters, else the line a quarter of the cut before the evidence — so the part
+    that matched is in the agent's hands, with what leads to it (a 200 KB log's line, not its head)."""
+    if at < size * 3 // 4:
+        return 0
+    return content.rfind("\n", 0, max(at - size // 4, 0)) + 1
+
+
+def _results(view, ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:
     shown = ranked[: req.limit]
     shown_ids = {c.section_id for c in shown}
     carry_left = CARRY_TOKENS
@@ -941,9 +964,12 @@ def _results(ranked: list[Candidate], rows, req: SearchRequest, query: str, mode
         if i == 0:
             r.content = s.content
             if req.content_chars is not None and len(s.content) > req.content_chars:
-                r.content = s.content[:req.content_chars]
+                start = _window_start(s.content, _evidence_at(view, c, s.content, query), req.content_chars)
+                r.content = whole_lines(s.content[start:start + req.content_chars])
                 r.content_truncated = True
                 r.content_total_chars = len(s.content)
+                first = s.start_line + s.content.count("\n", 0, start)
+                r.content_lines = [first, first + r.content.rstrip("\n").count("\n")]
         elif r.tokens <= min(CARRY_SECTION_TOKENS, carry_left):
             r.content = s.content   # a short runner-up, carried whole (CARRY_TOKENS)
             carry_left -= r.tokens

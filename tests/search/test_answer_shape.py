@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from remembrancer.indexer import api
 from remembrancer.indexer.answers import SearchAnswer
 from remembrancer.indexer.search import answer as S
 from remembrancer.mcp_server.render import search_text
-from tests.support.corpus import write
+from tests.support.corpus import real_model_engine, write
 
 LONG = "Restore drills are logged here. " + " ".join(f"Drill {i}: the backup restored cleanly in {i} minutes."
                                                     for i in range(200))
@@ -72,3 +74,47 @@ def test_an_abstaining_answer_shows_its_short_candidates_whole_and_says_they_are
     text = search_text(out)
     assert text.index("No strong match") < text.index("Restore from the nightly dump.")
     assert "Drill notes. Drill notes." not in text and "Drill 1…" in text
+
+
+def _log(lines_before: int, lines_after: int) -> str:
+    """A running log with no headings: one section, far longer than a small budget."""
+    quiet = [f"- 2031-05-{i % 28 + 1:02d} checked the disks on host{i}: all fine, nothing to do\n" for i in range(400)]
+    return ("# Ops log\n\n" + "".join(quiet[:lines_before])
+            + "- 2031-06-30 pgbouncer on pg1 ran out of client slots: raised max_client_conn from 400 to 800\n"
+            + "".join(quiet[400 - lines_after:]))
+
+
+def test_a_section_too_long_to_carry_is_cut_around_the_part_that_matched(tmp_path, tiny_engine):
+    """The best section is over the budget: the cut the answer carries holds the matching line and
+    says which lines it is. Cut from the section's head, a log's answer on line 123 was not in it."""
+    e = tiny_engine(write(tmp_path / "notes", "log.md", _log(120, 40)).parent)
+    out = SearchAnswer.parse(api.do_search(e.view(), {"query": "max_client_conn", "exact": True, "budget_tokens": 400}))
+    best = out.results[0]
+    assert best.content_truncated and "raised max_client_conn from 400 to 800" in best.content, best.content
+    first, last = best.content_lines
+    assert best.lines[0] < first <= 123 <= last <= best.lines[1]
+    on_disk = (tmp_path / "notes" / "log.md").read_text().split("\n")
+    assert best.content.rstrip("\n").split("\n") == on_disk[first - 1:last]   # the lines it says it carries
+    text = search_text(out)
+    assert f"from line {first}, the part that matched" in text and "max_client_conn from 400 to 800" in text
+
+
+def test_a_long_section_whose_match_is_near_its_head_is_cut_from_its_head(tmp_path, tiny_engine):
+    e = tiny_engine(write(tmp_path / "notes", "log.md", _log(3, 150)).parent)
+    out = SearchAnswer.parse(api.do_search(e.view(), {"query": "max_client_conn", "exact": True, "budget_tokens": 400}))
+    best = out.results[0]
+    assert best.content_truncated and best.content.startswith("# Ops log") and "max_client_conn" in best.content
+    assert best.content_lines[0] == best.lines[0] and "the part that matched" not in search_text(out)
+
+
+@pytest.mark.slow
+def test_a_question_in_other_words_gets_the_part_of_a_long_log_that_answers_it(tmp_path):
+    """With the shipped model: the dense leg's passage says where the answer stands in a log far over
+    the budget, though the question shares almost no word with it (the words alone would centre the
+    cut on the first "primary" or "limit")."""
+    with real_model_engine(tmp_path, {"log.md": _log(300, 60)}) as engine:
+        out = SearchAnswer.parse(api.do_search(engine.view(), {
+            "query": "the connection pooler ran out of slots on the primary database - what limit did we change?"}))
+    best = out.results[0]
+    assert best.content_truncated and "raised max_client_conn from 400 to 800" in best.content
+    assert best.content_lines[0] > best.lines[0]
