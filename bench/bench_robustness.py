@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_robustness.py [--parser 20000] [--mutations 5000] [--queries 5000]
         [--protocol 5000] [--kills 50] [--faults 200] [--clients 16] [--docs 1000] [--big]
-        [--only parser,queries,...] [--json out.json]
+        [--saves 2000] [--only parser,queries,...] [--json out.json]
 
 Runs the checks of tests/product/test_hardening.py many more times, on the real stores and a real daemon
 process (the tiny test model: this measures robustness, not ranking), and prints:
@@ -19,6 +19,8 @@ process (the tiny test model: this measures robustness, not ranking), and prints
   recovery in the same engine or a new one. Inconsistencies found, per kind
 - churn: one client's search latency on --docs generated documents, settled and with the catalog
   generation moving before every search (as during an ingest); p50/p95 of both and their ratio
+- saves: an editor saving one note as you type (--saves refreshes over --docs documents), with the
+  vector graph's bound and without it: vectors held, the vector file's size, refresh and search times
 - concurrency: --clients connections searching while the daemon reindexes --docs documents; all
   answered? any torn result (a section that belongs to no single version of its document)?
   latency p50/p95/max; a burst of 256 simultaneous connections; the daemon's open fds before/after
@@ -476,6 +478,53 @@ def bench_churn(n_docs: int, embedder, tmp: Path, n_searches: int = 200) -> dict
             "ratio_p50": round(p["generation_moving"]["p50"] / max(p["steady"]["p50"], 0.01), 2)}
 
 
+# -- saves as you type ---------------------------------------------------------------------------
+
+def bench_saves(n_docs: int, n_saves: int, embedder, tmp: Path) -> dict:
+    """An editor that saves as you type: one note's last paragraph rewritten and refreshed n_saves
+    times over n_docs documents. Each save re-embeds that paragraph; hnswlib only marks the old vector
+    deleted. Run twice in one go — with the shipped bound (writer.VECTOR_DEAD_SHARE: the graph made
+    again from the catalog's vectors past it) and without it (the baseline) — and say what the graph
+    holds, the vector file's size, the mean refresh and a search's p50 at the end."""
+    from remembrancer.indexer.api import do_search
+    from remembrancer.indexer.engine import writer
+
+    out, shipped = {}, writer.VECTOR_DEAD_SHARE
+    for name, share in (("bounded", shipped), ("unbounded", float("inf"))):
+        root = tmp / name / "corpus"
+        for i in range(n_docs):
+            write(root, H.doc_path(i), H.doc_text(i, 1))
+        os.environ["REMEMBRANCER_DATA_DIR"] = str(tmp / name / "data")
+        writer.VECTOR_DEAD_SHARE = share
+        e = engine_for([root], embedder)
+        try:
+            e.refresh()
+            note = root / H.doc_path(0)
+            head = note.read_text()
+            refresh = []
+            for k in range(n_saves):
+                note.write_text(f"{head}\nDraft {k}: the failover drill ran in {k % 60} minutes, replica {k} lagged.\n")
+                t0 = time.perf_counter()
+                e.refresh()
+                refresh.append((time.perf_counter() - t0) * 1000)
+            lat = []
+            for k in range(100):
+                t0 = time.perf_counter()
+                do_search(e.view(), {"query": f"paragraph document {k % n_docs}", "limit": 5})
+                lat.append((time.perf_counter() - t0) * 1000)
+            v = e.core.vectors
+            out[name] = {"live": len(v.live), "held": v.index.get_current_count(),
+                         "file_kb": round(v.file.stat().st_size / 1024), "refresh_ms_mean": round(sum(refresh) / len(refresh), 1),
+                         "search_p50_ms": round(percentile(lat, 50), 2)}
+        finally:
+            e.close()
+            writer.VECTOR_DEAD_SHARE = shipped
+    b, u = out["bounded"], out["unbounded"]
+    return {"documents": n_docs, "saves": n_saves, **out,
+            "held_ratio_unbounded_over_bounded": round(u["held"] / max(b["held"], 1), 2),
+            "file_ratio": round(u["file_kb"] / max(b["file_kb"], 1), 2)}
+
+
 # -- concurrency -------------------------------------------------------------------------------
 
 def _fds(pid: int) -> int:
@@ -894,12 +943,13 @@ def main() -> int:
                     help="comma-separated line shapes (tests/adversarial_inputs.LINE_UNITS) for the latency "
                          "section, one run each; \\n and \\t are read as escapes")
     ap.add_argument("--file-mb", type=float, default=10.0, help="size of the memory-shaped files (big_files)")
-    ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,"
+    ap.add_argument("--only", default="", help="comma-separated: parser,queries,protocol,faults,kills,churn,saves,"
                                                "concurrency,big,bombs,long_lines,big_files,special,damaged,latency,scope")
+    ap.add_argument("--saves", type=int, default=2000, help="saves of one note (saves)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"parser", "queries", "protocol", "faults", "kills",
-                                                      "churn", "concurrency", "bombs", "long_lines", "big_files",
+                                                      "churn", "saves", "concurrency", "bombs", "long_lines", "big_files",
                                                       "special", "damaged", "latency"} | ({"big"} if args.big else set())
     base = Path(tempfile.mkdtemp(prefix="bench-robustness-"))
     os.environ["REMEMBRANCER_DATA_DIR"] = str(base / "data")
@@ -917,6 +967,7 @@ def main() -> int:
         ("faults", lambda: bench_faults(args.faults, embedder, base)),
         ("kills", lambda: bench_kills(args.kills, args.kill_docs, base / "kills", model)),
         ("churn", lambda: bench_churn(args.docs, embedder, base / "churn")),
+        ("saves", lambda: bench_saves(args.docs, args.saves, embedder, base / "saves")),
         ("concurrency", lambda: bench_concurrency(args.clients, args.docs, base / "concurrency", model)),
         ("big", lambda: bench_big(embedder, base)),
         ("bombs", lambda: bench_bombs(embedder, base)),
@@ -942,7 +993,7 @@ def main() -> int:
     finally:
         if any(r.get("failures") for r in results.values() if isinstance(r, dict)):
             log(f"failing inputs kept in {base / 'failures'}")
-            for name in ("data", "model", "notes", "kills", "churn", "concurrency", "protocol", "faults", "hostile",
+            for name in ("data", "model", "notes", "kills", "churn", "saves", "concurrency", "protocol", "faults", "hostile",
                          "bombs", "special", "latency", "damaged-corpus"):
                 shutil.rmtree(base / name, ignore_errors=True)
         else:

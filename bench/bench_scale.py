@@ -12,7 +12,8 @@ and in this run:
   `refresh_paths()` the daemon uses, p50/p95
 - refresh with nothing changed
 - the keyword index made again from the catalog (what an edit pays once a fifth of it is deleted
-  documents: indexer/engine/writer.py KEYWORD_DEAD_SHARE)
+  documents: indexer/engine/writer.py KEYWORD_DEAD_SHARE), and the vector graph made again from the
+  catalog's vectors (once half of it is deleted vectors: VECTOR_DEAD_SHARE)
 - search kinds p50/p95 in-process (through indexer/api.py, as the daemon answers them): filters
   only (type + since), exact, a question holding identifiers, a paraphrase, `latest`, `history`,
   a paraphrase of everyday words, a long question
@@ -260,6 +261,8 @@ def in_process(corpus: Corpus, config, embedder, args) -> dict:
     timed("refresh, nothing changed", (e.refresh for _ in range(max(3, args.edits // 4))))
     # what an edit pays once the keyword index holds KEYWORD_DEAD_SHARE of deleted documents
     timed("keyword index made again", [lambda: e.core.fulltext.rebuild(e.catalog.all_chunks(), e.catalog.generation)])
+    # … and once the vector graph holds VECTOR_DEAD_SHARE of deleted vectors (searches go on meanwhile)
+    timed("vector graph made again", [lambda: e.core.vectors.rebuild(*e.catalog.passage_vectors(), e.catalog.generation)])
     fresh = lambda view: Freshness("fresh")  # noqa: E731
     settle_heap()   # as the daemon does after a full pass (daemon/heap.py): searches are timed as it answers them
     for kind, reqs in corpus.requests(args.queries).items():

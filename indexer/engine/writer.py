@@ -43,6 +43,10 @@ PARSE_VERSION = 14
 # (tantivy counts them in BM25's document frequencies; a search engine's merge policy would purge
 # them from about a fifth on).
 KEYWORD_DEAD_SHARE = 0.2
+# Deleted vectors the vector graph may hold, as a share of all it holds, before it is made again from
+# the catalog's vectors (nothing is embedded again). hnswlib only marks a deleted item: an editor that
+# saves as you type re-embeds the paragraph at every save, and a daemon's graph grew without bound.
+VECTOR_DEAD_SHARE = 0.5
 EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
@@ -606,6 +610,9 @@ class Writer:
             # Edited documents' old chunks, counted in BM25's statistics until a merge: past this
             # share the index is made again from the catalog, and scores are a first index's.
             self.core.fulltext.rebuild(self.catalog.all_chunks(), gen)
+        if settled and self.core.vectors is not None and self.core.vectors.dead_share() > VECTOR_DEAD_SHARE:
+            labels, vecs = self.catalog.passage_vectors()
+            self.core.vectors.rebuild(labels, vecs, gen)   # saved: a settled commit
         if self.core.vectors is not None:
             if save_vectors and self.core.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
                 self.core.vectors.save(gen)

@@ -97,13 +97,23 @@ class Vectors:
         return idx
 
     def rebuild(self, labels: np.ndarray, vectors: np.ndarray, generation: int) -> None:
+        """A new graph of exactly these vectors, built beside the one searches use and swapped in:
+        a daemon's rebuild of tens of thousands of vectors takes seconds, and no search waits for it."""
+        index = self._new_index(int(len(labels) * 1.25) + 16)
+        if len(labels):
+            index.add_items(vectors, labels, num_threads=1)
         with self.lock:
-            self.index = self._new_index(int(len(labels) * 1.25) + 16)
-            if len(labels):
-                self.index.add_items(vectors, labels, num_threads=1)
+            self.index = index
             self.live = set(int(x) for x in labels)
             self._matrix = None
-            self.save(generation)
+        self.save(generation)
+
+    def dead_share(self) -> float:
+        """Deleted vectors the graph still holds, as a share of all it holds: hnswlib only marks a
+        deleted item, which keeps its memory, its bytes in the file and its place on search paths."""
+        with self.lock:
+            held = self.index.get_current_count() if self.index is not None else 0
+            return (held - len(self.live)) / held if held else 0.0
 
     def update(self, removed: list[int], labels: list[int], vectors: np.ndarray) -> None:
         with self.lock:

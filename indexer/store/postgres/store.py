@@ -1248,6 +1248,9 @@ class PgVectorIndex:
     def save(self, generation: int) -> None:
         pass
 
+    def dead_share(self) -> float:
+        return 0.0   # a deleted passage's row is gone; the HNSW index is PostgreSQL's to vacuum
+
     def __len__(self) -> int:
         ledger = self._ledgers()
         gen = ledger.generation
