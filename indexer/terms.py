@@ -110,6 +110,9 @@ def _before_a_cut(text: str) -> str:
 
 
 ORDINAL_RE = re.compile(r"^\d{1,4}(?:st|nd|rd|th)$", re.IGNORECASE)   # "3rd", "16th"
+# A number hyphened to the words it counts, as English writes an adjective: "a 3-node cluster", "the
+# 16-GPUs-per-group rule" (the notes may say "16 GPUs per group", "the 16-GPU cap"); `node-3` is a name.
+NUMBER_COMPOUND_RE = re.compile(r"^\d{1,6}(?:-[A-Za-z]+)+$")
 
 
 def literal_probes(query: str) -> list[str]:
@@ -132,14 +135,20 @@ def literal_probes(query: str) -> list[str]:
     return list(dict.fromkeys(p for p in probes if p))
 
 
+# Where a sentence begins: a capital there is grammar, not a name ("… then gives up. Colleagues in my lab …").
+_SENTENCE_START_RE = re.compile(r"(?:^\s*|[.!?]\s+|\n\s*)(?:[-*+]\s+)?[\"'(]*$")
+
+
 def name_words(query: str) -> list[str]:
-    """Words used as names: Capitalised after the first word, or ALL-CAPS (`Okta`, `SLA`)."""
+    """Words used as names: Capitalised where no sentence begins, or ALL-CAPS (`Okta`, `SLA`)."""
     out = []
-    for i, m in enumerate(re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]+(?![A-Za-z0-9_])", query)):
+    for m in re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]+(?![A-Za-z0-9_])", query):
         w = m.group(0)
         if w.lower() in STOPWORDS:
             continue
-        if (w[0].isupper() and i > 0) or (w.isupper() and len(w) >= 2):
+        # (a few characters back: `^` is the text's start, not the window's; `$` is the word's)
+        starts = _SENTENCE_START_RE.search(query, max(0, m.start() - 8), m.start()) is not None
+        if (w[0].isupper() and not starts) or (w.isupper() and len(w) >= 2):
             out.append(w)
     return out
 

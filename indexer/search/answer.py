@@ -771,7 +771,8 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
     # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
     # is what the question is about, and absent, like an identifier.
     covered = lookups.held_days(query)
-    unheld = lookups.unheld_days(query)
+    # How to do a thing does not hang on the day it is needed ("get back a file I deleted yesterday").
+    unheld = lookups.unheld_days(query) if not rank.intent(query).howto else []
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:
@@ -817,13 +818,15 @@ def _listed(view, words: list[str]) -> str:
 def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
     front matter is not text); call names and expressions are not asked about on their own, an
-    ordinal ("the 16th", "a 3rd replica") is English the notes may write another way, and a moment
+    ordinal ("the 16th", "a 3rd replica") or a number hyphened to words ("the 16-GPUs-per-group
+    rule") is English the notes may write another way, and a moment
     (`10:00`, a pasted log line's `2031-06-04T10:00:12Z`) is when, not what: a day the notes lack
     is judged as a day (Lookups.unheld_days)."""
     by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
-            and not dates.TIMESTAMP_RE.match(p) and p not in probes_found and p.lower() not in by_name]
+            and not terms.NUMBER_COMPOUND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
+            and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(view) -> frozenset[str] | None:

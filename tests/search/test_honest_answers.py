@@ -81,6 +81,27 @@ def test_an_everyday_word_in_capitals_is_not_a_name():
     assert terms.name_words("what uptime SLA did we promise Brightwell?") == ["SLA", "Brightwell"]
 
 
+def test_a_capital_that_begins_a_sentence_is_not_a_name():
+    """A user's second sentence is no name: "Colleagues" counted as an absent name, raised the
+    semantic bar, and a right answer ranked first was withheld."""
+    assert terms.name_words("The notebook just sits spinning, then gives up. Colleagues in my lab don't "
+                            "have this problem!  Nobody else does.") == []
+    assert terms.name_words("- Jupyter never starts\n- Gateway says 502") == []
+    assert terms.name_words("why does Gateway say 502? the Jupyter session never starts") == ["Gateway", "Jupyter"]
+
+
+def test_a_number_hyphened_to_words_is_english_not_an_identifier_the_notes_lack(tmp_path, tiny_engine):
+    """"the 16-GPUs-per-group rule" is an adjective the notes write their own way ("the 16-GPU cap
+    per group"): it made an answerable question abstain ("not in the corpus: 16-GPUs-per-group")."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "decisions/gpu.md": "# GPU budgets\n\nFrom 1 May the 16-GPU cap per group is replaced by quarterly "
+                            "GPU-hour budgets.\n"}))
+    out = do_search(e.view(), {"query": "Is GPU use still limited by the 16-GPUs-per-group rule, or a 3-node cap?"})
+    assert not any("16-GPUs" in why or "3-node" in why for why in out.get("why_no_strong_match") or []), out
+    out = do_search(e.view(), {"query": "what does node-3 run?"})   # a name: the notes lack it
+    assert any("node-3" in why for why in out.get("why_no_strong_match") or []), out
+
+
 def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
     wall = "zz_" + "x" * 20_000                          # an identifier no note holds: abstains whatever the model
     out = do_search(engine.view(), {"query": wall, "limit": 3})

@@ -228,6 +228,19 @@ def test_a_day_the_notes_have_nothing_of_is_no_strong_match(monthly, query):
         assert any(why.startswith("no note of ") for why in out["why_no_strong_match"]), out
 
 
+@pytest.mark.parametrize("query", ["How can I get back a file I deleted from my home directory yesterday?",
+                                   "how do I restore the WAL archive I broke on 15 May?"])
+def test_how_to_do_a_thing_does_not_hang_on_the_day_it_is_needed(monkeypatch, monthly, query):
+    """The day is when the asker needs it, not what the notes should hold: a how-to question that
+    names a day the notes have nothing of is still answered (it abstained: "no note of yesterday")."""
+    import datetime as dt
+    monkeypatch.setattr(dates, "today", lambda: dt.date(2031, 5, 16))
+    out = search(monthly.view(), SearchRequest(query, limit=3)).to_json()
+    assert not any(why.startswith("no note of ") for why in out.get("why_no_strong_match") or []), out
+    asked = search(monthly.view(), SearchRequest("what did we do yesterday?", limit=3)).to_json()
+    assert any(why.startswith("no note of ") for why in asked.get("why_no_strong_match") or []), asked
+
+
 @pytest.mark.parametrize("query", ["what did we do on 14 May?", "when is the drill of 12 August?",
                                    "what changed since 15 May?"])
 def test_a_day_the_notes_date_or_write_is_no_reason_to_abstain(monthly, query):
