@@ -113,6 +113,9 @@ ORDINAL_RE = re.compile(r"^\d{1,4}(?:st|nd|rd|th)$", re.IGNORECASE)   # "3rd", "
 # A number hyphened to the words it counts, as English writes an adjective: "a 3-node cluster", "the
 # 16-GPUs-per-group rule" (the notes may say "16 GPUs per group", "the 16-GPU cap"); `node-3` is a name.
 NUMBER_COMPOUND_RE = re.compile(r"^\d{1,6}(?:-[A-Za-z]+)+$")
+# A product's name in mixed case ("JavaScript", "GitHub", "PostgreSQL"; "JavaScript-only"): a name, not
+# a string to find verbatim — the notes may call it otherwise ("JS-only").
+BRAND_RE = re.compile(r"^[A-Z][A-Za-z]*[a-z][A-Za-z]*(?:-[a-z]+)*$")
 
 
 def literal_probes(query: str) -> list[str]:

@@ -219,9 +219,19 @@ class Entity:
         return [self.name, *self.aliases]
 
 
-# A file no layout rule names is typed by what it says: a dated log (most sections under a dated
-# heading, or a file named by its day) is a journal; front matter that names the thing's other
-# names (aliases) makes a record.
+# A file no layout rule names is typed by what it says: the kind its tags or its folder name
+# (Obsidian keeps a note's kind there: `tags: [snippet, howto]`, `Tools/Stripe.md`); a dated log
+# (most sections under a dated heading, or a file named by its day) is a journal; front matter that
+# gives a thing's other names (aliases) beside what a record states of it (its name, owners, repo,
+# address) makes a record. Aliases alone do not: Obsidian lets any note have them ("people",
+# "restore"), and a note on the people one knows, or a how-to, is no record of a service.
+KIND_WORDS: dict[str, frozenset[str]] = {
+    "runbook": frozenset("runbook runbooks howto how-to howtos how-tos snippet snippets procedure procedures "
+                         "playbook playbooks".split()),
+    "host": frozenset("host hosts server servers".split()),
+    "service": frozenset("tool tools service services component components".split()),
+}
+RECORD_KEYS = ("name", "host", "service", "owner", "owners", "repo", "ip", "ips", "hostname", "hostnames")
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
@@ -236,7 +246,10 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str 
     """The doc type the notes' own shape says, for a file the layout leaves untyped (or None)."""
     if not INFER_TYPES:
         return None
-    if any(front_matter.get(k) for k in ("aliases", "alias")):
+    named = named_kind(front_matter, rel)
+    if named:
+        return named
+    if any(front_matter.get(k) for k in ("aliases", "alias")) and any(front_matter.get(k) for k in RECORD_KEYS):
         return "service"
     if day_of_file(rel):   # a daily note: one day of a log kept a file a day
         return "journal"
@@ -251,11 +264,34 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str 
     return None
 
 
+def named_kind(front_matter: dict, rel: str) -> str | None:
+    """The kind a note's tags say (a how-to first: a how-to about a tool is a how-to), else the
+    nearest folder that names one (`Snippets/`, `Tools/`)."""
+    tags = set(tags_of(front_matter))
+    for kind, words in KIND_WORDS.items():
+        if tags & words:
+            return kind
+    for folder in reversed(rel.lower().split("/")[:-1]):
+        for kind, words in KIND_WORDS.items():
+            if folder in words:
+                return kind
+    return None
+
+
+NAME_KEYS = ("host", "service", "name")   # a record's own name for the thing, as its front matter declares it
+
+
+def declared_name(front_matter: dict) -> str | None:
+    """The name a record's front matter gives the thing (`host: pg1`, `name: sbx-relay`), or None: a
+    note titled by its file (an Obsidian note on a tool) declares none."""
+    return next((str(front_matter[k]) for k in NAME_KEYS if front_matter.get(k)), None)
+
+
 def entity_from(doc_type: str, rel: str, front_matter: dict, entity_types: tuple[str, ...]) -> Entity | None:
     if doc_type not in entity_types:
         return None
     stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    name = front_matter.get("host") or front_matter.get("service") or front_matter.get("name") or stem
+    name = declared_name(front_matter) or stem
     aliases: list[str] = []
     for key in ("aliases", "alias", "ips", "ip", "hostnames"):
         v = front_matter.get(key)

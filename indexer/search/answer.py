@@ -7,6 +7,7 @@ records the figures behind every constant.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -19,7 +20,7 @@ from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, Fil
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
-from remembrancer.indexer.ingest import links
+from remembrancer.indexer.ingest import links, meta
 from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
@@ -305,20 +306,35 @@ def _query_vectors(view, query: str, alternates: list[str]):
 
 def _with_entity_names(view, text: str) -> str:
     """The phrasing as the dense leg reads it: a host's or service's alias that shares no word with
-    its record's name is followed by that name — "the lighthouse (sbx-relay) pods", "analytics-1
-    (ch1)". The record's passages carry its name in their header, and the model cannot know that a
-    nickname means it; "relay" for `sbx-relay` already says it and is left alone."""
+    the name its record declares is followed by that name — "the lighthouse (sbx-relay) pods",
+    "analytics-1 (ch1)". The record's passages carry its name in their header, and the model cannot
+    know that a nickname means it; "relay" for `sbx-relay` already says it and is left alone. A note
+    that declares no name (`Tools/Postmark.md`, its aliases `email`, `Mailgun`) keeps its aliases as
+    its author's synonyms: "send email" is no nickname of Postmark's."""
     if not ALIAS_NAMES:
         return text
-    matcher = view.entities()[0]
+    matcher, paths = view.entities()
     if matcher.regex is None:
         return text
+    declared: dict[str, bool] = {}
+
+    def declares(name: str) -> bool:
+        if name not in declared:
+            doc = view.catalog.document(paths[name]) if name in paths else None
+            try:
+                fm = json.loads((doc or {}).get("front_matter") or "{}")
+            except (TypeError, ValueError):
+                fm = {}
+            declared[name] = isinstance(fm, dict) and meta.declared_name(fm) is not None
+        return declared[name]
 
     def named(m: re.Match) -> str:
         said = m.group(1)
         name = matcher.by_name[said.lower()]
         words = terms.WORD_RUN_RE.findall
-        return m.group(0) if set(words(said.lower())) & set(words(name.lower())) else f"{m.group(0)} ({name})"
+        if set(words(said.lower())) & set(words(name.lower())) or not declares(name):
+            return m.group(0)
+        return f"{m.group(0)} ({name})"
     return matcher.regex.sub(named, text)
 
 
@@ -819,13 +835,14 @@ def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     """Identifiers the question is about that occur nowhere (an entity's name or alias is present:
     front matter is not text); call names and expressions are not asked about on their own, an
     ordinal ("the 16th", "a 3rd replica") or a number hyphened to words ("the 16-GPUs-per-group
-    rule") is English the notes may write another way, and a moment
+    rule") is English the notes may write another way, a product's name in mixed case ("JavaScript")
+    is judged as a name (the notes may say "JS"), and a moment
     (`10:00`, a pasted log line's `2031-06-04T10:00:12Z`) is when, not what: a day the notes lack
     is judged as a day (Lookups.unheld_days)."""
     by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
-            and not terms.NUMBER_COMPOUND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
+            and not terms.NUMBER_COMPOUND_RE.match(p) and not terms.BRAND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
             and p not in probes_found and p.lower() not in by_name]
 
 

@@ -166,7 +166,8 @@ def test_inferred_type_needs_a_log_not_one_date():
     log = [["2033-W44"], ["2033-W44", "Mon 2033-10-31"], ["2033-W44", "Mon 2033-10-31", "08:20 — x"],
            ["2033-W44", "Tue 2033-11-01"], ["2033-W44", "Tue 2033-11-01", "17:10 — y"]]
     assert meta.inferred_type({}, log) == "journal"
-    assert meta.inferred_type({"aliases": ["lighthouse"]}, []) == "service"
+    assert meta.inferred_type({"name": "sbx-relay", "aliases": ["lighthouse"]}, []) == "service"
+    assert meta.inferred_type({"aliases": ["lighthouse"]}, []) is None   # aliases alone: any note's synonyms
     assert meta.inferred_type({"aliases": []}, []) is None
     assert meta.inferred_type({}, [["Standup"]], "daily/2024-01-05.md") == "journal"
     assert meta.inferred_type({}, [["Standup"]], "journals/2024_01_05.md") == "journal"
