@@ -961,7 +961,9 @@ def _window_start(content: str, at: int, size: int) -> int:
     that matched is in the agent's hands, with what leads to it (a 200 KB log's line, not its head)."""
     if at < size * 3 // 4:
         return 0
-    return content.rfind("\n", 0, max(at - size // 4, 0)) + 1
+    cut = at - size // 4
+    line = content.rfind("\n", 0, cut) + 1
+    return line if at - line < size * 3 // 4 else cut   # a line far longer than the cut is cut inside
 
 
 def _results(view, ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:

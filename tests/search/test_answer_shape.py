@@ -118,3 +118,10 @@ def test_a_question_in_other_words_gets_the_part_of_a_long_log_that_answers_it(t
     best = out.results[0]
     assert best.content_truncated and "raised max_client_conn from 400 to 800" in best.content
     assert best.content_lines[0] > best.lines[0]
+
+
+def test_a_section_of_one_long_line_is_cut_around_its_match(tmp_path, tiny_engine):
+    line = " ".join(f"event{i} ok" for i in range(3000)) + " pgbouncer raised max_client_conn to 800 " + "tail ok " * 200
+    e = tiny_engine(write(tmp_path / "notes", "log.md", f"# Log\n\n{line}\n").parent)
+    out = SearchAnswer.parse(api.do_search(e.view(), {"query": "max_client_conn", "exact": True, "budget_tokens": 400}))
+    assert out.results[0].content_truncated and "max_client_conn to 800" in out.results[0].content
