@@ -231,6 +231,9 @@ KIND_WORDS: dict[str, frozenset[str]] = {
     "host": frozenset("host hosts server servers".split()),
     "service": frozenset("tool tools service services component components".split()),
 }
+# A documentation site's `docs/how-to/` holds guides, not an operator's runbooks: a folder of that name
+# says nothing of a note's kind (a tag does).
+DOCS_FOLDERS = frozenset("howto how-to howtos how-tos".split())
 RECORD_KEYS = ("name", "host", "service", "owner", "owners", "repo", "ip", "ips", "hostname", "hostnames")
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
@@ -273,7 +276,7 @@ def named_kind(front_matter: dict, rel: str) -> str | None:
             return kind
     for folder in reversed(rel.lower().split("/")[:-1]):
         for kind, words in KIND_WORDS.items():
-            if folder in words:
+            if folder in words and folder not in DOCS_FOLDERS:
                 return kind
     return None
 

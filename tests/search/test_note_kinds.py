@@ -29,6 +29,7 @@ VAULT = {
 @pytest.mark.parametrize("rel, fm, kind", [
     ("Snippets/Deploy.md", {"tags": ["snippet", "howto"], "aliases": ["deploy"]}, "runbook"),
     ("notes/deploy.md", {"tags": ["How-To"]}, "runbook"),
+    ("docs/how-to/install.md", {}, None),   # a documentation site's guides: the folder names no kind
     ("Tools/Stripe.md", {"tags": ["payments"], "aliases": ["billing"]}, "service"),
     ("Areas/Servers/web1.md", {}, "host"),
     ("Areas/People.md", {"tags": ["area", "people"], "aliases": ["people"]}, None),   # aliases alone: no record
