@@ -33,8 +33,9 @@ minus at the shipped value is printed (`loco`), with a row summing every key's; 
 rows with rephrasings when `--alternates` is given. The shipped value is RankingConfig()'s default or
 answer.py's constant, after `--ranking`/`--const`; it is added to the sweep when not listed.
 
-Memory sets (memory-dev, -2, -3) are read right-first (T1≥2): several of their sections state the same fact
-and which got the 3 was the labeller's preference; docs sets are read on strict Top-1 (one answer each).
+Memory sets (memory-dev, -2, -3, and any named with `--memory-set`) are read right-first (T1≥2): several of
+their sections state the same fact and which got the 3 was the labeller's preference; docs sets are read on
+strict Top-1 (one answer each).
 Each set's header line names its primary figure.
 
 `ctx` is answer in context, what a reading agent gets from one call: the share of answerable questions
@@ -292,6 +293,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
     ap.add_argument("--sets", nargs="*", default=list(SETS))
+    ap.add_argument("--memory-set", action="append", default=[], metavar="NAME",
+                    help="read this set right-first (T1≥2) as the memory sets are: a memory corpus of your own "
+                         "or a held-out one, e.g. --eval-dir LAB --sets vault --memory-set vault (repeatable)")
     ap.add_argument("--alternates", metavar="DIR", help="score each set also with the rephrasings in DIR/<set>.json")
     ap.add_argument("--ablation", action="store_true", help="switch each rule off alone, on every set")
     ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"),
@@ -314,6 +318,8 @@ def main() -> int:
                     help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES, document.DESCRIPTION_IN_CONTEXT), "
                          "e.g. INFER_TYPES=False; needs --fresh")
     args = ap.parse_args()
+    global MEMORY_SETS
+    MEMORY_SETS = (*MEMORY_SETS, *args.memory_set)
     for kv in args.ingest:   # before any index is opened: what the notes are read as
         name, _, value = kv.partition("=")
         module = INGEST_SWITCHES.get(name)
