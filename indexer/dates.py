@@ -194,8 +194,8 @@ def written_forms(day: NamedDay) -> list[str]:
     th = n + ("th" if 10 <= day.day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th"))
     iso = f"-{day.month:02d}-{day.day:02d}"
     y = "" if day.year is None else str(day.year)
-    figures = {f"{d}{sep}{m}{sep}{y}" for d, m in ((n, str(day.month)), (f"{day.day:02d}", f"{day.month:02d}"))
-               for sep in "./"} | {f"{m}/{d}/{y}" for d, m in ((n, str(day.month)), (f"{day.day:02d}", f"{day.month:02d}"))}
+    figures = {form for d, m in ((n, str(day.month)), (f"{day.day:02d}", f"{day.month:02d}"))
+               for form in (f"{d}.{m}.{y}", f"{d}/{m}/{y}", f"{m}/{d}/{y}")}
     if y:
         figures |= {f"{y}/{day.month:02d}/{day.day:02d}", f"{y}.{day.month:02d}.{day.day:02d}"}
     return [f"{y}{iso}" if y else iso,

@@ -40,6 +40,7 @@ class ReadCache:
     def __init__(self):
         self.keyword_indexes = scope.KeywordIndexes()
         self.entities: tuple = (-1, {}, [])
+        self.declared: tuple[int, dict[tuple, bool]] = (-1, {})   # (scope, entity) → does its record declare its name?
         self.scoped_links: tuple | None = None
         self.indexes: tuple[int, dict[str, bool]] = (-1, {})   # document path → is it an index?
         self.lowered_scoped: tuple | None = None   # the last scope's visible rows of `lowered`
@@ -221,6 +222,21 @@ class ReadView:
             matcher = meta.EntityMatcher([meta.Entity(n, p, a) for n, p, a in rows])
             c.entities[1][self.scope] = (matcher, {n: p for n, p, _ in rows})
         return c.entities[1][self.scope]
+
+    def declares_name(self, entity: str) -> bool:
+        """Whether an entity's record declares its name (`host:`, `service:`, `name:`) rather than
+        being a note titled by its file: only then are its aliases nicknames of the thing
+        (answer._with_entity_names). Its front matter is read once per generation."""
+        c = self._cache
+        gen = self.catalog.generation
+        if c.declared[0] != gen:
+            c.declared = (gen, {})
+        key = (self.scope, entity)
+        if key not in c.declared[1]:
+            path = self.entities()[1].get(entity)
+            doc = self.catalog.document(path) if path else None
+            c.declared[1][key] = meta.declared_name(meta.stored_front_matter(doc)) is not None
+        return c.declared[1][key]
 
     def links_in_scope(self) -> list[dict]:
         """The scope's links, each resolved among the scope's documents and entities only (a link

@@ -7,6 +7,7 @@ the index — so a rebuild always gives the same answer.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -234,7 +235,8 @@ KIND_WORDS: dict[str, frozenset[str]] = {
 # A documentation site's `docs/how-to/` holds guides, not an operator's runbooks: a folder of that name
 # says nothing of a note's kind (a tag does).
 DOCS_FOLDERS = frozenset("howto how-to howtos how-tos".split())
-RECORD_KEYS = ("name", "host", "service", "owner", "owners", "repo", "ip", "ips", "hostname", "hostnames")
+NAME_KEYS = ("host", "service", "name")   # a record's own name for the thing, as its front matter declares it
+RECORD_KEYS = (*NAME_KEYS, "owner", "owners", "repo", "ip", "ips", "hostname", "hostnames")
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least
 JOURNAL_DATED_SHARE = 0.6      # of the sections with a heading
 INFER_TYPES = True             # for measurement only: bench/eval_all.py --ingest INFER_TYPES=False --fresh
@@ -270,18 +272,20 @@ def inferred_type(front_matter: dict, heading_chains: list[list[str]], rel: str 
 def named_kind(front_matter: dict, rel: str) -> str | None:
     """The kind a note's tags say (a how-to first: a how-to about a tool is a how-to), else the
     nearest folder that names one (`Snippets/`, `Tools/`)."""
-    tags = set(tags_of(front_matter))
-    for kind, words in KIND_WORDS.items():
-        if tags & words:
-            return kind
-    for folder in reversed(rel.lower().split("/")[:-1]):
-        for kind, words in KIND_WORDS.items():
-            if folder in words and folder not in DOCS_FOLDERS:
-                return kind
-    return None
+    def kind_of(words: set[str]) -> str | None:
+        return next((kind for kind, kind_words in KIND_WORDS.items() if words & kind_words), None)
+
+    folders = [f for f in reversed(rel.lower().split("/")[:-1]) if f not in DOCS_FOLDERS]
+    return kind_of(set(tags_of(front_matter))) or next(filter(None, (kind_of({f}) for f in folders)), None)
 
 
-NAME_KEYS = ("host", "service", "name")   # a record's own name for the thing, as its front matter declares it
+def stored_front_matter(doc: dict | None) -> dict:
+    """A catalog row's front matter (stored as JSON), or {} when the row has none that is a mapping."""
+    try:
+        fm = json.loads((doc or {}).get("front_matter") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return fm if isinstance(fm, dict) else {}
 
 
 def declared_name(front_matter: dict) -> str | None:

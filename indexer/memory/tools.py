@@ -15,7 +15,6 @@ Pure functions of a read view (indexer/engine/view.py): parameters in, a JSON-re
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import shlex
 from datetime import datetime, timezone
@@ -140,12 +139,8 @@ class _Dates:
         """The document's row, its path in its root and its own date (name or front matter), read once."""
         if path not in self.docs:
             doc = self.view.catalog.document(path) or {}
-            try:
-                fm = json.loads(doc.get("front_matter") or "{}")
-            except (TypeError, ValueError):
-                fm = {}
             rel = doc.get("rel", path)
-            self.docs[path] = (doc, rel, meta.document_date(rel, fm if isinstance(fm, dict) else {}))
+            self.docs[path] = (doc, rel, meta.document_date(rel, meta.stored_front_matter(doc)))
         return self.docs[path]
 
     def of(self, s) -> tuple[str | None, str | None]:

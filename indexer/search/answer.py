@@ -7,7 +7,6 @@ records the figures behind every constant.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -20,7 +19,7 @@ from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, Fil
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.search import commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
-from remembrancer.indexer.ingest import links, meta
+from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.models.spec import ModelError
@@ -313,26 +312,15 @@ def _with_entity_names(view, text: str) -> str:
     its author's synonyms: "send email" is no nickname of Postmark's."""
     if not ALIAS_NAMES:
         return text
-    matcher, paths = view.entities()
+    matcher = view.entities()[0]
     if matcher.regex is None:
         return text
-    declared: dict[str, bool] = {}
-
-    def declares(name: str) -> bool:
-        if name not in declared:
-            doc = view.catalog.document(paths[name]) if name in paths else None
-            try:
-                fm = json.loads((doc or {}).get("front_matter") or "{}")
-            except (TypeError, ValueError):
-                fm = {}
-            declared[name] = isinstance(fm, dict) and meta.declared_name(fm) is not None
-        return declared[name]
 
     def named(m: re.Match) -> str:
         said = m.group(1)
         name = matcher.by_name[said.lower()]
         words = terms.WORD_RUN_RE.findall
-        if set(words(said.lower())) & set(words(name.lower())) or not declares(name):
+        if set(words(said.lower())) & set(words(name.lower())) or not view.declares_name(name):
             return m.group(0)
         return f"{m.group(0)} ({name})"
     return matcher.regex.sub(named, text)
@@ -753,12 +741,15 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     evidence must be clearly above the bar) — a question whose rephrasing finds a strong section is
     not "nothing strong"."""
     lookups = Lookups(view, None)   # filters aside, shared by every phrasing's verdict
-    no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found)
+    # How to do a thing does not hang on the day it is needed ("get back a file I deleted yesterday"):
+    # the question says whether it asks how, for each of its phrasings.
+    days = not rank.intent(query).howto
+    no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found, days)
     if not no_strong or not ranked or lacking:
         return no_strong, reasons   # a rephrasing cannot make an identifier or a day the corpus lacks exist
     for ph in legs.alternates:
         alt_ranked = sorted(ph.cands.values(), key=lambda c: (-c.score, c.section_id))
-        weak, _, _, _ = _no_strong_match(view, lookups, ph.text, alt_ranked, ph.probes_found)
+        weak, _, _, _ = _no_strong_match(view, lookups, ph.text, alt_ranked, ph.probes_found, days)
         top_dense = max((c.dense for c in alt_ranked[:ABSTAIN_POOL]), default=0.0)
         if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
@@ -766,7 +757,7 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
 
 
 def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate],
-                     probes_found: set[str]) -> tuple[bool, list[str], float, bool]:
+                     probes_found: set[str], days: bool) -> tuple[bool, list[str], float, bool]:
     """Whether nothing really answers, with the reasons, the semantic bar it applied and whether the
     question names something the corpus lacks outright (an identifier or a day: no rephrasing makes
     it exist). docs/ranking.md derives the constants.
@@ -787,8 +778,7 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
     # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
     # is what the question is about, and absent, like an identifier.
     covered = lookups.held_days(query)
-    # How to do a thing does not hang on the day it is needed ("get back a file I deleted yesterday").
-    unheld = lookups.unheld_days(query) if not rank.intent(query).howto else []
+    unheld = lookups.unheld_days(query) if days else []   # `days`: a day the notes lack counts (_abstains)
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:
