@@ -67,6 +67,10 @@ ERROR_WORDS_RE = re.compile(r"\b(error|err|fatal|panic|exception|failed|failure|
 CURRENT_RE = re.compile(
     r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
     r"end up|ended up)\b", re.IGNORECASE)
+# A question that asks for a value as it stands now ("which release is it on right now?", "what is X
+# set to these days?") opens with a question word: the newest account of it settles it, as for an
+# outcome. A story that only mentions now ("my jobs ran fine, now none start — why?") is a symptom.
+ASKS_RE = re.compile(r"\W*(what|what's|which|how|when|where|who|why)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
@@ -89,9 +93,9 @@ CONVERSATION_OUTCOME_MARGIN = 0.1
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    # "Did it happen? Is it still so?": among sections this close to the best, the newest dated one
-    # goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4 alike; 0.2 is the
-    # rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
+    # "Did it happen? Is it still so? What is it now?": among sections this close to the best, the
+    # newest dated one goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4
+    # alike; 0.2 is the rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
     outcome_tie_margin: float = 0.2
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     # A section or document marked superseded / obsolete says it no longer holds: for a question
@@ -183,6 +187,7 @@ class Intent:
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
+    current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
 
 
 def intent(query: str) -> Intent:
@@ -200,7 +205,8 @@ def intent(query: str) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history)
+    current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
+    return Intent(howto, outcome, past, fact, history, current)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -293,7 +299,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
         c.score = moved
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
-    if it.outcome and cfg.outcome_tie_margin:
+    if (it.outcome or it.current) and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)

@@ -44,6 +44,28 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30}, "did the migration actually happen?") == [1, 2, 3]
 
 
+def test_a_question_asking_for_a_value_as_it_is_now_is_settled_by_the_newest_of_near_ties():
+    """"Which key does it sign with now?" — the day it was rotated, then the day it was rotated
+    again: the newer account is the value now, as for "did it happen?". A story that only mentions
+    now ("ran fine in March, now nothing starts — why?") asks for a cause, left to relevance."""
+    rows = [row(1, "journal/2030/2030-04-14.md", "2030-04-14 > key ID is the old one", doc_type="journal",
+                date="2030-04-14"),
+            row(2, "journal/2030/2030-04-15.md", "2030-04-15 > key rotated again", doc_type="journal",
+                date="2030-04-15"),
+            row(3, "notes/apple.md", "Apple keys", doc_type="doc")]
+    scores = {1: 0.80, 2: 0.72, 3: 0.50}
+    for query in ("which key ID does purchase-svc sign with now?", "What key are we on these days?",
+                  "how many nodes does the group have today?"):
+        assert rank.intent(query).current, query
+        assert ranked(rows, scores, query) == [2, 1, 3], query
+    assert ranked(rows, scores, "which key ID does purchase-svc sign with?") == [1, 2, 3]   # not asked "now"
+    story = "my builds ran fine in March, now they fail with the key ID. What's blocking us?"
+    assert not rank.intent(story).current
+    assert ranked(rows, scores, story) == [1, 2, 3]
+    off = rank.RankingConfig(outcome_tie_margin=0.0)
+    assert ranked(rows, scores, "which key ID does purchase-svc sign with now?", cfg=off) == [1, 2, 3]
+
+
 @pytest.mark.parametrize("query,kind", [
     ("did the cut-over actually happen?", "outcome"),
     ("are we still planning to move to Redis Cluster?", "outcome"),
