@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.ingest.transcripts import COMPACTION_HEADING, DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.errors import UserError
 
@@ -355,14 +356,26 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
 
 def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:
     """Whether something happened is settled by the newest account of it: among the sections
-    within `margin` of the best score, the newest dated one goes first (the rest keep their order)."""
+    within `margin` of the best score, the newest dated one goes first (the rest keep their order).
+    On the same day, an entry written that day goes before a section dated by its file's `updated:`
+    (written_that_day)."""
     best = max(c.score for c in cands.values())
     near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin)
             and sid in rows and date_value(rows[sid].date) is not None]
     if len(near) < 2:
         return
-    newest = max(near, key=lambda sid: (date_value(rows[sid].date), cands[sid].score))
+    newest = max(near, key=lambda sid: (date_value(rows[sid].date), written_that_day(rows[sid]),
+                                        cands[sid].score))
     c = cands[newest]
     if c.score < best:
         c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
         c.score = best + 1e-6
+
+
+def written_that_day(s) -> bool:
+    """Is the section's date its own — a heading that names the day (a journal entry, a dated
+    History line) or a daily note's file name — rather than its file's front matter? A record's
+    `updated:` says the file was touched that day, not which of its sections was: the day the plan
+    was dropped, the journal entry that says so answers "is it still planned?", not the record's
+    History the same edit touched."""
+    return bool(meta.document_date(s.path, {}) or meta.heading_dates(s.heading.split(" > "), s.path))
