@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from remembrancer.indexer import terms
+from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.ingest.transcripts import COMPACTION_HEADING, DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.errors import UserError
 
@@ -67,6 +68,10 @@ ERROR_WORDS_RE = re.compile(r"\b(error|err|fatal|panic|exception|failed|failure|
 CURRENT_RE = re.compile(
     r"\b(still|any ?more|these days|at the moment|currently|current|right now|now|latest|today|"
     r"end up|ended up)\b", re.IGNORECASE)
+# A question that asks for a value as it stands now ("which release is it on right now?", "what is X
+# set to these days?") opens with a question word: the newest account of it settles it, as for an
+# outcome. A story that only mentions now ("my jobs ran fine, now none start — why?") is a symptom.
+ASKS_RE = re.compile(r"\W*(what|what's|which|how|when|where|who|why)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
@@ -89,9 +94,9 @@ CONVERSATION_OUTCOME_MARGIN = 0.1
 @dataclass
 class RankingConfig:
     type_weights: dict[str, float] = field(default_factory=dict)   # doc type → multiplier (none by default)
-    # "Did it happen? Is it still so?": among sections this close to the best, the newest dated one
-    # goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4 alike; 0.2 is the
-    # rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
+    # "Did it happen? Is it still so? What is it now?": among sections this close to the best, the
+    # newest dated one goes first — the latest account settles it. Chosen on memory-dev-3 (0.2–0.4
+    # alike; 0.2 is the rules' own swing bound), checked on the others (docs/ranking.md, "Memory rules").
     outcome_tie_margin: float = 0.2
     detail_margin: float = 0.1           # a section inside the best one, this near it, goes first
     # A section or document marked superseded / obsolete says it no longer holds: for a question
@@ -183,6 +188,7 @@ class Intent:
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
+    current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
 
 
 def intent(query: str) -> Intent:
@@ -200,7 +206,8 @@ def intent(query: str) -> Intent:
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
     past = not outcome and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history)
+    current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
+    return Intent(howto, outcome, past, fact, history, current)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -293,7 +300,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
         c.score = moved
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
-    if it.outcome and cfg.outcome_tie_margin:
+    if (it.outcome or it.current) and cfg.outcome_tie_margin:
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
@@ -349,14 +356,26 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
 
 def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:
     """Whether something happened is settled by the newest account of it: among the sections
-    within `margin` of the best score, the newest dated one goes first (the rest keep their order)."""
+    within `margin` of the best score, the newest dated one goes first (the rest keep their order).
+    On the same day, an entry written that day goes before a section dated by its file's `updated:`
+    (written_that_day)."""
     best = max(c.score for c in cands.values())
     near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin)
             and sid in rows and date_value(rows[sid].date) is not None]
     if len(near) < 2:
         return
-    newest = max(near, key=lambda sid: (date_value(rows[sid].date), cands[sid].score))
+    newest = max(near, key=lambda sid: (date_value(rows[sid].date), written_that_day(rows[sid]),
+                                        cands[sid].score))
     c = cands[newest]
     if c.score < best:
         c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
         c.score = best + 1e-6
+
+
+def written_that_day(s) -> bool:
+    """Is the section's date its own — a heading that names the day (a journal entry, a dated
+    History line) or a daily note's file name — rather than its file's front matter? A record's
+    `updated:` says the file was touched that day, not which of its sections was: the day the plan
+    was dropped, the journal entry that says so answers "is it still planned?", not the record's
+    History the same edit touched."""
+    return bool(meta.document_date(s.path, {}) or meta.heading_dates(s.heading.split(" > "), s.path))

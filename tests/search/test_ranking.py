@@ -18,7 +18,7 @@ from tests.support.ranking import ranked, row
 
 
 def test_questions_about_now_prefer_records_and_questions_about_events_are_left_to_relevance():
-    rows = [row(1, "journal/2030/2030-01-21.md", "2030-01-21 > pool raised", doc_type="journal", date="2030-01-21"),
+    rows = [row(1, "journal/2030/2030-01-20.md", "2030-01-20 > pool raised", doc_type="journal", date="2030-01-20"),
             row(2, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-21")]
     scores = {1: 0.80, 2: 0.70}
     assert ranked(rows, scores, "what is the pool size at the moment?") == [2, 1]
@@ -42,6 +42,46 @@ def test_outcome_questions_prefer_the_newest_of_near_ties():
     assert ranked(rows, scores, "did the migration actually happen?", cfg=off) == [1, 2, 3]   # relevance alone
     # Only near ties: a newer account 40 % behind the best stays where relevance puts it.
     assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30}, "did the migration actually happen?") == [1, 2, 3]
+
+
+def test_a_question_asking_for_a_value_as_it_is_now_is_settled_by_the_newest_of_near_ties():
+    """"Which key does it sign with now?" — the day it was rotated, then the day it was rotated
+    again: the newer account is the value now, as for "did it happen?". A story that only mentions
+    now ("ran fine in March, now nothing starts — why?") asks for a cause, left to relevance."""
+    rows = [row(1, "journal/2030/2030-04-14.md", "2030-04-14 > key ID is the old one", doc_type="journal",
+                date="2030-04-14"),
+            row(2, "journal/2030/2030-04-15.md", "2030-04-15 > key rotated again", doc_type="journal",
+                date="2030-04-15"),
+            row(3, "notes/apple.md", "Apple keys", doc_type="doc")]
+    scores = {1: 0.80, 2: 0.72, 3: 0.50}
+    for query in ("which key ID does purchase-svc sign with now?", "What key are we on these days?",
+                  "how many nodes does the group have today?"):
+        assert rank.intent(query).current, query
+        assert ranked(rows, scores, query) == [2, 1, 3], query
+    assert ranked(rows, scores, "which key ID does purchase-svc sign with?") == [1, 2, 3]   # not asked "now"
+    story = "my builds ran fine in March, now they fail with the key ID. What's blocking us?"
+    assert not rank.intent(story).current
+    assert ranked(rows, scores, story) == [1, 2, 3]
+    off = rank.RankingConfig(outcome_tie_margin=0.0)
+    assert ranked(rows, scores, "which key ID does purchase-svc sign with now?", cfg=off) == [1, 2, 3]
+
+
+def test_on_the_same_day_the_entry_written_that_day_goes_before_a_record_touched_that_day():
+    """The record's `updated:` is the day the plan was dropped because the same edit touched it: its
+    History section carries that date without saying it. The journal entry headed that day (or a
+    daily note named by it) is the account; on an earlier day the record would still win."""
+    record = row(1, "services/k3s.md", "k3s cluster > History", doc_type="service", date="2031-06-30")
+    entry = row(2, "journal/2031/2031-06-30.md", "2031-06-30 (Mon) > 10:15 Redis Cluster: dropped",
+                doc_type="journal", date="2031-06-30")
+    daily = row(3, "Daily/2031-06-30.md", "", doc_type="journal", date="2031-06-30")
+    assert [rank.written_that_day(r) for r in (record, entry, daily)] == [False, True, True]
+    q = "are we still planning to move Redis to Redis Cluster?"
+    assert ranked([record, entry], {1: 0.80, 2: 0.75}, q) == [2, 1]
+    assert ranked([record, daily], {1: 0.80, 3: 0.75}, q) == [3, 1]
+    assert ranked([record, entry], {1: 0.80, 2: 0.75}, "what is the Redis plan now?") == [2, 1]
+    older = row(2, "journal/2031/2031-06-29.md", "2031-06-29 (Sun) > 10:15 Redis Cluster: dropped",
+                doc_type="journal", date="2031-06-29")
+    assert ranked([record, older], {1: 0.80, 2: 0.75}, q) == [1, 2]
 
 
 @pytest.mark.parametrize("query,kind", [
