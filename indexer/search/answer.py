@@ -31,6 +31,12 @@ BM25_CANDIDATES = 200
 DENSE_CANDIDATES = 300
 LITERAL_CANDIDATES = 200
 W_DENSE = 0.7          # min-max weighted sum, 0.7 dense (beat RRF k=60 on the dev sets: docs/ranking.md)
+# A long question — a story of what was seen, then the question — is embedded as one mean of all its
+# words, its point diluted by its setting, while BM25 counts each of its rare words: from this many
+# words on the dense leg's share is W_DENSE_LONG (docs/ranking.md, "The legs": chosen on
+# memory-dev-3, 12–16 words and 0.55–0.65 alike; checked on the others).
+LONG_QUESTION_WORDS = 14
+W_DENSE_LONG = 0.65
 W_LITERAL = 0.3        # the literal leg's share when the question has a probe or names an entity
 SNIPPET_CHARS = 240
 SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut from a window around its first match
@@ -594,7 +600,8 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     for found in (titled, shared.dated(days)):
         for sid in [s for s in found if s in cands] + sorted(s for s in found if s not in cands)[:LITERAL_CANDIDATES]:
             cand(sid).literal += 1.0
-    _fuse(cands, identifier_query=bool(probes or own or titled))
+    _fuse(cands, identifier_query=bool(probes or own or titled),
+          long_question=len(query.split()) >= LONG_QUESTION_WORDS)
     if POINTER_CREDIT:
         _credit_pointers(cands, shared)
     return Phrasing(query, cands, probes_found, tuple(days))
@@ -669,15 +676,16 @@ def _probe_leg(view, probes: list[str], shared: Lookups,
     return out, found
 
 
-def _fuse(cands: dict[int, Candidate], identifier_query: bool) -> None:
-    """Min-max weighted sum of the legs; a literal identifier hit adds a fixed share."""
+def _fuse(cands: dict[int, Candidate], identifier_query: bool, long_question: bool = False) -> None:
+    """Min-max weighted sum of the legs (the dense leg's share smaller for a long question); a
+    literal identifier hit adds a fixed share."""
     if not cands:
         return
     bm_max = max(c.bm25 for c in cands.values()) or 1.0
     dense_vals = [c.dense for c in cands.values() if c.dense > 0]
     d_min, d_max = (min(dense_vals), max(dense_vals)) if dense_vals else (0.0, 1.0)
     span = (d_max - d_min) or 1.0
-    w_dense = W_DENSE if dense_vals else 0.0
+    w_dense = (W_DENSE_LONG if long_question else W_DENSE) if dense_vals else 0.0
     lit_max = max(c.literal for c in cands.values()) or 1
     for c in cands.values():
         bm = c.bm25 / bm_max

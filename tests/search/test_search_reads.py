@@ -87,3 +87,28 @@ def test_one_result_per_section_stops_at_what_can_be_shown():
     ranked = [S.Candidate(i) for i in range(10)]
     assert [c.section_id for c in S.one_per_section(ranked, rows)] == [0, 1, 2]
     assert [c.section_id for c in S.one_per_section(ranked, rows, keep=2)] == [0, 1]
+
+
+def test_a_long_question_leans_on_its_words_more_than_on_its_one_embedding(tmp_path, tiny_engine, monkeypatch):
+    """A story of what was seen, then the question, is embedded as one mean of all its words; BM25
+    counts each of them. From LONG_QUESTION_WORDS words on, the dense leg's share is W_DENSE_LONG:
+    a section the words find beats one the embedding barely prefers — each phrasing judged by its
+    own length."""
+    def fused(long_question: bool) -> list[int]:
+        cands = {1: S.Candidate(1, bm25=10.0, dense=0.55), 2: S.Candidate(2, bm25=0.5, dense=0.80),
+                 3: S.Candidate(3, bm25=0.5, dense=0.30)}
+        S._fuse(cands, identifier_query=False, long_question=long_question)
+        return sorted(cands, key=lambda i: -cands[i].score)
+
+    assert fused(False)[0] == 2 and fused(True)[0] == 1
+    e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
+    seen: list[tuple[str, bool]] = []
+    real = S._fuse
+    monkeypatch.setattr(S, "_fuse", lambda cands, identifier_query, long_question=False:
+                        seen.append(long_question) or real(cands, identifier_query, long_question))
+    short = "restore the postgres dump"
+    long = "the nightly job failed again this morning and the dashboards were empty, how do I restore the postgres dump"
+    assert len(long.split()) >= S.LONG_QUESTION_WORDS > len(short.split())
+    search(e.view(), SearchRequest(short, limit=3))
+    search(e.view(), SearchRequest(long, limit=3, alternates=[short]))
+    assert seen == [False, True, False]
