@@ -71,7 +71,7 @@ CURRENT_RE = re.compile(
 # A question that asks for a value as it stands now ("which release is it on right now?", "what is X
 # set to these days?") opens with a question word: the newest account of it settles it, as for an
 # outcome. A story that only mentions now ("my jobs ran fine, now none start — why?") is a symptom.
-ASKS_RE = re.compile(r"\W*(what|what's|which|how|when|where|who|why)\b", re.IGNORECASE)
+ASKS_RE = re.compile(r"^\W*(what|what's|which|how|when|where|who|why)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
