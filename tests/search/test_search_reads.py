@@ -102,7 +102,7 @@ def test_a_long_question_leans_on_its_words_more_than_on_its_one_embedding(tmp_p
 
     assert fused(False)[0] == 2 and fused(True)[0] == 1
     e = tiny_engine(corpus(tmp_path / "notes", RUNBOOK))
-    seen: list[tuple[str, bool]] = []
+    seen: list[bool] = []
     real = S._fuse
     monkeypatch.setattr(S, "_fuse", lambda cands, identifier_query, long_question=False:
                         seen.append(long_question) or real(cands, identifier_query, long_question))
