@@ -156,6 +156,12 @@ def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None 
     return None
 
 
+def heading_gives(date: str | None, heading_chain: list[str], rel: str, doc_date: str | None = None) -> bool:
+    """Whether `date` is the day a section's own heading gives (a slashed day read either way round:
+    the document said which, dates.slash_order), not the one it has from its document."""
+    return bool(date) and date in {heading_dates(heading_chain, rel, doc_date, first) for first in (True, False)}
+
+
 def _day_in_words(title: str, above: list[str], rel: str, doc_date: str | None) -> str | None:
     found = heading_day(title)
     if found is None:
@@ -226,15 +232,16 @@ class Entity:
 # gives a thing's other names (aliases) beside what a record states of it (its name, owners, repo,
 # address) makes a record. Aliases alone do not: Obsidian lets any note have them ("people",
 # "restore"), and a note on the people one knows, or a how-to, is no record of a service.
+#
+# A how-to tag makes a runbook, but a documentation site's `docs/how-to/` holds guides, not an
+# operator's runbooks: a folder of that name says nothing of a note's kind.
+DOCS_FOLDERS = frozenset("howto how-to howtos how-tos".split())
 KIND_WORDS: dict[str, frozenset[str]] = {
-    "runbook": frozenset("runbook runbooks howto how-to howtos how-tos snippet snippets procedure procedures "
-                         "playbook playbooks".split()),
+    "runbook": DOCS_FOLDERS | frozenset("runbook runbooks snippet snippets procedure procedures "
+                                        "playbook playbooks".split()),
     "host": frozenset("host hosts server servers".split()),
     "service": frozenset("tool tools service services component components".split()),
 }
-# A documentation site's `docs/how-to/` holds guides, not an operator's runbooks: a folder of that name
-# says nothing of a note's kind (a tag does).
-DOCS_FOLDERS = frozenset("howto how-to howtos how-tos".split())
 NAME_KEYS = ("host", "service", "name")   # a record's own name for the thing, as its front matter declares it
 RECORD_KEYS = (*NAME_KEYS, "owner", "owners", "repo", "ip", "ips", "hostname", "hostnames")
 JOURNAL_MIN_DATED = 3          # dated sections (headings carrying a date, or under one), at least

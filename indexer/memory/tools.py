@@ -147,7 +147,7 @@ class _Dates:
         doc, rel, doc_date = self._doc(s.path)
         chain = s.heading.split(" > ") if s.heading else []
         # the date its heading gives, read either way round (`03/04/2031`: the document said which)
-        if s.date and s.date in {meta.heading_dates(chain, rel, doc_date, first) for first in (True, False)}:
+        if meta.heading_gives(s.date, chain, rel, doc_date):
             return s.date, "heading"
         if doc_date:
             return s.date, "document"

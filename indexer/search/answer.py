@@ -254,6 +254,7 @@ class Hybrid(NamedTuple):
     rows: dict            # section rows the rerank read
     probes_found: set[str]  # literal probes that occur in some visible section (abstention asks)
     alternates: tuple = ()  # each rephrasing's own evidence (abstention judges them too)
+    intent: rank.Intent | None = None   # what the question asks for, read once (abstention asks it too)
 
 
 class Phrasing(NamedTuple):
@@ -357,7 +358,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
-    return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]))
+    return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]), it)
 
 
 def _named_day_first(view, cands: dict[int, Candidate], dated: dict[int, str]) -> None:
@@ -751,7 +752,7 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     lookups = Lookups(view, None)   # filters aside, shared by every phrasing's verdict
     # How to do a thing does not hang on the day it is needed ("get back a file I deleted yesterday"):
     # the question says whether it asks how, for each of its phrasings.
-    days = not rank.intent(query).howto
+    days = not legs.intent.howto
     no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found, days)
     if not no_strong or not ranked or lacking:
         return no_strong, reasons   # a rephrasing cannot make an identifier or a day the corpus lacks exist

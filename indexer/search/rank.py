@@ -378,4 +378,5 @@ def written_that_day(s) -> bool:
     `updated:` says the file was touched that day, not which of its sections was: the day the plan
     was dropped, the journal entry that says so answers "is it still planned?", not the record's
     History the same edit touched."""
-    return bool(meta.document_date(s.path, {}) or meta.heading_dates(s.heading.split(" > "), s.path))
+    chain = s.heading.split(" > ") if s.heading else []
+    return bool(meta.document_date(s.path, {}) or meta.heading_gives(s.date, chain, s.path))

@@ -75,6 +75,8 @@ def test_on_the_same_day_the_entry_written_that_day_goes_before_a_record_touched
                 doc_type="journal", date="2031-06-30")
     daily = row(3, "Daily/2031-06-30.md", "", doc_type="journal", date="2031-06-30")
     assert [rank.written_that_day(r) for r in (record, entry, daily)] == [False, True, True]
+    # A slashed day is read either way round, as the notes' own date tools read it (meta.heading_gives).
+    assert rank.written_that_day(row(4, "ops/log.md", "Ops log > 03/04/2031", doc_type="journal", date="2031-04-03"))
     q = "are we still planning to move Redis to Redis Cluster?"
     assert ranked([record, entry], {1: 0.80, 2: 0.75}, q) == [2, 1]
     assert ranked([record, daily], {1: 0.80, 3: 0.75}, q) == [3, 1]
