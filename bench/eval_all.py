@@ -104,8 +104,7 @@ ABLATIONS = {
 }
 for _key, _off in (("howto_steps_boost", 1.0),
                    ("fact_history_factor", 1.0), ("rule_swing", 0.0),
-                   ("detail_margin", 0.0), ("stale_factor", 1.0), ("outcome_tie_margin", 0.0),
-                   ("fact_runbook_factor", 1.0)):
+                   ("detail_margin", 0.0), ("stale_factor", 1.0), ("outcome_tie_margin", 0.0)):
     if hasattr(RankingConfig(), _key):
         ABLATIONS[_key] = {"ranking": {_key: _off}}
 

@@ -108,11 +108,6 @@ class RankingConfig:
     howto_steps_boost: float = 1.3       # a how-to question: the runbook section that is the procedure
                                          # asked for (numbered steps; its Rollback or Verify part for
                                          # "how do I roll it back / check it worked?")
-    # A runbook says what to do, not how things stand: for a question about a fact as it stands
-    # ("what is X set to now?", "how many partitions does …?") a runbook section steps back a little,
-    # so the record or the journal entry that states the fact wins a near tie. Chosen on memory-dev-2
-    # (0.8–0.95 alike; the mildest), checked on the others (docs/ranking.md).
-    fact_runbook_factor: float = 0.95
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
@@ -154,7 +149,7 @@ class RankingConfig:
 # The range each numeric [ranking] setting may take: a share of the best score, or a multiplier.
 SETTING_RANGES = {"outcome_tie_margin": (0.0, 1.0), "detail_margin": (0.0, 1.0), "rule_swing": (0.0, 1.0),
                   "stale_factor": (0.0, 10.0), "fact_history_factor": (0.0, 10.0), "compaction_factor": (0.0, 10.0),
-                  "howto_steps_boost": (0.0, 10.0), "fact_runbook_factor": (0.0, 10.0)}
+                  "howto_steps_boost": (0.0, 10.0)}
 WEIGHT_RANGE = (0.0, 10.0)
 
 
@@ -289,8 +284,6 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
         if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
             scale(cfg.stale_factor, "marked superseded, for a question about how things are")
-        if it.fact and s.doc_type == "runbook" and cfg.fact_runbook_factor != 1.0:
-            scale(cfg.fact_runbook_factor, "a runbook, for a question about a fact")
         if reads_text(s, it, cfg) and answers_howto(s, it):
             scale(cfg.howto_steps_boost, "a runbook's procedure, for a how-to question" if it.howto == "steps"
                   else f"the runbook's {it.howto} part, for a question asking for it")
