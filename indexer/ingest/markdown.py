@@ -189,8 +189,10 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
     or is over FRONT_MATTER_MAX_BYTES is skipped with a warning (the body is still indexed), so
     that it never turns into a setext heading.
     """
-    if not lines or not _FRONT_MATTER_OPEN.match(lines[0]):
+    if not lines:
         return {}, 1
+    if not _FRONT_MATTER_OPEN.match(lines[0]):
+        return _read_page_properties(lines, path, warnings)
     close, size = None, 0
     for i in range(1, len(lines)):
         if _FRONT_MATTER_CLOSE.match(lines[i]):
@@ -217,6 +219,46 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
     if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
         return {}, 1  # e.g. "2024: review" between two rules is prose, not metadata
     return data, close + 2
+
+
+# Logseq keeps a page's properties as its first lines, `key:: value` (and Obsidian's Dataview reads
+# the same lines as a note's fields): the metadata YAML front matter holds, in another syntax.
+_PAGE_PROPERTY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)::(?:[ \t]+(.*?))?[ \t]*\Z")
+PAGE_PROPERTY_LISTS = frozenset({"alias", "aliases", "tags", "tag"})   # comma lists in Logseq
+_WIKI_LINK = re.compile(r"\[\[([^\[\]]*)\]\]")
+
+
+def _read_page_properties(lines: list[str], path: str, warnings: list[str]) -> tuple[dict, int]:
+    """Return (front matter, body start line) for a page whose first lines are `key:: value`
+    properties (to the first other line). Keys are read lowercased, as Logseq reads them; `alias::`
+    and `tags::` are comma lists; a `[[link]]` is its page's name. A block over
+    FRONT_MATTER_MAX_BYTES is ignored with a warning and indexed as text, as YAML's is."""
+    data: dict[str, Any] = {}
+    size = count = 0
+    for line in lines:
+        m = _PAGE_PROPERTY_LINE.match(line)
+        if m is None:
+            break
+        size += len(line) + 1
+        if size > FRONT_MATTER_MAX_BYTES:
+            warnings.append(f"{path}: page properties (key:: value) are over {FRONT_MATTER_MAX_BYTES // 1024} KB; "
+                            "indexed as text")
+            return {}, 1
+        count += 1
+        key, raw = m.group(1).lower(), m.group(2) or ""
+        if key in PAGE_PROPERTY_LISTS:
+            data[key] = [*data.get(key, []), *_property_list(raw)]
+        else:
+            data[key] = _WIKI_LINK.sub(r"\1", raw).strip()
+    return (data, count + 1) if count else ({}, 1)
+
+
+def _property_list(raw: str) -> list[str]:
+    """`a, [[b, c]], #d` → ["a", "b, c", "d"]: split at the commas outside links (a link's own
+    commas set aside first, so the split is one pass over the line)."""
+    kept = _WIKI_LINK.sub(lambda m: m.group(1).replace(",", "\0"), raw)
+    items = (item.replace("\0", ",").strip().lstrip("#").strip() for item in kept.split(","))
+    return [item for item in items if item]
 
 
 def _looks_like_yaml(block: list[str]) -> bool:

@@ -6,7 +6,10 @@ that answers (rank._detail_before_summary)."""
 
 from __future__ import annotations
 
+import pytest
+
 from remembrancer.indexer import api
+from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest import chunks, meta
 from remembrancer.indexer.ingest.markdown import front_matter_text, parse_markdown, with_front_matter_preamble
 from remembrancer.indexer.search import rank
@@ -253,3 +256,56 @@ def test_a_front_matter_only_note_shows_its_lines_as_the_snippet(tmp_path, tiny_
     out = api.do_search(e.view(), {"query": "deploys December", "limit": 3})
     first = (out["results"] or out["best_weak"])[0]
     assert first["heading"] == "" and "no deploys from December 21" in first["snippet"]
+
+
+TURNSTILE = """alias:: model serving gateway, [[Front door, EU]]
+tags:: service, #[[platform]]
+owners:: [[Hattie Brennan]]
+title:: Turnstile
+
+- Routes every model endpoint to its Triton model
+\t- `/v1/eta` goes to eta-ftt
+"""
+
+
+def test_a_logseq_pages_properties_are_its_front_matter(tmp_path, tiny_engine):
+    """Logseq keeps a page's metadata as `key:: value` lines at its top, not YAML: they are read as
+    front matter — `alias::` and `tags::` as lists (a `[[link]]` is its page's name, its own commas
+    kept), the tags type the page, the aliases name its record, and every value is the preamble's
+    text as YAML's is. A line that only holds `::` (`std::vector`) is text; `secret:: true` keeps the
+    page out of the index as `secret: true` does."""
+    parsed = parse_markdown(TURNSTILE)
+    assert parsed.front_matter == {"alias": ["model serving gateway", "Front door, EU"],
+                                   "tags": ["service", "platform"], "owners": "Hattie Brennan", "title": "Turnstile"}
+    assert parsed.body_start_line == 5 and parsed.title == "Turnstile"
+    assert [(s.heading, s.start_line, s.end_line) for s in with_front_matter_preamble(parsed).sections] == [("", 1, 7)]
+    assert parse_markdown("std::vector<int> v;\n\n# Vectors\n").front_matter == {}
+    assert parse_markdown("Note:: read twice\n\nText.\n").front_matter == {"note": "read twice"}
+
+    e = tiny_engine(write_tree(tmp_path / "graph", {
+        "pages/Turnstile.md": TURNSTILE,
+        "pages/Shelf.md": "alias:: model registry\n\n- keeps every model version\n",
+        "pages/Vault token.md": "secret:: true\n\n- the deploy token lives here\n",
+        "pages/Other.md": "- nothing about gateways\n"}))
+    view = e.view()
+    assert api.do_read(view, {"path": "pages/Turnstile.md", "max_chars": 100})["type"] == "service"
+    assert _keyword(e, "Brennan") == [("pages/Turnstile.md", "")]
+    # the alias names the record: the literal leg credits the record's sections, and only them
+    credited = {key for key, v in _literal(e, "which models sit behind the front door, EU?").items() if v >= 1.0}
+    assert credited == {("pages/Turnstile.md", "")}
+    assert "pages/Vault token.md" not in {r["path"] for r in
+                                          api.do_search(view, {"query": "deploy token", "limit": 10})["results"]}
+    with pytest.raises(UserError):
+        api.do_read(view, {"path": "pages/Vault token.md"})
+
+
+def test_page_properties_past_the_front_matter_cap_are_text_and_said(tmp_path):
+    """A run of `key:: value` lines as large as no page's metadata is (a generated file) is not
+    metadata: it is indexed as text, with a warning, as oversized YAML front matter is."""
+    from remembrancer.indexer.ingest.markdown import FRONT_MATTER_MAX_BYTES
+
+    lines = "".join(f"k{i}:: {'v' * 60}\n" for i in range(FRONT_MATTER_MAX_BYTES // 60 + 10))
+    parsed = parse_markdown(lines + "\n# After\n\nBody.\n", path="big.md")
+    assert parsed.front_matter == {} and parsed.body_start_line == 1
+    assert any("page properties" in w and "indexed as text" in w for w in parsed.warnings)
+    assert parsed.sections[0].heading == "" and parsed.sections[0].text.startswith("k0:: ")
