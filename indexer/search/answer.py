@@ -7,6 +7,7 @@ records the figures behind every constant.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -351,6 +352,9 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
             notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
                          "indexed): they are found by keywords only until an index run embeds them")
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
+    if it.current:
+        matcher, entity_paths = view.entities()
+        it = dataclasses.replace(it, of_record=any(entity_paths.get(n) for n in matcher.mentions(query)))
     shared = Lookups(view, allowed)
     evidence = [_phrasing(view, text, vec, shared, it) for text, vec in zip(phrasings, vecs)]
     cands = evidence[0].cands if not alternates else _combine(evidence)

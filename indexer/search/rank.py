@@ -184,6 +184,7 @@ class Intent:
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
     current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
+    of_record: bool = False  # it names a thing the notes keep a record of (a host's, a service's)
 
 
 def intent(query: str) -> Intent:
@@ -274,7 +275,10 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
 
         w = cfg.type_weights.get(s.doc_type, 1.0)
         if s.doc_type == "journal":
-            if it.fact:
+            # A value asked for as it is now is settled by the newest account (_newest_of_near_ties).
+            # Of a thing the notes keep a record of, the record states it and the journal is history;
+            # of anything else, the entry of the day it changed is such an account.
+            if it.fact and not (it.current and not it.of_record):
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
             scale(cfg.fact_history_factor, "the record's history, for a question about now")

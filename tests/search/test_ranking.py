@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import pytest
@@ -12,7 +13,8 @@ from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.models.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.search.answer import SearchRequest, search
-from tests.support.corpus import write
+from remembrancer.indexer.search.answer import Candidate
+from tests.support.corpus import write, write_tree
 from tests.support.paths import EXAMPLES
 from tests.support.ranking import ranked, row
 
@@ -64,6 +66,42 @@ def test_a_question_asking_for_a_value_as_it_is_now_is_settled_by_the_newest_of_
     assert ranked(rows, scores, story) == [1, 2, 3]
     off = rank.RankingConfig(outcome_tie_margin=0.0)
     assert ranked(rows, scores, "which key ID does purchase-svc sign with now?", cfg=off) == [1, 2, 3]
+
+
+def test_a_question_asking_for_now_counts_the_journal_entry_of_the_change_as_an_account():
+    """The record was last updated before the day the value changed; the journal entry of that day
+    is the newest account. Asked for the value now, the entry is not stepped back as history, so
+    it is a near tie and, newer, goes first; asked for the value alone, the record's facts go
+    first, the journal ×0.8."""
+    rows = [row(1, "hosts/db1.md", "db1 > PgBouncer", doc_type="host", date="2030-01-10"),
+            row(2, "journal/2030/2030-01-20.md", "2030-01-20 > pool raised to 40", doc_type="journal",
+                date="2030-01-20")]
+    scores = {1: 0.80, 2: 0.70}
+    assert ranked(rows, scores, "what is the PgBouncer pool size now?") == [2, 1]
+    assert ranked(rows, scores, "What pool size does PgBouncer use these days?") == [2, 1]
+    assert ranked(rows, scores, "what is the PgBouncer pool size?") == [1, 2]
+    assert ranked(rows, {1: 0.80, 2: 0.60}, "what is the PgBouncer pool size now?") == [1, 2]   # not a near tie
+    # Of a thing the notes keep a record of, the record states it: the journal stays history.
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    named = dataclasses.replace(rank.intent("what is db1's pool size now?"), of_record=True)
+    rank.rerank(cands, {r.id: r for r in rows}, named, rank.RankingConfig())
+    assert cands[1].score > cands[2].score
+
+
+def test_the_search_reads_whether_a_question_about_now_names_a_thing_with_a_record(tmp_path, tiny_engine):
+    """`of_record` comes from the corpus's entities (a host's name or alias), read only for a
+    question about now."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "hosts/db1.md": "---\nhost: db1\naliases: [billing-db]\n---\n# db1\n\n## PgBouncer\n\npool size 40\n",
+        "journal/2030/2030-01-20.md": "# 2030-01-20\n\n## 10:00 pool raised\n\nPgBouncer pool size 40.\n"}))
+    view = e.view()
+    of = {q: answer._hybrid(view, q, None).intent for q in (
+        "what is db1's pool size now?", "what is the billing-db pool size these days?",
+        "what is the pool size now?", "what is db1's pool size?")}
+    assert [(i.current, i.of_record) for i in of.values()] == [(True, True), (True, True), (True, False),
+                                                                (False, False)]
 
 
 def test_on_the_same_day_the_entry_written_that_day_goes_before_a_record_touched_that_day():
