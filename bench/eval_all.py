@@ -100,6 +100,7 @@ ABLATIONS = {
     "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
     "event credit": {"const": {"EVENT_CREDIT": False}},
+    "identifiers first": {"const": {"IDENTIFIERS_FIRST": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("howto_steps_boost", 1.0),

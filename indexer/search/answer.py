@@ -68,6 +68,10 @@ POINTER_POOL = 10
 # An entity's nickname read with its record's name by the dense leg (_with_entity_names). Off only
 # to measure it.
 ALIAS_NAMES = True
+# A question that is its identifiers and at most this many other words ("What is commit d1fe89d?",
+# "What are MLP-447 and MLP-448?") is answered where they are written (_identifiers_first).
+IDENTIFIER_ONLY_WORDS = 1
+IDENTIFIERS_FIRST = True   # off only to measure it
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -361,8 +365,35 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
+    if IDENTIFIERS_FIRST:
+        _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]), it)
+
+
+def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:
+    """A question that is only identifiers the notes hold ("What is commit d1fe89d?") has nothing
+    else to mean: the model reads `d1fe89d` as noise and finds the sections most like "what is
+    commit", which hold no word of the answer. The sections with literal evidence — a probe, a named
+    entity's record — go first, in their order; the rest follow in theirs. A question with more
+    words than IDENTIFIER_ONLY_WORDS besides its identifiers is left to relevance."""
+    if not probes_found:
+        return
+    said = {w for probe in probes_found for w in terms.words(probe)}
+    if len([w for w in terms.content_words(query) if w not in said]) > IDENTIFIER_ONLY_WORDS:
+        return
+    holders = [c for c in cands.values() if c.literal > 0]
+    others = [c for c in cands.values() if c.literal <= 0]
+    if not holders or not others:
+        return
+    low, high = min(c.score for c in holders), max(c.score for c in others)
+    if high < low or high <= 0:
+        return
+    scale = low / high * (1 - 1e-6)   # every other section just below the last holder, its order kept
+    for c in others:
+        if c.score >= low:
+            c.why.append(f"holds none of the identifiers the question is made of ×{scale:.2f}")
+        c.score *= scale
 
 
 def _named_day_first(view, cands: dict[int, Candidate], dated: dict[int, str]) -> None:

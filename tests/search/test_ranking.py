@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from remembrancer.indexer.search import rank
-from remembrancer.indexer import terms
+from remembrancer.indexer import api, terms
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.models.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
@@ -276,3 +276,55 @@ def test_e2e_plain_english_about_something_the_notes_never_cover_abstains(real, 
 def test_e2e_plain_english_the_notes_do_cover_does_not_abstain(real):
     out, first = top(real, "what is the backup schedule for db1")
     assert not out["no_strong_match"] and first["path"] == "hosts/db1.md"
+
+
+def test_a_question_made_of_identifiers_is_answered_where_they_are_written():
+    """"What is commit d1fe89d?": the model reads the hash as noise and likes the sections most
+    like "what is commit". Every section with literal evidence goes first, in its order, the rest
+    after in theirs; a question with more than IDENTIFIER_ONLY_WORDS other words is left alone, as
+    is one whose identifiers the notes do not hold."""
+    from remembrancer.indexer.search import answer
+
+    def cands():
+        return {1: Candidate(1, score=0.53), 2: Candidate(2, score=0.51), 3: Candidate(3, score=0.41, literal=5.3),
+                4: Candidate(4, score=0.30, literal=2.0), 5: Candidate(5, score=0.20)}
+
+    def order(cs):
+        return sorted(cs, key=lambda sid: -cs[sid].score)
+
+    for query, probes in (("What is commit d1fe89d?", {"d1fe89d"}), ("What are MLP-447 and MLP-448?", {"MLP-447", "MLP-448"})):
+        cs = cands()
+        answer._identifiers_first(cs, query, probes)
+        assert order(cs) == [3, 4, 1, 2, 5], query
+        assert any("identifiers" in w for w in cs[1].why) and not cs[5].why
+    for query, probes in (("What did commit d1fe89d change in the scheduler?", {"d1fe89d"}),   # more words
+                          ("What is commit d1fe89d?", set())):                                 # not in the notes
+        cs = cands()
+        answer._identifiers_first(cs, query, probes)
+        assert order(cs) == [1, 2, 3, 4, 5], query
+
+
+def test_the_search_puts_the_sections_holding_an_asked_identifier_first(tmp_path, tiny_engine, monkeypatch):
+    """On the search path: a fusion that ranks the one section holding the hash last (standing in
+    for the real model, whose vector for the question never comes near it: a spy on the real
+    `_fuse`, since the tiny test model's vectors are random) still has it answer first."""
+    from remembrancer.indexer.search import answer
+
+    notes = {f"notes/n{i}.md": f"# Note {i}\n\nWhat is a commit, and what is it for? Commit early, commit often.\n"
+             for i in range(6)}
+    notes["log/2033-W44.md"] = "# 2033-W44\n\n## Tue 17:10 scheduler fix\n\nReverted d1fe89d: unknown time zone.\n"
+    e = tiny_engine(write_tree(tmp_path / "notes", notes))
+    real = answer._fuse
+
+    def last_for_the_holder(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        for c in cs.values():
+            if c.literal > 0:
+                c.score = c.fused = 0.01
+
+    monkeypatch.setattr(answer, "_fuse", last_for_the_holder)
+    out = api.do_search(e.view(), {"query": "What is commit d1fe89d?", "limit": 3})
+    assert (out["results"] or out["best_weak"])[0]["path"] == "log/2033-W44.md"
+    monkeypatch.setattr(answer, "IDENTIFIERS_FIRST", False)
+    out = api.do_search(e.view(), {"query": "What is commit d1fe89d?", "limit": 3})
+    assert (out["results"] or out["best_weak"])[0]["path"] != "log/2033-W44.md"
