@@ -223,7 +223,9 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
 
 # Logseq keeps a page's properties as its first lines, `key:: value` (and Obsidian's Dataview reads
 # the same lines as a note's fields): the metadata YAML front matter holds, in another syntax.
-_PAGE_PROPERTY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)::(?:[ \t]+(.*?))?[ \t]*\Z")
+# (the value is stripped in Python: a lazy `(.*?)[ \t]*\Z` rescans a run of blanks from each of its
+# positions, quadratic on a long one)
+_PAGE_PROPERTY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)::(?:[ \t](.*))?\Z")
 PAGE_PROPERTY_LISTS = frozenset({"alias", "aliases", "tags", "tag"})   # comma lists in Logseq
 _WIKI_LINK = re.compile(r"\[\[([^\[\]]*)\]\]")
 
@@ -245,7 +247,7 @@ def _read_page_properties(lines: list[str], path: str, warnings: list[str]) -> t
                             "indexed as text")
             return {}, 1
         count += 1
-        key, raw = m.group(1).lower(), m.group(2) or ""
+        key, raw = m.group(1).lower(), (m.group(2) or "").strip()
         if key in PAGE_PROPERTY_LISTS:
             data[key] = [*data.get(key, []), *_property_list(raw)]
         else:

@@ -309,3 +309,15 @@ def test_page_properties_past_the_front_matter_cap_are_text_and_said(tmp_path):
     assert parsed.front_matter == {} and parsed.body_start_line == 1
     assert any("page properties" in w and "indexed as text" in w for w in parsed.warnings)
     assert parsed.sections[0].heading == "" and parsed.sections[0].text.startswith("k0:: ")
+
+
+def test_a_page_property_line_is_read_in_linear_time():
+    """A property whose value is a long run of blanks before a last word (`k:: x` + spaces + `y`)
+    was read by a lazy pattern that rescanned the run from each of its positions."""
+    from remembrancer.indexer.ingest.markdown import _read_page_properties
+    from tests.support.adversarial import SUPERLINEAR, growth_of
+
+    assert _read_page_properties(["k:: x" + " \t" * 10 + "y"], "p.md", [])[0] == {"k": "x" + " \t" * 10 + "y"}
+    g = growth_of(lambda line: _read_page_properties([line], "p.md", []),
+                  lambda n: "k:: x" + " \t" * n + "y", small=500, repeats=3)
+    assert g <= SUPERLINEAR, g

@@ -12,8 +12,7 @@ from remembrancer.indexer import api, terms
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.models.embed import load_default_embedder
 from remembrancer.indexer.engine import Engine
-from remembrancer.indexer.search.answer import SearchRequest, search
-from remembrancer.indexer.search.answer import Candidate
+from remembrancer.indexer.search.answer import Candidate, SearchRequest, search
 from tests.support.corpus import write, write_tree
 from tests.support.paths import EXAMPLES
 from tests.support.ranking import ranked, row
