@@ -223,9 +223,10 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
 
 # Logseq keeps a page's properties as its first lines, `key:: value` (and Obsidian's Dataview reads
 # the same lines as a note's fields): the metadata YAML front matter holds, in another syntax.
-# (the value is stripped in Python: a lazy `(.*?)[ \t]*\Z` rescans a run of blanks from each of its
+# (\A, as _YAML_KEY_LINE: anchored, no scan can retry the key from every position of a long word;
+# the value is stripped in Python: a lazy `(.*?)[ \t]*\Z` rescans a run of blanks from each of its
 # positions, quadratic on a long one)
-_PAGE_PROPERTY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)::(?:[ \t](.*))?\Z")
+_PAGE_PROPERTY_LINE = re.compile(r"\A([A-Za-z][A-Za-z0-9_-]*)::(?:[ \t](.*))?\Z")
 PAGE_PROPERTY_LISTS = frozenset({"alias", "aliases", "tags", "tag"})   # comma lists in Logseq
 _WIKI_LINK = re.compile(r"\[\[([^\[\]]*)\]\]")
 
