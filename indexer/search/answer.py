@@ -263,12 +263,13 @@ class Hybrid(NamedTuple):
 
 
 class Phrasing(NamedTuple):
-    """One phrasing's evidence: its fused candidates (before the memory rules), the probes found and
-    the days it names that the notes hold (read as dates)."""
+    """One phrasing's evidence: its fused candidates (before the memory rules), the probes found,
+    the days it names that the notes hold (read as dates) and the records of the entities it names."""
     text: str
     cands: dict[int, Candidate]
     probes_found: set[str]
     days: tuple[str, ...] = ()
+    records: frozenset[str] = frozenset()
 
 
 def validate_alternates(alternates, query: str) -> list[str]:
@@ -356,11 +357,10 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
             notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
                          "indexed): they are found by keywords only until an index run embeds them")
     it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
-    if it.current:
-        matcher, entity_paths = view.entities()
-        it = dataclasses.replace(it, of_record=any(entity_paths.get(n) for n in matcher.mentions(query)))
     shared = Lookups(view, allowed)
     evidence = [_phrasing(view, text, vec, shared, it) for text, vec in zip(phrasings, vecs)]
+    if it.current:   # the memory rules ask whether the question names a thing the notes keep a record of
+        it = dataclasses.replace(it, of_record=bool(evidence[0].records))
     cands = evidence[0].cands if not alternates else _combine(evidence)
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
@@ -608,11 +608,11 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     # found as whole words, so an alias that is a plain word counts too.
     matcher, entity_paths = view.entities()
     named = matcher.mentions(query)
-    own = {entity_paths.get(name) for name in named} - {None}
+    records = own = frozenset(entity_paths.get(name) for name in named) - {None}
     probes = [p for p in terms.literal_probes(query) if p.lower() not in matcher.by_name] + days
     literal, probes_found = _probe_leg(view, probes, shared, shared.dated(days))
     if not LITERAL_LEG:
-        literal, own = {}, set()
+        literal, own = {}, frozenset()
     # Like the other legs, the literal leg nominates its best sections only: a probe found in
     # thousands of sections (`item1`) would otherwise make every one of them a candidate to rank.
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
@@ -640,7 +640,7 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
           long_question=len(query.split()) >= LONG_QUESTION_WORDS)
     if POINTER_CREDIT:
         _credit_pointers(cands, shared)
-    return Phrasing(query, cands, probes_found, tuple(days))
+    return Phrasing(query, cands, probes_found, tuple(days), records)
 
 
 def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:

@@ -278,7 +278,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
             # A value asked for as it is now is settled by the newest account (_newest_of_near_ties).
             # Of a thing the notes keep a record of, the record states it and the journal is history;
             # of anything else, the entry of the day it changed is such an account.
-            if it.fact and not (it.current and not it.of_record):
+            if it.fact and (it.of_record or not it.current):
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
