@@ -10,7 +10,7 @@ Every search goes through `remembrancer eval`'s code path (indexer.search.evalua
 MCP `search` tool's path). Each corpus is indexed once and kept in `--data-dir` (default
 bench/results/index-cache: building mm-v2 with the real model takes ~100 s on this machine, a
 rerun opens it in a second); all configurations are then scored on the same open index.
-`--ingest` switches off what indexing reads from the notes (`FRONT_MATTER_PREAMBLE`, `INFER_TYPES`, `DESCRIPTION_IN_CONTEXT`) for
+`--ingest` switches off what indexing reads from the notes (`FRONT_MATTER_PREAMBLE`, `INFER_TYPES`, `WEEK_DATES`, `DESCRIPTION_IN_CONTEXT`) for
 every row: it changes the index, so it needs `--fresh` (a document parsed in the sandbox's own interpreter,
 over sandbox.LARGE_BYTES, is read as shipped: on the dev sets one mm-v2 file). `--fresh` indexes into a new temporary folder instead (what the determinism check needs: two
 `--fresh` runs must print the same ranking digests).
@@ -81,7 +81,7 @@ SETS = ("mm-v1.dev", "mm-v2.dev", "docs-dev", "qmd", "memory-dev", "memory-dev-2
 SHORT = {"mm-v1.dev": "mm-v1", "mm-v2.dev": "mm-v2", "docs-dev": "docs", "qmd": "qmd",
          "memory-dev": "mem1", "memory-dev-2": "mem2", "memory-dev-3": "mem3", COMMITS_SET: "commits", CODE_SET: "code"}
 # What --ingest may switch off: the indexing switch → the module that holds it.
-INGEST_SWITCHES = {"FRONT_MATTER_PREAMBLE": ingest_markdown, "INFER_TYPES": ingest_meta,
+INGEST_SWITCHES = {"FRONT_MATTER_PREAMBLE": ingest_markdown, "INFER_TYPES": ingest_meta, "WEEK_DATES": ingest_meta,
                    "DESCRIPTION_IN_CONTEXT": ingest_document}
 MEMORY_SETS = ("memory-dev", "memory-dev-2", "memory-dev-3")   # read right-first (T1≥2)
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,6 +101,7 @@ ABLATIONS = {
     "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
     "event credit": {"const": {"EVENT_CREDIT": False}},
     "identifiers first": {"const": {"IDENTIFIERS_FIRST": False}},
+    "latest occurrence": {"const": {"LATEST_OCCURRENCE": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("howto_steps_boost", 1.0),
@@ -315,7 +316,8 @@ def main() -> int:
                     help="with --sweep: leave one corpus out — per swept key and held-out set, the value best on "
                          "the other sets and what it does to the held-out one (the shipped value is swept too)")
     ap.add_argument("--ingest", action="append", default=[], metavar="NAME=VALUE",
-                    help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES, document.DESCRIPTION_IN_CONTEXT), "
+                    help="an indexing switch for every row (markdown.FRONT_MATTER_PREAMBLE, meta.INFER_TYPES, meta.WEEK_DATES, "
+                         "document.DESCRIPTION_IN_CONTEXT), "
                          "e.g. INFER_TYPES=False; needs --fresh")
     args = ap.parse_args()
     global MEMORY_SETS

@@ -92,9 +92,31 @@ def parse_date(value: object) -> str | None:
     return None
 
 
+def dates_in(text: str) -> list[str]:
+    """Every day `text` writes as YYYY-MM-DD (real days only)."""
+    return [m.group(0) for m in DATE_RE.finditer(text) if _valid(m)]
+
+
 def date_in(text: str) -> str | None:
     m = DATE_RE.search(text)
     return m.group(0) if m and _valid(m) else None
+
+
+# A week as ISO 8601 writes it, `2042-W44`: a weekly note's file name or heading (Obsidian's Periodic
+# Notes name weekly notes so). It dates the note by its Monday, the day the week's notes begin.
+WEEK_RE = re.compile(r"(?<![\dA-Za-z])(\d{4})-W(\d{2})(?![\dA-Za-z])")
+WEEK_DATES = True   # for measurement only: bench/eval_all.py --ingest WEEK_DATES=False --fresh
+
+
+def week_in(text: str) -> str | None:
+    """The Monday of the ISO week `text` first names (`2042-W44` → 2042-10-27), else None."""
+    m = WEEK_RE.search(text) if WEEK_DATES else None
+    if not m:
+        return None
+    try:
+        return dt.date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1).isoformat()
+    except ValueError:   # no such week (`2042-W54`, `2042-W00`)
+        return None
 
 
 def _valid(m: re.Match) -> bool:
@@ -122,8 +144,10 @@ def day_of_file(rel: str) -> str | None:
 
 
 def document_date(rel: str, front_matter: dict) -> str | None:
-    """Filename date first (a journal day), then front matter updated/date/created."""
-    name_date = date_in(rel.rsplit("/", 1)[-1]) or day_of_file(rel)
+    """Filename date first (a journal day, or a weekly note's week), then front matter
+    updated/date/created."""
+    name = rel.rsplit("/", 1)[-1]
+    name_date = date_in(name) or day_of_file(rel) or week_in(name)
     if name_date:
         return name_date
     for key in ("updated", "date", "created"):
@@ -150,7 +174,8 @@ def heading_dates(heading_chain: list[str], rel: str = "", doc_date: str | None 
     `doc_date` (a day that cannot be placed, or does not exist, dates nothing)."""
     for i in range(len(heading_chain) - 1, -1, -1):
         title = heading_chain[i]
-        d = date_in(title) or numeric_day(title, day_first) or _day_in_words(title, heading_chain[:i], rel, doc_date)
+        d = (date_in(title) or numeric_day(title, day_first) or _day_in_words(title, heading_chain[:i], rel, doc_date)
+             or week_in(title))
         if d:
             return d
     return None

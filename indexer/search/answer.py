@@ -72,6 +72,9 @@ ALIAS_NAMES = True
 # "What are MLP-447 and MLP-448?") is answered where they are written (_identifiers_first).
 IDENTIFIER_ONLY_WORDS = 1
 IDENTIFIERS_FIRST = True   # off only to measure it
+# "When was wren last rebooted?" asks for the newest occurrence: the newest near tie answers, dated by
+# the newest day its text writes as well (rank.LATEST_RE, rank._days_written).
+LATEST_OCCURRENCE = True   # off only to measure it
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -356,7 +359,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         if waiting:
             notes.append(f"{waiting} passages have no vector yet (the model was unavailable when they were "
                          "indexed): they are found by keywords only until an index run embeds them")
-    it = rank.intent(query)   # read once: the question's wording decides what kind of answer it wants
+    it = rank.intent(query, latest=LATEST_OCCURRENCE)   # read once: the question's wording decides what kind of answer it wants
     shared = Lookups(view, allowed)
     evidence = [_phrasing(view, text, vec, shared, it) for text, vec in zip(phrasings, vecs)]
     if it.current:   # the memory rules ask whether the question names a thing the notes keep a record of
@@ -773,7 +776,7 @@ def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
     if texts:
         rows.update(view.catalog.sections_by_id(texts))
-    rank.rerank(cands, rows, it, cfg)
+    rank.rerank(cands, rows, it, cfg, read_texts=view.catalog.sections_by_id)
     return rows
 
 

@@ -13,7 +13,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from remembrancer.indexer import terms
+from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.ingest.transcripts import COMPACTION_HEADING, DOC_TYPES as CONVERSATION_TYPES
 from remembrancer.indexer.errors import UserError
@@ -72,6 +72,14 @@ CURRENT_RE = re.compile(
 # set to these days?") opens with a question word: the newest account of it settles it, as for an
 # outcome. A story that only mentions now ("my jobs ran fine, now none start — why?") is a symptom.
 ASKS_RE = re.compile(r"^\W*(what|what's|which|how|when|where|who|why)\b", re.IGNORECASE)
+# "When did X last happen? What's the most recent Y?" asks for the newest occurrence of something
+# that recurs: its newest account answers, as for an outcome. "last" before a span of time ("last
+# week", "the last 30 days") names a period instead, and "the last step" a place in an order.
+LATEST_RE = re.compile(
+    r"\b(most recent(ly)?|latest|newest|lately|last time)\b|"
+    r"(?<!\bat )\blast\b(?!\s+(?:(?:week|month|year|quarter|night|sprint|weekend|summer|winter|spring|autumn|"
+    r"fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|day|days|step|steps|resort|few|one|"
+    r"two|three|four|five)\b|\d))", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
@@ -183,13 +191,15 @@ class Intent:
     past: bool      # an event: what happened, why it broke, where this log line was seen
     fact: bool      # a fact as it stands now
     history: bool = False  # it asks about issues/history itself
+    latest: bool = False   # the newest occurrence of something that recurs ("when did X last …?")
     current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
     of_record: bool = False  # it names a thing the notes keep a record of (a host's, a service's)
 
 
-def intent(query: str) -> Intent:
-    """Read what kind of answer the question wants from its wording: a procedure, an outcome, an
-    event in the past, or a fact as it stands now (the precedence is that order)."""
+def intent(query: str, latest: bool = True) -> Intent:
+    """Read what kind of answer the question wants from its wording: a procedure, an outcome, the
+    newest occurrence of something (`latest`: whether to read it), an event in the past, or a fact
+    as it stands now (the precedence is that order)."""
     howto = ""
     if HOWTO_RE.search(query):
         howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
@@ -200,10 +210,11 @@ def intent(query: str) -> Intent:
     n_words = len(query.split())
     log_line = not question and ((n_words >= 3 and bool(ERROR_WORDS_RE.search(query))) or
                                  (n_words >= 5 and bool(terms.literal_probes(query))))
-    past = not outcome and bool(PAST_RE.search(query) or log_line)
-    fact = not (howto or outcome or past) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
+    newest = latest and not (howto or outcome) and bool(LATEST_RE.search(query))
+    past = not (outcome or newest) and bool(PAST_RE.search(query) or log_line)
+    fact = not (howto or outcome or past or newest) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history, current)
+    return Intent(howto, outcome, past, fact, history, newest, current)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -257,8 +268,9 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
-    """Adjust candidate scores in place. `rows` maps section id → SectionRow."""
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts=None) -> None:
+    """Adjust candidate scores in place. `rows` maps section id → SectionRow (its text may be left
+    out); `read_texts(ids)` gives a few sections' rows with their text, for a rule that reads it."""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
@@ -297,8 +309,8 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig) -> None:
         c.score = moved
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
-    if (it.outcome or it.current) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin)
+    if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts if it.latest else None)
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
 
@@ -351,22 +363,40 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
         c.score = best + 1e-6
 
 
-def _newest_of_near_ties(cands: dict, rows: dict, margin: float) -> None:
+def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts=None) -> None:
     """Whether something happened is settled by the newest account of it: among the sections
     within `margin` of the best score, the newest dated one goes first (the rest keep their order).
     On the same day, an entry written that day goes before a section dated by its file's `updated:`
-    (written_that_day)."""
+    (written_that_day). With `read_texts`, a section is as new as the newest day its text writes
+    (_days_written): the newest occurrence of something is often a line of a log."""
     best = max(c.score for c in cands.values())
-    near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin)
-            and sid in rows and date_value(rows[sid].date) is not None]
+    near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin) and sid in rows]
+    when = {sid: date_value(rows[sid].date) for sid in near}
+    if read_texts is not None:
+        when = _days_written(when, rows, read_texts)
+    near = [sid for sid in near if when[sid] is not None]
     if len(near) < 2:
         return
-    newest = max(near, key=lambda sid: (date_value(rows[sid].date), written_that_day(rows[sid]),
-                                        cands[sid].score))
+    newest = max(near, key=lambda sid: (when[sid], written_that_day(rows[sid]), cands[sid].score))
     c = cands[newest]
     if c.score < best:
         c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
         c.score = best + 1e-6
+
+
+def _days_written(when: dict, rows: dict, read_texts) -> dict:
+    """Each section's date, or the newest day (`YYYY-MM-DD`) its text writes if later: a record's or
+    a runbook's log ("Rotation log", "History", a maintenance table) keeps one occurrence a line, and
+    the section is dated by its file, last edited whenever. A day after today and after every dated
+    section among the candidates is still to come: a plan's target, not an occurrence."""
+    present = max([date_value(dates.today().isoformat()), *filter(None, (date_value(r.date) for r in rows.values()))])
+    full = read_texts(list(when))
+    out = {}
+    for sid, own in when.items():
+        text = full[sid].content if sid in full else None
+        days = [d for d in (date_value(day) for day in meta.dates_in(text or "")) if d <= present]
+        out[sid] = max([d for d in (own, *days) if d is not None], default=None)
+    return out
 
 
 def written_that_day(s) -> bool:

@@ -107,6 +107,26 @@ def test_a_log_of_days_in_figures_is_a_dated_journal(tmp_path, tiny_engine):
         assert not any(why.startswith("no note of ") for why in got.get("why_no_strong_match") or []), got
 
 
+def test_a_weekly_note_is_dated_by_its_iso_week(tmp_path, tiny_engine):
+    """`handoff-2042-W44.md` and its `# Handoff 2042-W44` are the week of Monday 2042-10-27 (ISO
+    8601; Obsidian's Periodic Notes name weekly notes so): a series of weekly notes is a dated
+    journal, newest first under `since`. Read without them, every handoff was undated."""
+    assert meta.week_in("handoff-2042-W44.md") == "2042-10-27"
+    assert meta.week_in("Handoff 2043-W01 (covers W52 + W01)") == "2042-12-29"   # ISO week 1 of 2043
+    assert meta.week_in("2042-W54") is None and meta.week_in("2042-W00") is None   # no such week
+    assert meta.week_in("build AB2042-W44x") is None    # inside a word: an identifier, not a week
+    engine = tiny_engine(write_tree(tmp_path / "notes", {
+        "oncall/handoff-2042-W44.md": "# Handoff 2042-W44\n\n## Happened\n\nCellar failed over.\n\n"
+                                      "## Watch\n\nDisk on the replica.\n",
+        "oncall/handoff-2042-W45.md": "# Handoff 2042-W45\n\n## Happened\n\nQuiet week.\n\n## Watch\n\nNothing.\n",
+        "oncall/rotation.md": "# Rotation\n\nWho is on call.\n"}))
+    out = api.do_search(engine.view(), {"since": "2042-10-01", "limit": 10})
+    assert [(r["path"], r.get("date")) for r in out["results"]][:1] == [("oncall/handoff-2042-W45.md", "2042-11-03")], out
+    assert {r["path"] for r in out["results"]} == {"oncall/handoff-2042-W44.md", "oncall/handoff-2042-W45.md"}, out
+    doc = api.do_read(engine.view(), {"path": "oncall/handoff-2042-W44.md", "max_chars": 100})
+    assert doc["type"] == "journal", doc
+
+
 @pytest.mark.parametrize("text, named, without_year", [
     ("what did we do on 14 May?", [], [(5, 14)]),
     ("what did we do on June 3rd?", [], [(6, 3)]),

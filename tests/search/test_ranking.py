@@ -67,6 +67,44 @@ def test_a_question_asking_for_a_value_as_it_is_now_is_settled_by_the_newest_of_
     assert ranked(rows, scores, "which key ID does purchase-svc sign with now?", cfg=off) == [1, 2, 3]
 
 
+@pytest.mark.parametrize("query, latest", [
+    ("When was wren last rebooted?", True), ("when did Cellar last fail over by itself", True),
+    ("last time we backfilled fct_sales_daily?", True), ("latest shipped app version?", True),
+    ("What's the most recent bug Odile found?", True), ("Which item got dropped most recently?", True),
+    ("when was it done last?", True),
+    ("what happened last week?", False), ("errors in the last 30 days", False),
+    ("what is the last step of the restore?", False), ("at last, is it fixed?", False),
+    ("did the migration finally happen?", False),             # an outcome
+    ("how do I roll back the last release?", False),          # a procedure
+])
+def test_a_question_about_the_last_time_something_happened_is_read_as_such(query, latest):
+    assert rank.intent(query).latest is latest
+    assert not rank.intent(query, latest=False).latest
+
+
+def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_writes():
+    """"When were the keys last rotated?" — the runbook's rotation log keeps a line an occurrence,
+    but the section is dated by its file, edited long before; a journal entry of an earlier rotation
+    is dated by its day. The log's newest line dates it: it goes first. A day still to come (after
+    today and after every dated section) is a plan's target, not an occurrence."""
+    log = "| when | who |\n|---|---|\n| 2024-11-02 | Ana |\n| 2025-05-10 | Ben |\n"
+    rows = [row(1, "runbooks/rotate-keys.md", "Rotate the API keys", doc_type="runbook", date="2024-01-15"),
+            row(2, "runbooks/rotate-keys.md", "Rotate the API keys > Rotation log", doc_type="runbook",
+                date="2024-01-15", content=log),
+            row(3, "journal/2025/2025-02-01.md", "2025-02-01 > 10:00 keys rotated", doc_type="journal",
+                date="2025-02-01"),
+            row(4, "planning/keys.md", "Key rotation plan", doc_type="plan", date="2024-12-01",
+                content="Next rotation due 2999-01-01, then yearly.")]
+    scores = {1: 0.80, 2: 0.70, 3: 0.72, 4: 0.75}
+    assert ranked(rows, scores, "When were the API keys last rotated?")[0] == 2
+    # Without the text's days the log is as old as its file: the journal entry is the newest.
+    assert ranked([r for r in rows if r.id != 2], scores, "When were the API keys last rotated?")[0] == 3
+    # A question that does not ask for the last time is left to relevance.
+    assert ranked(rows, scores, "Who rotates the API keys?")[0] == 1
+    # Only near ties: a log 40 % behind the best stays where relevance puts it.
+    assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30, 4: 0.30}, "When were the API keys last rotated?")[0] == 1
+
+
 def test_a_question_asking_for_now_counts_the_journal_entry_of_the_change_as_an_account():
     """The record was last updated before the day the value changed; the journal entry of that day
     is the newest account. Asked for the value now, the entry is not stepped back as history, so

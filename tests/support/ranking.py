@@ -18,5 +18,7 @@ def row(sid, path, heading, *, doc_type="doc", date=None, stale=False, level=2, 
 
 def ranked(rows, scores, query, cfg=None):
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
-    rank.rerank(cands, {r.id: r for r in rows}, rank.intent(query), cfg or rank.RankingConfig())
+    by_id = {r.id: r for r in rows}
+    rank.rerank(cands, by_id, rank.intent(query), cfg or rank.RankingConfig(),
+                read_texts=lambda ids: {i: by_id[i] for i in ids})
     return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
