@@ -310,7 +310,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts=N
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
     if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts if it.latest else None)
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
 

@@ -105,6 +105,18 @@ def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_w
     assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30, 4: 0.30}, "When were the API keys last rotated?")[0] == 1
 
 
+def test_an_undated_page_is_as_new_as_the_days_it_writes_for_a_question_about_now():
+    """An inventory or a rota kept undated says "Current as of …": asked for the value now, it is
+    as new as that day, newer than the journal entry of an earlier change, and goes first."""
+    rows = [row(1, "journal/2025/2025-01-10.md", "2025-01-10 > pool raised to 30", doc_type="journal",
+                date="2025-01-10"),
+            row(2, "notes/pgbouncer.md", "PgBouncer > Pool", content="Current as of 2025-03-01: the pool is 40.")]
+    scores = {1: 0.80, 2: 0.75}
+    assert ranked(rows, scores, "what is the PgBouncer pool size now?") == [2, 1]
+    assert ranked(rows, scores, "did the pool size change finally happen?") == [2, 1]
+    assert ranked(rows, scores, "why was the PgBouncer pool raised?") == [1, 2]   # an event: relevance
+
+
 def test_a_question_asking_for_now_counts_the_journal_entry_of_the_change_as_an_account():
     """The record was last updated before the day the value changed; the journal entry of that day
     is the newest account. Asked for the value now, the entry is not stepped back as history, so
