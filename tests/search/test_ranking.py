@@ -97,6 +97,10 @@ def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_w
                 content="Next rotation due 2999-01-01, then yearly.")]
     scores = {1: 0.80, 2: 0.70, 3: 0.72, 4: 0.75}
     assert ranked(rows, scores, "When were the API keys last rotated?")[0] == 2
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent("When were the API keys last rotated?"),
+                rank.RankingConfig(), read_texts=lambda ids: {r.id: r for r in rows if r.id in ids})
+    assert any("by a day its text writes" in why for why in cands[2].why), cands[2].why   # the answer says why
     # Without the text's days the log is as old as its file: the journal entry is the newest.
     assert ranked([r for r in rows if r.id != 2], scores, "When were the API keys last rotated?")[0] == 3
     # A question that does not ask for the last time is left to relevance.
