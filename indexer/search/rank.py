@@ -310,7 +310,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts=N
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
     if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts if it.latest else None)
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
 
@@ -380,7 +380,8 @@ def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts=None
     newest = max(near, key=lambda sid: (when[sid], written_that_day(rows[sid]), cands[sid].score))
     c = cands[newest]
     if c.score < best:
-        c.why.append(f"newest of the near ties (within {margin:.0%} of the best) +{best - c.score + 1e-6:.3f}")
+        written = "" if when[newest] == date_value(rows[newest].date) else ", by a day its text writes"
+        c.why.append(f"newest of the near ties (within {margin:.0%} of the best{written}) +{best - c.score + 1e-6:.3f}")
         c.score = best + 1e-6
 
 

@@ -97,12 +97,28 @@ def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_w
                 content="Next rotation due 2999-01-01, then yearly.")]
     scores = {1: 0.80, 2: 0.70, 3: 0.72, 4: 0.75}
     assert ranked(rows, scores, "When were the API keys last rotated?")[0] == 2
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    rank.rerank(cands, {r.id: r for r in rows}, rank.intent("When were the API keys last rotated?"),
+                rank.RankingConfig(), read_texts=lambda ids: {r.id: r for r in rows if r.id in ids})
+    assert any("by a day its text writes" in why for why in cands[2].why), cands[2].why   # the answer says why
     # Without the text's days the log is as old as its file: the journal entry is the newest.
     assert ranked([r for r in rows if r.id != 2], scores, "When were the API keys last rotated?")[0] == 3
     # A question that does not ask for the last time is left to relevance.
     assert ranked(rows, scores, "Who rotates the API keys?")[0] == 1
     # Only near ties: a log 40 % behind the best stays where relevance puts it.
     assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30, 4: 0.30}, "When were the API keys last rotated?")[0] == 1
+
+
+def test_an_undated_page_is_as_new_as_the_days_it_writes_for_a_question_about_now():
+    """An inventory or a rota kept undated says "Current as of …": asked for the value now, it is
+    as new as that day, newer than the journal entry of an earlier change, and goes first."""
+    rows = [row(1, "journal/2025/2025-01-10.md", "2025-01-10 > pool raised to 30", doc_type="journal",
+                date="2025-01-10"),
+            row(2, "notes/pgbouncer.md", "PgBouncer > Pool", content="Current as of 2025-03-01: the pool is 40.")]
+    scores = {1: 0.80, 2: 0.75}
+    assert ranked(rows, scores, "what is the PgBouncer pool size now?") == [2, 1]
+    assert ranked(rows, scores, "did the pool size change finally happen?") == [2, 1]
+    assert ranked(rows, scores, "why was the PgBouncer pool raised?") == [1, 2]   # an event: relevance
 
 
 def test_a_question_asking_for_now_counts_the_journal_entry_of_the_change_as_an_account():
