@@ -97,6 +97,7 @@ ABLATIONS = {
     "heading passage (×0.88)": {"const": {"HEADING_PASSAGE_WEIGHT": 0.0}},
     "literal leg": {"const": {"LITERAL_LEG": False}},
     "abstention": {"const": {"ABSTENTION": False}},
+    "abstention by answer type": {"const": {"ANSWER_TYPE_ABSTENTION": False}},
     "pointer credit": {"const": {"POINTER_CREDIT": False}},
     "alias names (dense)": {"const": {"ALIAS_NAMES": False}},
     "event credit": {"const": {"EVENT_CREDIT": False}},

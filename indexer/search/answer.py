@@ -18,7 +18,7 @@ from typing import NamedTuple
 from remembrancer.indexer.config import CODE
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
-from remembrancer.indexer.search import commit_results, conversations, definitions, rank
+from remembrancer.indexer.search import answer_types, commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
@@ -58,6 +58,7 @@ EVENT_CREDIT = True       # an event or outcome question: a section whose headin
 DAY_CREDIT = True         # a day the question names: the sections dated that day are its evidence, and first
 YEARLESS_DAY_YEARS = 5    # a day named without its year is looked for this many years back from the newest note
 SPLIT_WORDS = True        # abstention: "failover" occurs when the notes write "fail over"
+ANSWER_TYPE_ABSTENTION = True   # abstention: a phone number, a price, an IP address none of the best sections writes
 ABSTENTION = True
 DEFINITIONS_FIRST = True   # a code corpus: a symbol's definition before its uses (search/definitions.py)
 CODE_BETWEEN_WEIGHT = 0.8  # a code corpus: the code between definitions (a preamble), its score times this
@@ -792,6 +793,10 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     # the question says whether it asks how, for each of its phrasings.
     days = not legs.intent.howto
     no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found, days)
+    if not no_strong and ranked and ANSWER_TYPE_ABSTENTION:
+        unwritten = _value_unwritten(view, query, ranked[:ABSTAIN_POOL])
+        if unwritten:   # judged on the final ranking, rephrasings' sections in it: none overturns it
+            return True, [unwritten]
     if not no_strong or not ranked or lacking:
         return no_strong, reasons   # a rephrasing cannot make an identifier or a day the corpus lacks exist
     for ph in legs.alternates:
@@ -801,6 +806,19 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
         if not weak and top_dense >= bar + ABSTAIN_ALTERNATE_MARGIN:
             return False, []
     return no_strong, reasons
+
+
+def _value_unwritten(view, query: str, best: list[Candidate]) -> str:
+    """Why nothing answers a question asking for a value of a shape text shows (a phone number, an
+    amount of money, an IP address: answer_types) that none of the sections an answer would show
+    writes — the notes describe the thing, not that detail — or "" when one does or it asks none."""
+    kind = answer_types.asked(query)
+    if kind is None:
+        return ""
+    texts = view.catalog.sections_by_id([c.section_id for c in best])
+    if any(answer_types.holds(kind, s.content or "") for s in texts.values()):
+        return ""
+    return f"the question asks for {kind.name}; none of the {len(best)} best sections writes one"
 
 
 def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate],

@@ -1,0 +1,66 @@
+"""The kind of value a question asks for, when that kind has a shape text shows: an amount of
+money, a phone number, an IP address. A question asking for one ("What's Tillpoint's after-hours
+support phone number?") that none of the sections an answer would show holds a value of has no
+answer there, however well its other words match: the notes describe the thing, not that detail.
+
+Kinds whose values have no shape of their own (a date, a name, a version, a count) are left out: a
+section answering "when" or "who" holds no pattern a reader could not find in any other section.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    name: str             # as a reason says it: "an amount of money"
+    asks: re.Pattern      # the question asks for one
+    value: re.Pattern     # a value of the kind, written in a section's text
+
+
+_CURRENCY = r"(?:usd|eur|gbp|chf|cad|aud|sek|nok|dkk|jpy|dollars?|euros?|pounds?|bucks)"
+MONEY = AnswerType(
+    "an amount of money",
+    asks=re.compile(
+        r"\bhow much (?:do|does|did|will|would|should|is|are|was|were)\b[^?.\n]{0,60}?\b(?:pay|paid|cost|costs|"
+        r"charge|charged|charges|invoice|invoiced|spend|spent|bill|billed)\b|"
+        r"\b(?:price|prices|cost|costs|quote|fee|fees|invoice|budget)\b[^?.\n]{0,60}?\bcome to\b|"
+        r"\bwhat(?:'s| is| are| was| were| did)? (?:the |our |their |its )?(?:[\w-]+ ){0,4}(?:price|prices|cost|fee|fees|"
+        r"quote|budget)\b|\bin (?:" + _CURRENCY + r"|(?:absolute )?money)\b",
+        re.IGNORECASE),
+    # A currency sign or name beside a figure, a price's two decimals (`3.99`), or a figure a period
+    # ("29/year", "400 per month").
+    value=re.compile(r"[$€£¥]\s?\d|\d[\d.,]{0,15}\s?(?:[kKmM]\b)?\s?(?:[$€£¥]|\b" + _CURRENCY + r"\b)|"
+                     r"\b" + _CURRENCY + r"\s?\d|(?<![\d.])\d{1,7}\.\d{2}(?![\d.])|"
+                     r"\d[\d.,]{0,15}\s?(?:/|per |an? )(?:month|mo|year|yr|seat|user)\b", re.IGNORECASE))
+PHONE = AnswerType(
+    "a phone number",
+    asks=re.compile(r"\b(?:phone|telephone) (?:number|line)s?\b|\bhotline\b", re.IGNORECASE),
+    # 7 to 15 digits, grouped by spaces, dots, dashes or brackets (holds() counts them), not a day.
+    value=re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,20}\d(?![\w])"))
+IP_ADDRESS = AnswerType(
+    "an IP address",
+    # "What's the IP of…", "which IP address…", "the IP address of…" — not "per IP address" or a host
+    # named `ip-10-42-7-19`: the address asked for, in capitals as people write it.
+    asks=re.compile(r"\b(?i:what(?:'s| is| are)|which)\b[^?.\n]{0,30}?\bIP(?:v[46])?(?: (?i:address(?:es)?))?\b(?!-)|"
+                    r"\bIP(?:v[46])?(?: (?i:address(?:es)?))? (?i:of|for)\b"),
+    value=re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\b(?:[0-9a-f]{1,4}:){4,7}[0-9a-f]{1,4}\b",
+                     re.IGNORECASE))
+TYPES = (MONEY, PHONE, IP_ADDRESS)
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")   # a day or a range of days is no phone number
+
+
+def asked(query: str) -> AnswerType | None:
+    """The kind of value the question asks for, or None."""
+    return next((t for t in TYPES if t.asks.search(query)), None)
+
+
+def holds(kind: AnswerType, text: str) -> bool:
+    """Whether `text` writes a value of the kind."""
+    for m in kind.value.finditer(text):
+        if kind is PHONE and (not 7 <= sum(ch.isdigit() for ch in m.group(0)) <= 15 or _DAY_RE.search(m.group(0))):
+            continue
+        return True
+    return False
