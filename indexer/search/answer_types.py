@@ -3,8 +3,8 @@ money, a phone number, an IP address. A question asking for one ("What's Tillpoi
 support phone number?") that none of the sections an answer would show holds a value of has no
 answer there, however well its other words match: the notes describe the thing, not that detail.
 
-Kinds whose values have no shape of their own (a date, a name, a version, a count) are left out: a
-section answering "when" or "who" holds no pattern a reader could not find in any other section.
+Other kinds are left out: a date, a name, a version or a count is written in nearly every section,
+so its absence from the best ones would say little, and "how many?" is answered in words as often.
 """
 
 from __future__ import annotations
