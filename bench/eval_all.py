@@ -103,6 +103,7 @@ ABLATIONS = {
     "event credit": {"const": {"EVENT_CREDIT": False}},
     "identifiers first": {"const": {"IDENTIFIERS_FIRST": False}},
     "latest occurrence": {"const": {"LATEST_OCCURRENCE": False}},
+    "days a section's text writes": {"const": {"DAYS_WRITTEN": False}},
     "all memory rules": {"ranking": {"enabled": False}},
 }
 for _key, _off in (("howto_steps_boost", 1.0),

@@ -73,9 +73,12 @@ ALIAS_NAMES = True
 # "What are MLP-447 and MLP-448?") is answered where they are written (_identifiers_first).
 IDENTIFIER_ONLY_WORDS = 1
 IDENTIFIERS_FIRST = True   # off only to measure it
-# "When was wren last rebooted?" asks for the newest occurrence: the newest near tie answers, dated by
-# the newest day its text writes as well (rank.LATEST_RE, rank._days_written).
+# "When was wren last rebooted?" asks for the newest occurrence: the newest near tie answers, as for
+# an outcome (rank.LATEST_RE, rank._newest_of_near_ties).
 LATEST_OCCURRENCE = True   # off only to measure it
+# Among the near ties the newest account settles, a section is as new as the newest day its text
+# writes (rank._days_written). Off only to measure it.
+DAYS_WRITTEN = True
 MAX_ALTERNATES = 3
 MAX_ALTERNATE_CHARS = 300
 ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
@@ -186,7 +189,7 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
         ranked = definitions.definitions_first(ranked, rows, query)   # a symbol's definition before its uses
     ranked, rows = _shown_with_text(view, ranked, rows, req.limit)
     # Filters that let no section through are said as such (below), not as "nothing matches the question".
-    no_strong, reasons = (_abstains(view, query, ranked, legs) if mode == "hybrid" and ABSTENTION
+    no_strong, reasons = (_abstains(view, query, ranked, rows, legs) if mode == "hybrid" and ABSTENTION
                           and allowed != set() else (False, []))
     results = _results(view, ranked, rows, req, query, mode)
     best_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
@@ -777,11 +780,18 @@ def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
     if texts:
         rows.update(view.catalog.sections_by_id(texts))
-    rank.rerank(cands, rows, it, cfg, read_texts=view.catalog.sections_by_id)
+    rank.rerank(cands, rows, it, cfg, read_texts=(lambda ids: _with_text(view, ids, rows)) if DAYS_WRITTEN else None)
     return rows
 
 
-def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[bool, list[str]]:
+def _with_text(view, ids: list[int], rows: dict) -> list:
+    """The rows of these sections with their text: those `rows` holds whole, the rest read."""
+    whole = [rows[i] for i in ids if i in rows and rows[i].content is not None]
+    textless = [i for i in ids if i not in rows or rows[i].content is None]
+    return whole + list(view.catalog.sections_by_id(textless).values()) if textless else whole
+
+
+def _abstains(view, query: str, ranked: list[Candidate], rows: dict, legs: Hybrid) -> tuple[bool, list[str]]:
     """Abstention judges every phrasing: the question's own verdict stands unless a rephrasing,
     judged the same way, finds a section that means what it says — its best semantic match in the
     top five clears the bar the question missed by ABSTAIN_ALTERNATE_MARGIN (a rephrasing written in
@@ -794,7 +804,7 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     days = not legs.intent.howto
     no_strong, reasons, bar, lacking = _no_strong_match(view, lookups, query, ranked, legs.probes_found, days)
     if not no_strong and ranked and ANSWER_TYPE_ABSTENTION:
-        unwritten = _value_unwritten(view, query, ranked[:ABSTAIN_POOL])
+        unwritten = _value_unwritten(view, query, ranked[:ABSTAIN_POOL], rows)
         if unwritten:   # judged on the final ranking, rephrasings' sections in it: none overturns it
             return True, [unwritten]
     if not no_strong or not ranked or lacking:
@@ -808,15 +818,15 @@ def _abstains(view, query: str, ranked: list[Candidate], legs: Hybrid) -> tuple[
     return no_strong, reasons
 
 
-def _value_unwritten(view, query: str, best: list[Candidate]) -> str:
+def _value_unwritten(view, query: str, best: list[Candidate], rows: dict) -> str:
     """Why nothing answers a question asking for a value of a shape text shows (a phone number, an
     amount of money, an IP address: answer_types) that none of the sections an answer would show
-    writes — the notes describe the thing, not that detail — or "" when one does or it asks none."""
+    writes — the notes describe the thing, not that detail — or "" when one does or it asks none.
+    The shown sections' text is in `rows` already (_shown_with_text); only the rest is read."""
     kind = answer_types.asked(query)
     if kind is None:
         return ""
-    texts = view.catalog.sections_by_id([c.section_id for c in best])
-    if any(answer_types.holds(kind, s.content or "") for s in texts.values()):
+    if any(answer_types.holds(kind, s.content or "") for s in _with_text(view, [c.section_id for c in best], rows)):
         return ""
     return f"the question asks for {kind.name}; none of the {len(best)} best sections writes one"
 

@@ -10,6 +10,7 @@ so its absence from the best ones would say little, and "how many?" is answered 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -18,6 +19,15 @@ class AnswerType:
     name: str             # as a reason says it: "an amount of money"
     asks: re.Pattern      # the question asks for one
     value: re.Pattern     # a value of the kind, written in a section's text
+    accept: Callable[[str], bool] = lambda found: True   # what no pattern says of a match
+
+
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _dialable(found: str) -> bool:
+    """7 to 15 digits, and no day among them (a day, or a range of days, is no phone number)."""
+    return 7 <= sum(ch.isdigit() for ch in found) <= 15 and not _DAY_RE.search(found)
 
 
 _CURRENCY = r"(?:usd|eur|gbp|chf|cad|aud|sek|nok|dkk|jpy|dollars?|euros?|pounds?|bucks)"
@@ -38,8 +48,8 @@ MONEY = AnswerType(
 PHONE = AnswerType(
     "a phone number",
     asks=re.compile(r"\b(?:phone|telephone) (?:number|line)s?\b|\bhotline\b", re.IGNORECASE),
-    # 7 to 15 digits, grouped by spaces, dots, dashes or brackets (holds() counts them), not a day.
-    value=re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,20}\d(?![\w])"))
+    # digits grouped by spaces, dots, dashes or brackets; _dialable counts them
+    value=re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,20}\d(?![\w])"), accept=_dialable)
 IP_ADDRESS = AnswerType(
     "an IP address",
     # "What's the IP of…", "which IP address…", "the IP address of…" — not "per IP address" or a host
@@ -49,7 +59,6 @@ IP_ADDRESS = AnswerType(
     value=re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\b(?:[0-9a-f]{1,4}:){4,7}[0-9a-f]{1,4}\b",
                      re.IGNORECASE))
 TYPES = (MONEY, PHONE, IP_ADDRESS)
-_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")   # a day or a range of days is no phone number
 
 
 def asked(query: str) -> AnswerType | None:
@@ -59,8 +68,4 @@ def asked(query: str) -> AnswerType | None:
 
 def holds(kind: AnswerType, text: str) -> bool:
     """Whether `text` writes a value of the kind."""
-    for m in kind.value.finditer(text):
-        if kind is PHONE and (not 7 <= sum(ch.isdigit() for ch in m.group(0)) <= 15 or _DAY_RE.search(m.group(0))):
-            continue
-        return True
-    return False
+    return any(kind.accept(m.group(0)) for m in kind.value.finditer(text))

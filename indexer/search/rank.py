@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from remembrancer.indexer import dates, terms
@@ -96,6 +97,7 @@ VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNO
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
+ReadTexts = Callable[[list[int]], list]   # section ids → their rows with text (a rule reads a few)
 CONVERSATION_OUTCOME_MARGIN = 0.1
 
 
@@ -268,7 +270,7 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts=None) -> None:
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: ReadTexts | None = None) -> None:
     """Adjust candidate scores in place. `rows` maps section id → SectionRow (its text may be left
     out); `read_texts(ids)` gives a few sections' rows with their text, for a rule that reads it."""
     if not cfg.enabled or not cands:
@@ -363,7 +365,7 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
         c.score = best + 1e-6
 
 
-def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts=None) -> None:
+def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts: ReadTexts | None = None) -> None:
     """Whether something happened is settled by the newest account of it: among the sections
     within `margin` of the best score, the newest dated one goes first (the rest keep their order).
     On the same day, an entry written that day goes before a section dated by its file's `updated:`
@@ -385,17 +387,16 @@ def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts=None
         c.score = best + 1e-6
 
 
-def _days_written(when: dict, rows: dict, read_texts) -> dict:
+def _days_written(when: dict, rows: dict, read_texts: ReadTexts) -> dict:
     """Each section's date, or the newest day (`YYYY-MM-DD`) its text writes if later: a record's or
     a runbook's log ("Rotation log", "History", a maintenance table) keeps one occurrence a line, and
     the section is dated by its file, last edited whenever. A day after today and after every dated
     section among the candidates is still to come: a plan's target, not an occurrence."""
     present = max([date_value(dates.today().isoformat()), *filter(None, (date_value(r.date) for r in rows.values()))])
-    full = read_texts(list(when))
+    texts = {s.id: s.content or "" for s in read_texts(list(when))}
     out = {}
     for sid, own in when.items():
-        text = full[sid].content if sid in full else None
-        days = [d for d in (date_value(day) for day in meta.dates_in(text or "")) if d <= present]
+        days = [d for d in (date_value(day) for day in meta.dates_in(texts.get(sid, ""))) if d <= present]
         out[sid] = max([d for d in (own, *days) if d is not None], default=None)
     return out
 

@@ -99,7 +99,7 @@ def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_w
     assert ranked(rows, scores, "When were the API keys last rotated?")[0] == 2
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
     rank.rerank(cands, {r.id: r for r in rows}, rank.intent("When were the API keys last rotated?"),
-                rank.RankingConfig(), read_texts=lambda ids: {r.id: r for r in rows if r.id in ids})
+                rank.RankingConfig(), read_texts=lambda ids: [r for r in rows if r.id in ids])
     assert any("by a day its text writes" in why for why in cands[2].why), cands[2].why   # the answer says why
     # Without the text's days the log is as old as its file: the journal entry is the newest.
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}

@@ -20,5 +20,5 @@ def ranked(rows, scores, query, cfg=None):
     cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
     by_id = {r.id: r for r in rows}
     rank.rerank(cands, by_id, rank.intent(query), cfg or rank.RankingConfig(),
-                read_texts=lambda ids: {i: by_id[i] for i in ids})
+                read_texts=lambda ids: [by_id[i] for i in ids])
     return [sid for sid, _ in sorted(cands.items(), key=lambda kv: -kv[1].score)]
