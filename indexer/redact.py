@@ -229,8 +229,9 @@ def _jwt(text: str) -> tuple[str, int]:
 _BEARER = _compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
 _AUTH_HEADER = _compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
-_SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
-               r"private[_-]?key|auth[_-]?key|credentials?)s?")
+# A key's name as people write it in prose as well: "API key:", "access key =" (a space between).
+_SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_ -]?key|apikey|access[_ -]?key|"
+               r"private[_ -]?key|auth[_ -]?key|credentials?)s?")
 _KEY_VALUE = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-]){0,8}" + _SECRET_KEY + r")(?![A-Za-z0-9])"
     r"[\"'*`]*" + _H + r"*[:=]" + _H + r"*[*\"'`]*" + _H + r"*(?P<v>[^\s\"'`*]+)")
@@ -450,9 +451,9 @@ def _azure(text: str) -> tuple[str, int]:
 
 # Order matters: specific shapes first, so their labels win over the generic ones.
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
-_KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
-              "access-key", "privatekey", "private_key", "private-key", "authkey", "auth_key", "auth-key",
-              "credential")
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key", "accesskey", "access_key",
+              "access-key", "access key", "privatekey", "private_key", "private-key", "private key", "authkey",
+              "auth_key", "auth-key", "auth key", "credential")
 FAMILIES: tuple[_Family, ...] = (
     _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys, ("PRIVATE KEY",)),
     _Family("url_credentials", "the password in scheme://user:password@host",

@@ -530,6 +530,8 @@ def test_memory_dev_decoys_stay_readable():
     ("key_value", "**Password:** Tr0ub4dor&3x", "Tr0ub4dor&3x"),
     ("key_value", "mysql --password=Hunter2Hunter2 -u root", "Hunter2Hunter2"),
     ("key_value", "X-Api-Key: 9f8e7d6cBA54", "9f8e7d6cBA54"),
+    ("key_value", "Support portal only. api key: Zq8vLm3XpR7tKw2NbY5c", "Zq8vLm3XpR7tKw2NbY5c"),   # prose: a space
+    ("key_value", "Stripe API Key = Zq8vLm3XpR7tKw2NbY5e", "Zq8vLm3XpR7tKw2NbY5e"),
     ("key_value", "vault login -method=userpass --token s9Xk2Lm8Qw3Er7", "s9Xk2Lm8Qw3Er7"),
     ("long_hex", "encryption_key_material 4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3", "4f1d9c2b7a6e8f3d0c5b1a9e7d3f2c8b6a4e0d9c1b7f5a3e8d2c6b0a9f4e1d7c3"),
     ("long_hex", "Authorization: 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
