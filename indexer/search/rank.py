@@ -239,11 +239,13 @@ PART_HEADING_RE = {
 
 def answers_howto(s, it: Intent) -> bool:
     """Is this runbook section the procedure the how-to question asks for: the part that undoes or
-    checks when the question asks to undo or check (the steps only do), else the steps."""
+    checks when the question asks to undo or check (the steps only do), else the steps — and not
+    the part that undoes them, which numbers its steps too ("steps to pause payouts" is not how to
+    un-pause them)."""
     part = PART_HEADING_RE.get(it.howto)
     if part is not None:
         return bool(part.search(s.title or ""))
-    return is_procedure(s)
+    return is_procedure(s) and not PART_HEADING_RE["rollback"].search(s.title or "")
 
 
 def is_procedure(s) -> bool:
@@ -311,10 +313,13 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
         c.score = moved
     if it.howto and cfg.howto_steps_boost > 1.0:
         _procedure_first(cands, rows, it, 1 - 1 / cfg.howto_steps_boost)
-    if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
+    # The detail before its summary within a document, then the newest of the near ties across
+    # them: in the other order the detail rule undid the newest pick, putting an older part of the
+    # chosen document (its superseded procedure, say) above the account that settles the question.
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
+    if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
 
 
 def _encloses(outer, inner) -> bool:

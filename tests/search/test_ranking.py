@@ -112,6 +112,22 @@ def test_the_last_occurrence_is_the_newest_near_tie_dated_by_the_days_its_text_w
     assert ranked(rows, {1: 0.80, 2: 0.48, 3: 0.30, 4: 0.30}, "When were the API keys last rotated?")[0] == 1
 
 
+def test_the_detail_rule_does_not_undo_the_newest_account():
+    """"Are we still …?" is settled by the newest account among the near ties: here a how-to page
+    whose introduction says when the old way ended. The detail-before-summary rule then looked
+    inside that page and put its superseded part, the old way, back on top; it now picks within a
+    document first, and the newest account picks across them after it."""
+    rows = [row(1, "howto/deploy-keys.md", "Deploy keys", level=1,
+                content="Password logins ended on 2025-03-01: every job uses SSH certificates."),
+            row(2, "howto/deploy-keys.md", "Deploy keys > Old way (passwords) — do not use", stale=True,
+                content="Log in with the shared password."),
+            row(3, "journal/2024/2024-06-01.md", "2024-06-01 > passwords still in use", doc_type="journal",
+                date="2024-06-01")]
+    scores = {1: 0.78, 2: 1.0, 3: 0.75}
+    assert ranked(rows, scores, "Are the deploy jobs still logging in with a password?")[0] == 1
+    assert ranked(rows, scores, "Why did we use passwords for the deploy jobs back then?")[0] == 2   # the past
+
+
 def test_an_undated_page_is_as_new_as_the_days_it_writes_for_a_question_about_now():
     """An inventory or a rota kept undated says "Current as of …": asked for the value now, it is
     as new as that day, newer than the journal entry of an earlier change, and goes first."""

@@ -396,6 +396,21 @@ def test_a_how_to_question_asking_to_undo_or_check_gets_that_part_of_the_runbook
     assert ranked([*rows, other], {**scores, 5: 2.0}, query)[0] == 5
 
 
+def test_steps_asked_for_are_not_the_part_that_undoes_them():
+    """A Rollback numbers its steps as the procedure does, and names the same switch: "steps to
+    pause payouts" wants the steps, not how to un-pause — the how-to rule steps up the procedure
+    only, whichever of the two matches the question a little better."""
+    rows = [row(1, "runbooks/pause-payouts.md", "Pause payouts", doc_type="runbook", level=1,
+                content="The big red switch for merchant payouts."),
+            row(2, "runbooks/pause-payouts.md", "Pause payouts > Steps", doc_type="runbook",
+                content="1. Set payouts.paused=true.\n2. Confirm the batch queue drains.\n"),
+            row(3, "runbooks/pause-payouts.md", "Pause payouts > Rollback (un-pause)", doc_type="runbook",
+                content="1. Set payouts.paused=false.\n2. Watch the first batch go out.\n")]
+    scores = {1: 0.70, 2: 0.74, 3: 0.78}
+    assert ranked(rows, scores, "steps to stop merchant payouts going out")[0] == 2
+    assert ranked(rows, scores, "how do I undo a payout pause?")[0] == 3   # asked for, the Rollback
+
+
 def test_the_runbook_step_back_is_gone_and_a_config_naming_it_is_told_so():
     """`fact_runbook_factor` (a runbook ×0.95 for a question about a fact as it stands) came to help
     one memory corpus by one question, and no held-out-style corpus, so it was removed
