@@ -8,7 +8,7 @@ Corpora are opened on first use and closed when idle (daemon/corpora.py).
 Threads: per open corpus, one ingest thread (its single writer) that waits for debounced changes
 and applies them through its engine, and watchdog's observer; one thread per client connection
 answering requests from read-only catalog snapshots; the main thread, which sleeps until the
-idle-exit deadline or the next check for idle corpora.
+idle-exit deadline or the next check for idle corpora or for the socket.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ SETTLE_S = 20.0
 # A notes read after HEAD moved (no git hook told the daemon) waits this long for the pass that reads it.
 HEAD_WAIT_S = 2.0
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
+# The socket path is looked at (one stat) this often. A cleaner of /tmp or of the runtime folder that
+# deletes it, or its folder, left a daemon nobody could reach that still held the data dir's lock, so
+# no other could start: every client failed until the idle exit (never, under a service manager).
+SOCKET_CHECK_S = 2.0
 
 
 class AlreadyRunning(UserError):
@@ -96,6 +100,7 @@ class Daemon:
         self._lockfile = None
         self._data_lock = None
         self._server: socketserver.UnixStreamServer | None = None
+        self._bound: tuple[int, int] | None = None   # (st_dev, st_ino) of the socket bound (_socket_ours)
         self._acquire()
         self.corpora = Corpora(SharedModel(embedder), rescan_s=rescan_s, idle_s=corpus_idle_s)
         self.default_key = None
@@ -113,6 +118,30 @@ class Daemon:
         client's environment names): an flock next to the socket and one in the data dir, which
         says where this daemon listens (clients elsewhere find it there: connect.data_dir_daemon);
         a dead daemon's socket is replaced."""
+        self._lockfile = self._socket_lock()
+        if self._lockfile is None:
+            st = wire.ping(self.sock_path)
+            pid = st.get("daemon", {}).get("pid") if st else "?"
+            raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
+                                 hint="use it, or stop it with `remembrancer stop`", code="already_running")
+        writelock.identify(by="daemon", socket=str(self.sock_path))   # in the index locks it takes, too
+        try:
+            self._data_lock = writelock.acquire(self.data_dir / writelock.DAEMON_LOCK, f"the data dir {self.data_dir}")
+        except writelock.Busy as e:
+            self._lockfile.close()
+            other = e.holder or {}
+            raise AlreadyRunning(
+                f"a daemon already serves the data dir {self.data_dir} (pid {other.get('pid', '?')}, "
+                f"socket {other.get('socket', '?')}); a second one would be a second writer of its indexes",
+                hint="its clients find it through the data dir, whatever socket they name; to replace it, "
+                     f"stop it first: REMEMBRANCER_SOCKET={other.get('socket', '?')} remembrancer stop",
+                code="already_running") from None
+        self._claim_socket()
+
+    def _socket_lock(self):
+        """The socket's folder made (0700, checked to be ours) and the flock next to the socket
+        taken, as a file kept open; None: another process holds it. At start and again when the
+        folder was deleted under a running daemon (its lock file went with it)."""
         d = self.sock_path.parent
         try:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -127,46 +156,38 @@ class Daemon:
                 log.warning("socket folder %s is shared; only the socket itself is private", d)
             else:
                 os.chmod(d, 0o700)
-            self._lockfile = open(str(self.sock_path) + ".lock", "a+")
+            f = open(self._lock_path(), "a+")
         except OSError as e:
             raise UserError(f"cannot use socket folder {d}: {e.strerror or e}", code="bad_socket",
                             hint="set REMEMBRANCER_SOCKET to a writable path") from None
         try:
-            fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
+            f.close()
             if e.errno in (errno.EAGAIN, errno.EACCES):
-                st = wire.ping(self.sock_path)
-                pid = st.get("daemon", {}).get("pid") if st else "?"
-                raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
-                                     hint="use it, or stop it with `remembrancer stop`", code="already_running")
+                return None
             raise
-        writelock.identify(by="daemon", socket=str(self.sock_path))   # in the index locks it takes, too
-        try:
-            self._data_lock = writelock.acquire(self.data_dir / writelock.DAEMON_LOCK, f"the data dir {self.data_dir}")
-        except writelock.Busy as e:
-            self._lockfile.close()
-            other = e.holder or {}
-            raise AlreadyRunning(
-                f"a daemon already serves the data dir {self.data_dir} (pid {other.get('pid', '?')}, "
-                f"socket {other.get('socket', '?')}); a second one would be a second writer of its indexes",
-                hint="its clients find it through the data dir, whatever socket they name; to replace it, "
-                     f"stop it first: REMEMBRANCER_SOCKET={other.get('socket', '?')} remembrancer stop",
-                code="already_running") from None
+        return f
+
+    def _lock_path(self) -> str:
+        return str(self.sock_path) + ".lock"
+
+    def _claim_socket(self) -> None:
+        """Our pid in the socket's lock file, and whatever is at the socket path removed: we hold
+        the lock, so nobody serves it (a dead daemon's socket, or a file put there)."""
         self._lockfile.seek(0)
         self._lockfile.truncate()
         self._lockfile.write(str(os.getpid()))
         self._lockfile.flush()
         if self.sock_path.exists() or self.sock_path.is_symlink():
-            self.sock_path.unlink()  # stale: we hold the lock, so nobody serves it
+            self.sock_path.unlink()
 
     # -- lifecycle --------------------------------------------------------------------------------
     def serve_forever(self) -> None:
         self._bind()
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        accept = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
-                                  name="accept", daemon=True)
-        accept.start()
+        self._accept()
         served = ", ".join(str(r.path) for r in self.config.roots) or "no default corpus"
         log.info("serving %s (and any corpus a request names) on %s", served, self.sock_path)
         try:
@@ -187,9 +208,10 @@ class Daemon:
         self._wake.set()
 
     def _housekeeping(self) -> None:
-        """Sleep until the idle-exit deadline or the next look for idle corpora; nothing polls faster."""
+        """Sleep until the idle-exit deadline or the next look for idle corpora or at the socket
+        (SOCKET_CHECK_S); nothing polls faster."""
         idle_s = self.corpora.idle_s
-        check_s = min(max(idle_s / 4, 0.2), 60.0) if idle_s is not None else 3600.0
+        check_s = min(max(idle_s / 4, 0.2), SOCKET_CHECK_S) if idle_s is not None else SOCKET_CHECK_S
         while not self.stopping.is_set():
             wait = check_s
             if self.idle_exit_s is not None:
@@ -198,6 +220,8 @@ class Daemon:
             if self._signalled:
                 self.stop()
             if self.stopping.is_set():
+                break
+            if not self._socket_ours() and not self._listen_again():
                 break
             self.corpora.release_idle()
             if self._idle_expired():
@@ -208,6 +232,66 @@ class Daemon:
         with self._lock:
             return (self.idle_exit_s is not None and self.clients == 0
                     and time.monotonic() - self.last_activity >= self.idle_exit_s)
+
+    def _socket_ours(self) -> bool:
+        """Whether the socket path still is the socket this daemon bound: not deleted (alone or
+        with its folder), not replaced by another file."""
+        try:
+            st = os.lstat(self.sock_path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._bound
+
+    def _listen_again(self) -> bool:
+        """The socket path is gone or is not ours: take its folder and lock again and bind a new
+        socket there, as at start (connections already open go on). False, logged: another process
+        holds the lock now, or the folder cannot be used — the caller stops, rather than live on
+        unreachable holding the data dir."""
+        try:
+            if not self._lock_still_held():
+                lock = self._socket_lock()
+                if lock is None:
+                    log.warning("socket %s was replaced, and another process holds its lock: exiting",
+                                self.sock_path)
+                    return False
+                self._lockfile.close()
+                self._lockfile = lock
+            self._claim_socket()
+            old = self._server
+            self._bind()
+        except (UserError, OSError) as e:
+            log.warning("socket %s was removed and cannot be made again (%s): exiting", self.sock_path, e)
+            return False
+        self._retire(old)
+        self._accept()
+        log.warning("socket %s was removed; listening again", self.sock_path)
+        return True
+
+    def _lock_still_held(self) -> bool:
+        """Whether the lock file next to the socket is still the one this daemon holds (only the
+        socket was deleted): locking it anew would conflict with our own flock."""
+        try:
+            st, own = os.stat(self._lock_path()), os.fstat(self._lockfile.fileno())
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+    def _accept(self) -> None:
+        """The accept loop of the current server, on a thread of its own; it sleeps in poll()
+        until a client connects."""
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 3600},
+                         name="accept", daemon=True).start()
+
+    @staticmethod
+    def _retire(server: socketserver.BaseServer) -> None:
+        """Stop a replaced server's accept loop and close its socket. Its shutdown() returns only
+        once the loop wakes: shutting the listening socket down wakes it now (Linux; elsewhere
+        it ends at its poll timeout). Closing the socket under the loop instead would make poll()
+        report it invalid at once, over and over."""
+        threading.Thread(target=lambda: (server.shutdown(), server.server_close()), name="retire",
+                         daemon=True).start()
+        with contextlib.suppress(OSError):
+            server.socket.shutdown(socket.SHUT_RDWR)
 
     def _bind(self) -> None:
         daemon = self
@@ -268,6 +352,8 @@ class Daemon:
         finally:
             os.umask(old_umask)
         os.chmod(self.sock_path, 0o600)
+        st = os.lstat(self.sock_path)
+        self._bound = (st.st_dev, st.st_ino)   # what _socket_ours() compares the path with
 
     def _client(self, delta: int) -> None:
         with self._lock:
@@ -292,10 +378,9 @@ class Daemon:
             # No shutdown(): its handshake would wait out the accept loop's select timeout. The
             # accept and client threads are daemon threads; closing the socket is enough.
             self._server.server_close()
-        try:
-            self.sock_path.unlink()
-        except FileNotFoundError:
-            pass
+        if self._socket_ours():   # a path another daemon took over is left to it
+            with contextlib.suppress(FileNotFoundError):
+                self.sock_path.unlink()
         self.corpora.close_all()
         if self._data_lock is not None:
             self._data_lock.release()
