@@ -81,6 +81,9 @@ LATEST_RE = re.compile(
     r"(?<!\bat )\blast\b(?!\s+(?:(?:week|month|year|quarter|night|sprint|weekend|summer|winter|spring|autumn|"
     r"fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|day|days|step|steps|resort|few|one|"
     r"two|three|four|five)\b|\d))", re.IGNORECASE)
+# "Who is Benedikt?" asks who a person is. People keep no host or service record: the note that
+# introduces one is as often the journal entry of the day they came up as a page of people.
+WHO_IS_RE = re.compile(r"^\W*(?i:who)(?:['’]s|\s+is|\s+was)\s+[A-Z]")
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
@@ -195,6 +198,7 @@ class Intent:
     history: bool = False  # it asks about issues/history itself
     latest: bool = False   # the newest occurrence of something that recurs ("when did X last …?")
     current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
+    person: bool = False   # who someone named is (WHO_IS_RE)
     of_record: bool = False  # it names a thing the notes keep a record of (a host's, a service's)
 
 
@@ -216,7 +220,8 @@ def intent(query: str, latest: bool = True) -> Intent:
     past = not (outcome or newest) and bool(PAST_RE.search(query) or log_line)
     fact = not (howto or outcome or past or newest) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
-    return Intent(howto, outcome, past, fact, history, newest, current)
+    person = fact and bool(WHO_IS_RE.match(query))
+    return Intent(howto, outcome, past, fact, history, newest, current, person=person)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -293,8 +298,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
         if s.doc_type == "journal":
             # A value asked for as it is now is settled by the newest account (_newest_of_near_ties).
             # Of a thing the notes keep a record of, the record states it and the journal is history;
-            # of anything else, the entry of the day it changed is such an account.
-            if it.fact and (it.of_record or not it.current):
+            # of anything else, the entry of the day it changed is such an account, and the entry
+            # that introduces a person tells who they are.
+            if it.fact and (it.of_record or not (it.current or it.person)):
                 w *= cfg.fact_history_factor
         elif it.fact and not it.history and s.doc_type in RECORD_TYPES and _in_history(s.heading):
             scale(cfg.fact_history_factor, "the record's history, for a question about now")

@@ -128,6 +128,27 @@ def test_the_detail_rule_does_not_undo_the_newest_account():
     assert ranked(rows, scores, "Why did we use passwords for the deploy jobs back then?")[0] == 2   # the past
 
 
+def test_who_a_person_is_may_be_told_by_the_journal_entry_that_introduces_them():
+    """"Who's Benedikt?" — people keep no record; the day's entry that says "Benedikt at Fjordhost
+    support confirmed the resize" tells who he is, and is not stepped back as history the way it is
+    for a question about a fact a record keeps. A page of people that does not name him stays behind."""
+    rows = [row(1, "journal/2025/2025-03-02.md", "2025-03-02 > 10:00 staging resize", doc_type="journal",
+                date="2025-03-02", content="Benedikt at Fjordhost support confirmed the resize is in place."),
+            row(2, "notes/people.md", "People > Around the project", content="Odile (beta), Jonas (design).")]
+    scores = {1: 0.80, 2: 0.72}
+    assert rank.intent("Who's Benedikt?").person and rank.intent("who is Benedikt").person
+    assert ranked(rows, scores, "Who's Benedikt?") == [1, 2]
+    assert ranked(rows, scores, "Who is Benedikt?") == [1, 2]
+    # Not a person asked for by name: the journal is history for a question about a fact.
+    assert not rank.intent("who is on call this week?").person
+    assert ranked(rows, scores, "which support team handles the staging resize?") == [2, 1]
+    # A name the notes keep a record of ("Who is pg1?"): the record answers, the journal is history.
+    cands = {r.id: Candidate(r.id, score=scores[r.id]) for r in rows}
+    it = dataclasses.replace(rank.intent("Who is Benedikt?"), of_record=True)
+    rank.rerank(cands, {r.id: r for r in rows}, it, rank.RankingConfig())
+    assert cands[1].score < cands[2].score
+
+
 def test_an_undated_page_is_as_new_as_the_days_it_writes_for_a_question_about_now():
     """An inventory or a rota kept undated says "Current as of …": asked for the value now, it is
     as new as that day, newer than the journal entry of an earlier change, and goes first."""
