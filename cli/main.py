@@ -988,7 +988,8 @@ def cmd_serve(args) -> int:
             w.close()
         return EXIT_OK
     d = Daemon(_load(args), idle_exit_s=args.idle_exit, rescan_s=args.rescan,
-               corpus_idle_s=args.corpus_idle if args.corpus_idle > 0 else None)
+               corpus_idle_s=args.corpus_idle if args.corpus_idle > 0 else None,
+               reload=lambda: _load(args))   # an edited config file is applied while it serves
     d.serve_forever()
     return EXIT_OK
 

@@ -123,6 +123,8 @@ class Corpus:
         self.last_error: str | None = None
         self.last_ingest: dict | None = None
         self.opened_at = time.time()
+        self.retired: str | None = None   # why its settings are no longer the config's (retire)
+        self.reconfigured = False   # opened again with changed settings: reads wait for its first pass
         self._thread: threading.Thread | None = None
         self._claimed = threading.Event()
         self._passes = threading.Condition()   # full passes waited for (`full_pass`): asked vs covered
@@ -161,6 +163,17 @@ class Corpus:
         except Exception:  # a full disk: the next start rebuilds the vector file from the catalog
             log.exception("vector file not saved at shutdown")
         self.engine.close()
+
+    def retire(self, reason: str) -> None:
+        """Its settings changed (the config file was edited): the writer stops (a pass under way
+        stops at its next file) and requests waiting for a pass get their answer, so its users
+        leave soon; Corpora then closes it and opens it again with the new settings."""
+        self.retired = reason
+        self.stopping.set()
+        self.engine.stop_requested.set()
+        self.queue.close()
+        with self._passes:
+            self._passes.notify_all()
 
     # -- the single writer ------------------------------------------------------------------------
     def _ingest_loop(self) -> None:
@@ -218,7 +231,10 @@ class Corpus:
             self.last_error = None
             self._failed, self._retry_at, self._retry_s = None, None, RETRY_FIRST_S
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
-            log.exception("ingest failed; retrying in %.0f s", self._retry_s)
+            if isinstance(e, UserError):   # a setup to fix (a missing secret-hash file), not a bug
+                log.warning("ingest failed: %s; retrying in %.0f s", e.message, self._retry_s)
+            else:
+                log.exception("ingest failed; retrying in %.0f s", self._retry_s)
             fault = store_fault(e, self.engine.dir)   # a full or read-only disk, said with its fix
             self.last_error = str(fault) if fault is not None else f"{type(e).__name__}: {e}"
             self._failed = (set(paths), full)
@@ -279,7 +295,8 @@ class Corpus:
             self._passes.wait_for(lambda: self._full_covered >= asked or self.stopping.is_set())
             done = self._full_covered >= asked
         if not done:
-            raise UserError("the daemon stopped before its index pass ended", code="daemon_stopping",
+            raise UserError(f"the daemon's index pass was cut short: {self.retired}" if self.retired
+                            else "the daemon stopped before its index pass ended", code="daemon_stopping",
                             hint="run `remembrancer index` again")
         if self.last_error:
             raise UserError(f"the daemon's index pass failed: {self.last_error}", code="ingest_failed",
@@ -306,6 +323,8 @@ class Corpus:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
         `observed` (observe()) when given, so a status shows the verdict of its own figures."""
         queued, behind, ingesting, st = observed or self.observe(view)
+        if self.retired:
+            return Freshness.judged(st, "stale", reason=self.retired)
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
             retry = self._retry_at
@@ -345,6 +364,8 @@ class Corpora:
         self.model_loads_closed = 0  # loads done by engines since closed (their own fallback loads)
         self._opening: dict[tuple[str, ...], threading.Event] = {}   # corpora being opened right now
         self._lock = threading.RLock()
+        self._released = threading.Condition(self._lock)   # a retired corpus's last user let it go
+        self._changed: set[tuple[str, ...]] = set()   # closed because their settings changed, not opened since
 
     def acquire(self, roots, config: Config | None = None, kind: str = NOTES) -> Corpus:
         """The open corpus for these roots (opened now if needed), marked in use until `release`.
@@ -356,6 +377,13 @@ class Corpora:
         while True:
             with self._lock:
                 c = self.open.get(key)
+                if c is not None and c.retired:   # its settings changed: closed, then opened with the new ones
+                    if c.in_use:
+                        self._released.wait()   # retire() ended its users' waits: they leave soon
+                        continue
+                    self._close(c)
+                    self._changed.add(key)
+                    c = None
                 if c is not None:
                     c.in_use += 1
                     c.last_used = time.monotonic()
@@ -374,6 +402,8 @@ class Corpora:
             raise
         with self._lock:
             c.in_use += 1
+            c.reconfigured = key in self._changed
+            self._changed.discard(key)
             self.open[key] = c
             self.closed.pop(key, None)
             self._opening.pop(key).set()
@@ -397,6 +427,34 @@ class Corpora:
         with self._lock:
             c.in_use -= 1
             c.last_used = time.monotonic()
+            if c.retired and not c.in_use:
+                self._released.notify_all()
+
+    def reconfigure(self, config_of) -> list[tuple[str, ...]]:
+        """Retire every open corpus whose settings differ from `config_of(key)` (its configuration
+        as the config file says now): the keys to open again. A key whose configuration cannot be
+        made any more (its roots are gone) is retired too: opening it says why."""
+        out = []
+        with self._lock:
+            for key, c in self.open.items():
+                if c.retired:   # retired by an apply that failed half-way: opened again by this one
+                    out.append(key)
+                    continue
+                try:
+                    changed = config_of(key) != c.config
+                except UserError:
+                    changed = True
+                if changed:
+                    c.retire("the config file changed; the corpus is being opened again with it")
+                    out.append(key)
+        return out
+
+    def _close(self, c: Corpus) -> None:
+        """Stop a corpus nobody uses and forget it (under the registry lock: nobody reopens it meanwhile)."""
+        c.stop()
+        indexes.mark_used(c.engine.dir, time.time() - (time.monotonic() - c.last_used))
+        self.model_loads_closed += c.engine.model_loads
+        del self.open[c.key]
 
     def get(self, roots) -> Corpus | None:
         with self._lock:
@@ -423,10 +481,9 @@ class Corpora:
                     continue
                 summary = c.summary()
                 c.engine.release_reader()   # the one summary() just opened on this thread
-                c.stop()
-                indexes.mark_used(c.engine.dir, time.time() - (now - c.last_used))
-                self.model_loads_closed += c.engine.model_loads
-                del self.open[key]
+                self._close(c)
+                if c.retired:   # its users left before anyone opened it again
+                    self._changed.add(key)
                 self.closed[key] = dataclasses.replace(
                     summary, state="closed", closed_at=time.time(),
                     detail="released after being idle; opened again on the next request")

@@ -25,20 +25,22 @@ import stat
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from remembrancer import wire
 from remembrancer.indexer import api
 from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
-from remembrancer.indexer.answers import DaemonState, StatusAnswer
-from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, ensure_data_dir, socket_path
+from remembrancer.indexer.answers import DaemonState, Freshness, StatusAnswer
+from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, config_path,
+                                         ensure_data_dir, socket_path)
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.search.across import ALL
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.commit_log import commits_config
 
-from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, code_param, conversations_param,
-                      roots_param, within_param)
+from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, code_param, config_for,
+                      conversations_param, corpus_key, key_parts, roots_param, within_param)
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +53,40 @@ REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its
 # deletes it, or its folder, left a daemon nobody could reach that still held the data dir's lock, so
 # no other could start: every client failed until the idle exit (never, under a service manager).
 SOCKET_CHECK_S = 2.0
+# An edited config file is applied once two reads this far apart agree: an editor's save may be a
+# truncate then a write, and the empty file between them is a valid config (every setting at its
+# default, no [redact] deny). The file's mtime cannot tell: a writer preempted after its truncate
+# leaves an empty file that looks settled.
+CONFIG_QUIET_S = 0.2
 
 
 class AlreadyRunning(UserError):
     pass
+
+
+UNREAD = object()   # no config_stamp() yet
+
+
+def config_stamp() -> bytes | None:
+    """The config file as it is now (None: there is none): what tells the daemon it was edited."""
+    try:
+        return config_path().read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:   # unreadable: load_config says so when it tries
+        return f"unreadable: {e.errno}".encode()
+
+
+def still_config_stamp() -> bytes | None:
+    """config_stamp() once two reads CONFIG_QUIET_S apart agree (a few tries at most)."""
+    stamp = config_stamp()
+    for _ in range(10):
+        time.sleep(CONFIG_QUIET_S)
+        again = config_stamp()
+        if again == stamp:
+            break
+        stamp = again
+    return stamp
 
 
 def _check_text(params: dict) -> None:
@@ -79,8 +111,15 @@ def _check_text(params: dict) -> None:
 class Daemon:
     def __init__(self, config: Config, *, sock: Path | None = None, idle_exit_s: float | None = None,
                  embedder=None, rescan_s: float = RESCAN_S, client_timeout_s: float = wire.IDLE_TIMEOUT_S,
-                 request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S):
+                 request_timeout_s: float = REQUEST_TIMEOUT_S, corpus_idle_s: float | None = CORPUS_IDLE_S,
+                 reload: Callable[[], Config] | None = None):
         self.config = config    # the default corpus (its roots may be empty: then requests must name one)
+        # `reload` makes `config` again from the config file (`serve`: with its command line): an
+        # edited file is applied while the daemon runs (_config_current). None: never re-read.
+        self._reload = reload
+        self._config_seen: object = UNREAD   # the file as last applied (config_stamp)
+        self._config_error: UserError | None = None   # the file as it is now is invalid: requests get this
+        self._config_lock = threading.Lock()
         self.sock_path = check_socket_path(Path(sock)) if sock else socket_path()   # both checked: AF_UNIX length
         self.data_dir = ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
         self.idle_exit_s = idle_exit_s
@@ -223,6 +262,14 @@ class Daemon:
                 break
             if not self._socket_ours() and not self._listen_again():
                 break
+            # An edited config file is applied within a tick even when no request comes: a path it now
+            # denies leaves the index, not only the answers (one read of a small file).
+            try:
+                self._config_current()
+            except UserError:
+                pass   # logged when it was read; requests get it
+            except Exception:
+                log.exception("applying the edited config file failed; tried again at the next tick")
             self.corpora.release_idle()
             if self._idle_expired():
                 log.info("no clients for %.0fs: exiting (started on demand)", self.idle_exit_s)
@@ -420,6 +467,11 @@ class Daemon:
         if method == "stop":
             threading.Timer(0.05, self.stop).start()
             return {"stopping": True}
+        try:
+            self._config_current()
+        except UserError:
+            if method not in ("status", "notify", "forget"):   # status says it (stale); `stop` asks it the pid
+                raise
         if method == "forget":   # `remembrancer corpora forget`: this daemon may be serving it
             out = self.corpora.forget(str(params.get("index") or ""))
             if self.default_key is not None and list(self.default_key) in out["keys"]:
@@ -435,6 +487,8 @@ class Daemon:
             def notes(m: str, p: dict) -> dict:
                 corpus = self._notes_corpus(roots, within)
                 try:
+                    if corpus.reconfigured:   # the pass applying an edited config first: what it now denies is gone
+                        corpus.settle(SETTLE_S)
                     corpus.catch_up_head(HEAD_WAIT_S)   # a commit made without the hooks: read before answering
                 except BaseException:
                     self.corpora.release(corpus)
@@ -529,6 +583,53 @@ class Daemon:
             return self.corpora.acquire(self.default_key, self.config)
         return self.corpora.acquire(roots)
 
+    # -- the config file --------------------------------------------------------------------------
+    def _config_current(self) -> None:
+        """Apply the config file if it was edited since it was read (before each request and at each
+        housekeeping tick); while it is invalid, its error (the one the in-process path gives) is
+        raised. A request that comes during an apply waits for it: no answer from the old settings."""
+        if self._reload is None:
+            return
+        if config_stamp() != self._config_seen:
+            with self._config_lock:   # at the first request or tick: the file as `serve` just read it
+                stamp = config_stamp() if self._config_seen is UNREAD else still_config_stamp()
+                if stamp != self._config_seen:
+                    self._apply_config()
+                    self._config_seen = stamp
+        if self._config_error is not None:
+            raise self._config_error
+
+    def _apply_config(self) -> None:
+        """The config file read again: every open corpus whose settings it changes (redaction, ignore
+        rules, layout, model, …) is closed and opened again with them, as after being idle — its
+        catch-up pass applies them (a changed redaction policy re-reads every document, as
+        `remembrancer index` would)."""
+        try:
+            new = self._reload()
+        except UserError as e:
+            log.warning("the config file is invalid; requests are refused until it is fixed: %s", e.message)
+            self._config_error = e
+            return
+        self._config_error = None
+        self.config = new
+        self.default_key = corpus_key(r.path for r in new.roots) if new.roots else None
+        for key in self.corpora.reconfigure(self._config_of):
+            kind, paths = key_parts(key)
+            try:
+                self.corpora.release(self.corpora.acquire(paths, self._config_of(key), kind=kind))
+            except UserError as e:
+                log.warning("corpus %s not opened again after the config change: %s", ", ".join(key), e.message)
+                continue
+            log.info("config file changed: corpus %s opened again with it", ", ".join(key))
+
+    def _config_of(self, key: tuple[str, ...]) -> Config:
+        """A corpus's configuration as this daemon opens it: the default corpora (the notes, their
+        conversations and code) from the serve command's settings, any other from its roots."""
+        for cfg in (self.config, self.config.conversation_config(), self.config.code_config()):
+            if cfg is not None and cfg.roots and corpus_key((r.path for r in cfg.roots), cfg.kind) == key:
+                return cfg
+        return config_for(key)
+
     def _notify(self, params: dict) -> dict:
         """A work tree changed (a git hook): queue a pass of every open corpus it concerns."""
         raw = str(params.get("root") or "")
@@ -566,7 +667,10 @@ class Daemon:
                                               last_error=None, last_ingest=None))
         observed = corpus.observe(view)   # one reading: the verdict is that of the figures beside it
         queued, behind, ingesting, st = observed
-        return StatusAnswer(index=st, freshness=corpus.freshness(view, observed),
+        freshness = corpus.freshness(view, observed)
+        if self._config_error is not None:   # nothing but status is answered until the file is fixed
+            freshness = Freshness.judged(st, "stale", reason=self._config_error.message)
+        return StatusAnswer(index=st, freshness=freshness,
                             daemon=daemon(queued_changes=queued, seconds_behind=behind, ingesting=ingesting,
                                           last_error=corpus.last_error, last_ingest=corpus.last_run(view)),
                             corpora=self.corpora.summaries(self._touched_engines()))

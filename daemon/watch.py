@@ -10,6 +10,7 @@ by content hash; indexer/ingest/changes.py).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -27,6 +28,11 @@ log = logging.getLogger(__name__)
 QUIET_S = 0.1     # wait for this much quiet …
 MAX_WAIT_S = 2.0  # … but never longer than this after the first event
 IGNORED_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".obsidian", ".trash"}
+# The ignore rules a walk honours (indexer/ingest/corpus.py _Ignorer) that a watched tree can hold: an
+# edit to one changes which files are in the corpus, though no Markdown file changed. (Rules outside
+# the roots — a parent folder's .gitignore, core.excludesFile — are left to the periodic rescan.)
+IGNORE_FILES = {".gitignore"}
+REPO_EXCLUDE = os.path.join(".git", "info", "exclude")
 
 
 def relevant(path: str, is_dir: bool, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES) -> bool:
@@ -119,7 +125,12 @@ class _Handler(FileSystemEventHandler):
             paths.append(event.dest_path)  # an atomic save is a move onto the target
         for p in paths:
             p = p.decode() if isinstance(p, bytes) else p
-            if relevant(p, event.is_directory, self.suffixes):
+            if p.endswith(os.sep + REPO_EXCLUDE):
+                self.queue.put(full=True)   # the repository's own ignore list: a walk re-judges every file
+            elif not event.is_directory and Path(p).name in IGNORE_FILES:
+                if relevant(os.path.dirname(p), True):
+                    self.queue.put(os.path.dirname(p))   # its folder is walked again: files it now ignores leave
+            elif relevant(p, event.is_directory, self.suffixes):
                 self.queue.put(p)
 
 

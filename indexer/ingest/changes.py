@@ -69,13 +69,14 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
             out.need_full(f"{cp} is a symlink")   # a symlinked file is indexed once, under its first path
             continue
         if abs_path.is_dir():
+            out.exact.add(cp)   # it may have been a file a moment ago (a note replaced by a folder)
+            out.prefixes.add(cp + "/")
             if ignorer.ignored(rel, True):
                 continue
             walked = corpus.WalkResult()
             corpus._walk_root(root, ignorer, max_file_bytes, multi, walked, start=rel)
             out.files += walked.files
             out.warnings += walked.warnings
-            out.prefixes.add(cp + "/")
             continue
         out.exact.add(cp)
         out.prefixes.add(cp + "/")   # it may have been a folder a moment ago

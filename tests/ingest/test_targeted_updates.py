@@ -87,6 +87,58 @@ def test_delete_drops_the_document(daemon, mem):
     assert st["daemon"]["last_ingest"]["scanned"] == 0
 
 
+@pytest.mark.slow
+def test_a_note_replaced_by_a_folder_leaves(daemon, mem):
+    """A path that is no longer a regular file is a deletion: the note went on being listed, found
+    and called fresh (its path named a folder now, walked for files, but not the note itself)."""
+    (mem / "runbooks/restore.md").unlink()
+    (mem / "runbooks/restore.md").mkdir()
+    st = settled(daemon, lambda: "runbooks/restore.md" not in [d["path"] for d in daemon.call("list")["documents"]])
+    assert found(daemon, "quokkarestore") == []
+    assert st["documents"] == N_OTHER + 1
+
+
+def test_engine_refresh_paths_drops_a_note_that_became_a_folder(tmp_path, data_env, tiny_embedder):
+    root = corpus(tmp_path / "mem")
+    e = engine_for([root], tiny_embedder)
+    try:
+        e.refresh()
+        (root / "runbooks/restore.md").unlink()
+        write(root, "runbooks/restore.md/inside.md", "# Inside\n\nA note in the folder.\n")
+        report = e.refresh_paths([str(root / "runbooks/restore.md")])
+        assert (report.removed, report.added) == (1, 1)
+        assert e.catalog.document("runbooks/restore.md") is None
+        assert e.catalog.document("runbooks/restore.md/inside.md") is not None
+    finally:
+        e.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("repo", [True, False], ids=["git", "plain"])
+def test_an_ignore_file_edit_re_judges_its_folder(tmp_path, tiny_model_dir, repo):
+    """Writing a .gitignore takes the files it now ignores out of the index, and removing it brings
+    them back: no Markdown file changed, yet the corpus did (the ignored note stayed found, fresh).
+    In a repository git judges (the top .gitignore: a full walk); in a plain folder the walk reads a
+    .gitignore in a subfolder (that folder alone is walked again)."""
+    mem = corpus(tmp_path / "mem")
+    folder = mem if repo else mem / "journal"
+    if repo:
+        git_init(mem)
+        git(mem, "add", ".")
+        git(mem, "commit", "-qm", "notes")
+    write(folder, "scratch/s.md", "# Scratch\n\nscratchneedle, untracked.\n")
+    with DaemonProc(tmp_path, [mem], tiny_model_dir) as d:
+        d.start()
+        assert found(d, "scratchneedle")
+        (folder / ".gitignore").write_text("scratch/\n")
+        settled(d, lambda: found(d, "scratchneedle") == [])
+        (folder / ".gitignore").unlink()
+        settled(d, lambda: found(d, "scratchneedle"))
+        if repo:   # the repository's own ignore list, beside the .gitignore files
+            (mem / ".git/info/exclude").write_text("scratch/\n")
+            settled(d, lambda: found(d, "scratchneedle") == [])
+
+
 def test_a_folder_moved_in_is_walked_alone(daemon, mem, tmp_path):
     outside = tmp_path / "elsewhere"
     write(outside, "lessons/one.md", "# One\n\nNever run numbatdrop on a primary.\n")
