@@ -37,6 +37,7 @@ from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, Config, c
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.search.across import ALL
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.requests import check_text
 from remembrancer.indexer.ingest.commit_log import commits_config
 
 from .corpora import (CORPUS_IDLE_S, RESCAN_S, Corpora, Corpus, SharedModel, code_param, config_for,
@@ -87,25 +88,6 @@ def still_config_stamp() -> bytes | None:
             break
         stamp = again
     return stamp
-
-
-def _check_text(params: dict) -> None:
-    """Every string must be Unicode text: a lone surrogate ("\\ud800" is valid JSON) would reach
-    tokenizers, tantivy and SQLite, which refuse it with exceptions of their own."""
-    for name, value in params.items():
-        stack = [name, value]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, str):
-                try:
-                    v.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise UserError(f"{name} is not valid Unicode text (it holds a lone surrogate)",
-                                    param=str(name)) from None
-            elif isinstance(v, dict):
-                stack += [*v.keys(), *v.values()]
-            elif isinstance(v, list):
-                stack += v
 
 
 class Daemon:
@@ -442,7 +424,7 @@ class Daemon:
                 rid, method, params = wire.decode_request(line.rstrip(b"\n"))
             except RecursionError:  # JSON nested deeper than the decoder recurses
                 raise wire.ProtocolError("malformed", "request is nested too deeply") from None
-            _check_text(params)
+            check_text(params)
             with self._lock:
                 self.requests += 1
                 self.last_activity = time.monotonic()

@@ -587,6 +587,13 @@ def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise UserError(f"invalid config {path}: {e}", hint="fix the TOML syntax or move the file away")
+        except OSError as e:   # a folder where the file should be, no permission to read it, a broken mount
+            var = "REMEMBRANCER_CONFIG" if os.environ.get("REMEMBRANCER_CONFIG") else None
+            why = "is a directory" if isinstance(e, IsADirectoryError) else f"cannot be read: {e.strerror or e}"
+            raise UserError(f"the config file {path}" + (f" (from {var})" if var else "") + f" {why}",
+                            param=var or "config file",
+                            hint=(f"set {var} to a TOML file (it need not exist), or unset it" if var
+                                  else f"make {path} a readable TOML file, or set REMEMBRANCER_CONFIG to one")) from None
     _refuse_unknown_keys(raw, path)
     cfg = Config(source=path if path.exists() else None)
     index = raw.get("index", {})

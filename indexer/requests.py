@@ -28,6 +28,12 @@ DEFAULT_BUDGET_TOKENS = 4000     # search: what an answer may cost the caller
 MAX_OFFSET = 1 << 40             # read: the socket's ceiling on a character offset
 MAX_LIST_OFFSET = 10**9          # list: the socket's ceiling on a document offset
 MAX_AROUND = 10                  # read: exchanges of a conversation on each side of the one read
+# search: the longest question. A question with a pasted error or log excerpt fits with room to spare
+# (about a page); a longer text is a document, not a question: the dense leg reads only its first few
+# hundred tokens, while every per-word step (keyword, literal, abstention) pays for all of it.
+MAX_QUERY_CHARS = 4000
+QUERY_TOO_LONG_HINT = ("ask with its distinctive part (the error message, an identifier, a short phrase) and a few "
+                       "words; `latest` finds exact strings")
 
 ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
                    "the answer says which phrasing found the best result). Use them for questions in your own "
@@ -71,6 +77,11 @@ class Params:
         return f.default, f.metadata.get("ge"), f.metadata.get("le")
 
     @classmethod
+    def max_length(cls, name: str) -> int | None:
+        """The declared longest value of a string parameter (None: unbounded)."""
+        return next(f for f in dataclasses.fields(cls) if f.name == name).metadata.get("max_length")
+
+    @classmethod
     def tool_signature(cls, returns) -> inspect.Signature:
         """The MCP tool's signature (pydantic `Field`s in `Annotated` types): the SDK builds the
         tool's input schema from it."""
@@ -98,11 +109,46 @@ def _str(params, name: str, default: str | None = None) -> str | None:
         return None
     if not isinstance(v, str):
         raise UserError(f"{name} must be a string", param=name)
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (valid as a JSON escape, not as text)
-        raise UserError(f"{name} is not valid text (lone surrogate)", param=name) from None
+    if not _is_text(v):   # a lone surrogate (valid as a JSON escape, not as text): check_text
+        raise UserError(f"{name} is not valid Unicode text (it holds a lone surrogate)", param=name)
     return v
+
+
+def _bounded(value: str, model: type[Params], name: str, hint: str = "") -> str:
+    """`value`, if it is no longer than the parameter's declared max_length (the MCP tool's schema
+    says the same bound, and its SDK refuses a longer value before the socket is asked)."""
+    most = model.max_length(name)
+    if most is not None and len(value) > most:
+        raise UserError(f"{name} is {len(value)} characters, the most is {most}", param=name, hint=hint)
+    return value
+
+
+def check_text(params: dict) -> None:
+    """Every string of a request (names and values, at any depth) must be Unicode text: a lone
+    surrogate ("\\ud800" is valid JSON) would reach tokenizers, tantivy and SQLite, which refuse it
+    with exceptions of their own, and no JSON encoder can send it back. The error names the top-level
+    parameter holding it (never quoting it: the answer could not be encoded)."""
+    for name, value in params.items():
+        shown = name if isinstance(name, str) and _is_text(name) else None
+        stack = [name, value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                if not _is_text(v):
+                    raise UserError(f"{shown or 'a parameter name'} is not valid Unicode text "
+                                    "(it holds a lone surrogate)", param=shown)
+            elif isinstance(v, dict):
+                stack += [*v.keys(), *v.values()]
+            elif isinstance(v, list):
+                stack += v
+
+
+def _is_text(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _list(params, name: str) -> list[str]:
@@ -143,7 +189,7 @@ def _required(value: str | None, name: str) -> str:
 @dataclass
 class SearchParams(Params):
     query: str = param(description="The question or keywords, in plain words. May be empty when filters are "
-                       "given (then: matching sections, newest first).")
+                       "given (then: matching sections, newest first).", max_length=MAX_QUERY_CHARS)
     limit: int = param(5, ge=1, le=SEARCH_LIMIT, description="How many sections to return (1-50); the first "
                        "comes in full, the rest as pointers.")
     type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. "
@@ -162,7 +208,8 @@ class SearchParams(Params):
     @classmethod
     def from_wire(cls, params) -> "SearchParams":
         budget = _int(params, cls, "budget_tokens")
-        return cls(query=_str(params, "query", "") or "", limit=_int(params, cls, "limit"),
+        query = _bounded(_str(params, "query", "") or "", cls, "query", hint=QUERY_TOO_LONG_HINT)
+        return cls(query=query, limit=_int(params, cls, "limit"),
                    type=_list(params, "type"), path=_str(params, "path"), tags=_list(params, "tags"),
                    since=_str(params, "since"), until=_str(params, "until"),
                    exact=bool(params.get("exact", False)), explain=bool(params.get("explain", False)),

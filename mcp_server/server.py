@@ -11,15 +11,18 @@ No `from __future__ import annotations` here: the SDK reads the tool signatures 
 """
 
 import contextlib
+import json
 import logging
 import os
+import re
 import sys
 import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.message import SessionMessage
+from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from remembrancer.daemon.connect import wait_for_first_index
@@ -108,6 +111,8 @@ def validation_error(tool: str, exc: ValidationError) -> dict:
                                 if x.strip(" '\"")]
     others = sorted({str(e["loc"][0]) for e in errs[1:] if e.get("loc")} - {param})
     hints = [ALTERNATES_HINT] if param == "alternates" else []   # the engine's own wording for them
+    if param == "query" and first.get("type") == "string_too_long":
+        hints.append(rq.QUERY_TOO_LONG_HINT)
     if others:
         hints.append("also invalid: " + ", ".join(others))
     if hints:
@@ -164,6 +169,15 @@ class RememberServer(MCPServer):
                 roots = await client_roots(ctx)
                 await anyio.to_thread.run_sync(chooser, roots)
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport (as MCPServer.run_stdio_async), its messages read through
+        `Reread` (a line its parser refuses for a lone surrogate is answered, not dropped)."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(Reread(read_stream), write_stream,
+                                            self._lowlevel_server.create_initialization_options())
+
     async def list_tools(self):
         """The tools, each schema closed (`additionalProperties: false`): an argument the tool does not
         take is refused (call_tool), so the schema says so."""
@@ -171,6 +185,10 @@ class RememberServer(MCPServer):
                 for t in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:   # first: an error that quoted a lone surrogate could not be sent (no JSON encoder takes one)
+            rq.check_text(arguments or {})
+        except UserError as e:
+            return fail(e.to_dict())
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             valid = sorted(tool.parameters.get("properties", {}))
@@ -207,6 +225,90 @@ class RememberServer(MCPServer):
             return echoes_redacted(source.current(), err, arguments or {}, lowered=True)
         except UserError:
             return {**err, "message": err["message"].split(", got ", 1)[0]}
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+class Reread:
+    """The stdio transport's stream of incoming messages, with the lines its JSON parser refused for
+    a lone surrogate ("\\ud800": valid JSON, not text) read again by Python's. The SDK drops a line
+    it cannot parse without a word, so a tools/call holding one was never answered and its client
+    waited for ever. Read again, the call reaches call_tool, which refuses it naming the argument
+    (requests.check_text); a lone surrogate anywhere else becomes U+FFFD, as the transport decodes
+    invalid UTF-8. Every other item passes as it came."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):   # last_context (the sender's contextvars), close, aclose, clone
+        return getattr(self._inner, name)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        return reread(await self._inner.__anext__())
+
+    async def receive(self):
+        return reread(await self._inner.receive())
+
+    async def __aenter__(self):
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._inner.__aexit__(*exc)
+
+
+def reread(item):
+    """`item`, or the message its refused line holds when a lone surrogate was why (see Reread)."""
+    if not isinstance(item, ValidationError):
+        return item
+    errs = item.errors()
+    line = errs[0].get("input") if len(errs) == 1 and errs[0].get("type") == "json_invalid" else None
+    if not isinstance(line, str):
+        return item
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return item
+    if not _holds_surrogate(msg):
+        return item   # refused for another reason: the SDK's own handling
+    try:
+        params = msg.get("params") if isinstance(msg, dict) else None
+        if msg.get("method") == "tools/call" and isinstance(params, dict) and "arguments" in params:
+            msg = {**_replaced(msg), "params": {**_replaced(params), "arguments": params["arguments"]}}
+        else:
+            msg = _replaced(msg)
+        return SessionMessage(jsonrpc_message_adapter.validate_python(msg, by_name=False))
+    except Exception:   # not a message even so: the SDK's handling, as for any unparsable line
+        return item
+
+
+def _holds_surrogate(v) -> bool:
+    stack = [v]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE_RE.search(v):
+                return True
+        elif isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+        elif isinstance(v, list):
+            stack += v
+    return False
+
+
+def _replaced(v):
+    """`v` with each lone surrogate of its strings (keys too, at any depth) replaced by U+FFFD."""
+    if isinstance(v, str):
+        return _SURROGATE_RE.sub("\ufffd", v)
+    if isinstance(v, dict):
+        return {_replaced(k): _replaced(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_replaced(x) for x in v]
+    return v
 
 
 async def client_roots(ctx) -> list[str]:

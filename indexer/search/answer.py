@@ -18,6 +18,7 @@ from typing import NamedTuple
 from remembrancer.indexer.config import CODE
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
+from remembrancer.indexer.store.local import fulltext
 from remembrancer.indexer.search import answer_types, commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import links
@@ -944,8 +945,11 @@ def _word_occurs(view, word: str) -> bool:
 
 def _split_form_occurs(view, w: str) -> bool:
     """Whether a long plain word occurs split in two, each part three letters or more, by a space or
-    a hyphen ("failover" as "fail over"): read from the literal index, so the cost follows the matches."""
-    if not (w.isascii() and w.isalpha() and len(w) >= 6):
+    a hyphen ("failover" as "fail over"): read from the literal index, so the cost follows the matches.
+    Only a word the keyword index could hold whole (shorter than fulltext.TERM_BYTES) is looked for
+    split: no note writes a longer one in two, and its forms grow with the square of its length (a
+    pasted 5,000-letter "word" was 25 million characters of needles)."""
+    if not (w.isascii() and w.isalpha() and 6 <= len(w) < fulltext.TERM_BYTES):
         return False
     forms = [f"{w[:i]}{sep}{w[i:]}" for i in range(3, len(w) - 2) for sep in (" ", "-")]
     contents = [content for _, _, content, _ in view.literal_rows(forms, content_only=True)]

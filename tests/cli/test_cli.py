@@ -26,6 +26,7 @@ def cli(tmp_path_factory, tiny_model_dir):
         return run_cli(*args, env=env)
 
     run.notes = notes
+    run.env = env
     return run
 
 
@@ -98,3 +99,31 @@ def test_bad_input_is_one_line_with_exit_2(cli, args, needle):
 def test_no_roots_no_daemon(cli):
     p = cli("status")
     assert p.returncode == 2 and "no corpus roots given" in p.stderr
+
+
+def test_a_question_longer_than_the_cap_is_refused_and_one_word_at_it_answered(cli):
+    """A question is at most MAX_QUERY_CHARS long (a structured error naming the limit); one word at
+    the cap is answered as any other question (a 5,000-letter one took 3.5 GB and 19 s)."""
+    from remembrancer.indexer.requests import MAX_QUERY_CHARS
+
+    over = cli("search", "q" * (MAX_QUERY_CHARS + 1), "--root", str(cli.notes), "--json")
+    assert over.returncode == 2 and "Traceback" not in over.stderr, over.stderr
+    err = json.loads(over.stdout)["error"]
+    assert err["code"] == "bad_input" and err["param"] == "query", err
+    assert f"query is {MAX_QUERY_CHARS + 1} characters, the most is {MAX_QUERY_CHARS}" == err["message"]
+    at = cli("search", "q" * MAX_QUERY_CHARS, "--root", str(cli.notes), "--json")
+    assert at.returncode in (0, 1), at.stderr
+    out = json.loads(at.stdout)
+    assert out["results"] or out["best_weak"]
+
+
+def test_a_config_path_that_is_a_directory_is_a_setup_error(cli, tmp_path):
+    env = {**cli.env, "REMEMBRANCER_CONFIG": str(tmp_path)}
+    for args in (["search", "x", "--root", str(cli.notes)], ["status", "--root", str(cli.notes)]):
+        p = run_cli(*args, env=env)
+        assert p.returncode == 2, (p.returncode, p.stderr)
+        assert f"the config file {tmp_path} (from REMEMBRANCER_CONFIG) is a directory" in p.stderr, p.stderr
+        assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+    p = run_cli("search", "x", "--root", str(cli.notes), "--json", env=env)
+    assert json.loads(p.stdout)["error"]["param"] == "REMEMBRANCER_CONFIG"

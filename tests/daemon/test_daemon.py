@@ -66,6 +66,21 @@ def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon):
     assert daemon.search("pgBackRest restore")["results"]
 
 
+def test_a_question_over_the_cap_and_a_lone_surrogate_are_refused_by_name(daemon):
+    """The socket's own checks (the MCP tool's schema refuses the long question before it asks)."""
+    from remembrancer.indexer.requests import MAX_QUERY_CHARS
+
+    with pytest.raises(DaemonError) as ei:
+        daemon.call("search", query="q" * (MAX_QUERY_CHARS + 1))
+    assert ei.value.error["param"] == "query" and ei.value.error["code"] == "bad_input"
+    assert f"the most is {MAX_QUERY_CHARS}" in ei.value.error["message"]
+    with pytest.raises(DaemonError) as ei:
+        daemon.call("search", query="restore", type={"\ud800": ["x"]})   # a key, nested: the parameter is named
+    assert ei.value.error["param"] == "type" and "not valid Unicode text" in ei.value.error["message"]
+    out = daemon.search("q" * MAX_QUERY_CHARS)   # one word at the cap: answered like any other
+    assert out["results"] or out["best_weak"]
+
+
 @pytest.mark.slow
 def test_atomic_save_becomes_searchable_without_commit(daemon, notes):
     target = notes / "memory/zebra.md"

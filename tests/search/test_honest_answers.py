@@ -11,6 +11,7 @@ from remembrancer.cli.main import main
 from remembrancer.indexer.memory import tools as memory
 from remembrancer.indexer.api import do_search
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.requests import MAX_QUERY_CHARS
 from remembrancer.indexer import terms
 from remembrancer.mcp_server import render
 from tests.support.corpus import write, write_tree
@@ -73,6 +74,33 @@ def test_a_word_the_notes_write_as_two_occurs(tmp_path, tiny_engine):
     assert not answer._word_occurs(view, "setup")      # too short to split ("set up" is there)
 
 
+def test_only_a_word_the_keyword_index_could_hold_is_looked_for_split(tmp_path, tiny_engine):
+    """A word of fulltext.TERM_BYTES letters or more is no word a note writes in two (the keyword
+    index drops such a token), and its split forms grow with the square of its length: a pasted
+    5,000-letter "word" asked the literal index for 25 million characters of needles (gigabytes)."""
+    from remembrancer.indexer.search import answer
+    from remembrancer.indexer.store.local.fulltext import TERM_BYTES
+
+    short = ("a" * 19, "b" * (TERM_BYTES - 20))   # together one letter under the limit
+    long = ("c" * 20, "d" * (TERM_BYTES - 20))    # together at it
+    e = tiny_engine(write_tree(tmp_path / "notes", {"notes/pair.md": f"# Pair\n\n{' '.join(short)} and {'-'.join(long)}\n"}))
+    view = e.view()
+    assert answer._word_occurs(view, "".join(short))
+    assert not answer._word_occurs(view, "".join(long))
+    assert not answer._word_occurs(view, "q" * MAX_QUERY_CHARS)   # a word at the question's cap: answered, not found
+
+
+def test_a_question_is_at_most_max_query_chars(engine):
+    with pytest.raises(UserError) as err:
+        do_search(engine.view(), {"query": "q" * (MAX_QUERY_CHARS + 1)})
+    d = err.value.to_dict()
+    assert d["param"] == "query" and d["code"] == "bad_input" and f"the most is {MAX_QUERY_CHARS}" in d["message"]
+    assert "distinctive part" in d["hint"]
+    for at_the_cap in ("q" * MAX_QUERY_CHARS, " ".join(["restore"] * (MAX_QUERY_CHARS // 8))):
+        out = do_search(engine.view(), {"query": at_the_cap, "limit": 3})
+        assert out["results"] or out.get("best_weak"), out
+
+
 def test_an_everyday_word_in_capitals_is_not_a_name():
     """"Is it OK to …" uses no name: an absent all-caps word would otherwise be a missing name
     that raises the semantic bar (a right answer was withheld for it)."""
@@ -103,7 +131,7 @@ def test_a_number_hyphened_to_words_is_english_not_an_identifier_the_notes_lack(
 
 
 def test_a_pasted_wall_of_text_is_not_echoed_back_whole(engine):
-    wall = "zz_" + "x" * 20_000                          # an identifier no note holds: abstains whatever the model
+    wall = "zz_" + "x" * (MAX_QUERY_CHARS - 3)           # an identifier no note holds: abstains whatever the model
     out = do_search(engine.view(), {"query": wall, "limit": 3})
     assert out["no_strong_match"]
     assert sum(len(r) for r in out["why_no_strong_match"]) < 300, out["why_no_strong_match"]

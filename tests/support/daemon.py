@@ -158,3 +158,48 @@ def mcp_calls(server, sock: Path, calls: list[tuple[str, dict]]):
         return anyio.run(main)
     finally:
         stop_daemon_at(sock)
+
+
+MCP_HELLO = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+def raw_mcp(server, sock: Path, messages: list[dict], timeout: float = 60) -> tuple[dict, str]:
+    """(each request's reply by id, stderr) of one real stdio MCP session (stdio_mcp's parameters)
+    spoken to in raw JSON-RPC — for what the SDK's client cannot send, such as a lone surrogate
+    (json.dumps writes it as its escape). After the handshake the messages go one at a time, each
+    request's reply awaited `timeout` s: one never answered has no entry (and the session goes on).
+    The daemon it started is stopped after."""
+    import queue
+    import tempfile
+    import threading
+
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen([server.command, *server.args], env=server.env, cwd=server.cwd, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=err)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    replies: dict = {}
+    try:
+        for m in [*MCP_HELLO, *messages]:
+            proc.stdin.write((json.dumps(m) + "\n").encode())
+            proc.stdin.flush()
+            deadline = time.monotonic() + timeout
+            while "id" in m and m["id"] not in replies and deadline > time.monotonic():
+                try:
+                    reply = json.loads(lines.get(timeout=deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                replies[reply.get("id")] = reply
+        proc.stdin.close()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stop_daemon_at(sock)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        err.close()
+    return replies, stderr
