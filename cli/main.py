@@ -512,7 +512,8 @@ def _backend(args, missing: str = "ok"):
 
     With no index built yet: `missing="build"` says on stderr that it is built now — in-process
     with a progress bar, or by the daemon, waited for — "error" refuses with exit 3 (reads have
-    nothing to read), "ok" goes on."""
+    nothing to read), "status" too unless a daemon answers (it creates nothing), "ok" goes on.
+    An index whose last pass did not finish is finished first, in-process, saying so."""
     from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
     from remembrancer.indexer.config import load_config
 
@@ -520,10 +521,17 @@ def _backend(args, missing: str = "ok"):
         return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
     config = _load(args)
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
-        return connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        backend = connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
+        if missing in ("build", "error") and backend.kind == "local" and not backend.readonly \
+                and backend.engine.unfinished_pass():
+            print(f"remembrancer: the last indexing pass over {', '.join(str(r.path) for r in config.roots)} "
+                  "did not finish: finishing it now", file=sys.stderr)
+        return backend
     where = ", ".join(str(r.path) for r in config.roots)
     daemon = find_daemon(config)
-    if missing == "error":
+    if missing == "status" and daemon is not None:
+        return daemon
+    if missing in ("error", "status"):
         if daemon is not None:
             daemon.close()
         raise UserError(f"no index yet for {where}", code="no_index",
@@ -780,7 +788,7 @@ def cmd_status(args) -> int:
     from remembrancer.indexer.answers import StatusAnswer
     from remembrancer.indexer.config import shown_root
 
-    raw = _backend(args).call("status")
+    raw = _backend(args, missing="status").call("status")
     if args.json:
         print(json.dumps(raw, indent=2, ensure_ascii=False))
         return EXIT_OK

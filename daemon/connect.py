@@ -120,11 +120,19 @@ class LocalBackend:
         return self.last_report
 
     def freshness(self, view: ReadView) -> Freshness:
+        """The verdict on an answer of this engine: "re-checked against the files just now" only when
+        it was — refreshed before this answer, or (an answer that does not refresh: `status`) found
+        level with the files by Engine.behind, which counts what a pass has not read yet."""
         st = view.status()
         if self.readonly:
             return Freshness.judged(st, "stale", reason=self.reason or "daemon down: answering read-only "
                                     "from the last index; changes since then are not seen")
-        problem = self.engine.contract_problem() if self.engine.core.loaded_embedder is not None else None
+        problem = self.engine.redaction.problem()
+        if problem is None and self.last_report is None:
+            roots = " ".join(f"--root {r.path}" for r in self.config.roots)
+            problem = self.engine.behind().reason(f"remembrancer index {roots}")
+        if problem is None and self.engine.core.loaded_embedder is not None:
+            problem = self.engine.contract_problem()
         if problem:
             return Freshness.judged(st, "stale", reason=problem)
         if st.vectors_waiting:   # no daemon here to embed them when the model is back: the next index run does
@@ -168,7 +176,7 @@ class LocalBackend:
     def _answer(self, method: str, params: dict) -> dict:
         from remembrancer.indexer import api
 
-        if method in api.FRESHNESS_METHODS:
+        if method in api.REFRESH_METHODS:
             self.refresh()
         out = api.answer_in_process(self.engine, method, params, self.freshness)
         if out is not None:

@@ -135,8 +135,11 @@ def do_verify(view: ReadView, params) -> dict:
 
 READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
                 "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
-# Answers about the index's content carry its freshness verdict; a local engine refreshes first.
+# Answers about the index's content carry its freshness verdict.
 FRESHNESS_METHODS = ("search", "history", "latest", "neighbors", "verify")
+# A writable engine in the client's process (no daemon) refreshes before these: a listing or a read
+# is of the files as they are, never of a pass that did not finish.
+REFRESH_METHODS = (*FRESHNESS_METHODS, "read", "outline", "list")
 
 
 def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict | None:

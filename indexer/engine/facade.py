@@ -12,7 +12,7 @@ from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import Ledger, Store
 
 from .core import Core
-from .report import IndexReport
+from .report import UNFINISHED_PASS, Behind, IndexReport
 from .view import ReadCache, ReadView
 from .writer import ProgressFn, Writer
 
@@ -56,6 +56,14 @@ class Engine:
     def refresh(self, progress: ProgressFn | None = None, reembed: bool = False) -> IndexReport:
         """Bring the index up to date with the files (indexer/engine/writer.py)."""
         return self.writer.refresh(progress, reembed)
+
+    def behind(self) -> Behind:
+        """How far the index is behind the files, judged without writing (Writer.behind)."""
+        return self.writer.behind()
+
+    def unfinished_pass(self) -> bool:
+        """Whether the last whole index pass started and did not finish (killed, crashed, stopped)."""
+        return bool(self.core.catalog.get_meta(UNFINISHED_PASS))
 
     def refresh_paths(self, paths, progress: ProgressFn | None = None) -> IndexReport:
         """Bring the index up to date for these changed paths and what moved between HEADs."""

@@ -14,6 +14,9 @@ from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import Ledger
 
 KEPT_WARNINGS = 200   # the newest warnings a run leaves stored
+# The catalog's note of a whole pass under way, cleared when it ends: still there when no pass runs, the
+# last one was killed, crashed or stopped half-way (Writer.refresh, Writer.behind).
+UNFINISHED_PASS = "pass_unfinished"
 
 
 @dataclass
@@ -60,6 +63,42 @@ class IndexReport:
 
 
 _PER_PATH = ("walked", "outcomes", "embedded_for", "warning_paths")
+
+
+@dataclass
+class Behind:
+    """How far the index is behind its files, judged without writing anything (Writer.behind): what
+    an index pass would do now. An in-process answer that did not refresh first is judged on it —
+    a pass that never finished, or a file never read, is never "fresh"."""
+
+    files: int = 0           # the files (commits, transcripts) a pass would index
+    new: int = 0             # of them, not in the index
+    changed: int = 0         # in the index with other content
+    gone: int = 0            # in the index, no longer among the files
+    unfinished: bool = False   # the last whole pass started and did not finish (killed, crashed, stopped)
+    never: bool = False      # no pass has ever finished
+    reread: bool = False     # the parser, layout or redaction policy changed: every document is read again
+    moved: list[str] = field(default_factory=list)   # roots whose HEAD is not the one indexed
+
+    def reason(self, index_command: str) -> str | None:
+        """Why the index is stale, with the command that brings it up to date; None: it is not."""
+        if self.unfinished or self.never:
+            which = "first" if self.never else "last"
+            done = self.files - self.new - self.changed
+            return (f"the {which} indexing pass did not finish: {done} of {self.files} files indexed; "
+                    f"run `{index_command}` to finish it")
+        differ = self.new + self.changed + self.gone
+        if differ:
+            parts = ", ".join(f"{n} {what}" for n, what in ((self.new, "new"), (self.changed, "changed"),
+                                                             (self.gone, "removed")) if n)
+            return (f"{differ} {'file differs' if differ == 1 else 'files differ'} from the index ({parts}); "
+                    f"run `{index_command}` to read them")
+        if self.reread:
+            return ("the parser, layout or redaction policy changed since the index was built: every document "
+                    f"is read again; run `{index_command}`")
+        if self.moved:
+            return f"HEAD of {self.moved[0]} moved since the last index; run `{index_command}`"
+        return None
 
 
 class StoredWarnings:

@@ -23,7 +23,7 @@ from remembrancer.indexer.redact import Redactor
 from remembrancer.indexer.store.base import Ledger
 
 from .core import Core
-from .report import IndexReport
+from .report import UNFINISHED_PASS, Behind, IndexReport
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,9 @@ class Writer:
             self._drop_vectors()
         walked = self._walk()
         walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
+        # Said before the first write, cleared when the pass has ended: a pass killed, crashed or stopped
+        # half-way leaves it, and no answer judged from the catalog calls that index fresh (behind()).
+        self.catalog.set_meta(UNFINISHED_PASS, json.dumps({"started_at": time.time(), "files": len(walked.files)}))
         report.warnings += walked.warnings
         report.scanned = len(walked.files)
         report.walked = [f.path for f in walked.files]
@@ -177,6 +180,8 @@ class Writer:
             self.catalog.set_meta("parse_version", str(PARSE_VERSION))
         self.catalog.set_meta("last_indexed_at", str(time.time()))
         self.catalog.set_meta("heads", json.dumps(self.core.current_heads()))
+        if not self.core.stop_requested.is_set():
+            self.catalog.set_meta(UNFINISHED_PASS, "")
         # A file not read again (unchanged) keeps its warnings: its invalid front matter is still there.
         fresh = set(report.warnings)
         self._store_run_warnings(report, lambda w, p: p in present and w not in fresh
@@ -184,6 +189,44 @@ class Writer:
         report.seconds = round(time.monotonic() - t0, 3)
         self.last_report = report
         return report
+
+    def behind(self) -> Behind:
+        """What an index pass would do now, judged without writing: the files not in the index, changed
+        or gone (a file whose stamp differs is read and its blob id compared, as a pass does), a
+        whole pass that started and never finished, a HEAD not indexed. A file the last pass skipped
+        (binary, unreadable, `secret: true`: a stored warning names it) and not touched since is not
+        counted: no pass would index it."""
+        redactor = self.core.redaction.current()
+        walked = self._walk()
+        files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]
+        known = self.catalog.documents()
+        last = self.catalog.get_meta("last_indexed_at")
+        last_ns = int(float(last) * 1e9) if last else None
+        warned = {p for _, p in self.core.stored_warnings.read(self.catalog) if p}
+        out = Behind(files=len(files), unfinished=bool(self.catalog.get_meta(UNFINISHED_PASS)),
+                     never=last_ns is None, reread=bool(known) and self._must_read_all())
+        for f in files:
+            old = known.get(f.path)
+            if old is None:
+                skipped = f.path in warned and last_ns is not None and f.mtime_ns <= last_ns
+                out.new += not skipped
+            elif self._stat_changed(f, old):
+                try:
+                    data = commit_log.render(f) if f.root.kind == COMMITS else \
+                        ingest.read_file(f, self.core.config.max_file_bytes)
+                except ingest.Skip:   # a pass would remove it
+                    out.changed += 1
+                    continue
+                out.changed += old[1] != corpus.blob_id(data)
+        present = {f.path for f in files}
+        failed = tuple(f"{r}/" for r in walked.failed_roots)
+        if not (walked.failed_roots and len(self.core.config.roots) == 1):   # as a pass: an unreadable root keeps its documents
+            out.gone = sum(1 for p in known if p not in present and not p.startswith(failed))
+        if self.core.config.kind != COMMITS:
+            indexed = json.loads(self.catalog.get_meta("heads") or "{}")
+            out.moved = [name for name, head in self.core.current_heads().items()
+                         if head is not None and indexed.get(name) != head]
+        return out
 
     def _walk(self) -> corpus.WalkResult:
         """Every file of the roots — or, in a commits corpus, every commit reachable from HEAD."""

@@ -111,9 +111,19 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
         if notes is None:
             raise UserError("no notes folder is configured for this session", param="corpus",
                             hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
-        parts = [(name, SearchAnswer.parse(read(method, dict(params))))
-                 for name, read in ((NOTES, notes), (CONVERSATIONS, conversations), (COMMITS, commits)) if read]
+        parts, missed = [], []
+        for name, read in ((NOTES, notes), (CONVERSATIONS, conversations), (COMMITS, commits)):
+            if read is None:
+                continue
+            if name == NOTES:
+                parts.append((name, SearchAnswer.parse(read(method, dict(params)))))
+                continue
+            try:   # a corpus beside the notes that cannot answer (no index yet, a full disk) is said, not fatal
+                parts.append((name, SearchAnswer.parse(read(method, dict(params)))))
+            except (UserError, OSError) as e:
+                missed.append(f"the {name} were not searched: {_why(e)}")
         out = combine(parts, limit) if len(parts) > 1 else parts[0][1]
+        out.notes = [*(out.notes or []), *missed] or None
         if conversations is None:
             out.notes = [*(out.notes or []), "no conversation folder is configured: they were not searched"]
         if scoped:
@@ -139,10 +149,24 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
     out = notes(method, params)
     if method == "search" and conversations is not None and not params.get("type"):
-        memory = SearchAnswer.parse(conversations(method, {**params, "type": [MEMORY_TYPE]}))
+        # The notes were asked for: the conversations index holding Claude Code's memory files is
+        # only looked in, and one that cannot answer (none built yet, a full disk) leaves the notes'
+        # answer as it is, saying so.
+        try:
+            memory = SearchAnswer.parse(conversations(method, {**params, "type": [MEMORY_TYPE]}))
+        except (UserError, OSError) as e:
+            out["notes"] = [*(out.get("notes") or []), f"Claude Code's memory files were not searched: {_why(e)}"]
+            return out
         if memory.results and not memory.no_strong_match:
             return combine([(NOTES, SearchAnswer.parse(out)), (CONVERSATIONS, memory)], limit, quiet=True)
     return out
+
+
+def _why(e: Exception) -> str:
+    """Why a corpus beside the one asked for did not answer, in one line with its fix."""
+    if isinstance(e, UserError):
+        return e.message + (f" ({e.hint})" if e.hint else "")
+    return f"{type(e).__name__}: {e}"
 
 
 def _across(r) -> tuple:

@@ -50,3 +50,34 @@ def test_a_projects_conversations_from_the_command_line(tmp_path, tiny_model_dir
     bad = run("search", "x", "--root", str(run.notes), "--corpus", "conversations", cwd=tmp_path,
               env_extra={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")})   # no project here: no conversations
     assert bad.returncode == 2 and "no conversation folder" in bad.stderr and "--conversations" in bad.stderr
+
+
+def test_a_notes_search_answers_when_the_conversations_index_beside_it_cannot(tmp_path, tiny_model_dir,
+                                                                            tiny_embedder, monkeypatch):
+    """A notes search also looks in the conversations index for Claude Code's memory files. While
+    another writer holds the notes' index (here this test's engine; `remembrancer index` in real
+    life) the search answers read-only — and the conversations index, never built, made it fail:
+    "no index yet for …/.claude/projects/…", exit 3. The notes answer, stale, saying why, and
+    saying the memory files were not searched."""
+    from tests.support.corpus import engine_for
+
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    project = tmp_path / "code" / "app"
+    project.mkdir(parents=True)
+    assert run("index", "--root", str(run.notes), cwd=project).returncode == 0   # no transcripts yet
+    claude = tmp_path / "claude"
+    s = Session(claude / "projects", cwd=str(project))
+    s.prompt("How does the redis failover work?")
+    s.says("Sentinel promotes the replica.")
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", run.env["REMEMBRANCER_DATA_DIR"])
+    writer = engine_for([run.notes], tiny_embedder)   # holds the notes' writer lock
+    try:
+        p = run("search", "pgbackrest restore", "--root", str(run.notes), "--corpus", "notes", "--json",
+                cwd=project, env_extra={"CLAUDE_CONFIG_DIR": str(claude)})
+    finally:
+        writer.close()
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["results"] and out["results"][0]["path"].startswith("runbooks/")
+    assert out["index"]["verdict"] == "stale" and "read-only" in out["index"]["reason"], out["index"]
+    assert any(n.startswith("Claude Code's memory files were not searched: no index yet for") for n in out["notes"]), out

@@ -30,6 +30,7 @@ def run(tmp_path, tiny_model_dir):
         e = env if data is None else {**env, "REMEMBRANCER_DATA_DIR": str(data)}
         return run_cli(*args, env=e)
 
+    cli.env = env
     return cli
 
 
@@ -148,6 +149,39 @@ def test_a_full_disk_is_a_one_line_error_and_searches_answer_from_what_is_there(
     assert run("index", "--root", str(notes)).returncode == 0   # room again: the edit is indexed
     out = json.loads(run("search", "zebra migration shard rack", "--root", str(notes), "--json").stdout)
     assert out["index"]["verdict"] == "fresh" and out["results"][0]["path"] == "hosts/db2.md"
+
+
+@pytest.mark.slow
+def test_a_full_disk_never_fails_a_notes_search_over_the_conversations_index(tmp_path, small_fs, run):
+    """From a project with Claude Code transcripts, a notes search also looks in the conversations
+    index for Claude Code's memory files; with the disk full that index was never built, and the
+    notes search failed over it: "no index yet for …/.claude/projects/…", exit 3. It answers from
+    the notes' index, stale, saying why, and says the memory files were not searched."""
+    from tests.support.transcripts import Session
+
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    project = tmp_path / "work"
+    project.mkdir()
+    assert run("index", "--root", str(notes)).returncode == 0   # no transcripts yet
+    claude = tmp_path / "claude"
+    s = Session(claude / "projects", cwd=str(project))
+    s.prompt("How does the redis failover work?")
+    s.says("Sentinel promotes the replica.")
+    filler = fill(small_fs)
+    _big_edit(notes)
+    env = {**run.env, "CLAUDE_CONFIG_DIR": str(claude)}
+    p = run_cli("index", "--root", str(notes), env=env, cwd=project)
+    _one_line_user_error(p)
+    assert "full" in p.stderr
+    p = run_cli("search", "redis failover", "--corpus", "notes", "--root", str(notes), "--json", env=env, cwd=project)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    out = json.loads(p.stdout)
+    assert out["results"] and out["index"]["verdict"] == "stale" and "full" in out["index"]["reason"], out["index"]
+    assert any(n.startswith("Claude Code's memory files were not searched") for n in out["notes"]), out
+    filler.unlink()
+    p = run_cli("search", "redis failover", "--corpus", "notes", "--root", str(notes), "--json", env=env, cwd=project)
+    assert p.returncode == 0 and json.loads(p.stdout)["index"]["verdict"] == "fresh", p.stderr
 
 
 @pytest.mark.slow

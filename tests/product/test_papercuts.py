@@ -101,6 +101,7 @@ def test_wrong_kinds_of_config_values_are_refused_by_name(cli, text, named):
 def test_a_layout_type_may_be_weighted(cli):
     cli.config.write_text('[[layout]]\nglob = "adr/**"\ntype = "decision"\n\n[ranking]\ntype_weights = { decision = 1.2 }\n'
                           + cli.config.read_text())
+    assert cli("index", "--root", str(cli.notes)).returncode == 0
     assert cli("status", "--root", str(cli.notes)).returncode == 0
 
 

@@ -6,7 +6,9 @@ No server of the kinds users run (Ollama, llama.cpp, vLLM, TEI) installs here wi
 a model, so this one implements their documented API; the client is exercised over real HTTP against
 a separate process. Faults are switched on at start or at run time (``POST /control``): a delay, the
 next N requests failing with 503 (after K that succeed), vectors cut to another dimension, another
-model's vectors.
+model's vectors, or a request holding some text kept waiting (``{"hold": TEXT}``: an embeddings
+request with an input containing TEXT gets no answer until ``{"hold": ""}`` — a writer stuck in the
+middle of a pass, for as long as a test needs it there).
 
     python -m tests.support.model_server --model DIR|default [--rerank DIR] [--name NAME] [--port N]
 """
@@ -44,6 +46,9 @@ class State:
         self.ok_first = 0      # … after this many more succeed
         self.dim = 0           # answer vectors cut to this many dimensions (0: as they are)
         self.swapped = False   # answer the `--other` model's vectors (a model changed behind the name)
+        self.hold = ""         # an embeddings request with an input containing this waits until it is cleared
+        self.held = 0          # requests kept waiting so far
+        self.released = threading.Event()
         self.requests = self.texts = 0
         self.lock = threading.Lock()
 
@@ -65,16 +70,18 @@ def handler(state: State):
 
         def do_GET(self):
             if self.path == "/stats":
-                return self._send(200, {"requests": state.requests, "texts": state.texts})
+                return self._send(200, {"requests": state.requests, "texts": state.texts, "held": state.held})
             self._send(404, {"error": "not found"})
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if self.path == "/control":
                 with state.lock:
-                    for k in ("delay", "fail", "ok_first", "dim", "swapped"):
+                    for k in ("delay", "fail", "ok_first", "dim", "swapped", "hold"):
                         if k in body:
                             setattr(state, k, body[k])
+                    if "hold" in body and not body["hold"]:
+                        state.released.set()
                 return self._send(200, {"ok": True})
             if state.key_env and self.headers.get("Authorization") != f"Bearer {os.environ[state.key_env]}":
                 return self._send(401, {"error": "invalid api key"})
@@ -105,6 +112,13 @@ def handler(state: State):
                 texts = [texts]
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 return self._send(400, {"error": "input must be a string or a list of strings"})
+            with state.lock:
+                hold = state.hold and any(state.hold in t for t in texts)
+                if hold:
+                    state.held += 1
+                    state.released.clear()
+            if hold:
+                state.released.wait(600)
             if state.max_batch and len(texts) > state.max_batch:
                 return self._send(422, {"error": f"batch size {len(texts)} > maximum allowed batch size "
                                                  f"{state.max_batch}", "error_type": "Validation"})
