@@ -292,8 +292,9 @@ class Daemon:
             log.warning("socket %s was removed and cannot be made again (%s): exiting", self.sock_path, e)
             return False
         self._retire(old)
-        self._accept()
+        # said before the first client can be answered: a client told "the daemon is back" then finds it in the log
         log.warning("socket %s was removed; listening again", self.sock_path)
+        self._accept()
         return True
 
     def _lock_still_held(self) -> bool:

@@ -44,7 +44,7 @@ def test_a_deleted_socket_file_is_bound_again_by_the_same_daemon(daemon):
         assert json.loads(f.readline())["result"]["results"]   # a connection open before went on
     assert daemon.search("pgBackRest restore")["results"]
     assert oct(daemon.sock.stat().st_mode & 0o777) == "0o600"
-    assert "was removed; listening again" in daemon.log.read_text()
+    wait_for(lambda: "was removed; listening again" in daemon.log.read_text(), BACK_S)   # the log is flushed by the daemon
 
 
 @pytest.mark.slow
