@@ -90,7 +90,7 @@ def do_outline(view: ReadView, params) -> dict:
 
 
 def do_list(view: ReadView, params) -> dict:
-    view.redaction.current()  # fail closed: a broken redaction policy serves nothing
+    redactor = view.redaction.current()  # fail closed: a broken redaction policy serves nothing
     from remembrancer.indexer.store.filters import validate
 
     p = ListParams.from_wire(params)
@@ -100,7 +100,7 @@ def do_list(view: ReadView, params) -> dict:
     page = DocumentList(documents=docs[p.offset:p.offset + p.limit], total=len(docs), offset=p.offset or None)
     if len(docs) > p.offset + p.limit:
         page.truncated, page.next_offset = True, p.offset + p.limit
-    return page.to_json()
+    return redactor.redact_obj(page.to_json())   # served redacted again, as every answer is
 
 
 def do_history(view: ReadView, params) -> dict:

@@ -5,7 +5,8 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
 * **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
   keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
   / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
-  passwords on command lines, Azure keys, password hashes, hex after a secret-ish word). A value
+  passwords on command lines and registry logins, Azure keys, password hashes, hex after a
+  secret-ish word, a credential named in prose: "the root password is …"). A value
   a family found by its context is redacted wherever else the same text holds it. Each family can be disabled in the config
   (``[redact] disable = ["long_hex"]``); an unknown name is refused (indexer/redact_policy.py).
 * **A secret-hash file** naming live secrets without containing them::
@@ -18,6 +19,9 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
   becomes ``[REDACTED:<name>]`` — whatever its shape. The file is named by ``[redact]
   secret_hashes`` or by ``REMEMBRANCER_SECRET_HASHES`` (which wins). Once configured it is
   required: missing, malformed or empty → ``RedactionError`` (fail closed; indexer/redact_policy.py).
+
+A file's path is judged too (:meth:`Redactor.redact_path`): a file whose name holds a secret is
+not indexed (indexer/engine/writer.py), and messages about it name it redacted.
 
 Line structure is kept: replacements happen within lines, and a multi-line private-key block
 becomes one marker line followed by empty lines, so every section's line range stays true.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 5
+REDACTOR_VERSION = 6
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -186,6 +191,10 @@ _SLACK_TOKEN = _compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-
 _SLACK_HOOK = _compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9/_-]{8,})")
 _AWS_ID = _compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# A secret access key standing alone (a table cell, a config value, prose): exactly 40 characters
+# of base64 without padding, not glued to a slug, a file name or an escape (`-`, `_`, `.`, `%`, `\`),
+# and not followed by `.ext` or a domain. Judged in Python (_aws_secret_alone).
+_AWS_SECRET_ALONE = re.compile(r"(?<![A-Za-z0-9/+_.%\\-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_%-]|\.[A-Za-z0-9])")
 _TELEGRAM = _compile(r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b")
 _VENDOR = _compile(
     r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"          # Grafana service account
@@ -264,17 +273,112 @@ def _key_value(text: str) -> tuple[str, int]:
     return text, n + k
 
 
+def _entropy(value: str) -> float:
+    """Shannon entropy per character, in bits."""
+    counts: dict[str, int] = {}
+    for c in value:
+        counts[c] = counts.get(c, 0) + 1
+    return -sum(k / len(value) * math.log2(k / len(value)) for k in counts.values())
+
+
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _aws_secret_alone(value: str) -> bool:
+    """A 40-character key that looks random: digits, lower and upper case letters (a git commit id is
+    lower-case hex: never), no long repeats, and not made of words — a camelCase identifier or a
+    path (`handleUserAuthenticationCallback2Request`, `home/User1/Projects/…`) has most of its letters
+    in runs of 3+ lower-case letters with the vowels of words; a random key rarely does (about 1 in
+    3,000 keys is missed)."""
+    if not (any(c.isdigit() for c in value) and any(c.islower() for c in value) and any(c.isupper() for c in value)):
+        return False
+    if _entropy(value) < 4.0:
+        return False
+    letters = [c for c in value if c.isalpha()]
+    vowels = sum(c in "aeiouAEIOU" for c in letters)
+    wordish = sum(len(w) for w in _WORDISH.findall(value))
+    return not (vowels >= 0.3 * len(letters) and wordish >= 0.6 * len(letters))
+
+
 def _aws(text: str) -> tuple[str, int]:
-    """Key ids anywhere; a 40-char secret key on a line that carries a key id."""
-    out, n = [], 0
-    for line in text.split("\n"):
-        if _AWS_ID.search(line):
-            line, k = _AWS_ID.subn(marker("aws"), line)
-            n += k
-            line, k = _sub(_AWS_SECRET, "aws", 0, lambda v: _looks_secret(v, 40))(line)
-            n += k
-        out.append(line)
-    return "\n".join(out), n
+    """Key ids anywhere; a 40-char secret key on a line that carries a key id, or standing alone
+    when it looks random (_aws_secret_alone)."""
+    n = 0
+    if any(p in text for p in _AWS_PREFIXES):
+        out = []
+        for line in text.split("\n"):
+            if _AWS_ID.search(line):
+                line, k = _AWS_ID.subn(marker("aws"), line)
+                n += k
+                line, k = _sub(_AWS_SECRET, "aws", 0, lambda v: _looks_secret(v, 40))(line)
+                n += k
+            out.append(line)
+        text = "\n".join(out)
+    text, k = _sub(_AWS_SECRET_ALONE, "aws", 0, _aws_secret_alone)(text)
+    return text, n + k
+
+
+# -- a credential named in prose ------------------------------------------------------------------
+# "The root password is Tr0ub4dor3xYz", "the api key for stripe is Kz8…", "Password for the admin
+# account: AdminAcctPw2031x": a secret word, then `is`/`was`, or up to six words saying whose
+# (`for/of/on …`) and `is`, `was` or a colon (`password: X` itself is key_value's). The value must
+# have a credential's character mix (_prose_value): prose goes on with words ("the password is
+# stored in Vault", "is rotated monthly"); `key` alone is no secret word ("the key is to restart").
+# Every repeat is bounded.
+_PROSE_WORD = (r"(?:pass(?:word|wd|phrase)|pwd|secret(?:[ _-]?key)?|token|credentials?|"
+               r"(?:api|access|private|auth|signing|encryption|master|license|admin|root)[ _-]?key)")
+_PROSE_IS = _H + r"{1,8}(?:is|was)(?:" + _H + r"{0,8}:)?(?=[\s\"'`*])"
+_PROSE_SECRET = _compile(
+    r"(?i)(?<![A-Za-z0-9])" + _PROSE_WORD + r"s?"   # after `_`, `.`, `-` too: `db_password is …`
+    r"(?:(?:" + _H + r"{1,8}(?:for|of|on|to|at|in)(?:" + _H + r"{1,8}[^\s:=|`\"'*]{1,64}){1,6})"
+    r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}:)|" + _PROSE_IS + ")"
+    r"[\"'`*]{0,3}" + _H + r"{0,8}[\"'`*]{0,3}(?P<v>[^\s\"'`*|]{1,256})")
+_SEGMENT = re.compile(r"[^-_./\\]+")
+
+
+def _prose_value(value: str, quoted: bool = False) -> bool:
+    """A value in prose that has a credential's character mix: 8+ characters, not a placeholder, a
+    word, a number, a date or a path, with letters and digits (or symbols) that alternate — at
+    least three changes between letter and digit, or lower- to upper-case, counted inside its
+    `-`/`_`/`.`-separated parts (a symbol counts one), or digits, symbols and both cases together.
+    `AES-256-GCM`, `OAuth2-based`, `k8s-native`, `id_ed25519` are terms, not credentials;
+    `S3cr3tPlain`, `Tr0ub4dor3xYz`, `P@ssw0rd1`, `Summer2024!` are."""
+    v = value if quoted else value.rstrip(".,;:!?)]}>")
+    if len(v) < 8 or v.lower() in _ENV_WORDS or _placeholder(v) or _PLACEHOLDER_RE.search(v):
+        return False
+    if v.isdigit() or re.fullmatch(r"[\d.:/T Z+-]+", v) or "://" in v or v.startswith(("/", "~/", "./", "../")):
+        return False
+    symbol = any(c in "!@#$%^&*+=?~" for c in v)
+    changes = int(symbol)
+    for part in _SEGMENT.findall(v):
+        alnum = [c for c in part if c.isalnum()]
+        for a, b in zip(alnum, alnum[1:]):
+            changes += (a.isdigit() != b.isdigit()) or (a.islower() and b.isupper())
+    if not any(c.isalpha() for c in v):
+        return False
+    if any(c.isdigit() for c in v) or symbol:
+        # or all four kinds of character a password policy asks for (`Summer2024!`)
+        return changes >= 3 or (symbol and any(c.isdigit() for c in v) and any(c.isupper() for c in v)
+                                and any(c.islower() for c in v))
+    # letters alone: a long run whose case changes every few characters (not a CamelCase name)
+    return len(v) >= 12 and changes >= 0.4 * len(v)
+
+
+def _prose_secrets(text: str) -> tuple[str, int]:
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        raw = m.group("v")
+        quoted = m.string[m.end("v"):m.end("v") + 1] in ("\"", "'", "`", "*")   # its end is the quote's
+        value = raw if quoted and raw else raw.rstrip(".,;:!?)]}>")
+        if not _prose_value(value, quoted):
+            return m.group(0)
+        n += 1
+        s = m.start("v") - m.start(0)
+        return m.group(0)[:s] + marker("prose_secret") + raw[len(value):]
+
+    return _PROSE_SECRET.sub(repl, text), n
 
 
 # Hex is a secret by its context, not by its length: a 32-hex rule id, zone id or node id is kept;
@@ -429,10 +533,37 @@ _CLI_PASSWORD = _compile(
     r"|sshpass\b[^\n]{0,64}?(?<!\S)-p" + _H + r"*[\"']?"
     r"|redis-cli\b[^\n]{0,512}?(?<!\S)-a" + _H + r"+[\"']?"
     r"|(?:machine|login)" + _H + r"[^\n]{0,256}?(?<![A-Za-z0-9_-])password" + _H + r"+[\"']?"
+    r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)\b[^\n]{0,64}?\blogin\b[^\n]{0,512}?(?<!\S)-p(?:" + _H
+    + r"+|=)[\"']?"
     r")(?P<v>[^\s\"']{1,256})")
+# A password piped to a login that reads it from stdin (`echo PW | docker login -u bob --password-stdin`,
+# also `printf '%s' PW | …`), or given as a here-string (`… --password-stdin <<< PW`).
+_STDIN_PASSWORD = _compile(
+    r"(?<![A-Za-z0-9_-])(?:echo|printf)" + _H + r"{1,8}(?:-[neE]{1,3}" + _H + r"{1,8})?"
+    r"(?:[\"']%s(?:\\n)?[\"']" + _H + r"{1,8})?[\"']?(?P<v>[^\s\"'|;&]{1,256})[\"']?" + _H + r"{0,8}\|"
+    r"[^\n]{0,256}?--password-stdin\b"
+    r"|--password-stdin" + _H + r"{0,8}<<<" + _H + r"{0,8}[\"']?(?P<h>[^\s\"']{1,256})")
 _AZURE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:Shared)?Access(?:Key)?|AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{16,256}={0,2})"
                     r"|(?<=[?&;])sig=(?P<s>[A-Za-z0-9%+/]{16,256}(?:=|%3[Dd]){0,2})")
 _PASSWORD_HASH = re.compile(r"\$(?:apr1|2[aby]|5|6|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+]{8,256}|\{S?SHA\}[A-Za-z0-9+/]{20,256}={0,2}")
+
+
+def _stdin_passwords(text: str) -> tuple[str, int]:
+    """The password piped or given as a here-string to a `--password-stdin` login."""
+    if "--password-stdin" not in text:
+        return text, 0
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        g = "v" if m.group("v") is not None else "h"
+        if not _secret_value(m.group(g)):
+            return m.group(0)
+        n += 1
+        s = m.start(g) - m.start(0)
+        return m.group(0)[:s] + marker("cli_password") + m.group(0)[s + len(m.group(g)):]
+
+    return _STDIN_PASSWORD.sub(repl, text), n
 
 
 def _azure(text: str) -> tuple[str, int]:
@@ -462,7 +593,9 @@ FAMILIES: tuple[_Family, ...] = (
             ("gh", "github_pat_")),
     _Family("slack", "Slack tokens (xox?-, xapp-) and webhook URLs",
             _multi(_sub(_SLACK_TOKEN, "slack"), _sub(_SLACK_HOOK, "slack", "v")), ("xox", "xapp-", "hooks.slack.com")),
-    _Family("aws", "AWS access key ids (AKIA…) and the 40-char secret key on the same line", _aws, _AWS_PREFIXES),
+    # no hints: a secret access key may stand alone (the regex skips inside any longer run at once)
+    _Family("aws", "AWS access key ids (AKIA…), the 40-char secret key on the same line, and a random-looking "
+            "40-char secret key standing alone", _aws),
     _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
             "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, a product's own "
@@ -480,8 +613,9 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("azure", "Azure AccountKey=/SharedAccessKey= of a connection string, a SAS token's sig=", _azure,
             ("accountkey=", "accesskey=", "sig=")),
     _Family("cli_password", "passwords on command lines: curl -u user:pw, mysql -pPW, sshpass -p, redis-cli -a, "
-            ".netrc password", _sub(_CLI_PASSWORD, "cli_password", "v", _secret_value),
-            ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password")),
+            "docker login -p PW, echo PW | docker login --password-stdin, .netrc password",
+            _multi(_sub(_CLI_PASSWORD, "cli_password", "v", _secret_value), _stdin_passwords),
+            ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password", "login")),
     _Family("env_secret", "values of variables named as secrets (PGPASSWORD=, SECRET_KEY_BASE=, export API_KEY=, "
             "DB_PASSWORD: …, requirepass …, a Kubernetes env entry, a .pgpass line)",
             _multi(_env_secrets, _conf_lines, _k8s_env, _sub(_PGPASS, "env_secret", "v", _secret_value)),
@@ -490,6 +624,10 @@ FAMILIES: tuple[_Family, ...] = (
             _sub(_PASSWORD_HASH, "password_hash"), ("$apr1$", "$2a$", "$2b$", "$2y$", "$5$", "$6$", "$argon2", "{SSHA}", "{SHA}")),
     _Family("long_hex", "32+ hex digits after a secret-ish word (key, token, secret, password, Authorization) — "
             "not bare ids, not 40-digit git commit ids, not sha256:… digests", _long_hex),
+    # last: a value every family before it recognises keeps that family's label
+    _Family("prose_secret", "a credential named in prose: \"the password is X\", \"password for the admin "
+            "account: X\", \"the api key for stripe is X\" — when X has a credential's character mix",
+            _prose_secrets, ("pass", "pwd", "secret", "token", "credential", "key")),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 
@@ -559,6 +697,7 @@ def _candidates(line: str) -> set[tuple[int, int]]:
 
 SERVED_CHARS = 8192   # served strings longer than this are redacted each time, not kept
 SERVED_KEPT = 4096    # served strings kept with their redacted form (cleared whole when full)
+PATHS_KEPT = 65536    # corpus paths kept with redact_path's verdict (cleared whole when full)
 
 
 class Redactor:
@@ -575,6 +714,7 @@ class Redactor:
         self.deny = tuple(deny)
         self._deny_res = [_glob_regex(g) for g in self.deny]
         self._served: dict[str, str] = {}   # redact_obj's strings, redacted (this policy's, so never stale)
+        self._paths: dict[str, tuple[str, dict[str, int]]] = {}   # redact_path's verdicts: every run walks them all
 
     def __reduce__(self):  # by family names: the families' functions are closures (indexer/ingest/sandbox.py)
         return (Redactor, (tuple(f.name for f in self.families), self.hashes, self.deny))
@@ -680,6 +820,41 @@ class Redactor:
         return "\n".join(out)
 
     # -- paths --
+    def redact_path(self, path: str) -> tuple[str, dict[str, int]]:
+        """A path (or a message naming one) with the secrets it holds replaced, and the count per
+        family. A file or folder name holding a token (`memory/ghp_….md`) would be stored, listed and
+        served as it is: such a file is not indexed, and every message about it names it redacted.
+        The path is looked at as written and with `/` and `.` read as spaces, so an extension or a
+        folder does not hide the token next to it (`memory/<40-char key>.md`)."""
+        known = self._paths.get(path)
+        if known is None:
+            if len(self._paths) >= PATHS_KEPT:
+                self._paths.clear()
+            known = self._paths[path] = self._redact_path(path)
+        return known[0], dict(known[1])
+
+    def _redact_path(self, path: str) -> tuple[str, dict[str, int]]:
+        shown, counts = self.redact(path)
+        spaced = _PATH_SPACES.sub(" ", path)
+        red, more = self.redact(spaced)
+        if not more:
+            return shown, counts
+        label = min(more)
+        for piece in removed_pieces(spaced, red):
+            if piece in shown:
+                shown = shown.replace(piece, marker(label))
+
+        def holds(p: str) -> bool:
+            return bool(self.redact(p)[1] or self.redact(_PATH_SPACES.sub(" ", p))[1])
+
+        if holds(shown):   # a piece not found as it was removed: each folder or name holding one goes whole
+            shown = "/".join(marker(label) if holds(p) else p for p in shown.split("/"))
+            if holds(shown):
+                shown = marker(label)
+        for k, v in more.items():
+            counts[k] = max(counts.get(k, 0), v)
+        return shown, counts
+
     def denied(self, *paths: str) -> bool:
         """A path (corpus path or root-relative) matched by a `[redact] deny` glob: never indexed or read."""
         return any(r.fullmatch(p) for r in self._deny_res for p in paths if p)
@@ -700,6 +875,7 @@ class Redactor:
 
 
 MARKER_RE = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]+\]")
+_PATH_SPACES = re.compile(r"[/\\.\n]")
 PROPAGATED_CHARS = 8   # a value found by its context is looked for elsewhere in the text from this length
 
 

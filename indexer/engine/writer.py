@@ -62,6 +62,36 @@ def _vectors_said(report: IndexReport) -> bool:
     return any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings)
 
 
+def _secret_names(files, redactor: Redactor) -> tuple[list, list[tuple[object, str]]]:
+    """(the files to index, the files whose path holds a secret with the warning about each). A
+    token in a file or folder name would be stored as the document's path and title, and listed and
+    served with it: such a file is not indexed, and its warning names it redacted (indexer/redact.py)."""
+    kept, named = [], []
+    for f in files:
+        shown, counts = redactor.redact_path(f.path)
+        target = getattr(f, "target", None)   # a symlink: the catalog records the path it points to
+        linked = {} if counts or not target else redactor.redact_path(target)[1]
+        if counts:
+            named.append((f, f"{shown}: not indexed (its name holds a secret: {', '.join(sorted(counts))}); "
+                             f"rename the file"))
+        elif linked:
+            named.append((f, f"{shown}: not indexed (the name of the file it links to holds a secret: "
+                             f"{', '.join(sorted(linked))}); rename that file"))
+        else:
+            kept.append(f)
+    return kept, named
+
+
+def _skip_secret_names(named, known, report: IndexReport) -> None:
+    """Count and warn about the files _secret_names left out; an older copy (indexed before its name
+    was recognised) is not among the files present, so the run removes it with the gone ones."""
+    for f, warning in named:
+        report.warnings.append(warning)
+        if f.path not in known:
+            report.skipped += 1
+            report.outcomes[f.path] = "skipped"
+
+
 def link_resolver(catalog: Ledger, roots) -> links.Resolver:
     """A resolver of link targets among the documents and entities this catalog connection sees."""
     return links.Resolver(list(catalog.document_names()), catalog.entities(), multi_root=len(roots) > 1)
@@ -142,14 +172,16 @@ class Writer:
             self._drop_vectors()
         walked = self._walk()
         walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
+        walked.files, named = _secret_names(walked.files, redactor)
         # Said before the first write, cleared when the pass has ended: a pass killed, crashed or stopped
         # half-way leaves it, and no answer judged from the catalog calls that index fresh (behind()).
         self.catalog.set_meta(UNFINISHED_PASS, json.dumps({"started_at": time.time(), "files": len(walked.files)}))
-        report.warnings += walked.warnings
-        report.scanned = len(walked.files)
-        report.walked = [f.path for f in walked.files]
+        report.warnings += [redactor.redact_path(w)[0] for w in walked.warnings]
+        report.scanned = len(walked.files) + len(named)
+        report.walked = [f.path for f in walked.files] + [f.path for f, _ in named]
         self.catalog.record_symlinks({f.path: f.target for f in walked.files if f.target})
         known = self.catalog.documents()
+        _skip_secret_names(named, known, report)
         present = {f.path for f in walked.files}
         failed_prefixes = tuple(f"{r}/" for r in walked.failed_roots)
         single_failed = bool(walked.failed_roots) and len(self.core.config.roots) == 1
@@ -199,6 +231,7 @@ class Writer:
         redactor = self.core.redaction.current()
         walked = self._walk()
         files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]
+        files, _ = _secret_names(files, redactor)   # never indexed, by design: not behind
         known = self.catalog.documents()
         last = self.catalog.get_meta("last_indexed_at")
         last_ns = int(float(last) * 1e9) if last else None
@@ -265,7 +298,7 @@ class Writer:
                 paths.update(moved)
         touched = changes.resolve(self.core.config.roots, paths, self.core.config.excludes, self.core.config.max_file_bytes)
         if touched.full:
-            log.info("full refresh: %s", touched.full)
+            log.info("full refresh: %s", self.core.redaction.current().redact_path(touched.full)[0])
             return self.refresh(progress)
         return self._measured(self._refresh_touched, touched, heads, progress)
 
@@ -290,9 +323,11 @@ class Writer:
         report = IndexReport()
         redactor = self.core.redaction.current()   # fail closed, as refresh()
         files = [f for f in touched.files if not redactor.denied(f.path, f.rel)]
-        report.warnings += touched.warnings
-        report.scanned = len(files)
+        files, named = _secret_names(files, redactor)
+        report.warnings += [redactor.redact_path(w)[0] for w in touched.warnings]
+        report.scanned = len(files) + len(named)
         known = self.catalog.documents_matching(touched.exact, touched.prefixes)
+        _skip_secret_names(named, known, report)
         present = {f.path for f in files}
         gone = [p for p in known if p not in present]
         changed = [f for f in files if self._stat_changed(f, known.get(f.path))]

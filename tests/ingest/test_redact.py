@@ -33,6 +33,7 @@ from remembrancer.indexer.redact_policy import (ENV_SECRET_HASHES, RedactionErro
 from remembrancer.indexer.search.answer import SearchRequest, search
 from remembrancer.indexer.terms import elide
 from remembrancer.mcp_server import render
+from tests.support.cli import run_cli
 from tests.support.corpus import write, write_tree
 
 # -- planted fake secrets (random, seeded: never issued by anyone) ------------------------------------
@@ -73,6 +74,16 @@ RULE_ID = "cbe6f4c310ee3c096d03da5b7e897125"     # a bare 32-hex id: not a secre
 CJK_GITHUB = "ghp_" + _rand(36)
 CJK_AWS_ID = "AKIA" + _rand(16, string.ascii_uppercase + string.digits)
 CJK_TELEGRAM = "6" + _rand(8, string.digits) + ":AA" + _rand(33, ALNUM + "_-")
+# Named in prose, given to a registry login, or standing alone in a table (no key id on the line)
+PROSE_PW = _rand(16)                             # "The root password is …"
+PROSE_LABEL_PW = _rand(16)                       # "Password for the admin account: …"
+PROSE_API_KEY = _rand(20)                        # "The api key for stripe is …"
+DOCKER_PW = _rand(14)                            # docker login -p …
+DOCKER_STDIN_PW = _rand(14)                      # echo … | docker login --password-stdin
+AWS_ALONE = _rand(20) + "/" + _rand(9) + "+" + _rand(9)   # 40 characters, alone in a table cell
+# A token in a file's NAME: the file is not indexed, and every message names it redacted
+NAMED_TOKEN = "ghp_" + _rand(36)
+NAMED_FILE = f"memory/{NAMED_TOKEN}.md"
 # No recognisable shape at all (lower-case letters only): only the hash file can catch it.
 HASH_ONLY = "lanternquietharborwick"
 HASH_ONLY_NAME = "vault_unseal"
@@ -83,6 +94,8 @@ PATTERN_SECRETS = {
     "hex": HEX_KEY, "bearer": BEARER, "cli_token": CLI_TOKEN, "env_pgpassword": ENV_PGPASSWORD,
     "env_django": ENV_DJANGO, "env_mysql": ENV_MYSQL, "redis_pw": REDIS_PW, "at_pw": AT_PW, "curl_pw": CURL_PW,
     "cjk_github": CJK_GITHUB, "cjk_aws_id": CJK_AWS_ID, "cjk_telegram": CJK_TELEGRAM,
+    "prose_pw": PROSE_PW, "prose_label_pw": PROSE_LABEL_PW, "prose_api_key": PROSE_API_KEY, "docker_pw": DOCKER_PW,
+    "docker_stdin_pw": DOCKER_STDIN_PW, "aws_alone": AWS_ALONE, "named_token": NAMED_TOKEN,
 }
 ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
 
@@ -192,6 +205,31 @@ curl -u deploy:{CURL_PW} https://ci.example.com/api
 Cloudflare rule {RULE_ID} blocks the scanner.
 """,
     "memory/plain.md": "# Plain lesson\n\nNothing secret here: restart pgbouncer after editing its ini file.\n",
+    # prose, registry logins, a secret access key alone in a table (and words and ids that must stay)
+    "runbooks/registry.md": f"""# Registry and admin access
+
+## Docker registry
+
+```sh
+docker login registry.example.com -u deploy -p {DOCKER_PW}
+echo {DOCKER_STDIN_PW} | docker login ghcr.io -u deploy --password-stdin
+```
+
+## Accounts
+
+The root password is {PROSE_PW} until the rotation.
+Password for the admin account: {PROSE_LABEL_PW}
+The api key for stripe is {PROSE_API_KEY}.
+The password is stored in Vault and rotated monthly.
+
+## CI credentials
+
+| name | secret access key |
+|---|---|
+| ci | {AWS_ALONE} |
+
+Commit a31cb421f5f2c5c61558f7d08f91b9a294ae0617 moved the registry mirror.
+""",
     "journal/2031/2031-05-08.md": f"""# 2031-05-08 交接
 
 ## 令牌轮换
@@ -199,6 +237,9 @@ Cloudflare rule {RULE_ID} blocks the scanner.
 新的令牌{CJK_GITHUB}已经写进持续集成，旧令牌作废。备份任务的密钥{CJK_AWS_ID}只给它用。告警机器人令牌{CJK_TELEGRAM}不要外传。
 """,
 }
+
+
+NAMED_WARNING = "memory/[REDACTED:github].md: not indexed (its name holds a secret: github); rename the file"
 
 
 def fragments(secret: str) -> set[str]:
@@ -327,9 +368,11 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
                                                                  caplog, capsys, monkeypatch):
     monkeypatch.setenv(ENV_SECRET_HASHES, str(hashes))
     caplog.set_level(logging.DEBUG)
+    write(corpus, NAMED_FILE, "# Runner notes\n\nThe runner registration moved to the new org.\n")
     engine = make_engine(corpus, tiny_embedder)
     report = engine.refresh()
-    assert report.added == len(CORPUS)
+    assert report.added == len(CORPUS) and report.skipped == 1   # the file named by a token is not indexed
+    assert NAMED_WARNING in report.warnings
 
     data_dir = env / "data"
     assert list(data_dir.rglob("catalog.sqlite3")), "the index was written where we look"
@@ -341,9 +384,13 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     # the redaction really happened (markers are served) and answers still work
     joined = "\n".join(outs)
     for label in ("github", "aws", "private_key", "url_credentials", "jwt", "slack", "key_value",
-                  "telegram", "sk_key", "long_hex", "bearer", "env_secret", "cli_password", HASH_ONLY_NAME):
+                  "telegram", "sk_key", "long_hex", "bearer", "env_secret", "cli_password", "prose_secret",
+                  HASH_ONLY_NAME):
         assert f"[REDACTED:{label}]" in joined, label
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
+    assert "a31cb421f5f2c5c61558f7d08f91b9a294ae0617 moved" in joined
+    assert "The password is stored in Vault and rotated monthly." in joined   # prose about a password stays
+    assert NAMED_WARNING in joined                                    # status lists the skipped file, redacted
     assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
     hits = search(engine.view(), SearchRequest("unseal vault", limit=3)).to_json()["results"]
@@ -389,6 +436,7 @@ def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
     from tests.support.daemon import DaemonProc
 
     root = write_tree(tmp_path / "notes", CORPUS)
+    write(root, NAMED_FILE, "# Runner notes\n\nThe runner registration moved to the new org.\n")
     hashes = tmp_path / "hashes.txt"
     hashes.write_text(hash_file_text("00112233445566778899aabbccddeeff", [(HASH_ONLY_NAME, HASH_ONLY)]))
     d = DaemonProc(tmp_path, [root], tiny_model_dir)
@@ -399,6 +447,7 @@ def test_daemon_answers_and_log_hold_no_secret(tmp_path, tiny_model_dir):
         answers = [without_echo(json.dumps(d.search(q, limit=10), ensure_ascii=False), q)
                    for q in ["unseal vault", "db9 connection", *ALL_SECRETS.values()]]
         answers += [json.dumps(d.call("read", path=p), ensure_ascii=False) for p in CORPUS]
+        answers.append(json.dumps(d.call("list"), ensure_ascii=False))
         answers.append(json.dumps(d.call("status"), ensure_ascii=False))
         assert leaks_in_text("\n".join(answers)) == []
         assert "[REDACTED:vault_unseal]" in "\n".join(answers)
@@ -569,6 +618,27 @@ def test_memory_dev_decoys_stay_readable():
     ("cli_password", "sshpass -p 'Zx9cV8bN7m' ssh root@h", "Zx9cV8bN7m"),
     ("cli_password", "redis-cli -h r1 -a Kp8sL2mN4q ping", "Kp8sL2mN4q"),
     ("password_hash", "admin:$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/", "$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/"),
+    # a credential named in prose: "is"/"was", or words before a colon
+    ("prose_secret", "DB password is S3cr3tPlainProse99", "S3cr3tPlainProse99"),
+    ("prose_secret", "The root password is Tr0ub4dor3xYz.", "Tr0ub4dor3xYz"),
+    ("prose_secret", "The api key for stripe is Kz8Lm3Nq9Pr2St7V", "Kz8Lm3Nq9Pr2St7V"),
+    ("prose_secret", "Password for the admin account: AdminAcctPw2031x", "AdminAcctPw2031x"),
+    ("prose_secret", "password for grafana: Gr4fanaPassw0rdZ", "Gr4fanaPassw0rdZ"),
+    ("prose_secret", "the db_password was `Summer2024!` until May", "Summer2024!"),
+    ("prose_secret", "The token is: xKqPzRtLmWvYbNcJhGfD", "xKqPzRtLmWvYbNcJhGfD"),
+    # a 40-character secret access key standing alone (no key id on its line)
+    ("aws", "| ci | Qw3rTy7UiOp1AsDfGh5JkL9ZxCvBnM2PoIuYtR4e |", "Qw3rTy7UiOp1AsDfGh5JkL9ZxCvBnM2PoIuYtR4e"),
+    ("aws", "The secret key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("aws", "secret_access_key: vRt/1fjORS+6ilI8ihN5KXSc7Tvo+hBKqFYY+kv5", "vRt/1fjORS+6ilI8ihN5KXSc7Tvo+hBKqFYY+kv5"),
+    # registry logins
+    ("cli_password", "docker login -u bob -p DockerLoginPw77q", "DockerLoginPw77q"),
+    ("cli_password", "docker login registry.example.com -u bob -p 'DockerLoginPw77q'", "DockerLoginPw77q"),
+    ("cli_password", "echo DockerStdinPw55z | docker login -u bob --password-stdin", "DockerStdinPw55z"),
+    ("cli_password", "echo -n 'DockerStdinPw55z' | sudo podman login quay.io -u bob --password-stdin", "DockerStdinPw55z"),
+    ("cli_password", "printf '%s' Pw55zDockerStdin | docker login -u bob --password-stdin", "Pw55zDockerStdin"),
+    ("cli_password", "docker login -u bob --password-stdin <<< 'Here9StringPw'", "Here9StringPw"),
+    ("key_value", "docker login -u bob --password DockerLoginPw77q", "DockerLoginPw77q"),
+    ("key_value", "docker login -u bob --password=DockerLoginPw77q", "DockerLoginPw77q"),
 ])
 def test_family_catches_its_shape(family, text, secret):
     out, counts = redact(text)
@@ -608,6 +678,20 @@ def test_family_catches_its_shape(family, text, secret):
     "Cloudflare rule id cbe6f4c310ee3c096d03da5b7e897125", "zone 7d1e0c5b9a2f48e3b6c4d0a19e8f7253",
     "https://bbad9e984d38d1a2aaa919f809cb0e6b@errors.kestrelgames.example/3",
     "node-1 58 4.1gb 60.2gb 3c7b9f1e2d4a6b8c0e2f4a6b8c0d2e4f 10.0.1.12",
+    # prose about a secret, not the secret: words, terms, placeholders after "is" / "for …:"
+    "the password is stored in Vault", "The password is rotated monthly.", "the key is to restart the agent",
+    "The api key for stripe is in 1Password", "password for grafana: see the vault entry",
+    "the access token is OAuth2-based", "the secret is AES-256-GCM encrypted", "The private key is id_ed25519",
+    "the token is valid for 24h", "The password is 8 characters long", "the token expiry is 2031-05-06T11:05:00Z",
+    "The password is $DB_PASSWORD", "the password for the replica is the same as the primary's",
+    "The token is k8s-native", "the password issued by the portal", "the token is PostgreSQLReplication",
+    # logins without a value, and other `-p`
+    "docker run -p 8080:80 nginx", "echo $REGISTRY_TOKEN | docker login ghcr.io -u bob --password-stdin",
+    'docker login -u bob -p "$DOCKER_PASSWORD"', "cat ~/.docker/pw | docker login -u bob --password-stdin",
+    # 40 characters that are no secret: commit ids (either case), identifiers, paths
+    "| ci | 4595dcb49c75bcc316dff27d1648a6d85cfed9da |", "git show 4595DCB49C75BCC316DFF27D1648A6D85CFED9DA",
+    "handleUserAuthenticationCallback2Request(ctx)", "see home/User1/Projects/MyApp/build/outputs1 for it",
+    "GET /inApps/v1/transactions/2000000812345678: 401 Unauthorized",
 ])
 def test_ordinary_text_is_left_alone(text):
     out, counts = redact(text)
@@ -667,7 +751,8 @@ LONG = 128 * 1024
 FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "'", "*", "$", "\\", "a:a@", "://:",
                 "A_PASSWORD=", "PASSWORD ", "key ", "curl -u a:", "mysql -p", "redis-cli -a ", "sshpass -p ",
                 "login a password ", "&sig=", "AccountKey=", "$apr1$", "- name: A_TOKEN\n", "a:1:a:a:", "a_srv_",
-                "whsec_", "AGE-SECRET-KEY-1", "-----BEGIN PRIVATE KEY-----", "eyJ", "sk-", "ghp_", "AKIA"]
+                "whsec_", "AGE-SECRET-KEY-1", "-----BEGIN PRIVATE KEY-----", "eyJ", "sk-", "ghp_", "AKIA",
+                "password for a ", "token is ", "docker login -p ", "echo a | ", "--password-stdin <<< ", "aA0/+"]
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
@@ -858,6 +943,111 @@ def test_path_denylist_excludes_and_removes(corpus, env, tiny_embedder):
     assert engine.catalog.document("private/diary.md") is None
     assert report.scanned == len(CORPUS)
     engine.close()
+
+
+# -- a secret in a file's name -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("path,shown,family", [
+    (NAMED_FILE, "memory/[REDACTED:github].md", "github"),
+    (f"notes/{NAMED_TOKEN}/todo.md", "notes/[REDACTED:github]/todo.md", "github"),             # a folder
+    (f"keys/{AWS_ALONE.replace('/', 'x')}.md", "keys/[REDACTED:aws].md", "aws"),               # hidden by `.md`
+    ("ops/sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34.txt", "ops/[REDACTED:sk_key].txt", "sk_key"),
+])
+def test_a_secret_in_a_path_is_found_and_the_path_shown_redacted(path, shown, family):
+    assert Redactor().redact_path(path) == (shown, {family: 1})
+    warning = f"{path}: skipped, permission denied"   # a message naming the file is redacted alike
+    assert Redactor().redact_path(warning)[0] == f"{shown}: skipped, permission denied"
+
+
+@pytest.mark.parametrize("path", ["journal/2031/2031-05-06.md", "runbooks/postgres/restore.md",
+                                  "memory/feedback_password_rotation.md", "hosts/db9.md", "docs/api-key-setup.md",
+                                  "commits/4595dcb49c75", "notes/4595dcb49c75bcc316dff27d1648a6d85cfed9da.md",
+                                  "src/handleUserAuthenticationCallback2Request.ts"])
+def test_ordinary_paths_hold_no_secret(path):
+    assert Redactor().redact_path(path) == (path, {})
+
+
+def test_a_file_named_by_a_secret_is_not_indexed_and_an_older_copy_goes(env, tiny_embedder, caplog, capsys):
+    """Indexed while its family was off, the file's name is in the catalog (the probe works); with the
+    family on, the next run removes it and scrubs the stores, warns with the name redacted, and no
+    file under the data dir, term, answer (search, read, list, status) or log holds the token."""
+    caplog.set_level(logging.DEBUG)
+    root = write_tree(env / "notes", {NAMED_FILE: "# Runner notes\n\nThe runner registration moved to the new org.\n",
+                                      "memory/plain.md": "# Plain lesson\n\nrestart pgbouncer after editing its ini\n"})
+    only = {"named_token": NAMED_TOKEN}
+    engine = make_engine(root, tiny_embedder, disable=("github",))
+    engine.refresh()
+    assert engine.catalog.document(NAMED_FILE) is not None
+    assert leaks_in_dir(env / "data", only), "positive control: the scan sees a stored path"
+    engine.close()
+
+    engine = make_engine(root, tiny_embedder)
+    report = engine.refresh()
+    assert report.removed == 1 and NAMED_WARNING in report.warnings
+    assert engine.catalog.document(NAMED_FILE) is None
+    assert leaks_in_dir(env / "data", only) == []
+    assert leaks_in_terms(engine, only) == []
+    outs = tool_outputs(engine)
+    assert leaks_in_text("\n".join(outs), only) == []
+    assert NAMED_WARNING in "\n".join(outs)                      # status says which file and why
+    with pytest.raises(UserError) as e:   # the name search would show, read back: why it is not there
+        reader.read(engine.view(), "memory/[REDACTED:github].md")
+    assert "its name holds a secret" in e.value.message and NAMED_TOKEN not in e.value.message
+    again = engine.refresh()                                      # every run says it again, and skips it
+    assert (again.added, again.removed, again.skipped) == (0, 0, 1) and NAMED_WARNING in again.warnings
+    touched = engine.refresh_paths([str(root / NAMED_FILE)])      # the daemon's way: a changed path
+    assert touched.added == 0 and NAMED_WARNING in touched.warnings
+    assert engine.catalog.document(NAMED_FILE) is None
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    captured = capsys.readouterr()
+    assert leaks_in_text(logs + captured.out + captured.err, only) == []
+    engine.close()
+
+
+def test_a_link_to_a_file_named_by_a_secret_is_not_indexed_either(env, tiny_embedder):
+    """A symlink with an ordinary name records the path it points to (a file the walk does not take
+    itself: not Markdown, or in an excluded folder): it is left out too."""
+    target = f".trash/{NAMED_TOKEN}.md"
+    root = write_tree(env / "notes", {target: "# Runner notes\n\nThe runner registration moved.\n",
+                                      "memory/plain.md": "# Plain lesson\n\nrestart pgbouncer after editing its ini\n"})
+    (root / "memory" / "runner.md").symlink_to(root / target)
+    engine = make_engine(root, tiny_embedder)
+    report = engine.refresh()
+    assert set(engine.catalog.documents()) == {"memory/plain.md"} and report.skipped == 1
+    assert "memory/runner.md: not indexed (the name of the file it links to holds a secret: github); " \
+           "rename that file" in report.warnings
+    assert leaks_in_dir(env / "data", {"named_token": NAMED_TOKEN}) == []
+    engine.close()
+
+
+@pytest.mark.slow
+def test_the_cli_never_prints_or_stores_a_secret_from_a_file_name_or_a_note(tmp_path, tiny_model_dir):
+    """The black-box way: index with the real command line, print `list`, `status` and searches (text
+    and JSON, which also writes the query log), then grep the whole data dir for every planted value."""
+    from tests.support.env import remembrancer_env
+
+    root = write_tree(tmp_path / "notes", {"runbooks/registry.md": CORPUS["runbooks/registry.md"],
+                                           NAMED_FILE: "# Runner notes\n\nThe runner registration moved.\n"})
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock",
+                           XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    planted = {k: v for k, v in PATTERN_SECRETS.items()
+               if k in ("prose_pw", "prose_label_pw", "prose_api_key", "docker_pw", "docker_stdin_pw", "aws_alone",
+                        "named_token")}
+    printed = []
+    for args in (["index", "--root", str(root)], ["list", "--root", str(root)], ["list", "--root", str(root), "--json"],
+                 ["status", "--root", str(root)], ["status", "--root", str(root), "--json"],
+                 ["search", "--root", str(root), "registry admin password"],
+                 ["search", "--root", str(root), "runner registration", "--json"]):
+        p = run_cli(*args, env=env, cwd=tmp_path, timeout=300)
+        assert p.returncode == 0, (args, p.stderr)
+        printed.append(p.stdout + p.stderr)
+    out = "\n".join(printed)
+    assert leaks_in_text(out, planted) == []
+    assert "memory/[REDACTED:github].md" in out and "registry.md" in out
+    assert leaks_in_dir(tmp_path / "data", planted) == []
+    assert list((tmp_path / "data").rglob("queries.jsonl")), "the query log was written where we look"
 
 
 # -- `remembrancer secrets hash` ----------------------------------------------------------------------

@@ -27,7 +27,8 @@ LINE_UNITS = [
     "--token ", "bearer ", "Bearer a", "still ", "check ", "did ", "how do i ", "a\n", "a\n\n", "> ",
     "- ", "  ", "AKIA", "ghp_", "xoxb-", "0x", "sha256:", "\\", "a,", "a;", "|", "{", "}", "%", "$",
     "A_PASSWORD=", "key ", "curl -u a:", "mysql -p", "redis-cli -a ", "login a password ", "&sig=", "$apr1$",
-    "- name: a_TOKEN\n", "a:1:a:a:", "://:a@", "a_srv_",
+    "- name: a_TOKEN\n", "a:1:a:a:", "://:a@", "a_srv_", "password for a ", "token is ", "docker login -p ",
+    "echo a |",
 ]
 
 
