@@ -108,6 +108,16 @@ def test_status_in_process_counts_the_files_the_index_has_not_read(tmp_path, tin
     assert _status(run)["freshness"]["verdict"] == "fresh"
 
 
+def test_a_file_whose_name_holds_a_secret_is_not_counted_as_waiting_to_be_indexed(tmp_path, tiny_model_dir):
+    """Such a file is never indexed, by design (indexer/redact.py, redact_path): the re-check must
+    not count it as new, or the index would be stale for ever."""
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    write(run.notes, "memory/ghp_FileNameTokenZZZZyyyyXXXXwwwwVVVV1234.md", "# Scratch\n\nA note.\n")
+    assert run("index", "--root", str(run.notes)).returncode == 0
+    fr = _status(run)["freshness"]
+    assert fr["verdict"] == "fresh", fr
+
+
 @pytest.mark.slow
 def test_a_daemon_killed_in_its_first_pass_leaves_an_index_no_answer_calls_fresh(tmp_path, tiny_model_dir):
     """`kill -9` of a real daemon half-way through its first pass over 400 files. The model is behind
