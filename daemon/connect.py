@@ -130,7 +130,7 @@ class LocalBackend:
         problem = self.engine.redaction.problem()
         if problem is None and self.last_report is None:
             roots = " ".join(f"--root {r.path}" for r in self.config.roots)
-            problem = self.engine.behind().reason(f"remembrancer index {roots}")
+            problem = self.engine.behind(view.wall if view.scope else None).reason(f"remembrancer index {roots}")
         if problem is None and self.engine.core.loaded_embedder is not None:
             problem = self.engine.contract_problem()
         if problem:

@@ -57,9 +57,10 @@ class Engine:
         """Bring the index up to date with the files (indexer/engine/writer.py)."""
         return self.writer.refresh(progress, reembed)
 
-    def behind(self) -> Behind:
-        """How far the index is behind the files, judged without writing (Writer.behind)."""
-        return self.writer.behind()
+    def behind(self, wall=None) -> Behind:
+        """How far the index is behind the files, judged without writing (Writer.behind); `wall`: a
+        scoped view's, whose catalog holds only the scope's documents."""
+        return self.writer.behind(wall)
 
     def unfinished_pass(self) -> bool:
         """Whether the last whole index pass started and did not finish (killed, crashed, stopped)."""

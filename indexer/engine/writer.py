@@ -222,15 +222,16 @@ class Writer:
         self.last_report = report
         return report
 
-    def behind(self) -> Behind:
+    def behind(self, wall=None) -> Behind:
         """What an index pass would do now, judged without writing: the files not in the index, changed
         or gone (a file whose stamp differs is read and its blob id compared, as a pass does), a
         whole pass that started and never finished, a HEAD not indexed. A file the last pass skipped
         (binary, unreadable, `secret: true`: a stored warning names it) and not touched since is not
-        counted: no pass would index it."""
+        counted: no pass would index it. `wall`: a scoped view's — this thread's catalog then holds
+        only the scope's documents, so only the scope's files are compared with it."""
         redactor = self.core.redaction.current()
         walked = self._walk()
-        files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]
+        files = [f for f in walked.files if not redactor.denied(f.path, f.rel) and (wall is None or wall.sees(f.path))]
         files, _ = _secret_names(files, redactor)   # never indexed, by design: not behind
         known = self.catalog.documents()
         last = self.catalog.get_meta("last_indexed_at")
