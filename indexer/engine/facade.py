@@ -12,7 +12,7 @@ from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import Ledger, Store
 
 from .core import Core
-from .report import UNFINISHED_PASS, Behind, IndexReport
+from .report import Behind, IndexReport
 from .view import ReadCache, ReadView
 from .writer import ProgressFn, Writer
 
@@ -64,7 +64,7 @@ class Engine:
 
     def unfinished_pass(self) -> bool:
         """Whether the last whole index pass started and did not finish (killed, crashed, stopped)."""
-        return bool(self.core.catalog.get_meta(UNFINISHED_PASS))
+        return self.writer.unfinished_pass()
 
     def refresh_paths(self, paths, progress: ProgressFn | None = None) -> IndexReport:
         """Bring the index up to date for these changed paths and what moved between HEADs."""

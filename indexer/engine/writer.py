@@ -62,12 +62,16 @@ def _vectors_said(report: IndexReport) -> bool:
     return any(w.startswith(("vectors skipped", "vectors waiting")) for w in report.warnings)
 
 
-def _secret_names(files, redactor: Redactor) -> tuple[list, list[tuple[object, str]]]:
-    """(the files to index, the files whose path holds a secret with the warning about each). A
-    token in a file or folder name would be stored as the document's path and title, and listed and
-    served with it: such a file is not indexed, and its warning names it redacted (indexer/redact.py)."""
+def _indexable(files, redactor: Redactor) -> tuple[list, list[tuple[object, str]]]:
+    """(the files a pass indexes, the files whose path holds a secret with the warning about each).
+    A file a `[redact] deny` glob names is neither. A token in a file or folder name would be stored
+    as the document's path and title, and listed and served with it: such a file is not indexed, and
+    its warning names it redacted (indexer/redact.py). A whole pass, a targeted one and the re-check
+    (Writer.behind) all judge the files here, so they agree on which are the corpus."""
     kept, named = [], []
     for f in files:
+        if redactor.denied(f.path, f.rel):
+            continue
         shown, counts = redactor.redact_path(f.path)
         target = getattr(f, "target", None)   # a symlink: the catalog records the path it points to
         linked = {} if counts or not target else redactor.redact_path(target)[1]
@@ -83,7 +87,7 @@ def _secret_names(files, redactor: Redactor) -> tuple[list, list[tuple[object, s
 
 
 def _skip_secret_names(named, known, report: IndexReport) -> None:
-    """Count and warn about the files _secret_names left out; an older copy (indexed before its name
+    """Count and warn about the files _indexable left out for their names; an older copy (indexed before its name
     was recognised) is not among the files present, so the run removes it with the gone ones."""
     for f, warning in named:
         report.warnings.append(warning)
@@ -171,8 +175,7 @@ class Writer:
         if reembed:
             self._drop_vectors()
         walked = self._walk()
-        walked.files = [f for f in walked.files if not redactor.denied(f.path, f.rel)]  # [redact] deny globs
-        walked.files, named = _secret_names(walked.files, redactor)
+        walked.files, named = _indexable(walked.files, redactor)
         # Said before the first write, cleared when the pass has ended: a pass killed, crashed or stopped
         # half-way leaves it, and no answer judged from the catalog calls that index fresh (behind()).
         self.catalog.set_meta(UNFINISHED_PASS, json.dumps({"started_at": time.time(), "files": len(walked.files)}))
@@ -183,10 +186,7 @@ class Writer:
         known = self.catalog.documents()
         _skip_secret_names(named, known, report)
         present = {f.path for f in walked.files}
-        failed_prefixes = tuple(f"{r}/" for r in walked.failed_roots)
-        single_failed = bool(walked.failed_roots) and len(self.core.config.roots) == 1
-        # A root that cannot be read keeps its documents: an unmounted disk must not empty the index.
-        gone = [p for p in known if p not in present and not single_failed and not p.startswith(failed_prefixes)]
+        gone = self._gone(known, present, walked)
         changed = [f for f in walked.files if self._stat_changed(f, known.get(f.path))]
         report.unchanged = len(walked.files) - len(changed)
         report.outcomes.update((f.path, "pending") for f in changed)   # counted nowhere until read
@@ -231,13 +231,12 @@ class Writer:
         only the scope's documents, so only the scope's files are compared with it."""
         redactor = self.core.redaction.current()
         walked = self._walk()
-        files = [f for f in walked.files if not redactor.denied(f.path, f.rel) and (wall is None or wall.sees(f.path))]
-        files, _ = _secret_names(files, redactor)   # never indexed, by design: not behind
+        files, _ = _indexable([f for f in walked.files if wall is None or wall.sees(f.path)], redactor)
         known = self.catalog.documents()
         last = self.catalog.get_meta("last_indexed_at")
         last_ns = int(float(last) * 1e9) if last else None
         warned = {p for _, p in self.core.stored_warnings.read(self.catalog) if p}
-        out = Behind(files=len(files), unfinished=bool(self.catalog.get_meta(UNFINISHED_PASS)),
+        out = Behind(files=len(files), unfinished=self.unfinished_pass(),
                      never=last_ns is None, reread=bool(known) and self._must_read_all())
         for f in files:
             old = known.get(f.path)
@@ -252,15 +251,25 @@ class Writer:
                     out.changed += 1
                     continue
                 out.changed += old[1] != corpus.blob_id(data)
-        present = {f.path for f in files}
-        failed = tuple(f"{r}/" for r in walked.failed_roots)
-        if not (walked.failed_roots and len(self.core.config.roots) == 1):   # as a pass: an unreadable root keeps its documents
-            out.gone = sum(1 for p in known if p not in present and not p.startswith(failed))
+        out.gone = len(self._gone(known, {f.path for f in files}, walked))
         if self.core.config.kind != COMMITS:
             indexed = json.loads(self.catalog.get_meta("heads") or "{}")
             out.moved = [name for name, head in self.core.current_heads().items()
                          if head is not None and indexed.get(name) != head]
         return out
+
+    def unfinished_pass(self) -> bool:
+        """Whether the last whole pass started and did not end (killed, crashed, stopped): refresh()
+        marks it before its first write and clears it at its end."""
+        return bool(self.catalog.get_meta(UNFINISHED_PASS))
+
+    def _gone(self, known, present: set[str], walked: corpus.WalkResult) -> list[str]:
+        """The indexed documents no longer among the files. A root that cannot be read keeps its
+        documents: an unmounted disk must not empty the index."""
+        if walked.failed_roots and len(self.core.config.roots) == 1:
+            return []
+        failed = tuple(f"{r}/" for r in walked.failed_roots)
+        return [p for p in known if p not in present and not p.startswith(failed)]
 
     def _walk(self) -> corpus.WalkResult:
         """Every file of the roots — or, in a commits corpus, every commit reachable from HEAD."""
@@ -323,8 +332,7 @@ class Writer:
         t0 = time.monotonic()
         report = IndexReport()
         redactor = self.core.redaction.current()   # fail closed, as refresh()
-        files = [f for f in touched.files if not redactor.denied(f.path, f.rel)]
-        files, named = _secret_names(files, redactor)
+        files, named = _indexable(touched.files, redactor)
         report.warnings += [redactor.redact_path(w)[0] for w in touched.warnings]
         report.scanned = len(files) + len(named)
         known = self.catalog.documents_matching(touched.exact, touched.prefixes)

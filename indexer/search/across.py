@@ -115,12 +115,12 @@ def answer(method: str, params: dict, notes: Reader | None, conversations: Reade
         for name, read in ((NOTES, notes), (CONVERSATIONS, conversations), (COMMITS, commits)):
             if read is None:
                 continue
-            if name == NOTES:
-                parts.append((name, SearchAnswer.parse(read(method, dict(params)))))
-                continue
-            try:   # a corpus beside the notes that cannot answer (no index yet, a full disk) is said, not fatal
+            try:
                 parts.append((name, SearchAnswer.parse(read(method, dict(params)))))
             except (UserError, OSError) as e:
+                if name == NOTES:
+                    raise
+                # a corpus beside the notes that cannot answer (no index yet, a full disk) is said, not fatal
                 missed.append(f"the {name} were not searched: {_why(e)}")
         out = combine(parts, limit) if len(parts) > 1 else parts[0][1]
         out.notes = [*(out.notes or []), *missed] or None

@@ -948,7 +948,7 @@ def _split_form_occurs(view, w: str) -> bool:
     a hyphen ("failover" as "fail over"): read from the literal index, so the cost follows the matches.
     Only a word the keyword index could hold whole (shorter than fulltext.TERM_BYTES) is looked for
     split: no note writes a longer one in two, and its forms grow with the square of its length (a
-    pasted 5,000-letter "word" was 25 million characters of needles)."""
+    pasted 5,000-letter "word" was some 50 million characters of needles)."""
     if not (w.isascii() and w.isalpha() and 6 <= len(w) < fulltext.TERM_BYTES):
         return False
     forms = [f"{w[:i]}{sep}{w[i:]}" for i in range(3, len(w) - 2) for sep in (" ", "-")]

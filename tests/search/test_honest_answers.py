@@ -77,7 +77,7 @@ def test_a_word_the_notes_write_as_two_occurs(tmp_path, tiny_engine):
 def test_only_a_word_the_keyword_index_could_hold_is_looked_for_split(tmp_path, tiny_engine):
     """A word of fulltext.TERM_BYTES letters or more is no word a note writes in two (the keyword
     index drops such a token), and its split forms grow with the square of its length: a pasted
-    5,000-letter "word" asked the literal index for 25 million characters of needles (gigabytes)."""
+    5,000-letter "word" asked the literal index for some 50 million characters of needles."""
     from remembrancer.indexer.search import answer
     from remembrancer.indexer.store.local.fulltext import TERM_BYTES
 
