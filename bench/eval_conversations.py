@@ -60,13 +60,17 @@ def main() -> int:
     corpus = eval_dir / "corpora" / args.set
     rows = [json.loads(x) for x in (eval_dir / "queries" / f"{args.set}.jsonl").read_text().splitlines() if x.strip()]
     alternates = {}
-    if args.alternates:
-        alt = Path(args.alternates) / f"{args.set}.jsonl"
-        if alt.exists():
-            for x in alt.read_text().splitlines():
+    if args.alternates:   # the eval sets' shape ({id: [rephrasing, …]}, SET.json) or rows of SET.jsonl
+        as_map, as_rows = Path(args.alternates) / f"{args.set}.json", Path(args.alternates) / f"{args.set}.jsonl"
+        if as_map.exists():
+            alternates = json.loads(as_map.read_text(encoding="utf-8"))
+        elif as_rows.exists():
+            for x in as_rows.read_text(encoding="utf-8").splitlines():
                 if x.strip():
                     d = json.loads(x)
                     alternates[d["id"]] = d.get("alternates") or d.get("rephrasings") or []
+        else:
+            sys.exit(f"--alternates {args.alternates}: neither {as_map.name} nor {as_rows.name} is there")
     from remembrancer.indexer.search.rank import RankingConfig
 
     base = Config(conversations=make_roots([str(corpus)], kind=CONVERSATIONS))

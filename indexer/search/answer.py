@@ -466,6 +466,7 @@ class Lookups:
         self._probes: dict[str, list[tuple[int, bool]]] = {}
         self._pointers: dict[int, Pointer | None] = {}
         self._landing: dict[tuple[str, str | None], int | None] = {}
+        self._sections: dict[str, list[int]] = {}
         self._days: dict[str, list[int]] = {}
         self._titled: dict[str, set[int]] = {}
         self._newest: tuple[int | None] | None = None
@@ -489,6 +490,12 @@ class Lookups:
             found = self.view.pointers(new)
             self._pointers.update({label: found.get(label) for label in new})
         return {label: self._pointers[label] for label in labels if self._pointers[label] is not None}
+
+    def sections_of(self, path: str) -> list[int]:
+        """Every section id of a document (a pointer's target), read once per request."""
+        if path not in self._sections:
+            self._sections[path] = self.view.catalog.section_ids_of([path])
+        return self._sections[path]
 
     def section_of(self, path: str, anchor: str | None) -> int | None:
         """The section a link lands on: the one its anchor names, else the document's first."""
@@ -654,15 +661,16 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
 def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:
     """A pointer — a list item opening with a link, the rest saying what the linked document holds
     (Claude Code's MEMORY.md: `- [Title](file.md) — hook`) — speaks for the document it names: when
-    one of the best candidates is best matched by such an item, the document it points at (its
-    first section, or the one its `#anchor` names) goes just above it. The index card says where
-    the answer is; the file holds it."""
+    one of the best candidates is best matched by such an item, the document it points at goes just
+    above it — the section its `#anchor` names, else the document's best candidate (a map of
+    content points at a long note whose opening is not what the question asks), else its first
+    section. The index card says where the answer is; the file holds it."""
     top = sorted((c for c in cands.values() if c.passage >= 0),
                  key=lambda c: (-c.score, c.section_id))[:POINTER_POOL]
     pointers = shared.pointers([c.passage for c in top])
     for c in top:
         p = pointers.get(c.passage)
-        sid = None if p is None else shared.section_of(p.target, p.anchor)
+        sid = None if p is None else _landing(cands, shared, p, c.section_id)
         if sid is None or (shared.allowed is not None and sid not in shared.allowed) or sid == c.section_id:
             continue
         t = cands.get(sid)
@@ -671,6 +679,16 @@ def _credit_pointers(cands: dict[int, Candidate], shared: "Lookups") -> None:
         if t.score <= c.score:
             t.score = c.score + 1e-6
             t.why.append(f"pointed at by a list item of {p.source} that matches the question best")
+
+
+def _landing(cands: dict[int, Candidate], shared: "Lookups", p: Pointer, source: int) -> int | None:
+    """The section a pointer's credit goes to: the one its anchor names; else the pointed
+    document's best-scored candidate, if any; else the document's first section."""
+    if p.anchor is None:
+        own = [cands[sid] for sid in shared.sections_of(p.target) if sid in cands and sid != source]
+        if own:
+            return min(own, key=lambda o: (-o.score, o.section_id)).section_id
+    return shared.section_of(p.target, p.anchor)
 
 
 def one_per_section(ranked: list[Candidate], rows: dict, keep: int | None = None) -> list[Candidate]:

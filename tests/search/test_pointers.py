@@ -139,3 +139,37 @@ def test_a_claude_md_import_hook_finds_the_file_it_imports(importing, monkeypatc
     assert _first_two(importing, question)[0]["path"] == "CLAUDE.md"
     out = api.do_neighbors(importing.view(), {"path": "docs/vcs.md"})
     assert ("CLAUDE.md", "import") in {(x["source"], x["kind"]) for x in out["inbound"]}, out
+
+
+# An Obsidian map of content points at long notes: the pointer says which note, the note's own
+# sections say which part of it answers.
+VAULT = {
+    "MOC.md": "# Security — map of content\n\n"
+              "- [[Strongroom]] — the secrets vault: unsealing it after a restart, who holds the key shares\n"
+              "- [[Tunnelgate]] — the old VPN and when it is retired\n"
+              "- [[Lumen]] — the SIEM, which logs it collects\n",
+    "Strongroom.md": "# Strongroom\n\nSecrets vault for every service, three nodes in the main region. "
+                     "Owned by the platform security team since February.\n\n"
+                     "## Overview\n\nApps read secrets through the sidecar; humans use the web console.\n\n"
+                     "## Unseal and recovery\n\nAfter a restart the vault stays sealed until three of the five "
+                     "key shares are entered. Ines, Marco, Priya, Tom and the CTO's safe hold one share each.\n\n"
+                     "## Rotation\n\nDatabase root credentials rotate every 90 days through the rotation job.\n",
+    "Tunnelgate.md": "# Tunnelgate\n\nThe VPN concentrator, retired at the end of June.\n",
+    "Lumen.md": "# Lumen\n\nThe SIEM: firewall, SSO and endpoint logs, kept 13 months.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory):
+    with real_model_engine(tmp_path_factory.mktemp("vault"), VAULT) as e:
+        yield e
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_a_pointer_at_a_long_note_credits_the_part_of_it_that_answers(vault):
+    """The map's item says the vault note answers; of that note, the section that matches the
+    question best takes the credit, not the note's opening."""
+    first, second = _first_two(vault, "Who holds the pieces needed to unlock the secrets vault after a restart?")
+    assert (first["path"], first["heading"]) == ("Strongroom.md", "Strongroom > Unseal and recovery"), (first, second)
+    assert any("pointed at by a list item of MOC.md" in w for w in first["why"]), first
