@@ -95,6 +95,9 @@ ROLLBACK_Q_RE = re.compile(r"\b(roll ?back|roll(ing)? (\w+ ){1,3}back|undo|rever
 VERIFY_Q_RE = _InOrder(re.compile(r"\b(check|confirm|make sure|tell)\b", re.IGNORECASE),
                       re.compile(r"\b(worked|works|right|ok|okay|succeeded|correct|came out|healthy)\b", re.IGNORECASE),
                       alone=re.compile(r"\bverify\b", re.IGNORECASE))
+# "How do I rotate the key and check it worked?" asks to do a thing and then check it: the procedure,
+# whose last steps are its checks — not the check alone.
+THEN_VERIFY_RE = re.compile(r"\b(and|then),?\s+(then\s+)?(check|confirm|verify|make sure|test)\b", re.IGNORECASE)
 # Sections of a host/service record that keep its past (the conventions' "Known issues", "History"):
 # history, like the journal, when the question asks about the present.
 HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|changelog|changes)\b", re.IGNORECASE)
@@ -208,7 +211,8 @@ def intent(query: str, latest: bool = True) -> Intent:
     as it stands now (the precedence is that order)."""
     howto = ""
     if HOWTO_RE.search(query):
-        howto = "rollback" if ROLLBACK_Q_RE.search(query) else "verify" if VERIFY_Q_RE.search(query) else "steps"
+        howto = ("rollback" if ROLLBACK_Q_RE.search(query) else
+                 "verify" if VERIFY_Q_RE.search(query) and not THEN_VERIFY_RE.search(query) else "steps")
     outcome = bool(OUTCOME_RE.search(query) or PLAN_STATUS_RE.search(query) or STILL_RE.search(query))
     question = "?" in query or bool(FACT_RE.search(query) or howto or outcome)
     history = bool(HISTORY_Q_RE.search(query))

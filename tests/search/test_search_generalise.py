@@ -411,6 +411,26 @@ def test_steps_asked_for_are_not_the_part_that_undoes_them():
     assert ranked(rows, scores, "how do I undo a payout pause?")[0] == 3   # asked for, the Rollback
 
 
+def test_doing_a_thing_and_checking_it_worked_asks_for_the_procedure():
+    """"How do I rotate the key and check it worked?" asks for the rotation, whose last steps are its
+    checks: the how-to rule steps up the procedure, not the Verify part alone; "how do I check the
+    rotation worked?" still asks for the check."""
+    from remembrancer.indexer.search import rank
+
+    rows = [row(1, "runbooks/rotate.md", "Rotate the DB root credential", doc_type="runbook", level=1,
+                content="Quarterly, or at once after a leak."),
+            row(2, "runbooks/rotate.md", "Rotate the DB root credential > Procedure", doc_type="runbook",
+                content="1. vault write -f database/rotate-root/haulbase\n2. Restart the app pool.\n"),
+            row(3, "runbooks/rotate.md", "Rotate the DB root credential > Verify", doc_type="runbook",
+                content="- The app pool reconnects.\n- An old password is refused.\n")]
+    scores = {1: 0.70, 2: 0.74, 3: 0.78}
+    both = "How do I manually rotate the DB root credential and check it worked?"
+    assert rank.intent(both).howto == "steps"
+    assert ranked(rows, scores, both)[0] == 2
+    assert rank.intent("how do I check the root credential rotation worked?").howto == "verify"
+    assert ranked(rows, {**scores, 2: 0.78, 3: 0.74}, "how do I check the root credential rotation worked?")[0] == 3
+
+
 def test_the_runbook_step_back_is_gone_and_a_config_naming_it_is_told_so():
     """`fact_runbook_factor` (a runbook ×0.95 for a question about a fact as it stands) came to help
     one memory corpus by one question, and no held-out-style corpus, so it was removed
