@@ -27,13 +27,13 @@ def _with_options(url: str, options: str) -> str:
 def test_the_bounds_leave_what_the_url_or_environment_sets(monkeypatch):
     monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
     monkeypatch.delenv("PGOPTIONS", raising=False)
-    plain = pg_connect.bounds("postgresql://alice@db/memory", reader=True)
+    plain = pg_connect.bounds("postgresql://alice@db/memory")
     assert plain["connect_timeout"] == str(pg_connect.CONNECT_TIMEOUT_S)
     assert plain["keepalives"] == "1" and {"keepalives_idle", "keepalives_interval", "keepalives_count"} <= plain.keys()
-    mine = pg_connect.bounds("postgresql://alice@db/memory?connect_timeout=30&keepalives_idle=60", reader=True)
+    mine = pg_connect.bounds("postgresql://alice@db/memory?connect_timeout=30&keepalives_idle=60")
     assert "connect_timeout" not in mine and "keepalives_idle" not in mine and mine["keepalives_count"] == "3"
     monkeypatch.setenv("PGCONNECT_TIMEOUT", "12")
-    assert "connect_timeout" not in pg_connect.bounds("postgresql://alice@db/memory", reader=False)
+    assert "connect_timeout" not in pg_connect.bounds("postgresql://alice@db/memory")
     assert not pg_connect.sets_statement_timeout("postgresql://alice@db/memory")
     assert pg_connect.sets_statement_timeout(_with_options("postgresql://alice@db/memory", "-c statement_timeout=60s"))
     monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=0")

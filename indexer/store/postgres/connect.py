@@ -34,7 +34,7 @@ def _options_name(options: str | None, name: str) -> bool:
     return bool(options) and name in options
 
 
-def bounds(url: str, *, reader: bool) -> dict[str, str]:
+def bounds(url: str) -> dict[str, str]:
     """The connection parameters to add to `url`: those it does not set itself."""
     from psycopg.conninfo import conninfo_to_dict
 
@@ -171,9 +171,9 @@ def connect(url: str, *, reader: bool, **kwargs):
     import psycopg
 
     if not reader:
-        return psycopg.connect(url, **bounds(url, reader=False), **kwargs)
+        return psycopg.connect(url, **bounds(url), **kwargs)
     cls, _ = _classes()
-    conn = cls.connect(url, **bounds(url, reader=True), **kwargs)
+    conn = cls.connect(url, **bounds(url), **kwargs)
     conn.answer_within = _seconds(READER_STATEMENT_TIMEOUT) + ANSWER_GRACE_S
     try:
         if not sets_statement_timeout(url):   # the server's, role's or database's own setting wins too
