@@ -173,16 +173,24 @@ class TeamReader:
 
 
 def reader_config(url: str, root_args: list[str] | None) -> tuple[Config, bool]:
-    """The reader's roots: its own checkout when given (freshness compares with it), else the
-    writer's root names (answers still work; `read` needs the files, so it says what is missing).
-    TeamReader knows a checkout by the store's name for it (`as_store_roots`)."""
-    if root_args or _has_config_roots():
-        return load_config(root_args or None), True
+    """The reader's roots: its own checkout when given with --root (freshness compares with it),
+    else the writer's root names (answers still work; `read` needs the files, so it says what is
+    missing). The config file's `roots` are this machine's own notes, not a clone of the team's:
+    never taken for the checkout (its `read` would serve another repository's file under the
+    team's path, its freshness compare another history). The rest of the config (the model, the
+    redaction policy) applies either way. TeamReader knows a checkout by the store's name for it
+    (`as_store_roots`)."""
+    if root_args:
+        return load_config(root_args), True
     names = _store_root_names(PgStore(url, readonly=True))
     if not names:
         raise UserError("the store does not name its roots yet", param="store",
                         hint="the writer records them on its first pass; pass --root CHECKOUT meanwhile")
-    return Config(roots=[Root(n, NO_CHECKOUT / n) for n in names]), False
+    try:
+        settings = load_config(None, with_roots=False)
+    except UserError:   # a broken config file is its own commands' to report; the store still answers
+        settings = Config()
+    return dataclasses.replace(settings, roots=[Root(n, NO_CHECKOUT / n) for n in names]), False
 
 
 def _store_root_names(store: PgStore) -> list[str]:

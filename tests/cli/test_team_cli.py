@@ -334,6 +334,34 @@ def test_a_reader_without_a_checkout_says_so_in_read_and_status(tmp_path, tiny_m
     assert f"root shared: {w['mine']}" in mine.stdout, mine.stdout
 
 
+def test_a_reader_without_root_never_takes_the_configured_personal_notes_for_the_team_checkout(tmp_path, tiny_model_dir,
+                                                                                              pg_url):
+    """`roots = [personal notes]` in the config (the usual single-user set-up) and `--store URL`
+    alone: the personal folder is not the team's checkout. `read` of a path both have says the
+    reader has no checkout instead of serving the personal file's section, and `status` shows no
+    personal folder, HEAD or "not a git checkout" against the team's index."""
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    assert _cli(w, "index", "--store", pg_url, "--root", str(w["shared"])).returncode == 0
+    personal = tmp_path / "notes"
+    git_init(personal)
+    write(personal, "runbooks/restart.md", "# Restart the ledger service\n\n## Secrets\n\nPERSONAL-ONLY text.\n")
+    git(personal, "add", "-A")
+    git(personal, "commit", "-q", "-m", "mine")
+    (tmp_path / "config.toml").write_text(f'roots = ["{personal}"]\n[model]\npath = "{tiny_model_dir}"\n')
+    r = _cli(w, "read", "runbooks/restart.md", "--store", pg_url)
+    assert r.returncode == 2 and "no checkout of the shared notes" in r.stderr and "--root CHECKOUT" in r.stderr, r.stderr
+    assert "PERSONAL-ONLY" not in r.stdout + r.stderr
+    r = _cli(w, "read", "runbooks/restart.md", "--heading", "Secrets", "--store", pg_url)
+    assert r.returncode == 2 and "PERSONAL-ONLY" not in r.stdout + r.stderr, r.stdout + r.stderr
+    st = _cli(w, "status", "--store", pg_url)
+    assert st.returncode == 0 and "root shared: no checkout here (pass --root CHECKOUT" in st.stdout, st.stdout
+    assert str(personal) not in st.stdout and "NOT indexed" not in st.stdout and "not a git checkout" not in st.stdout
+    out = json.loads(_cli(w, "search", "ledger", "--json", "--store", pg_url).stdout)
+    assert "your checkout" not in out["index"]["detail"] and "not a git checkout" not in out["index"]["detail"]
+    mine = _cli(w, "read", "runbooks/restart.md", "--store", pg_url, "--root", str(w["mine"]))
+    assert mine.returncode == 0 and "systemctl restart ledger" in mine.stdout, mine.stderr   # --root still reads
+
+
 @pytest.mark.slow
 def test_a_writer_that_cannot_fetch_is_seen_by_every_reader_doctor_and_the_metrics(tmp_path, tiny_model_dir, pg_url):
     w = _world(tmp_path, tiny_model_dir, pg_url)

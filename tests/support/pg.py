@@ -65,3 +65,50 @@ def fresh_database(base_url: str, prefix: str = "t") -> str:
         c.execute(f"DROP DATABASE IF EXISTS {name}")
         c.execute(f"CREATE DATABASE {name}")
     return database_url(base_url, name)
+
+
+def server_pids(pgdata) -> list[int]:
+    """The postmaster of the server at `pgdata` and its children (its backends, checkpointer, …)."""
+    postmaster = int((Path(pgdata) / "postmaster.pid").read_text().split()[0])
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == postmaster:
+            children.append(int(stat.parent.name))
+    return [postmaster, *children]
+
+
+class frozen:
+    """The server at `pgdata` frozen (SIGSTOP to the postmaster and its children, as a frozen host
+    or a network black hole looks to a client) for the `with` block; always thawed after it."""
+
+    def __init__(self, pgdata):
+        self.pgdata = pgdata
+        self.pids: list[int] = []
+
+    def __enter__(self):
+        import os
+        import signal
+
+        postmaster = server_pids(self.pgdata)[0]
+        os.kill(postmaster, signal.SIGSTOP)   # first: it forks no backend after this
+        self.pids = server_pids(self.pgdata)
+        for pid in self.pids[1:]:
+            os.kill(pid, signal.SIGSTOP)
+        return self
+
+    def thaw(self) -> None:
+        import os
+        import signal
+
+        for pid in dict.fromkeys([*self.pids, *server_pids(self.pgdata)]):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def __exit__(self, *exc) -> None:
+        self.thaw()

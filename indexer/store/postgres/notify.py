@@ -64,12 +64,13 @@ def listen(url: str, wake: Waker | threading.Event, stop: threading.Event) -> th
     `wake` once per pass). A lost connection is tried again every few seconds; the writer's timer
     keeps pulling meanwhile."""
     def run() -> None:
-        import psycopg
+        from remembrancer.indexer.store.postgres import connect as pg_connect
 
         notices = NoticeLog()
         while not stop.is_set():
             try:
-                with psycopg.connect(url, autocommit=True, application_name="remembrancer-writer (listen)") as conn:
+                with pg_connect.connect(url, reader=False, autocommit=True,
+                                        application_name="remembrancer-writer (listen)") as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     while not stop.is_set():
                         for n in conn.notifies(timeout=1.0):

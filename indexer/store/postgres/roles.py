@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from remembrancer.indexer.store import scope as scope_mod
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.store.postgres import connect as pg_connect
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer.store.postgres.schema import READER_ROLE, SCOPED_ROLE
-from remembrancer.indexer.store.postgres.store import PgStore, _psycopg
+from remembrancer.indexer.store.postgres.store import PgStore
 
 
 def _connect(url: str):
     PgStore(url, readonly=False)   # the schema is current (migrations applied) before roles are touched
-    return _psycopg().connect(url, autocommit=True)
+    return pg_connect.connect(url, reader=False, autocommit=True)   # DDL may wait for the writer: no deadline
 
 
 def _own_roles(conn) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from remembrancer.indexer.store.postgres import connect as pg_connect
 from remembrancer.indexer.store.postgres import keywords as kw
 from remembrancer.indexer.store.postgres import schema as pg_schema
 from remembrancer.indexer import terms
@@ -187,8 +188,17 @@ def check_url(url: str) -> str:
 
 
 def lost(url: str, e: Exception) -> UserError:
-    """The structured error for a connection the server dropped (a restart, the network): the next
-    request connects again (PgLedger._reconnect_if_lost)."""
+    """The structured error for a connection the server dropped (a restart, the network) or that
+    got no answer in time (pg_connect: a frozen server): the next request connects again
+    (PgLedger._reconnect_if_lost). A statement the server itself cancelled at the reader's
+    statement_timeout is said as such: the server is there, the question took too long."""
+    if pg_connect.no_answer(e):
+        return UserError(f"no answer from the store {safe_url(url)}: {str(e).strip()}", param="store",
+                         code="store_unreachable", hint="retry; check the server and the network to it")
+    if isinstance(e, _psycopg().errors.QueryCanceled):
+        return UserError(f"the store {safe_url(url)} took too long to answer: {str(e).strip()}", param="store",
+                         code="store_timeout", hint="retry, or narrow the question; a slower store needs a longer "
+                         "statement_timeout (the URL's options=-c statement_timeout=60s)")
     return UserError(f"lost the connection to the store {safe_url(url)}: {str(e).strip()}", param="store",
                      code="store_unreachable", hint="retry; check the server")
 
@@ -283,7 +293,8 @@ class PgLedger(SqlLedger):
         self._bulk = False
 
     def _build_vector_index_aside(self, dim: int) -> None:
-        with _psycopg().connect(self.store.url, autocommit=True, application_name=f"{WRITER_APP} index build") as conn:
+        with pg_connect.connect(self.store.url, reader=False, autocommit=True,
+                                application_name=f"{WRITER_APP} index build") as conn:
             conn.execute("SET search_path TO public")
             _create_vector_index(conn, dim)
 
@@ -291,10 +302,11 @@ class PgLedger(SqlLedger):
         psycopg = _psycopg()
         app = f"{WRITER_APP} {socket.gethostname()} pid {os.getpid()}" if not self.readonly else "remembrancer-reader"
         try:
-            conn = psycopg.connect(self.store.url, autocommit=True, prepare_threshold=None, application_name=app)
+            conn = pg_connect.connect(self.store.url, reader=self.readonly, autocommit=True, prepare_threshold=None,
+                                      application_name=app)
+            conn.execute("SET search_path TO public")
         except psycopg.OperationalError as e:
             raise unreachable(self.store.url, e) from None
-        conn.execute("SET search_path TO public")
         return conn
 
     def _reconnect_if_lost(self) -> None:
@@ -326,8 +338,8 @@ class PgLedger(SqlLedger):
         self.conn.close()
 
     def _q(self, sql, params=None):
-        if self.readonly and not self._in_request and self.conn.broken:   # lost since (a server restart):
-            self._reconnect_if_lost()                                     # outside a request, connect again
+        if self.readonly and not self._in_request and (self.conn.broken or self.conn.closed):
+            self._reconnect_if_lost()   # lost since (a restart, no answer in time): outside a request, connect again
         return self.conn.execute(sql, params or None)   # no parameters: a literal `%` stays a `%`
 
     # -- meta ---------------------------------------------------------------------------------
@@ -1274,7 +1286,7 @@ class PgStore:
         self._lock = threading.Lock()
         psycopg = _psycopg()
         try:
-            with psycopg.connect(url, autocommit=True) as conn:
+            with pg_connect.connect(url, reader=readonly, autocommit=True) as conn:
                 if not readonly:
                     if problem := pg_schema.vector_problem(conn):
                         raise UserError(f"{problem}: {safe_url(url)} cannot hold the store", param="store",
