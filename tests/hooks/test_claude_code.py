@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import PROJECT
-from tests.support.two_projects import Serve, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.daemon import wait_for
+from tests.support.two_projects import Serve, serve, serving_both, two_projects  # noqa: F401  (fixtures)
 from tests.support.cli import run_cli
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
@@ -74,6 +75,39 @@ def test_prompt_hook_never_opens_a_corpus_nor_fails(two_projects, serve):
         p = subprocess.run([sys.executable, "-P", "-m", "remembrancer.hooks.claude_code"], input=bad,
                            env=world["env"], capture_output=True, text=True, timeout=30)
         assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+
+
+@pytest.mark.slow
+def test_a_folder_that_merely_holds_corpora_gets_no_memory_and_a_project_gets_its_own_conversations(two_projects, serve):
+    """Claude Code started in a folder ABOVE the corpora (the home folder, `/`, ~/code) was given the
+    corpus with the longest root under it: another project's notes, or another project's transcripts
+    (they live under ~/.claude). Only a corpus whose root holds the folder answers, or the
+    conversations of the folder's own project."""
+    from tests.support.transcripts import Session
+
+    world = two_projects
+    d, alpha, beta = serving_both(world, serve)
+    home, parent = Path(world["env"]["HOME"]).resolve(), world["tmp"].resolve()
+    gamma = parent / "gamma"   # a project with no notes of its own, only its Claude Code sessions
+    (gamma / "src").mkdir(parents=True)
+    talk = Session(home / ".claude" / "projects", cwd=str(gamma))
+    talk.prompt("How do I restore the alpha database with pg_restore from the nightly dump?")
+    talk.says("Restore the alpha database with pg_restore from the nightly dump; it takes an hour.")
+    folder = str(talk.path.parent)
+    d.call("search", roots=[str(alpha)], conversations=[folder], corpus="conversations", query="pg_restore")
+    wait_for(lambda: len(d.call("status")["corpora"]) == 3)
+
+    for where in (parent, home, Path("/")):   # each holds corpora (home: the transcripts); none is its own
+        r, _ = run_hook(world, prompt(where, STRONG))
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (where, r.stdout)
+        line, _ = run_hook(world, {"hook_event_name": "SessionStart", "cwd": str(where), "source": "startup"})
+        assert (line.returncode, line.stdout) == (0, ""), (where, line.stdout)
+    (beta / "sub").mkdir()
+    for where, expect in ((alpha, str(alpha)), (beta / "sub", str(beta)), (gamma / "src", folder)):
+        line, _ = run_hook(world, {"hook_event_name": "SessionStart", "cwd": str(where), "source": "startup"})
+        assert f"memory in {expect} " in line.stdout, (where, line.stdout)
+    r, _ = run_hook(world, prompt(alpha, STRONG))
+    assert "notes.md:1-" in r.stdout and ".jsonl" not in r.stdout   # alpha's notes, not gamma's sessions
 
 
 def test_prompt_hook_with_the_daemon_down_or_stuck_is_silent_and_quick(two_projects, tmp_path):
