@@ -22,6 +22,8 @@ from tests.support.daemon import wait_for
 from tests.support.two_projects import Serve, serve, serving_both, two_projects  # noqa: F401  (fixtures)
 from tests.support.cli import run_cli
 
+MODULE = "remembrancer.hooks.claude_code"
+
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
 WEAK = "how do I enable --frobnicate-xyz on kf4"   # an identifier the corpus does not have
 
@@ -195,6 +197,34 @@ def test_claude_hooks_install_is_idempotent_and_keeps_the_users_hooks(tmp_path):
     assert gone.returncode == 0 and "removed" in gone.stdout
     assert json.loads(settings.read_text()) == theirs
     assert "not installed" in claude_hooks("uninstall", "--settings", str(settings)).stdout
+
+
+def test_claude_hooks_install_into_each_folder_of_a_comma_separated_claude_config_dir(tmp_path):
+    """CLAUDE_CONFIG_DIR="a,b" (several Claude Code config folders, read one by one for the
+    conversations) was taken as one path: the hooks went to a folder literally named "a,". They go
+    into each folder's settings.json; a broken one stops both before anything is written."""
+    first, second = tmp_path / "cc1", tmp_path / "cc2"
+    second.mkdir()
+    (second / "settings.json").write_text(json.dumps({"model": "opus"}))
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": f"{first}, {second}"}
+    r = claude_hooks("install", env=env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cc1", "cc2"]   # no folder named "cc1,"
+    for folder in (first, second):
+        data = json.loads((folder / "settings.json").read_text())
+        assert all(MODULE in g["hooks"][0]["command"] for e in ("UserPromptSubmit", "SessionStart") for g in data["hooks"][e])
+        assert str(folder / "settings.json") in r.stdout
+    assert json.loads((second / "settings.json").read_text())["model"] == "opus"
+    again = claude_hooks("install", env=env)
+    assert "already installed" in again.stdout
+    gone = claude_hooks("uninstall", env=env)
+    assert gone.returncode == 0 and "removed" in gone.stdout
+    assert json.loads((first / "settings.json").read_text()) == {}
+    assert json.loads((second / "settings.json").read_text()) == {"model": "opus"}
+    (second / "settings.json").write_text("{not json")
+    broken = claude_hooks("install", env=env)
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+    assert json.loads((first / "settings.json").read_text()) == {}   # nothing written to the good one either
 
 
 def test_claude_hooks_refuses_a_broken_settings_file(tmp_path):
