@@ -111,6 +111,9 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     _add_dates(p)
 
 
+TERM_COMMANDS = ("search", "latest")   # the commands whose words may start with a dash (`latest -- --no-track`)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with the fix for the one usage error agents make most: a search term that starts
     with a dash (`search --force-renewal`) is read as an option."""
@@ -118,8 +121,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if message.startswith("unrecognized arguments: ") and message.split(": ", 1)[1].startswith("-"):
             term = message.split(": ", 1)[1]
-            message += (f"\n  a term that starts with a dash goes after --: remembrancer search -- {term} "
-                        f"(or quote it inside the question: \"what does {term} do\")")
+            command = next((a for a in _ARGV if not a.startswith("-")), "")
+            if command in TERM_COMMANDS:   # the command takes words: the term was meant as one
+                message += f"\n  a term that starts with a dash goes after --: remembrancer {command} -- {term}"
+                if command == "search":
+                    message += f" (or quote it inside the question: \"what does {term} do\")"
+            elif command:   # `status --corpus conversations`: an option this command does not take
+                message += f"\n  `remembrancer {command} --help` lists the options it takes"
         super().error(without_typed_secrets(scrubbed(message)))   # "invalid int value: '<a typed token>'"
 
 

@@ -110,7 +110,8 @@ def steps(purge: bool, settings: Path | None, roots: list[str]) -> list[tuple[st
             gone.append(index.name)
         return f"indexes: deleted {len(gone)} ({', '.join(gone)})" if gone else "indexes: none"
 
-    out = [("the Claude Code hooks in " + str(settings or claude_settings.settings_path()), claude_hooks),
+    out = [("the Claude Code hooks in " + (str(settings) if settings else ", ".join(map(str, claude_settings.settings_paths()))),
+            claude_hooks),
            (f"the Claude Code MCP server `{MCP_NAME}` (claude mcp remove)", claude_code_mcp),
            (f"the Claude Desktop MCP server in {desktop_config_path()}", desktop),
            (f"the service ({unit_path()} / {plist_path()})", service),

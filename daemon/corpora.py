@@ -20,7 +20,8 @@ from pathlib import Path
 from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
-from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots
+from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots,
+                                         project_slug, too_wide)
 from remembrancer.indexer.ingest.commit_log import commits_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
@@ -73,6 +74,35 @@ def config_for(key: tuple[str, ...]) -> Config:
 def holds(root: Path, path: Path) -> bool:
     """Whether a change notified for work tree `path` concerns corpus root `root` (one inside the other)."""
     return root == path or root.is_relative_to(path) or path.is_relative_to(root)
+
+
+def project_slugs(folder: Path) -> list[str]:
+    """The names Claude Code gives the transcript folder of a project in `folder`: its own, then its
+    parents' up to (not including) the home folder or `/` (config.claude_folders looks the same way)."""
+    out = []
+    for f in (folder, *folder.parents):
+        if too_wide(f):
+            break
+        out.append(project_slug(f))
+    return out
+
+
+def within_rank(config: Config, folder: Path, projects: list[str]) -> tuple[int, int] | None:
+    """How well a corpus answers a client working in `folder` (lower first), None: not at all.
+
+    A corpus answers when the folder lies inside one of its roots (or is one): notes first, the
+    deepest root first; or when it is the conversations of the folder's project (a root named
+    `projects[i]`, the nearest project first); other kinds holding the folder (code, commits) last.
+    A folder that merely holds corpora — the home folder, `/`, ~/code — selects none: a session
+    there must not be given another project's memory."""
+    depth = [len(r.path.parts) for r in config.roots if r.path == folder or folder.is_relative_to(r.path)]
+    if depth and config.kind == NOTES:
+        return (0, -max(depth))
+    if config.kind == CONVERSATIONS:
+        near = [projects.index(r.path.name) for r in config.roots if r.path.name in projects]
+        if depth or near:
+            return (1, -max(depth) if depth else min(near))
+    return (2, -max(depth)) if depth else None
 
 
 class SharedModel:
@@ -411,17 +441,20 @@ class Corpora:
         return c
 
     def acquire_within(self, path: str) -> Corpus:
-        """The open corpus holding folder `path` (the most specific one), marked in use; never
-        opens one: a light client (the Claude Code hook) must not start indexing a folder."""
+        """The open corpus of a client working in folder `path` (within_rank: the best one), marked
+        in use; never opens one: a light client (the Claude Code hook) must not start indexing a folder."""
         p = Path(path).expanduser().resolve()
+        projects = project_slugs(p)
         with self._lock:
-            hit = sorted(self.holding(p), key=lambda c: -max(len(str(r.path)) for r in c.config.roots))
-            if not hit:
+            ranked = sorted((rank, i, c) for i, c in enumerate(self.open.values())
+                            if (rank := within_rank(c.config, p, projects)) is not None)
+            if not ranked:
                 raise UserError(f"no open corpus holds {p}", param="within", code="no_corpus",
                                 hint="a client naming the corpus by its roots (the MCP server) opens it")
-            hit[0].in_use += 1
-            hit[0].last_used = time.monotonic()
-            return hit[0]
+            hit = ranked[0][2]
+            hit.in_use += 1
+            hit.last_used = time.monotonic()
+            return hit
 
     def release(self, c: Corpus) -> None:
         with self._lock:

@@ -22,10 +22,14 @@ MODULE = "remembrancer.hooks.claude_code"
 TIMEOUT_S = 5   # Claude Code's own kill limit; the script keeps its hard limit of ~0.25 s itself
 
 
-def settings_path() -> Path:
-    """User-scope settings: every project gets the hooks (the hook finds each project's corpus)."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(base).expanduser() / "settings.json" if base else Path.home() / ".claude" / "settings.json"
+def settings_paths() -> list[Path]:
+    """User-scope settings: every project gets the hooks (the hook finds each project's corpus).
+    `$CLAUDE_CONFIG_DIR/settings.json` — each folder of a comma-separated list, as the conversations
+    are read from each (indexer/config.py claude_projects_dirs) — else `~/.claude/settings.json`."""
+    dirs = [d.strip() for d in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if d.strip()]
+    if dirs:
+        return list(dict.fromkeys(Path(d).expanduser() / "settings.json" for d in dirs))
+    return [Path.home() / ".claude" / "settings.json"]
 
 
 def hook_command(python: str | None = None) -> str:
@@ -82,38 +86,48 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def install(path: Path | None = None) -> dict:
-    path = path or settings_path()
-    data = read_json(path, "hooks", "settings")
-    before = json.dumps(data, sort_keys=True)
-    hooks = data.setdefault("hooks", {})
+    """Our hooks in `path`, else in every settings file of settings_paths(); every file is read
+    (and a broken one refused) before any is written."""
     cmd = hook_command()
-    for event in EVENTS:
-        hooks[event] = _without_ours(hooks.get(event)) + [
-            {"hooks": [{"type": "command", "command": cmd, "timeout": TIMEOUT_S}]}]
-    changed = json.dumps(data, sort_keys=True) != before
-    if changed:
-        write_json(path, data)
-    return {"settings": str(path), "events": list(EVENTS), "command": cmd,
-            "result": "installed" if changed else "already installed"}
+    plans = []
+    for each in [path] if path else settings_paths():
+        data = read_json(each, "hooks", "settings")
+        before = json.dumps(data, sort_keys=True)
+        hooks = data.setdefault("hooks", {})
+        for event in EVENTS:
+            hooks[event] = _without_ours(hooks.get(event)) + [
+                {"hooks": [{"type": "command", "command": cmd, "timeout": TIMEOUT_S}]}]
+        plans.append((each, data, json.dumps(data, sort_keys=True) != before))
+    for each, data, changed in plans:
+        if changed:
+            write_json(each, data)
+    return {"settings": ", ".join(str(each) for each, _, _ in plans), "events": list(EVENTS), "command": cmd,
+            "result": "installed" if any(changed for _, _, changed in plans) else "already installed"}
 
 
 def uninstall(path: Path | None = None) -> dict:
-    path = path or settings_path()
-    data = read_json(path, "hooks", "settings")
-    hooks = data.get("hooks") or {}
-    removed = []
-    for event in EVENTS:
-        if event not in hooks:
-            continue
-        kept = _without_ours(hooks[event])
-        if kept != hooks[event]:
-            removed.append(event)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if "hooks" in data and not hooks:
-        del data["hooks"]
-    if removed:
-        write_json(path, data)
-    return {"settings": str(path), "events": removed, "result": "removed" if removed else "not installed"}
+    """Our hooks out of `path`, else out of every settings file of settings_paths()."""
+    plans, removed = [], []
+    for each in [path] if path else settings_paths():
+        data = read_json(each, "hooks", "settings")
+        hooks = data.get("hooks") or {}
+        gone = []
+        for event in EVENTS:
+            if event not in hooks:
+                continue
+            kept = _without_ours(hooks[event])
+            if kept != hooks[event]:
+                gone.append(event)
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+        if "hooks" in data and not hooks:
+            del data["hooks"]
+        plans.append((each, data, gone))
+        removed += [e for e in gone if e not in removed]
+    for each, data, gone in plans:
+        if gone:
+            write_json(each, data)
+    return {"settings": ", ".join(str(each) for each, _, _ in plans), "events": removed,
+            "result": "removed" if removed else "not installed"}

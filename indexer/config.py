@@ -255,12 +255,17 @@ class Config:
     kind: str = NOTES                     # what the roots hold: NOTES, CONVERSATIONS (transcripts), COMMITS
     conversations: list[Root] = field(default_factory=list)   # [conversations] roots / --conversations
     code: list[Root] = field(default_factory=list)   # [code] roots / --code: source folders, a corpus of their own
+    # The conversation folders are the project's own, found by themselves (no --conversations, no
+    # [conversations] roots, find not false): a long-lived client looks for them again
+    # (found_conversations), as Claude Code creates a project's folder only when its first session writes.
+    finds_conversations: bool = field(default=False, compare=False)
 
     def conversation_config(self) -> "Config | None":
         """The corpus of these notes' conversation folders (its own index, its own statistics), or None."""
         if not self.conversations or self.kind != NOTES:
             return None
         return dataclasses.replace(self, roots=list(self.conversations), conversations=[], kind=CONVERSATIONS,
+                                   finds_conversations=False,
                                    layout=(("*", MEMORY_TYPE),),   # its Markdown: Claude Code's memory files
                                    max_file_bytes=max(self.max_file_bytes, MAX_TRANSCRIPT_BYTES),
                                    ranking=RankingConfig.conversations(),
@@ -272,6 +277,7 @@ class Config:
         if not self.code or self.kind != NOTES:
             return None
         return dataclasses.replace(self, roots=list(self.code), conversations=[], code=[], kind=CODE,
+                                   finds_conversations=False,
                                    layout=(("*", CODE_TYPE),), ranking=RankingConfig(), verify_repos=[],
                                    excludes=(*self.excludes, *CODE_EXCLUDES))
 
@@ -639,7 +645,7 @@ def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
         cfg.redact = RedactionPolicy.from_config(raw["redact"], path)
     _memory_tool_settings(cfg, raw, path)
     if with_roots:
-        cfg.conversations = _conversation_roots(raw, path, conversation_args)
+        cfg.conversations, cfg.finds_conversations = _conversation_roots(raw, path, conversation_args)
         cfg.code = _code_roots(raw, path, code_args)
     return cfg
 
@@ -658,9 +664,10 @@ def _code_roots(raw: dict, path: Path, args: list[str] | None) -> list[Root]:
     return make_roots(configured, source=path, kind=CODE) if configured else []
 
 
-def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> list[Root]:
+def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> tuple[list[Root], bool]:
     """[conversations] roots (or --conversations, which wins), and when neither names one and
-    `find` is not false, the current project's Claude Code folder if it has one (claude_folder)."""
+    `find` is not false, the current project's Claude Code folders if it has some (claude_folders);
+    with whether they were found by themselves (then a long-lived client looks again)."""
     table = raw.get("conversations", {})
     if not isinstance(table, dict):
         raise UserError(f"invalid config {path}: [conversations] must be a table", param="conversations")
@@ -672,11 +679,22 @@ def _conversation_roots(raw: dict, path: Path, args: list[str] | None) -> list[R
     if not isinstance(find, bool):
         raise UserError(f"invalid config {path}: [conversations] find must be true or false", param="conversations")
     if args:
-        return make_roots(args, kind=CONVERSATIONS)
+        return make_roots(args, kind=CONVERSATIONS), False
     if configured:
-        return make_roots(configured, source=path, kind=CONVERSATIONS)
-    found = claude_folder(_project_folder()) if find else None
-    return make_roots([found], kind=CONVERSATIONS) if found else []
+        return make_roots(configured, source=path, kind=CONVERSATIONS), False
+    if not find:
+        return [], False
+    return found_conversations(), True
+
+
+def found_conversations(project: Path | None = None) -> list[Root]:
+    """The Claude Code transcript folders of `project` (default: this session's, _project_folder)
+    as conversation roots; [] when it has none (yet). A few `stat`s: cheap enough for every request."""
+    found = claude_folders(project or _project_folder())
+    try:
+        return make_roots(found, kind=CONVERSATIONS) if found else []
+    except UserError:   # a folder removed between the look and now: looked for again next time
+        return []
 
 
 def _project_folder() -> Path | None:
@@ -703,25 +721,24 @@ def project_slug(folder: Path) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder))
 
 
-def claude_folder(project: Path | None) -> Path | None:
-    """The Claude Code transcript folder of `project` (or of the nearest folder above it that has
-    one: Claude Code may have been started at the repository's top), or None."""
+def claude_folders(project: Path | None) -> list[Path]:
+    """The Claude Code transcript folders of `project` (or of the nearest folder above it that has
+    some: Claude Code may have been started at the repository's top) — one in each projects folder
+    that has it (claude_projects_dirs: Claude Code may have written to either over time), or []."""
     if project is None:
-        return None
+        return []
     try:
         project = project.resolve()
     except OSError:
-        return None
-    for base in claude_projects_dirs():
-        if not base.is_dir():
-            continue
-        for folder in (project, *project.parents):
-            if too_wide(folder):
-                break
-            candidate = base / project_slug(folder)
-            if candidate.is_dir():
-                return candidate
-    return None
+        return []
+    bases = [b for b in claude_projects_dirs() if b.is_dir()]
+    for folder in (project, *project.parents):
+        if too_wide(folder):
+            break
+        found = [base / project_slug(folder) for base in bases if (base / project_slug(folder)).is_dir()]
+        if found:
+            return list(dict.fromkeys(f.resolve() for f in found))
+    return []
 
 
 def _memory_tool_settings(cfg: Config, raw: dict, path: Path) -> None:

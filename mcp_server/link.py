@@ -23,12 +23,15 @@ from pathlib import Path
 from remembrancer.daemon import connect as dconnect
 from remembrancer.wire import IDLE_TIMEOUT_S, DaemonUnavailable, ping
 from remembrancer.daemon.connect import process_alive as _alive
-from remembrancer.indexer.config import Config, socket_path
+from remembrancer.indexer.config import CONVERSATIONS, Config, found_conversations, socket_path
 from remembrancer.indexer.errors import UserError
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 60.0          # how often a read-only fallback tries to get a daemon again
+# The requests that may read the project's conversations (a notes search reads Claude Code's memory
+# files beside them too): before each, the project's transcript folders are looked for again.
+CONVERSATION_READS = ("search", "read", "outline", "list", "latest")
 STARTING_WAIT_S = 60.0  # how long to wait for a daemon another process is starting
 
 
@@ -46,6 +49,9 @@ class Link:
         self.lock = threading.RLock()
         self._last_attempt = 0.0
         self._last_call = time.monotonic()
+        # No notes corpus and, at start-up, no conversations either: these settings serve the
+        # project's conversations alone once its transcript folder appears (server.choose_later).
+        self.awaiting_conversations: Config | None = None
 
     # -- connecting -------------------------------------------------------------------------------
     @property
@@ -136,9 +142,47 @@ class Link:
                 log.debug("closing the backend failed", exc_info=True)
         self.backend = None
 
+    # -- the project's conversations, found late -------------------------------------------------
+    def look_for_conversations(self) -> None:
+        """Claude Code creates a project's transcript folder when the first session writes, after
+        it has started the MCP servers: a session whose conversation folders are found by themselves
+        (Config.finds_conversations) looks for them again before each request that may read them —
+        a few `stat`s — and from then on every request names them."""
+        if self.store:
+            return
+        waiting = self.awaiting_conversations
+        if self.config is None and waiting is not None:   # nothing to serve yet but them
+            found = found_conversations()
+            if found:
+                log.info("the project's conversations appeared: serving %s alone", ", ".join(str(r.path) for r in found))
+                waiting.conversations, self.awaiting_conversations = found, None
+                self.config, self.config_error, self.start_problem = waiting, None, None
+            return
+        cfg = self.config
+        if cfg is None or not cfg.finds_conversations:
+            return
+        found = found_conversations()
+        if [r.path for r in found] == [r.path for r in cfg.conversations]:
+            return
+        if not found and not cfg.roots:   # a session of conversations alone keeps what it serves
+            return
+        log.info("the project's conversation folders are now %s", ", ".join(str(r.path) for r in found) or "none")
+        cfg.conversations = found
+        backend = self.backend
+        if backend is None:
+            return
+        if backend.kind == "daemon":
+            backend.conversations = [str(r.path) for r in found] or None
+        elif backend.kind == "local" and hasattr(backend, "_beside"):   # its config is this one
+            old = backend._beside.pop(CONVERSATIONS, None)
+            if old is not None:
+                old.close()
+
     # -- calls ------------------------------------------------------------------------------------
     def call(self, method: str, **params) -> dict:
         with self.lock:
+            if method in CONVERSATION_READS:
+                self.look_for_conversations()
             if self.backend is None:
                 self._connect()
             elif self.backend.kind == "local" and getattr(self.backend, "readonly", False) and self.config.roots:

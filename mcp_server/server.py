@@ -636,6 +636,8 @@ def choose_later(server: MCPServer, link: Link, client_roots: list[str], setting
             check_exists(config.roots, link.scope)   # as with --root: a typo must not serve an empty corpus
     except UserError as e:   # every tool answers with it; the descriptions say it
         config, link.config_error, link.start_problem = None, e, str(e)
+        if not conversations and not link.scope and settings is not None and settings.finds_conversations:
+            link.awaiting_conversations = settings   # served alone once the project's folder appears
         if conversations and not link.scope:
             log.info("no notes corpus (%s); serving the conversations %s alone", e,
                      ", ".join(str(r.path) for r in conversations))

@@ -29,7 +29,8 @@ Methods (params → result):
     forget   index (an index folder's name)                               → {"closed": n, "removed": bool}
 
 Every method but notify, stop and forget may name its corpus: `"roots": [folders]` (opened on first use),
-or `"within": folder` (the open corpus holding that folder; never opens one). Without either,
+or `"within": folder` (the open corpus whose root holds that folder, else the open conversations of
+the folder's project; a folder that merely holds corpora selects none; never opens one). Without either,
 the daemon's default corpus (the roots it was started with) answers, as before corpora existed;
 `status` without either lists the daemon and its corpora without opening any.
 

@@ -8,7 +8,7 @@ from tests.support.tiny_model import build_tiny_model
 
 @pytest.fixture(scope="session", autouse=True)
 def no_claude_code_folders(tmp_path_factory):
-    """Claude Code's transcript folders are found by themselves (indexer/config.py claude_folder):
+    """Claude Code's transcript folders are found by themselves (indexer/config.py claude_folders):
     every test, and every process a test starts, looks in an empty folder of its own instead of
     this machine's ~/.claude, unless the test points elsewhere."""
     os.environ["CLAUDE_CONFIG_DIR"] = str(tmp_path_factory.mktemp("claude-config"))

@@ -37,7 +37,8 @@ NO_REPOSITORY_HINT = ("keep the notes in a git repository, or list the repositor
                       "searched in [verify] repos")
 NO_FOLDER_HINT = ("pass --conversations DIR (a Claude Code project folder, e.g. ~/.claude/projects/-home-me-app), "
                   "set [conversations] roots in the config file, or run from the project folder whose "
-                  "Claude Code transcripts should be searched")
+                  "Claude Code transcripts should be searched (Claude Code creates a project's folder when its "
+                  "first session writes; an MCP session looks for it again at each request)")
 
 Reader = Callable[[str, dict], dict]
 

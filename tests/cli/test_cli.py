@@ -96,6 +96,18 @@ def test_bad_input_is_one_line_with_exit_2(cli, args, needle):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+def test_an_unknown_dash_argument_gets_the_hint_of_its_own_command():
+    """`status --corpus conversations` was told to write `remembrancer search -- --corpus conversations`:
+    the dash-term hint is for the commands that take words; another command names its own --help."""
+    status = run_cli("status", "--corpus", "conversations", timeout=60)
+    assert status.returncode == 2 and "unrecognized arguments: --corpus conversations" in status.stderr
+    assert "search --" not in status.stderr and "`remembrancer status --help` lists the options" in status.stderr
+    for command, hint in (("search", "remembrancer search -- --force-renewal (or quote it"),
+                          ("latest", "remembrancer latest -- --force-renewal")):
+        p = run_cli(command, "certbot", "--force-renewal", timeout=60)
+        assert p.returncode == 2 and hint in p.stderr, p.stderr
+
+
 def test_no_roots_no_daemon(cli):
     p = cli("status")
     assert p.returncode == 2 and "no corpus roots given" in p.stderr

@@ -81,3 +81,31 @@ def test_a_notes_search_answers_when_the_conversations_index_beside_it_cannot(tm
     assert out["results"] and out["results"][0]["path"].startswith("runbooks/")
     assert out["index"]["verdict"] == "stale" and "read-only" in out["index"]["reason"], out["index"]
     assert any(n.startswith("Claude Code's memory files were not searched: no index yet for") for n in out["notes"]), out
+
+
+@pytest.mark.slow
+def test_every_claude_code_projects_folder_of_the_project_is_read(tmp_path, tiny_model_dir):
+    """Claude Code has written a project's sessions to more than one projects folder over time
+    (`~/.claude/projects`, then `~/.config/claude/projects`; or several `CLAUDE_CONFIG_DIR` entries):
+    only the first folder found was read, and the sessions in the other were "not in the corpus"."""
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    project = tmp_path / "code" / "app"
+    project.mkdir(parents=True)
+    first, second = tmp_path / "cc1", tmp_path / "cc2"
+    old = Session(first / "projects", cwd=str(project))
+    old.prompt("Where is the heronpuddle config?")
+    old.says("The heronpuddle config is in /etc/heronpuddle.toml.")
+    new = Session(second / "projects", cwd=str(project))
+    new.prompt("Where is the stoatlantern config?")
+    new.says("The stoatlantern config is in /etc/stoatlantern.toml.")
+    env = {"CLAUDE_CONFIG_DIR": f"{first},{second}"}
+
+    indexed = run("index", "--root", str(run.notes), cwd=project, env_extra=env)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "conversations: 2 transcripts: 2 added" in indexed.stdout, indexed.stdout
+    for word, session in (("heronpuddle", old), ("stoatlantern", new)):
+        found = run("search", f"{word} config", "--root", str(run.notes), "--corpus", "conversations", "--json",
+                    cwd=project, env_extra=env)
+        assert found.returncode == 0, found.stderr
+        best = json.loads(found.stdout)["results"][0]
+        assert best["session_id"] == session.session_id and word in best["content"], best

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import PROJECT
-from tests.support.two_projects import Serve, serve, two_projects  # noqa: F401  (fixtures)
+from tests.support.daemon import wait_for
+from tests.support.two_projects import Serve, serve, serving_both, two_projects  # noqa: F401  (fixtures)
 from tests.support.cli import run_cli
+
+MODULE = "remembrancer.hooks.claude_code"
 
 STRONG = "how do I restore the alpha database with pg_restore from the nightly dump"
 WEAK = "how do I enable --frobnicate-xyz on kf4"   # an identifier the corpus does not have
@@ -74,6 +77,39 @@ def test_prompt_hook_never_opens_a_corpus_nor_fails(two_projects, serve):
         p = subprocess.run([sys.executable, "-P", "-m", "remembrancer.hooks.claude_code"], input=bad,
                            env=world["env"], capture_output=True, text=True, timeout=30)
         assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+
+
+@pytest.mark.slow
+def test_a_folder_that_merely_holds_corpora_gets_no_memory_and_a_project_gets_its_own_conversations(two_projects, serve):
+    """Claude Code started in a folder ABOVE the corpora (the home folder, `/`, ~/code) was given the
+    corpus with the longest root under it: another project's notes, or another project's transcripts
+    (they live under ~/.claude). Only a corpus whose root holds the folder answers, or the
+    conversations of the folder's own project."""
+    from tests.support.transcripts import Session
+
+    world = two_projects
+    d, alpha, beta = serving_both(world, serve)
+    home, parent = Path(world["env"]["HOME"]).resolve(), world["tmp"].resolve()
+    gamma = parent / "gamma"   # a project with no notes of its own, only its Claude Code sessions
+    (gamma / "src").mkdir(parents=True)
+    talk = Session(home / ".claude" / "projects", cwd=str(gamma))
+    talk.prompt("How do I restore the alpha database with pg_restore from the nightly dump?")
+    talk.says("Restore the alpha database with pg_restore from the nightly dump; it takes an hour.")
+    folder = str(talk.path.parent)
+    d.call("search", roots=[str(alpha)], conversations=[folder], corpus="conversations", query="pg_restore")
+    wait_for(lambda: len(d.call("status")["corpora"]) == 3)
+
+    for where in (parent, home, Path("/")):   # each holds corpora (home: the transcripts); none is its own
+        r, _ = run_hook(world, prompt(where, STRONG))
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (where, r.stdout)
+        line, _ = run_hook(world, {"hook_event_name": "SessionStart", "cwd": str(where), "source": "startup"})
+        assert (line.returncode, line.stdout) == (0, ""), (where, line.stdout)
+    (beta / "sub").mkdir()
+    for where, expect in ((alpha, str(alpha)), (beta / "sub", str(beta)), (gamma / "src", folder)):
+        line, _ = run_hook(world, {"hook_event_name": "SessionStart", "cwd": str(where), "source": "startup"})
+        assert f"memory in {expect} " in line.stdout, (where, line.stdout)
+    r, _ = run_hook(world, prompt(alpha, STRONG))
+    assert "notes.md:1-" in r.stdout and ".jsonl" not in r.stdout   # alpha's notes, not gamma's sessions
 
 
 def test_prompt_hook_with_the_daemon_down_or_stuck_is_silent_and_quick(two_projects, tmp_path):
@@ -161,6 +197,34 @@ def test_claude_hooks_install_is_idempotent_and_keeps_the_users_hooks(tmp_path):
     assert gone.returncode == 0 and "removed" in gone.stdout
     assert json.loads(settings.read_text()) == theirs
     assert "not installed" in claude_hooks("uninstall", "--settings", str(settings)).stdout
+
+
+def test_claude_hooks_install_into_each_folder_of_a_comma_separated_claude_config_dir(tmp_path):
+    """CLAUDE_CONFIG_DIR="a,b" (several Claude Code config folders, read one by one for the
+    conversations) was taken as one path: the hooks went to a folder literally named "a,". They go
+    into each folder's settings.json; a broken one stops both before anything is written."""
+    first, second = tmp_path / "cc1", tmp_path / "cc2"
+    second.mkdir()
+    (second / "settings.json").write_text(json.dumps({"model": "opus"}))
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": f"{first}, {second}"}
+    r = claude_hooks("install", env=env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cc1", "cc2"]   # no folder named "cc1,"
+    for folder in (first, second):
+        data = json.loads((folder / "settings.json").read_text())
+        assert all(MODULE in g["hooks"][0]["command"] for e in ("UserPromptSubmit", "SessionStart") for g in data["hooks"][e])
+        assert str(folder / "settings.json") in r.stdout
+    assert json.loads((second / "settings.json").read_text())["model"] == "opus"
+    again = claude_hooks("install", env=env)
+    assert "already installed" in again.stdout
+    gone = claude_hooks("uninstall", env=env)
+    assert gone.returncode == 0 and "removed" in gone.stdout
+    assert json.loads((first / "settings.json").read_text()) == {}
+    assert json.loads((second / "settings.json").read_text()) == {"model": "opus"}
+    (second / "settings.json").write_text("{not json")
+    broken = claude_hooks("install", env=env)
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+    assert json.loads((first / "settings.json").read_text()) == {}   # nothing written to the good one either
 
 
 def test_claude_hooks_refuses_a_broken_settings_file(tmp_path):

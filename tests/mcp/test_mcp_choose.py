@@ -235,3 +235,55 @@ def test_a_clients_nested_roots_serve_the_outer_folder(tmp_path, monkeypatch):
     known.record(d, [outer.resolve()])
     cfg, source = choose_corpus(None, [str(outer / "notes"), str(outer)], env={}, cwd=str(tmp_path))
     assert source == "the MCP client's roots, an indexed corpus" and [r.path for r in cfg.roots] == [outer.resolve()]
+
+
+# -- the project's conversations, found after the session started -----------------------------------
+
+def _late_transcripts(world, args):
+    """One MCP session in a project whose Claude Code transcript folder does not exist yet (Claude
+    Code creates it when the session's first line is written, after starting the MCP servers): a
+    conversations search, then the folder and a session appear, then the same searches again."""
+    from tests.support.transcripts import Session
+
+    project = world["code"]
+    projects = Path(world["env"]["HOME"]) / ".claude" / "projects"
+    p = StdioServerParameters(command=sys.executable, args=["-m", "remembrancer", "mcp", "--idle-exit", "5", *args],
+                              env=world["env"], cwd=str(project))
+    ask = {"query": "how do we page the llamaherd on-call", "corpus": "conversations"}
+
+    async def main():
+        async with Client(p, read_timeout_seconds=120) as c:
+            before = await c.call_tool("search", ask)
+            s = Session(projects, cwd=str(project))
+            s.prompt("How do we page the llamaherd on-call?")
+            s.says("Page llamaherd through the PagerDuty service LH-1.")
+            after = await c.call_tool("search", ask)
+            every = await c.call_tool("search", {**ask, "corpus": "all"})
+            return before, after, every, s
+    return anyio.run(main)
+
+
+@pytest.mark.slow
+def test_a_sessions_conversations_are_found_once_claude_code_creates_their_folder(world):
+    """The server looked for the project's transcript folder at start-up only: for the whole first
+    session in a new project, corpus "conversations" failed ("no conversation folder is configured")
+    and "all" left them out."""
+    before, after, every, s = _late_transcripts(world, ["--root", str(world["notes"])])
+    assert before.is_error and "no conversation folder" in before.structured_content["error"]["message"]
+    assert not after.is_error, after.content[0].text
+    best = after.structured_content["results"][0]
+    assert best["session_id"] == s.session_id and "LH-1" in best["content"]
+    assert not every.is_error
+    out = every.structured_content
+    assert any(r.get("session_id") == s.session_id for r in out["results"]), out["results"]
+    assert not any("conversation" in n and "not searched" in n for n in out.get("notes") or []), out.get("notes")
+
+
+@pytest.mark.slow
+def test_a_session_with_nothing_to_serve_serves_the_conversations_once_they_appear(world):
+    """No --root, no configured roots, a project folder that is no corpus: nothing to serve at
+    start-up; the project's transcripts, once Claude Code writes them, are served alone."""
+    before, after, _, s = _late_transcripts(world, [])
+    assert before.is_error
+    assert not after.is_error, after.content[0].text
+    assert after.structured_content["results"][0]["session_id"] == s.session_id

@@ -319,3 +319,26 @@ def test_a_key_written_where_its_variable_belongs_is_refused_and_not_echoed(env)
     with pytest.raises(UserError) as e:
         load_config(with_roots=False)
     assert "sk-live-123" not in str(e.value.to_dict())
+
+
+def test_a_project_with_sessions_in_both_default_projects_folders_gets_both(env, monkeypatch):
+    """`~/.claude/projects/<slug>` and `~/.config/claude/projects/<slug>`: Claude Code may have written
+    to either; the project's conversations are both folders, not the first one found. The nearest
+    project folder with any is the project's (a parent's sessions are not added to a child's)."""
+    home = env / "home"
+    project = home / "code" / "app"
+    (project / "src").mkdir(parents=True)
+    slug = cfgmod.project_slug(project)
+    old, new = home / ".claude" / "projects" / slug, home / ".config" / "claude" / "projects" / slug
+    parent = home / ".claude" / "projects" / cfgmod.project_slug(home / "code")
+    for folder in (old, new, parent):
+        folder.mkdir(parents=True)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.chdir(project / "src")
+    cfg = load_config(["~/notes"])
+    assert sorted(r.path for r in cfg.conversations) == sorted([old.resolve(), new.resolve()])
+    assert cfg.finds_conversations and len({r.name for r in cfg.conversations}) == 2
+    assert cfgmod.claude_folders(home / "code") == [parent.resolve()]
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", f"{home / '.claude'}, {home / '.config' / 'claude'}")
+    assert sorted(cfgmod.claude_folders(project)) == sorted([old.resolve(), new.resolve()])
