@@ -3,7 +3,7 @@
 Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
 
 * **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
-  keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
+  keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, cookies, ``key=value``
   / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
   passwords on command lines and registry logins, Azure keys, password hashes, hex after a
   secret-ish word, a credential named in prose: "the root password is …"). A value
