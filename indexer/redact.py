@@ -3,7 +3,7 @@
 Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
 
 * **Pattern families** for well-known shapes (private-key blocks, credentials in URLs, ``sk-``
-  keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, ``key=value``
+  keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, cookies, ``key=value``
   / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
   passwords on command lines and registry logins, Azure keys, password hashes, hex after a
   secret-ish word, a credential named in prose: "the root password is …"). A value
@@ -45,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 6
+REDACTOR_VERSION = 7
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -238,6 +238,52 @@ def _jwt(text: str) -> tuple[str, int]:
 _BEARER = _compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
 _AUTH_HEADER = _compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
+# Cookies: a session cookie is a credential. `Cookie: a=v; b=w` (every value), `Set-Cookie: a=v; Path=/;
+# HttpOnly` (the first pair's value; the attributes after it stay), curl's `-b`/`--cookie 'a=v'`.
+# The names stay readable; a value is redacted when it could be a session (_cookie_value).
+_COOKIE_HEADER = _compile(r"(?i)(?<![A-Za-z0-9_-])(?P<set>set-)?cookie[\"']?" + _H + r"{0,8}:" + _H
+                          + r"{0,8}[\"']?(?P<pairs>[^\n\"'`]{1,4096})")
+_CURL_COOKIE = _compile(r"(?:\bcurl\b[^\n]{0,512}?(?<!\S)-b|(?<![A-Za-z0-9_-])--cookie)(?:" + _H + r"{1,8}|=)[\"']?(?P<pairs>[^\s\"'`][^\n\"'`]{0,4095})")
+_COOKIE_PAIR = re.compile(r"(?P<name>[^\s=;,]{1,256})=(?P<v>[^\s;,\"\\]{1,4096})")
+
+
+def _cookie_value(value: str) -> bool:
+    """A cookie value worth hiding: 8+ characters with a digit or mixed case (a session id, a signed
+    token), not a placeholder (`$SESSION`, `<id>`) or a number, date or path."""
+    return _looks_secret(value.strip("\"'"), 8) and not value.startswith(("[REDACTED:", "$"))
+
+
+def _cookies(text: str) -> tuple[str, int]:
+    n = 0
+
+    def pairs(m: re.Match, first_only: bool) -> str:
+        nonlocal n
+        out, pos, seg = [], m.start("pairs"), m.group("pairs")
+        start = 0
+        for p in _COOKIE_PAIR.finditer(seg):
+            if first_only and p.start() > 0 and seg[:p.start()].strip():
+                break
+            if not first_only and p.start() > 0 and seg[start:p.start()].strip(" ;"):
+                break   # not a `name=value; name=value` list any more
+            v = p.group("v")
+            if _cookie_value(v):
+                out.append(seg[start:p.start("v")] + marker("cookie"))
+                n += 1
+            else:
+                out.append(seg[start:p.end("v")])
+            start = p.end("v")
+            if first_only:
+                break
+        out.append(seg[start:])
+        return m.group(0)[:pos - m.start(0)] + "".join(out)
+
+    if "ookie" in text or "OOKIE" in text:
+        text = _COOKIE_HEADER.sub(lambda m: pairs(m, bool(m.group("set"))), text)
+    if "curl" in text or "--cookie" in text:
+        text = _CURL_COOKIE.sub(lambda m: pairs(m, False), text)
+    return text, n
+
+
 # A key's name as people write it in prose as well: "API key:", "access key =" (a space between).
 _SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_ -]?key|apikey|access[_ -]?key|"
                r"private[_ -]?key|auth[_ -]?key|credentials?)s?")
@@ -326,8 +372,9 @@ def _aws(text: str) -> tuple[str, int]:
 # have a credential's character mix (_prose_value): prose goes on with words ("the password is
 # stored in Vault", "is rotated monthly"); `key` alone is no secret word ("the key is to restart").
 # Every repeat is bounded.
-_PROSE_WORD = (r"(?:pass(?:word|wd|phrase)|pwd|secret(?:[ _-]?key)?|token|credentials?|"
-               r"(?:api|access|private|auth|signing|encryption|master|license|admin|root)[ _-]?key)")
+_KEY_KINDS = r"(?:api|access|private|auth|signing|encryption|decryption|master|license|admin|root|unseal|recovery)"
+_PROSE_WORD = (r"(?:pass(?:word|wd|phrase|code)|pwd|secret(?:[ _-]?key)?|token|credentials?|"
+               + _KEY_KINDS + r"[ _-]?key)")
 _PROSE_IS = _H + r"{1,8}(?:is|was)(?:" + _H + r"{0,8}:)?(?=[\s\"'`*])"
 _PROSE_SECRET = _compile(
     r"(?i)(?<![A-Za-z0-9])" + _PROSE_WORD + r"s?"   # after `_`, `.`, `-` too: `db_password is …`
@@ -379,7 +426,67 @@ def _prose_secrets(text: str) -> tuple[str, int]:
         s = m.start("v") - m.start(0)
         return m.group(0)[:s] + marker("prose_secret") + raw[len(value):]
 
-    return _PROSE_SECRET.sub(repl, text), n
+    text = _PROSE_SECRET.sub(repl, text)
+    for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _JSON_VALUE):
+        text, k = _bare_credentials(pattern, text)
+        n += k
+    return text, n
+
+
+def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
+    """The `v` of every match that _bare_credential accepts; closing punctuation after it is kept."""
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        raw = m.group("v")
+        value = raw.rstrip(".,;:)]}>*")   # `*` closes Markdown bold
+        if not value or not _bare_credential(value):
+            return m.group(0)
+        n += 1
+        s, e = m.start("v") - m.start(0), m.end("v") - m.start(0)
+        return m.group(0)[:s] + marker("prose_secret") + raw[len(value):] + m.group(0)[e:]
+
+    return pattern.sub(repl, text), n
+
+
+# The value right after the secret word, with no `is` between: "Log in with password Vx8#kQ2mZr91",
+# "admin pw Ku2*oF6hZn58", "(pass Lz4^iU8jCx35)", "Vault unseal key: Nf6@tG9kYh12". Prose goes on with
+# words after these words ("pass the test", "password reset flow", "use password managers", "the pass
+# rate"), and code with names ("kubectl get secret db-creds-5h8t9k", "--- PASS: TestFoo2Bar3"), so the
+# value is judged harder than after `is` (_bare_credential). `pass` and `pw` in capitals are not the
+# words (a test runner's PASS); `password: X` and `password=X` are key_value's.
+_PROSE_DIRECT = _compile(
+    r"(?<![A-Za-z0-9])(?:(?i:pass(?:word|wd|phrase|code)s?|pwd|secret(?:[ _-]?key)?|token|credentials?|"
+    + _KEY_KINDS + r"[ _-]?key)|[Pp]ass|[Pp]w|PW)[*`]{0,3}"
+    r"(?:" + _H + r"{0,8}:" + _H + r"{0,8}|" + _H + r"{1,8})[\"'`*]{0,3}(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
+# "login admin / Pq9&eT4gXw63": a user, then the password after a spaced slash.
+_PROSE_LOGIN = _compile(r"(?i)(?<![A-Za-z0-9])(?:log[ -]?in|user(?:name)?|creds|credentials)[*`]{0,3}:?" + _H
+                        + r"{1,8}[A-Za-z0-9._@+-]{1,64}" + _H + r"{1,8}/" + _H + r"{1,8}[\"'`]?(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
+# A JSON "value" (a tool call's input: `{"path": "kv/app", "value": "Gr33nT34!Kettle#77"}`, an ECS or
+# Kubernetes `{"name": "DB_PASSWORD", "value": "…"}`) holding a credential-shaped string.
+_JSON_VALUE = re.compile(r"\"(?:value|secret_?value|secretValue)\"" + _H + r"{0,8}:" + _H + r"{0,8}\"(?P<v>[^\s\"]{1,256})\"")
+_SYMBOLS = "!@#$%^&*+=?~"
+# code, not a credential: a path, a file name, an argument (`pass exc_type=ImportError`), a call or an index
+_NOT_BARE = re.compile(r"[/\\()\[\]{}<>]|\.[a-z]{1,5}$|^[A-Za-z_][A-Za-z0-9_.-]*=")
+
+
+def _bare_credential(value: str) -> bool:
+    """A value standing right after a secret word (no `is`): a credential's character mix
+    (_prose_value), with both cases or a symbol (a lower-case slug with digits is a name:
+    `db-creds-5h8t9k`), not a path or a file name, and not made of words unless it holds a symbol
+    (`OAuth2AccessToken`, `TestFoo2Bar3` are names; `Cl0udBurst#2031`, `Summer2024!` are passwords)."""
+    v = value
+    if not _prose_value(v, quoted=True) or _NOT_BARE.search(v):
+        return False
+    symbol = any(c in _SYMBOLS for c in v)
+    mixed = any(c.isupper() for c in v) and any(c.islower() for c in v)
+    if not (symbol or mixed):
+        return False
+    letters = [c for c in v if c.isalpha()]
+    vowels = sum(c in "aeiouAEIOU" for c in letters)
+    wordish = sum(len(w) for w in _WORDISH.findall(v))
+    return symbol or not (vowels >= 0.3 * len(letters) and wordish >= 0.6 * len(letters))
 
 
 # Hex is a secret by its context, not by its length: a 32-hex rule id, zone id or node id is kept;
@@ -609,6 +716,8 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("bearer", "Authorization: Bearer/Basic/Token credentials",
             _multi(_sub(_BEARER, "bearer", "v", lambda v: _looks_secret(v, 16)),
                    _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v))), ("bearer", "authorization")),
+    _Family("cookie", "session cookies: the values of Cookie: / Set-Cookie: headers and of curl -b / --cookie "
+            "(names and attributes stay)", _cookies, ("ookie", "curl")),
     _Family("key_value", "values of password/secret/token/api_key keys (key=value, key: value, --token v)",
             _key_value, _KEY_WORDS),
     _Family("azure", "Azure AccountKey=/SharedAccessKey= of a connection string, a SAS token's sig=", _azure,
@@ -628,7 +737,7 @@ FAMILIES: tuple[_Family, ...] = (
     # last: a value every family before it recognises keeps that family's label
     _Family("prose_secret", "a credential named in prose: \"the password is X\", \"password for the admin "
             "account: X\", \"the api key for stripe is X\" — when X has a credential's character mix",
-            _prose_secrets, ("pass", "pwd", "secret", "token", "credential", "key")),
+            _prose_secrets, ("pass", "pwd", "pw", "PW", "secret", "token", "cred", "key", "value", "Value", "log", "user")),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 

@@ -86,7 +86,13 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
     for ex in tr.exchanges:
         pieces += [ex.prompt, ex.branch or "", *ex.parts]
-    done, found = _redact_together(redactor, pieces, seen)
+    # what the text leaves out (a Write's file, a Read's result) is read with it, never kept: a secret
+    # given away by its context there is redacted where the text repeats it, and remembered
+    hidden = [h for ex in tr.exchanges for h in ex.hidden]
+    for ex in tr.exchanges:
+        ex.hidden = []
+    done, found = _redact_together(redactor, pieces + hidden, seen)
+    del done[len(pieces):]
     tr.redacted = _add(*(_labels(b, a) for b, a in zip(pieces[:3], done[:3])))
     tr.title, tr.cwd, tr.branch = (None if old is None else new for old, new in zip((tr.title, tr.cwd, tr.branch), done))
     i = 3

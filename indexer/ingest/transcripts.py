@@ -64,6 +64,11 @@ class Exchange:
     parts: list[str] = field(default_factory=list)   # rendered: answer text, tool calls, results
     uuids: list[str] = field(default_factory=list)   # every conversation line's uuid in it
     redacted: dict[str, int] = field(default_factory=dict)   # secrets taken out of it, by family
+    # What the session showed that the text leaves out: every tool call's whole input (a Write's file,
+    # an Edit's strings, a cut command) and an echo tool's result (a file Read). Never stored or
+    # served; redaction reads it with the text, so a secret given away by its context there (an
+    # `.env` the agent wrote) is redacted where the text repeats it (ingest/conversation.py).
+    hidden: list[str] = field(default_factory=list)
 
     @property
     def heading(self) -> str:
@@ -184,14 +189,17 @@ def _tool_call(block: dict) -> str:
     return f"[{name}] {shown[:TOOL_INPUT_CHARS]}".rstrip()
 
 
-def _tool_result(block: dict, tool: str | None) -> str | None:
-    """A tool result as the exchange keeps it, or None when it only echoes (a file read, "updated")."""
+def _tool_result(block: dict, tool: str | None, hidden: list[str] | None = None) -> str | None:
+    """A tool result as the exchange keeps it, or None when it only echoes (a file read, "updated");
+    what it leaves out goes to `hidden`."""
     body = block.get("content")
     text = body if isinstance(body, str) else text_of(body)
     if isinstance(body, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in body):
         text = (text + "\n[image]").strip()
     error = bool(block.get("is_error"))
     if not error and tool in ECHO_TOOLS:
+        if hidden is not None and text:
+            hidden.append(text)
         return None
     text = trim(text, ERROR_MAX_CHARS if error else RESULT_MAX_CHARS)
     if not text:
@@ -253,7 +261,7 @@ def parse(data: str, path: str, subagent: bool = False, first_line: int = 1) -> 
             continue   # lines before the first prompt (a resumed session's system lines)
         cur.end_line = n
         cur.uuids.append(d["uuid"])
-        part = _render(d, tools)
+        part = _render(d, tools, cur.hidden)
         if part:
             cur.parts.append(part)
     if cur is not None:
@@ -285,7 +293,30 @@ def _note_session(tr: Transcript, d: dict) -> None:
         tr.ended = ts
 
 
-def _render(d: dict, tools: dict[str, str]) -> str | None:
+def _hidden_input(block: dict) -> str:
+    """A tool call's whole input, as the text shows its start: `[name] {json}`, then each string
+    of it on lines of its own (a Write's file text reads as the file)."""
+    inp = block.get("input")
+    try:
+        shown = json.dumps(inp, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+    strings = [v for v in _strings(inp) if "\n" in v or len(v) > TOOL_INPUT_CHARS]
+    return "\n".join([f"[{block.get('name') or 'tool'}] {shown}", *strings])
+
+
+def _strings(obj, depth: int = 0):
+    if isinstance(obj, str):
+        yield obj
+    elif depth < 32 and isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v, depth + 1)
+    elif depth < 32 and isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v, depth + 1)
+
+
+def _render(d: dict, tools: dict[str, str], hidden: list[str] | None = None) -> str | None:
     """One conversation line inside an exchange, as the exchange's text shows it (or None)."""
     msg = d.get("message") or {}
     content = msg.get("content")
@@ -303,12 +334,14 @@ def _render(d: dict, tools: dict[str, str]) -> str | None:
                 if isinstance(b.get("id"), str):
                     tools[b["id"]] = str(b.get("name") or "")
                 out.append(_tool_call(b))
+                if hidden is not None:
+                    hidden.append(_hidden_input(b))
         return "\n\n".join(out) or None
     # a user line inside an exchange: tool results, harness text, command echoes, interruptions
     if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         out = [r for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
                for tid in [b.get("tool_use_id")]
-               for r in [_tool_result(b, tools.get(tid) if isinstance(tid, str) else None)] if r]
+               for r in [_tool_result(b, tools.get(tid) if isinstance(tid, str) else None, hidden)] if r]
         return "\n".join(out) or None
     if d.get("isMeta"):
         return None

@@ -81,6 +81,12 @@ PROSE_API_KEY = _rand(20)                        # "The api key for stripe is �
 DOCKER_PW = _rand(14)                            # docker login -p …
 DOCKER_STDIN_PW = _rand(14)                      # echo … | docker login --password-stdin
 AWS_ALONE = _rand(20) + "/" + _rand(9) + "+" + _rand(9)   # 40 characters, alone in a table cell
+# Named right after the secret word (no `is`), and session cookies in `curl -v` output
+BARE_PW = {"bare_with_pw": "Vx8#kQ2mZr91", "bare_use_pw": "Hb3$wN7pLt44", "bare_login": "Pq9&eT4gXw63",
+           "bare_pw": "Ku2*oF6hZn58", "bare_pass": "Lz4^iU8jCx35", "bare_unseal": "Nf6@tG9kYh12"}
+COOKIES = {"cookie_sessionid": "k3j9x8v2m4n7b1q5w0e6r8t2y4u7i9o1",
+           "cookie_laravel": "eyJpdiI6IkZxV3JtN2c9PSIsInZhbHVlIjoiQmx1ZVNreSJ9",
+           "cookie_connect": "s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj"}
 # A token in a file's NAME: the file is not indexed, and every message names it redacted
 NAMED_TOKEN = "ghp_" + _rand(36)
 NAMED_FILE = f"memory/{NAMED_TOKEN}.md"
@@ -95,7 +101,7 @@ PATTERN_SECRETS = {
     "env_django": ENV_DJANGO, "env_mysql": ENV_MYSQL, "redis_pw": REDIS_PW, "at_pw": AT_PW, "curl_pw": CURL_PW,
     "cjk_github": CJK_GITHUB, "cjk_aws_id": CJK_AWS_ID, "cjk_telegram": CJK_TELEGRAM,
     "prose_pw": PROSE_PW, "prose_label_pw": PROSE_LABEL_PW, "prose_api_key": PROSE_API_KEY, "docker_pw": DOCKER_PW,
-    "docker_stdin_pw": DOCKER_STDIN_PW, "aws_alone": AWS_ALONE, "named_token": NAMED_TOKEN,
+    "docker_stdin_pw": DOCKER_STDIN_PW, "aws_alone": AWS_ALONE, "named_token": NAMED_TOKEN, **BARE_PW, **COOKIES,
 }
 ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
 
@@ -229,6 +235,25 @@ The password is stored in Vault and rotated monthly.
 | ci | {AWS_ALONE} |
 
 Commit a31cb421f5f2c5c61558f7d08f91b9a294ae0617 moved the registry mirror.
+""",
+    "runbooks/relay-access.md": f"""# Relay access
+
+1. Log in with password {BARE_PW["bare_with_pw"]} and check the relay.
+2. Use password {BARE_PW["bare_use_pw"]} for the admin UI.
+3. login admin / {BARE_PW["bare_login"]}
+4. admin pw {BARE_PW["bare_pw"]}
+5. ssh root@edge1 (pass {BARE_PW["bare_pass"]})
+6. Vault unseal key: {BARE_PW["bare_unseal"]}
+
+Pass the smoke test before the password reset flow; use password managers.
+
+## Debugging the login loop
+
+```
+$ curl -v -H 'Cookie: sessionid={COOKIES["cookie_sessionid"]}' https://app.example.com/admin/
+< Set-Cookie: laravel_session={COOKIES["cookie_laravel"]}; path=/
+< Set-Cookie: connect.sid={COOKIES["cookie_connect"]}; Path=/; HttpOnly
+```
 """,
     "journal/2031/2031-05-08.md": f"""# 2031-05-08 交接
 
@@ -385,11 +410,13 @@ def test_no_planted_secret_reaches_the_index_tool_output_or_logs(corpus, hashes,
     joined = "\n".join(outs)
     for label in ("github", "aws", "private_key", "url_credentials", "jwt", "slack", "key_value",
                   "telegram", "sk_key", "long_hex", "bearer", "env_secret", "cli_password", "prose_secret",
-                  HASH_ONLY_NAME):
+                  "cookie", HASH_ONLY_NAME):
         assert f"[REDACTED:{label}]" in joined, label
     assert "bb0a6cbe05dd9b72a1f1a0803d7fdcdf2f3ad60c" in joined      # commit ids stay readable
     assert "a31cb421f5f2c5c61558f7d08f91b9a294ae0617 moved" in joined
     assert "The password is stored in Vault and rotated monthly." in joined   # prose about a password stays
+    assert "Pass the smoke test before the password reset flow; use password managers." in joined
+    assert "< Set-Cookie: connect.sid=[REDACTED:cookie]; Path=/; HttpOnly" in joined   # names and attributes stay
     assert NAMED_WARNING in joined                                    # status lists the skipped file, redacted
     assert f"Cloudflare rule {RULE_ID} blocks" in joined             # a bare 32-hex id too
     assert "0000000100000C1E00000042" in joined
@@ -626,6 +653,30 @@ def test_memory_dev_decoys_stay_readable():
     ("prose_secret", "password for grafana: Gr4fanaPassw0rdZ", "Gr4fanaPassw0rdZ"),
     ("prose_secret", "the db_password was `Summer2024!` until May", "Summer2024!"),
     ("prose_secret", "The token is: xKqPzRtLmWvYbNcJhGfD", "xKqPzRtLmWvYbNcJhGfD"),
+    # the value right after the secret word, no `is` between
+    ("prose_secret", "1. Log in with password Vx8#kQ2mZr91 and check the relay.", "Vx8#kQ2mZr91"),
+    ("prose_secret", "2. Use password Hb3$wN7pLt44 for the admin UI.", "Hb3$wN7pLt44"),
+    ("prose_secret", "4. login admin / Pq9&eT4gXw63", "Pq9&eT4gXw63"),
+    ("prose_secret", "5. admin pw Ku2*oF6hZn58", "Ku2*oF6hZn58"),
+    ("prose_secret", "7. ssh root@edge1 (pass Lz4^iU8jCx35)", "Lz4^iU8jCx35"),
+    ("prose_secret", "8. Vault unseal key: Nf6@tG9kYh12", "Nf6@tG9kYh12"),
+    ("prose_secret", "[Task: check relay] Log in with password Cl0udBurst#2031 and check the relay", "Cl0udBurst#2031"),
+    ("prose_secret", "the wifi passphrase Qm7xLp2vRt9k, the door passcode Zr4!Tq8wYp", "Qm7xLp2vRt9k"),
+    ("prose_secret", "**password** Hb3$wN7pLt44**", "Hb3$wN7pLt44"),
+    # a JSON "value" holding a credential (a tool call's input)
+    ("prose_secret", '[mcp__vault__put_secret] {"path": "kv/marmoset", "value": "Gr33nT34!Kettle#77"}', "Gr33nT34!Kettle#77"),
+    ("prose_secret", '{"name": "DB_PASSWORD", "value": "Zr8Qp2Lm5Nx7Vb3"}', "Zr8Qp2Lm5Nx7Vb3"),
+    # session cookies: the values, not the names or the attributes
+    ("cookie", "$ curl -v -H 'Cookie: sessionid=k3j9x8v2m4n7b1q5w0e6r8t2y4u7i9o1' https://app.example.com/admin/",
+     "k3j9x8v2m4n7b1q5w0e6r8t2y4u7i9o1"),
+    ("cookie", "< Set-Cookie: laravel_session=eyJpdiI6IkZxV3JtN2c9PSIsInZhbHVlIjoiQmx1ZVNreSJ9; path=/",
+     "eyJpdiI6IkZxV3JtN2c9PSIsInZhbHVlIjoiQmx1ZVNreSJ9"),
+    ("cookie", "< Set-Cookie: connect.sid=s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj; Path=/; HttpOnly",
+     "s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj"),
+    ("cookie", "< Set-Cookie: JSESSIONID=9A3F7C2E1B8D4F6A0C5E7B9D1F3A5C7E; Path=/; Secure", "9A3F7C2E1B8D4F6A0C5E7B9D1F3A5C7E"),
+    ("cookie", '"Cookie": "theme=dark; session=Zx9Yw8Vu7Ts6Rq5"', "Zx9Yw8Vu7Ts6Rq5"),
+    ("cookie", "curl -b 'sid=Qx8Lm2Np7Rt4Vw9' https://app.example.com/", "Qx8Lm2Np7Rt4Vw9"),
+    ("cookie", "curl --cookie \"a=1; sid=Qx8Lm2Np7Rt4Vw9\" https://app.example.com/", "Qx8Lm2Np7Rt4Vw9"),
     # a 40-character secret access key standing alone (no key id on its line)
     ("aws", "| ci | Qw3rTy7UiOp1AsDfGh5JkL9ZxCvBnM2PoIuYtR4e |", "Qw3rTy7UiOp1AsDfGh5JkL9ZxCvBnM2PoIuYtR4e"),
     ("aws", "The secret key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
@@ -692,6 +743,18 @@ def test_family_catches_its_shape(family, text, secret):
     "| ci | 4595dcb49c75bcc316dff27d1648a6d85cfed9da |", "git show 4595DCB49C75BCC316DFF27D1648A6D85CFED9DA",
     "handleUserAuthenticationCallback2Request(ctx)", "see home/User1/Projects/MyApp/build/outputs1 for it",
     "GET /inApps/v1/transactions/2000000812345678: 401 Unauthorized",
+    # prose and code after password / pass / pw / secret / token with no `is`: words, names, arguments
+    "pass the test", "Please pass the test suite before merging", "the password reset flow", "use password managers",
+    "the pass rate is 98%", "Use password authentication for the replica", "admin pw reset link", "pass show infra/redis",
+    "kubectl get secret db-creds-5h8t9k2m7c -o yaml", "token OAuth2AccessToken is refreshed",
+    "Pass ``exc_type=ImportError`` to also skip", "you can pass ``suppress_health_check=list(HealthCheck)``",
+    "the secret sauce is caching", "login admin / logout", "log in as root / Toor", "pass utf8mb4 as the charset",
+    "password Summer", "token limit 4096", "the API key rotation runbook",
+    # a JSON value that is no credential
+    '{"name": "Content-Type", "value": "application/json"}', '{"value": "2031-05-06T11:05:00Z"}', '{"value": "k8s-app"}',
+    # cookies without a session value, names and attributes
+    "Set-Cookie: theme=dark; Path=/; HttpOnly", "the cookie: a small file", "Set-Cookie: csrftoken=$CSRF; Secure",
+    "curl --cookie cookies.txt https://app.example.com/", "git checkout -b feature/login-2fa",
 ])
 def test_ordinary_text_is_left_alone(text):
     out, counts = redact(text)
@@ -705,6 +768,14 @@ def test_a_value_found_by_its_name_is_redacted_wherever_else_the_text_holds_it()
     out, counts = redact(text)
     assert "b7e3c1d4" not in out and counts["key_value"] == 2
     assert out.count("plotline") == 2   # user and database name: a word-shaped password is not chased through the text (the project's name)
+
+
+def test_a_cookie_header_keeps_its_names_and_attributes():
+    out, counts = redact("< Set-Cookie: connect.sid=s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj; Path=/; HttpOnly\n"
+                         "> Cookie: sessionid=k3j9x8v2m4n7b1q5w0e6r8t2y4u7i9o1; theme=dark; csrftoken=Ab3dE6gH9jK2\n")
+    assert out == ("< Set-Cookie: connect.sid=[REDACTED:cookie]; Path=/; HttpOnly\n"
+                   "> Cookie: sessionid=[REDACTED:cookie]; theme=dark; csrftoken=[REDACTED:cookie]\n")
+    assert counts == {"cookie": 3}
 
 
 FRONT_MATTER_RECORD = """---

@@ -139,6 +139,49 @@ def test_no_planted_secret_reaches_an_index_file_or_an_answer(projects, talks, d
         assert secret not in blob
 
 
+def test_a_secret_in_a_tool_input_the_text_leaves_out_is_redacted_where_it_is_repeated(projects, talks, data_env):
+    """A Write's file text is not in the exchange's text, but a secret it gives away by its context
+    (`NAME=value` in an `.env`) is redacted where the session repeats the value alone; a credential in
+    an MCP tool's JSON "value", a password in a Task prompt and a cookie in `curl -v` output too."""
+    key, vault, task, cookie = ("mK7qP2zX9vL4wR8tN3bJ6hF1", "Gr33nT34!Kettle#77", "Cl0udBurst#2031",
+                                "s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj")
+    s = Session(projects)
+    s.prompt("Set up the marmosetrelay service config.")
+    s.tool("Write", {"file_path": "/home/dev/code/app/.env", "content": f"MARMOSET_API_KEY={key}\nDEBUG=0\n"},
+           "File created successfully")
+    s.tool("TodoWrite", {"todos": [{"content": f"rotate key {key}", "status": "pending"}]}, "ok")
+    s.tool("mcp__vault__put_secret", {"path": "kv/marmoset", "value": vault}, "stored")
+    s.tool("Task", {"description": "check relay", "prompt": f"Log in with password {task} and check the relay"}, "ok")
+    s.tool("Bash", {"command": "curl -v https://app.example.com/login"},
+           f"< HTTP/1.1 302 Found\n< Set-Cookie: connect.sid={cookie}; Path=/; HttpOnly")
+    s.says("The marmosetrelay service config is in place.")
+    e = talks()
+    e.refresh()
+    e.close()
+    e = talks()
+    out = api.dispatch_read(e, "search", {"query": "marmosetrelay service config rotate key relay"}, FRESH)
+    page = api.dispatch_read(e, "read", {"path": s.rel, "uuid": s.uuids[0]}, FRESH)
+    served = json.dumps([out, page])
+    assert "[REDACTED:repeated_secret]" in served or "[REDACTED:key_value]" in served
+    assert "connect.sid=[REDACTED:cookie]; Path=/; HttpOnly" in served and "rotate key [REDACTED:" in served
+    blob = served.encode()
+    for path in (data_env / "data").rglob("*"):
+        if path.is_file():
+            blob += path.read_bytes()
+    for secret in (key, vault, task, cookie, "Kettle", "Cl0udBurst", "q8Zr4WmX2pLk9TnV"):
+        assert secret.encode() not in blob, secret
+    # a later exchange, read by the transcript's tail, repeats the Write's value alone
+    s.prompt("Thanks. Now the README.")
+    s.says("README updated.")
+    e.refresh()
+    s.prompt("Which key did you write?")
+    s.tool("Bash", {"command": "cut -d= -f2 .env | head -1"}, key)
+    e.refresh()
+    assert "tail" in json.dumps(e.catalog.document(s.rel)["front_matter"])
+    stored = "".join(x.content for x in e.catalog.sections(s.rel))
+    assert key not in stored and "[REDACTED:repeated_secret]" in e.catalog.sections(s.rel)[-1].content
+
+
 def test_each_corpus_answers_with_its_own_statistics_and_all_keeps_them_apart(projects, talks, notes_engine):
     _session(projects)
     e = talks()
