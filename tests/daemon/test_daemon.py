@@ -254,3 +254,18 @@ def test_a_cli_search_the_daemon_answers_imports_no_engine(daemon, notes):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("Index fresh") and "1. " in r.stdout, r.stdout
     assert r.stdout.splitlines()[-1] == "loaded: []", r.stdout.splitlines()[-1]
+
+
+def test_path_and_topic_over_their_bounds_are_refused_on_the_socket_by_name(daemon):
+    """The MCP schema's bounds on `path` and `topic` were not the socket's: a client of the socket
+    (any script, the CLI through the daemon) passed a 100 KB path on to the engine."""
+    for method, params, name in (("list", {"path": "p" * 1001}, "path"),
+                                 ("search", {"query": "restore", "path": "p" * 1001}, "path"),
+                                 ("read", {"path": "p" * 1001}, "path"),
+                                 ("history", {"entity": "db1", "topic": "t" * 1001}, "topic")):
+        with pytest.raises(DaemonError) as ei:
+            daemon.call(method, **params)
+        err = ei.value.error
+        assert err["code"] == "bad_input" and err["param"] == name, (method, err)
+        assert f"{name} is 1001 characters, the most is 1000" in err["message"], err
+    assert daemon.call("list", path="p" * 1000)["total"] == 0   # at the bound: answered

@@ -1,0 +1,34 @@
+"""What the command line says when there is little to say: an empty search is no strong match, an
+empty listing says why, a file name holding a newline stays on its line, files the walk leaves
+out (symlinks, FIFOs, sockets) are named in `index` and `status`, and a path over its bound is
+refused by name. Real `remembrancer` processes, no daemon (the engine in the CLI's process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from tests.support.cli import sandboxed_cli
+from tests.support.corpus import write
+
+
+@pytest.fixture
+def run(tmp_path, tiny_model_dir):
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    assert run("index", "--root", str(run.notes)).returncode == 0
+    return run
+
+
+def test_a_path_over_its_bound_is_refused_by_name(run):
+    for args, name in ((["list", "--path", "p" * 1001], "path"),
+                       (["search", "restore", "--path", "p" * 1001], "path"),
+                       (["history", "db1", "--topic", "t" * 1001], "topic")):
+        p = run(*args, "--root", str(run.notes), "--json")
+        assert p.returncode == 2, (args[0], p.stdout, p.stderr)
+        err = json.loads(p.stdout)["error"]
+        assert err["code"] == "bad_input" and err["param"] == name, err
+        assert f"{name} is 1001 characters, the most is 1000" in err["message"], err
+        assert "Traceback" not in p.stderr
