@@ -93,8 +93,8 @@ def search_text(out: SearchAnswer) -> str:
     for n in out.notes or []:
         parts.append(f"Note: {n}")
     results = out.results
-    if out.no_strong_match:
-        weak = out.best_weak or []
+    weak = out.best_weak or []
+    if out.no_strong_match and weak:
         why = "; ".join(out.why_no_strong_match or [])
         parts.append(f"No strong match for {elide(out.query)!r}{' (' + why + ')' if why else ''}. "
                      "The candidates below are weak and may not "
@@ -103,8 +103,10 @@ def search_text(out: SearchAnswer) -> str:
         # a short candidate comes whole, as a short runner-up does: a wrongly doubted answer is still in hand
         parts += [_pointer(i, r, carried=(r.tokens or 0) <= CARRY_SECTION_TOKENS) for i, r in enumerate(weak, 1)]
     elif not results:
-        parts.append(_sentence(out.message or "no section matches") + " An empty result is not proof of absence: "
-                     "rephrase, widen the filters, or try exact=true for literal strings.")
+        other = ("search without exact for the meaning" if out.mode == "exact"
+                 else "try exact=true for literal strings")
+        parts.append(f"No strong match for {elide(out.query)!r}: " + _sentence(_empty_why(out))
+                     + f" An empty result is not proof of absence: rephrase, widen the filters, or {other}.")
     else:
         best = results[0]
         head = f"Best match: {best.path} § {_head(best.heading)} — {_facts(best)}, {best.provenance or '?'}"
@@ -137,6 +139,11 @@ def search_text(out: SearchAnswer) -> str:
     return "\n\n".join(parts)
 
 
+def _empty_why(out: SearchAnswer) -> str:
+    """Why a search came back with nothing at all: the engine's message, or the abstention's reasons."""
+    return out.message or "; ".join(out.why_no_strong_match or []) or "no section matches"
+
+
 def search_terminal_text(out: SearchAnswer) -> str:
     """For a person at a terminal (`remembrancer search`): every result numbered with its score,
     the best one in full."""
@@ -150,13 +157,12 @@ def search_terminal_text(out: SearchAnswer) -> str:
     if out.found_by and out.found_by != out.query:
         lines.append(f"best result found by the rephrasing {elide(out.found_by)!r}")
     results = out.results
-    if out.no_strong_match:
+    if out.no_strong_match and out.best_weak:
         why = "; ".join(out.why_no_strong_match or [])
-        results = out.best_weak or []
-        lines.append(f"No strong match{' (' + why + ')' if why else ''}."
-                     + (" Weak candidates (may not answer the question):" if results else ""))
+        results = out.best_weak
+        lines.append(f"No strong match{' (' + why + ')' if why else ''}. Weak candidates (may not answer the question):")
     elif not results:
-        lines.append(out.message if out.message is not None else "no results")
+        lines.append(f"No strong match: {_empty_why(out)}")
         return "\n".join(lines)
     for i, r in enumerate(results):
         loc = f"{r.path}:{r.lines[0]}-{r.lines[1]}"

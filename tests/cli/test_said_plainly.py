@@ -32,3 +32,12 @@ def test_a_path_over_its_bound_is_refused_by_name(run):
         assert err["code"] == "bad_input" and err["param"] == name, err
         assert f"{name} is 1001 characters, the most is 1000" in err["message"], err
         assert "Traceback" not in p.stderr
+
+
+def test_an_exact_search_with_no_hit_says_no_strong_match(run):
+    p = run("search", "zzqqxx-never-written", "--exact", "--root", str(run.notes), "--json")
+    assert p.returncode == 1, p.stderr
+    out = json.loads(p.stdout)
+    assert out["results"] == [] and out["no_strong_match"] is True, out   # it said false
+    text = run("search", "zzqqxx-never-written", "--exact", "--root", str(run.notes))
+    assert text.returncode == 1 and "No strong match: no section matches" in text.stdout, text.stdout

@@ -269,3 +269,8 @@ def test_path_and_topic_over_their_bounds_are_refused_on_the_socket_by_name(daem
         assert err["code"] == "bad_input" and err["param"] == name, (method, err)
         assert f"{name} is 1001 characters, the most is 1000" in err["message"], err
     assert daemon.call("list", path="p" * 1000)["total"] == 0   # at the bound: answered
+
+
+def test_an_exact_search_with_no_hit_says_no_strong_match_on_the_socket(daemon):
+    out = daemon.call("search", query="zzqqxx-never-written", exact=True)
+    assert out["results"] == [] and out["no_strong_match"] is True and out["why_no_strong_match"], out

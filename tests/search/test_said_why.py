@@ -42,3 +42,26 @@ def test_a_text_parameter_at_its_bound_is_answered(notes_engine):
     view = notes_engine.view()
     assert api.do_list(view, {"path": "p" * 1000})["total"] == 0
     assert "results" in api.do_history(view, {"entity": "db1", "topic": "backups " + "t" * 992})
+
+
+def test_a_search_that_finds_nothing_is_no_strong_match_in_every_mode(notes_engine):
+    """An exact search with no hit answered `no_strong_match: false` (a caller reading the flag took
+    the empty answer for a confident one); so did a listing by filters that matched nothing."""
+    view = notes_engine.view()
+    for params in ({"query": "zzqqxx-never-written", "exact": True},
+                   {"query": "", "type": "runbook", "since": "2099-01-01"},
+                   {"query": "restore the database", "path": "nosuch/"}):
+        out = api.do_search(view, params)
+        assert out["results"] == [] and out["no_strong_match"] is True, (params, out)
+        assert out["why_no_strong_match"] and out["message"] in out["why_no_strong_match"], out
+        said = SearchAnswer.parse(out)
+        mcp, terminal = render.search_text(said), render.search_terminal_text(said)
+        assert "No strong match" in mcp and "candidates below" not in mcp, mcp
+        assert out["message"] in terminal and "No strong match" in terminal, terminal
+    found = api.do_search(view, {"query": "too many clients already", "exact": True})
+    assert found["results"] and found["no_strong_match"] is False
+
+
+def test_an_exact_miss_does_not_suggest_the_exact_search_it_was(notes_engine):
+    out = SearchAnswer.parse(api.do_search(notes_engine.view(), {"query": "zzqqxx", "exact": True}))
+    assert "try exact=true" not in render.search_text(out) and "without exact" in render.search_text(out)
