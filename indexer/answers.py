@@ -246,6 +246,8 @@ class DocumentList:
     offset: int | None = None              # said when the page does not start at the first
     truncated: bool | None = None
     next_offset: int | None = None
+    message: str | None = None             # why nothing is listed (filters that match no document)
+    closest: list[str] | None = None       # an unmatched path prefix: the nearest top-level folders that exist
 
     @classmethod
     def parse(cls, data) -> "DocumentList":

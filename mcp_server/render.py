@@ -228,14 +228,15 @@ def list_text(out: DocumentList) -> str:
         lines.append(f"(documents {start + 1}-{start + n} of {out.total})" if n else
                      f"(offset={start} is past the last of {out.total} documents)")
     else:
-        lines.append(f"{out.total} documents")
+        lines.append(f"{out.total} documents" + (f": {out.message}" if out.message else ""))
     return "\n".join(lines)
 
 
 def list_terminal_text(out: DocumentList) -> str:
-    """For a person at a terminal (`remembrancer list`): one document a line, then the count."""
+    """For a person at a terminal (`remembrancer list`): one document a line, then the count (and
+    why it is 0, when filters matched nothing)."""
     return "\n".join([*(f"{d.path}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
-                         for d in out.documents), f"{out.total} documents"])
+                         for d in out.documents), f"{out.total} documents" + (f": {out.message}" if out.message else "")])
 
 
 def status_text(out: StatusAnswer) -> str:

@@ -41,3 +41,12 @@ def test_an_exact_search_with_no_hit_says_no_strong_match(run):
     assert out["results"] == [] and out["no_strong_match"] is True, out   # it said false
     text = run("search", "zzqqxx-never-written", "--exact", "--root", str(run.notes))
     assert text.returncode == 1 and "No strong match: no section matches" in text.stdout, text.stdout
+
+
+def test_list_under_a_path_that_matches_nothing_says_why(run):
+    p = run("list", "--path", "jornal/", "--root", str(run.notes))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == ("0 documents: no indexed document is under the path 'jornal/'; the closest "
+                                "top-level folders: journal/"), p.stdout   # it said "0 documents"
+    out = json.loads(run("list", "--path", "jornal/", "--root", str(run.notes), "--json").stdout)
+    assert out["total"] == 0 and out["closest"] == ["journal/"] and "jornal/" in out["message"], out

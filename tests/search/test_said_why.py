@@ -65,3 +65,20 @@ def test_a_search_that_finds_nothing_is_no_strong_match_in_every_mode(notes_engi
 def test_an_exact_miss_does_not_suggest_the_exact_search_it_was(notes_engine):
     out = SearchAnswer.parse(api.do_search(notes_engine.view(), {"query": "zzqqxx", "exact": True}))
     assert "try exact=true" not in render.search_text(out) and "without exact" in render.search_text(out)
+
+
+def test_a_listing_under_a_path_that_matches_nothing_says_why(notes_engine):
+    view = notes_engine.view()
+    out = api.do_list(view, {"path": "jornal/"})
+    assert out["total"] == 0 and out["closest"] == ["journal/"], out
+    assert "no indexed document is under the path 'jornal/'" in out["message"], out
+    assert "journal/" in out["message"]
+    text = render.list_text(DocumentList.parse(out))
+    assert text.startswith("0 documents: no indexed document is under the path 'jornal/'"), text
+    assert "closest top-level folders: journal/" in render.list_terminal_text(DocumentList.parse(out))
+    far = api.do_list(view, {"path": "zzz/"})   # nothing near: the folders that exist are named
+    assert "closest" not in far and "the top-level folders are hosts/, journal/" in far["message"], far
+    both = api.do_list(view, {"path": "hosts/", "type": "runbook"})   # the path holds documents, not of that type
+    assert both["total"] == 0 and both["message"] == "no indexed document matches type=runbook path=hosts/"
+    listed = api.do_list(view, {"path": "hosts/"})   # a listing with documents is as it was
+    assert listed["total"] == 2 and "message" not in listed and "closest" not in listed
