@@ -82,3 +82,27 @@ def test_a_listing_under_a_path_that_matches_nothing_says_why(notes_engine):
     assert both["total"] == 0 and both["message"] == "no indexed document matches type=runbook path=hosts/"
     listed = api.do_list(view, {"path": "hosts/"})   # a listing with documents is as it was
     assert listed["total"] == 2 and "message" not in listed and "closest" not in listed
+
+
+@pytest.mark.parametrize("asked,close", [
+    ("notes.md", []),                                     # once: hosts/db1.md, hosts/db2.md (on "s", "/", ".md")
+    ("bar.md", []),
+    ("x/y/z.md", []),
+    ("hosts/db3.md", ["hosts/db1.md", "hosts/db2.md"]),   # a near file name in the same folder
+    ("READ.md", ["README.md"]),                           # a near spelling
+    ("hosts.md", ["hosts/db1.md", "hosts/db2.md"]),        # a shared path component (the folder)
+    ("restor.md", ["runbooks/postgres/restore.md"]),      # a near file name in another folder
+])
+def test_a_missing_document_suggests_only_close_names(notes_engine, asked, close):
+    for read in (lambda v, p: reader.read(v, p), lambda v, p: api.do_neighbors(v, {"path": p})):
+        with pytest.raises(UserError) as err:
+            read(notes_engine.view(), asked)
+        assert err.value.code == "not_found"
+        assert sorted(err.value.options or []) == close, (asked, err.value.options)
+
+
+def test_close_paths_ignores_a_folder_every_document_shares():
+    """A multi-root corpus prefixes every path with its root's name: sharing it says nothing."""
+    known = [f"notes/{n}.md" for n in ("alpha", "beta", "gamma")] + ["work/plan.md"]
+    assert reader.close_paths("notes/zzz.md", known) == []
+    assert reader.close_paths("notes/alpah.md", known) == ["notes/alpha.md"]
