@@ -5,7 +5,9 @@ Inside a git repository, git itself decides what is ignored (pygit2 reads every 
 pathspec. Configured excludes apply everywhere. Symlinked directories are not followed (loops,
 escapes); a symlinked file is indexed once, under its first path, and only if it stays inside
 its root — under its target's own path when that is walked too (so a scope holding the target
-sees it), and with its target recorded (a scope judges a symlink by where it points).
+sees it), and with its target recorded (a scope judges a symlink by where it points). Whatever
+the walk leaves out that the user may expect indexed — a symlinked folder, a second path to a
+file, a FIFO, socket or device with a note's name — is said in one warning per pass.
 """
 
 from __future__ import annotations
@@ -273,8 +275,11 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                     if not ignorer.ignored(rel, True):
                         subdirs.append(rel)
                     continue
-                if is_link and entry.is_dir():
-                    continue  # symlinked directories are not followed
+                if is_link and entry.is_dir():   # symlinked directories are not followed: said, unless ignored
+                    if not ignorer.ignored(rel, True):
+                        result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, a symlinked folder "
+                                               "(the index never follows symlinked folders)")
+                    continue
             except OSError as e:  # a symlink loop (ELOOP) or an entry that vanished
                 if root.takes(rel):
                     result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, cannot be read ({e.strerror or e})")
@@ -318,9 +323,13 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
             result.warnings.append(f"{cp}: skipped, symlink points outside the root")
             return None
     if not stat.S_ISREG(st.st_mode):
+        result.warnings.append(f"{cp}: skipped, not a regular file ({_file_kind(st.st_mode)})")
         return None
-    if real in seen_real:
-        return None  # the same file reached by a symlink: indexed once
+    if real in seen_real:   # the same file reached by a symlink: indexed once, under its first path
+        # The other path is not named: it may lie outside a scope that sees this one (store/scope.py).
+        result.warnings.append(f"{cp}: skipped, a symlink to a file indexed under another path (a file is "
+                               "taken once, under its first path)")
+        return None
     seen_real.add(real)
     if st.st_size > max_bytes:
         result.warnings.append(f"{cp}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
@@ -330,6 +339,15 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
         return None
     return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns, target, (st.st_dev, st.st_ino),
                       change_stamp(st))
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for its warning."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> dict[str, str]:

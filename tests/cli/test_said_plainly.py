@@ -50,3 +50,32 @@ def test_list_under_a_path_that_matches_nothing_says_why(run):
                                 "top-level folders: journal/"), p.stdout   # it said "0 documents"
     out = json.loads(run("list", "--path", "jornal/", "--root", str(run.notes), "--json").stdout)
     assert out["total"] == 0 and out["closest"] == ["journal/"] and "jornal/" in out["message"], out
+
+
+def test_symlinks_fifos_and_sockets_left_out_are_said_once_a_pass(tmp_path, tiny_model_dir):
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    notes = run.notes
+    os.symlink(notes / "hosts/db1.md", notes / "db1-alias.md")   # in-root: the file is indexed under its own path
+    os.symlink(notes / "runbooks", notes / "linked-runbooks")    # a symlinked folder: never followed
+    os.mkfifo(notes / "fifo.md")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(notes / "sock.md"))
+    said = {"db1-alias.md: skipped, a symlink to a file indexed under another path (a file is taken once, under its first path)",
+            "linked-runbooks: skipped, a symlinked folder (the index never follows symlinked folders)",
+            "fifo.md: skipped, not a regular file (a FIFO)",
+            "sock.md: skipped, not a regular file (a socket)"}
+    try:
+        p = run("index", "--root", str(notes))
+        assert p.returncode == 0, p.stderr
+        assert {f"warning: {w}" for w in said} <= set(p.stderr.splitlines()), p.stderr   # it said nothing
+        again = run("index", "--root", str(notes), "--json")   # the next pass says them again, once each
+        assert sorted(json.loads(again.stdout)["warnings"]) == sorted(said)
+        st = json.loads(run("status", "--root", str(notes), "--json").stdout)
+        assert sorted(st["warnings"]) == sorted(said), st["warnings"]   # kept once, not once per pass
+        assert st["freshness"]["verdict"] == "fresh", st["freshness"]
+        text = run("status", "--root", str(notes)).stdout
+        assert all(f"warning: {w}" in text for w in said), text
+        read = run("read", "fifo.md", "--root", str(notes))   # why it is not there
+        assert read.returncode == 2 and "fifo.md is not indexed: skipped, not a regular file (a FIFO)" in read.stderr
+    finally:
+        sock.close()
