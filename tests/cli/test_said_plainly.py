@@ -79,3 +79,21 @@ def test_symlinks_fifos_and_sockets_left_out_are_said_once_a_pass(tmp_path, tiny
         assert read.returncode == 2 and "fifo.md is not indexed: skipped, not a regular file (a FIFO)" in read.stderr
     finally:
         sock.close()
+
+
+def test_a_file_name_with_a_newline_stays_on_its_line(tmp_path, tiny_model_dir):
+    run = sandboxed_cli(tmp_path, tiny_model_dir)
+    write(run.notes, "odd\nname.md", "# Quokka census\n\nThe quokka census counted forty quokkas.\n")
+    write(run.notes, "tab\there.md", "# Tabbed\n\nA name with a tab.\n")
+    os.mkfifo(run.notes / "pipe\nfifo.md")   # a warning that names it
+    assert run("index", "--root", str(run.notes)).returncode == 0
+    listed = run("list", "--root", str(run.notes)).stdout.splitlines()
+    assert any(line.startswith("odd\\x0aname.md  doc  ") for line in listed), listed
+    assert any(line.startswith("tab\\x09here.md  ") for line in listed), listed
+    assert not any(line.startswith("name.md") for line in listed), listed   # the name's second half, on a line
+    found = run("search", "quokka census", "--root", str(run.notes)).stdout
+    assert "odd\\x0aname.md:1-3" in found and "\nname.md" not in found, found
+    status = run("status", "--root", str(run.notes)).stdout
+    assert "warning: pipe\\x0afifo.md: skipped, not a regular file (a FIFO)" in status, status
+    as_json = json.loads(run("list", "--root", str(run.notes), "--json").stdout)   # JSON keeps the name as it is
+    assert "odd\nname.md" in {d["path"] for d in as_json["documents"]}
