@@ -826,7 +826,8 @@ def cmd_status(args) -> int:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f"  HEAD {r.head_current[:10]} ({'indexed' if same else 'NOT indexed yet'})"
-        print(f"root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}")
+        gone = f"  UNAVAILABLE: it {r.unavailable}" if r.unavailable else ""
+        print(f"root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}{gone}")
     print(f"{st.documents} documents, {st.sections} sections, {st.passages} passages, "
           f"{st.vectors} vectors; generation {st.generation}; last indexed {when}")
     m = st.model

@@ -254,7 +254,8 @@ def status_text(out: StatusAnswer) -> str:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f", HEAD {r.head_current[:10]} ({'indexed' if same else 'not indexed yet'})"
-        lines.append(f"Root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}")
+        gone = f" — UNAVAILABLE: it {r.unavailable}" if r.unavailable else ""
+        lines.append(f"Root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}{gone}")
     when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at))
             if st and st.last_indexed_at else "never")
     counts = (st.documents, st.sections, st.vectors, st.generation) if st else ("?",) * 4

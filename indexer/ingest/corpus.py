@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pathspec
 
-from remembrancer.indexer.config import Root
+from remembrancer.indexer.config import Root, has_checkout
 
 log = logging.getLogger(__name__)
 
@@ -230,12 +230,26 @@ class _Ignorer:
         return self._specs[base]
 
 
+def root_unavailable(path: Path) -> str | None:
+    """Why a root folder cannot be walked now — gone (moved or deleted), not a folder any more, not
+    readable — or None. A team reader's name-only root has no folder here to miss."""
+    if not has_checkout(path):
+        return None
+    if not os.path.lexists(path):
+        return "is missing (moved or deleted)"
+    if not os.path.isdir(path):
+        return "is not a folder any more"
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
 def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> WalkResult:
     """List the files of every root (its kind's: Markdown notes, or transcripts). Problems become warnings; only an unreadable root fails."""
     result = WalkResult()
     multi = len(roots) > 1
     for root in roots:
-        if not root.path.is_dir() or not os.access(root.path, os.R_OK | os.X_OK):
+        if root_unavailable(root.path):
             result.failed_roots.append(root.name)
             result.warnings.append(f"root {root.name} ({root.path}) cannot be read; its documents are kept as they were")
             continue

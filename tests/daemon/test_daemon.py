@@ -274,3 +274,41 @@ def test_path_and_topic_over_their_bounds_are_refused_on_the_socket_by_name(daem
 def test_an_exact_search_with_no_hit_says_no_strong_match_on_the_socket(daemon):
     out = daemon.call("search", query="zzqqxx-never-written", exact=True)
     assert out["results"] == [] and out["no_strong_match"] is True and out["why_no_strong_match"], out
+
+
+def test_a_root_moved_away_is_unavailable_and_never_fresh(daemon, notes, tmp_path):
+    """A daemon serving a folder that was then moved away (or deleted) said "fresh" in `status` and
+    in every answer: it answers from the index as it was, and says the root is gone."""
+    from tests.support.cli import run_cli
+
+    notes.rename(tmp_path / "moved-away")
+    st = daemon.call("status")
+    assert st["roots"][0]["unavailable"] == "is missing (moved or deleted)", st["roots"]
+    fr = st["freshness"]
+    assert fr["verdict"] == "stale" and "root notes" in fr["reason"] and "missing" in fr["reason"], fr
+    assert [c["freshness"]["verdict"] for c in st["corpora"]] == ["stale"]
+    out = daemon.search("restore the database")
+    assert out["index"]["verdict"] == "stale" and "missing" in out["index"]["reason"], out["index"]
+    p = run_cli("status", env=daemon.env, cwd=tmp_path)   # the daemon's corpus, as a person reads it
+    assert p.returncode == 0, p.stderr
+    assert "freshness: stale — root notes" in p.stdout and "UNAVAILABLE: it is missing" in p.stdout, p.stdout
+    assert "fresh," not in p.stdout
+
+
+def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_path, data_env, tiny_embedder):
+    """The engine in the client's process (no daemon): it re-read the files before the answer, found
+    the root gone, kept the documents — and called them fresh."""
+    from remembrancer.daemon.connect import LocalBackend
+    from remembrancer.indexer.config import Config, make_roots
+
+    b = LocalBackend(Config(roots=make_roots([notes])), readonly=False, embedder=tiny_embedder)
+    try:
+        assert b.call("search", query="restore the database")["index"]["verdict"] == "fresh"
+        notes.rename(tmp_path / "moved-away")
+        out = b.call("search", query="restore the database")
+        assert out["results"] and out["index"]["verdict"] == "stale", out["index"]
+        assert "root notes" in out["index"]["reason"] and "missing" in out["index"]["reason"]
+        st = b.call("status")
+        assert st["freshness"]["verdict"] == "stale" and st["roots"][0]["unavailable"]
+    finally:
+        b.close()

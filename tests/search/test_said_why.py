@@ -16,34 +16,6 @@ from remembrancer.indexer.search import reader
 from remembrancer.mcp_server import render
 
 
-@pytest.mark.parametrize("method,params,name,most", [
-    ("list", {"path": "p" * 1001}, "path", 1000),
-    ("search", {"query": "restore", "path": "p" * 1001}, "path", 1000),
-    ("latest", {"terms": "restore", "path": "p" * 1001}, "path", 1000),
-    ("read", {"path": "p" * 1001}, "path", 1000),
-    ("outline", {"path": "p" * 1001}, "path", 1000),
-    ("neighbors", {"path": "p" * 1001}, "path", 1000),
-    ("verify", {"path": "p" * 1001}, "path", 1000),
-    ("history", {"entity": "db1", "topic": "t" * 1001}, "topic", 1000),
-    ("history", {"entity": "d" * 201}, "entity", 200),
-    ("search", {"query": "restore", "since": "2" * 41}, "since", 40),
-])
-def test_a_text_parameter_over_its_declared_bound_is_refused_by_name(notes_engine, method, params, name, most):
-    """The bounds the MCP tool's schema declares were enforced only there: the CLI (in-process, as
-    here) and the socket passed a 100 KB path or topic on to the engine."""
-    with pytest.raises(UserError) as err:
-        api.READ_METHODS[method](notes_engine.view(), params)
-    d = err.value.to_dict()
-    assert d["code"] == "bad_input" and d["param"] == name, d
-    assert f"{name} is {len(params[name])} characters, the most is {most}" in d["message"], d
-
-
-def test_a_text_parameter_at_its_bound_is_answered(notes_engine):
-    view = notes_engine.view()
-    assert api.do_list(view, {"path": "p" * 1000})["total"] == 0
-    assert "results" in api.do_history(view, {"entity": "db1", "topic": "backups " + "t" * 992})
-
-
 def test_a_search_that_finds_nothing_is_no_strong_match_in_every_mode(notes_engine):
     """An exact search with no hit answered `no_strong_match: false` (a caller reading the flag took
     the empty answer for a confident one); so did a listing by filters that matched nothing."""
@@ -106,3 +78,31 @@ def test_close_paths_ignores_a_folder_every_document_shares():
     known = [f"notes/{n}.md" for n in ("alpha", "beta", "gamma")] + ["work/plan.md"]
     assert reader.close_paths("notes/zzz.md", known) == []
     assert reader.close_paths("notes/alpah.md", known) == ["notes/alpha.md"]
+
+
+@pytest.mark.parametrize("method,params,name,most", [
+    ("list", {"path": "p" * 1001}, "path", 1000),
+    ("search", {"query": "restore", "path": "p" * 1001}, "path", 1000),
+    ("latest", {"terms": "restore", "path": "p" * 1001}, "path", 1000),
+    ("read", {"path": "p" * 1001}, "path", 1000),
+    ("outline", {"path": "p" * 1001}, "path", 1000),
+    ("neighbors", {"path": "p" * 1001}, "path", 1000),
+    ("verify", {"path": "p" * 1001}, "path", 1000),
+    ("history", {"entity": "db1", "topic": "t" * 1001}, "topic", 1000),
+    ("history", {"entity": "d" * 201}, "entity", 200),
+    ("search", {"query": "restore", "since": "2" * 41}, "since", 40),
+])
+def test_a_text_parameter_over_its_declared_bound_is_refused_by_name(notes_engine, method, params, name, most):
+    """The bounds the MCP tool's schema declares were enforced only there: the CLI (in-process, as
+    here) and the socket passed a 100 KB path or topic on to the engine."""
+    with pytest.raises(UserError) as err:
+        api.READ_METHODS[method](notes_engine.view(), params)
+    d = err.value.to_dict()
+    assert d["code"] == "bad_input" and d["param"] == name, d
+    assert f"{name} is {len(params[name])} characters, the most is {most}" in d["message"], d
+
+
+def test_a_text_parameter_at_its_bound_is_answered(notes_engine):
+    view = notes_engine.view()
+    assert api.do_list(view, {"path": "p" * 1000})["total"] == 0
+    assert "results" in api.do_history(view, {"entity": "db1", "topic": "backups " + "t" * 992})
