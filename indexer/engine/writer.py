@@ -182,7 +182,7 @@ class Writer:
         report.warnings += [redactor.redact_path(w)[0] for w in walked.warnings]
         report.scanned = len(walked.files) + len(named)
         report.walked = [f.path for f in walked.files] + [f.path for f, _ in named]
-        self.catalog.record_symlinks({f.path: f.target for f in walked.files if f.target})
+        self.catalog.record_symlinks({**walked.skipped_links, **{f.path: f.target for f in walked.files if f.target}})
         known = self.catalog.documents()
         _skip_secret_names(named, known, report)
         present = {f.path for f in walked.files}

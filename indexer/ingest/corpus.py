@@ -69,6 +69,9 @@ class WalkResult:
     files: list[CorpusFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failed_roots: list[str] = field(default_factory=list)  # roots that could not be read at all
+    # Symlinks left out as a second path to a file (corpus path → its target's): recorded beside the
+    # indexed ones, so a scope judges their warnings by their targets too (store/scope.py Wall).
+    skipped_links: dict[str, str] = field(default_factory=dict)
 
 
 class Unreadable(Exception):
@@ -343,6 +346,8 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
         # The other path is not named: it may lie outside a scope that sees this one (store/scope.py).
         result.warnings.append(f"{cp}: skipped, a symlink to a file indexed under another path (a file is "
                                "taken once, under its first path)")
+        if target is not None:
+            result.skipped_links[cp] = target
         return None
     seen_real.add(real)
     if st.st_size > max_bytes:
