@@ -18,6 +18,7 @@ import time
 
 from remembrancer.indexer import requests as rq
 from remembrancer.indexer.errors import UserError, scrubbed
+from remembrancer.indexer.terms import one_line
 
 EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
@@ -618,7 +619,7 @@ def _progress_bar():
                            console=Console(file=getattr(sys.stderr, "unfiltered", sys.stderr)), transient=True)
             bar.start()
             state["bar"], state["task"] = bar, bar.add_task("index", total=total, path="")
-        state["bar"].update(state["task"], completed=done, path=terminal_safe(path[-50:]))
+        state["bar"].update(state["task"], completed=done, path=one_line(path[-50:]))
         if done >= total:
             state["bar"].stop()
 
@@ -666,7 +667,7 @@ def cmd_index(args) -> int:
 def _print_warnings(warnings: list[str]) -> None:
     """An indexing pass's warnings on stderr, the first 20."""
     for w in warnings[:20]:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {one_line(w)}", file=sys.stderr)
     if len(warnings) > 20:
         print(f"warning: … and {len(warnings) - 20} more (see `remembrancer status`)", file=sys.stderr)
 
@@ -784,7 +785,7 @@ def cmd_outline(args) -> int:
         from remembrancer.indexer.answers import Outline
 
         o = Outline.parse(out)
-        print(f"{o.path} ({o.type}, {o.date or 'undated'}, ~{o.total_tokens} tokens)")
+        print(f"{one_line(o.path)} ({o.type}, {o.date or 'undated'}, ~{o.total_tokens} tokens)")
         for s in o.sections:
             indent = "  " * max(s.level - 1, 0)
             print(f"{indent}{s.heading.split(' > ')[-1] or '(preamble)'}  "
@@ -815,7 +816,7 @@ def cmd_status(args) -> int:
         for c in out.corpora:
             fr = c.freshness
             state = "" if c.state == "open" else f" ({c.state}: memory released, reopened on demand)"
-            print(f"  {', '.join(c.roots)}: {(fr and fr.verdict) or '?'}, "
+            print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
     if st is None:   # no corpus named and no default one: the daemon's view only
         return EXIT_OK
@@ -833,7 +834,8 @@ def cmd_status(args) -> int:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f"  HEAD {r.head_current[:10]} ({'indexed' if same else 'NOT indexed yet'})"
-        print(f"root {r.name}: {shown_root(r.path)}{head}")
+        gone = f"  UNAVAILABLE: it {r.unavailable}" if r.unavailable else ""
+        print(f"root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}{gone}")
     print(f"{st.documents} documents, {st.sections} sections, {st.passages} passages, "
           f"{st.vectors} vectors; generation {st.generation}; last indexed {when}")
     m = st.model
@@ -842,7 +844,7 @@ def cmd_status(args) -> int:
     if st.vectors_waiting:
         print(f"waiting: {st.vectors_waiting} passage texts have no vector yet (keyword search only for them)")
     for w in st.warnings:
-        print(f"warning: {w}")
+        print(f"warning: {one_line(w)}")
     return EXIT_OK
 
 
@@ -1118,7 +1120,7 @@ def cmd_corpora(args) -> int:
         docs = "?" if r["documents"] is None else f"{r['documents']} document" + ("" if r["documents"] == 1 else "s")
         daemon = {"open": "served by the daemon", "closed": "known to the daemon (idle)"}.get(r["daemon"], "no daemon")
         print(f"{r['name']}  {docs}  {_size(r['bytes'])}  last used {when}  {daemon}")
-        print("    " + (", ".join(r["roots"]) if r["roots"] else "(roots not recorded: indexed by an older version)")
+        print("    " + (one_line(", ".join(r["roots"])) if r["roots"] else "(roots not recorded: indexed by an older version)")
               + (f"  [missing: {', '.join(r['missing_roots'])}]" if r.get("missing_roots") else "")
               + (f"  [{r['problem']}]" if r.get("problem") else ""))
     return EXIT_OK

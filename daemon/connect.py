@@ -127,7 +127,7 @@ class LocalBackend:
         if self.readonly:
             return Freshness.judged(st, "stale", reason=self.reason or "daemon down: answering read-only "
                                     "from the last index; changes since then are not seen")
-        problem = self.engine.redaction.problem()
+        problem = self.engine.redaction.problem() or st.unavailable_roots()
         if problem is None and self.last_report is None:
             roots = " ".join(f"--root {r.path}" for r in self.config.roots)
             problem = self.engine.behind(view.wall if view.scope else None).reason(f"remembrancer index {roots}")

@@ -355,6 +355,9 @@ class Corpus:
         queued, behind, ingesting, st = observed or self.observe(view)
         if self.retired:
             return Freshness.judged(st, "stale", reason=self.retired)
+        gone = st.unavailable_roots()
+        if gone:   # a root moved away or deleted: its documents stay, but they are no longer its files
+            return Freshness.judged(st, "stale", reason=gone)
         problem = self.engine.redaction.problem() or self.engine.contract_problem()
         if self.last_error:
             retry = self._retry_at

@@ -246,6 +246,8 @@ class DocumentList:
     offset: int | None = None              # said when the page does not start at the first
     truncated: bool | None = None
     next_offset: int | None = None
+    message: str | None = None             # why nothing is listed (filters that match no document)
+    closest: list[str] | None = None       # an unmatched path prefix: the nearest top-level folders that exist
 
     @classmethod
     def parse(cls, data) -> "DocumentList":
@@ -582,6 +584,7 @@ class RootHeads(_Wire):
     path: str
     head_indexed: str | None = None
     head_current: str | None = None
+    unavailable: str | None = None   # why its folder cannot be read now (moved, deleted, no permission)
     KEEP = ("head_indexed", "head_current")
 
 
@@ -608,6 +611,15 @@ class IndexStatus(_Wire):
     vectors_waiting: int | None = None     # passage texts without a vector yet (keyword-only until embedded)
     NESTED = {"roots": RootHeads}
     KEEP = ("vectors_generation", "model", "last_indexed_at")
+
+    def unavailable_roots(self) -> str | None:
+        """Why some root cannot be read now (its documents are kept as last indexed), or None: an
+        index over a folder that was moved or deleted is never fresh."""
+        gone = [r for r in self.roots if r.unavailable]
+        if not gone:
+            return None
+        return "; ".join(f"root {r.name} ({r.path}) {r.unavailable}" for r in gone) + \
+            ": its documents are kept as last indexed and answers may be out of date"
 
 
 @dataclass

@@ -12,7 +12,7 @@ from remembrancer.indexer.search import across, reader
 from remembrancer.indexer.ingest.chunks import CHARS_PER_TOKEN, estimate_tokens, whole_lines
 from remembrancer.indexer.answers import DocumentList, DocumentSummary, SearchAnswer, StatusAnswer
 from remembrancer.indexer.engine import Engine, ReadView
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo
 from remembrancer.indexer.requests import (HistoryParams, LatestParams, ListParams, NeighborsParams, OutlineParams,
                                            ReadParams, SearchParams, VerifyParams)
 from remembrancer.indexer.store.filters import Filters
@@ -100,7 +100,28 @@ def do_list(view: ReadView, params) -> dict:
     page = DocumentList(documents=docs[p.offset:p.offset + p.limit], total=len(docs), offset=p.offset or None)
     if len(docs) > p.offset + p.limit:
         page.truncated, page.next_offset = True, p.offset + p.limit
+    if not docs and f.active():
+        page.message, page.closest = _empty_listing(view, f)
     return redactor.redact_obj(page.to_json())   # served redacted again, as every answer is
+
+
+def _empty_listing(view: ReadView, f: Filters) -> tuple[str, list[str] | None]:
+    """Why a filtered listing is empty — a path prefix under which no document is indexed (with the
+    top-level folders nearest to it), else the filters together — so "0 documents" is never
+    taken for an empty folder the index holds."""
+    import difflib
+
+    if not f.path or view.catalog.document_summaries(Filters(path=f.path)):
+        return f"no indexed document matches {f.describe()}", None
+    folders = sorted({p.split("/", 1)[0] for p in view.catalog.document_paths() if "/" in p})
+    closest = [c + "/" for c in difflib.get_close_matches(f.path.split("/", 1)[0], folders, n=3, cutoff=0.5)]
+    message = f"no indexed document is under the path {echo(repr(f.path))}"
+    if closest:
+        message += f"; the closest top-level folders: {', '.join(closest)}"
+    elif folders:
+        message += (f"; the top-level folders are {', '.join(c + '/' for c in folders[:10])}"
+                    + (" …" if len(folders) > 10 else ""))
+    return message, closest or None
 
 
 def do_history(view: ReadView, params) -> dict:

@@ -11,6 +11,7 @@ dataclasses: the CLI reads them at every start, and pydantic is imported only by
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ MAX_AROUND = 10                  # read: exchanges of a conversation on each sid
 MAX_QUERY_CHARS = 4000
 QUERY_TOO_LONG_HINT = ("ask with its distinctive part (the error message, an identifier, a short phrase) and a few "
                        "words; `latest` finds exact strings")
+TOO_LONG_HINTS = {"query": QUERY_TOO_LONG_HINT,
+                  "path": "a path prefix or a document path as search and list print it",
+                  "topic": "a few words about what the sections are about"}
 
 ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
                    "the answer says which phrasing found the best result). Use them for questions in your own "
@@ -82,6 +86,14 @@ class Params:
         return next(f for f in dataclasses.fields(cls) if f.name == name).metadata.get("max_length")
 
     @classmethod
+    def check_lengths(cls, params: dict) -> None:
+        """Every text parameter within its declared max_length, for every caller alike: the MCP
+        tool's schema says the same bounds, but the socket and the CLI never see that schema."""
+        for name in _text_fields(cls):
+            if isinstance(params.get(name), str):
+                _bounded(params[name], cls, name, hint=TOO_LONG_HINTS.get(name, ""))
+
+    @classmethod
     def tool_signature(cls, returns) -> inspect.Signature:
         """The MCP tool's signature (pydantic `Field`s in `Annotated` types): the SDK builds the
         tool's input schema from it."""
@@ -102,6 +114,14 @@ class Params:
 
 
 # -- the socket's checks: untrusted JSON → a record, or the engine's structured error -----------------
+
+@functools.cache
+def _text_fields(model: type[Params]) -> tuple[str, ...]:
+    """The parameters declared as text with a max_length (a list's max_length counts its items)."""
+    hints = typing.get_type_hints(model)
+    return tuple(f.name for f in dataclasses.fields(model)
+                 if f.metadata.get("max_length") is not None and hints[f.name] in (str, str | None))
+
 
 def _str(params, name: str, default: str | None = None) -> str | None:
     v = params.get(name, default)
@@ -208,7 +228,8 @@ class SearchParams(Params):
     @classmethod
     def from_wire(cls, params) -> "SearchParams":
         budget = _int(params, cls, "budget_tokens")
-        query = _bounded(_str(params, "query", "") or "", cls, "query", hint=QUERY_TOO_LONG_HINT)
+        cls.check_lengths(params)
+        query = _str(params, "query", "") or ""
         return cls(query=query, limit=_int(params, cls, "limit"),
                    type=_list(params, "type"), path=_str(params, "path"), tags=_list(params, "tags"),
                    since=_str(params, "since"), until=_str(params, "until"),
@@ -238,6 +259,7 @@ class ReadParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "ReadParams":
+        cls.check_lengths(params)
         path = _required(_str(params, "path"), "path")
         heading = _str(params, "heading")
         lines = params.get("lines")
@@ -265,6 +287,7 @@ class OutlineParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "OutlineParams":
+        cls.check_lengths(params)
         return cls(path=_required(_str(params, "path"), "path"))
 
 
@@ -278,6 +301,7 @@ class ListParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "ListParams":
+        cls.check_lengths(params)
         return cls(path=_str(params, "path"), type=_list(params, "type"), limit=_int(params, cls, "limit"),
                    offset=_int(params, cls, "offset", hi=MAX_LIST_OFFSET))
 
@@ -295,6 +319,7 @@ class HistoryParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "HistoryParams":
+        cls.check_lengths(params)
         return cls(entity=_str(params, "entity") or "", topic=_str(params, "topic"),
                    since=_str(params, "since"), until=_str(params, "until"), limit=_int(params, cls, "limit"),
                    verify_commits=_bool(params, "verify_commits", True))
@@ -318,6 +343,7 @@ class LatestParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "LatestParams":
+        cls.check_lengths(params)
         terms = params.get("terms")
         if terms is None:
             terms = []
@@ -337,6 +363,7 @@ class NeighborsParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "NeighborsParams":
+        cls.check_lengths(params)
         return cls(path=_str(params, "path") or "", limit=_int(params, cls, "limit"))
 
 
@@ -351,6 +378,7 @@ class VerifyParams(Params):
 
     @classmethod
     def from_wire(cls, params) -> "VerifyParams":
+        cls.check_lengths(params)
         return cls(path=_str(params, "path"), heading=_str(params, "heading"), text=_str(params, "text"))
 
 

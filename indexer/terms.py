@@ -176,6 +176,17 @@ def elide(text: str, width: int = 80) -> str:
     return echo(text, width)
 
 
+# Every control character, newline and tab included: a file name may hold any of them, and one
+# printed as it is would break an answer's lines (or forge one). Text bodies keep their newlines.
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    r"""`text` (a path, a warning naming one) with its control characters shown as `\x0a`: what
+    must stay on its own line in human output (JSON escapes them already)."""
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def shown(words: Iterable[str], most: int = 8, width: int = 40) -> str:
     """Words listed in a message: each elided, at most `most` of them and a count of the rest."""
     words = list(words)

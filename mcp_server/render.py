@@ -11,7 +11,7 @@ from remembrancer.indexer.answers import (CARRY_SECTION_TOKENS, DocumentList, Hi
                                           NeighborsAnswer, Outline, Page, Result, SearchAnswer, StatusAnswer,
                                           VerifyAnswer, freshness_line)
 from remembrancer.indexer.config import COMMIT_TYPE, shown_root
-from remembrancer.indexer.terms import elide
+from remembrancer.indexer.terms import elide, one_line
 
 
 def _sentence(message: str) -> str:
@@ -74,7 +74,7 @@ def commits_text(r: Result) -> str | None:
 
 def _pointer(i: int, r: Result, carried: bool = False) -> str:
     """One more result: where it is and a snippet — or, `carried`, its whole text (a short runner-up)."""
-    out = f"{i}. {r.path} § {_head(r.heading)} — {_facts(r)}"
+    out = f"{i}. {one_line(r.path)} § {_head(r.heading)} — {_facts(r)}"
     if carried and r.content is not None:
         out += "\n\n" + r.content.strip("\n") + "\n" + (f"{commits_text(r)}\n" if r.commits else "")
     elif r.snippet:
@@ -93,8 +93,8 @@ def search_text(out: SearchAnswer) -> str:
     for n in out.notes or []:
         parts.append(f"Note: {n}")
     results = out.results
-    if out.no_strong_match:
-        weak = out.best_weak or []
+    weak = out.best_weak or []
+    if out.no_strong_match and weak:
         why = "; ".join(out.why_no_strong_match or [])
         parts.append(f"No strong match for {elide(out.query)!r}{' (' + why + ')' if why else ''}. "
                      "The candidates below are weak and may not "
@@ -103,11 +103,13 @@ def search_text(out: SearchAnswer) -> str:
         # a short candidate comes whole, as a short runner-up does: a wrongly doubted answer is still in hand
         parts += [_pointer(i, r, carried=(r.tokens or 0) <= CARRY_SECTION_TOKENS) for i, r in enumerate(weak, 1)]
     elif not results:
-        parts.append(_sentence(out.message or "no section matches") + " An empty result is not proof of absence: "
-                     "rephrase, widen the filters, or try exact=true for literal strings.")
+        other = ("search without exact for the meaning" if out.mode == "exact"
+                 else "try exact=true for literal strings")
+        parts.append(f"No strong match for {elide(out.query)!r}: " + _sentence(_empty_why(out))
+                     + f" An empty result is not proof of absence: rephrase, widen the filters, or {other}.")
     else:
         best = results[0]
-        head = f"Best match: {best.path} § {_head(best.heading)} — {_facts(best)}, {best.provenance or '?'}"
+        head = f"Best match: {one_line(best.path)} § {_head(best.heading)} — {_facts(best)}, {best.provenance or '?'}"
         if out.found_by and out.found_by != out.query:
             head += f" (found by the rephrasing {elide(out.found_by)!r})"
         body = best.content
@@ -133,8 +135,13 @@ def search_text(out: SearchAnswer) -> str:
         if out.truncated:   # a filters-only listing
             parts.append("More sections match the filters (newest first): raise limit, or narrow the filters.")
     if out.left_out:
-        parts.append("Left out to fit the budget: " + "; ".join(out.left_out))
+        parts.append("Left out to fit the budget: " + "; ".join(map(one_line, out.left_out)))
     return "\n\n".join(parts)
+
+
+def _empty_why(out: SearchAnswer) -> str:
+    """Why a search came back with nothing at all: the engine's message, or the abstention's reasons."""
+    return out.message or "; ".join(out.why_no_strong_match or []) or "no section matches"
 
 
 def search_terminal_text(out: SearchAnswer) -> str:
@@ -150,16 +157,15 @@ def search_terminal_text(out: SearchAnswer) -> str:
     if out.found_by and out.found_by != out.query:
         lines.append(f"best result found by the rephrasing {elide(out.found_by)!r}")
     results = out.results
-    if out.no_strong_match:
+    if out.no_strong_match and out.best_weak:
         why = "; ".join(out.why_no_strong_match or [])
-        results = out.best_weak or []
-        lines.append(f"No strong match{' (' + why + ')' if why else ''}."
-                     + (" Weak candidates (may not answer the question):" if results else ""))
+        results = out.best_weak
+        lines.append(f"No strong match{' (' + why + ')' if why else ''}. Weak candidates (may not answer the question):")
     elif not results:
-        lines.append(out.message if out.message is not None else "no results")
+        lines.append(f"No strong match: {_empty_why(out)}")
         return "\n".join(lines)
     for i, r in enumerate(results):
-        loc = f"{r.path}:{r.lines[0]}-{r.lines[1]}"
+        loc = f"{one_line(r.path)}:{r.lines[0]}-{r.lines[1]}"
         flags = " [stale]" if r.stale else ""
         lines.append(f"\n{i + 1}. {_head(r.heading)}{flags}\n   {loc}  {r.type}  {r.date or ''}  "
                      f"score {r.score:.3f} ({r.provenance})  ~{r.tokens} tokens")
@@ -181,12 +187,12 @@ def search_terminal_text(out: SearchAnswer) -> str:
         lines += [f"   why: {w}" for w in r.why or []]
     if out.truncated:
         lines.append("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
-    lines += [f"(left out: {note})" for note in out.left_out or []]
+    lines += [f"(left out: {one_line(note)})" for note in out.left_out or []]
     return "\n".join(lines)
 
 
 def read_text(out: Page) -> str:
-    where = out.path
+    where = one_line(out.path)
     if out.heading is not None:
         where += f" § {out.heading or '(preamble)'}"
     if out.lines:
@@ -201,7 +207,7 @@ def read_text(out: Page) -> str:
 
 
 def outline_text(out: Outline) -> str:
-    lines = [f"{out.path} — {out.type or '?'}, {out.date or 'undated'}, "
+    lines = [f"{one_line(out.path)} — {out.type or '?'}, {out.date or 'undated'}, "
              f"~{out.total_tokens} tokens, {len(out.sections)} sections"]
     for s in out.sections:
         indent = "  " * max(s.level - 1, 0)
@@ -212,7 +218,7 @@ def outline_text(out: Outline) -> str:
 
 
 def list_text(out: DocumentList) -> str:
-    lines = [f"{d.path} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
+    lines = [f"{one_line(d.path)} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
              + (f": {d.title}" if d.title else "") for d in out.documents]
     n, start = len(out.documents), out.offset or 0
     if out.truncated:
@@ -222,14 +228,15 @@ def list_text(out: DocumentList) -> str:
         lines.append(f"(documents {start + 1}-{start + n} of {out.total})" if n else
                      f"(offset={start} is past the last of {out.total} documents)")
     else:
-        lines.append(f"{out.total} documents")
+        lines.append(f"{out.total} documents" + (f": {out.message}" if out.message else ""))
     return "\n".join(lines)
 
 
 def list_terminal_text(out: DocumentList) -> str:
-    """For a person at a terminal (`remembrancer list`): one document a line, then the count."""
-    return "\n".join([*(f"{d.path}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
-                         for d in out.documents), f"{out.total} documents"])
+    """For a person at a terminal (`remembrancer list`): one document a line, then the count (and
+    why it is 0, when filters matched nothing)."""
+    return "\n".join([*(f"{one_line(d.path)}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
+                         for d in out.documents), f"{out.total} documents" + (f": {out.message}" if out.message else "")])
 
 
 def status_text(out: StatusAnswer) -> str:
@@ -247,7 +254,8 @@ def status_text(out: StatusAnswer) -> str:
         if r.head_current:
             same = r.head_indexed == r.head_current
             head = f", HEAD {r.head_current[:10]} ({'indexed' if same else 'not indexed yet'})"
-        lines.append(f"Root {r.name}: {shown_root(r.path)}{head}")
+        gone = f" — UNAVAILABLE: it {r.unavailable}" if r.unavailable else ""
+        lines.append(f"Root {one_line(r.name)}: {one_line(shown_root(r.path))}{head}{gone}")
     when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at))
             if st and st.last_indexed_at else "never")
     counts = (st.documents, st.sections, st.vectors, st.generation) if st else ("?",) * 4
@@ -259,7 +267,7 @@ def status_text(out: StatusAnswer) -> str:
         lines.append(f"Waiting: {st.vectors_waiting} passage texts have no vector yet (found by keywords only "
                      "until an index run embeds them)")
     for w in (st.warnings if st else []):
-        lines.append(f"Warning: {w}")
+        lines.append(f"Warning: {one_line(w)}")
     return "\n".join(lines)
 
 
@@ -281,7 +289,7 @@ def _commit_bits(r: MemoryRow) -> list[str]:
 
 
 def _dated_row(i: int, r: MemoryRow, extra: str = "") -> str:
-    head = (f"{i}. {r.date or 'undated'}  {r.path} § {_head(r.heading)} — "
+    head = (f"{i}. {r.date or 'undated'}  {one_line(r.path)} § {_head(r.heading)} — "
             f"{_loc(r.lines)}, {r.type or '?'}")
     if r.record:
         head += ", the entity's record"
@@ -347,13 +355,13 @@ def latest_text(out: LatestAnswer) -> str:
 
 
 def neighbors_text(out: NeighborsAnswer) -> str:
-    parts = [freshness_line(out.index), f"Links of {out.path} ({out.type}: {out.title})"]
+    parts = [freshness_line(out.index), f"Links of {one_line(out.path)} ({out.type}: {out.title})"]
     parts.append("Links out:\n" + ("\n".join(
-        f"- line {x.line}: {x.path}" + (f" § {x.anchor}" + ("" if x.anchor_found is not False else
+        f"- line {x.line}: {one_line(x.path)}" + (f" § {x.anchor}" + ("" if x.anchor_found is not False else
                                                           " (no such heading!)") if x.anchor else "")
         + (f" ({x.text})" if x.text else "") for x in out.outbound) or "- none"))
     parts.append("Linked from (backlinks):\n" + ("\n".join(
-        f"- {x.source} § {x.heading or '(preamble)'}, line {x.line}"
+        f"- {one_line(x.source)} § {x.heading or '(preamble)'}, line {x.line}"
         + (f" → § {x.anchor}" if x.anchor else "") for x in out.inbound) or "- none"))
     if out.unresolved:
         parts.append("Unresolved (broken) links:\n" + "\n".join(
@@ -361,7 +369,7 @@ def neighbors_text(out: NeighborsAnswer) -> str:
                                               if x.suggestions else "") for x in out.unresolved))
     if out.similar:
         parts.append("Close in meaning but not linked either way:\n" + "\n".join(
-            f"- {x.path} § {_head(x.heading)} (similarity {x.similarity:.2f}, {x.date or 'undated'})"
+            f"- {one_line(x.path)} § {_head(x.heading)} (similarity {x.similarity:.2f}, {x.date or 'undated'})"
             for x in out.similar))
     for n in out.notes or []:
         parts.append(f"Note: {n}")
@@ -370,7 +378,7 @@ def neighbors_text(out: NeighborsAnswer) -> str:
 
 def verify_text(out: VerifyAnswer) -> str:
     src = out.source
-    where = (src.path or "the given text") + (f" § {src.heading}" if src.heading else "")
+    where = (one_line(src.path) if src.path else "the given text") + (f" § {src.heading}" if src.heading else "")
     parts = [freshness_line(out.index)]
     parts.append(f"Commits cited in {where}, checked in: "
                  + (", ".join(r.repo + ("" if r.readable else " (UNREADABLE)") for r in out.repos) or "no repository"))
@@ -385,7 +393,7 @@ def verify_text(out: VerifyAnswer) -> str:
             line += f"\n  {c.repo} {(c.commit or '')[:12]} {(c.date or '')[:19]} {c.subject or ''}"
             if c.files:
                 more = f" (+{c.files_total - len(c.files)} more)" if c.files_total else ""
-                line += f"\n  files: {', '.join(c.files)}{more}"
+                line += f"\n  files: {', '.join(map(one_line, c.files))}{more}"
         if c.reason:
             line += f"\n  {c.reason}"
         parts.append(line)

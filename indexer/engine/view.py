@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 
 from remembrancer.indexer import terms
 from remembrancer.indexer.answers import IndexStatus, RootHeads
-from remembrancer.indexer.ingest import links, meta
+from remembrancer.indexer.ingest import corpus, links, meta
 from remembrancer.indexer.ingest.chunks import MAX_CHUNK_CHARS
 from remembrancer.indexer.store import scope
 from remembrancer.indexer.store.base import KeywordIndex, Ledger, VectorIndex
@@ -326,7 +326,8 @@ class ReadView:
             index_dir=str(core.dir),
             store=self.store.describe(),
             roots=[RootHeads(r.name, str(r.path), self.scoped_head(r, indexed_heads.get(r.name)),
-                             self.scoped_head(r, current.get(r.name))) for r in self.config.roots],
+                             self.scoped_head(r, current.get(r.name)), corpus.root_unavailable(r.path))
+                   for r in self.config.roots],
             **self._counts(),
             generation=self.catalog.generation,
             fulltext_generation=core.fulltext.generation,

@@ -182,7 +182,7 @@ class Writer:
         report.warnings += [redactor.redact_path(w)[0] for w in walked.warnings]
         report.scanned = len(walked.files) + len(named)
         report.walked = [f.path for f in walked.files] + [f.path for f, _ in named]
-        self.catalog.record_symlinks({f.path: f.target for f in walked.files if f.target})
+        self.catalog.record_symlinks({**walked.skipped_links, **{f.path: f.target for f in walked.files if f.target}})
         known = self.catalog.documents()
         _skip_secret_names(named, known, report)
         present = {f.path for f in walked.files}
@@ -210,9 +210,12 @@ class Writer:
             self._redaction_policy_applied(redactor, scrub=policy == "changed")
         if reparse and not self.core.stop_requested.is_set():
             self.catalog.set_meta("parse_version", str(PARSE_VERSION))
-        self.catalog.set_meta("last_indexed_at", str(time.time()))
-        self.catalog.set_meta("heads", json.dumps(self.core.current_heads()))
         if not self.core.stop_requested.is_set():
+            # Only a pass that read every file says so: one stopped half-way (SIGTERM) leaves the HEAD
+            # and time of the last whole pass, and its mark, so the next start finishes the work
+            # instead of taking the HEAD it never read for indexed (refresh_paths, behind).
+            self.catalog.set_meta("last_indexed_at", str(time.time()))
+            self.catalog.set_meta("heads", json.dumps(self.core.current_heads()))
             self.catalog.set_meta(UNFINISHED_PASS, "")
         # A file not read again (unchanged) keeps its warnings: its invalid front matter is still there.
         fresh = set(report.warnings)
@@ -293,7 +296,7 @@ class Writer:
         (`save_vectors`): the catalog holds every embedding, so a crash before the save costs a
         rebuild of that file at the next start, never an embedding."""
         self._check_writable()
-        if self._must_read_all():
+        if self._must_read_all() or self.unfinished_pass():   # a whole pass never ended: it is finished first
             return self.refresh(progress)
         paths = {str(p) for p in paths}
         heads = self.core.current_heads()

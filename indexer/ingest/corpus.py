@@ -5,7 +5,9 @@ Inside a git repository, git itself decides what is ignored (pygit2 reads every 
 pathspec. Configured excludes apply everywhere. Symlinked directories are not followed (loops,
 escapes); a symlinked file is indexed once, under its first path, and only if it stays inside
 its root — under its target's own path when that is walked too (so a scope holding the target
-sees it), and with its target recorded (a scope judges a symlink by where it points).
+sees it), and with its target recorded (a scope judges a symlink by where it points). Whatever
+the walk leaves out that the user may expect indexed — a symlinked folder, a second path to a
+file, a FIFO, socket or device with a note's name — is said in one warning per pass.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pathspec
 
-from remembrancer.indexer.config import Root
+from remembrancer.indexer.config import Root, has_checkout
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,9 @@ class WalkResult:
     files: list[CorpusFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failed_roots: list[str] = field(default_factory=list)  # roots that could not be read at all
+    # Symlinks left out as a second path to a file (corpus path → its target's): recorded beside the
+    # indexed ones, so a scope judges their warnings by their targets too (store/scope.py Wall).
+    skipped_links: dict[str, str] = field(default_factory=dict)
 
 
 class Unreadable(Exception):
@@ -228,12 +233,26 @@ class _Ignorer:
         return self._specs[base]
 
 
+def root_unavailable(path: Path) -> str | None:
+    """Why a root folder cannot be walked now — gone (moved or deleted), not a folder any more, not
+    readable — or None. A team reader's name-only root has no folder here to miss."""
+    if not has_checkout(path):
+        return None
+    if not os.path.lexists(path):
+        return "is missing (moved or deleted)"
+    if not os.path.isdir(path):
+        return "is not a folder any more"
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
 def walk(roots: list[Root], excludes: tuple[str, ...], max_file_bytes: int) -> WalkResult:
     """List the files of every root (its kind's: Markdown notes, or transcripts). Problems become warnings; only an unreadable root fails."""
     result = WalkResult()
     multi = len(roots) > 1
     for root in roots:
-        if not root.path.is_dir() or not os.access(root.path, os.R_OK | os.X_OK):
+        if root_unavailable(root.path):
             result.failed_roots.append(root.name)
             result.warnings.append(f"root {root.name} ({root.path}) cannot be read; its documents are kept as they were")
             continue
@@ -273,8 +292,11 @@ def _walk_root(root: Root, ignorer: _Ignorer, max_bytes: int, multi: bool, resul
                     if not ignorer.ignored(rel, True):
                         subdirs.append(rel)
                     continue
-                if is_link and entry.is_dir():
-                    continue  # symlinked directories are not followed
+                if is_link and entry.is_dir():   # symlinked directories are not followed: said, unless ignored
+                    if not ignorer.ignored(rel, True):
+                        result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, a symlinked folder "
+                                               "(the index never follows symlinked folders)")
+                    continue
             except OSError as e:  # a symlink loop (ELOOP) or an entry that vanished
                 if root.takes(rel):
                     result.warnings.append(f"{corpus_path(root, rel, multi)}: skipped, cannot be read ({e.strerror or e})")
@@ -318,9 +340,15 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
             result.warnings.append(f"{cp}: skipped, symlink points outside the root")
             return None
     if not stat.S_ISREG(st.st_mode):
+        result.warnings.append(f"{cp}: skipped, not a regular file ({_file_kind(st.st_mode)})")
         return None
-    if real in seen_real:
-        return None  # the same file reached by a symlink: indexed once
+    if real in seen_real:   # the same file reached by a symlink: indexed once, under its first path
+        # The other path is not named: it may lie outside a scope that sees this one (store/scope.py).
+        result.warnings.append(f"{cp}: skipped, a symlink to a file indexed under another path (a file is "
+                               "taken once, under its first path)")
+        if target is not None:
+            result.skipped_links[cp] = target
+        return None
     seen_real.add(real)
     if st.st_size > max_bytes:
         result.warnings.append(f"{cp}: skipped, {st.st_size:,} bytes is over the {max_bytes:,}-byte cap")
@@ -330,6 +358,15 @@ def _stat_file(root, rel, abs_path: Path | str, is_link, max_bytes, multi, seen_
         return None
     return CorpusFile(root, rel, cp, abs_path, st.st_size, st.st_mtime_ns, target, (st.st_dev, st.st_ino),
                       change_stamp(st))
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for its warning."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def last_commit_dates(root: Root, rels: set[str], max_commits: int = 5000) -> dict[str, str]:

@@ -400,8 +400,7 @@ def _document(view, path: str) -> dict:
         raise UserError("path is required", param="path")
     doc = view.catalog.document(clean)
     if doc is None:
-        known = view.catalog.document_paths()
-        close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
+        close = reader.close_paths(clean, view.catalog.document_paths())
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None, code="not_found",
                         hint="paths are relative to the corpus root, as search results print them")
     return doc

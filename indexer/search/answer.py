@@ -204,8 +204,10 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
             notes.append(f"no word of the question occurs in the sections the filters let through ({f.describe()}), "
                          f"only outside them: these results rest on meaning alone (best semantic match "
                          f"{best_dense:.2f})")
-    out = SearchAnswer(query=query, mode=mode, results=[] if no_strong else results, no_strong_match=no_strong,
-                       took_ms=round((time.perf_counter() - t0) * 1000, 1))
+    # Nothing found at all is no strong match too, whatever the mode (exact, filters): a caller that
+    # reads only the flag must never take an empty answer for a confident one.
+    out = SearchAnswer(query=query, mode=mode, results=[] if no_strong else results,
+                       no_strong_match=no_strong or not results, took_ms=round((time.perf_counter() - t0) * 1000, 1))
     if no_strong:
         out.best_weak, out.why_no_strong_match = results, reasons
     if not results:
@@ -215,6 +217,8 @@ def search(view: ReadView, req: SearchRequest) -> SearchAnswer:
             checks, why = flt.emptied_by(f, view.catalog.count_sections)
             out.emptied_by = [FilterCheck(**c) for c in checks]
             out.message += f" — {why}"
+        if not no_strong:   # the why is the message (never a word/meaning verdict the legs did not reach)
+            out.why_no_strong_match = [out.message]
     if mode == "filters" and results:   # a listing says that it left sections out, as `latest` and `history` do
         out.truncated = len(ranked) > len(results)
     if alternates and mode == "hybrid" and results:

@@ -123,7 +123,7 @@ def _rows(tool: str, out: dict) -> list[dict]:
 
 
 def verdict_of(tool: str, out: dict) -> str:
-    if tool == "search" and out.get("no_strong_match"):
+    if tool == "search" and out.get("no_strong_match") and _rows(tool, out):   # nothing at all is "empty"
         return "no_strong_match"
     if tool == "neighbors":
         return "answered" if any(out.get(k) for k in ("outbound", "inbound", "unresolved", "similar")) else "empty"

@@ -44,8 +44,7 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
             raise UserError(f"{clean} is not indexed: {'; '.join(why)}", param="path", code="not_found",
                             hint="it is indexed again once the file changes into something indexable; "
                                  "the index status lists every file left out")
-        known = view.catalog.document_paths()
-        close = difflib.get_close_matches(clean, known, n=5, cutoff=0.5)
+        close = close_paths(clean, view.catalog.document_paths())
         raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
                         hint="paths are relative to the corpus root, as search results print them",
                         code="not_found")
@@ -65,6 +64,44 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
         raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
                         code="outside_root") from None
     return doc, real, root.path
+
+
+NAME_CUTOFF = 0.65   # difflib ratio of two file names (without folder and suffix) that makes them close
+
+
+def _path_parts(path: str) -> tuple[list[str], str]:
+    """(folders, file name without its suffix) of a corpus path, case-folded."""
+    folders = path.casefold().split("/")
+    stem = folders.pop()
+    return folders, re.sub(r"\.(md|markdown|jsonl)$", "", stem)
+
+
+def close_paths(asked: str, known: list[str], n: int = 5) -> list[str]:
+    """The indexed paths a path that names no document may have meant: a near file name (in any
+    folder: `db3` → `db1`, `restor` → `restore`), or a shared folder or name (`hosts.md` →
+    `hosts/…`, a note moved to another folder) — a folder most documents share (a root's name,
+    a corpus of journal days) says nothing. Else none: difflib over whole paths at 0.5 offered
+    `hosts/db1.md` for `notes.md` (on `s`, `/` and `.md`), and any shared folder inflates it."""
+    if not known:
+        return []
+    a_folders, a_stem = _path_parts(asked)
+    parts = {p: _path_parts(p) for p in known}
+    held: dict[str, int] = {}
+    for folders, stem in parts.values():
+        for c in {*folders, stem}:
+            held[c] = held.get(c, 0) + 1
+    telling = {c for c in {*a_folders, a_stem} if c and held.get(c, 0) * 2 <= len(known)}
+    name, whole = difflib.SequenceMatcher(), difflib.SequenceMatcher()
+    name.set_seq2(a_stem)
+    whole.set_seq2(asked.casefold())
+    scored = []
+    for p, (folders, stem) in parts.items():
+        name.set_seq1(stem)
+        near = name.ratio() if name.real_quick_ratio() >= NAME_CUTOFF and name.quick_ratio() >= NAME_CUTOFF else 0.0
+        if near >= NAME_CUTOFF or telling & {*folders, stem}:
+            whole.set_seq1(p.casefold())
+            scored.append((-near, -whole.ratio(), p))
+    return [p for *_, p in sorted(scored)[:n]]
 
 
 def named_document(name: str, paths: list[str]) -> str | None:

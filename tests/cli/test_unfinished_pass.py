@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from tests.support.cli import sandboxed_cli
-from tests.support.corpus import engine_for, write
+from tests.support.corpus import engine_for, git, git_init, write
 
 
 class Interrupted(Exception):
@@ -180,3 +180,48 @@ def test_a_daemon_killed_in_its_first_pass_leaves_an_index_no_answer_calls_fresh
         assert p.returncode == 0 and "Fact 9 about service s399" in p.stdout, p.stderr
         st = json.loads(cli("status", "--json").stdout)
         assert st["documents"] == total and st["freshness"]["verdict"] == "fresh", st["freshness"]
+
+
+def test_a_pass_stopped_half_way_records_neither_head_nor_time_and_the_next_update_finishes_it(
+        tmp_path, data_env, tiny_embedder):
+    """A stop request (the SIGTERM handlers of `serve` and of the team writer set this very event)
+    ended the pass at its next file, and the pass then wrote the new HEAD and time as indexed: a
+    targeted update after it (a git hook's notify, a watcher event) diffed HEAD against itself and
+    never read the files the stopped pass had not reached. Git via the git CLI."""
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo, "first.md", "# First\n\nThe first note.\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    e = engine_for([repo], tiny_embedder)
+    e.refresh()
+    indexed = json.loads(e.catalog.get_meta("heads"))
+    indexed_at = e.catalog.get_meta("last_indexed_at")
+    e.close()
+    for i in range(20):
+        write(repo, f"more/n{i:02d}.md", f"# Note {i}\n\nThe quokka count is {i}.\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "twenty more")
+
+    e = engine_for([repo], tiny_embedder)
+
+    def progress(done: int, total: int, path: str) -> None:
+        if done == 5:
+            e.stop_requested.set()   # as the signal handler does, mid-pass: the pass ends at the next file
+
+    try:
+        e.refresh(progress=progress)
+        assert len(e.catalog.documents()) < 21
+        assert json.loads(e.catalog.get_meta("heads")) == indexed   # it wrote the HEAD it had not read
+        assert e.catalog.get_meta("last_indexed_at") == indexed_at
+        assert e.unfinished_pass()
+    finally:
+        e.close()
+    e = engine_for([repo], tiny_embedder)   # the next start: a targeted update (a hook's notify) comes first
+    try:
+        e.refresh_paths([])
+        assert len(e.catalog.documents()) == 21 and not e.unfinished_pass()
+        assert json.loads(e.catalog.get_meta("heads")) == {r.name: git(repo, "rev-parse", "HEAD")
+                                                             for r in e.config.roots}
+    finally:
+        e.close()

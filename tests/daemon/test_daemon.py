@@ -254,3 +254,61 @@ def test_a_cli_search_the_daemon_answers_imports_no_engine(daemon, notes):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("Index fresh") and "1. " in r.stdout, r.stdout
     assert r.stdout.splitlines()[-1] == "loaded: []", r.stdout.splitlines()[-1]
+
+
+def test_path_and_topic_over_their_bounds_are_refused_on_the_socket_by_name(daemon):
+    """The MCP schema's bounds on `path` and `topic` were not the socket's: a client of the socket
+    (any script, the CLI through the daemon) passed a 100 KB path on to the engine."""
+    for method, params, name in (("list", {"path": "p" * 1001}, "path"),
+                                 ("search", {"query": "restore", "path": "p" * 1001}, "path"),
+                                 ("read", {"path": "p" * 1001}, "path"),
+                                 ("history", {"entity": "db1", "topic": "t" * 1001}, "topic")):
+        with pytest.raises(DaemonError) as ei:
+            daemon.call(method, **params)
+        err = ei.value.error
+        assert err["code"] == "bad_input" and err["param"] == name, (method, err)
+        assert f"{name} is 1001 characters, the most is 1000" in err["message"], err
+    assert daemon.call("list", path="p" * 1000)["total"] == 0   # at the bound: answered
+
+
+def test_an_exact_search_with_no_hit_says_no_strong_match_on_the_socket(daemon):
+    out = daemon.call("search", query="zzqqxx-never-written", exact=True)
+    assert out["results"] == [] and out["no_strong_match"] is True and out["why_no_strong_match"], out
+
+
+def test_a_root_moved_away_is_unavailable_and_never_fresh(daemon, notes, tmp_path):
+    """A daemon serving a folder that was then moved away (or deleted) said "fresh" in `status` and
+    in every answer: it answers from the index as it was, and says the root is gone."""
+    from tests.support.cli import run_cli
+
+    notes.rename(tmp_path / "moved-away")
+    st = daemon.call("status")
+    assert st["roots"][0]["unavailable"] == "is missing (moved or deleted)", st["roots"]
+    fr = st["freshness"]
+    assert fr["verdict"] == "stale" and "root notes" in fr["reason"] and "missing" in fr["reason"], fr
+    assert [c["freshness"]["verdict"] for c in st["corpora"]] == ["stale"]
+    out = daemon.search("restore the database")
+    assert out["index"]["verdict"] == "stale" and "missing" in out["index"]["reason"], out["index"]
+    p = run_cli("status", env=daemon.env, cwd=tmp_path)   # the daemon's corpus, as a person reads it
+    assert p.returncode == 0, p.stderr
+    assert "freshness: stale — root notes" in p.stdout and "UNAVAILABLE: it is missing" in p.stdout, p.stdout
+    assert "fresh," not in p.stdout
+
+
+def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_path, data_env, tiny_embedder):
+    """The engine in the client's process (no daemon): it re-read the files before the answer, found
+    the root gone, kept the documents — and called them fresh."""
+    from remembrancer.daemon.connect import LocalBackend
+    from remembrancer.indexer.config import Config, make_roots
+
+    b = LocalBackend(Config(roots=make_roots([notes])), readonly=False, embedder=tiny_embedder)
+    try:
+        assert b.call("search", query="restore the database")["index"]["verdict"] == "fresh"
+        notes.rename(tmp_path / "moved-away")
+        out = b.call("search", query="restore the database")
+        assert out["results"] and out["index"]["verdict"] == "stale", out["index"]
+        assert "root notes" in out["index"]["reason"] and "missing" in out["index"]["reason"]
+        st = b.call("status")
+        assert st["freshness"]["verdict"] == "stale" and st["roots"][0]["unavailable"]
+    finally:
+        b.close()

@@ -116,5 +116,39 @@ def test_nested_folders_and_a_root_below_the_work_tree(tmp_path):
     write(repo, "notes/a/z.md", "# z")
     r = walk(make_roots([repo / "notes"]), DEFAULT_EXCLUDES, 10_000_000)
     assert rels(r) == ["a/b/real.md", "a/z.md"]      # real files are taken before symlinks
-    assert not r.warnings
+    assert r.warnings == [   # the second paths to it are left out, and said so (nothing else warns)
+        "a/b/c-alias.md: skipped, a symlink to a file indexed under another path (a file is taken once, under its first path)",
+        "a/b/c/deep.md: skipped, a symlink to a file indexed under another path (a file is taken once, under its first path)"]
     assert all(open(f.abs_path, "rb").read().startswith(b"# ") for f in r.files)
+
+
+def test_what_the_walk_leaves_out_is_said_one_warning_per_file(tmp_path):
+    """In-root symlinks the walk skips, and FIFOs, sockets and devices with a note's name, were
+    dropped silently; each is said once (not a name the root does not take, nor an ignored folder)."""
+    import socket
+
+    from remembrancer.indexer.ingest import changes
+
+    root = tmp_path / "root"
+    write(root, "sub/real.md", "# r")
+    os.symlink(root / "sub/real.md", root / "alias.md")       # a second path to an indexed file
+    os.symlink(root / "sub", root / "linkdir")                 # a symlinked folder
+    os.symlink(root / "sub", root / "ignored-link")            # … one the .gitignore names: nothing to say
+    write(root, ".gitignore", "ignored-link\n")
+    os.mkfifo(root / "fifo.md")
+    os.mkfifo(root / "fifo.txt")                               # not a note's name: nothing to say
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock.md"))
+    try:
+        r = walk(make_roots([root]), DEFAULT_EXCLUDES, 10_000_000)
+        assert rels(r) == ["sub/real.md"]
+        assert sorted(r.warnings) == [
+            "alias.md: skipped, a symlink to a file indexed under another path (a file is taken once, under its first path)",
+            "fifo.md: skipped, not a regular file (a FIFO)",
+            "linkdir: skipped, a symlinked folder (the index never follows symlinked folders)",
+            "sock.md: skipped, not a regular file (a socket)"]
+        # a targeted update (the daemon's watcher names the FIFO) says it the same way
+        touched = changes.resolve(make_roots([root]), [str(root / "fifo.md")], DEFAULT_EXCLUDES, 10_000_000)
+        assert touched.warnings == ["fifo.md: skipped, not a regular file (a FIFO)"] and not touched.files
+    finally:
+        sock.close()

@@ -112,3 +112,19 @@ def test_read_takes_a_stem_a_path_suffix_and_a_wikilink(tiny_engine, notes, inde
     whole, part = session(params(indexed), go)
     assert not whole.is_error and whole.structured_content["path"] == "hosts/db1.md"
     assert not part.is_error and "pgBackRest" in part.structured_content["content"]
+
+
+@pytest.mark.slow
+def test_an_empty_search_and_an_empty_listing_say_why(indexed):
+    """An exact search with no hit answered `no_strong_match: false`; `list_documents` under a path
+    that matches nothing answered "0 documents" and no more."""
+    async def go(c):
+        return (await c.call_tool("search", {"query": "zzqqxx-never-written", "exact": True}),
+                await c.call_tool("list_documents", {"path": "jornal/"}))
+
+    found, listed = session(params(indexed), go)
+    assert not found.is_error and found.structured_content["no_strong_match"] is True, found.structured_content
+    assert "No strong match for 'zzqqxx-never-written': No section matches." in text(found), text(found)
+    assert not listed.is_error and listed.structured_content["closest"] == ["journal/"]
+    assert ("0 documents: no indexed document is under the path 'jornal/'; the closest top-level folders: journal/"
+            in text(listed)), text(listed)

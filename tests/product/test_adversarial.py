@@ -295,8 +295,9 @@ def test_the_cli_read_of_a_fifo_exits_with_a_message(tmp_path, tiny_model_dir):
     os.mkfifo(notes / "a.md")
     p = run("read", "a.md", "--root", str(notes))
     # Without a daemon `read` brings the index up to date first: a FIFO is no file of the corpus, so
-    # a.md has left the index — said, nothing blocks (the read's own refusal: test_read_refuses_a_file_swapped…).
-    assert p.returncode == 2 and "no indexed document 'a.md'" in p.stderr, p.stderr
+    # a.md has left the index — said with why (the pass's warning), nothing blocks (the read's own
+    # refusal: test_read_refuses_a_file_swapped…).
+    assert p.returncode == 2 and "a.md is not indexed: skipped, not a regular file (a FIFO)" in p.stderr, p.stderr
 
 
 # ---------------------------------------------------------------------------------------------

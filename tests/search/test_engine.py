@@ -284,11 +284,12 @@ def test_a_crashed_fulltext_rebuild_leaves_nothing_behind(tmp_path):
 
 def test_filters_that_let_nothing_through_say_so_instead_of_abstaining(engine):
     """Once it said no_strong_match with "no section shares a word or meaning with the question"
-    for a word in dozens of sections, and the CLI promised weak candidates it did not print."""
+    for a word in dozens of sections, and the CLI promised weak candidates it did not print. Nothing
+    found is no strong match (the flag alone must never read as an answer); the why is the filter."""
     out = search(engine.view(), SearchRequest("postgres", filters=Filters(path="nosuch/"))).to_json()
-    assert out["results"] == [] and out["no_strong_match"] is False
+    assert out["results"] == [] and out["no_strong_match"] is True and "best_weak" not in out
     assert "path=nosuch/ matches no section" in out["message"]
-    assert "why_no_strong_match" not in out
+    assert out["why_no_strong_match"] == [out["message"]]
 
 
 def _same_size_and_mtime_edit(path, how: str, tmp) -> None:

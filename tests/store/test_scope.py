@@ -259,3 +259,34 @@ def test_a_vector_search_of_a_subset_computes_the_same_similarities(tmp_path, mo
     monkeypatch.setattr(V, "EXACT_BELOW", 100)   # a big index: only the pool's vectors are fetched
     pool = set(keep[2:].tolist())
     assert big.search(X[3], 30, pool) == small.search(X[3], 30, pool)
+
+
+def test_a_skipped_symlinks_warning_is_judged_by_its_target(tmp_path, monkeypatch, tiny_embedder):
+    """A symlink left out as a second path to a file is warned about (one warning a pass); inside a
+    scope its target decides whether the scope sees that warning — a corpus of only `journal/`
+    holds no link to hosts/db1.md, so neither the warning nor its `read` refusal may show it."""
+    from tests.support.corpus import write
+
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "data"))
+    root = tmp_path / "c"
+    write(root, "hosts/db1.md", "# db1\n\nThe db1 record.\n")
+    write(root, "journal/day.md", "# Day\n\nA day.\n")
+    os.symlink("../hosts/db1.md", root / "journal" / "host-db1.md")   # inside → outside
+    os.symlink("day.md", root / "journal" / "again.md")               # inside → inside
+    e = engine_for([root], tiny_embedder)
+    try:
+        e.refresh()
+        said = {"journal/host-db1.md: skipped, a symlink to a file indexed under another path (a file is taken "
+                "once, under its first path)",
+                "journal/again.md: skipped, a symlink to a file indexed under another path (a file is taken "
+                "once, under its first path)"}
+        assert set(e.view().status().warnings) == said
+        with e.view(("journal",)) as view:
+            assert view.status().warnings == ["journal/again.md: skipped, a symlink to a file indexed under "
+                                              "another path (a file is taken once, under its first path)"]
+        with pytest.raises(UserError) as err:
+            api.dispatch_read(e, "read", {"path": "journal/host-db1.md", "scope": ["journal/"]},
+                              lambda view: Freshness("fresh"))
+        assert err.value.message == "no indexed document 'journal/host-db1.md'", err.value.message
+    finally:
+        e.close()

@@ -96,8 +96,14 @@ def test_a_scoped_role_selecting_raw_rows_sees_only_its_prefixes(world, data_env
             assert "generation" in keys and "last_warnings" not in keys
             assert "last_warnings" in {r[0] for r in admin.execute("SELECT key FROM meta")}
             # a symlinked file is judged by its target too (the writer records the symlinks whose
-            # targets it did not walk): pretend journal/pool.md pointed outside, then inside
-            assert admin.execute("SELECT count(*) FROM scope_symlinks").fetchone()[0] == 0
+            # targets it did not walk, and those it left out as second paths to a walked file — this
+            # world's three, judged by their targets too; the role sees a row only when both ends
+            # are its own): pretend journal/pool.md pointed outside, then inside
+            assert dict(admin.execute("SELECT path, target FROM scope_symlinks").fetchall()) == {
+                "journal/follow-up.md": "journal/2030-02-11.md", "journal/host-db1.md": "hosts/db1.md",
+                "hosts/incident.md": "journal/2030-02-10.md"}
+            assert [r[0] for r in me.execute("SELECT path FROM scope_symlinks")] == ["journal/follow-up.md"]
+            me.rollback()
             for target, seen in [("hosts/elsewhere.md", False), ("services/queue.md", True)]:
                 admin.execute("DELETE FROM scope_symlinks")
                 admin.execute("INSERT INTO scope_symlinks VALUES ('journal/pool.md', %s)", (target,))

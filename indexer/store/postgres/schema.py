@@ -185,10 +185,12 @@ SCOPED_POLICIES = {
     "scope_roles": "role = current_user",
     "schema_migrations": "true",
     # the last run's warnings, one row each (meta's last_warnings names outside files): run-wide
-    # ones, those about a visible path, and those about a folder in or holding a granted prefix
-    "run_warnings": ("path IS NULL OR public.remembrancer_granted(rtrim(path, '/')) OR (NOT (lower(path) LIKE '%.md'"
+    # ones, those about a visible path, and those about a folder in or holding a granted prefix; a
+    # warning about a symlink whose target is outside the grants is not the role's (migration 16)
+    "run_warnings": ("path IS NULL OR (public.remembrancer_granted(rtrim(path, '/')) OR (NOT (lower(path) LIKE '%.md'"
                      " OR lower(path) LIKE '%.markdown') AND (rtrim(path, '/') IN ('', '.') OR EXISTS (SELECT 1 FROM"
-                     " public.scope_grants g WHERE g.role = current_user AND starts_with(g.prefix, rtrim(path, '/') || '/'))))"),
+                     " public.scope_grants g WHERE g.role = current_user AND starts_with(g.prefix, rtrim(path, '/') || '/')))))"
+                     " AND path NOT IN (SELECT public.remembrancer_scope_hidden())"),
 }
 HIDDEN_FROM_SCOPED = ("postings", "field_stats")   # (term_stats: dropped by migration 5)
 # links.resolved names the target the writer resolved in the whole corpus (maybe outside the
@@ -518,6 +520,11 @@ def own_roles_sql(conn) -> str:
 
 
 MIGRATIONS.append((15, "each store's own reader roles", own_roles_sql))
+# A warning about a symlink judged by its target (migration 16): the writer records the symlinks it
+# left out as a second path to a walked file, and warns about each; a scoped role sees that warning
+# only when it sees the target too, as it sees a symlinked document. The policies are made again
+# from SCOPED_POLICIES (reader_access_sql: re-running them is harmless).
+MIGRATIONS.append((16, "a warning about a symlink is judged by its target", lambda conn: reader_access_sql(conn)))
 # Indexes a first load into an empty store builds once, at its end, rather than maintaining them
 # row by row (pg_store.PgLedger's first load): the trigram indexes computed the grams of every
 # section as it was copied in and the postings' two btrees took an insert per posting — together
