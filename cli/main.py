@@ -757,9 +757,10 @@ def cmd_read(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        from remembrancer.indexer.answers import Page
+        from remembrancer.indexer.answers import Page, freshness_line
 
         page = Page.parse(out)
+        print(freshness_line(page.index), file=sys.stderr)   # stdout is the text, verbatim
         print(page.content)
         if page.truncated:
             print(f"\n[… {page.total_chars - page.offset - page.returned_chars} more chars; "
@@ -774,9 +775,10 @@ def cmd_outline(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        from remembrancer.indexer.answers import Outline
+        from remembrancer.indexer.answers import Outline, freshness_line
 
         o = Outline.parse(out)
+        print(freshness_line(o.index))
         print(f"{one_line(o.path)} ({o.type}, {o.date or 'undated'}, ~{o.total_tokens} tokens)")
         for s in o.sections:
             indent = "  " * max(s.level - 1, 0)
