@@ -812,6 +812,9 @@ def cmd_status(args) -> int:
             state = "" if c.state == "open" else f" ({c.state}: memory released, reopened on demand)"
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
+            if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
+                for w in c.warnings or []:
+                    print(f"    warning: {one_line(w)}")
     if st is None:   # no corpus named and no default one: the daemon's view only
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at)) if st.last_indexed_at else "never"

@@ -218,8 +218,9 @@ def outline_text(out: Outline) -> str:
 
 
 def list_text(out: DocumentList) -> str:
-    lines = [f"{one_line(d.path)} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
-             + (f": {d.title}" if d.title else "") for d in out.documents]
+    lines = [freshness_line(out.index)]
+    lines += [f"{one_line(d.path)} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
+              + (f": {d.title}" if d.title else "") for d in out.documents]
     n, start = len(out.documents), out.offset or 0
     if out.truncated:
         lines.append(f"(documents {start + 1}-{start + n} of {out.total}; the next page: "
@@ -268,6 +269,9 @@ def status_text(out: StatusAnswer) -> str:
                      "until an index run embeds them)")
     for w in (st.warnings if st else []):
         lines.append(f"Warning: {one_line(w)}")
+    for c in out.corpora or []:   # the other corpora of the session (its conversations, say)
+        if st is None or c.index_dir != st.index_dir:
+            lines += [f"Warning ({one_line(', '.join(c.roots))}): {one_line(w)}" for w in c.warnings or []]
     return "\n".join(lines)
 
 
