@@ -765,9 +765,10 @@ def cmd_read(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        from remembrancer.indexer.answers import Page
+        from remembrancer.indexer.answers import Page, freshness_line
 
         page = Page.parse(out)
+        print(freshness_line(page.index), file=sys.stderr)   # stdout is the text, verbatim
         print(page.content)
         if page.truncated:
             print(f"\n[… {page.total_chars - page.offset - page.returned_chars} more chars; "
@@ -782,9 +783,10 @@ def cmd_outline(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        from remembrancer.indexer.answers import Outline
+        from remembrancer.indexer.answers import Outline, freshness_line
 
         o = Outline.parse(out)
+        print(freshness_line(o.index))
         print(f"{one_line(o.path)} ({o.type}, {o.date or 'undated'}, ~{o.total_tokens} tokens)")
         for s in o.sections:
             indent = "  " * max(s.level - 1, 0)
@@ -818,6 +820,9 @@ def cmd_status(args) -> int:
             state = "" if c.state == "open" else f" ({c.state}: memory released, reopened on demand)"
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
+            if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
+                for w in c.warnings or []:
+                    print(f"    warning: {one_line(w)}")
     if st is None:   # no corpus named and no default one: the daemon's view only
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.last_indexed_at)) if st.last_indexed_at else "never"

@@ -61,7 +61,7 @@ class DaemonBackend:
             err = e.error
             raise UserError(err.get("message", "daemon error"), param=err.get("param"),
                             options=err.get("valid_options"), hint=err.get("hint", ""),
-                            code=err.get("code", "daemon_error")) from None
+                            code=err.get("code", "daemon_error"), index=err.get("index")) from None
 
     def close(self) -> None:
         self.client.close()

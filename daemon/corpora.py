@@ -36,6 +36,7 @@ RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unw
 WAITING_RETRY_S = 30.0  # passages left without vectors (an embedding server down) are tried again this often
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
+CORPUS_WARNINGS = 10    # a corpus's warnings in status's list of corpora (the one named has them all)
 RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after this, doubling each time …
 RETRY_MAX_S = 60.0      # … up to this: its changes stay queued, never left for the next rescan
 
@@ -377,12 +378,18 @@ class Corpus:
 
     def summary(self) -> CorpusLine:
         """One line of `status`'s corpus list."""
+        warnings = None
         try:
-            fr = self.freshness()
+            observed = self.observe()
+            fr = self.freshness(observed=observed)
+            warnings = observed[3].warnings   # every corpus's, not only the one a status names
+            if len(warnings) > CORPUS_WARNINGS:
+                warnings = [*warnings[:CORPUS_WARNINGS], f"… and {len(warnings) - CORPUS_WARNINGS} more warnings"]
+            warnings = warnings or None
         except Exception as e:  # a broken index still gets its line
             fr = Freshness(verdict="stale", reason=f"{type(e).__name__}: {e}")
         return CorpusLine(roots=list(self.key), index_dir=str(self.config.index_dir()), state="open",
-                          idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr)
+                          idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr, warnings=warnings)
 
 
 class Corpora:

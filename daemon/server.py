@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 
 # A conversations corpus opened by a request: its first pass is waited for this long before answering.
 SETTLE_S = 20.0
+# Which documents exist is what these answer: a corpus just opened (a daemon start, a corpus
+# reopened after being idle) answers them after its catch-up pass, waited for up to SETTLE_S; past
+# that, the answer's verdict says it is catching up (a "not found" too: indexer/api.py absent).
+SETTLE_METHODS = ("read", "outline", "list")
 # A notes read after HEAD moved (no git hook told the daemon) waits this long for the pass that reads it.
 HEAD_WAIT_S = 2.0
 REQUEST_TIMEOUT_S = 10.0  # a request line must arrive whole this soon after its first byte (and a reply be taken)
@@ -470,7 +474,9 @@ class Daemon:
             def notes(m: str, p: dict) -> dict:
                 corpus = self._notes_corpus(roots, within)
                 try:
-                    if corpus.reconfigured:   # the pass applying an edited config first: what it now denies is gone
+                    if corpus.reconfigured or m in SETTLE_METHODS:
+                        # the pass applying an edited config first (what it now denies is gone); a
+                        # read or a listing answers which documents exist: after the opening pass
                         corpus.settle(SETTLE_S)
                     corpus.catch_up_head(HEAD_WAIT_S)   # a commit made without the hooks: read before answering
                 except BaseException:

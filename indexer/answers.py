@@ -248,16 +248,20 @@ class DocumentList:
     next_offset: int | None = None
     message: str | None = None             # why nothing is listed (filters that match no document)
     closest: list[str] | None = None       # an unmatched path prefix: the nearest top-level folders that exist
+    index: Freshness | None = None         # the freshness verdict, added where the answer is sent
 
     @classmethod
     def parse(cls, data) -> "DocumentList":
         known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         known["documents"] = [DocumentSummary(**d) for d in known["documents"]]
+        known["index"] = Freshness.parse(known.get("index"))
         return cls(**known)
 
     def to_json(self) -> dict:
         out = _wire(self)
         out["documents"] = [d.to_json() for d in self.documents]
+        if self.index is not None:
+            out["index"] = self.index.to_json()
         return out
 
 
@@ -277,13 +281,19 @@ class Page:
     offset: int = 0
     truncated: bool = False
     next_offset: int | None = None
+    index: Freshness | None = None         # the freshness verdict, added where the answer is sent
 
     @classmethod
     def parse(cls, data) -> "Page":
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+        known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        known["index"] = Freshness.parse(known.get("index"))
+        return cls(**known)
 
     def to_json(self) -> dict:
-        return _wire(self, keep=("type", "date"))
+        out = _wire(self, keep=("type", "date"))
+        if self.index is not None:
+            out["index"] = self.index.to_json()
+        return out
 
 
 @dataclass
@@ -304,15 +314,21 @@ class Outline:
     title: str | None
     sections: list[OutlineSection]
     total_tokens: int
+    index: Freshness | None = None         # the freshness verdict, added where the answer is sent
 
     @classmethod
     def parse(cls, data) -> "Outline":
         known = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         known["sections"] = [OutlineSection(**s) for s in known["sections"]]
+        known["index"] = Freshness.parse(known.get("index"))
         return cls(**known)
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "index"}
+        out["sections"] = [dataclasses.asdict(s) for s in self.sections]
+        if self.index is not None:
+            out["index"] = self.index.to_json()
+        return out
 
 
 # -- the memory tools' answers (indexer/memory/tools.py) ---------------------------------------------
@@ -657,6 +673,7 @@ class CorpusLine(_Wire):
     freshness: Freshness | None = None
     closed_at: float | None = None
     detail: str | None = None
+    warnings: list[str] | None = None   # its index runs' warnings (a file left out, a transcript's bad line)
     NESTED = {"freshness": Freshness}
 
 

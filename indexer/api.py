@@ -156,11 +156,15 @@ def do_verify(view: ReadView, params) -> dict:
 
 READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
                 "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
-# Answers about the index's content carry its freshness verdict.
-FRESHNESS_METHODS = ("search", "history", "latest", "neighbors", "verify")
+# Every answer about the index's content carries its freshness verdict: a listing or a read too (which
+# documents exist and where their sections are is the index's word, not the files').
+FRESHNESS_METHODS = tuple(READ_METHODS)
 # A writable engine in the client's process (no daemon) refreshes before these: a listing or a read
 # is of the files as they are, never of a pass that did not finish.
-REFRESH_METHODS = (*FRESHNESS_METHODS, "read", "outline", "list")
+REFRESH_METHODS = FRESHNESS_METHODS
+# Errors that say the index has no such document: they carry the verdict too, and an index that is
+# behind says so in the message — a file added since may just not be read yet.
+ABSENT_CODES = ("not_found",)
 
 
 def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict | None:
@@ -176,10 +180,23 @@ def dispatch_read(engine: Engine, method: str, params: dict, freshness) -> dict 
         try:
             out = fn(view, params)
         except UserError as e:  # an error that names a secret typed into the request names it redacted
+            if e.code in ABSENT_CODES:
+                absent(e, freshness(view))
             raise _redacted_error(engine, e, params) from None
-        if method in FRESHNESS_METHODS:
-            out["index"] = freshness(view).to_json()
+        out["index"] = freshness(view).to_json()
     return _redacted_echoes(engine, out, params)
+
+
+def absent(e: UserError, fresh) -> None:
+    """A "no such document" from an index: with its verdict, and, when the index is behind (a pass
+    not finished, changes queued, the read-only fallback), said in the message — never a plain
+    "not found" for a file the index has not read yet."""
+    e.index = fresh.to_json()
+    if fresh.verdict != "fresh":
+        e.message = f"{e.message} — {fresh.line()} It may exist but not be indexed yet."
+        e.hint = "ask again once the index has caught up (`remembrancer status` says when)" + (
+            f"; {e.hint}" if e.hint else "")
+        e.args = (e.message,)
 
 
 

@@ -50,17 +50,19 @@ class UserError(Exception):
     """A problem with the input or the setup, reported as one line plus a fix — never a traceback.
 
     `param` names the offending parameter and `options` lists valid values, so agents get a
-    structured error they can act on.
+    structured error they can act on. `index`: the freshness verdict (its JSON) of the index that
+    found no such document — a "not found" from an index that is behind is no proof of absence.
     """
 
     def __init__(self, message: str, *, hint: str = "", param: str | None = None,
-                 options: list[str] | None = None, code: str = "bad_input"):
+                 options: list[str] | None = None, code: str = "bad_input", index: dict | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.param = param
         self.options = options
         self.code = code
+        self.index = index
 
     def to_dict(self) -> dict:
         """The error as it is sent: through `scrub_error` (a message may quote a typed secret)."""
@@ -71,6 +73,8 @@ class UserError(Exception):
             d["valid_options"] = self.options
         if self.hint:
             d["hint"] = self.hint
+        if self.index is not None:
+            d["index"] = self.index
         return scrub_error(d)
 
     def __str__(self) -> str:

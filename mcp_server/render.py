@@ -199,7 +199,7 @@ def read_text(out: Page) -> str:
         where += f" ({_loc(out.lines)})"
     head = f"{where} — {out.type or '?'}{', ' + out.date if out.date else ''}; " \
            f"chars {out.offset}-{out.offset + out.returned_chars} of {out.total_chars}"
-    text = f"{head}\n\n{out.content}"
+    text = f"{freshness_line(out.index)}\n{head}\n\n{out.content}"
     if out.truncated:
         rest = out.total_chars - out.offset - out.returned_chars
         text += f"\n\n[… {rest} more chars: continue with offset={out.next_offset}]"
@@ -207,7 +207,7 @@ def read_text(out: Page) -> str:
 
 
 def outline_text(out: Outline) -> str:
-    lines = [f"{one_line(out.path)} — {out.type or '?'}, {out.date or 'undated'}, "
+    lines = [freshness_line(out.index), f"{one_line(out.path)} — {out.type or '?'}, {out.date or 'undated'}, "
              f"~{out.total_tokens} tokens, {len(out.sections)} sections"]
     for s in out.sections:
         indent = "  " * max(s.level - 1, 0)
@@ -218,8 +218,9 @@ def outline_text(out: Outline) -> str:
 
 
 def list_text(out: DocumentList) -> str:
-    lines = [f"{one_line(d.path)} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
-             + (f": {d.title}" if d.title else "") for d in out.documents]
+    lines = [freshness_line(out.index)]
+    lines += [f"{one_line(d.path)} — {d.type}, {d.date or 'undated'}, {d.sections} sections, ~{d.tokens} tokens"
+              + (f": {d.title}" if d.title else "") for d in out.documents]
     n, start = len(out.documents), out.offset or 0
     if out.truncated:
         lines.append(f"(documents {start + 1}-{start + n} of {out.total}; the next page: "
@@ -234,8 +235,8 @@ def list_text(out: DocumentList) -> str:
 
 def list_terminal_text(out: DocumentList) -> str:
     """For a person at a terminal (`remembrancer list`): one document a line, then the count (and
-    why it is 0, when filters matched nothing)."""
-    return "\n".join([*(f"{one_line(d.path)}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
+    why it is 0, when filters matched nothing), after the freshness line."""
+    return "\n".join([freshness_line(out.index), *(f"{one_line(d.path)}  {d.type}  {d.date or ''}  {d.sections} sections  ~{d.tokens} tokens"
                          for d in out.documents), f"{out.total} documents" + (f": {out.message}" if out.message else "")])
 
 
@@ -268,6 +269,9 @@ def status_text(out: StatusAnswer) -> str:
                      "until an index run embeds them)")
     for w in (st.warnings if st else []):
         lines.append(f"Warning: {one_line(w)}")
+    for c in out.corpora or []:   # the other corpora of the session (its conversations, say)
+        if st is None or c.index_dir != st.index_dir:
+            lines += [f"Warning ({one_line(', '.join(c.roots))}): {one_line(w)}" for w in c.warnings or []]
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from remembrancer.indexer.ingest import chunks as chunking
 from remembrancer.indexer.ingest import transcripts
 from remembrancer.indexer.ingest.corpus import CorpusFile, blob_id
-from remembrancer.indexer.ingest.document import Prepared, decode, redacted_warning
+from remembrancer.indexer.ingest.document import Prepared, decode_lines, redacted_warning
 from remembrancer.indexer.redact import (DEFAULT_REDACTOR, MARKER_RE, Redactor, SecretHashes, redact_values,
                                          removed_secrets, salted_sha256)
 from remembrancer.indexer.store.records import DocumentRecord, SectionRecord
@@ -200,7 +200,7 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
     if tail is None:
         prefix = _prefix_hasher()   # it may have been fed a beginning that no longer matches
-    text, warnings = decode(f.path, data[start:])
+    text, warnings = decode_lines(f.path, data[start:], first_line)
     salt = (tail or {}).get("salt") or os.urandom(16).hex()
     digests = dict.fromkeys((tail or {}).get("seen") or [], REPEATED)
     seen = SecretHashes(Path(f.path), bytes.fromhex(salt), digests, "") if digests else None

@@ -72,6 +72,17 @@ def decode(path: str, data: bytes) -> tuple[str, list[str]]:
         return data.decode("utf-8-sig", errors="replace"), [f"{path}: invalid UTF-8 at byte {e.start}; bad bytes replaced"]
 
 
+def decode_lines(path: str, data: bytes, first_line: int = 1) -> tuple[str, list[str]]:
+    """A file read line by line (a JSONL transcript from line `first_line` on): never refused as
+    binary — a NUL byte or garbage (a crash's zero-filled tail) spoils its own line only, which the
+    parser skips with a warning naming it; bad bytes are replaced, the first such line named."""
+    try:
+        return data.decode("utf-8-sig"), []
+    except UnicodeDecodeError as e:
+        line = first_line + data.count(b"\n", 0, e.start)
+        return data.decode("utf-8-sig", errors="replace"), [f"{path}: line {line} holds invalid UTF-8; bad bytes replaced"]
+
+
 def without_sections(f: CorpusFile, data: bytes, layout: meta.Layout, why: str) -> Prepared:
     """The document known to the index (listed, dated by its path) but with no text: what is
     indexed when reading it safely took too long (indexer/ingest/sandbox.py). Nothing of its text is

@@ -19,7 +19,7 @@ from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.ingest.conversation import read_back
-from remembrancer.indexer.ingest.document import Skip, decode, redact_and_parse
+from remembrancer.indexer.ingest.document import Skip, decode, decode_lines, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 from remembrancer.indexer.answers import Outline, OutlineSection, Page
@@ -143,8 +143,8 @@ def _load(view, path: str):
     key = (str(view.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
     cached = _PARSED.get(key)
     if cached is None:
-        try:
-            text, _ = decode(doc["path"], data)
+        try:   # a transcript is read line by line, as it was indexed: a bad line spoils itself only
+            text, _ = (decode_lines if is_conversation(doc) else decode)(doc["path"], data)
         except Skip as e:
             raise UserError(str(e), param="path", code="unreadable") from None
         del data

@@ -131,3 +131,39 @@ def test_mcp_with_conversations_alone_serves_them(world, tiny_model_dir):
         assert best["session_id"] == world["session"].session_id
     assert "no notes folder in this session" in plain.content[0].text
     assert "we enabled chrony" in read.structured_content["content"]
+
+
+def test_a_nul_line_in_a_watched_transcript_keeps_the_session_and_is_a_status_warning(world, tiny_model_dir):
+    """A line of NUL bytes and garbage appended to a transcript the daemon watches (a crash's
+    torn tail): the session stays searchable and readable, and `status` — over the socket, on the
+    command line and in the MCP tool's text — lists the skipped line by its number."""
+    import subprocess
+
+    from remembrancer.indexer.answers import StatusAnswer
+    from remembrancer.mcp_server.render import status_text
+
+    s = world["session"]
+    with DaemonProc(world["tmp"], [world["notes"]], tiny_model_dir,
+                    extra=("--conversations", str(world["projects"]))).start() as d:
+        assert _search(d, world, query="SignatureDoesNotMatch chrony", corpus="conversations")["results"]
+        bad = s.path.read_bytes().count(b"\n") + 1
+        with s.path.open("ab") as fh:
+            fh.write(b"\x00\x01\xff\xfe binary junk\n")
+        warning = f"{s.rel}: line {bad} is not valid JSON; skipped"
+
+        def warned():
+            st = d.call("status", roots=[str(world["notes"])])
+            talks = next(c for c in st["corpora"] if c["roots"][0].startswith("conversations:"))
+            return st if warning in (talks.get("warnings") or []) else None
+        st = wait_for(warned, timeout=15, step=0.1)
+        out = _search(d, world, query="SignatureDoesNotMatch chrony", corpus="conversations")
+        assert out["results"] and out["results"][0]["session_id"] == s.session_id
+        listed = d.call("list", roots=[str(world["notes"])], conversations=[str(world["projects"])],
+                        corpus="conversations")
+        assert s.rel in [x["path"] for x in listed["documents"]]
+        page = d.call("read", roots=[str(world["notes"])], conversations=[str(world["projects"])], path=s.rel)
+        assert "chrony" in page["content"]
+        assert warning in status_text(StatusAnswer.parse(st))
+        cli = subprocess.run([sys.executable, "-m", "remembrancer", "status", "--root", str(world["notes"])],
+                             env=d.env, capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0 and f"warning: {warning}" in cli.stdout, cli.stdout + cli.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from remembrancer.indexer.config import CONVERSATIONS, make_roots
 from remembrancer.indexer.ingest import conversation, transcripts
 from remembrancer.indexer.ingest.corpus import walk
@@ -180,3 +182,33 @@ def test_the_redaction_warning_counts_every_exchange_and_the_session_facts(tmp_p
     # the prompt's token, the key id, and the branch: in the session's facts and in each exchange's
     assert f"{s.rel}: 5 secret(s) redacted (aws, github)" in rows.warnings
     assert token not in json.dumps(rows.doc.front_matter)
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "tail", "zeros"])
+def test_a_nul_byte_or_garbage_spoils_its_own_line_never_the_session(tmp_path, where):
+    """A transcript is read line by line: a line with NUL bytes or garbage (a crash's zero-filled
+    tail) is skipped with a warning naming it, wherever it falls — the file is never taken for a
+    binary one and dropped whole with every good exchange in it."""
+    s = Session(tmp_path)
+    bad = None
+
+    def junk(data: bytes = b"\x00\x01\xff\xfe binary junk\n") -> int:
+        line = s.path.read_bytes().count(b"\n") + 1 if s.path.exists() else 1
+        with s.path.open("ab") as fh:
+            fh.write(data)
+        return line
+    if where == "first":
+        bad = junk()
+    s.prompt("How do we restart the pelicanmarmalade worker?")
+    s.says("Run systemctl restart pelicanmarmalade.")
+    if where == "middle":
+        bad = junk()
+    s.prompt("And the wombatgate queue?")
+    s.says("Drain it first, then restart.")
+    if where in ("tail", "zeros"):
+        bad = junk() if where == "tail" else junk(b"\x00" * 4096)
+    rows = _prepared(tmp_path, s)
+    assert [sec.heading.split("\n")[0] for sec in rows.sections] and len(rows.sections) == 2, rows.warnings
+    assert "pelicanmarmalade" in rows.sections[0].content and "wombatgate" in rows.sections[1].content
+    assert f"{s.rel}: line {bad} is not valid JSON; skipped" in rows.warnings, rows.warnings
+    assert not any("binary" in w for w in rows.warnings), rows.warnings

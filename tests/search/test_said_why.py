@@ -46,7 +46,7 @@ def test_a_listing_under_a_path_that_matches_nothing_says_why(notes_engine):
     assert "no indexed document is under the path 'jornal/'" in out["message"], out
     assert "journal/" in out["message"]
     text = render.list_text(DocumentList.parse(out))
-    assert text.startswith("0 documents: no indexed document is under the path 'jornal/'"), text
+    assert text.splitlines()[1].startswith("0 documents: no indexed document is under the path 'jornal/'"), text
     assert "closest top-level folders: journal/" in render.list_terminal_text(DocumentList.parse(out))
     far = api.do_list(view, {"path": "zzz/"})   # nothing near: the folders that exist are named
     assert "closest" not in far and "the top-level folders are hosts/, journal/" in far["message"], far
