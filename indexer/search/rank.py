@@ -339,18 +339,29 @@ def _encloses(outer, inner) -> bool:
     return outer.heading == "" or inner.heading.startswith(outer.heading + " > ")
 
 
+# A part headed "Overview" or "Summary" is the document's introduction under another name: not the
+# detail that answers, which _detail_before_summary puts before the section that encloses it.
+SUMMARY_HEADING_RE = re.compile(r"^\W*(overview|summary|introduction|intro|about|tl;?dr)\W*$", re.IGNORECASE)
+
+
+def _own_heading(s) -> str:
+    """A section's own heading: the last part of its breadcrumb."""
+    return (s.heading or "").rsplit(" > ", 1)[-1]
+
+
 def _detail_before_summary(cands: dict, rows: dict, margin: float) -> None:
     """A document's preamble or introduction names what the whole document is about, so it matches
     a question about any part of it about as well as the part that answers: when the best section
     encloses another candidate within `margin` of its score, the enclosed one — the detail that
-    answers — goes first (repeated down the breadcrumb)."""
+    answers — goes first (repeated down the breadcrumb). A part headed as a summary ("Overview") is
+    not such a detail."""
     best_sid = min(cands, key=lambda sid: (-cands[sid].score, sid))
     for _ in range(6):
         top, c_top = rows.get(best_sid), cands[best_sid]
         if top is None:
             return
         inside = [sid for sid, c in cands.items() if sid in rows and c.score >= c_top.score * (1 - margin)
-                  and _encloses(top, rows[sid])]
+                  and _encloses(top, rows[sid]) and not SUMMARY_HEADING_RE.match(_own_heading(rows[sid]))]
         if not inside:
             return
         sid = min(inside, key=lambda i: (-cands[i].score, i))

@@ -128,6 +128,21 @@ def test_the_detail_rule_does_not_undo_the_newest_account():
     assert ranked(rows, scores, "Why did we use passwords for the deploy jobs back then?")[0] == 2   # the past
 
 
+def test_an_overview_part_is_no_detail_of_the_section_that_encloses_it():
+    """"Who owns the WAF?" — the note's opening names the owner; its "Overview" part, a summary under
+    another name, matches about as well. The detail rule puts an enclosed part first only when it is
+    a detail: an Overview stays behind the opening, a real part (its Rules) still goes first."""
+    rows = [row(1, "Systems/Parapet WAF.md", "Parapet WAF", level=1, doc_type="service",
+                content="Owner: Dana (security). Fronts every public endpoint."),
+            row(2, "Systems/Parapet WAF.md", "Parapet WAF > Overview", level=2, doc_type="service",
+                content="A managed WAF in front of the API and the portal."),
+            row(3, "Systems/Parapet WAF.md", "Parapet WAF > Rule exclusions", level=2, doc_type="service",
+                content="EDI partner paths are excluded from rule 942100.")]
+    scores = {1: 0.86, 2: 0.84, 3: 0.20}
+    assert ranked(rows, scores, "Who owns the WAF?")[0] == 1
+    assert ranked(rows, {**scores, 2: 0.20, 3: 0.84}, "Which WAF rules have exclusions?")[0] == 3
+
+
 def test_who_a_person_is_may_be_told_by_the_journal_entry_that_introduces_them():
     """"Who's Benedikt?" — people keep no record; the day's entry that says "Benedikt at Fjordhost
     support confirmed the resize" tells who he is, and is not stepped back as history the way it is
