@@ -376,12 +376,13 @@ class Corpus:
         git = any(r.head_current for r in st.roots)   # a plain folder has no HEAD to be at
         return Freshness.judged(st, "fresh", detail="at HEAD and on-disk state" if git else "at the on-disk state")
 
-    def summary(self) -> CorpusLine:
-        """One line of `status`'s corpus list."""
+    def summary(self, view: ReadView | None = None) -> CorpusLine:
+        """One line of `status`'s corpus list; with a scoped `view`, as that scope sees it (its
+        warnings name only files the scope may see)."""
         warnings = None
         try:
-            observed = self.observe()
-            fr = self.freshness(observed=observed)
+            observed = self.observe(view)
+            fr = self.freshness(view, observed)
             warnings = observed[3].warnings   # every corpus's, not only the one a status names
             if len(warnings) > CORPUS_WARNINGS:
                 warnings = [*warnings[:CORPUS_WARNINGS], f"… and {len(warnings) - CORPUS_WARNINGS} more warnings"]

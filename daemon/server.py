@@ -520,7 +520,7 @@ class Daemon:
                 with corpus.engine.view(scope) as view:
                     st = self.status(corpus, view)
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
-                        st.corpora = [corpus.summary()]
+                        st.corpora = [corpus.summary(view)]
                 return st.to_json()
         finally:
             self.corpora.release(corpus)
