@@ -175,7 +175,8 @@ def bench_notes_beside(tmp: Path, embedder, dev: Path, eval_dir: Path) -> dict:
         for name, conv in (("alone", None), ("beside", read_talks)):
             best = float("inf")
             for _ in range(3):
-                getattr(embedder, "_queries", {}).clear()   # each run embeds the question (a new question would)
+                if hasattr(embedder, "_queries"):   # each run embeds the question (a new question would)
+                    embedder._queries = type(embedder._queries)()
                 t0 = time.perf_counter()
                 api.read_across("search", {"query": q}, read_notes, conv)
                 best = min(best, time.perf_counter() - t0)
