@@ -45,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 7
+REDACTOR_VERSION = 8
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -301,6 +301,17 @@ def _kv_value(value: str) -> bool:
     return _looks_secret(value.rstrip(".,;:)]}"))
 
 
+_GO_TEST_NAME = re.compile(r"(?:Test|Benchmark|Example|Fuzz)[A-Za-z0-9_/.-]*")
+
+
+def _test_verdict(m: re.Match, group: str) -> bool:
+    """`--- PASS: TestParse2Items` is `go test`'s verdict before the test's name, not a password:
+    the bare key `PASS` in capitals, a colon, then a Go test's name (`DB_PASS: X`, `pass: X`,
+    `PASS=X` and `PASS: "X"` stay secrets)."""
+    return (m.group("k") == "PASS" and group == "v" and ":" in m.string[m.end("k"):m.start(group)]
+            and bool(_GO_TEST_NAME.fullmatch(m.group(group).rstrip(".,;:)]}>"))))
+
+
 def _key_value(text: str) -> tuple[str, int]:
     n = 0
 
@@ -308,7 +319,7 @@ def _key_value(text: str) -> tuple[str, int]:
         nonlocal n
         raw = m.group("v")
         value = raw.rstrip(".,;:)]}>")  # keep closing punctuation: it is not the secret
-        if not _looks_secret(value):
+        if not _looks_secret(value) or _test_verdict(m, "v"):
             return m.group(0)
         n += 1
         s = m.start("v") - m.start(0)
@@ -585,7 +596,7 @@ def _env_secrets(text: str) -> tuple[str, int]:
         group = next(g for g in ("dq", "sq", "v") if m.group(g) is not None)
         raw = m.group(group)
         value = raw.rstrip(",;") if group == "v" else raw
-        if not _secret_name(m.group("k")) or not _secret_value(value):
+        if not _secret_name(m.group("k")) or not _secret_value(value) or _test_verdict(m, group):
             return m.group(0)
         n += 1
         s, e = m.start(group) - m.start(0), m.start(group) - m.start(0) + len(value)

@@ -690,6 +690,8 @@ def test_memory_dev_decoys_stay_readable():
     ("cli_password", "docker login -u bob --password-stdin <<< 'Here9StringPw'", "Here9StringPw"),
     ("key_value", "docker login -u bob --password DockerLoginPw77q", "DockerLoginPw77q"),
     ("key_value", "docker login -u bob --password=DockerLoginPw77q", "DockerLoginPw77q"),
+    ("key_value", "PASS: Hb3wN7pLt44x", "Hb3wN7pLt44x"),         # a PASS key, not a go test's verdict
+    ("env_secret", 'PASS: "TestPassw0rd7"', "TestPassw0rd7"),     # quoted: a value, not a test's name
 ])
 def test_family_catches_its_shape(family, text, secret):
     out, counts = redact(text)
@@ -755,6 +757,8 @@ def test_family_catches_its_shape(family, text, secret):
     # cookies without a session value, names and attributes
     "Set-Cookie: theme=dark; Path=/; HttpOnly", "the cookie: a small file", "Set-Cookie: csrftoken=$CSRF; Secure",
     "curl --cookie cookies.txt https://app.example.com/", "git checkout -b feature/login-2fa",
+    "--- PASS: TestFoo2Bar3 (0.00s)", "    --- PASS: TestScheduler/adaptive_6h (0.01s)",   # go test's verdicts
+    "--- PASS: BenchmarkParse2Items (1.20s)",
 ])
 def test_ordinary_text_is_left_alone(text):
     out, counts = redact(text)
