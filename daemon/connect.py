@@ -176,7 +176,7 @@ class LocalBackend:
     def _answer(self, method: str, params: dict) -> dict:
         from remembrancer.indexer import api
 
-        if method in api.REFRESH_METHODS:
+        if method in api.READ_METHODS:
             self.refresh()
         out = api.answer_in_process(self.engine, method, params, self.freshness)
         if out is not None:

@@ -21,7 +21,7 @@ from remembrancer.indexer import indexes
 from remembrancer.indexer.answers import CorpusLine, Freshness, IndexStatus
 from remembrancer.indexer.store.local.catalog import store_fault
 from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, NOTES, Config, load_config, make_roots,
-                                         project_slug, too_wide)
+                                         project_and_parents, project_slug)
 from remembrancer.indexer.ingest.commit_log import commits_config
 from remembrancer.indexer.engine import Engine, ReadView
 from remembrancer.indexer.errors import UserError
@@ -80,12 +80,7 @@ def holds(root: Path, path: Path) -> bool:
 def project_slugs(folder: Path) -> list[str]:
     """The names Claude Code gives the transcript folder of a project in `folder`: its own, then its
     parents' up to (not including) the home folder or `/` (config.claude_folders looks the same way)."""
-    out = []
-    for f in (folder, *folder.parents):
-        if too_wide(f):
-            break
-        out.append(project_slug(f))
-    return out
+    return [project_slug(f) for f in project_and_parents(folder)]
 
 
 def within_rank(config: Config, folder: Path, projects: list[str]) -> tuple[int, int] | None:

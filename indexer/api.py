@@ -156,12 +156,9 @@ def do_verify(view: ReadView, params) -> dict:
 
 READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
                 "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
-# Every answer about the index's content carries its freshness verdict: a listing or a read too (which
-# documents exist and where their sections are is the index's word, not the files').
-FRESHNESS_METHODS = tuple(READ_METHODS)
-# A writable engine in the client's process (no daemon) refreshes before these: a listing or a read
-# is of the files as they are, never of a pass that did not finish.
-REFRESH_METHODS = FRESHNESS_METHODS
+# Every read method's answer carries the freshness verdict (a listing or a read too: which documents
+# exist and where their sections are is the index's word, not the files'), and a writable engine in
+# the client's process (no daemon) refreshes before each: never an answer of a pass that did not finish.
 # Errors that say the index has no such document: they carry the verdict too, and an index that is
 # behind says so in the message — a file added since may just not be read yet.
 ABSENT_CODES = ("not_found",)

@@ -721,6 +721,17 @@ def project_slug(folder: Path) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder))
 
 
+def project_and_parents(folder: Path) -> list[Path]:
+    """A project folder and the folders above it up to (not including) the home folder or `/`: where
+    Claude Code may have been started for it (its transcript folder is named after that one)."""
+    out = []
+    for f in (folder, *folder.parents):
+        if too_wide(f):
+            break
+        out.append(f)
+    return out
+
+
 def claude_folders(project: Path | None) -> list[Path]:
     """The Claude Code transcript folders of `project` (or of the nearest folder above it that has
     some: Claude Code may have been started at the repository's top) — one in each projects folder
@@ -732,9 +743,7 @@ def claude_folders(project: Path | None) -> list[Path]:
     except OSError:
         return []
     bases = [b for b in claude_projects_dirs() if b.is_dir()]
-    for folder in (project, *project.parents):
-        if too_wide(folder):
-            break
+    for folder in project_and_parents(project):
         found = [base / project_slug(folder) for base in bases if (base / project_slug(folder)).is_dir()]
         if found:
             return list(dict.fromkeys(f.resolve() for f in found))
