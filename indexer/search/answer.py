@@ -77,6 +77,8 @@ IDENTIFIERS_FIRST = True   # off only to measure it
 # "When was wren last rebooted?" asks for the newest occurrence: the newest near tie answers, as for
 # an outcome (rank.LATEST_RE, rank._newest_of_near_ties).
 LATEST_OCCURRENCE = True   # off only to measure it
+NEWEST_ENTRY = True        # "the latest X" landing on a log of X's: its newest entry (off only to measure it)
+NEWEST_ENTRY_READ = 400    # a document with more sections than this is not read for its entries' days
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
@@ -377,10 +379,42 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if view.config.rerank is not None:
         _cross_encoded(view, query, cands, notes)
     rows = _rerank(view, it, cands)
+    if NEWEST_ENTRY and view.config.ranking.enabled and (it.latest or it.current) and view.config.kind != CODE:
+        _newest_entry_first(view, cands, rows, shared)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]), it)
+
+
+def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"The latest X", "X as it stands now", when the best match is the document that lists the
+    X's — a decision log, a notebook, an estimate redone over the months — is its newest entry, not
+    its title and introduction: those name the topic in the question's words, the entries do not.
+    When the best section encloses two or more entries of different days (rank.entry_day), the
+    newest goes first. (A question about whether something happened is left to the newest of the
+    near ties: the newest entry of a log need not be about it.)"""
+    best = min(cands, key=lambda sid: (-cands[sid].score, sid))
+    top = rows.get(best)
+    if top is None:
+        return
+    inside = [sid for sid in shared.sections_of(top.path)
+              if shared.allowed is None or sid in shared.allowed]
+    heads = {sid: s for sid, s in view.catalog.section_heads_by_id(inside).items() if rank.encloses(top, s)}
+    if len(heads) < 2 or len(heads) > NEWEST_ENTRY_READ:
+        return
+    entries = view.catalog.sections_by_id(list(heads))
+    present = rank.present_day(rows.values())
+    when = {sid: d for sid, s in entries.items() if (d := rank.entry_day(s, present)) is not None}
+    if len(set(when.values())) < 2:
+        return
+    newest = max(when, key=lambda sid: (when[sid], entries[sid].start_line))
+    c = cands.get(newest) or cands.setdefault(newest, Candidate(newest))
+    rows.setdefault(newest, entries[newest])
+    if c.score <= cands[best].score:
+        c.why.append(f"the newest entry of {top.heading or top.path}, the best match, for a question about "
+                     f"the latest +{cands[best].score - c.score + 1e-6:.3f}")
+        c.score = cands[best].score + 1e-6
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:

@@ -332,7 +332,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
         _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
 
 
-def _encloses(outer, inner) -> bool:
+def encloses(outer, inner) -> bool:
     """Is `outer` a section that `inner` sits inside (the preamble, or an ancestor heading)?"""
     if outer.doc_id != inner.doc_id or outer.id == inner.id:
         return False
@@ -361,7 +361,7 @@ def _detail_before_summary(cands: dict, rows: dict, margin: float) -> None:
         if top is None:
             return
         inside = [sid for sid, c in cands.items() if sid in rows and c.score >= c_top.score * (1 - margin)
-                  and _encloses(top, rows[sid]) and not SUMMARY_HEADING_RE.match(_own_heading(rows[sid]))]
+                  and encloses(top, rows[sid]) and not SUMMARY_HEADING_RE.match(_own_heading(rows[sid]))]
         if not inside:
             return
         sid = min(inside, key=lambda i: (-cands[i].score, i))
@@ -418,13 +418,32 @@ def _days_written(when: dict, rows: dict, read_texts: ReadTexts) -> dict:
     a runbook's log ("Rotation log", "History", a maintenance table) keeps one occurrence a line, and
     the section is dated by its file, last edited whenever. A day after today and after every dated
     section among the candidates is still to come: a plan's target, not an occurrence."""
-    present = max([date_value(dates.today().isoformat()), *filter(None, (date_value(r.date) for r in rows.values()))])
+    present = present_day(rows.values())
     texts = {s.id: s.content or "" for s in read_texts(list(when))}
     out = {}
     for sid, own in when.items():
-        days = [d for d in (date_value(day) for day in meta.dates_in(texts.get(sid, ""))) if d <= present]
-        out[sid] = max([d for d in (own, *days) if d is not None], default=None)
+        out[sid] = max([d for d in (own, *_days_in(texts.get(sid, ""), present)) if d is not None], default=None)
     return out
+
+
+def present_day(rows) -> int:
+    """Today, or the newest day a section among `rows` is dated if later (notes dated ahead of the
+    clock): a day the text writes past it is still to come — a plan's target, not an occurrence."""
+    return max([date_value(dates.today().isoformat()), *filter(None, (date_value(r.date) for r in rows))])
+
+
+def _days_in(text: str, present: int) -> list[int]:
+    return [d for d in (date_value(day) for day in meta.dates_in(text)) if d <= present]
+
+
+def entry_day(s, present: int) -> int | None:
+    """The day of an entry in a log kept as one document — a decision log's `## D-013 …`, an
+    estimate redone as `## R5 — 2045-07-02`, a dated heading of a notebook: the day its own heading
+    gives, else the newest day its text writes (`2045-06-23. MX25R64 allocation …`). Not its file's
+    date, which every entry of the document shares."""
+    if written_that_day(s):
+        return date_value(s.date)
+    return max(_days_in(s.content or "", present), default=None)
 
 
 def written_that_day(s) -> bool:

@@ -436,3 +436,41 @@ def test_the_search_puts_the_sections_holding_an_asked_identifier_first(tmp_path
     monkeypatch.setattr(answer, "IDENTIFIERS_FIRST", False)
     out = api.do_search(e.view(), {"query": "What is commit d1fe89d?", "limit": 3})
     assert (out["results"] or out["best_weak"])[0]["path"] != "log/2033-W44.md"
+
+
+def test_the_latest_of_a_log_kept_as_one_document_is_its_newest_entry(tmp_path, tiny_engine, monkeypatch):
+    """"Most recent entry in the decision log?" matches the log's title and introduction best (they
+    name the topic in the question's words; the entries do not): the newest entry answers, by the
+    day its heading gives or its text writes — not its place in the file. The same for a value as
+    it stands now. A question that is neither is left to relevance. The fusion is fixed by a spy on
+    the real `_fuse` (the tiny test model's vectors are random): a title section scores best."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "decisions.md": "# Decision log\n\nEvery decision of the ingest team, one entry each.\n\n"
+                        "## D-001 Use Kafka\n\n2025-01-10. Kafka for the event bus.\n\n"
+                        "## D-003 Keep Postgres 16\n\n2025-05-20. No upgrade this year.\n\n"
+                        "## D-002 Drop Kafka for NATS\n\n2025-03-02. Kafka was too heavy for us.\n",
+        "battery.md": "# Battery life estimate\n\nWhat we tell customers, redone with each board.\n\n"
+                      "## R1 — 2030-01-06\n\n14 months.\n\n## R2 — 2030-04-11\n\n22 months.\n"}))
+    view = e.view()
+    real = answer._fuse
+
+    def titles_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            titled = heads[sid].heading in ("Decision log", "Battery life estimate")
+            c.score = c.fused = 1.0 + c.bm25 if titled else 0.1   # the title the question's words match best
+
+    monkeypatch.setattr(answer, "_fuse", titles_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("most recent entry in the decision log?") == "Decision log > D-003 Keep Postgres 16"
+    assert first("what battery life are we quoting these days?") == "Battery life estimate > R2 — 2030-04-11"
+    assert first("what does the decision log say about Kafka?") == "Decision log"
+    monkeypatch.setattr(answer, "NEWEST_ENTRY", False)
+    assert first("most recent entry in the decision log?") == "Decision log"
