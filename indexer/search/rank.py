@@ -104,7 +104,14 @@ HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|ch
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
 ReadTexts = Callable[[list[int]], list]   # section ids → their rows with text (a rule reads a few)
-CONVERSATION_OUTCOME_MARGIN = 0.1
+# Conversations: the newest exchange this near the best settles "is it still / what is it now"
+# (docs/conversations.md: 0.1 → 0.25 with the recap stepped back, on two held-out sets and the dev set).
+CONVERSATION_OUTCOME_MARGIN = 0.25
+# A prompt asking for a recap — what is still open, left to do, where things stand — is answered by
+# an exchange that restates the earlier ones, dates and states included, as a compaction summary does.
+RECAP_PROMPT_RE = re.compile(
+    r"\b(what'?s (still )?(left|open|outstanding)|what is (still )?(left|open)|anything (still )?open|left to do|open items|"
+    r"recap|sum (it |things |everything )?up|summari[sz]e|where are we)\b|^\W*status\b[.:?!]", re.IGNORECASE)
 
 
 @dataclass
@@ -127,8 +134,9 @@ class RankingConfig:
     # The rules together move a section by at most this share of the best fused score, so they
     # decide near ties and never overturn a clearly stronger relevance signal (docs/ranking.md).
     rule_swing: float = 0.2
-    # A conversation's compaction summary restates the exchanges before it: it answers only where
-    # they do not (indexer/ingest/transcripts.py). No effect on notes, which have none.
+    # A conversation's compaction summary, or a recap the user asked for (RECAP_PROMPT_RE), restates
+    # the exchanges before it: it answers only where they do not (indexer/ingest/transcripts.py).
+    # No effect on notes, which have neither.
     compaction_factor: float = 0.85
     enabled: bool = True
 
@@ -310,8 +318,11 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
             scale(cfg.fact_history_factor, "the record's history, for a question about now")
         if w != 1.0:
             scale(w, f"type {s.doc_type}")
-        if s.doc_type in CONVERSATION_TYPES and s.heading == COMPACTION_HEADING and cfg.compaction_factor != 1.0:
-            scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
+        if s.doc_type in CONVERSATION_TYPES and cfg.compaction_factor != 1.0:
+            if s.heading == COMPACTION_HEADING:
+                scale(cfg.compaction_factor, "a compaction summary: it restates earlier exchanges")
+            elif RECAP_PROMPT_RE.search(s.heading or ""):
+                scale(cfg.compaction_factor, "a recap the prompt asked for: it restates earlier exchanges")
         if cfg.stale_factor != 1.0 and (s.stale or s.doc_stale) and not (it.past or it.history):
             scale(cfg.stale_factor, "marked superseded, for a question about how things are")
         if reads_text(s, it, cfg) and answers_howto(s, it):

@@ -4,6 +4,7 @@ real engine (tantivy, hnswlib, the tiny ONNX model) on transcripts in the real l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -15,6 +16,8 @@ from remembrancer.indexer.config import CONVERSATIONS, Config, make_roots
 from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.redact_policy import RedactionPolicy
+from remembrancer.indexer.search import rank
+from tests.support.ranking import ranked, row
 from tests.support.transcripts import Session
 
 FRESH = lambda view: Freshness(verdict="fresh")  # noqa: E731
@@ -102,6 +105,39 @@ def test_a_compaction_summary_ranks_below_the_exchange_it_restates(projects, tal
     assert order.index("Compaction summary") > order.index(
         "Switch the job queue from Redis to Postgres with SKIP LOCKED.")
     assert out.shown[0].uuid == p
+
+
+def test_a_recap_the_prompt_asked_for_ranks_below_the_exchange_it_restates():
+    """"What's still open?" is answered by restating every thread, its dates and states with it: the
+    exchange where a thing was done answers a question about it, the recap only where it does not
+    (stepped back as a compaction summary is, ×0.85)."""
+    rows = [row(1, "p/a.jsonl", "Switch the job queue from Redis to Postgres with SKIP LOCKED.",
+                doc_type="conversation", date="2026-03-02"),
+            row(2, "p/b.jsonl", "whats still open from the last few weeks", doc_type="conversation",
+                date="2026-03-20"),
+            row(3, "p/b.jsonl", "Compaction summary", doc_type="conversation", date="2026-03-20")]
+    cfg = rank.RankingConfig.conversations()
+    query = "which queue did the jobs move to?"
+    assert ranked(rows, {1: 0.80, 2: 0.90, 3: 0.70}, query, cfg) == [1, 2, 3]
+    assert ranked(rows, {1: 0.80, 2: 0.90, 3: 0.70}, query, dataclasses.replace(cfg, compaction_factor=1.0)) == [2, 1, 3]
+    # a recap far ahead still answers: the step back decides near ties only
+    assert ranked(rows, {1: 0.50, 2: 0.90, 3: 0.70}, query, cfg)[0] == 2
+
+
+@pytest.mark.parametrize("prompt, recap", [
+    ("whats still open from the last few weeks", True),
+    ("status. what's still open before the report goes out (pipeline, callbook)", True),
+    ("Can you sum up where we are with the migration?", True),
+    ("what's left to do before v0.3?", True),
+    ("summarize today's session", True),
+    ("what is the status of the nightly build?", False),
+    ("fix the status code the handler returns", False),
+    ("why is port 8080 still open on the box?", False),
+    ("is anything still open on the release checklist?", True),
+    ("left-pad the ids", False),
+])
+def test_a_recap_prompt_is_read_from_its_wording(prompt, recap):
+    assert bool(rank.RECAP_PROMPT_RE.search(prompt)) is recap
 
 
 def test_read_by_uuid_gives_the_exchange_and_around_gives_its_neighbours(projects, talks):
