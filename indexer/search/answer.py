@@ -49,6 +49,7 @@ HEADING_PASSAGE_WEIGHT = 0.88
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
 ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
+ABSTAIN_DENSE_NO_WORD = 0.2  # no word of the question occurs: below the one answerable dev row so (0.24)
 ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
 ABSTAIN_POOL = 5             # the semantic match is judged on the sections an answer would show
 MAX_LIMIT = 50
@@ -941,6 +942,12 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
         bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
         reasons.append(f"not in the corpus: {_listed(view, absent)}; best semantic match {top_dense:.2f} < {bar}")
+    if not reasons and ranked and top_dense < ABSTAIN_DENSE_NO_WORD and not _any_word_occurs(view, [query]):
+        # No word of the question in the notes and next to no meaning in common: "who is on call"
+        # over notes that never say so, "best hiking trails nearby" (0.09–0.15). A terse paraphrase
+        # the notes answer in other words keeps more meaning ("hooking it up to my editor": 0.24).
+        bar = ABSTAIN_DENSE_NO_WORD
+        reasons.append(f"no word of the question occurs in the notes; best semantic match {top_dense:.2f} < {bar}")
     if not ranked:
         reasons.append("no section shares a word or meaning with the question")
     return bool(reasons), reasons, bar, bool(missing or unheld)
@@ -977,9 +984,10 @@ def _common_words(view) -> frozenset[str] | None:
 def _any_word_occurs(view, phrasings: list[str]) -> bool:
     """Whether a content word of any phrasing occurs in some visible section (a phrasing holding an
     identifier counts as one that does: abstention judges identifiers). When none does, an answer
-    rests on meaning alone — worth saying, not worth an abstention: a terse paraphrase ("hooking it
-    up to my editor") shares no word with the notes that answer it, and neither does nonsense
-    ("foo"); only the semantic match could tell them apart, and on the dev sets it cannot."""
+    rests on meaning alone — worth saying, and an abstention only when that meaning is next to none
+    (ABSTAIN_DENSE_NO_WORD): a terse paraphrase ("hooking it up to my editor") shares no word with
+    the notes that answer it, and neither does nonsense ("foo"); only the semantic match can tell
+    them apart, and only at its low end."""
     for text in phrasings:
         if terms.literal_probes(text) or any(_word_occurs(view, w) for w in dict.fromkeys(terms.content_words(text))):
             return True

@@ -381,6 +381,19 @@ def test_e2e_plain_english_about_something_the_notes_never_cover_abstains(real, 
     assert "not in the corpus" in out["why_no_strong_match"][0]
 
 
+@pytest.mark.parametrize("query", ["how should I water my tomatoes", "best hiking trails nearby"])
+def test_e2e_no_word_of_the_question_in_the_notes_and_next_to_no_meaning_abstains(real, query):
+    """Everyday words only, none of them in the notes, and a semantic match near the floor: nothing
+    answers, and the search says so (the candidates go as weak ones). A rephrasing that finds the
+    notes' own words lifts it."""
+    out, _ = top(real, query)
+    assert out["no_strong_match"], out
+    assert "no word of the question occurs in the notes" in out["why_no_strong_match"][0]
+    assert out["best_weak"] and not out["results"]
+    lifted = api.do_search(real.view(), {"query": query, "alternates": ["db1 backup schedule"], "limit": 3})
+    assert not lifted["no_strong_match"]
+
+
 def test_e2e_plain_english_the_notes_do_cover_does_not_abstain(real):
     out, first = top(real, "what is the backup schedule for db1")
     assert not out["no_strong_match"] and first["path"] == "hosts/db1.md"
