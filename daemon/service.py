@@ -26,11 +26,12 @@ PLIST_NAME = "dev.remembrancer.daemon.plist"
 
 
 def exec_argv() -> list[str]:
-    """The absolute command that runs `remembrancer`: the venv's script, else python -m remembrancer."""
+    """The absolute command that runs `remembrancer`: the venv's script, else `python -P -m remembrancer`
+    (-P: the folder it is started in — a service's is the home folder — must not lend it a package)."""
     script = Path(sys.executable).parent / "remembrancer"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "remembrancer"]
+    return [sys.executable, "-P", "-m", "remembrancer"]
 
 
 @dataclass(frozen=True)
