@@ -521,7 +521,8 @@ def _backend(args, missing: str = "ok"):
 
     With no index built yet: `missing="build"` says on stderr that it is built now — in-process
     with a progress bar, or by the daemon, waited for — "error" refuses with exit 3 (reads have
-    nothing to read), "status" too unless a daemon answers (it creates nothing), "ok" goes on.
+    nothing to read), "status" too unless the daemon already holds that corpus (its first pass is
+    under way): status creates nothing, with a daemon or without one; "ok" goes on.
     An index whose last pass did not finish is finished first, in-process, saying so."""
     from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
     from remembrancer.indexer.config import load_config
@@ -538,7 +539,7 @@ def _backend(args, missing: str = "ok"):
         return backend
     where = ", ".join(str(r.path) for r in config.roots)
     daemon = find_daemon(config)
-    if missing == "status" and daemon is not None:
+    if missing == "status" and daemon is not None and _daemon_holds(daemon, config):
         return daemon
     if missing in ("error", "status"):
         if daemon is not None:
@@ -557,6 +558,13 @@ def _backend(args, missing: str = "ok"):
           file=sys.stderr)
     wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
     return daemon
+
+
+def _daemon_holds(daemon, config) -> bool:
+    """Whether the daemon already serves the corpus of `config` (open or remembered): asking it
+    about one it does not hold would open, create and index it."""
+    index = str(config.index_dir())
+    return any(c.get("index_dir") == index for c in daemon.status_at_connect.get("corpora") or [])
 
 
 def corpus_path(path: str, root_args, backend=None) -> str:

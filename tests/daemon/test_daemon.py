@@ -312,3 +312,25 @@ def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_p
         assert st["freshness"]["verdict"] == "stale" and st["roots"][0]["unavailable"]
     finally:
         b.close()
+
+
+@pytest.mark.slow
+def test_status_and_list_of_a_folder_never_indexed_create_nothing_while_a_daemon_runs(daemon, tmp_path):
+    """`status` and `list` write nothing: with a daemon they answer as without one (exit 3, "no
+    index yet") instead of the daemon opening, creating and indexing the folder (a mistyped
+    `--root ~/code` started a whole tree's first pass). `status` of a folder the daemon is
+    indexing right now (opened by a search) still answers."""
+    never = tmp_path / "never"
+    write(never, "a.md", "# Never\n\nNever indexed.\n")
+    without_daemon = {**daemon.env, "REMEMBRANCER_SOCKET": str(tmp_path / "no-daemon.sock"),
+                      "REMEMBRANCER_DATA_DIR": str(tmp_path / "other-data")}
+    for env in (daemon.env, without_daemon):
+        for command in ("status", "list"):
+            p = subprocess.run([sys.executable, "-m", "remembrancer", command, "--root", str(never)], env=env,
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 3, (command, p.stdout, p.stderr)
+            assert "no index yet" in p.stderr and "Traceback" not in p.stderr
+    roots = [c["roots"] for c in daemon.call("status")["corpora"]]
+    assert [str(never)] not in roots and [str(never.resolve())] not in roots
+    for data in (tmp_path / "data", tmp_path / "other-data"):
+        assert not list(data.glob("indexes/never-*"))
