@@ -167,6 +167,44 @@ class _Version(argparse.Action):
 JSON_HELP = "print the result as JSON instead of text"
 
 
+def _add_mcp_options(p: argparse.ArgumentParser) -> None:
+    """The options of `mcp` and of `mcp config` (which writes them into the registration)."""
+    _add_store(p)
+    _add_root(p)
+    _add_other_corpora(p)
+    p.add_argument("--install", action="store_true",
+                   help="with config: merge the server into Claude Desktop's config file")
+    p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
+                   "Claude Desktop's own")
+    p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
+                   help="idle timeout of a daemon started on demand")
+    p.add_argument("--instructions", default="", help="text appended to the server description")
+    p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
+                   help="only documents under this path prefix exist for the agent (repeatable)")
+
+
+def mcp_config_parser() -> argparse.ArgumentParser:
+    """`mcp config`'s own help: `config` is a positional of `mcp` (so `mcp --root DIR` keeps serving),
+    not a subcommand, and argparse alone would print the server's."""
+    p = _Parser(prog="remembrancer mcp config",
+                description="Print the `claude mcp add` line and the Claude Desktop JSON that register the MCP "
+                            "server with this machine's absolute paths and these options; with --install, also "
+                            "merge the server into Claude Desktop's config file (other servers kept).")
+    _add_mcp_options(p)
+    return p
+
+
+class _McpHelp(argparse.Action):
+    """-h of `mcp`: config's help once `config` was read (`mcp config --help`), else the server's."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        (mcp_config_parser() if getattr(namespace, "action", None) == "config" else parser).print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
@@ -262,21 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         hp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop); "
-                       "`mcp config` prints how to register it")
+                       "`mcp config` prints how to register it", add_help=False)
+    p.add_argument("-h", "--help", action=_McpHelp, help="show this help message and exit "
+                   "(`mcp config --help`: config's)")
     p.add_argument("action", nargs="?", choices=["config"],
                    help="config: print the `claude mcp add` line and the Claude Desktop JSON")
-    _add_store(p)
-    _add_root(p)
-    _add_other_corpora(p)
-    p.add_argument("--install", action="store_true",
-                   help="with config: merge the server into Claude Desktop's config file")
-    p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
-                   "Claude Desktop's own")
-    p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
-                   help="idle timeout of a daemon started on demand")
-    p.add_argument("--instructions", default="", help="text appended to the server description")
-    p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
-                   help="only documents under this path prefix exist for the agent (repeatable)")
+    _add_mcp_options(p)
 
     p = sub.add_parser("corpora", help="list the indexed corpora (roots, documents, size, last used, served?); "
                        "`corpora forget NAME|PATH` deletes one's index (never the notes)")

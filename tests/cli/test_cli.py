@@ -140,3 +140,15 @@ def test_a_config_path_that_is_a_directory_is_a_setup_error(cli, tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1
     p = run_cli("search", "x", "--root", str(cli.notes), "--json", env=env)
     assert json.loads(p.stdout)["error"]["param"] == "REMEMBRANCER_CONFIG"
+
+
+def test_mcp_config_help_is_the_help_of_config():
+    """`mcp config --help` names config's own options (what --install writes, where), not the
+    server's; `mcp --help` stays the server's."""
+    p = run_cli("mcp", "config", "--help", timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: remembrancer mcp config")
+    assert "--install" in p.stdout and "--desktop-config" in p.stdout and "claude mcp add" in p.stdout
+    server = run_cli("mcp", "--help", timeout=60)
+    assert server.returncode == 0 and server.stdout.startswith("usage: remembrancer mcp ")
+    assert not server.stdout.startswith("usage: remembrancer mcp config")
