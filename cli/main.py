@@ -675,13 +675,15 @@ def cmd_index(args) -> int:
         report = writer.pass_once(progress=_progress_bar(), reembed=args.reembed).to_dict()   # as `serve` does: pull, index
     else:
         config = _load(args)
+        embedder = _model_folder_embedder(config)   # a broken [model] path is refused before any pass
         report = _index_by_daemon(config, args.reembed)
         if report is None:
-            report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
+            report = _index_writer(config, embedder).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
             for name, other in (("conversations", config.conversation_config()), ("code", config.code_config())):
                 if other is not None:
-                    report[name] = _index_writer(other).refresh(progress=_progress_bar(),
-                                                                reembed=args.reembed).to_dict()
+                    same = embedder if other.model == config.model else None
+                    report[name] = _index_writer(other, same).refresh(progress=_progress_bar(),
+                                                                      reembed=args.reembed).to_dict()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -699,6 +701,24 @@ def cmd_index(args) -> int:
                       f"passages embedded in {other['seconds']:.2f}s")
                 _print_warnings(other["warnings"])
     return EXIT_OK
+
+
+def _model_folder_embedder(config):
+    """The model of a configured `[model] path`, loaded (None for the packaged model or a server).
+    A folder that holds no usable model (a file missing, a graph onnxruntime refuses, a wrong
+    `dim`) is a setup error: indexing on would leave every passage waiting for a vector that no
+    later run can give, and exit 0."""
+    from remembrancer.indexer.config import config_path, model_path_hint
+    from remembrancer.indexer.models.embed import ModelError, load_embedder_from_dir
+    from remembrancer.indexer.models.spec import INT8_SPEC
+
+    if not isinstance(config.model, str) or config.model in ("default", INT8_SPEC):
+        return None
+    try:
+        return load_embedder_from_dir(config.model)
+    except ModelError as e:
+        raise UserError(f"the model folder {config.model} ([model] path) cannot be used: {e}", code="bad_model",
+                        param="model.path", hint=model_path_hint(config_path())) from None
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -745,7 +765,7 @@ def _index_by_daemon(config, reembed: bool) -> dict | None:
     return out["report"]
 
 
-def _index_writer(config):
+def _index_writer(config, embedder=None):
     """The engine of this corpus, writable: its writer lock taken first — waited for, with a
     line saying who holds it, while another `index` (or a daemon that does not answer) writes."""
     from remembrancer.indexer import writelock
@@ -762,7 +782,7 @@ def _index_writer(config):
     index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", wait=waiting)
     try:
-        return Engine(config)   # takes its own count of the lock this process now holds
+        return Engine(config, embedder=embedder)   # takes its own count of the lock this process now holds
     finally:
         held.release()
 
