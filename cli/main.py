@@ -167,6 +167,44 @@ class _Version(argparse.Action):
 JSON_HELP = "print the result as JSON instead of text"
 
 
+def _add_mcp_options(p: argparse.ArgumentParser) -> None:
+    """The options of `mcp` and of `mcp config` (which writes them into the registration)."""
+    _add_store(p)
+    _add_root(p)
+    _add_other_corpora(p)
+    p.add_argument("--install", action="store_true",
+                   help="with config: merge the server into Claude Desktop's config file")
+    p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
+                   "Claude Desktop's own")
+    p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
+                   help="idle timeout of a daemon started on demand")
+    p.add_argument("--instructions", default="", help="text appended to the server description")
+    p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
+                   help="only documents under this path prefix exist for the agent (repeatable)")
+
+
+def mcp_config_parser() -> argparse.ArgumentParser:
+    """`mcp config`'s own help: `config` is a positional of `mcp` (so `mcp --root DIR` keeps serving),
+    not a subcommand, and argparse alone would print the server's."""
+    p = _Parser(prog="remembrancer mcp config",
+                description="Print the `claude mcp add` line and the Claude Desktop JSON that register the MCP "
+                            "server with this machine's absolute paths and these options; with --install, also "
+                            "merge the server into Claude Desktop's config file (other servers kept).")
+    _add_mcp_options(p)
+    return p
+
+
+class _McpHelp(argparse.Action):
+    """-h of `mcp`: config's help once `config` was read (`mcp config --help`), else the server's."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        (mcp_config_parser() if getattr(namespace, "action", None) == "config" else parser).print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="remembrancer", description="Hybrid search over a Markdown memory.")
     ap.add_argument("--debug", action="store_true", help="verbose logs and tracebacks on stderr")
@@ -262,21 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         hp.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("mcp", help="MCP server on stdio (for Claude Code / Claude Desktop); "
-                       "`mcp config` prints how to register it")
+                       "`mcp config` prints how to register it", add_help=False)
+    p.add_argument("-h", "--help", action=_McpHelp, help="show this help message and exit "
+                   "(`mcp config --help`: config's)")
     p.add_argument("action", nargs="?", choices=["config"],
                    help="config: print the `claude mcp add` line and the Claude Desktop JSON")
-    _add_store(p)
-    _add_root(p)
-    _add_other_corpora(p)
-    p.add_argument("--install", action="store_true",
-                   help="with config: merge the server into Claude Desktop's config file")
-    p.add_argument("--desktop-config", metavar="FILE", help="with config --install: that file instead of "
-                   "Claude Desktop's own")
-    p.add_argument("--idle-exit", type=float, default=600.0, metavar="SECONDS",
-                   help="idle timeout of a daemon started on demand")
-    p.add_argument("--instructions", default="", help="text appended to the server description")
-    p.add_argument("--scope", action="append", default=[], metavar="PREFIX",
-                   help="only documents under this path prefix exist for the agent (repeatable)")
+    _add_mcp_options(p)
 
     p = sub.add_parser("corpora", help="list the indexed corpora (roots, documents, size, last used, served?); "
                        "`corpora forget NAME|PATH` deletes one's index (never the notes)")
@@ -521,7 +550,8 @@ def _backend(args, missing: str = "ok"):
 
     With no index built yet: `missing="build"` says on stderr that it is built now — in-process
     with a progress bar, or by the daemon, waited for — "error" refuses with exit 3 (reads have
-    nothing to read), "status" too unless a daemon answers (it creates nothing), "ok" goes on.
+    nothing to read), "status" too unless the daemon already holds that corpus (its first pass is
+    under way): status creates nothing, with a daemon or without one; "ok" goes on.
     An index whose last pass did not finish is finished first, in-process, saying so."""
     from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
     from remembrancer.indexer.config import load_config
@@ -538,7 +568,7 @@ def _backend(args, missing: str = "ok"):
         return backend
     where = ", ".join(str(r.path) for r in config.roots)
     daemon = find_daemon(config)
-    if missing == "status" and daemon is not None:
+    if missing == "status" and daemon is not None and _daemon_holds(daemon, config):
         return daemon
     if missing in ("error", "status"):
         if daemon is not None:
@@ -557,6 +587,13 @@ def _backend(args, missing: str = "ok"):
           file=sys.stderr)
     wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
     return daemon
+
+
+def _daemon_holds(daemon, config) -> bool:
+    """Whether the daemon already serves the corpus of `config` (open or remembered): asking it
+    about one it does not hold would open, create and index it."""
+    index = str(config.index_dir())
+    return any(c.get("index_dir") == index for c in daemon.status_at_connect.get("corpora") or [])
 
 
 def corpus_path(path: str, root_args, backend=None) -> str:
@@ -638,13 +675,15 @@ def cmd_index(args) -> int:
         report = writer.pass_once(progress=_progress_bar(), reembed=args.reembed).to_dict()   # as `serve` does: pull, index
     else:
         config = _load(args)
+        embedder = _model_folder_embedder(config)   # a broken [model] path is refused before any pass
         report = _index_by_daemon(config, args.reembed)
         if report is None:
-            report = _index_writer(config).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
+            report = _index_writer(config, embedder).refresh(progress=_progress_bar(), reembed=args.reembed).to_dict()
             for name, other in (("conversations", config.conversation_config()), ("code", config.code_config())):
                 if other is not None:
-                    report[name] = _index_writer(other).refresh(progress=_progress_bar(),
-                                                                reembed=args.reembed).to_dict()
+                    same = embedder if other.model == config.model else None
+                    report[name] = _index_writer(other, same).refresh(progress=_progress_bar(),
+                                                                      reembed=args.reembed).to_dict()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -662,6 +701,24 @@ def cmd_index(args) -> int:
                       f"passages embedded in {other['seconds']:.2f}s")
                 _print_warnings(other["warnings"])
     return EXIT_OK
+
+
+def _model_folder_embedder(config):
+    """The model of a configured `[model] path`, loaded (None for the packaged model or a server).
+    A folder that holds no usable model (a file missing, a graph onnxruntime refuses, a wrong
+    `dim`) is a setup error: indexing on would leave every passage waiting for a vector that no
+    later run can give, and exit 0."""
+    from remembrancer.indexer.config import config_path, model_path_hint
+    from remembrancer.indexer.models.embed import ModelError, load_embedder_from_dir
+    from remembrancer.indexer.models.spec import INT8_SPEC
+
+    if not isinstance(config.model, str) or config.model in ("default", INT8_SPEC):
+        return None
+    try:
+        return load_embedder_from_dir(config.model)
+    except ModelError as e:
+        raise UserError(f"the model folder {config.model} ([model] path) cannot be used: {e}", code="bad_model",
+                        param="model.path", hint=model_path_hint(config_path())) from None
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -708,7 +765,7 @@ def _index_by_daemon(config, reembed: bool) -> dict | None:
     return out["report"]
 
 
-def _index_writer(config):
+def _index_writer(config, embedder=None):
     """The engine of this corpus, writable: its writer lock taken first — waited for, with a
     line saying who holds it, while another `index` (or a daemon that does not answer) writes."""
     from remembrancer.indexer import writelock
@@ -725,7 +782,7 @@ def _index_writer(config):
     index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     held = writelock.acquire(index_dir / writelock.WRITER_LOCK, "the index", wait=waiting)
     try:
-        return Engine(config)   # takes its own count of the lock this process now holds
+        return Engine(config, embedder=embedder)   # takes its own count of the lock this process now holds
     finally:
         held.release()
 

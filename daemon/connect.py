@@ -248,7 +248,8 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
     """Start a daemon in the background for this corpus (it exits after `idle_exit_s` without clients)."""
     sock = Path(sock or socket_path())
     log_dir = ensure_data_dir()   # UserError naming REMEMBRANCER_DATA_DIR, not a silent fallback
-    cmd = [sys.executable, "-m", "remembrancer", "serve", "--idle-exit", str(idle_exit_s)]
+    # -P: the client's folder (the project an agent works in) must not lend the daemon a `remembrancer` package
+    cmd = [sys.executable, "-P", "-m", "remembrancer", "serve", "--idle-exit", str(idle_exit_s)]
     for r in config.roots:
         cmd += ["--root", str(r.path)]
     env = {**os.environ, "REMEMBRANCER_SOCKET": str(sock)}

@@ -257,11 +257,14 @@ class Corpus:
             self.last_error = None
             self._failed, self._retry_at, self._retry_s = None, None, RETRY_FIRST_S
         except Exception as e:  # recorded and shown in status/freshness; the daemon keeps serving
-            if isinstance(e, UserError):   # a setup to fix (a missing secret-hash file), not a bug
-                log.warning("ingest failed: %s; retrying in %.0f s", e.message, self._retry_s)
+            fault = store_fault(e, self.engine.dir)   # a full or read-only disk, said with its fix
+            if isinstance(e, UserError) or fault is not None:   # a setup to fix, not a bug: one line a retry
+                said = e if fault is None else fault
+                log.warning("ingest failed: %s; retrying in %.0f s", said.message, self._retry_s)
+                if fault is not None:   # with --debug: what the library raised
+                    log.debug("the failed ingest raised", exc_info=True)
             else:
                 log.exception("ingest failed; retrying in %.0f s", self._retry_s)
-            fault = store_fault(e, self.engine.dir)   # a full or read-only disk, said with its fix
             self.last_error = str(fault) if fault is not None else f"{type(e).__name__}: {e}"
             self._failed = (set(paths), full)
             self._retry_at = time.monotonic() + self._retry_s

@@ -72,6 +72,17 @@ class AlreadyRunning(UserError):
 UNREAD = object()   # no config_stamp() yet
 
 
+STARTING_WAIT_S = 1.0   # a daemon that won the race says who it is within milliseconds of taking its lock
+
+
+def _soon(read: Callable[[], object | None], wait_s: float = STARTING_WAIT_S):
+    """`read()`'s first value that is not None within `wait_s` (None when there is none)."""
+    deadline = time.monotonic() + wait_s
+    while (value := read()) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
 def config_stamp() -> bytes | None:
     """The config file as it is now (None: there is none): what tells the daemon it was edited."""
     try:
@@ -145,16 +156,21 @@ class Daemon:
         a dead daemon's socket is replaced."""
         self._lockfile = self._socket_lock()
         if self._lockfile is None:
-            st = wire.ping(self.sock_path)
-            pid = st.get("daemon", {}).get("pid") if st else "?"
-            raise AlreadyRunning(f"a daemon already serves {self.sock_path} (pid {pid})",
-                                 hint="use it, or stop it with `remembrancer stop`", code="already_running")
+            raise AlreadyRunning(self._socket_holder(), hint="use it, or stop it with `remembrancer stop`",
+                                 code="already_running")
         writelock.identify(by="daemon", socket=str(self.sock_path))   # in the index locks it takes, too
+        lock = self.data_dir / writelock.DAEMON_LOCK
         try:
-            self._data_lock = writelock.acquire(self.data_dir / writelock.DAEMON_LOCK, f"the data dir {self.data_dir}")
+            self._data_lock = writelock.acquire(lock, f"the data dir {self.data_dir}")
         except writelock.Busy as e:
             self._lockfile.close()
-            other = e.holder or {}
+            other = e.holder or _soon(lambda: writelock.holder(lock))
+            if other is None:   # it took the lock an instant ago and has not said who it is yet
+                raise AlreadyRunning(
+                    f"a daemon is starting on the data dir {self.data_dir} (it has not written its pid and socket "
+                    "yet); a second one would be a second writer of its indexes",
+                    hint="`remembrancer status` names it once it answers; to replace it, stop it then with "
+                         "`remembrancer stop`", code="already_running") from None
             raise AlreadyRunning(
                 f"a daemon already serves the data dir {self.data_dir} (pid {other.get('pid', '?')}, "
                 f"socket {other.get('socket', '?')}); a second one would be a second writer of its indexes",
@@ -162,6 +178,25 @@ class Daemon:
                      f"stop it first: REMEMBRANCER_SOCKET={other.get('socket', '?')} remembrancer stop",
                 code="already_running") from None
         self._claim_socket()
+
+    def _socket_holder(self) -> str:
+        """Who holds the socket's lock, as far as it is known: the daemon answering there, else the
+        pid it wrote into the lock file (it is still loading), else that one is starting."""
+        st = wire.ping(self.sock_path)
+        if st and (st.get("daemon") or {}).get("pid"):
+            return f"a daemon already serves {self.sock_path} (pid {st['daemon']['pid']})"
+
+        def written() -> int | None:
+            try:
+                text = Path(self._lock_path()).read_text().strip()
+            except OSError:
+                return None
+            return int(text) if text.isdigit() else None
+
+        pid = _soon(written)
+        if pid is None:
+            return f"a daemon is starting on {self.sock_path} (it has not written its pid yet)"
+        return f"a daemon is starting on {self.sock_path} (pid {pid}; it does not answer yet)"
 
     def _socket_lock(self):
         """The socket's folder made (0700, checked to be ours) and the flock next to the socket

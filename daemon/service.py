@@ -19,6 +19,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from remembrancer.indexer.config import Config, data_dir, passed_env
+from remembrancer.indexer.errors import UserError
 
 TEMPLATES = files("remembrancer.systemd")
 UNIT_NAME = "remembrancer.service"
@@ -26,11 +27,12 @@ PLIST_NAME = "dev.remembrancer.daemon.plist"
 
 
 def exec_argv() -> list[str]:
-    """The absolute command that runs `remembrancer`: the venv's script, else python -m remembrancer."""
+    """The absolute command that runs `remembrancer`: the venv's script, else `python -P -m remembrancer`
+    (-P: the folder it is started in — a service's is the home folder — must not lend it a package)."""
     script = Path(sys.executable).parent / "remembrancer"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "remembrancer"]
+    return [sys.executable, "-P", "-m", "remembrancer"]
 
 
 @dataclass(frozen=True)
@@ -94,24 +96,52 @@ def plist_path() -> Path:
     return daemon_unit(Config(roots=[])).plist_path()
 
 
+# Characters that end or change an unquoted word of a unit line (systemd.syntax(7)): it is quoted.
+_UNIT_WORD_BREAKS = frozenset(" \t\"'\\;")
+
+
+def systemd_word(value: str, *, command: bool = False, quote: bool = False) -> str:
+    """`value` as one word of a unit line that systemd reads back unchanged (systemd.syntax(7),
+    systemd.service(5)): `%` starts a specifier (a URL's %2F host, a data dir's `%d`) and is doubled
+    everywhere; in a command line `$` expands a variable and is doubled too (Environment= expands
+    none); `\\`, `"` and control characters are C-escaped inside double quotes, which a space,
+    quote, backslash or `;` needs (and `quote` asks for)."""
+    escaped = "".join("%%" if c == "%" else "$$" if c == "$" and command else
+                      "\\" + c if c in '\\"' else f"\\x{ord(c):02x}" if ord(c) < 0x20 or c == "\x7f" else c
+                      for c in value)
+    quote = quote or not value or any(c in _UNIT_WORD_BREAKS or ord(c) < 0x20 for c in value)
+    return f'"{escaped}"' if quote else escaped
+
+
 def render_unit(unit: Unit) -> str:
-    # systemd reads `%` as a specifier (a URL's %2F host): doubled, it is a plain `%`
-    args = " ".join((f'"{a}"' if " " in a or a.startswith("/") else a).replace("%", "%%") for a in unit.args)
-    env = "\n".join(f'Environment="{k}={v}"' for k, v in passed_env().items())
+    env = "\n".join(f"Environment={systemd_word(f'{k}={v}')}" for k, v in passed_env().items())
     text = TEMPLATES.joinpath("remembrancer.service.in").read_text(encoding="utf-8")
-    return (text.replace("@EXEC@", " ".join(f'"{a}"' if " " in a else a for a in exec_argv()))
-            .replace("@ARGS@", args).replace("@ENV@", env).replace("@DESCRIPTION@", unit.description))
+    return (text.replace("@EXEC@", " ".join(systemd_word(a, command=True) for a in exec_argv()))
+            .replace("@ARGS@", " ".join(systemd_word(a, command=True, quote=a.startswith("/")) for a in unit.args))
+            .replace("@ENV@", env).replace("@DESCRIPTION@", unit.description))
+
+
+def plist_text(value: str) -> str:
+    """`value` as a plist <string>'s content, read back unchanged: `&`, `<`, `>` escaped (launchd
+    passes ProgramArguments as they are, no shell, no variables); XML cannot carry most control
+    characters at all (and reads a carriage return as a newline), so such a value is refused."""
+    bad = sorted({c for c in value if (ord(c) < 0x20 and c not in "\t\n") or c == "\x7f"})
+    if bad:
+        raise UserError(f"cannot write {value!r} into a launchd agent: it holds the control character(s) "
+                        f"{', '.join(repr(c) for c in bad)}, which a plist cannot carry",
+                        hint="rename the folder (or set the variable) without them")
+    return escape(value)
 
 
 def render_plist(unit: Unit) -> str:
     args = exec_argv() + list(unit.args)
     text = TEMPLATES.joinpath("dev.remembrancer.daemon.plist.in").read_text(encoding="utf-8")
-    return (text.replace("@LABEL@", escape(unit.label))
-            .replace("@ARGS@", "\n".join(f"    <string>{escape(a)}</string>" for a in args))
-            .replace("@ENV@", "\n".join(f"    <key>{escape(k)}</key><string>{escape(v)}</string>"
+    return (text.replace("@LABEL@", plist_text(unit.label))
+            .replace("@ARGS@", "\n".join(f"    <string>{plist_text(a)}</string>" for a in args))
+            .replace("@ENV@", "\n".join(f"    <key>{plist_text(k)}</key><string>{plist_text(v)}</string>"
                                         for k, v in passed_env().items()))
-            .replace("@LOG@", escape(str(data_dir() / ("daemon.log" if unit.name == UNIT_NAME else
-                                                       unit.name.replace(".service", ".log"))))))
+            .replace("@LOG@", plist_text(str(data_dir() / ("daemon.log" if unit.name == UNIT_NAME else
+                                                           unit.name.replace(".service", ".log"))))))
 
 
 def _run(cmd: list[str]) -> tuple[bool, str]:

@@ -137,8 +137,9 @@ class Worker:
 
     def _start(self) -> None:
         # A fresh interpreter, not a fork: forking a threaded daemon can copy a lock another thread
-        # holds; and not multiprocessing's spawn, which re-runs the caller's __main__ script.
-        self._proc = subprocess.Popen([sys.executable, "-m", "remembrancer.indexer.ingest.sandbox"],
+        # holds; and not multiprocessing's spawn, which re-runs the caller's __main__ script. -P: the
+        # working folder (a daemon's is its client's project) must not lend it a `remembrancer` package.
+        self._proc = subprocess.Popen([sys.executable, "-P", "-m", "remembrancer.indexer.ingest.sandbox"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         self._cpu = psutil.Process(self._proc.pid)
 

@@ -140,3 +140,43 @@ def test_a_config_path_that_is_a_directory_is_a_setup_error(cli, tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1
     p = run_cli("search", "x", "--root", str(cli.notes), "--json", env=env)
     assert json.loads(p.stdout)["error"]["param"] == "REMEMBRANCER_CONFIG"
+
+
+def test_mcp_config_help_is_the_help_of_config():
+    """`mcp config --help` names config's own options (what --install writes, where), not the
+    server's; `mcp --help` stays the server's."""
+    p = run_cli("mcp", "config", "--help", timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: remembrancer mcp config")
+    assert "--install" in p.stdout and "--desktop-config" in p.stdout and "claude mcp add" in p.stdout
+    server = run_cli("mcp", "--help", timeout=60)
+    assert server.returncode == 0 and server.stdout.startswith("usage: remembrancer mcp ")
+    assert not server.stdout.startswith("usage: remembrancer mcp config")
+
+
+@pytest.mark.parametrize("breakage", ["no tokenizer", "garbage graph", "wrong dim"])
+def test_index_refuses_a_model_folder_that_cannot_be_loaded(tmp_path, tiny_model_dir, breakage):
+    """The folder exists (the config accepts it) but holds no usable model: `index` said "vectors
+    skipped" and exited 0, and `status` advised running `index` again, which could never help."""
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    if breakage == "no tokenizer":
+        (model / "tokenizer.json").unlink()
+    elif breakage == "garbage graph":
+        (model / "model.onnx").write_bytes(b"not an onnx graph")
+    else:
+        toml = model / "remembrancer-model.toml"
+        toml.write_text(toml.read_text().replace("dim = 32", "dim = 48"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[model]\npath = "{model}"\n')
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Restore\n\nRestore the database from last night's dump.\n")
+    env = remembrancer_env(data=tmp_path / "data", config=config, socket=tmp_path / "no-daemon.sock")
+    p = run_cli("index", "--root", str(notes), env=env)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"the model folder {model} ([model] path) cannot be used" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("index", "--root", str(notes), "--json", env=env)
+    error = json.loads(p.stdout)["error"]
+    assert p.returncode == 2 and error["code"] == "bad_model" and error["param"] == "model.path"
+    assert str(config) in error["hint"]

@@ -312,3 +312,56 @@ def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_p
         assert st["freshness"]["verdict"] == "stale" and st["roots"][0]["unavailable"]
     finally:
         b.close()
+
+
+@pytest.mark.slow
+def test_status_and_list_of_a_folder_never_indexed_create_nothing_while_a_daemon_runs(daemon, tmp_path):
+    """`status` and `list` write nothing: with a daemon they answer as without one (exit 3, "no
+    index yet") instead of the daemon opening, creating and indexing the folder (a mistyped
+    `--root ~/code` started a whole tree's first pass). `status` of a folder the daemon is
+    indexing right now (opened by a search) still answers."""
+    never = tmp_path / "never"
+    write(never, "a.md", "# Never\n\nNever indexed.\n")
+    without_daemon = {**daemon.env, "REMEMBRANCER_SOCKET": str(tmp_path / "no-daemon.sock"),
+                      "REMEMBRANCER_DATA_DIR": str(tmp_path / "other-data")}
+    for env in (daemon.env, without_daemon):
+        for command in ("status", "list"):
+            p = subprocess.run([sys.executable, "-m", "remembrancer", command, "--root", str(never)], env=env,
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 3, (command, p.stdout, p.stderr)
+            assert "no index yet" in p.stderr and "Traceback" not in p.stderr
+    roots = [c["roots"] for c in daemon.call("status")["corpora"]]
+    assert [str(never)] not in roots and [str(never.resolve())] not in roots
+    for data in (tmp_path / "data", tmp_path / "other-data"):
+        assert not list(data.glob("indexes/never-*"))
+
+
+@pytest.mark.slow
+def test_a_serve_refused_by_a_daemon_still_starting_says_what_is_known(tmp_path, notes, tiny_model_dir):
+    """Two `serve` started at once: the loser arrives while the winner holds the locks but has not
+    written who it is, or does not answer yet. It said `(pid ?)`; now it names the pid when the
+    lock file has it and otherwise says that a daemon is starting. The winner here is this test
+    holding the real lock files (a real daemon leaves that window after a few milliseconds)."""
+    import fcntl
+
+    d = DaemonProc(tmp_path, [notes], tiny_model_dir)
+    d.sock.parent.mkdir(parents=True, mode=0o700)
+    (tmp_path / "data").mkdir()
+
+    def refused() -> str:
+        p = subprocess.run(d.cmd, env=d.env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, p.stderr
+        assert "Traceback" not in p.stderr and "?" not in p.stderr, p.stderr
+        return p.stderr
+
+    with open(str(d.sock) + ".lock", "a+") as socket_lock:   # the socket's: its pid not written yet
+        fcntl.flock(socket_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert "a daemon is starting on" in refused()
+        socket_lock.write(str(os.getpid()))   # written, not answering yet
+        socket_lock.flush()
+        said = refused()
+        assert f"pid {os.getpid()}" in said and "does not answer yet" in said
+    with open(tmp_path / "data" / "daemon.lock", "a+") as data_lock:   # the data dir's: nothing written yet
+        fcntl.flock(data_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        said = refused()
+        assert "a daemon is starting on the data dir" in said and "second writer" in said

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+
+import pytest
 from tests.support.cli import run_cli
 
 
@@ -97,3 +99,69 @@ def test_a_writer_or_endpoint_that_systemd_did_not_take_is_told_its_own_command(
         assert "the daemon can still run" not in text and "`remembrancer mcp`" not in text
     ok, report = service.install_service(service.daemon_unit(config))
     assert not ok and service.FALLBACKS in report
+
+
+# A folder name holding everything a unit line or a plist could change: a variable, a specifier,
+# quotes, a backslash, a semicolon, XML's markup characters.
+ODD = "a$HOME b\"c\\d%n'e;f&<g>"
+
+
+def odd_setup(tmp_path):
+    notes = tmp_path / f"notes {ODD}"
+    notes.mkdir()
+    config = tmp_path / "cfg%d$USER.toml"
+    config.write_text("")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "REMEMBRANCER_DATA_DIR": str(tmp_path / "50%data$HOME"),
+           "REMEMBRANCER_CONFIG": str(config)}
+    return notes, env
+
+
+def test_systemd_reads_every_path_and_setting_of_the_unit_back_unchanged(tmp_path):
+    """systemd expands `%` specifiers on every line and `$VAR` in ExecStart=, and unquotes C escapes:
+    the unit's text is what systemd itself reads back (`systemd-analyze verify` dumps the parsed
+    unit at debug level) — the real parser, not a copy of its rules."""
+    import shlex
+    import shutil
+    import subprocess
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze (systemd's own unit parser) is not on this machine")
+    notes, extra = odd_setup(tmp_path)
+    p = run_cli("service", "install", "--root", str(notes), "--no-start", env={**os.environ, **extra}, timeout=60)
+    assert p.returncode == 0, p.stderr
+    unit = tmp_path / "cfg" / "systemd" / "user" / "remembrancer.service"
+    dump = subprocess.run([analyze, "verify", str(unit)], env={**os.environ, "SYSTEMD_LOG_LEVEL": "debug"},
+                          capture_output=True, text=True, timeout=60)
+    lines = (dump.stdout + dump.stderr).splitlines()
+    assert dump.returncode == 0, [line for line in lines if "remembrancer.service" in line][-5:]
+    env = dict(line.split(": ", 1)[1].split("=", 1) for line in lines if line.strip().startswith("Environment: "))
+    assert env["REMEMBRANCER_DATA_DIR"] == extra["REMEMBRANCER_DATA_DIR"]
+    assert env["REMEMBRANCER_CONFIG"] == extra["REMEMBRANCER_CONFIG"]
+    dumped = next(line for line in lines if "Command Line: " in line).split("Command Line: ", 1)[1]
+    argv = shlex.split(dumped.replace("\\$", "$"))   # the dump C-escapes `$` (ODD has no `\` before one)
+    # systemd keeps `$$` in the command until it runs it, then reads it as one `$` (a lone `$NAME` is a variable)
+    assert all("$" not in a.replace("$$", "") for a in argv), argv
+    assert [a.replace("$$", "$") for a in argv[1:]] == ["serve", "--root", str(notes.resolve())]
+
+
+def test_a_launchd_agent_carries_every_path_and_setting_unchanged(tmp_path, monkeypatch):
+    """The plist is XML: launchd passes its strings as they are (no shell, no variables), so what
+    plistlib reads back is what the daemon gets; a control character XML cannot carry is refused."""
+    import plistlib
+
+    from remembrancer.daemon import service
+    from remembrancer.indexer.config import load_config
+    from remembrancer.indexer.errors import UserError
+
+    notes, extra = odd_setup(tmp_path)
+    for k, v in extra.items():
+        monkeypatch.setenv(k, v)
+    agent = plistlib.loads(service.render_plist(service.daemon_unit(load_config([str(notes)]))).encode())
+    assert agent["ProgramArguments"][-3:] == ["serve", "--root", str(notes.resolve())]
+    assert agent["EnvironmentVariables"]["REMEMBRANCER_DATA_DIR"] == extra["REMEMBRANCER_DATA_DIR"]
+    assert agent["EnvironmentVariables"]["REMEMBRANCER_CONFIG"] == extra["REMEMBRANCER_CONFIG"]
+    assert agent["StandardErrorPath"] == extra["REMEMBRANCER_DATA_DIR"] + "/daemon.log"
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "bell\x07data"))
+    with pytest.raises(UserError, match="control character"):
+        service.render_plist(service.daemon_unit(load_config([str(notes)])))

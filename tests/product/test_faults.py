@@ -117,6 +117,11 @@ def test_the_daemon_retries_an_ingest_that_met_a_full_disk_and_never_calls_it_fr
         assert st["freshness"]["verdict"] == "stale" and "is full" in st["freshness"]["reason"]
         out = d.search("zebra migration shard rack")
         assert out["index"]["verdict"] != "fresh"   # … and so does every answer while it is not indexed
+        # each retry is one line in daemon.log saying what is wrong, never a traceback (it is no bug)
+        retries = lambda: [line for line in d.log.read_text().splitlines() if "ingest failed: " in line]
+        wait_for(lambda: len(retries()) >= 2, timeout=30)
+        assert all("is full" in line and "retrying in" in line for line in retries()), retries()
+        assert "Traceback" not in d.log.read_text()
         filler.unlink()   # the disk has room again: a retry (not the 10-minute rescan) indexes the edit
 
         def indexed():
