@@ -200,7 +200,7 @@ def _bounded_list(value: list, model: type[Params], name: str) -> list:
                         hint=TOO_LONG_HINTS.get(name, ""))
     long = [v for v in value if isinstance(v, str) and longest is not None and len(v) > longest]
     if long:
-        raise UserError(f"an item of `{name}` is {len(long[0])} characters, the most is {longest}", param=name,
+        raise UserError(f"an item of `{name}` is {len(long[0])} chars, the most is {longest}", param=name,
                         hint=TOO_LONG_HINTS.get(name, ""))
     return value
 
