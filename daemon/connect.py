@@ -20,7 +20,7 @@ from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, Config, data_dir, ensure_data_dir, private_data_dir, socket_path
 from remembrancer.indexer.errors import UserError
-from remembrancer.wire import Client, DaemonError, DaemonUnavailable, ping
+from remembrancer.wire import Client, DaemonError, DaemonUnavailable, config_identity, ping
 
 
 if TYPE_CHECKING:   # the engine is imported only where a backend needs it (a client stays light)
@@ -55,6 +55,8 @@ class DaemonBackend:
                 params["without_notes"] = True
         if self.code and method not in ("notify", "status"):
             params = {**params, "code": self.code}
+        if method not in ("notify", "stop"):   # answered under these settings, or refused (daemon/server.py)
+            params = {**params, "config": config_identity()}
         try:
             return self.client.call(method, **params)
         except DaemonError as e:

@@ -33,7 +33,7 @@ from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, Freshness, StatusAnswer
 from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, config_path,
-                                         ensure_data_dir, socket_path)
+                                         ensure_data_dir, load_config, settings, socket_path)
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.search.across import ALL
 from remembrancer.indexer.errors import UserError
@@ -63,6 +63,7 @@ SOCKET_CHECK_S = 2.0
 # default, no [redact] deny). The file's mtime cannot tell: a writer preempted after its truncate
 # leaves an empty file that looks settled.
 CONFIG_QUIET_S = 0.2
+CONFIG_VERDICTS = 64   # clients' settings compared with the daemon's, remembered (each a read of their file)
 
 
 class AlreadyRunning(UserError):
@@ -117,6 +118,8 @@ class Daemon:
         self._config_seen: object = UNREAD   # the file as last applied (config_stamp)
         self._config_error: UserError | None = None   # the file as it is now is invalid: requests get this
         self._config_lock = threading.Lock()
+        # A client's settings found equal to this daemon's, or not: {(its identity, ours): differences}
+        self._config_verdicts: dict[tuple, list[str]] = {}
         self.sock_path = check_socket_path(Path(sock)) if sock else socket_path()   # both checked: AF_UNIX length
         self.data_dir = ensure_data_dir()   # a wrong socket or data dir fails here, before the model and corpus load
         self.idle_exit_s = idle_exit_s
@@ -484,6 +487,7 @@ class Daemon:
         conversations = conversations_param(params)
         code = code_param(params)
         without_notes = params.pop("without_notes", False) is True   # a session of conversations alone
+        asked = params.pop("config", None)   # the client's settings (wire.config_identity)
         if method == "notify":
             return self._notify(params)
         if method == "stop":
@@ -494,6 +498,8 @@ class Daemon:
         except UserError:
             if method not in ("status", "notify", "forget"):   # status says it (stale); `stop` asks it the pid
                 raise
+        if asked is not None and method != "forget":
+            self._same_config(asked)
         if method == "forget":   # `remembrancer corpora forget`: this daemon may be serving it
             out = self.corpora.forget(str(params.get("index") or ""))
             if self.default_key is not None and list(self.default_key) in out["keys"]:
@@ -645,6 +651,50 @@ class Daemon:
                 log.warning("corpus %s not opened again after the config change: %s", ", ".join(key), e.message)
                 continue
             log.info("config file changed: corpus %s opened again with it", ", ".join(key))
+
+    def _same_config(self, asked: object) -> None:
+        """Refuse a client whose settings are not this daemon's: it would be answered under another
+        redaction policy (a file its `[redact] deny` keeps out, served) or other rules, and say
+        nothing. The same file with the same bytes is the same; any other is read and compared
+        setting by setting (a copy of the file, or a missing one against the defaults, is the same)."""
+        if not isinstance(asked, dict) or not isinstance(asked.get("path"), str) \
+                or not all(isinstance(asked.get(k), (str, type(None))) for k in ("sha256", "secret_hashes")):
+            raise UserError("config must be the client's settings: path, sha256, secret_hashes", param="config")
+        mine = wire.config_identity()
+        theirs = (asked["path"], asked.get("sha256"), asked.get("secret_hashes"))
+        ours = (mine["path"], mine["sha256"], mine["secret_hashes"])
+        if theirs == ours:
+            return
+        differ = self._config_verdicts.get((theirs, ours))
+        if differ is None:
+            differ = self._config_differences(Path(asked["path"]), asked.get("secret_hashes"), mine["secret_hashes"])
+            if len(self._config_verdicts) >= CONFIG_VERDICTS:
+                self._config_verdicts.clear()
+            self._config_verdicts[(theirs, ours)] = differ
+        if not differ:
+            return
+
+        def named(path: str, digest: str | None) -> str:
+            return path + (" (no such file: the defaults)" if digest is None else "")
+        raise UserError(
+            f"the running daemon (pid {os.getpid()}) answers under the config {named(*ours[:2])}, not under "
+            f"{named(*theirs[:2])}, which this client reads: they differ in {', '.join(differ)}; it does not "
+            "answer under settings that are not yours", param="REMEMBRANCER_CONFIG", code="config_mismatch",
+            options=[ours[0]],
+            hint="restart the daemon with your config: `remembrancer stop`, then run this again (a daemon starts "
+                 "with your settings; a service: `remembrancer service install` from this shell); or run this "
+                 f"client with the daemon's: REMEMBRANCER_CONFIG={ours[0]}; or give it a daemon of its own "
+                 "(REMEMBRANCER_SOCKET and REMEMBRANCER_DATA_DIR of its own)")
+
+    def _config_differences(self, path: Path, their_hashes: str | None, our_hashes: str | None) -> list[str]:
+        """The settings (named as in the file) in which a client's config file differs from this
+        daemon's; a file that cannot be read or is invalid differs in all of them, said so."""
+        try:
+            theirs = load_config(with_roots=False, path=path)
+        except UserError as e:
+            return [f"everything (this daemon cannot use that file: {e.message})"]
+        mine, other = settings(self.config, our_hashes), settings(theirs, their_hashes)
+        return [name for name in mine if mine[name] != other.get(name)]
 
     def _config_of(self, key: tuple[str, ...]) -> Config:
         """A corpus's configuration as this daemon opens it: the default corpora (the notes, their

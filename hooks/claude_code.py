@@ -45,7 +45,7 @@ def ask(method: str, params: dict, deadline: float, path: str | None = None) -> 
     """One request to the daemon, answered before `deadline` (time.monotonic()), else None."""
     try:   # another user's socket is refused by wire.Client: it would learn our prompts
         with wire.Client(path or wire.socket_path(), deadline=deadline) as client:
-            out = client.call(method, **params)
+            out = client.call(method, **params, config=wire.config_identity())   # never another config's answer
     except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError, ImportError):
         return None   # ValueError: a socket path too long to bind, or an answer that is not JSON
     return out

@@ -59,8 +59,8 @@ CODE_EXCLUDES = ("*.min.js", "*.min.css", "*-lock.yaml", "*.lock.yaml", "*.pb.go
 
 
 def config_path() -> Path:
-    env = os.environ.get("REMEMBRANCER_CONFIG")
-    return Path(env) if env else Path(platformdirs.user_config_dir(APP)) / "config.toml"
+    """$REMEMBRANCER_CONFIG, else the user config dir's config.toml (wire.config_file: the hooks' too)."""
+    return Path(wire.config_file())
 
 
 # The settings a user sets in the shell, carried into what an install writes (service units, MCP
@@ -581,12 +581,34 @@ def _check_model_dir(raw: str, path: Path) -> None:
                     param="model.path", hint=model_path_hint(path))
 
 
+# The Config fields that name a corpus's folders rather than how it is indexed and served: a client
+# and the daemon answering it may differ in them (each request names its corpus).
+CORPUS_FIELDS = ("roots", "conversations", "code", "source", "kind", "finds_conversations")
+# Where each of the others is written in the config file (the messages name them so).
+SETTING_NAMES = {"excludes": "[index] exclude", "max_file_bytes": "[index] max_file_bytes", "model": "[model]",
+                 "rerank": "[rerank]", "layout": "[[layout]]", "ranking": "[ranking]", "redact": "[redact]",
+                 "log_queries": "[log] queries", "query_log": "[log] path", "verify_repos": "[verify] repos",
+                 "metrics_textfile": "[metrics] textfile"}
+
+
+def settings(cfg: Config, env_hashes: str | None) -> dict[str, str]:
+    """How `cfg` indexes and serves, one entry per setting (named as in the file), without the folders
+    it names: what a client and the daemon answering it must agree on (daemon/server.py). `env_hashes`:
+    the secret-hash file REMEMBRANCER_SECRET_HASHES names in that process (it wins over the file's)."""
+    out = {SETTING_NAMES.get(f.name, f.name): repr(getattr(cfg, f.name))
+           for f in dataclasses.fields(cfg) if f.name not in CORPUS_FIELDS}
+    out["[redact]"] = repr((cfg.redact.disable, cfg.redact.deny, env_hashes or cfg.redact.secret_hashes))
+    return out
+
+
 def load_config(root_args: list[str] | None = None, *, with_roots: bool = True,
-                conversation_args: list[str] | None = None, code_args: list[str] | None = None) -> Config:
+                conversation_args: list[str] | None = None, code_args: list[str] | None = None,
+                path: Path | None = None) -> Config:
     """Read the TOML config (if any); roots given on the command line win over configured ones,
     and so do conversation folders (`conversation_args`, from --conversations).
-    `with_roots=False` leaves the roots out (doctor checks the model even when a root is wrong)."""
-    path = config_path()
+    `with_roots=False` leaves the roots out (doctor checks the model even when a root is wrong).
+    `path`: another process's config file (the daemon comparing a client's settings), not this one's."""
+    path = config_path() if path is None else path
     raw: dict = {}
     if path.exists():
         try:

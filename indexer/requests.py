@@ -37,7 +37,13 @@ QUERY_TOO_LONG_HINT = ("ask with its distinctive part (the error message, an ide
                        "words; `latest` finds exact strings")
 TOO_LONG_HINTS = {"query": QUERY_TOO_LONG_HINT,
                   "path": "a path prefix or a document path as search and list print it",
-                  "topic": "a few words about what the sections are about"}
+                  "topic": "a few words about what the sections are about",
+                  "heading": "a section's breadcrumb as outline prints it, or a unique last part of it",
+                  "terms": "give the distinctive part (an error code, an identifier, a short phrase), or use "
+                           "search for a longer text",
+                  "alternates": "give a list of up to 3 short rephrasings in the words the notes would use",
+                  "type": "doc type names, as list_documents and index_status print them",
+                  "tags": "front matter tags, as search results print them"}
 
 ALTERNATES_HELP = ("Up to 3 rephrasings of the question, searched with it (the question keeps the most weight; "
                    "the answer says which phrasing found the best result). Use them for questions in your own "
@@ -56,16 +62,28 @@ CORPUS_HELP = ("Which memory to search. 'notes' (default): the written notes —
                "class or method. 'all': notes, conversations and commits, each ranked on its own, the best of each "
                "first.")
 CONSTRAINTS = ("ge", "le", "min_length", "max_length")
+# A parameter that is text or a list of texts (`type`, `tags`, `terms`, `alternates`) is bounded in
+# both shapes: max_length for the text, max_items for the list, item_length for each of its texts.
+LIST_BOUNDS = ("max_items", "item_length")
+# The bounds of the text-or-list parameters: a few doc types, a few dozen tags, the terms
+# `latest` takes (indexer/memory/tools.py checks the same figures after splitting a text).
+MAX_TYPES, MAX_TYPE_CHARS = 20, 100
+MAX_TAGS, MAX_TAG_CHARS = 20, 100
+MAX_TERMS, MAX_TERM_CHARS = 20, 300
+MAX_ALTERNATES, MAX_ALTERNATE_CHARS = 3, 300
+MAX_HEADING_CHARS = 1000
 
 
 def param(default=dataclasses.MISSING, *, description: str | None = None, socket_only: bool = False, **bounds):
-    """A parameter: its default, its bounds (ge, le, min_length, max_length) and its description.
+    """A parameter: its default, its bounds (ge, le, min_length, max_length; max_items and
+    item_length for a list) and its description.
     `socket_only`: an engine knob the MCP tool does not offer (the tool fixes it)."""
-    assert set(bounds) <= set(CONSTRAINTS), bounds
+    assert set(bounds) <= set(CONSTRAINTS + LIST_BOUNDS), bounds
     return dataclasses.field(default=default, metadata={"description": description, "socket_only": socket_only,
                                                          **bounds})
 
 
+TYPE_BOUNDS = {"max_length": MAX_TYPES * (MAX_TYPE_CHARS + 1), "max_items": MAX_TYPES, "item_length": MAX_TYPE_CHARS}
 SINCE = "Only sections dated on or after YYYY-MM-DD."
 UNTIL = "Only sections dated on or before YYYY-MM-DD."
 PATH_PREFIX = "Only documents under this path prefix, e.g. 'runbooks/'."
@@ -87,11 +105,15 @@ class Params:
 
     @classmethod
     def check_lengths(cls, params: dict) -> None:
-        """Every text parameter within its declared max_length, for every caller alike: the MCP
-        tool's schema says the same bounds, but the socket and the CLI never see that schema."""
+        """Every text parameter within its declared max_length, and every list within its max_items
+        of texts within item_length, for every caller alike: the MCP tool's schema says the same
+        bounds, but the socket and the CLI never see that schema."""
         for name in _text_fields(cls):
-            if isinstance(params.get(name), str):
-                _bounded(params[name], cls, name, hint=TOO_LONG_HINTS.get(name, ""))
+            value = params.get(name)
+            if isinstance(value, str):
+                _bounded(value, cls, name, hint=TOO_LONG_HINTS.get(name, ""))
+            elif isinstance(value, list):
+                _bounded_list(value, cls, name)
 
     @classmethod
     def tool_signature(cls, returns) -> inspect.Signature:
@@ -106,21 +128,47 @@ class Params:
         for f in dataclasses.fields(cls):
             if f.metadata["socket_only"]:
                 continue
-            spec = {k: f.metadata[k] for k in ("description", *CONSTRAINTS) if f.metadata.get(k) is not None}
+            kind = hints[f.name]
+            if any(f.metadata.get(k) is not None for k in LIST_BOUNDS):   # each shape bounded on its own
+                kind, spec = _shapes_bounded(kind, f.metadata), {"description": f.metadata["description"]}
+            else:
+                spec = {k: f.metadata[k] for k in ("description", *CONSTRAINTS) if f.metadata.get(k) is not None}
             default = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
             out.append(inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                         annotation=Annotated[hints[f.name], Field(**spec)], default=default))
+                                         annotation=Annotated[kind, Field(**spec)], default=default))
         return inspect.Signature(out, return_annotation=returns)
+
+
+def _shapes_bounded(kind, bounds: dict):
+    """`str | list[str] | None` as `str(max_length) | list[str(item_length)](max_items) | None`: a
+    bound on the union as a whole would bound neither shape in the schema."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    shapes = []
+    for shape in typing.get_args(kind) or (kind,):
+        if shape is str and bounds.get("max_length") is not None:
+            shape = Annotated[str, Field(max_length=bounds["max_length"])]
+        elif typing.get_origin(shape) is list:
+            (item,) = typing.get_args(shape)
+            if item is str and bounds.get("item_length") is not None:
+                item = Annotated[str, Field(max_length=bounds["item_length"])]
+            shape = Annotated[list[item], Field(max_length=bounds["max_items"])] \
+                if bounds.get("max_items") is not None else list[item]
+        shapes.append(shape)
+    return functools.reduce(lambda a, b: a | b, shapes) if len(shapes) > 1 else shapes[0]
 
 
 # -- the socket's checks: untrusted JSON → a record, or the engine's structured error -----------------
 
 @functools.cache
 def _text_fields(model: type[Params]) -> tuple[str, ...]:
-    """The parameters declared as text with a max_length (a list's max_length counts its items)."""
+    """The parameters declared as text with a max_length, or as a list with list bounds."""
     hints = typing.get_type_hints(model)
     return tuple(f.name for f in dataclasses.fields(model)
-                 if f.metadata.get("max_length") is not None and hints[f.name] in (str, str | None))
+                 if (f.metadata.get("max_length") is not None and hints[f.name] in (str, str | None))
+                 or any(f.metadata.get(k) is not None for k in LIST_BOUNDS))
 
 
 def _str(params, name: str, default: str | None = None) -> str | None:
@@ -140,6 +188,20 @@ def _bounded(value: str, model: type[Params], name: str, hint: str = "") -> str:
     most = model.max_length(name)
     if most is not None and len(value) > most:
         raise UserError(f"{name} is {len(value)} characters, the most is {most}", param=name, hint=hint)
+    return value
+
+
+def _bounded_list(value: list, model: type[Params], name: str) -> list:
+    """`value`, if it has at most max_items items and each text is at most item_length long."""
+    f = next(f for f in dataclasses.fields(model) if f.name == name)
+    most, longest = f.metadata.get("max_items"), f.metadata.get("item_length")
+    if most is not None and len(value) > most:
+        raise UserError(f"`{name}` takes at most {most} items, got {len(value)}", param=name,
+                        hint=TOO_LONG_HINTS.get(name, ""))
+    long = [v for v in value if isinstance(v, str) and longest is not None and len(v) > longest]
+    if long:
+        raise UserError(f"an item of `{name}` is {len(long[0])} chars, the most is {longest}", param=name,
+                        hint=TOO_LONG_HINTS.get(name, ""))
     return value
 
 
@@ -213,14 +275,17 @@ class SearchParams(Params):
     limit: int = param(5, ge=1, le=SEARCH_LIMIT, description="How many sections to return (1-50); the first "
                        "comes in full, the rest as pointers.")
     type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. "
-                                         "'runbook' or ['host', 'journal'].")
+                                         "'runbook' or ['host', 'journal'].", **TYPE_BOUNDS)
     path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
-    tags: str | list[str] | None = param(None, description="Only documents having ALL these front matter tags.")
+    tags: str | list[str] | None = param(None, description="Only documents having ALL these front matter tags.",
+                                         max_length=MAX_TAGS * (MAX_TAG_CHARS + 1), max_items=MAX_TAGS,
+                                         item_length=MAX_TAG_CHARS)
     since: str | None = param(None, description=SINCE, max_length=40)
     until: str | None = param(None, description=UNTIL, max_length=40)
     exact: bool = param(False, description="Literal, case-insensitive string match only — for error "
                         "messages, identifiers, paths.")
-    alternates: list[str] | None = param(None, description=ALTERNATES_HELP, max_length=3)
+    alternates: list[str] | None = param(None, description=ALTERNATES_HELP, max_items=MAX_ALTERNATES,
+                                         item_length=MAX_ALTERNATE_CHARS)
     corpus: Literal["notes", "conversations", "commits", "code", "all"] = param("notes", description=CORPUS_HELP)
     explain: bool = param(False, socket_only=True)
     budget_tokens: int = param(DEFAULT_BUDGET_TOKENS, ge=200, le=50_000, socket_only=True)
@@ -243,9 +308,9 @@ class ReadParams(Params):
     path: str = param(description="Document path as search/list_documents print it, e.g. "
                       "'runbooks/postgres/restore.md'.", min_length=1, max_length=1000)
     heading: str | None = param(None, description="A section: its breadcrumb 'H1 > H2' or a unique last "
-                                "part, e.g. 'Restore'.")
+                                "part, e.g. 'Restore'.", max_length=MAX_HEADING_CHARS)
     lines: list[int] | str | None = param(None, description="A line range [start, end] (1-based, "
-                                          "inclusive) or 'start:end'.")
+                                          "inclusive) or 'start:end'.", max_length=40, max_items=2)
     outline: bool = param(False, description="Return the document's sections with line ranges and "
                           "token sizes instead of text.")
     offset: int = param(0, ge=0, description="Character offset to start from (paging: use "
@@ -294,7 +359,7 @@ class OutlineParams(Params):
 @dataclass
 class ListParams(Params):
     path: str | None = param(None, description="Path prefix, e.g. 'hosts/'.", max_length=1000)
-    type: str | list[str] | None = param(None, description="Only these doc types.")
+    type: str | list[str] | None = param(None, description="Only these doc types.", **TYPE_BOUNDS)
     offset: int = param(0, ge=0, description="Skip this many documents (paging: the answer says the "
                         "next offset while more remain).")
     limit: int = param(200, ge=1, le=5000, socket_only=True)
@@ -329,10 +394,13 @@ class HistoryParams(Params):
 class LatestParams(Params):
     terms: str | list[str] = param(description="The exact strings a section must ALL contain: a list (each "
                                    "verbatim), or one string split on spaces with \"quoted phrases\" kept "
-                                   "whole. SHAs, --flags, error text, numbers, identifiers.")
+                                   "whole. SHAs, --flags, error text, numbers, identifiers.",
+                                   max_length=MAX_TERMS * (MAX_TERM_CHARS + 3), max_items=MAX_TERMS,
+                                   item_length=MAX_TERM_CHARS)
     since: str | None = param(None, description=SINCE, max_length=40)
     until: str | None = param(None, description=UNTIL, max_length=40)
-    type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.")
+    type: str | list[str] | None = param(None, description="Only these doc types (any of them), e.g. 'journal'.",
+                                         **TYPE_BOUNDS)
     path: str | None = param(None, description=PATH_PREFIX, max_length=1000)
     limit: int = param(LATEST_LIMIT, ge=1, le=MAX_LIMIT, description="How many sections, newest first (1-100).")
     corpus: Literal["notes", "conversations", "commits", "code"] = param(

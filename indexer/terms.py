@@ -9,6 +9,7 @@ whole (lower-cased) plus its camelCase/snake_case/dot/dash parts.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Iterable
 
 _TOKEN_RE = re.compile(r"-{0,2}[A-Za-z0-9_][A-Za-z0-9_.\-/:@]*[A-Za-z0-9_]|[A-Za-z0-9_]")
@@ -232,3 +233,45 @@ def is_rare(word: str, common: frozenset[str] | None) -> bool:
     if ORDINAL_RE.match(word):
         return False
     return common is None or not (base_forms(word) & common)
+
+
+# -- names spelled two ways -------------------------------------------------------------------------
+# A file name may reach the index decomposed (NFD: macOS, some sync tools write `é` as `e` + U+0301)
+# while a user or an agent types it composed (NFC), or the reverse: the same name to anyone reading
+# it. The index keeps each path as the file system has it; a lookup compares the NFC forms.
+
+
+def nfc(text: str) -> str:
+    """`text` in Unicode NFC: the form two spellings of one name are compared in."""
+    return unicodedata.normalize("NFC", text)
+
+
+def indexed_spelling(path: str, paths: Iterable[str]) -> str | None:
+    """The one indexed path that is `path` spelled in another Unicode form, else None (an ASCII
+    name has one spelling; two indexed spellings of it are two files, and neither is guessed)."""
+    if path.isascii():
+        return None
+    want = nfc(path)
+    hits = [p for p in paths if not p.isascii() and p != path and nfc(p) == want]
+    return hits[0] if len(hits) == 1 else None
+
+
+def indexed_prefix(prefix: str, paths: Iterable[str]) -> str | None:
+    """A path prefix as the index spells it when it is typed in another Unicode form (`journal/café`
+    for NFD files), else None: the prefix as typed matches, or nothing does. The spelling most
+    documents under it share wins when folders differ."""
+    if prefix.isascii():
+        return None
+    paths = list(paths)
+    bare = prefix.rstrip("/")
+    if any(p == bare or p.startswith(prefix) for p in paths):
+        return None
+    want = nfc(prefix)
+    found: dict[str, int] = {}
+    for p in paths:
+        if not nfc(p).startswith(want):
+            continue
+        head = next((p[:k] for k in range(len(p) + 1) if nfc(p[:k]) == want), None)   # the head of p spelling it
+        if head is not None:
+            found[head] = found.get(head, 0) + 1
+    return max(sorted(found), key=found.get) if found else None

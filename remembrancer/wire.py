@@ -28,6 +28,11 @@ Methods (params → result):
     stop     —                                                            → {"stopping": true}
     forget   index (an index folder's name)                               → {"closed": n, "removed": bool}
 
+Every method but notify, stop and forget carries `"config": config_identity()` from our clients (the
+CLI, the MCP server, the Claude Code hook): the settings the client would answer under. The daemon
+refuses a request whose settings differ from its own (`config_mismatch`) rather than answer it under
+another redaction policy; a request without it (an older client) is answered under the daemon's.
+
 Every method but notify, stop and forget may name its corpus: `"roots": [folders]` (opened on first use),
 or `"within": folder` (the open corpus whose root holds that folder, else the open conversations of
 the folder's project; a folder that merely holds corpora selects none; never opens one). Without either,
@@ -50,6 +55,7 @@ import warnings
 
 APP = "remembrancer"
 MAX_REQUEST_BYTES = 1_000_000
+MAX_CONFIG_BYTES = 1 << 20   # a config file is a few lines; a bigger one is hashed by its head
 IDLE_TIMEOUT_S = 30.0
 METHODS = ("search", "read", "outline", "list", "history", "latest", "neighbors", "verify",
            "status", "notify", "reindex", "stop", "forget")
@@ -91,6 +97,38 @@ def check_socket_path(path: str, var: str | None = "REMEMBRANCER_SOCKET") -> str
     if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
         raise SocketPathTooLong(path, var)
     return path
+
+
+# -- which settings --------------------------------------------------------------------------------
+
+def config_file() -> str:
+    """The config file this process reads: $REMEMBRANCER_CONFIG as given, else config.toml in the
+    user's config dir (platformdirs, imported only then)."""
+    env = os.environ.get("REMEMBRANCER_CONFIG")
+    if env:
+        return env
+    import platformdirs
+
+    return os.path.join(platformdirs.user_config_dir(APP), "config.toml")
+
+
+def config_identity() -> dict:
+    """What a request says about the settings it expects to be answered under: the config file
+    (absolute), the sha256 of its bytes (None: there is none) and the secret-hash file the
+    environment names. Cheap (one small read): the hooks send it with every request."""
+    import hashlib
+
+    path = os.path.abspath(config_file())
+    try:
+        with open(path, "rb") as f:
+            digest: str | None = hashlib.sha256(f.read(MAX_CONFIG_BYTES)).hexdigest()
+    except FileNotFoundError:
+        digest = None
+    except OSError as e:   # a folder, no permission: the daemon reads it (and says why) itself
+        digest = f"unreadable: {e.errno}"
+    hashes = os.environ.get("REMEMBRANCER_SECRET_HASHES", "").strip()
+    return {"path": path, "sha256": digest,
+            "secret_hashes": os.path.abspath(os.path.expanduser(hashes)) if hashes else None}
 
 
 # -- framing --------------------------------------------------------------------------------------

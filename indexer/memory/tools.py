@@ -24,14 +24,14 @@ from remembrancer.indexer.ingest import corpus, links
 from remembrancer.indexer.ingest import meta
 from remembrancer.indexer.search import reader
 from remembrancer.indexer.store import filters as flt
+from remembrancer.indexer.requests import MAX_TERM_CHARS, MAX_TERMS
+from remembrancer.indexer.terms import indexed_spelling
 from remembrancer.indexer.ingest.chunks import estimate_tokens
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo
 from remembrancer.indexer.requests import HISTORY_LIMIT, LATEST_LIMIT, MAX_LIMIT, NEIGHBOR_LIMIT
 from remembrancer.indexer.answers import HistoryAnswer, LatestAnswer, NeighborsAnswer, VerifyAnswer
 from remembrancer.indexer.engine.view import ReadView
 
-MAX_TERMS = 20
-MAX_TERM_CHARS = 300
 SNIPPET_CHARS = 240
 TOPIC_BM25_SHARE = 0.25   # a topic match holds the topic's words: BM25 at least this share of the best …
 TOPIC_DENSE = 0.5         # … or matches it by meaning this strongly (cosine; search abstains below 0.45)
@@ -45,7 +45,7 @@ def _limit(value, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-        raise UserError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {value!r}", param="limit")
+        raise UserError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {echo(repr(value))}", param="limit")
     return value
 
 
@@ -116,7 +116,7 @@ def resolve_entity(view: ReadView, name: str) -> tuple[str, list[str], list[str]
         close = difflib.get_close_matches(key.casefold(), list(by_fold), n=8, cutoff=0.5)
         canon = sorted({n for n, _, _ in rows}, key=str.casefold)
         raise UserError(
-            f"unknown entity {name!r}" + ("" if rows else " (no host or service records are indexed)"),
+            f"unknown entity {echo(repr(name))}" + ("" if rows else " (no host or service records are indexed)"),
             param="entity", options=[by_fold[c] for c in close] or canon[:30], code="not_found",
             hint="entities come from host/service records (front matter host/service, aliases, ips); "
                  "for anything else use search or latest")
@@ -214,7 +214,7 @@ def history(view: ReadView, entity: str, topic: str | None = None, since: str | 
         ranked = sorted((c for c in cands.values() if c.section_id in rows), key=lambda c: -c.score)
         keep = _topic_matches(ranked)[:limit]
         if keep and not any(c.bm25 > 0 or c.literal > 0 for c in keep):
-            notes.append(f"no section about {name} shares a word with {topic!r}; these match by meaning only")
+            notes.append(f"no section about {name} shares a word with {echo(repr(topic))}; these match by meaning only")
         scores = {c.section_id: (c.score, c.provenance) for c in keep}
         rows = {sid: s for sid, s in rows.items() if sid in scores}
     records = set(record_paths)
@@ -249,7 +249,7 @@ def history(view: ReadView, entity: str, topic: str | None = None, since: str | 
         out["since"], out["until"] = f.since, f.until
     if not out_rows:
         window = " ".join(x for x in (f"since={f.since}" if f.since else "", f"until={f.until}" if f.until else "") if x)
-        out["message"] = (f"nothing about {name}" + (f" matches topic {topic!r}" if topic else "")
+        out["message"] = (f"nothing about {name}" + (f" matches topic {echo(repr(topic))}" if topic else "")
                           + (f" within {window}" if window else ""))
     if notes:
         out["notes"] = notes
@@ -399,9 +399,12 @@ def _document(view, path: str) -> dict:
     if not clean:
         raise UserError("path is required", param="path")
     doc = view.catalog.document(clean)
+    if doc is None:   # typed in another Unicode spelling than the file system's (terms.indexed_spelling)
+        spelled = indexed_spelling(clean, view.catalog.document_paths())
+        doc = view.catalog.document(spelled) if spelled else None
     if doc is None:
         close = reader.close_paths(clean, view.catalog.document_paths())
-        raise UserError(f"no indexed document {path!r}", param="path", options=close or None, code="not_found",
+        raise UserError(f"no indexed document {echo(repr(path))}", param="path", options=close or None, code="not_found",
                         hint="paths are relative to the corpus root, as search results print them")
     return doc
 
@@ -548,7 +551,7 @@ def verify(view: ReadView, path: str | None = None, heading: str | None = None,
             s = reader.find_section(sections, heading)
             if s is None:
                 close = difflib.get_close_matches(heading, [x.heading for x in sections], n=5, cutoff=0.3)
-                raise UserError(f"no section {heading!r} in {doc['path']}", param="heading",
+                raise UserError(f"no section {echo(repr(heading))} in {doc['path']}", param="heading",
                                 options=close or [x.heading for x in sections][:20], code="not_found")
             sections = [s]
         source = {"path": doc["path"]}

@@ -21,7 +21,7 @@ from typing import Callable
 from remembrancer.indexer.answers import SearchAnswer
 from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, MEMORY_TYPE, NOTES
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as TRANSCRIPT_TYPES
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo
 
 ALL = "all"
 CORPORA = (NOTES, CONVERSATIONS, COMMITS, CODE, ALL)
@@ -51,7 +51,7 @@ def corpus_param(params: dict, method: str) -> str:
         which = CONVERSATIONS if method in ("read", "outline") and isinstance(path, str) \
             and path.lower().endswith(".jsonl") else NOTES
     if which not in CORPORA:
-        raise UserError(f"corpus must be one of {', '.join(CORPORA)}, got {which!r}", param="corpus",
+        raise UserError(f"corpus must be one of {', '.join(CORPORA)}, got {echo(repr(which))}", param="corpus",
                         options=list(CORPORA))
     if which == ALL and method != "search":
         raise UserError(f"corpus \"all\" is for search; {method} reads one corpus", param="corpus",

@@ -24,6 +24,7 @@ from remembrancer.indexer import dates, terms
 from remembrancer.indexer.ingest import links
 from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
 from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.requests import MAX_ALTERNATE_CHARS, MAX_ALTERNATES, TOO_LONG_HINTS
 from remembrancer.indexer.models.spec import ModelError
 from remembrancer.indexer.engine.view import Pointer, ReadView
 
@@ -83,9 +84,7 @@ NEWEST_ENTRY_READ = 400    # a document with more sections than this is not read
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
-MAX_ALTERNATES = 3
-MAX_ALTERNATE_CHARS = 300
-ALTERNATES_HINT = f"give a list of up to {MAX_ALTERNATES} short rephrasings in the words the notes would use"
+ALTERNATES_HINT = TOO_LONG_HINTS["alternates"]
 # Each rephrasing adds ALTERNATE_WEIGHT / MAX_ALTERNATES (a third) of its fused score: three
 # together weigh as much as the question, fewer weigh less, so the question always weighs most
 # (docs/ranking.md: chosen on memory-dev-2, the mildest value of its plateau 1.0–2.0, checked on

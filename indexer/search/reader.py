@@ -14,10 +14,11 @@ from collections import OrderedDict
 from pathlib import Path
 
 from remembrancer.indexer.config import CODE_TYPE, has_checkout
+from remembrancer.indexer.terms import nfc
 from remembrancer.indexer.ingest import code, sandbox
 from remembrancer.indexer.ingest.chunks import estimate_tokens
 from remembrancer.indexer.ingest.corpus import Unreadable, blob_id, read_regular_file
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo
 from remembrancer.indexer.ingest.conversation import read_back
 from remembrancer.indexer.ingest.document import Skip, decode, decode_lines, redact_and_parse
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
@@ -35,7 +36,7 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
     while clean.startswith("./"):
         clean = clean[2:]
     doc = view.catalog.document(clean) if clean else None
-    if doc is None and clean:
+    if doc is None and clean:   # a name in another Unicode spelling, a stem, a link, a trailing part
         named = named_document(clean, view.catalog.document_paths())
         doc = view.catalog.document(named) if named else None
     if doc is None:
@@ -45,7 +46,7 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
                             hint="it is indexed again once the file changes into something indexable; "
                                  "the index status lists every file left out")
         close = close_paths(clean, view.catalog.document_paths())
-        raise UserError(f"no indexed document {path!r}", param="path", options=close or None,
+        raise UserError(f"no indexed document {echo(repr(path))}", param="path", options=close or None,
                         hint="paths are relative to the corpus root, as search results print them",
                         code="not_found")
     root = next((r for r in view.config.roots if r.name == doc["root"]), None)
@@ -70,8 +71,8 @@ NAME_CUTOFF = 0.65   # difflib ratio of two file names (without folder and suffi
 
 
 def _path_parts(path: str) -> tuple[list[str], str]:
-    """(folders, file name without its suffix) of a corpus path, case-folded."""
-    folders = path.casefold().split("/")
+    """(folders, file name without its suffix) of a corpus path, case-folded, in NFC."""
+    folders = nfc(path).casefold().split("/")
     stem = folders.pop()
     return folders, re.sub(r"\.(md|markdown|jsonl)$", "", stem)
 
@@ -93,13 +94,13 @@ def close_paths(asked: str, known: list[str], n: int = 5) -> list[str]:
     telling = {c for c in {*a_folders, a_stem} if c and held.get(c, 0) * 2 <= len(known)}
     name, whole = difflib.SequenceMatcher(), difflib.SequenceMatcher()
     name.set_seq2(a_stem)
-    whole.set_seq2(asked.casefold())
+    whole.set_seq2(nfc(asked).casefold())
     scored = []
     for p, (folders, stem) in parts.items():
         name.set_seq1(stem)
         near = name.ratio() if name.real_quick_ratio() >= NAME_CUTOFF and name.quick_ratio() >= NAME_CUTOFF else 0.0
         if near >= NAME_CUTOFF or telling & {*folders, stem}:
-            whole.set_seq1(p.casefold())
+            whole.set_seq1(nfc(p).casefold())
             scored.append((-near, -whole.ratio(), p))
     return [p for *_, p in sorted(scored)[:n]]
 
@@ -113,14 +114,14 @@ def named_document(name: str, paths: list[str]) -> str | None:
         name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
     if not name:
         return None
-    want = name.removesuffix(".md").removesuffix(".markdown").strip("/")
+    want = nfc(name.removesuffix(".md").removesuffix(".markdown").strip("/"))
 
-    def base(p: str) -> str:   # case kept: `Journal/x.md` is another folder than `journal/` (and maybe a scope wall)
-        return p.removesuffix(".md").removesuffix(".markdown")
+    def base(p: str) -> str:   # case kept: `Journal/x.md` is another folder than `journal/` (and maybe a scope wall);
+        return nfc(p.removesuffix(".md").removesuffix(".markdown"))   # the Unicode spelling is not kept (terms.nfc)
     exact = [p for p in paths if base(p) == want]
     hits = exact or [p for p in paths if base(p).endswith("/" + want)]
     if len(hits) > 1:
-        raise UserError(f"{name!r} names {len(hits)} documents", param="path", options=sorted(hits)[:10],
+        raise UserError(f"{echo(repr(name))} names {len(hits)} documents", param="path", options=sorted(hits)[:10],
                         code="ambiguous", hint="give more of the path, e.g. " + sorted(hits)[0])
     return hits[0] if hits else None
 
@@ -135,7 +136,7 @@ def _load(view, path: str):
     redactor = view.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
     doc, real, root = resolve(view, path)
     if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
-        raise UserError(f"no indexed document {path!r}", param="path", code="not_found")
+        raise UserError(f"no indexed document {echo(repr(path))}", param="path", code="not_found")
     try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap, still in its root
         data = read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True, inside=str(root))
     except Unreadable as e:
@@ -224,7 +225,7 @@ def find_section(sections, heading: str):
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        raise UserError(f"heading {heading!r} is ambiguous", param="heading",
+        raise UserError(f"heading {echo(repr(heading))} is ambiguous", param="heading",
                         options=[s.heading for s in hits], code="ambiguous")
     return None
 
@@ -240,7 +241,7 @@ def _exchanges(parsed, doc, uuid: str | None, lines: tuple[int, int] | None, aro
     if uuid is not None:
         hit = [i for i, s in enumerate(secs) if uuid in s.uuids]
         if not hit:
-            raise UserError(f"no exchange of {doc['path']} holds the line {uuid!r}", param="uuid", code="not_found",
+            raise UserError(f"no exchange of {doc['path']} holds the line {echo(repr(uuid))}", param="uuid", code="not_found",
                             hint="give a uuid a conversations search returned for this path")
         first = last = hit[0]
     else:
@@ -264,7 +265,7 @@ def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int
         if heading is not None:
             s = find_section(parsed.sections, heading)
             if s is None:
-                raise UserError(f"no exchange {heading!r} in {doc['path']}", param="heading", code="not_found",
+                raise UserError(f"no exchange {echo(repr(heading))} in {doc['path']}", param="heading", code="not_found",
                                 options=[x.heading for x in parsed.sections][:20])
             uuid = s.uuids[0]
         shown, asked = _exchanges(parsed, doc, uuid, lines, around)
@@ -274,7 +275,7 @@ def read(view: ReadView, path: str, heading: str | None = None, lines: tuple[int
         s = find_section(parsed.sections, heading)
         if s is None:
             close = difflib.get_close_matches(heading, [x.heading for x in parsed.sections], n=5, cutoff=0.3)
-            raise UserError(f"no section {heading!r} in {doc['path']}", param="heading",
+            raise UserError(f"no section {echo(repr(heading))} in {doc['path']}", param="heading",
                             options=close or [x.heading for x in parsed.sections][:20], code="not_found")
         out.heading, out.lines = s.heading, [s.start_line, s.end_line]
         text = s.text

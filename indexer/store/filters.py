@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from remembrancer.indexer.errors import UserError
+from remembrancer.indexer.errors import UserError, echo
+from remembrancer.indexer.terms import indexed_prefix
 
 
 @dataclass
@@ -44,26 +45,28 @@ def _date(param: str, value: str | None) -> str | None:
     try:
         return dt.date.fromisoformat(str(value).strip()).isoformat()
     except ValueError:
-        raise UserError(f"{param} must be a date like 2031-04-16, got {value!r}", param=param) from None
+        raise UserError(f"{param} must be a date like 2031-04-16, got {echo(repr(value))}", param=param) from None
 
 
 def validate(f: Filters, catalog, doc_types: tuple[str, ...]) -> Filters:
     types = [t.strip().lower() for t in f.types if t and t.strip()]
     for t in types:
         if t not in doc_types:
-            raise UserError(f"unknown type {t!r}", param="type", options=list(doc_types))
+            raise UserError(f"unknown type {echo(repr(t))}", param="type", options=list(doc_types))
     path = (f.path or "").strip().replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
     path = path or None
     if path is not None and (".." in path.split("/") or path.startswith("/")):
-        raise UserError(f"path filter must be a prefix inside the corpus, got {f.path!r}", param="path")
+        raise UserError(f"path filter must be a prefix inside the corpus, got {echo(repr(f.path))}", param="path")
+    if path is not None and not path.isascii():   # typed in another Unicode spelling than the files have
+        path = indexed_prefix(path, catalog.document_paths()) or path
     tags = sorted({t.strip().lstrip("#").lower() for t in f.tags if t and t.strip()})
     if tags:
         known = catalog.known_tags()
         unknown = [t for t in tags if t not in known]
         if unknown:
-            raise UserError(f"tag {unknown[0]!r} occurs in no document", param="tags", options=sorted(known)[:50])
+            raise UserError(f"tag {echo(repr(unknown[0]))} occurs in no document", param="tags", options=sorted(known)[:50])
     since, until = _date("since", f.since), _date("until", f.until)
     if since and until and since > until:
         raise UserError(f"since ({since}) is after until ({until})", param="since")
