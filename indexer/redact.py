@@ -45,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 8
+REDACTOR_VERSION = 9
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -285,7 +285,7 @@ def _cookies(text: str) -> tuple[str, int]:
 
 
 # A key's name as people write it in prose as well: "API key:", "access key =" (a space between).
-_SECRET_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_ -]?key|apikey|access[_ -]?key|"
+_SECRET_KEY = (r"(?:pass(?:word|wort|wd|phrase)?|kennwort|pwd|secret|token|api[_ -]?key|apikey|access[_ -]?key|"
                r"private[_ -]?key|auth[_ -]?key|credentials?)s?")
 _KEY_VALUE = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-]){0,8}" + _SECRET_KEY + r")(?![A-Za-z0-9])"
@@ -378,19 +378,27 @@ def _aws(text: str) -> tuple[str, int]:
 
 # -- a credential named in prose ------------------------------------------------------------------
 # "The root password is Tr0ub4dor3xYz", "the api key for stripe is Kz8…", "Password for the admin
-# account: AdminAcctPw2031x": a secret word, then `is`/`was`, or up to six words saying whose
-# (`for/of/on …`) and `is`, `was` or a colon (`password: X` itself is key_value's). The value must
-# have a credential's character mix (_prose_value): prose goes on with words ("the password is
-# stored in Vault", "is rotated monthly"); `key` alone is no secret word ("the key is to restart").
+# account: AdminAcctPw2031x", "The root password on edge3 is still Xc5$…", "the wifi key is Hy3#…":
+# a secret word, then a linking verb (`is`, `was`, `'s`, `has been`, an adverb or two after it:
+# `is still`, `was then`; `set/changed to`), or up to six words saying whose (`for/of/on …`) and
+# the verb, a colon or `=` (`password: X` itself is key_value's). The value must have a
+# credential's character mix (_prose_value): prose goes on with words ("the password is stored in
+# Vault", "is still rotated monthly"); `key` alone is no secret word ("the key is to restart").
 # Every repeat is bounded.
-_KEY_KINDS = r"(?:api|access|private|auth|signing|encryption|decryption|master|license|admin|root|unseal|recovery)"
-_PROSE_WORD = (r"(?:pass(?:word|wd|phrase|code)|pwd|secret(?:[ _-]?key)?|token|credentials?|"
+_KEY_KINDS = (r"(?:api|access|private|auth|signing|encryption|decryption|master|license|admin|root|unseal|recovery|"
+              r"wi-?fi|wlan|wpa2?|wep|network)")
+_PROSE_WORD = (r"(?:pass(?:word|wort|wd|phrase|code)|kennwort|pwd|secret(?:[ _-]?key)?|token|credentials?|psk|"
                + _KEY_KINDS + r"[ _-]?key)")
-_PROSE_IS = _H + r"{1,8}(?:is|was)(?:" + _H + r"{0,8}:)?(?=[\s\"'`*])"
+_PROSE_ADVERB = (r"(?:still|now|currently|just|also|again|then|actually|probably|likely|usually|always|simply|"
+                 r"temporarily|apparently|really|literally)")
+_PROSE_SET_TO = r"(?:set|changed|reset|updated|rotated|switched)" + _H + r"{1,8}to"
+_PROSE_IS = (r"(?:(?:" + _H + r"{1,8}(?:is|was|are|were|ist|war|(?:has|have|had)" + _H + r"{1,8}been|will" + _H
+             + r"{1,8}be)|['\u2019]s)(?:" + _H + r"{1,8}" + _PROSE_ADVERB + r"){0,2}(?:" + _H + r"{1,8}" + _PROSE_SET_TO
+             + r")?|" + _H + r"{1,8}" + _PROSE_SET_TO + r")(?:" + _H + r"{0,8}:)?(?=[\s\"'`*])")
+_PROSE_WHOSE = r"(?:" + _H + r"{1,8}(?:for|of|on|to|at|in)(?:" + _H + r"{1,8}[^\s:=|`\"'*]{1,64}){1,6})"
 _PROSE_SECRET = _compile(
     r"(?i)(?<![A-Za-z0-9])" + _PROSE_WORD + r"s?"   # after `_`, `.`, `-` too: `db_password is …`
-    r"(?:(?:" + _H + r"{1,8}(?:for|of|on|to|at|in)(?:" + _H + r"{1,8}[^\s:=|`\"'*]{1,64}){1,6})"
-    r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}:)|" + _PROSE_IS + ")"
+    r"(?:" + _PROSE_WHOSE + r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}[:=])|" + _PROSE_IS + ")"
     r"[\"'`*]{0,3}" + _H + r"{0,8}[\"'`*]{0,3}(?P<v>[^\s\"'`*|]{1,256})")
 _SEGMENT = re.compile(r"[^-_./\\]+")
 
@@ -438,7 +446,7 @@ def _prose_secrets(text: str) -> tuple[str, int]:
         return m.group(0)[:s] + marker("prose_secret") + raw[len(value):]
 
     text = _PROSE_SECRET.sub(repl, text)
-    for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _JSON_VALUE):
+    for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _PROSE_LOGIN_PAIR, _JSON_VALUE):
         text, k = _bare_credentials(pattern, text)
         n += k
     return text, n
@@ -468,12 +476,20 @@ def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
 # value is judged harder than after `is` (_bare_credential). `pass` and `pw` in capitals are not the
 # words (a test runner's PASS); `password: X` and `password=X` are key_value's.
 _PROSE_DIRECT = _compile(
-    r"(?<![A-Za-z0-9])(?:(?i:pass(?:word|wd|phrase|code)s?|pwd|secret(?:[ _-]?key)?|token|credentials?|"
+    r"(?<![A-Za-z0-9])(?:(?i:pass(?:word|wort|wd|phrase|code)s?|kennworts?|pwd|secret(?:[ _-]?key)?|token|credentials?|psk|"
     + _KEY_KINDS + r"[ _-]?key)|[Pp]ass|[Pp]w|PW)[*`]{0,3}"
     r"(?:" + _H + r"{0,8}:" + _H + r"{0,8}|" + _H + r"{1,8})[\"'`*]{0,3}(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
-# "login admin / Pq9&eT4gXw63": a user, then the password after a spaced slash.
-_PROSE_LOGIN = _compile(r"(?i)(?<![A-Za-z0-9])(?:log[ -]?in|user(?:name)?|creds|credentials)[*`]{0,3}:?" + _H
-                        + r"{1,8}[A-Za-z0-9._@+-]{1,64}" + _H + r"{1,8}/" + _H + r"{1,8}[\"'`]?(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
+# "login admin / Pq9&eT4gXw63", "The admin login for cache2 is admin / Vq7#…": a user, then the
+# password after a spaced slash; between the word and the user, whose (`for cache2`) and a linking
+# verb or a colon, as after a secret word. After a verb or a colon the pair may be glued by a colon
+# ("the login for cache2 is admin:Vq7#…"); glued without one it is a path or a host:port.
+_LOGIN_WORD = r"(?i)(?<![A-Za-z0-9])(?:log[ -]?ins?|user(?:name)?s?|creds|credentials)[*`]{0,3}"
+_LOGIN_USER = r"[\"'`]?[A-Za-z0-9._@+-]{1,64}"
+_LOGIN_PASS = r"[\"'`]?(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})"
+_PROSE_LOGIN = _compile(_LOGIN_WORD + r"(?:" + _PROSE_WHOSE + r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}:)|" + _PROSE_IS
+                        + r"|:)?" + _H + r"{1,8}" + _LOGIN_USER + _H + r"{1,8}/" + _H + r"{1,8}" + _LOGIN_PASS)
+_PROSE_LOGIN_PAIR = _compile(_LOGIN_WORD + r"(?:" + _PROSE_WHOSE + r")?(?:" + _PROSE_IS + "|" + _H + r"{0,8}:)" + _H
+                             + r"{1,8}" + _LOGIN_USER + r":" + _LOGIN_PASS)
 # A JSON "value" (a tool call's input: `{"path": "kv/app", "value": "Gr33nT34!Kettle#77"}`, an ECS or
 # Kubernetes `{"name": "DB_PASSWORD", "value": "…"}`) holding a credential-shaped string.
 _JSON_VALUE = re.compile(r"\"(?:value|secret_?value|secretValue)\"" + _H + r"{0,8}:" + _H + r"{0,8}\"(?P<v>[^\s\"]{1,256})\"")
@@ -564,8 +580,10 @@ def _secret_name(name: str) -> bool:
     return last.endswith(_SECRET_WORD_ENDS) and not last.endswith(("bypass", "compass", "passthrough", "oauth"))
 
 
+# `<` and `>` also as HTML writes them (`&#x3C;Buffer>`, `&lt;token&gt;`: a type or a placeholder in a doc page)
 _PLACEHOLDER_RE = re.compile(r"(?i)(?:x{3,}|\.{3}|your[_-]|my[_-]|example|placeholder|changeme|change[_-]me|dummy|"
-                             r"redacted|secret[_-]?here|<|>|\{\{|\}\}|%s|%\(|\$\(|\$\{|^\\?\$[A-Za-z_]|^\\|\*{4,}|^-+$)")
+                             r"redacted|secret[_-]?here|<|>|&(?:lt|gt|#x0{0,4}3[ce]|#0{0,4}6[02]);|\{\{|\}\}|%s|%\(|"
+                             r"\$\(|\$\{|^\\?\$[A-Za-z_]|^\\|\*{4,}|^-+$)")
 _ENV_WORDS = {"true", "false", "yes", "no", "none", "null", "nil", "on", "off", "required", "optional", "str", "string",
               "bytes", "secretstr", "secretbytes", "int", "bool", "env", "file", "prompt", "ask", "empty", "unset",
               "password", "secret", "token", "passwordless", "disabled", "enabled"}
@@ -703,7 +721,7 @@ def _azure(text: str) -> tuple[str, int]:
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
 _KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key", "accesskey", "access_key",
               "access-key", "access key", "privatekey", "private_key", "private-key", "private key", "authkey",
-              "auth_key", "auth-key", "auth key", "credential")
+              "auth_key", "auth-key", "auth key", "credential", "kennwort")
 FAMILIES: tuple[_Family, ...] = (
     _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys, ("PRIVATE KEY",)),
     _Family("url_credentials", "the password in scheme://user:password@host",
@@ -747,8 +765,10 @@ FAMILIES: tuple[_Family, ...] = (
             "not bare ids, not 40-digit git commit ids, not sha256:… digests", _long_hex),
     # last: a value every family before it recognises keeps that family's label
     _Family("prose_secret", "a credential named in prose: \"the password is X\", \"password for the admin "
-            "account: X\", \"the api key for stripe is X\" — when X has a credential's character mix",
-            _prose_secrets, ("pass", "pwd", "pw", "PW", "secret", "token", "cred", "key", "value", "Value", "log", "user")),
+            "account: X\", \"the root password on edge3 is still X\", \"the login for cache2 is admin / X\" — when X "
+            "has a credential's character mix",
+            _prose_secrets, ("pass", "pwd", "pw", "PW", "secret", "token", "cred", "key", "psk", "kennwort", "value",
+                             "Value", "log", "user")),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 

@@ -323,11 +323,21 @@ def _searchable(text: str) -> bool:
 
 def _query_vectors(view, query: str, alternates: list[str]):
     """The question's vector alone (so it is the same with or without alternates: the int8 model
-    quantises a batch as a whole), the rephrasings' in one batch."""
-    vecs = [view.embedder.embed_query(_with_entity_names(view, query))]
+    quantises a batch as a whole), the rephrasings' in one batch. Each phrasing is embedded redacted
+    (_for_a_model)."""
+    vecs = [view.embedder.embed_query(_for_a_model(view, _with_entity_names(view, query)))]
     if alternates:
-        vecs.extend(view.embedder.embed_queries([_with_entity_names(view, a) for a in alternates]))
+        vecs.extend(view.embedder.embed_queries([_for_a_model(view, _with_entity_names(view, a)) for a in alternates]))
     return vecs
+
+
+def _for_a_model(view, text: str) -> str:
+    """A phrasing as a model reads it: redacted, as the passages were. With `[model] url` or a
+    `[rerank]` server the text leaves the machine (a hosted API, maybe), and a token pasted into a
+    search must not. The local model reads it redacted too: a question is short (the query log
+    redacts it anyway), the passages it is compared with were embedded redacted, so the redacted
+    question compares like with like, and one path keeps a served index ranking as the local one."""
+    return view.redaction.current().redact_text(text)
 
 
 def _with_entity_names(view, text: str) -> str:
@@ -812,7 +822,7 @@ def _cross_encoded(view, query: str, cands: dict[int, Candidate], notes: list[st
              for c in top]
     t0 = time.perf_counter()
     try:
-        scores = load_reranker(spec).score(query, texts)
+        scores = load_reranker(spec).score(_for_a_model(view, query), texts)
     except ModelError as e:
         notes.append(f"reranker skipped: {e}")
         return

@@ -84,6 +84,9 @@ AWS_ALONE = _rand(20) + "/" + _rand(9) + "+" + _rand(9)   # 40 characters, alone
 # Named right after the secret word (no `is`), and session cookies in `curl -v` output
 BARE_PW = {"bare_with_pw": "Vx8#kQ2mZr91", "bare_use_pw": "Hb3$wN7pLt44", "bare_login": "Pq9&eT4gXw63",
            "bare_pw": "Ku2*oF6hZn58", "bare_pass": "Lz4^iU8jCx35", "bare_unseal": "Nf6@tG9kYh12"}
+# Named in everyday prose: whose, a linking verb with an adverb, a user and a password, a German word, a wifi key
+LINKED_PW = {"linked_login": "Vq7#pLm2$Rt9", "linked_root": "Xc5$vBn8^Mm1", "linked_passwort": "Kj7&hGf4%Dd3",
+             "linked_wifi": "Hy3#uJi9(Ol0"}
 COOKIES = {"cookie_sessionid": "k3j9x8v2m4n7b1q5w0e6r8t2y4u7i9o1",
            "cookie_laravel": "eyJpdiI6IkZxV3JtN2c9PSIsInZhbHVlIjoiQmx1ZVNreSJ9",
            "cookie_connect": "s%3Aq8Zr4WmX2pLk9TnV.Yb7Hc3Jd5Kf1Lg8Mh2Nj"}
@@ -102,6 +105,7 @@ PATTERN_SECRETS = {
     "cjk_github": CJK_GITHUB, "cjk_aws_id": CJK_AWS_ID, "cjk_telegram": CJK_TELEGRAM,
     "prose_pw": PROSE_PW, "prose_label_pw": PROSE_LABEL_PW, "prose_api_key": PROSE_API_KEY, "docker_pw": DOCKER_PW,
     "docker_stdin_pw": DOCKER_STDIN_PW, "aws_alone": AWS_ALONE, "named_token": NAMED_TOKEN, **BARE_PW, **COOKIES,
+    **LINKED_PW,
 }
 ALL_SECRETS = {**PATTERN_SECRETS, "hash_only": HASH_ONLY}
 
@@ -244,6 +248,10 @@ Commit a31cb421f5f2c5c61558f7d08f91b9a294ae0617 moved the registry mirror.
 4. admin pw {BARE_PW["bare_pw"]}
 5. ssh root@edge1 (pass {BARE_PW["bare_pass"]})
 6. Vault unseal key: {BARE_PW["bare_unseal"]}
+7. The admin login for cache2 is admin / {LINKED_PW["linked_login"]} so be careful.
+8. The root password on edge3 is still {LINKED_PW["linked_root"]}.
+9. Passwort: {LINKED_PW["linked_passwort"]}
+10. the wifi key is {LINKED_PW["linked_wifi"]}
 
 Pass the smoke test before the password reset flow; use password managers.
 
@@ -653,6 +661,24 @@ def test_memory_dev_decoys_stay_readable():
     ("prose_secret", "password for grafana: Gr4fanaPassw0rdZ", "Gr4fanaPassw0rdZ"),
     ("prose_secret", "the db_password was `Summer2024!` until May", "Summer2024!"),
     ("prose_secret", "The token is: xKqPzRtLmWvYbNcJhGfD", "xKqPzRtLmWvYbNcJhGfD"),
+    # a linking verb with an adverb (`is still`, `'s`, `has been`, `set to`), whose (`on edge3`), `=`
+    ("prose_secret", "13. The root password on edge3 is still Xc5$vBn8^Mm1.", "Xc5$vBn8^Mm1"),
+    ("prose_secret", "the wifi key is Hy3#uJi9(Ol0", "Hy3#uJi9(Ol0"),
+    ("prose_secret", "The Wi-Fi key for the guest network is now Gq4%tY7uBn2x", "Gq4%tY7uBn2x"),
+    ("prose_secret", "The root password's Xc5$vBn8^Mm1 on both hosts", "Xc5$vBn8^Mm1"),
+    ("prose_secret", "the DB password was then Tr0ub4dor3xYz until the rotation", "Tr0ub4dor3xYz"),
+    ("prose_secret", "root password set to Wd3!rT6yUi9o yesterday", "Wd3!rT6yUi9o"),
+    ("prose_secret", "the vault token has been changed to Pk7Lm2Qx9Rz4", "Pk7Lm2Qx9Rz4"),
+    ("prose_secret", "the password for edge3 = Xc5$vBn8^Mm1", "Xc5$vBn8^Mm1"),
+    ("prose_secret", "the passphrase on the backup disk is currently `Summer2024!`", "Summer2024!"),
+    ("prose_secret", "the PSK is Zr4Tq8wYp2Lx", "Zr4Tq8wYp2Lx"),
+    ("prose_secret", "Das Passwort ist Kj7&hGf4%Dd3", "Kj7&hGf4%Dd3"),
+    ("key_value", "14. Passwort: Kj7&hGf4%Dd3", "Kj7&hGf4%Dd3"),
+    ("key_value", "Kennwort: Sommer2024xY", "Sommer2024xY"),
+    # a login: whose and a verb before the user, then the password after a spaced slash or a colon
+    ("prose_secret", "10. The admin login for cache2 is admin / Vq7#pLm2$Rt9 so be careful.", "Vq7#pLm2$Rt9"),
+    ("prose_secret", "credentials for the replica are repl / Hb3$wN7pLt44", "Hb3$wN7pLt44"),
+    ("prose_secret", "The login for grafana was still admin:Wm7!aS3dVb20", "Wm7!aS3dVb20"),
     # the value right after the secret word, no `is` between
     ("prose_secret", "1. Log in with password Vx8#kQ2mZr91 and check the relay.", "Vx8#kQ2mZr91"),
     ("prose_secret", "2. Use password Hb3$wN7pLt44 for the admin UI.", "Hb3$wN7pLt44"),
@@ -752,6 +778,25 @@ def test_family_catches_its_shape(family, text, secret):
     "Pass ``exc_type=ImportError`` to also skip", "you can pass ``suppress_health_check=list(HealthCheck)``",
     "the secret sauce is caching", "login admin / logout", "log in as root / Toor", "pass utf8mb4 as the charset",
     "password Summer", "token limit 4096", "the API key rotation runbook",
+    # prose after a linking verb (`is still`, `'s`, `set to`), after whose (`on edge3`), and logins: words,
+    # vaults, states, placeholders, a host:port, a path — no credential's mix
+    "the password is in the vault", "the wifi key is rotated monthly", "the admin login is broken",
+    "the key is to restart first", "the root password is stored in 1Password", "The root password on edge3 is still "
+    "the same as on edge2.", "the wifi key is still set in the router config", "the password is still required",
+    "the password is now empty", "the root password is managed by Ansible", "the token is still valid for 24h",
+    "the password's length is 12", "the token's expiry is 2031-05-06T11:05:00Z", "the api key's scope is read-only",
+    "The password was changed to a random one", "the password has been set to the default",
+    "the token will be refreshed automatically", "the password is currently unset", "the passcode is still 12345678",
+    "the wifi network key is on the fridge", "the network key is 10.0.0.0/8", "The Wi-Fi key is on the back of the router",
+    "the root password was reset to the one in Bitwarden", "the secret is still AES-256-GCM encrypted",
+    "the wifi key is WPA2-Personal", "the root password on db1 = the one in 1Password", "the token is still OAuth2-based",
+    "The admin login for cache2 is admin / see 1Password", "the login for grafana is admin / admin",
+    "The login page is /admin/login / OAuth2Callback", "user is root / wheel", "login is user@host:/var/log",
+    "Login: https://grafana.example.com/login", "users are root / admin2 only", "logins for staging are in vault / Bitwarden",
+    "the login for prod: see Vault / 1Password", "login for db: postgres / ${PGPASSWORD}", "the login is admin:admin",
+    "The login for the proxy is host:8080", "the admin login for cache2 is admin / ReadTheDocs",
+    "<code>{ psk: &#x3C;Buffer|TypedArray|DataView>, identity: &#x3C;string> }</code>",
+    "the password is &lt;Secret9x&gt;", "Passwort: siehe Tresor", "Das Passwort ist im Tresor",
     # a JSON value that is no credential
     '{"name": "Content-Type", "value": "application/json"}', '{"value": "2031-05-06T11:05:00Z"}', '{"value": "k8s-app"}',
     # cookies without a session value, names and attributes

@@ -21,6 +21,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.models import server as served
 from remembrancer.indexer.models.embed import load_embedder, load_embedder_from_dir
 from remembrancer.indexer.models.spec import Endpoint, ModelError, ServerModel, ServerUnavailable
+from remembrancer.indexer.redact import MARKER_RE
 from tests.support.corpus import write, write_tree
 from tests.support.model_server import ModelServer
 from tests.support.tiny_model import build_tiny_model
@@ -106,6 +107,20 @@ def test_a_served_index_ranks_exactly_like_the_local_one(server, tiny_model_dir,
     assert all(r[0][2] > 0 for r in remote_ranks)   # the vector leg answered
     local.close()
 
+
+def test_the_question_and_its_rephrasings_reach_the_server_redacted(server, indexed):
+    """What the server embeds leaves the machine (a hosted API, maybe): a password or a token pasted
+    into a search is sent redacted, as the passages were; the rest of the question is sent as typed."""
+    token, password = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "Zz9#kQ2mZr91ghpx"
+    before = len(server.inputs())
+    out = do_search(indexed.view(), {"query": f"cache2 admin login password {password}",
+                                     "alternates": [f"restore the database with token {token}"], "limit": 3})
+    assert not any(n.startswith("keyword search only") for n in out.get("notes", [])), out.get("notes")
+    sent = server.inputs()[before:]
+    assert len(sent) == 2, sent   # the question, then its rephrasing
+    assert not any(password in t or token in t or "Zz9#kQ2m" in t for t in sent), sent
+    assert [MARKER_RE.sub("[REDACTED]", t) for t in sent] == [
+        "cache2 admin login password [REDACTED]", "restore the database with token [REDACTED]"], sent
 
 def test_a_server_down_while_indexing_leaves_passages_waiting_and_they_are_filled_when_it_returns(
         tiny_model_dir, notes, data_env):

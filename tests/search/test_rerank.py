@@ -86,6 +86,18 @@ def test_a_rerank_server_orders_as_the_local_cross_encoder(index, reranker_dir, 
     assert got == local and not out.get("notes"), out.get("notes")
 
 
+def test_a_rerank_server_is_sent_the_question_redacted(index, reranker_dir, tiny_model_dir):
+    """The question goes to a rerank server as it goes to an embedding server: redacted (the
+    passages it reads were stored redacted)."""
+    password = "Zz9#kQ2mZr91ghpx"
+    with ModelServer("--model", str(tiny_model_dir), "--rerank", str(reranker_dir)) as srv:
+        got, out = order(index, RerankSpec(server=Endpoint(url=srv.url, timeout=5), top=5),
+                         query=f"restore database backup, the password is {password}")
+        sent = srv.inputs()
+    assert not out.get("notes"), out.get("notes")
+    assert "restore database backup, the password is [REDACTED:prose_secret]" in sent, sent
+    assert not any(password in t for t in sent), sent
+
 def test_a_rerank_server_down_or_slow_keeps_the_order_and_says_why(index, reranker_dir, tiny_model_dir):
     plain, _ = order(index, None)
     got, out = order(index, RerankSpec(server=Endpoint(url="http://127.0.0.1:9/v1", timeout=1), top=5))

@@ -8,7 +8,8 @@ a separate process. Faults are switched on at start or at run time (``POST /cont
 next N requests failing with 503 (after K that succeed), vectors cut to another dimension, another
 model's vectors, or a request holding some text kept waiting (``{"hold": TEXT}``: an embeddings
 request with an input containing TEXT gets no answer until ``{"hold": ""}`` — a writer stuck in the
-middle of a pass, for as long as a test needs it there).
+middle of a pass, for as long as a test needs it there). ``GET /inputs`` lists every text it was
+sent, so a test can check what left the machine.
 
     python -m tests.support.model_server --model DIR|default [--rerank DIR] [--name NAME] [--port N]
 """
@@ -50,6 +51,7 @@ class State:
         self.held = 0          # requests kept waiting so far
         self.released = threading.Event()
         self.requests = self.texts = 0
+        self.inputs: list[str] = []   # every text received, embeddings and rerank queries (GET /inputs)
         self.lock = threading.Lock()
 
 
@@ -71,6 +73,9 @@ def handler(state: State):
         def do_GET(self):
             if self.path == "/stats":
                 return self._send(200, {"requests": state.requests, "texts": state.texts, "held": state.held})
+            if self.path == "/inputs":   # what a client sent: a test reads what left the machine
+                with state.lock:
+                    return self._send(200, {"inputs": list(state.inputs)})
             self._send(404, {"error": "not found"})
 
         def do_POST(self):
@@ -113,6 +118,7 @@ def handler(state: State):
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 return self._send(400, {"error": "input must be a string or a list of strings"})
             with state.lock:
+                state.inputs.extend(texts)
                 hold = state.hold and any(state.hold in t for t in texts)
                 if hold:
                     state.held += 1
@@ -137,6 +143,8 @@ def handler(state: State):
             texts = body.get(key)
             if not isinstance(texts, list) or not isinstance(body.get("query"), str):
                 return self._send(422, {"error": f"query and {key} are required"})
+            with state.lock:
+                state.inputs.extend([body["query"], *texts])
             scores = state.reranker.score(body["query"], texts)
             if state.rerank_shape == "tei":
                 rows = sorted(({"index": i, "score": s} for i, s in enumerate(scores)), key=lambda r: -r["score"])
@@ -200,6 +208,10 @@ class ModelServer:
 
     def stats(self) -> dict:
         return json.loads(urllib.request.urlopen(self.base + "/stats", timeout=10).read())
+
+    def inputs(self) -> list[str]:
+        """Every text the server was sent so far (embedding inputs, rerank queries and documents)."""
+        return json.loads(urllib.request.urlopen(self.base + "/inputs", timeout=10).read())["inputs"]
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
