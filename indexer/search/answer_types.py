@@ -1,5 +1,5 @@
 """The kind of value a question asks for, when that kind has a shape text shows: an amount of
-money, a phone number, an IP address. A question asking for one ("What's Tillpoint's after-hours
+money, a phone number, an IP address, a port. A question asking for one ("What's Tillpoint's after-hours
 support phone number?") that none of the sections an answer would show holds a value of has no
 answer there, however well its other words match: the notes describe the thing, not that detail.
 
@@ -58,7 +58,17 @@ IP_ADDRESS = AnswerType(
                     r"\bIP(?:v[46])?(?: (?i:address(?:es)?))? (?i:of|for)\b"),
     value=re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\b(?:[0-9a-f]{1,4}:){4,7}[0-9a-f]{1,4}\b",
                      re.IGNORECASE))
-TYPES = (MONEY, PHONE, IP_ADDRESS)
+PORT = AnswerType(
+    "a port number",
+    # "Which port does Sieve listen on?", "what port is the S3 API on" — not "on port 55432" (the
+    # question names one) or "port the app to Go".
+    asks=re.compile(r"\b(?:what|which)(?:'s| is| are)?(?: the)? (?:tcp |udp |\w+ )?ports?\b(?! (?:the|it|to)\b)",
+                    re.IGNORECASE),
+    # host:port, "port 5432", "5432/tcp", "listens on 2222", a container's `-p 8080:80`
+    value=re.compile(r"(?<![\w:]):\d{2,5}\b|\b[A-Za-z][\w.-]*:\d{2,5}\b|\bports?\b\W{0,3}(?:\w+\W{1,3}){0,3}?\d{2,5}\b|"
+                     r"\b\d{2,5}/(?:tcp|udp)\b|\blisten\w*\W{1,3}(?:on\W{1,3})?(?:[\w.-]+:)?\d{2,5}\b|-p\s+\d{2,5}:\d{2,5}\b",
+                     re.IGNORECASE))
+TYPES = (MONEY, PHONE, IP_ADDRESS, PORT)
 
 
 def asked(query: str) -> AnswerType | None:

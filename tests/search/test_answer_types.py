@@ -1,5 +1,5 @@
 """A question asking for a value of a shape text shows — a phone number, an amount of money, an IP
-address — that none of the best sections writes is not answered: the notes describe the thing, not
+address, a port — that none of the best sections writes is not answered: the notes describe the thing, not
 that detail (indexer/search/answer_types.py; docs/ranking.md, "Abstention")."""
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ from tests.support.corpus import write_tree
     ("What is the minimum monthly commit, in euros?", types.MONEY),
     ("What's the IP address of the storage box?", types.IP_ADDRESS),
     ("which IP does the bastion have", types.IP_ADDRESS),
+    ("What port does Sieve listen on for scoring requests?", types.PORT),
+    ("objstore: which port is the S3 API on and which is the console?", types.PORT),
     # Naming the kind is not asking for a value of it.
     ("why do we rate limit per API key and not per IP address?", None),
     ("What got the pods on node ip-10-42-7-19 OOMKilled?", None),
     ("why did we change the price?", None),
     ("How much memory does analytics-1 have?", None),
+    ("What's listening on port 55432 on my machine?", None),   # it names the port
+    ("which port the app to Go first?", None),
     ("kgo: unable to dial: x509: certificate signed by unknown authority", None),
 ])
 def test_the_kind_of_value_a_question_asks_for(query, kind):
@@ -37,6 +41,12 @@ def test_the_kind_of_value_a_question_asks_for(query, kind):
     (types.PHONE, "call 555-0100", True),
     (types.PHONE, "from 2041-06-10 to 2041-06-12, at 10:30", False),   # days and times are no number to call
     (types.PHONE, "version 1.2.3", False),
+    (types.PORT, "The gRPC API listens on 9443 inside the cluster.", True),
+    (types.PORT, "DATABASE_URL points at db1:5432", True),
+    (types.PORT, "S3 API on port 9000, the console on 9001", True),
+    (types.PORT, "docker run -p 8080:80 nginx", True),
+    (types.PORT, "open 5514/udp on the firewall", True),
+    (types.PORT, "at 10:30 the deploy of 2.4.1 finished (PR #1234)", False),   # a time, a version, a number
     (types.MONEY, "It costs $1,200 a year.", True),
     (types.MONEY, "EUR 400 per month", True),
     (types.MONEY, "Pro: 3.99 / 29.99", True),
