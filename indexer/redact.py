@@ -45,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 9
+REDACTOR_VERSION = 10
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -55,7 +55,8 @@ def marker(label: str) -> str:
 
 # -- helpers for the pattern families ----------------------------------------------------------
 
-_PLACEHOLDER_START = ("$", "<", "{", "[", "%", "*", "…", "(")
+# `<` also as HTML writes it (`&lt;token&gt;`, `&#x3C;Buffer>`: a type or a placeholder in a doc page)
+_PLACEHOLDER_START = ("$", "<", "&lt;", "&#x3c;", "&#x3C;", "&#60;", "{", "[", "%", "*", "…", "(")
 _PLACEHOLDER_WORDS = {"true", "false", "yes", "no", "none", "null", "nil", "on", "off", "required",
                       "optional", "redacted", "changeme", "password", "secret", "token", "example",
                       "secretstr", "secretbytes", "pass", "passwd", "pwd", "pw"}
@@ -286,7 +287,7 @@ def _cookies(text: str) -> tuple[str, int]:
 
 # A key's name as people write it in prose as well: "API key:", "access key =" (a space between).
 _SECRET_KEY = (r"(?:pass(?:word|wort|wd|phrase)?|kennwort|pwd|secret|token|api[_ -]?key|apikey|access[_ -]?key|"
-               r"private[_ -]?key|auth[_ -]?key|credentials?)s?")
+               r"private[_ -]?key|auth[_ -]?key|credentials?|psk|pre[_ -]?shared[_ -]?key)s?")
 _KEY_VALUE = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?P<k>(?:[A-Za-z0-9]+[_.-]){0,8}" + _SECRET_KEY + r")(?![A-Za-z0-9])"
     r"[\"'*`]*" + _H + r"*[:=]" + _H + r"*[*\"'`]*" + _H + r"*(?P<v>[^\s\"'`*]+)")
@@ -721,7 +722,8 @@ def _azure(text: str) -> tuple[str, int]:
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
 _KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key", "accesskey", "access_key",
               "access-key", "access key", "privatekey", "private_key", "private-key", "private key", "authkey",
-              "auth_key", "auth-key", "auth key", "credential", "kennwort")
+              "auth_key", "auth-key", "auth key", "credential", "kennwort", "psk", "preshared", "pre_shared",
+              "pre-shared")
 FAMILIES: tuple[_Family, ...] = (
     _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys, ("PRIVATE KEY",)),
     _Family("url_credentials", "the password in scheme://user:password@host",

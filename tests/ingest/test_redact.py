@@ -675,6 +675,10 @@ def test_memory_dev_decoys_stay_readable():
     ("prose_secret", "Das Passwort ist Kj7&hGf4%Dd3", "Kj7&hGf4%Dd3"),
     ("key_value", "14. Passwort: Kj7&hGf4%Dd3", "Kj7&hGf4%Dd3"),
     ("key_value", "Kennwort: Sommer2024xY", "Sommer2024xY"),
+    # a pre-shared key is a secret by name, whatever its value looks like (a VPN's break-glass account)
+    ("key_value", "psk: hunter2-FAKE-tg-rtm-2044", "hunter2-FAKE-tg-rtm-2044"),
+    ("key_value", "pre_shared_key = Zq9xT4mK2pL8", "Zq9xT4mK2pL8"),
+    ("key_value", "wifi_psk=Zq9xT4mK2pL8", "Zq9xT4mK2pL8"),
     # a login: whose and a verb before the user, then the password after a spaced slash or a colon
     ("prose_secret", "10. The admin login for cache2 is admin / Vq7#pLm2$Rt9 so be careful.", "Vq7#pLm2$Rt9"),
     ("prose_secret", "credentials for the replica are repl / Hb3$wN7pLt44", "Hb3$wN7pLt44"),
@@ -797,6 +801,7 @@ def test_family_catches_its_shape(family, text, secret):
     "The login for the proxy is host:8080", "the admin login for cache2 is admin / ReadTheDocs",
     "<code>{ psk: &#x3C;Buffer|TypedArray|DataView>, identity: &#x3C;string> }</code>",
     "the password is &lt;Secret9x&gt;", "Passwort: siehe Tresor", "Das Passwort ist im Tresor",
+    "PSK: see Strongroom", "psk: ${WIFI_PSK}", "ipsec psk rotation runbook",
     # a JSON value that is no credential
     '{"name": "Content-Type", "value": "application/json"}', '{"value": "2031-05-06T11:05:00Z"}', '{"value": "k8s-app"}',
     # cookies without a session value, names and attributes
