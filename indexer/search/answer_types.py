@@ -65,8 +65,10 @@ PORT = AnswerType(
     asks=re.compile(r"\b(?:what|which)(?:'s| is| are)?(?: the)? (?:tcp |udp |\w+ )?ports?\b(?! (?:the|it|to)\b)",
                     re.IGNORECASE),
     # host:port, "port 5432", "5432/tcp", "listens on 2222", a container's `-p 8080:80`
-    value=re.compile(r"(?<![\w:]):\d{2,5}\b|\b[A-Za-z][\w.-]*:\d{2,5}\b|\bports?\b\W{0,3}(?:\w+\W{1,3}){0,3}?\d{2,5}\b|"
-                     r"\b\d{2,5}/(?:tcp|udp)\b|\blisten\w*\W{1,3}(?:on\W{1,3})?(?:[\w.-]+:)?\d{2,5}\b|-p\s+\d{2,5}:\d{2,5}\b",
+    # (every repeat bounded: a long run of `a-a-a…` must stay linear)
+    value=re.compile(r"(?<![\w:]):\d{2,5}\b|\b[A-Za-z][\w.-]{0,63}:\d{2,5}\b|"
+                     r"\bports?\b\W{0,3}(?:\w{1,40}\W{1,3}){0,3}?\d{2,5}\b|\b\d{2,5}/(?:tcp|udp)\b|"
+                     r"\blisten\w{0,5}\W{1,3}(?:on\W{1,3})?(?:[\w.-]{1,63}:)?\d{2,5}\b|-p\s{1,8}\d{2,5}:\d{2,5}\b",
                      re.IGNORECASE))
 TYPES = (MONEY, PHONE, IP_ADDRESS, PORT)
 
