@@ -55,7 +55,7 @@ class DaemonBackend:
                 params["without_notes"] = True
         if self.code and method not in ("notify", "status"):
             params = {**params, "code": self.code}
-        if method not in ("notify", "stop"):   # answered under these settings, or refused (daemon/server.py)
+        if method not in ("notify", "stop", "forget"):   # answered under these settings, or refused (wire)
             params = {**params, "config": config_identity()}
         try:
             return self.client.call(method, **params)

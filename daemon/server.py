@@ -32,7 +32,7 @@ from remembrancer.indexer import api
 from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import DaemonState, Freshness, StatusAnswer
-from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, Config, check_socket_path, config_path,
+from remembrancer.indexer.config import (CODE, COMMITS, CONVERSATIONS, Config, check_socket_path,
                                          ensure_data_dir, load_config, settings, socket_path)
 from remembrancer.indexer.engine import ReadView
 from remembrancer.indexer.search.across import ALL
@@ -70,7 +70,7 @@ class AlreadyRunning(UserError):
     pass
 
 
-UNREAD = object()   # no config_stamp() yet
+UNREAD = object()   # the config file not read yet
 
 
 STARTING_WAIT_S = 1.0   # a daemon that won the race says who it is within milliseconds of taking its lock
@@ -84,22 +84,13 @@ def _soon(read: Callable[[], object | None], wait_s: float = STARTING_WAIT_S):
     return value
 
 
-def config_stamp() -> bytes | None:
-    """The config file as it is now (None: there is none): what tells the daemon it was edited."""
-    try:
-        return config_path().read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as e:   # unreadable: load_config says so when it tries
-        return f"unreadable: {e.errno}".encode()
-
-
 def still_config_stamp() -> bytes | None:
-    """config_stamp() once two reads CONFIG_QUIET_S apart agree (a few tries at most)."""
-    stamp = config_stamp()
+    """The config file's bytes (wire.config_bytes) once two reads CONFIG_QUIET_S apart agree (a few
+    tries at most)."""
+    stamp = wire.config_bytes()
     for _ in range(10):
         time.sleep(CONFIG_QUIET_S)
-        again = config_stamp()
+        again = wire.config_bytes()
         if again == stamp:
             break
         stamp = again
@@ -115,7 +106,7 @@ class Daemon:
         # `reload` makes `config` again from the config file (`serve`: with its command line): an
         # edited file is applied while the daemon runs (_config_current). None: never re-read.
         self._reload = reload
-        self._config_seen: object = UNREAD   # the file as last applied (config_stamp)
+        self._config_seen: object = UNREAD   # the file as last applied (wire.config_bytes)
         self._config_error: UserError | None = None   # the file as it is now is invalid: requests get this
         self._config_lock = threading.Lock()
         # A client's settings found equal to this daemon's, or not: {(its identity, ours): differences}
@@ -620,9 +611,9 @@ class Daemon:
         raised. A request that comes during an apply waits for it: no answer from the old settings."""
         if self._reload is None:
             return
-        if config_stamp() != self._config_seen:
+        if wire.config_bytes() != self._config_seen:
             with self._config_lock:   # at the first request or tick: the file as `serve` just read it
-                stamp = config_stamp() if self._config_seen is UNREAD else still_config_stamp()
+                stamp = wire.config_bytes() if self._config_seen is UNREAD else still_config_stamp()
                 if stamp != self._config_seen:
                     self._apply_config()
                     self._config_seen = stamp
@@ -660,7 +651,9 @@ class Daemon:
         if not isinstance(asked, dict) or not isinstance(asked.get("path"), str) \
                 or not all(isinstance(asked.get(k), (str, type(None))) for k in ("sha256", "secret_hashes")):
             raise UserError("config must be the client's settings: path, sha256, secret_hashes", param="config")
-        mine = wire.config_identity()
+        # this daemon's settings as it applied them (_config_current read the file just now)
+        applied = self._config_seen
+        mine = wire.config_identity() if applied is UNREAD else wire.config_identity(applied, read=False)
         theirs = (asked["path"], asked.get("sha256"), asked.get("secret_hashes"))
         ours = (mine["path"], mine["sha256"], mine["secret_hashes"])
         if theirs == ours:

@@ -154,11 +154,11 @@ def do_verify(view: ReadView, params) -> dict:
     return verify(view, path=p.path, heading=p.heading, text=p.text).to_json()
 
 
-READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
-                "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
 # Every read method's answer carries the freshness verdict (a listing or a read too: which documents
 # exist and where their sections are is the index's word, not the files'), and a writable engine in
 # the client's process (no daemon) refreshes before each: never an answer of a pass that did not finish.
+READ_METHODS = {"search": do_search, "read": do_read, "outline": do_outline, "list": do_list,
+                "history": do_history, "latest": do_latest, "neighbors": do_neighbors, "verify": do_verify}
 # Errors that say the index has no such document: they carry the verdict too, and an index that is
 # behind says so in the message — a file added since may just not be read yet.
 ABSENT_CODES = ("not_found",)

@@ -55,7 +55,6 @@ import warnings
 
 APP = "remembrancer"
 MAX_REQUEST_BYTES = 1_000_000
-MAX_CONFIG_BYTES = 1 << 20   # a config file is a few lines; a bigger one is hashed by its head
 IDLE_TIMEOUT_S = 30.0
 METHODS = ("search", "read", "outline", "list", "history", "latest", "neighbors", "verify",
            "status", "notify", "reindex", "stop", "forget")
@@ -112,22 +111,29 @@ def config_file() -> str:
     return os.path.join(platformdirs.user_config_dir(APP), "config.toml")
 
 
-def config_identity() -> dict:
+def config_bytes() -> bytes | None:
+    """The config file this process reads, as it is now: its bytes, None when there is none,
+    `unreadable: <errno>` when it cannot be read (whoever loads it says why)."""
+    try:
+        with open(config_file(), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:   # a folder, no permission
+        return f"unreadable: {e.errno}".encode()
+
+
+def config_identity(content: bytes | None = None, *, read: bool = True) -> dict:
     """What a request says about the settings it expects to be answered under: the config file
     (absolute), the sha256 of its bytes (None: there is none) and the secret-hash file the
-    environment names. Cheap (one small read): the hooks send it with every request."""
+    environment names. Cheap (one small read): the hooks send it with every request. `read=False`:
+    of `content`, the file as the caller already read it (the daemon: as it applied it)."""
     import hashlib
 
-    path = os.path.abspath(config_file())
-    try:
-        with open(path, "rb") as f:
-            digest: str | None = hashlib.sha256(f.read(MAX_CONFIG_BYTES)).hexdigest()
-    except FileNotFoundError:
-        digest = None
-    except OSError as e:   # a folder, no permission: the daemon reads it (and says why) itself
-        digest = f"unreadable: {e.errno}"
+    content = config_bytes() if read else content
     hashes = os.environ.get("REMEMBRANCER_SECRET_HASHES", "").strip()
-    return {"path": path, "sha256": digest,
+    return {"path": os.path.abspath(config_file()),
+            "sha256": None if content is None else hashlib.sha256(content).hexdigest(),
             "secret_hashes": os.path.abspath(os.path.expanduser(hashes)) if hashes else None}
 
 

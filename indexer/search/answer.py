@@ -325,19 +325,21 @@ def _query_vectors(view, query: str, alternates: list[str]):
     """The question's vector alone (so it is the same with or without alternates: the int8 model
     quantises a batch as a whole), the rephrasings' in one batch. Each phrasing is embedded redacted
     (_for_a_model)."""
-    vecs = [view.embedder.embed_query(_for_a_model(view, _with_entity_names(view, query)))]
-    if alternates:
-        vecs.extend(view.embedder.embed_queries([_for_a_model(view, _with_entity_names(view, a)) for a in alternates]))
+    question, *rephrasings = _for_a_model(view, [_with_entity_names(view, t) for t in (query, *alternates)])
+    vecs = [view.embedder.embed_query(question)]
+    if rephrasings:
+        vecs.extend(view.embedder.embed_queries(rephrasings))
     return vecs
 
 
-def _for_a_model(view, text: str) -> str:
-    """A phrasing as a model reads it: redacted, as the passages were. With `[model] url` or a
+def _for_a_model(view, texts: list[str]) -> list[str]:
+    """Phrasings as a model reads them: redacted, as the passages were. With `[model] url` or a
     `[rerank]` server the text leaves the machine (a hosted API, maybe), and a token pasted into a
-    search must not. The local model reads it redacted too: a question is short (the query log
+    search must not. The local model reads them redacted too: a question is short (the query log
     redacts it anyway), the passages it is compared with were embedded redacted, so the redacted
     question compares like with like, and one path keeps a served index ranking as the local one."""
-    return view.redaction.current().redact_text(text)
+    redactor = view.redaction.current()
+    return [redactor.redact_text(t) for t in texts]
 
 
 def _with_entity_names(view, text: str) -> str:
@@ -410,10 +412,11 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
         return
     inside = [sid for sid in shared.sections_of(top.path)
               if shared.allowed is None or sid in shared.allowed]
-    heads = {sid: s for sid, s in view.catalog.section_heads_by_id(inside).items() if rank.encloses(top, s)}
-    if len(heads) < 2 or len(heads) > NEWEST_ENTRY_READ:
+    entries = {sid: s for sid, s in view.catalog.section_heads_by_id(inside).items() if rank.encloses(top, s)}
+    if len(entries) < 2 or len(entries) > NEWEST_ENTRY_READ:
         return
-    entries = view.catalog.sections_by_id(list(heads))
+    # an entry its heading dates needs no text; the others are read for the days they write
+    entries.update(view.catalog.sections_by_id([sid for sid, s in entries.items() if not rank.written_that_day(s)]))
     present = rank.present_day(rows.values())
     when = {sid: d for sid, s in entries.items() if (d := rank.entry_day(s, present)) is not None}
     if len(set(when.values())) < 2:
@@ -822,7 +825,7 @@ def _cross_encoded(view, query: str, cands: dict[int, Candidate], notes: list[st
              for c in top]
     t0 = time.perf_counter()
     try:
-        scores = load_reranker(spec).score(_for_a_model(view, query), texts)
+        scores = load_reranker(spec).score(_for_a_model(view, [query])[0], texts)
     except ModelError as e:
         notes.append(f"reranker skipped: {e}")
         return

@@ -122,6 +122,7 @@ def test_the_question_and_its_rephrasings_reach_the_server_redacted(server, inde
     assert [MARKER_RE.sub("[REDACTED]", t) for t in sent] == [
         "cache2 admin login password [REDACTED]", "restore the database with token [REDACTED]"], sent
 
+
 def test_a_server_down_while_indexing_leaves_passages_waiting_and_they_are_filled_when_it_returns(
         tiny_model_dir, notes, data_env):
     down = ModelServer("--model", str(tiny_model_dir), "--name", "tiny").start()

@@ -98,6 +98,7 @@ def test_a_rerank_server_is_sent_the_question_redacted(index, reranker_dir, tiny
     assert "restore database backup, the password is [REDACTED:prose_secret]" in sent, sent
     assert not any(password in t for t in sent), sent
 
+
 def test_a_rerank_server_down_or_slow_keeps_the_order_and_says_why(index, reranker_dir, tiny_model_dir):
     plain, _ = order(index, None)
     got, out = order(index, RerankSpec(server=Endpoint(url="http://127.0.0.1:9/v1", timeout=1), top=5))
