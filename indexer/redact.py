@@ -45,7 +45,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 10
+REDACTOR_VERSION = 11
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -293,7 +293,7 @@ _KEY_VALUE = re.compile(
     r"[\"'*`]*" + _H + r"*[:=]" + _H + r"*[*\"'`]*" + _H + r"*(?P<v>[^\s\"'`*]+)")
 _CLI_FLAG = re.compile(
     r"(?i)(?<![A-Za-z0-9-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|secret|api-?key|"
-    r"access-key|secret-key|auth-token|client-secret)(?:=|" + _H + r"+)[\"']?(?P<v>[^\s\"'`]+)")
+    r"access-key|secret-key|auth-token|client-secret|plaintext)(?:=|" + _H + r"+)[\"']?(?P<v>[^\s\"'`]+)")
 _LONG_HEX = re.compile(r"(?<![0-9A-Za-z])(?P<pre>(?:sha\d*|md5|blake2[bs]?)[:=])?(?:0x)?(?P<v>[0-9a-f]{32,}|[0-9A-F]{32,})"
                        r"(?![0-9A-Za-z])")
 
@@ -396,10 +396,12 @@ _PROSE_SET_TO = r"(?:set|changed|reset|updated|rotated|switched)" + _H + r"{1,8}
 _PROSE_IS = (r"(?:(?:" + _H + r"{1,8}(?:is|was|are|were|ist|war|(?:has|have|had)" + _H + r"{1,8}been|will" + _H
              + r"{1,8}be)|['\u2019]s)(?:" + _H + r"{1,8}" + _PROSE_ADVERB + r"){0,2}(?:" + _H + r"{1,8}" + _PROSE_SET_TO
              + r")?|" + _H + r"{1,8}" + _PROSE_SET_TO + r")(?:" + _H + r"{0,8}:)?(?=[\s\"'`*])")
-_PROSE_WHOSE = r"(?:" + _H + r"{1,8}(?:for|of|on|to|at|in)(?:" + _H + r"{1,8}[^\s:=|`\"'*]{1,64}){1,6})"
+_PROSE_WHOSE = r"(?:" + _H + r"{1,8}(?:for|of|on|to|at|in|that|which)(?:" + _H + r"{1,8}[^\s:=|`\"'*]{1,64}){1,6})"
+# a parenthetical between the word and its value: "unseal key (drill only): X", "password (prod) is X"
+_PROSE_ASIDE = r"(?:" + _H + r"{0,8}\([^()\n]{1,80}\))"
 _PROSE_SECRET = _compile(
-    r"(?i)(?<![A-Za-z0-9])" + _PROSE_WORD + r"s?"   # after `_`, `.`, `-` too: `db_password is …`
-    r"(?:" + _PROSE_WHOSE + r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}[:=])|" + _PROSE_IS + ")"
+    r"(?i)(?<![A-Za-z0-9])(?P<w>" + _PROSE_WORD + r")s?"   # after `_`, `.`, `-` too: `db_password is …`
+    r"(?:(?:" + _PROSE_WHOSE + "|" + _PROSE_ASIDE + r")(?:" + _PROSE_IS + "|" + _H + r"{0,8}[:=])|" + _PROSE_IS + ")"
     r"[\"'`*]{0,3}" + _H + r"{0,8}[\"'`*]{0,3}(?P<v>[^\s\"'`*|]{1,256})")
 _SEGMENT = re.compile(r"[^-_./\\]+")
 
@@ -410,7 +412,8 @@ def _prose_value(value: str, quoted: bool = False) -> bool:
     least three changes between letter and digit, or lower- to upper-case, counted inside its
     `-`/`_`/`.`-separated parts (a symbol counts one), or digits, symbols and both cases together.
     `AES-256-GCM`, `OAuth2-based`, `k8s-native`, `id_ed25519` are terms, not credentials;
-    `S3cr3tPlain`, `Tr0ub4dor3xYz`, `P@ssw0rd1`, `Summer2024!` are."""
+    `S3cr3tPlain`, `Tr0ub4dor3xYz`, `P@ssw0rd1`, `Summer2024!` are, and so is a word whose case
+    changes inside it, with digits (`mArshTit-0419`: two changes, one of them no name's capital)."""
     v = value if quoted else value.rstrip(".,;:!?)]}>")
     if len(v) < 8 or v.lower() in _ENV_WORDS or _placeholder(v) or _PLACEHOLDER_RE.search(v):
         return False
@@ -418,16 +421,19 @@ def _prose_value(value: str, quoted: bool = False) -> bool:
         return False
     symbol = any(c in "!@#$%^&*+=?~" for c in v)
     changes = int(symbol)
+    camel = False   # a lower-case letter followed by a capital inside one part
     for part in _SEGMENT.findall(v):
         alnum = [c for c in part if c.isalnum()]
         for a, b in zip(alnum, alnum[1:]):
             changes += (a.isdigit() != b.isdigit()) or (a.islower() and b.isupper())
+            camel = camel or (a.islower() and b.isupper())
     if not any(c.isalpha() for c in v):
         return False
-    if any(c.isdigit() for c in v) or symbol:
+    digit = any(c.isdigit() for c in v)
+    if digit or symbol:
         # or all four kinds of character a password policy asks for (`Summer2024!`)
-        return changes >= 3 or (symbol and any(c.isdigit() for c in v) and any(c.isupper() for c in v)
-                                and any(c.islower() for c in v))
+        return (changes >= 3 or (changes >= 2 and camel and digit)
+                or (symbol and digit and any(c.isupper() for c in v) and any(c.islower() for c in v)))
     # letters alone: a long run whose case changes every few characters (not a CamelCase name)
     return len(v) >= 12 and changes >= 0.4 * len(v)
 
@@ -440,7 +446,7 @@ def _prose_secrets(text: str) -> tuple[str, int]:
         raw = m.group("v")
         quoted = m.string[m.end("v"):m.end("v") + 1] in ("\"", "'", "`", "*")   # its end is the quote's
         value = raw if quoted and raw else raw.rstrip(".,;:!?)]}>")
-        if not _prose_value(value, quoted):
+        if not (_prose_value(value, quoted) or _quoted_credential(m, value)):
             return m.group(0)
         n += 1
         s = m.start("v") - m.start(0)
@@ -453,6 +459,23 @@ def _prose_secrets(text: str) -> tuple[str, int]:
     return text, n
 
 
+# words that only ever name a secret's value (not `secret`, `token` or `api key`, which also name a thing:
+# "the secret `db-creds-v2`"; not `pass`: "tests pass `test_io2`")
+_VALUE_WORD = re.compile(r"(?i)(?:pass(?:word|wort|wd|phrase|code)|kennwort|pwd|pw|psk|pre[ _-]?shared[ _-]?key|"
+                         r"(?:wi-?fi|wlan|wpa2?|wep|network|unseal|recovery|root|admin|master)[ _-]?key)s?")
+
+
+def _quoted_credential(m: re.Match, value: str) -> bool:
+    """A value in quotes right after a word that only names a secret's value ("psk `…`", "the
+    passphrase was '…'"): any secret-like string (_secret_value), even words and a year
+    (`wren-sensors-4ever-2045`), which _prose_value reads as a term."""
+    if "w" not in m.re.groupindex or not _VALUE_WORD.fullmatch(m.group("w")):
+        return False
+    before, after = m.string[m.start("v") - 1:m.start("v")], m.string[m.end("v"):m.end("v") + 1]
+    return (before in ("\"", "'", "`") and after == before and _secret_value(value)
+            and not _NOT_BARE.search(value) and not value.startswith("-"))
+
+
 def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
     """The `v` of every match that _bare_credential accepts; closing punctuation after it is kept."""
     n = 0
@@ -461,7 +484,7 @@ def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
         nonlocal n
         raw = m.group("v")
         value = raw.rstrip(".,;:)]}>*")   # `*` closes Markdown bold
-        if not value or not _bare_credential(value):
+        if not value or not (_bare_credential(value) or _quoted_credential(m, value)):
             return m.group(0)
         n += 1
         s, e = m.start("v") - m.start(0), m.end("v") - m.start(0)
@@ -477,9 +500,9 @@ def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
 # value is judged harder than after `is` (_bare_credential). `pass` and `pw` in capitals are not the
 # words (a test runner's PASS); `password: X` and `password=X` are key_value's.
 _PROSE_DIRECT = _compile(
-    r"(?<![A-Za-z0-9])(?:(?i:pass(?:word|wort|wd|phrase|code)s?|kennworts?|pwd|secret(?:[ _-]?key)?|token|credentials?|psk|"
+    r"(?<![A-Za-z0-9])(?P<w>(?i:pass(?:word|wort|wd|phrase|code)s?|kennworts?|pwd|secret(?:[ _-]?key)?|token|credentials?|psk|"
     + _KEY_KINDS + r"[ _-]?key)|[Pp]ass|[Pp]w|PW)[*`]{0,3}"
-    r"(?:" + _H + r"{0,8}:" + _H + r"{0,8}|" + _H + r"{1,8})[\"'`*]{0,3}(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
+    r"(?:" + _PROSE_ASIDE + "?" + _H + r"{0,8}:" + _H + r"{0,8}|" + _H + r"{1,8})[\"'`*]{0,3}(?P<v>[^\s\"'`*|][^\s\"'`|]{0,255})")
 # "login admin / Pq9&eT4gXw63", "The admin login for cache2 is admin / Vq7#…": a user, then the
 # password after a spaced slash; between the word and the user, whose (`for cache2`) and a linking
 # verb or a colon, as after a secret word. After a verb or a colon the pair may be glued by a colon
@@ -578,6 +601,8 @@ def _secret_name(name: str) -> bool:
         return len(words) > 1 and (words[-2] in _KEY_QUALIFIERS or words[-2].endswith(("secret", "api")))
     if last in ("max", "min", "num", "count"):
         return False
+    if last == "id":   # AWS_ACCESS_KEY_ID, S3_ACCESS_KEY_ID: the half of a key pair an attacker needs first
+        return words[-3:-1] == ["access", "key"]
     return last.endswith(_SECRET_WORD_ENDS) and not last.endswith(("bypass", "compass", "passthrough", "oauth"))
 
 

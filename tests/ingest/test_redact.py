@@ -660,6 +660,17 @@ def test_memory_dev_decoys_stay_readable():
     ("prose_secret", "Password for the admin account: AdminAcctPw2031x", "AdminAcctPw2031x"),
     ("prose_secret", "password for grafana: Gr4fanaPassw0rdZ", "Gr4fanaPassw0rdZ"),
     ("prose_secret", "the db_password was `Summer2024!` until May", "Summer2024!"),
+    # a parenthetical before the colon or verb; whose as a relative clause ("that was in the first MR")
+    ("prose_secret", "Its unseal key (drill only, not prod): `vU3-greenhouse-drill-kq82mZ4tPw`.", "vU3-greenhouse-drill-kq82mZ4tPw"),
+    ("prose_secret", "the password (prod) is Zx81mQ2pLk", "Zx81mQ2pLk"),
+    ("prose_secret", "the client secret that was in the first MR was `ll-sandbox-7d2e1c90x`", "ll-sandbox-7d2e1c90x"),
+    # in quotes after a word that only names a value: words and a year are a passphrase
+    ("prose_secret", "SSID `petrel-lab`, psk `wren-sensors-4ever-2045` (not the guest net)", "wren-sensors-4ever-2045"),
+    ("prose_secret", 'the disk passphrase was "correct-horse-battery-9"', "correct-horse-battery-9"),
+    # case changing inside a word, with digits, right after pw
+    ("prose_secret", "user 'reviewer'. pw mArshTit-0419. then deploy", "mArshTit-0419"),
+    ("key_value", "caddy hash-password --plaintext 'mArshTit-0419'", "mArshTit-0419"),
+    ("env_secret", "S3_ACCESS_KEY_ID=KSTRL0CALL7QX2MB", "KSTRL0CALL7QX2MB"),
     ("prose_secret", "The token is: xKqPzRtLmWvYbNcJhGfD", "xKqPzRtLmWvYbNcJhGfD"),
     # a linking verb with an adverb (`is still`, `'s`, `has been`, `set to`), whose (`on edge3`), `=`
     ("prose_secret", "13. The root password on edge3 is still Xc5$vBn8^Mm1.", "Xc5$vBn8^Mm1"),
@@ -802,6 +813,11 @@ def test_family_catches_its_shape(family, text, secret):
     "<code>{ psk: &#x3C;Buffer|TypedArray|DataView>, identity: &#x3C;string> }</code>",
     "the password is &lt;Secret9x&gt;", "Passwort: siehe Tresor", "Das Passwort ist im Tresor",
     "PSK: see Strongroom", "psk: ${WIFI_PSK}", "ipsec psk rotation runbook",
+    # quoted names after words that also name a thing, or no value's word; a quoted word or flag
+    "all tests pass `test_io2` now", "the secret `db-creds-v2` holds it", "the password `reset` flow",
+    "the token `GITHUB_TOKEN` is injected", "use the password `--password-stdin` flag", "the psk `$WIFI_PSK`",
+    "the password (see 1Password) is rotated monthly", "the token that CI uses is refreshed hourly",
+    "he bought an iPhone15 Pro", "S3_ACCESS_KEY_ID_FILE=/run/secrets/s3", "aws_access_key_id = $AWS_KEY",
     # a JSON value that is no credential
     '{"name": "Content-Type", "value": "application/json"}', '{"value": "2031-05-06T11:05:00Z"}', '{"value": "k8s-app"}',
     # cookies without a session value, names and attributes
