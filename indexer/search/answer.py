@@ -81,6 +81,8 @@ IDENTIFIERS_FIRST = True   # off only to measure it
 LATEST_OCCURRENCE = True   # off only to measure it
 NEWEST_ENTRY = True        # "the latest X" landing on a log of X's: its newest entry (off only to measure it)
 NEWEST_ENTRY_READ = 400    # a document with more sections than this is not read for its entries' days
+RECORD_LOG = True          # "when did X last …" landing on a record that keeps a log of X: the log (off only to measure it)
+RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
@@ -393,6 +395,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     rows = _rerank(view, it, cands)
     if NEWEST_ENTRY and view.config.ranking.enabled and (it.latest or it.current) and view.config.kind != CODE:
         _newest_entry_first(view, cands, rows, shared)
+    if RECORD_LOG and view.config.ranking.enabled and it.latest and view.config.kind != CODE:
+        _record_log_first(view, cands, rows, shared)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
@@ -428,6 +432,42 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
         c.why.append(f"the newest entry of {top.heading or top.path}, the best match, for a question about "
                      f"the latest +{cands[best].score - c.score + 1e-6:.3f}")
         c.score = cands[best].score + 1e-6
+
+
+def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"When did we last roll back / rotate / drain …?" matches a record's procedure or description
+    in the question's words; the record's log ("Rotation log", "Change history", rank.is_log) keeps
+    one occurrence a line, in words of its own, and ranks far below. Of the first
+    RECORD_LOG_DOCUMENTS documents of the ranking, the first that keeps a log puts it first when its
+    lines write a day (of several logs, the one that writes the newest)."""
+    ranked = sorted(cands, key=lambda sid: (-cands[sid].score, sid))
+    if not ranked:
+        return
+    best = cands[ranked[0]].score
+    present = rank.present_day(rows.values())
+    paths: list[str] = []
+    for sid in ranked:
+        s = rows.get(sid)
+        if s is None or s.path in paths:
+            continue
+        paths.append(s.path)
+        if len(paths) > RECORD_LOG_DOCUMENTS:
+            return
+        inside = [x for x in shared.sections_of(s.path) if shared.allowed is None or x in shared.allowed]
+        logs = [x for x, h in view.catalog.section_heads_by_id(inside).items() if rank.is_log(h)]
+        if not logs:
+            continue
+        texts = view.catalog.sections_by_id(logs)
+        written = [(day, x) for x in logs if (day := rank.newest_day_written(texts[x], present)) is not None]
+        if not written:
+            return   # the first record that keeps a log does not date it: another record's log is of another thing
+        log = max(written)[1]
+        c = cands.get(log) or cands.setdefault(log, Candidate(log))
+        rows.setdefault(log, texts[log])
+        if c.score <= best:
+            c.why.append(f"the log of {s.path}, for a question about the last time +{best - c.score + 1e-6:.3f}")
+            c.score = best + 1e-6
+        return
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:

@@ -454,6 +454,22 @@ def entry_day(s, present: int) -> int | None:
     date, which every entry of the document shares."""
     if written_that_day(s):
         return date_value(s.date)
+    return newest_day_written(s, present)
+
+
+# A part of a record that keeps one occurrence a line: "Rotation log", "Change history", "Release and
+# rollback history", "Backfill log", "Timeline (2044)". Its file's date says when the file was last
+# touched; the days its lines write say when the thing last happened.
+LOG_HEADING_RE = re.compile(r"(?:^|[\s-])(?:history|log|changelog|timeline)\W*(?:\([^)]*\)\W*)?$", re.IGNORECASE)
+
+
+def is_log(s) -> bool:
+    """Is the section a record's log: a part (not the document itself) headed as one?"""
+    return " > " in (s.heading or "") and bool(LOG_HEADING_RE.search(_own_heading(s)))
+
+
+def newest_day_written(s, present: int) -> int | None:
+    """The newest day, up to `present`, that the section's text writes."""
     return max(_days_in(s.content or "", present), default=None)
 
 

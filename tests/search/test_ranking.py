@@ -451,6 +451,52 @@ def test_the_search_puts_the_sections_holding_an_asked_identifier_first(tmp_path
     assert (out["results"] or out["best_weak"])[0]["path"] != "log/2033-W44.md"
 
 
+def test_the_last_time_something_happened_is_in_the_log_its_record_keeps(tmp_path, tiny_engine, monkeypatch):
+    """"When did the DB root credentials last get rotated?" matches the runbook's procedure in the
+    question's words; the runbook's "Rotation log" keeps one rotation a line and answers. A log
+    whose lines write no day, the document's own title ("Standup log") and a question that is not
+    about the last time are left to relevance. The fusion is fixed by a spy on the real `_fuse`
+    (the tiny test model's vectors are random): the procedure scores best."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "key-rotation.md": "# Key rotation\n\n## Procedure: DB root credentials\n\n1. Generate.\n2. Rotate the "
+                           "DB root credentials in Strongroom.\n\n## Rotation log\n\n- 2025-03-02 api keys\n"
+                           "- 2025-07-01 DB root, Aino\n- 2025-05-11 DB root, Jonas\n",
+        "vpn.md": "# VPN\n\n## Procedure: reset a token\n\nAsk IT to reset the token.\n\n## Change history\n\n"
+                  "Nothing changed yet.\n"}))
+    view = e.view()
+    real = answer._fuse
+
+    def procedure_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            c.score = c.fused = 1.0 + c.bm25 if "Procedure" in heads[sid].heading else 0.1
+
+    monkeypatch.setattr(answer, "_fuse", procedure_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("When did the DB root credentials last get rotated?") == "Key rotation > Rotation log"
+    assert first("how do I rotate the DB root credentials?") == "Key rotation > Procedure: DB root credentials"
+    assert first("when was the VPN token last reset?") == "VPN > Procedure: reset a token"   # its log writes no day
+    monkeypatch.setattr(answer, "RECORD_LOG", False)
+    assert first("When did the DB root credentials last get rotated?") == "Key rotation > Procedure: DB root credentials"
+
+
+def test_a_log_is_a_part_headed_as_one():
+    from types import SimpleNamespace as S
+    assert rank.is_log(S(heading="Key rotation > Rotation log"))
+    assert rank.is_log(S(heading="Runbook > Release and rollback history"))
+    assert rank.is_log(S(heading="Leaderboard > Change history (2048)"))
+    assert not rank.is_log(S(heading="Standup log"))            # the document itself
+    assert not rank.is_log(S(heading="Service > Logging"))
+    assert not rank.is_log(S(heading="Ideas > Backlog"))
+
+
 def test_the_latest_of_a_log_kept_as_one_document_is_its_newest_entry(tmp_path, tiny_engine, monkeypatch):
     """"Most recent entry in the decision log?" matches the log's title and introduction best (they
     name the topic in the question's words; the entries do not): the newest entry answers, by the
