@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import posixpath
 import re
 import time
 from dataclasses import dataclass, field
@@ -81,6 +82,15 @@ IDENTIFIERS_FIRST = True   # off only to measure it
 LATEST_OCCURRENCE = True   # off only to measure it
 NEWEST_ENTRY = True        # "the latest X" landing on a log of X's: its newest entry (off only to measure it)
 NEWEST_ENTRY_READ = 400    # a document with more sections than this is not read for its entries' days
+TEMPLATE_LINES_BACK = True  # a short section whose text is the same in several documents steps back
+TEMPLATE_LOOK = 10         # of the first results
+TEMPLATE_LINES = 8         # "short": its lines, heading included
+TEMPLATE_COPIES = 3        # in this many documents or more
+TEMPLATE_FACTOR = 0.5
+SUCCESSOR_FIRST = True     # a superseded document among the first: the one it names as its successor, above it
+SUCCESSOR_LOOK = 3         # how many of the first results are looked at for one
+RECORD_LOG = True          # "when did X last …" landing on a record that keeps a log of X: the log (off only to measure it)
+RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
@@ -393,6 +403,12 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     rows = _rerank(view, it, cands)
     if NEWEST_ENTRY and view.config.ranking.enabled and (it.latest or it.current) and view.config.kind != CODE:
         _newest_entry_first(view, cands, rows, shared)
+    if TEMPLATE_LINES_BACK and view.config.ranking.enabled:
+        _template_lines_back(view, cands, rows)
+    if SUCCESSOR_FIRST and view.config.ranking.enabled and not (it.past or it.history) and view.config.kind != CODE:
+        _successor_first(view, cands, rows, shared)
+    if RECORD_LOG and view.config.ranking.enabled and it.latest and view.config.kind != CODE:
+        _record_log_first(view, cands, rows, shared)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
@@ -428,6 +444,117 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
         c.why.append(f"the newest entry of {top.heading or top.path}, the best match, for a question about "
                      f"the latest +{cands[best].score - c.score + 1e-6:.3f}")
         c.score = cands[best].score + 1e-6
+
+
+def _template_lines_back(view, cands: dict[int, Candidate], rows: dict) -> None:
+    """A line a template repeats in every note ("## Next week — Follow up on open incidents.", "No
+    incidents.") is short, so it matches a question's word closely on both legs, and the same in
+    every copy: "latest incident" got five weeks' copies of it and none of the incidents. Of the
+    first TEMPLATE_LOOK results, short sections (TEMPLATE_LINES lines at most) of one heading in
+    TEMPLATE_COPIES documents or more are read; those whose text is the same in as many documents
+    step back (×TEMPLATE_FACTOR). Only those are read: a question that meets no such heading pays
+    nothing."""
+    top = sorted(cands, key=lambda sid: (-cands[sid].score, sid))[:TEMPLATE_LOOK]
+    by_heading: dict[str, list[int]] = {}
+    for sid in top:
+        s = rows.get(sid)
+        if s is not None and s.end_line - s.start_line <= TEMPLATE_LINES:
+            by_heading.setdefault(rank.own_heading(s).casefold(), []).append(sid)
+    read = [sid for ids in by_heading.values() if len({rows[x].doc_id for x in ids}) >= TEMPLATE_COPIES for sid in ids]
+    copies: dict[str, list] = {}
+    for s in _with_text(view, read, rows) if read else ():
+        body = " ".join((s.body or "").split()).casefold()
+        if body:
+            copies.setdefault(body, []).append(s)
+    for same in copies.values():
+        if len({s.doc_id for s in same}) >= TEMPLATE_COPIES:
+            for s in same:
+                cands[s.id].score *= TEMPLATE_FACTOR
+                cands[s.id].why.append(f"the same text in {len(same)} documents, a template's line ×{TEMPLATE_FACTOR}")
+
+
+def _successor_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"Which message queue do we use now?" matches the superseded decision in the question's words
+    (its file is `0003-message-queue-rabbitmq.md`); the decision that replaced it speaks of Kafka
+    and ranks out of sight, and stepping the stale one back (rank: `stale_factor`) does not bring it
+    in. A superseded document among the first SUCCESSOR_LOOK results that names its successor —
+    "Superseded by ADR-0007", "superseded by [D-010](decisions.md#d-010)" (rank.successor_named) —
+    puts the successor right above it: its section of the same heading ("Decision") or its title for
+    a title, else its best match, else its opening. Not for a question about the past: the superseded decision is its answer."""
+    for sid in sorted(cands, key=lambda sid: (-cands[sid].score, sid))[:SUCCESSOR_LOOK]:
+        s = rows.get(sid)
+        if s is None or not (s.stale or s.doc_stale):
+            continue
+        path = _successor_of(view, shared, s)
+        theirs = [x for x in shared.sections_of(path) if shared.allowed is None or x in shared.allowed] if path else []
+        if not theirs:
+            continue
+        heads = view.catalog.section_heads_by_id(theirs)
+        # the same part ("Decision"), or, for the title, the title
+        same = [x for x in theirs if s.heading and (rank.own_heading(heads[x]) == rank.own_heading(s) or
+                                                    (" > " not in s.heading and heads[x].heading and " > " not in heads[x].heading))]
+        matched = sorted((x for x in theirs if x in cands), key=lambda x: (-cands[x].score, x))
+        target = (same or matched or theirs)[0]
+        c = cands.get(target) or cands.setdefault(target, Candidate(target))
+        rows.setdefault(target, view.catalog.sections_by_id([target])[target])
+        if c.score <= cands[sid].score:
+            c.why.append(f"supersedes {s.path}, which ranked here +{cands[sid].score - c.score + 1e-6:.3f}")
+            c.score = cands[sid].score + 1e-6
+        return
+
+
+def _successor_of(view, shared: Lookups, s) -> str | None:
+    """The path of the document a superseded one names as its successor: a link's target, else the
+    document whose title holds the name ("ADR-0007" → "ADR 0007: Move order events to Kafka")."""
+    inside = shared.sections_of(s.path)[:20]
+    texts = view.catalog.sections_by_id(inside)
+    named = next((n for x in inside if (n := rank.successor_named(texts[x].content or ""))), None)
+    if named is None:
+        return None
+    name, target = named
+    if target:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(s.path), target))
+        if path != s.path and shared.sections_of(path):
+            return path
+    forms = list(dict.fromkeys(f.lower() for f in (name, name.replace("-", " "), name.replace(" ", "-"), name.replace("_", " "))))
+    return next((path for _, head, _, path in view.literal_rows(forms)
+                 if path != s.path and any(f in head for f in forms)), None)
+
+
+def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"When did we last roll back / rotate / drain …?" matches a record's procedure or description
+    in the question's words; the record's log ("Rotation log", "Change history", rank.is_log) keeps
+    one occurrence a line, in words of its own, and ranks far below. Of the first
+    RECORD_LOG_DOCUMENTS documents of the ranking, the first that keeps a log puts it first when its
+    lines write a day (of several logs, the one that writes the newest)."""
+    ranked = sorted(cands, key=lambda sid: (-cands[sid].score, sid))
+    if not ranked:
+        return
+    best = cands[ranked[0]].score
+    present = rank.present_day(rows.values())
+    paths: list[str] = []
+    for sid in ranked:
+        s = rows.get(sid)
+        if s is None or s.path in paths:
+            continue
+        paths.append(s.path)
+        if len(paths) > RECORD_LOG_DOCUMENTS:
+            return
+        inside = [x for x in shared.sections_of(s.path) if shared.allowed is None or x in shared.allowed]
+        logs = [x for x, h in view.catalog.section_heads_by_id(inside).items() if rank.is_log(h)]
+        if not logs:
+            continue
+        texts = view.catalog.sections_by_id(logs)
+        written = [(day, x) for x in logs if (day := rank.newest_day_written(texts[x], present)) is not None]
+        if not written:
+            return   # the first record that keeps a log does not date it: another record's log is of another thing
+        log = max(written)[1]
+        c = cands.get(log) or cands.setdefault(log, Candidate(log))
+        rows.setdefault(log, texts[log])
+        if c.score <= best:
+            c.why.append(f"the log of {s.path}, for a question about the last time +{best - c.score + 1e-6:.3f}")
+            c.score = best + 1e-6
+        return
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:

@@ -355,7 +355,7 @@ def encloses(outer, inner) -> bool:
 SUMMARY_HEADING_RE = re.compile(r"^\W*(overview|summary|introduction|intro|about|tl;?dr)\W*$", re.IGNORECASE)
 
 
-def _own_heading(s) -> str:
+def own_heading(s) -> str:
     """A section's own heading: the last part of its breadcrumb."""
     return (s.heading or "").rsplit(" > ", 1)[-1]
 
@@ -372,7 +372,7 @@ def _detail_before_summary(cands: dict, rows: dict, margin: float) -> None:
         if top is None:
             return
         inside = [sid for sid, c in cands.items() if sid in rows and c.score >= c_top.score * (1 - margin)
-                  and encloses(top, rows[sid]) and not SUMMARY_HEADING_RE.match(_own_heading(rows[sid]))]
+                  and encloses(top, rows[sid]) and not SUMMARY_HEADING_RE.match(own_heading(rows[sid]))]
         if not inside:
             return
         sid = min(inside, key=lambda i: (-cands[i].score, i))
@@ -454,6 +454,37 @@ def entry_day(s, present: int) -> int | None:
     date, which every entry of the document shares."""
     if written_that_day(s):
         return date_value(s.date)
+    return newest_day_written(s, present)
+
+
+# "Superseded by ADR-0007", "replaced by [D-010](decisions.md#d-010)": the name (or a link's text) and
+# the link's target, if any. A name holds a digit (an ADR's, a decision's, a version's number).
+SUCCESSOR_RE = re.compile(r"(?i)\b(?:superseded|replaced|obsoleted)\s+by\s*:?\s*(?:\[(?P<text>[^\]\n]{1,80})\]"
+                          r"\((?P<target>[^)\s#]{1,200})(?:#[^)\s]{0,200})?\)|(?P<name>[A-Za-z]{1,20}[-_ ]?\d[\w.-]{0,20}))")
+
+
+def successor_named(text: str) -> tuple[str, str | None] | None:
+    """(name, link target or None) of the successor a superseded document's text names, or None."""
+    m = SUCCESSOR_RE.search(text)
+    name = (m.group("text") or m.group("name")).strip().rstrip(".,;:") if m else ""
+    if len(name) < 4:   # "v2" names too little to find ("ADR-0007", "D-010" do)
+        return None
+    return name, m.group("target")
+
+
+# A part of a record that keeps one occurrence a line: "Rotation log", "Change history", "Release and
+# rollback history", "Backfill log", "Timeline (2044)". Its file's date says when the file was last
+# touched; the days its lines write say when the thing last happened.
+LOG_HEADING_RE = re.compile(r"(?:^|[\s-])(?:history|log|changelog|timeline)\W*(?:\([^)]*\)\W*)?$", re.IGNORECASE)
+
+
+def is_log(s) -> bool:
+    """Is the section a record's log: a part (not the document itself) headed as one?"""
+    return " > " in (s.heading or "") and bool(LOG_HEADING_RE.search(own_heading(s)))
+
+
+def newest_day_written(s, present: int) -> int | None:
+    """The newest day, up to `present`, that the section's text writes."""
     return max(_days_in(s.content or "", present), default=None)
 
 

@@ -451,6 +451,143 @@ def test_the_search_puts_the_sections_holding_an_asked_identifier_first(tmp_path
     assert (out["results"] or out["best_weak"])[0]["path"] != "log/2033-W44.md"
 
 
+def test_a_line_a_template_repeats_in_every_note_steps_back(tmp_path, tiny_engine, monkeypatch):
+    """"latest incident" matches a weekly note's one-line "Next week: Follow up on open incidents."
+    closely — in every week's copy of it. The same short text in three documents or more is a
+    template's line: it steps back and the week that had the incident comes first. Short sections
+    of one heading whose texts differ keep their place. The fusion is fixed by a spy on the real
+    `_fuse` (the tiny test model's vectors are random): the "Next week" parts score best."""
+    from remembrancer.indexer.search import answer
+
+    week = "# Week 2026-W{n}\n\n## Summary\n\n{summary}\n\n## Next week\n\n{next}\n"
+    notes = {f"journal/2026-W{n}.md": week.format(n=n, summary=summary, next="Follow up on open incidents.")
+             for n, summary in ((44, "Quiet week."), (45, "Incident INC-247: Unleash down for 40 minutes."),
+                                (46, "Quiet week."), (47, "Moved CI to GitHub Actions."))}
+    notes["plans/2027.md"] = week.format(n="00", summary="Planning.", next="Review open incidents with ops.")
+    e = tiny_engine(write_tree(tmp_path / "notes", notes))
+    view = e.view()
+    real = answer._fuse
+
+    def template_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            h = heads[sid]
+            c.score = c.fused = (1.0 if h.heading.endswith("Next week") and h.path.startswith("journal") else
+                                 0.9 if h.path.startswith("plans") and h.heading.endswith("Next week") else
+                                 0.6 if "W45" in h.path and h.heading.endswith("Summary") else 0.1)
+
+    monkeypatch.setattr(answer, "_fuse", template_first)
+
+    def ranked(query: str) -> list[str]:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return [f"{r['path']}#{r['heading']}" for r in out["results"] or out["best_weak"]]
+
+    # the plan's own "Next week" text is in one document: it keeps its place
+    assert ranked("latest incident")[:2] == ["plans/2027.md#Week 2026-W00 > Next week",
+                                             "journal/2026-W45.md#Week 2026-W45 > Summary"]
+    monkeypatch.setattr(answer, "TEMPLATE_LINES_BACK", False)
+    assert ranked("latest incident")[0].endswith("> Next week") and ranked("latest incident")[0].startswith("journal/")
+
+
+def test_a_superseded_decision_among_the_first_puts_the_one_it_names_above_it(tmp_path, tiny_engine, monkeypatch):
+    """"Which message queue do we use now?" matches the superseded ADR in the question's words; the
+    ADR that replaced it speaks of Kafka. The successor the superseded one names ("Superseded by
+    ADR-0007", or a link's target) goes right above it: its part of the same heading, its title for a title. A
+    question about the past keeps the superseded decision. The fusion is fixed by a spy on the real
+    `_fuse` (the tiny test model's vectors are random): the superseded ADR's sections score best."""
+    from remembrancer.indexer.search import answer
+
+    adr = "---\nstatus: {status}\n---\n# ADR {n}: {title}\n\n## Status\n\n{status}\n\n## Decision\n\n{decision}\n"
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "adr/0003-message-queue-rabbitmq.md": adr.format(n="0003", title="Use RabbitMQ for order events",
+                                                         status="Superseded by ADR-0007",
+                                                         decision="Order events go through RabbitMQ 3.12."),
+        "adr/0007-kafka-for-order-events.md": adr.format(n="0007", title="Move order events to Kafka",
+                                                         status="Accepted", decision="Order events move to Kafka (MSK)."),
+        "adr/0004-flags-launchdarkly.md": adr.format(n="0004", title="Feature flags in LaunchDarkly",
+                                                     status="Superseded by [the Unleash decision](0009-unleash.md)",
+                                                     decision="Flags live in LaunchDarkly."),
+        "adr/0009-unleash.md": adr.format(n="0009", title="Self-hosted Unleash", status="Accepted",
+                                          decision="Flags move to Unleash.")}))
+    view = e.view()
+    real = answer._fuse
+
+    def superseded_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            h, n = heads[sid].heading, heads[sid].path.split("/")[1][:4]
+            boosted = (n == "0003" and h.endswith("> Decision")) or (n == "0004" and h and " > " not in h)
+            c.score = c.fused = 1.0 + c.bm25 if boosted else 0.1
+
+    monkeypatch.setattr(answer, "_fuse", superseded_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("which message queue do we use now for the order events decision") == \
+        "ADR 0007: Move order events to Kafka > Decision"
+    assert first("where do feature flags live these days, the decision") == "ADR 0009: Self-hosted Unleash"   # title for title
+    assert first("which message queue did we use before Kafka, the decision?").startswith("ADR 0003")
+    monkeypatch.setattr(answer, "SUCCESSOR_FIRST", False)
+    assert first("which message queue do we use now for the order events decision").startswith("ADR 0003")
+
+
+def test_a_successor_is_read_from_its_name_or_its_link():
+    assert rank.successor_named("Superseded by ADR-0007") == ("ADR-0007", None)
+    assert rank.successor_named("superseded by [D-010](decisions.md#d-010).") == ("D-010", "decisions.md")
+    assert rank.successor_named("replaced by v2 of the runbook") is None          # too little to find
+    assert rank.successor_named("(superseded 2031-05-02: see below)") is None
+
+
+def test_the_last_time_something_happened_is_in_the_log_its_record_keeps(tmp_path, tiny_engine, monkeypatch):
+    """"When did the DB root credentials last get rotated?" matches the runbook's procedure in the
+    question's words; the runbook's "Rotation log" keeps one rotation a line and answers. A log
+    whose lines write no day, the document's own title ("Standup log") and a question that is not
+    about the last time are left to relevance. The fusion is fixed by a spy on the real `_fuse`
+    (the tiny test model's vectors are random): the procedure scores best."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "key-rotation.md": "# Key rotation\n\n## Procedure: DB root credentials\n\n1. Generate.\n2. Rotate the "
+                           "DB root credentials in Strongroom.\n\n## Rotation log\n\n- 2025-03-02 api keys\n"
+                           "- 2025-07-01 DB root, Aino\n- 2025-05-11 DB root, Jonas\n",
+        "vpn.md": "# VPN\n\n## Procedure: reset a token\n\nAsk IT to reset the token.\n\n## Change history\n\n"
+                  "Nothing changed yet.\n"}))
+    view = e.view()
+    real = answer._fuse
+
+    def procedure_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            c.score = c.fused = 1.0 + c.bm25 if "Procedure" in heads[sid].heading else 0.1
+
+    monkeypatch.setattr(answer, "_fuse", procedure_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("When did the DB root credentials last get rotated?") == "Key rotation > Rotation log"
+    assert first("how do I rotate the DB root credentials?") == "Key rotation > Procedure: DB root credentials"
+    assert first("when was the VPN token last reset?") == "VPN > Procedure: reset a token"   # its log writes no day
+    monkeypatch.setattr(answer, "RECORD_LOG", False)
+    assert first("When did the DB root credentials last get rotated?") == "Key rotation > Procedure: DB root credentials"
+
+
+def test_a_log_is_a_part_headed_as_one():
+    from types import SimpleNamespace as S
+    assert rank.is_log(S(heading="Key rotation > Rotation log"))
+    assert rank.is_log(S(heading="Runbook > Release and rollback history"))
+    assert rank.is_log(S(heading="Leaderboard > Change history (2048)"))
+    assert not rank.is_log(S(heading="Standup log"))            # the document itself
+    assert not rank.is_log(S(heading="Service > Logging"))
+    assert not rank.is_log(S(heading="Ideas > Backlog"))
+
+
 def test_the_latest_of_a_log_kept_as_one_document_is_its_newest_entry(tmp_path, tiny_engine, monkeypatch):
     """"Most recent entry in the decision log?" matches the log's title and introduction best (they
     name the topic in the question's words; the entries do not): the newest entry answers, by the
