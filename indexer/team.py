@@ -290,7 +290,7 @@ class Writer:
     def __init__(self, config: Config, url: str, embedder=None):
         self.config = config
         self.url = url
-        # each root indexed as the commit its checkout is at, in a worktree of the writer's own
+        # each root indexed as the commit its checkout is at, in a tree of the writer's own in the data dir
         # (indexer/committed.py): the engine's roots have the configured names and the committed files
         self.trees = CommittedTrees(config.roots, safe_url(url))
         self.index_config = dataclasses.replace(config, roots=self.trees.roots)

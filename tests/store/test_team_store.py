@@ -20,7 +20,7 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.store import PgStore
 from remembrancer.indexer.team import TeamReader, Writer
 from tests.support.cli import run_cli
-from tests.support.corpus import git, git_init, write
+from tests.support.corpus import assert_untouched, git, git_init, git_snapshot, write
 from tests.support.pg import database_url
 from tests.support.team import QUERIES, index_once, stats_consistent
 
@@ -409,29 +409,29 @@ def test_the_writer_indexes_the_commit_it_names_never_its_uncommitted_changes(tm
 def test_a_writer_whose_indexed_tree_is_gone_makes_it_again_and_never_empties_the_store(tmp_path, data_env,
                                                                                         tiny_embedder, pg_url,
                                                                                         monkeypatch):
-    """The writer's worktree deleted (its data dir cleaned): git still lists it, and the writer
-    makes it again. Until it can (git refuses), the pass is refused, rather than indexing no
-    tree and removing every document of the root."""
+    """The writer's tree deleted (its data dir cleaned): the writer makes it again. Until it can
+    (git refuses), the pass is refused, rather than indexing no tree and removing every document
+    of the root. Through it all the checkout's repository is not written to."""
     import shutil
 
     from remembrancer.indexer import committed
 
-    origin = tmp_path / "origin"
-    git_init(origin)
-    write(origin, "notes/a.md", "# Alpha\n\nThe alpha service restarts nightly.\n")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "one")
-    shared = tmp_path / "shared"
-    git(tmp_path, "clone", "-q", str(origin), str(shared))
+    shared = tmp_path / "shared"   # no upstream: the writer has nothing to pull (a fetch writes FETCH_HEAD)
+    git_init(shared)
+    write(shared, "notes/a.md", "# Alpha\n\nThe alpha service restarts nightly.\n")
+    git(shared, "add", "-A")
+    git(shared, "commit", "-q", "-m", "one")
     writer = Writer(Config(roots=make_roots([shared])), pg_url, embedder=tiny_embedder)
     try:
+        before = git_snapshot(shared)
         writer.pass_once()
-        tree = writer.trees.trees[0].worktree
-        assert str(tree) in git(shared, "worktree", "list")
+        tree = writer.trees.trees[0].tree
+        assert (tree / "notes/a.md").is_file()
+        assert_untouched(shared, before)
         shutil.rmtree(tree)
         real = committed._git
         monkeypatch.setattr(committed, "_git", lambda cwd, *args: real(cwd, *(
-            ("worktree", "add", "--no-such-option") if args[:2] == ("worktree", "add") else args)))
+            ("init", "--no-such-option") if args[:1] == ("init",) else args)))
         with pytest.raises(UserError) as err:
             writer.pass_once()
         assert err.value.code == "writer_tree" and "cannot make the indexed tree" in err.value.message
@@ -440,6 +440,7 @@ def test_a_writer_whose_indexed_tree_is_gone_makes_it_again_and_never_empties_th
         rep = writer.pass_once()
         assert (rep.added, rep.removed) == (0, 0) and (tree / "notes/a.md").is_file()
         assert writer.engine.catalog.counts()["documents"] == 1
+        assert_untouched(shared, before)
     finally:
         writer.close()
 
