@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
+from remembrancer.indexer.committed import CommittedTrees, Synced, compare_checkout
 from remembrancer.indexer.answers import Freshness, IndexCounts
 from remembrancer.indexer.ingest import corpus
 from remembrancer.indexer.store.postgres import notify as pg_notify
@@ -48,33 +49,6 @@ def _ago(seconds: float) -> str:
     return f"{round(s / 86400)} days ago"
 
 
-def compare_checkout(path: Path, indexed: str, head: str | None = None) -> tuple[str, bool]:
-    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit:
-    (sentence, same?)."""
-    try:
-        repo = corpus.open_repo(path)
-    except Exception:  # noqa: BLE001 — not a git checkout: nothing to compare
-        repo = None
-    mine = (head or corpus.head_id(repo)) if repo is not None else None
-    if mine is None:
-        return "", True
-    if mine == indexed:
-        return "your checkout is at the indexed commit", True
-    try:
-        ahead, behind = repo.ahead_behind(mine, indexed)
-    except Exception:  # noqa: BLE001 — the indexed commit is not in this clone
-        return (f"your checkout is at {mine[:7]}; the indexed commit is not in it "
-                "(git fetch, then compare)"), False
-    if behind == 0:
-        return (f"your checkout is {ahead} commit{'s' * (ahead != 1)} ahead: results may miss what "
-                f"those commits changed"), False
-    if ahead == 0:
-        return (f"your checkout is {behind} commit{'s' * (behind != 1)} behind the index: results may "
-                "show changes you have not pulled"), False
-    return (f"your checkout and the index have diverged ({ahead} ahead, {behind} behind): results "
-            "may differ from your files"), False
-
-
 class TeamReader:
     """A reader of the team store, answering like the other backends (`call(method, **params)`)."""
 
@@ -98,8 +72,9 @@ class TeamReader:
             scope_mod.effective_scope(self.granted, ())   # no grant at all: refused now, not per call
         self._counts: tuple[tuple, dict] = ((), {})
 
-    def freshness(self, view: ReadView) -> Freshness:
-        """Which commit the store holds, its age, and how this reader's checkout compares."""
+    def freshness(self, view: ReadView, path: str | None = None) -> Freshness:
+        """Which commit the store holds, its age, and how this reader's checkout compares; for a
+        `read` or `outline` of `path`, whether the reader's copy of it holds the indexed text."""
         cat = view.catalog
         heads = json.loads(cat.get_meta("heads") or "{}")
         if view.scope:   # HEAD as the scope's own history has it (docs/scopes.md), as status says
@@ -133,6 +108,10 @@ class TeamReader:
             parts.append(line)
         if not parts:
             parts.append(f"indexed {age} (not a git checkout)")
+        differs = self._copy_differs(view, path, same) if path and self.checkout else None
+        if differs:
+            parts.append(differs)
+            same = False
         writer = cat.writer_running()
         if not writer:
             parts.append("no writer is running: the store is not being updated")
@@ -144,6 +123,24 @@ class TeamReader:
             return Freshness.judged(base, "fresh", **store, detail=detail, writer_running=writer)
         return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
+    @staticmethod
+    def _copy_differs(view: ReadView, path: str, at_indexed: bool) -> str | None:
+        """Why the reader's file at `path` is not the indexed text, or None: `read` shows the
+        reader's own file, search the indexed one — never under a "fresh" verdict."""
+        from remembrancer.indexer.search import reader as reading
+
+        try:
+            doc, real, root = reading.resolve(view, path)
+            data = corpus.read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True,
+                                            inside=str(root))
+        except (UserError, OSError, corpus.Unreadable):   # the read itself says what is wrong
+            return None
+        if corpus.blob_id(data) == doc["content_hash"]:
+            return None
+        why = "uncommitted changes in your checkout" if at_indexed else "your checkout is at another commit"
+        return (f"your copy of {doc['path']} differs from the indexed text ({why}): this answer shows your copy, "
+                "search the indexed text")
+
     def call(self, method: str, **params) -> dict:
         corpus = params.pop("corpus", None)
         if corpus not in (None, "notes", "all"):   # said, never answered from the notes instead
@@ -153,8 +150,11 @@ class TeamReader:
         if self.granted is not None:
             params = {**params, "scope": list(scope_mod.effective_scope(self.granted, params.get("scope")))}
         psycopg = _psycopg()
+        fresh = self.freshness
+        if method in ("read", "outline") and isinstance(params.get("path"), str):   # the file read, compared too
+            fresh = lambda view: self.freshness(view, params["path"])   # noqa: E731
         try:
-            out = api.answer_in_process(self.engine, method, params, self.freshness)
+            out = api.answer_in_process(self.engine, method, params, fresh)
         except psycopg.OperationalError as e:   # the server went away outside a request (freshness, word
             raise pg_lost(self.store.url, e) from None   # checks): each connection is renewed before its next query
         finally:
@@ -245,18 +245,30 @@ def pull(path: Path) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class PullState:
-    """The writer's last `git fetch` of its checkouts, as the store keeps it (meta `writer_pull`)."""
+    """The writer's last `git fetch` of its checkouts, and what it found in them, as the store
+    keeps it (meta `writer_pull`)."""
     ok_at: float | None = None           # when a fetch last worked
     error: str | None = None             # why it fails now (None: it works)
     failing_since: float | None = None   # the first failure of the current run of them
+    uncommitted: dict | None = None      # root name → files its checkout changes and no commit holds (not indexed)
+    tree_problems: list | None = None    # what kept a root's commit from being indexed (indexer/committed.py)
 
     @classmethod
     def parse(cls, raw: str | None) -> "PullState":
         try:
             d = json.loads(raw or "{}")
-            return cls(**{k: d.get(k) for k in ("ok_at", "error", "failing_since")})
+            return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
         except (ValueError, TypeError, AttributeError):
             return cls()
+
+    def left_out(self) -> str | None:
+        """The writer's checkout changes no commit holds, in one line (they are not indexed)."""
+        if not self.uncommitted:
+            return None
+        n = sum(self.uncommitted.values())
+        where = ", ".join(f"{name} {count}" for name, count in sorted(self.uncommitted.items()))
+        return (f"the writer's checkout has {n} uncommitted change{'s' * (n != 1)} ({where}): not indexed — the "
+                "store holds commits only")
 
     def problem(self) -> str | None:
         """The line a reader's freshness carries while fetching fails."""
@@ -278,12 +290,17 @@ class Writer:
     def __init__(self, config: Config, url: str, embedder=None):
         self.config = config
         self.url = url
+        # each root indexed as the commit its checkout is at, in a tree of the writer's own in the data dir
+        # (indexer/committed.py): the engine's roots have the configured names and the committed files
+        self.trees = CommittedTrees(config.roots, safe_url(url))
+        self.index_config = dataclasses.replace(config, roots=self.trees.roots)
         self.wake = Waker()   # the main loop waits on it alone: a signal handler may set it (indexer/wake.py)
+        self._said_left_out: str | None = None
         self._open(embedder)
 
     def _open(self, embedder=None) -> None:
         self.store = PgStore(self.url, readonly=False)
-        self.engine = Engine(self.config, embedder=embedder, store=self.store)   # takes the advisory lock
+        self.engine = Engine(self.index_config, embedder=embedder, store=self.store)   # takes the advisory lock
         self.engine.catalog.set_meta("roots", json.dumps([r.name for r in self.config.roots]))
 
     def _lost(self, e: Exception) -> bool:
@@ -313,28 +330,45 @@ class Writer:
         return backoff
 
     def pass_once(self, progress=None, reembed: bool = False):
-        """Pull every checkout (fetch, fast-forward), record how that went, index."""
+        """Pull every checkout (fetch, fast-forward), move the indexed trees to their commits,
+        record how that went, index."""
         redactor = self.engine.core.redaction.current()   # a remote's URL in git's message may carry a token
         problems = [redactor.redact_text(p) for p in (pull(r.path) for r in self.config.roots) if p]
         for problem in problems:
             log.warning("%s", problem)
-        self._record_pull(problems)
+        synced = self.trees.sync()
+        synced.warnings = [redactor.redact_text(w) for w in synced.warnings]
+        for warning in synced.warnings:
+            log.warning("%s", warning)
+        state = self._record_pull(problems, synced)
+        left_out = state.left_out()
+        if left_out != self._said_left_out:   # said when it changes, not every pass
+            if left_out:
+                log.warning("%s (e.g. %s): commit and push them, or discard them", left_out, ", ".join(
+                    redactor.redact_path(p)[0] for name in sorted(synced.examples) for p in synced.examples[name][:3]))
+            self._said_left_out = left_out
+        if synced.broken:   # fail closed: an index of no tree would remove every document of the root
+            raise UserError(f"no commit of {', '.join(synced.broken)} to index: {'; '.join(synced.warnings)}",
+                            code="writer_tree", hint="fix what git says on the writer's machine; the next pass "
+                                                     "tries again")
         report = self.engine.refresh(progress=progress, reembed=reembed)
-        report.warnings[:0] = problems
+        report.warnings[:0] = problems + synced.warnings + ([left_out] if left_out else [])
         return report
 
-    def _record_pull(self, problems: list[str]) -> None:
+    def _record_pull(self, problems: list[str], synced: Synced | None = None) -> PullState:
         """The last fetch, in the store for every reader: when it last worked, and since when and
-        why it fails (`problems` come redacted)."""
+        why it fails (`problems` come redacted); what the checkouts hold that no commit does."""
         cat = self.engine.catalog
         before = PullState.parse(cat.get_meta(WRITER_PULL_KEY))
         now = time.time()
+        found = {"uncommitted": synced.uncommitted or None, "tree_problems": synced.warnings or None} if synced else {}
         if problems:
             error = "; ".join(problems)[:600]
-            state = PullState(ok_at=before.ok_at, error=error, failing_since=before.failing_since or now)
+            state = PullState(ok_at=before.ok_at, error=error, failing_since=before.failing_since or now, **found)
         else:
-            state = PullState(ok_at=now)
+            state = PullState(ok_at=now, **found)
         cat.set_meta(WRITER_PULL_KEY, json.dumps(dataclasses.asdict(state)))
+        return state
 
     def serve(self, interval_s: float = DEFAULT_PULL_S, stop: threading.Event | None = None) -> None:
         stop = stop or self.engine.stop_requested
@@ -359,7 +393,30 @@ class Writer:
                 if not isinstance(e, UserError):
                     raise
                 log.error("not indexing: %s", e)   # redaction policy broken and the like: fail closed, say why, retry
-            self.wake.wait(interval_s)
+            lost = self._idle(interval_s)
+            if lost and not stop.is_set():   # readers judge "a writer is running" by its lock: take it again now
+                log.error("lost the store (%s); connecting again in %.0f s", lost, backoff)
+                backoff = self._reconnect(stop, backoff)
+
+    def _idle(self, seconds: float) -> str | None:
+        """Wait `seconds` for the next pass, or until woken (a NOTIFY, SIGHUP, a stop). The writer's
+        own connection is watched meanwhile: its lock is how readers know a writer is running
+        (PgLedger.writer_running), and it goes with the connection — a server restart, an
+        administrator ending the session. Why it was lost, then (the writer connects again at
+        once, not at its next pass), else None."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            ledger = self.engine.core.writer_catalog
+            conn = getattr(ledger, "conn", None)
+            if conn is None or conn.closed:
+                self.wake.wait(left)
+                return None
+            if not self.wake.wait(left, also=conn.fileno()):
+                return None   # woken, or time for the next pass
+            if ledger.ended_while_idle():
+                return ledger.goodbye() or "the server closed the connection"
+            # a notice or a status message from the server: read, and the wait goes on
+        return None
 
     def _paused(self, stop: threading.Event, seconds: float) -> bool:
         """Wait `seconds` or until woken (a NOTIFY, SIGHUP, a stop); whether to stop. The main loop
@@ -402,6 +459,13 @@ def store_checks(url: str, root_args: list[str] | None) -> list[dict]:
                              "the remote's URL, the network)"))
         elif pulled.ok_at:
             out.append(check("writer fetch", "OK", "last fetched " + _ago(time.time() - pulled.ok_at)))
+        left_out = [*(pulled.tree_problems or []), *filter(None, [pulled.left_out()])]
+        if left_out:
+            out.append(check("writer checkout", "WARN", "; ".join(left_out),
+                             "on the writer's machine: `git -C CHECKOUT status`; commit and push what belongs to the "
+                             "team (it is indexed once the writer pulls it), discard the rest"))
+        elif pulled.ok_at:
+            out.append(check("writer checkout", "OK", "nothing in the writer's checkout is left out of the index"))
         access = pg_schema.reader_access_problem(led.conn)
         reader, scoped = pg_schema.store_roles(led.conn.info.dbname)
         out.append(check("store readers", "FAIL" if access else "OK",

@@ -30,14 +30,27 @@ class Waker:
         except OSError:   # full (a wake is pending anyway) or closed (stopped)
             pass
 
-    def wait(self, timeout: float) -> None:
-        """Until a wake or `timeout` seconds; the wakes that came are used up."""
+    def wait(self, timeout: float, also: int | None = None) -> bool:
+        """Until a wake or `timeout` seconds; the wakes that came are used up. `also`: a descriptor
+        watched too (a connection whose server may end it while idle): whether it became readable
+        (its data is left for its owner to read) and no wake came."""
+        poll = self._poll
+        if also is not None:
+            poll = select.poll()
+            poll.register(self._r, select.POLLIN)
+            poll.register(also, select.POLLIN)
+        readable = False
         try:
-            self._poll.poll(max(timeout, 0.0) * 1000)
+            readable = any(fd == also and mask for fd, mask in poll.poll(max(timeout, 0.0) * 1000))
+        except InterruptedError:
+            pass
+        woken = False
+        try:
             while os.read(self._r, 512):
-                pass
+                woken = True
         except (BlockingIOError, InterruptedError):
             pass
+        return readable and not woken
 
     def close(self) -> None:
         for fd in (self._r, self._w):

@@ -1238,14 +1238,23 @@ def _window_start(content: str, at: int, size: int) -> int:
     return line if at - line < size * 3 // 4 else cut   # a line far longer than the cut is cut inside
 
 
+def shown_scale(ranked: list[Candidate]) -> float:
+    """What the scores an answer shows are divided by: the best one, when it is over 1. A fused
+    score is 0–1, but the memory rules (up to `rule_swing` of the best), rephrasings
+    (`ALTERNATE_WEIGHT`) and an exact search's counts take it over; shown divided by the best,
+    every score is 0–1 in any store, and the order and the ratios are the ranking's."""
+    return max([1.0, *(c.score for c in ranked)])
+
+
 def _results(view, ranked: list[Candidate], rows, req: SearchRequest, query: str, mode: str) -> list[Result]:
     shown = ranked[: req.limit]
     shown_ids = {c.section_id for c in shown}
     carry_left = CARRY_TOKENS
     results = []
+    scale = shown_scale(ranked)
     for i, c in enumerate(shown):
         s = rows[c.section_id]
-        r = Result(path=s.path, heading=s.heading, lines=[s.start_line, s.end_line], score=round(c.score, 4),
+        r = Result(path=s.path, heading=s.heading, lines=[s.start_line, s.end_line], score=round(c.score / scale, 4),
                    type=s.doc_type, date=s.date, snippet=_snippet(s.body or s.content or s.heading, query),
                    provenance=c.provenance if mode == "hybrid" else ("keyword" if mode == "exact" else "filter"),
                    tokens=estimate_tokens(s.content), stale=True if s.stale or s.doc_stale else None)

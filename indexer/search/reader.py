@@ -8,6 +8,7 @@ answer is the current text.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -62,9 +63,37 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
         real = target.resolve(strict=True)
         real.relative_to(root.path)
     except (OSError, ValueError, RuntimeError):
+        if view.store.kind == "postgresql" and not target.exists() and not target.is_symlink():
+            raise not_in_checkout(view, root, doc) from None
         raise UserError(f"{path}: refused, resolves outside its root or is gone", param="path",
                         code="outside_root") from None
     return doc, real, root.path
+
+
+def not_in_checkout(view: ReadView, root, doc) -> UserError:
+    """A team reader's `read` of an indexed file its own checkout does not have: why, from how the
+    checkout stands against the indexed commit (the store holds commits, the reader reads its clone)."""
+    from remembrancer.indexer.committed import compare_checkout
+
+    indexed = json.loads(view.catalog.get_meta("heads") or "{}").get(root.name)
+    where = f"{doc['path']} is in the index" + (f" (commit {indexed[:7]})" if indexed else "")
+    if indexed:
+        how, same = compare_checkout(root.path, indexed)
+        if not how:   # not a git checkout: no commit to compare with
+            why = "your folder is no git checkout to compare with"
+            hint = "check your --root: it must be your clone of the notes"
+        elif same:
+            why, hint = ("your checkout is at the indexed commit, so the file is deleted or moved in your working "
+                         "tree (uncommitted)"), "`git status` in your checkout shows it; `git restore` brings it back"
+        else:
+            why = how.split(": ", 1)[0]
+            hint = ("your commits since the indexed one moved or deleted it; the index has them once they are pushed "
+                    "and the writer pulls them" if " ahead" in why and "behind" not in why
+                    else "`git pull` (or `git fetch`), then read it again")
+    else:
+        why, hint = "the store names no commit for it", "check your --root: it must be your clone of the notes"
+    return UserError(f"{where} but not in your checkout {root.path}: {why}", param="path", code="not_in_checkout",
+                     hint=hint)
 
 
 NAME_CUTOFF = 0.65   # difflib ratio of two file names (without folder and suffix) that makes them close

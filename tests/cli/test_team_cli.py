@@ -299,6 +299,54 @@ def test_the_writer_outlives_the_server_dropping_its_connections(tmp_path, tiny_
     assert "lost the store" in err and "connected to the store" in err and "Traceback" not in err, err[-2000:]
 
 
+def test_readers_see_the_writer_again_as_soon_as_the_server_is_back(tmp_path, tiny_model_dir, tiny_embedder, pg_url):
+    """The server ends the idle writer's sessions (what a restart does) while its next pass is an
+    hour away: it notices at once, connects again and takes its lock again, so readers never say
+    "no writer is running" about a writer that is there."""
+    import psycopg
+
+    from remembrancer.indexer.config import Config, make_roots
+    from remembrancer.indexer.store.postgres.store import PgStore
+    from remembrancer.indexer.team import TeamReader
+
+    w = _world(tmp_path, tiny_model_dir, pg_url)
+    writer = subprocess.Popen([sys.executable, "-m", "remembrancer", "serve", "--store", pg_url, "--root",
+                               str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def running() -> bool:
+        try:
+            led = PgStore(pg_url, readonly=True).open_ledger(readonly=True)
+        except Exception:   # noqa: BLE001 — not there yet
+            return False
+        try:
+            return led.writer_running() and led.get_meta("last_indexed_at") is not None
+        finally:
+            led.close()
+    try:
+        assert _wait(running, 90), "the writer never finished its first pass"
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name"
+                                  " LIKE 'remembrancer-writer%%' AND datname = current_database()").fetchone()[0]
+        assert ended >= 2   # its ledger (holding the lock) and its NOTIFY listener
+        t0 = time.monotonic()
+        assert poll_until(running, 20, 0.1), "readers were told no writer is running until the writer's next pass"
+        took = time.monotonic() - t0
+        reader = TeamReader(pg_url, Config(roots=make_roots([w["mine"]])), embedder=tiny_embedder)
+        try:
+            out = reader.call("search", query="restart the ledger service")
+        finally:
+            reader.close()
+        assert out["index"]["writer_running"] and "no writer is running" not in out["index"]["detail"], out["index"]
+        assert out["index"]["verdict"] == "fresh", out["index"]
+        assert writer.poll() is None
+    finally:
+        _stop(writer)
+    err = writer.stderr.read()
+    assert "lost the store" in err and "connected to the store" in err and "Traceback" not in err, err[-2000:]
+    assert took < 10, took
+
+
 @pytest.mark.slow
 def test_a_teammates_checkout_named_otherwise_reads_and_reports_like_the_writers(tmp_path, tiny_model_dir, pg_url):
     """The writer's checkout is `shared/`, the teammate's `mine/`: the store names the root

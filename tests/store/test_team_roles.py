@@ -20,14 +20,15 @@ from remembrancer.indexer.store.postgres import roles as pg_roles
 from remembrancer.indexer.config import Config, make_roots
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.team import TeamReader, Writer
-from tests.support.scope_world import OUTSIDE, SCOPE, SCOPED_DOCS, build, calls_for, run_differential
+from tests.support.scope_world import (OUTSIDE, SCOPE, SCOPED_DOCS, build, calls_for, run_differential,
+                                      with_symlinks_committed)
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("role-world"))
+    return with_symlinks_committed(build(tmp_path_factory.mktemp("role-world")))
 
 
 def _as(url: str, role: str, password: str = "pw") -> str:

@@ -20,7 +20,7 @@ from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.store.postgres.store import PgStore
 from remembrancer.indexer.team import TeamReader, Writer
 from tests.support.cli import run_cli
-from tests.support.corpus import git, git_init, write
+from tests.support.corpus import assert_untouched, git, git_init, git_snapshot, write
 from tests.support.pg import database_url
 from tests.support.team import QUERIES, index_once, stats_consistent
 
@@ -29,7 +29,8 @@ def _top(engine, q, **kw):
     with engine.view(kw.pop("scope", ())) as view:
         r = S.search(view, S.SearchRequest(q, **kw)).to_json()
     rows = r["results"] or r.get("best_weak", [])
-    return [(x["path"], x["heading"], x.get("scores")) for x in rows], r["no_strong_match"]
+    assert all(0.0 <= x["score"] <= 1.0 for x in rows), rows   # a shown score is 0–1 in either store
+    return [(x["path"], x["heading"], x["score"], x.get("scores")) for x in rows], r["no_strong_match"]
 
 
 @pytest.mark.slow
@@ -58,6 +59,31 @@ def test_the_store_answers_like_the_local_store(notes, data_env, tiny_embedder, 
         reader.close()
         writer.close()
         local.close()
+
+
+def test_both_stores_show_the_same_scores_each_between_0_and_1(notes, data_env, tiny_embedder, pg_url):
+    """The score an answer shows is the same number from either store, and within 0–1 even where
+    rephrasings, the memory rules or an exact search's counts take the ranking's own over 1 (it
+    is then shown divided by the best: the order is the ranking's)."""
+    from tests.support.team import local_and_store
+
+    def shown(engine, q, **kw):
+        with engine.view(()) as view:
+            r = S.search(view, S.SearchRequest(q, **kw)).to_json()
+        return [(x["path"], x["heading"], x["score"], x.get("scores")) for x in r["results"] or r.get("best_weak", [])]
+
+    cfg = Config(roots=make_roots([notes]))
+    with local_and_store(cfg, pg_url, tiny_embedder) as (local, reader):
+        asked = [(q, {}) for q in QUERIES] + [
+            ("how do I restart postgres", {"alternates": ["postgres restart procedure", "restart the database"]}),
+            ("backup", {"exact": True})]
+        for q, kw in asked:
+            mine, team = shown(local, q, **kw), shown(reader, q, **kw)
+            assert mine == team, q
+            assert all(0.0 <= score <= 1.0 for _, _, score, _ in team), (q, team)
+            assert [x[2] for x in team] == sorted((x[2] for x in team), reverse=True), q
+        for q, kw in asked[-2:]:   # both over 1 as ranked: shown with the best at 1
+            assert shown(reader, q, **kw)[0][2] == 1.0, q
 
 
 def test_a_filtered_dense_search_finds_the_pools_nearest_either_way(notes, data_env, tiny_embedder, pg_url,
@@ -307,6 +333,116 @@ def test_every_answer_says_what_is_indexed_and_how_the_readers_checkout_compares
         assert "no writer is running" in st["freshness"]["reason"]
     finally:
         reader.close()
+
+
+def test_the_writer_indexes_the_commit_it_names_never_its_uncommitted_changes(tmp_path, data_env, tiny_embedder,
+                                                                              pg_url):
+    """Someone edits the writer's checkout and does not commit, and adds files only that machine
+    has: the store keeps the commit it names (readers at that commit read what search showed),
+    the changes left out are said (`doctor --store`, the pass's warnings); a reader's `read` of a
+    file its checkout lacks says why, and of a file its own uncommitted edit changed is not "fresh"."""
+    from remembrancer.indexer.team import store_checks
+
+    origin = tmp_path / "origin"
+    git_init(origin)
+    write(origin, "docs/adr/0007-kafka.md", "# ADR 0007 Kafka for order events\n\n## Decision\n\n"
+                                            "Order events move to Kafka, topic orders.v2, 12 partitions.\n")
+    write(origin, "notes/a.md", "# Alpha\n\nThe alpha service restarts nightly.\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "one")
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    for clone in (shared, mine):
+        git(tmp_path, "clone", "-q", str(origin), str(clone))
+    adr = "docs/adr/0007-kafka.md"
+    (shared / adr).write_text((shared / adr).read_text().replace("12 partitions", "48 partitions (changed)"))
+    for i in range(3):
+        write(shared, f"journal/bulk-{i}.md", f"# Bulk note {i}\n\nThe giraffe-bulk-{i} parameter is {i}.\n")
+    writer = Writer(Config(roots=make_roots([shared])), pg_url, embedder=tiny_embedder)
+    reader = TeamReader(pg_url, Config(roots=make_roots([mine])), embedder=tiny_embedder)
+    try:
+        rep = writer.pass_once()
+        head = git(shared, "rev-parse", "HEAD")
+        assert any("4 uncommitted changes" in w and "not indexed" in w for w in rep.warnings), rep.warnings
+        assert git(shared, "status", "--porcelain")   # the writer never touches its checkout's changes
+        out = reader.call("search", query="how many partitions orders.v2")
+        assert out["index"]["verdict"] == "fresh" and f"indexed {head[:7]}" in out["index"]["detail"]
+        hit = (out["results"] or out["best_weak"])[0]
+        assert out["index"]["documents"] == 2 and hit["path"] == adr and "12 partitions" in hit["content"] and "48" not in hit["content"]
+        page = reader.call("read", path=adr, heading="Decision")
+        assert "12 partitions" in page["content"] and "48" not in page["content"]   # what search showed
+        assert page["index"]["verdict"] == "fresh", page["index"]
+        giraffe = reader.call("search", query="giraffe-bulk-1 parameter")
+        assert all(not r["path"].startswith("journal/") for r in giraffe["results"] + giraffe.get("best_weak", []))
+        checks = {c["check"]: c for c in store_checks(pg_url, [str(mine)])}
+        assert checks["writer checkout"]["status"] == "WARN"
+        assert "4 uncommitted changes" in checks["writer checkout"]["detail"], checks["writer checkout"]
+
+        write(origin, "runbooks/new.md", "# New runbook\n\nThe zebra procedure, step by step.\n")
+        git(origin, "add", "-A")
+        git(origin, "commit", "-q", "-m", "new runbook")
+        writer.pass_once()   # pulled and indexed; the reader has not pulled
+        with pytest.raises(UserError) as err:
+            reader.call("read", path="runbooks/new.md")
+        assert err.value.code == "not_in_checkout" and "is in the index" in err.value.message, err.value
+        assert "the indexed commit is not in it" in err.value.message and "git pull" in err.value.hint
+        git(mine, "fetch", "-q")
+        with pytest.raises(UserError) as err:
+            reader.call("read", path="runbooks/new.md")
+        assert "your checkout is 1 commit behind the index" in err.value.message, err.value.message
+        git(mine, "pull", "-q")
+        assert "zebra procedure" in reader.call("read", path="runbooks/new.md")["content"]
+
+        (mine / "notes/a.md").write_text("# Alpha\n\nThe alpha service restarts weekly now.\n")   # the reader's own edit
+        page = reader.call("read", path="notes/a.md")
+        assert "weekly" in page["content"] and page["index"]["verdict"] == "stale", page["index"]
+        assert "your copy of notes/a.md differs from the indexed text (uncommitted changes in your checkout)" in \
+            page["index"]["reason"]
+        (mine / "notes/a.md").unlink()
+        with pytest.raises(UserError) as err:
+            reader.call("read", path="notes/a.md")
+        assert err.value.code == "not_in_checkout" and "deleted or moved in your working tree" in err.value.message
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_writer_whose_indexed_tree_is_gone_makes_it_again_and_never_empties_the_store(tmp_path, data_env,
+                                                                                        tiny_embedder, pg_url,
+                                                                                        monkeypatch):
+    """The writer's tree deleted (its data dir cleaned): the writer makes it again. Until it can
+    (git refuses), the pass is refused, rather than indexing no tree and removing every document
+    of the root. Through it all the checkout's repository is not written to."""
+    import shutil
+
+    from remembrancer.indexer import committed
+
+    shared = tmp_path / "shared"   # no upstream: the writer has nothing to pull (a fetch writes FETCH_HEAD)
+    git_init(shared)
+    write(shared, "notes/a.md", "# Alpha\n\nThe alpha service restarts nightly.\n")
+    git(shared, "add", "-A")
+    git(shared, "commit", "-q", "-m", "one")
+    writer = Writer(Config(roots=make_roots([shared])), pg_url, embedder=tiny_embedder)
+    try:
+        before = git_snapshot(shared)
+        writer.pass_once()
+        tree = writer.trees.trees[0].tree
+        assert (tree / "notes/a.md").is_file()
+        assert_untouched(shared, before)
+        shutil.rmtree(tree)
+        real = committed._git
+        monkeypatch.setattr(committed, "_git", lambda cwd, *args: real(cwd, *(
+            ("init", "--no-such-option") if args[:1] == ("init",) else args)))
+        with pytest.raises(UserError) as err:
+            writer.pass_once()
+        assert err.value.code == "writer_tree" and "cannot make the indexed tree" in err.value.message
+        assert writer.engine.catalog.counts()["documents"] == 1
+        monkeypatch.setattr(committed, "_git", real)
+        rep = writer.pass_once()
+        assert (rep.added, rep.removed) == (0, 0) and (tree / "notes/a.md").is_file()
+        assert writer.engine.catalog.counts()["documents"] == 1
+        assert_untouched(shared, before)
+    finally:
+        writer.close()
 
 
 def test_secrets_never_reach_the_shared_store(tmp_path, data_env, tiny_embedder, pg_url):

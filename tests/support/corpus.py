@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from contextlib import contextmanager
@@ -37,6 +38,31 @@ def git(repo: Path, *args: str) -> str:
 def git_init(repo: Path) -> None:
     repo.mkdir(parents=True, exist_ok=True)
     git(repo, "init", "-q", "-b", "main")
+
+
+def git_snapshot(repo: Path) -> dict:
+    """Everything of the checkout's repository a write would change: each file under .git (its
+    bytes and mtime), each folder's mtime (a lock file made and removed changes it), the worktree
+    list and the status — read without a lock."""
+    files = {".git": ("dir", (repo / ".git").stat().st_mtime_ns)}
+    for p in sorted((repo / ".git").rglob("*")):
+        st = p.lstat()
+        rel = p.relative_to(repo).as_posix()
+        files[rel] = (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir", st.st_mtime_ns)
+    return {"files": files,
+            "worktrees": git(repo, "worktree", "list", "--porcelain"),
+            "status": git(repo, "--no-optional-locks", "status", "--porcelain")}
+
+
+def assert_untouched(repo: Path, before: dict) -> None:
+    """Nothing in the repository changed since `before` (git_snapshot): no worktree entry, no file
+    or folder written."""
+    after = git_snapshot(repo)
+    assert not (repo / ".git" / "worktrees").exists()
+    assert len(after["worktrees"].split("\n\n")) == 1, after["worktrees"]
+    changed = {k for k in set(before["files"]) | set(after["files"]) if before["files"].get(k) != after["files"].get(k)}
+    assert not changed, sorted(changed)
+    assert after == before
 
 
 def engine_for(roots: list[Path], embedder, **kw) -> Engine:

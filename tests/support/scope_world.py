@@ -216,6 +216,15 @@ def build(base: Path) -> dict:
     return {"app": app, "app_ids": app_ids, "full": full, "only": only, "commits": ids, "ids": mapping}
 
 
+def with_symlinks_committed(world: dict) -> dict:
+    """The world for a team store, whose writer indexes commits only (indexer/committed.py): the
+    symlinks `build` leaves untracked committed on each side, in one commit each (the same date
+    and message), the full one mapped to the scoped one."""
+    date, message = "2030-02-13T09:00:00+00:00", "symlinks"
+    full, only = _commit(world["full"], date, message, {}), _commit(world["only"], date, message, {})
+    return {**world, "ids": {**world["ids"], full: only}}
+
+
 def _filtered_history(full: Path, only: Path, branches: list[str]) -> dict[str, str]:
     """Replay `full`'s history restricted to the scope into `only`: full commit id → scoped id."""
     mapping: dict[str, str] = {}

@@ -319,6 +319,17 @@ class PgLedger(SqlLedger):
             self.conn = self._connect()
             self._ef = None
 
+    def ended_while_idle(self) -> bool:
+        """Whether the server has ended this idle connection (read from its socket, no round trip)."""
+        return _ended_while_idle(self.conn)
+
+    def goodbye(self) -> str:
+        """The server's last word on an ended connection (its FATAL message), in one line."""
+        try:
+            return " ".join((self.conn.pgconn.error_message or b"").decode("utf-8", "replace").split())[:300]
+        except Exception:  # noqa: BLE001 — only a log line
+            return ""
+
     def _take_writer_lock(self) -> None:
         got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK,)).fetchone()[0]
         if got:
