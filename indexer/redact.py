@@ -34,6 +34,7 @@ rebuilt so no old text survives.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -45,7 +46,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 11
+REDACTOR_VERSION = 12
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -164,6 +165,55 @@ def _private_keys(text: str) -> tuple[str, int]:
     return "".join(out), n
 
 
+# A PEM private key written in base64 (a kubeconfig's `client-key-data:`, a Kubernetes Secret's
+# `tls.key:`, `base64 < key.pem`): the run starts with `-----BEGIN ` encoded, and its first bytes
+# decode to a private key's BEGIN line (`client-certificate-data`, a certificate, is not a secret).
+# A run wrapped at 64 or 76 columns goes on over the base64 lines after it.
+_B64_PEM_START = "LS0tLS1CRUdJTi"     # base64 of "-----BEGIN "
+_B64_RUN = re.compile(r"[A-Za-z0-9+/]*+={0,2}")
+_B64_LINE = re.compile(r"(?<![^\n])[ \t]*+[A-Za-z0-9+/]++={0,2}[ \t\r\"',]*\Z")
+
+
+def _b64_private_keys(text: str) -> tuple[str, int]:
+    if _B64_PEM_START not in text:
+        return text, 0
+    out: list[str] = []
+    pos = n = 0
+    at = text.find(_B64_PEM_START)
+    while at >= 0:
+        if at > 0 and (text[at - 1].isalnum() or text[at - 1] in "+/="):
+            at = text.find(_B64_PEM_START, at + 1)   # inside a longer run: not its start
+            continue
+        end = _B64_RUN.match(text, at).end()
+        head = text[at:at + min(end - at, 120) // 4 * 4]
+        try:
+            first = base64.b64decode(head).split(b"\n", 1)[0]
+        except ValueError:
+            first = b""
+        if b"PRIVATE KEY" not in first:
+            at = text.find(_B64_PEM_START, end)
+            continue
+        breaks = ""   # the line breaks of the lines it goes on over (line numbers stay true)
+        block = _line_end(text, end)
+        if end - at in (60, 64, 76) and not text[end:block].strip(" \t\r\"',"):   # wrapped
+            last = end
+            while block < len(text):
+                nxt = _line_end(text, block + 1)
+                if not _B64_LINE.match(text, block + 1, nxt):
+                    break
+                last = block = nxt
+            if last > end:   # keep the line breaks, and a closing quote after the last line's base64
+                start = text.rfind("\n", 0, last) + 1
+                tail = text[start:last]
+                breaks = "".join(c for c in text[end:start] if c in "\r\n") + tail[len(tail.rstrip(" \t\r\"',")):]
+                end = last
+        out += [text[pos:at], marker("private_key"), breaks]
+        pos, n = end, n + 1
+        at = text.find(_B64_PEM_START, end)
+    out.append(text[pos:])
+    return "".join(out), n
+
+
 def _line_end(text: str, pos: int) -> int:
     nl = text.find("\n", pos)
     return len(text) if nl < 0 else nl
@@ -212,6 +262,7 @@ _VENDOR = _compile(
     r"|hv[sb]\.[A-Za-z0-9_-]{24,}"                        # HashiCorp Vault
     r"|whsec_[A-Za-z0-9+/=]{24,}"                         # Stripe webhook signing secret
     r"|AGE-SECRET-KEY-1[0-9A-Z]{58}"                      # age secret key
+    r"|GOOG1[0-9A-Z]{40,80}"                              # Google Cloud Storage HMAC access id
     r"|[a-z]{2,8}_(?:srv|server|secret|live|prod|pat|sdk)_[A-Za-z0-9]{24,}"  # a product's own key (sbx_srv_…)
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
@@ -302,6 +353,8 @@ def _kv_value(value: str) -> bool:
     return _looks_secret(value.rstrip(".,;:)]}"))
 
 
+# a key that only ever names a value (`psk:`, `wifi_passphrase:`): words joined by `-` are a passphrase there
+_VALUE_KEY_END = re.compile(r"(?i)(?:pass(?:word|wort|wd|phrase|code)|kennwort|pwd|psk|pre[_ -]?shared[_ -]?key)s?\Z")
 _GO_TEST_NAME = re.compile(r"(?:Test|Benchmark|Example|Fuzz)[A-Za-z0-9_/.-]*")
 
 
@@ -320,7 +373,8 @@ def _key_value(text: str) -> tuple[str, int]:
         nonlocal n
         raw = m.group("v")
         value = raw.rstrip(".,;:)]}>")  # keep closing punctuation: it is not the secret
-        if not _looks_secret(value) or _test_verdict(m, "v"):
+        if not (_looks_secret(value) or (_VALUE_KEY_END.search(m.group("k")) and _word_passphrase(value))) \
+                or _test_verdict(m, "v"):
             return m.group(0)
         n += 1
         s = m.start("v") - m.start(0)
@@ -438,6 +492,16 @@ def _prose_value(value: str, quoted: bool = False) -> bool:
     return len(v) >= 12 and changes >= 0.4 * len(v)
 
 
+# "Rotate db password: new one is Pr0dDbPw2031x" (a commit message): the secret word earlier in the
+# sentence, then "(the) new one is X" / "old value: X". The gap is short and stops at a clause's end (`.`, `;`).
+_PROSE_NEW_ONE = _compile(
+    r"(?i)(?<![A-Za-z0-9])(?P<w>" + _PROSE_WORD + r")s?[^\n.!?;]{0,40}?(?<![A-Za-z0-9])"
+    r"(?:new|old|current|previous|temporary|temp|initial|next|replacement)" + _H + r"{1,8}(?:one|value)"
+    r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}[:=])[\"'`*]{0,3}" + _H + r"{0,8}[\"'`*]{0,3}(?P<v>[^\s\"'`*|]{1,256})")
+
+_NEW_ONE = re.compile(r"(?:new|old|current|previous|temporary|temp|initial|next|replacement)" + _H + r"{1,8}(?:one|value)")
+
+
 def _prose_secrets(text: str) -> tuple[str, int]:
     n = 0
 
@@ -446,17 +510,20 @@ def _prose_secrets(text: str) -> tuple[str, int]:
         raw = m.group("v")
         quoted = m.string[m.end("v"):m.end("v") + 1] in ("\"", "'", "`", "*")   # its end is the quote's
         value = raw if quoted and raw else raw.rstrip(".,;:!?)]}>")
-        if not (_prose_value(value, quoted) or _quoted_credential(m, value)):
+        if not (_prose_value(value, quoted) or _quoted_credential(m, value) or _linked_passphrase(m, value)):
             return m.group(0)
         n += 1
         s = m.start("v") - m.start(0)
         return m.group(0)[:s] + marker("prose_secret") + raw[len(value):]
 
     text = _PROSE_SECRET.sub(repl, text)
+    if _NEW_ONE.search(text.lower()):   # a cheap look for the rare anchor before the costly pattern
+        text = _PROSE_NEW_ONE.sub(repl, text)
     for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _PROSE_LOGIN_PAIR, _JSON_VALUE):
         text, k = _bare_credentials(pattern, text)
         n += k
-    return text, n
+    text, k = _spaced_passphrases(text)
+    return text, n + k
 
 
 # words that only ever name a secret's value (not `secret`, `token` or `api key`, which also name a thing:
@@ -468,12 +535,118 @@ _VALUE_WORD = re.compile(r"(?i)(?:pass(?:word|wort|wd|phrase|code)|kennwort|pwd|
 def _quoted_credential(m: re.Match, value: str) -> bool:
     """A value in quotes right after a word that only names a secret's value ("psk `…`", "the
     passphrase was '…'"): any secret-like string (_secret_value), even words and a year
-    (`wren-sensors-4ever-2045`), which _prose_value reads as a term."""
+    (`wren-sensors-4ever-2045`), which _prose_value reads as a term, or words alone joined by `-`
+    (`sunflower-meadow-river`: _word_passphrase)."""
     if "w" not in m.re.groupindex or not _VALUE_WORD.fullmatch(m.group("w")):
         return False
     before, after = m.string[m.start("v") - 1:m.start("v")], m.string[m.end("v"):m.end("v") + 1]
-    return (before in ("\"", "'", "`") and after == before and _secret_value(value)
+    return (before in ("\"", "'", "`") and after == before and (_secret_value(value) or _word_passphrase(value))
             and not _NOT_BARE.search(value) and not value.startswith("-"))
+
+
+# Words of prose and of compound modifiers ("one-time-use", "end-to-end", "set-by-ansible"): a value
+# holding one is a phrase about the secret, not a passphrase made of words.
+_PROSE_PARTS = frozenset("""
+a an the and or but nor not no yes yet so as at by for from in into of off on onto out over per to up via with
+without within under upon than then that this these those there here where when what which who whom whose why how
+is are was were be been being am has have had do does did done can could may might must shall should will would
+it its it's he she they them their his her our ours your yours my me we us you i all any some each every both either
+neither none one two three four five six seven eight nine ten first second last next new old same other another
+only also just still even ever never always often again once twice very too more most less least much many few
+use used uses using see set sets get got make made keep kept ask asked read write written store stored save saved
+change changed reset rotate rotated rotation rotating update updated generate generated generating generator
+manage managed managing derive derived define defined provide provided require required enable enabled disable
+disabled protect protected encrypt encrypted decrypt decrypted base based level like side wide free less style
+aware specific only time term long short lived hard coded plain text clear open close closed end ends start
+self auto multi single double non pre post sub semi case sensitive insensitive default random strong weak
+factor step way ways word words phrase phrases key keys pass password passwords passphrase passphrases passcode
+secret secrets token tokens psk code codes pin value values vault manager file files env environment config
+please here now today tomorrow soon later dummy example examples sample samples test tests testing fake mock
+placeholder change changeme insecure unsafe safe local development dev prod production staging admin user users
+root guest login logins account accounts system systems service services machine host server client team
+known unknown empty blank unset missing same different shared common public private internal external
+upper lower digit digits symbol symbols letter letters number numbers character characters mixed complex simple
+length
+""".split())
+
+
+def _word_passphrase(value: str) -> bool:
+    """Words joined by `-` (a diceware or xkcd passphrase: `correct-horse-battery-staple`): three or
+    more words of 3–12 letters (lower-case, or each capitalised), perhaps one number among them,
+    15 or more letters in all, and none a word of prose or of a compound modifier (`one-time-use`,
+    `end-to-end`, `set-by-ansible`, `auto-generated-daily` stay terms)."""
+    v = value.rstrip(".,;:!?)]}>")
+    if not _HYPHEN_WORDS.fullmatch(v) or _PLACEHOLDER_RE.search(v):
+        return False
+    parts = v.split("-")
+    words = [p for p in parts if not p.isdigit()]
+    if len(words) < 3 or len(parts) - len(words) > 1 or sum(map(len, words)) < 15:
+        return False
+    if not (all(w.islower() for w in words) or all(w[0].isupper() and w[1:].islower() for w in words)):
+        return False
+    return not any(w.lower() in _PROSE_PARTS for w in words)
+
+
+_HYPHEN_WORDS = re.compile(r"(?:[A-Za-z][a-z]{2,11}|\d{1,4})(?:-(?:[A-Za-z][a-z]{2,11}|\d{1,4})){2,9}")
+
+
+def _linked_passphrase(m: re.Match, value: str) -> bool:
+    """Words joined by `-` after a word that only names a value and a verb or a colon ("the wifi
+    passphrase is correct-horse-battery-staple", "WPA2 PSK: tangerine-walrus-echo-marble", "passphrase
+    for the backup laptop: purple-monkey-dishwasher-galaxy"). Right after the word with no verb or
+    colon, only quoted (_quoted_credential): prose goes on with words there."""
+    if "w" not in m.re.groupindex or not _VALUE_WORD.fullmatch(m.group("w")):
+        return False
+    between = m.string[m.end("w"):m.start("v")]
+    if m.re is _PROSE_DIRECT and ":" not in between:
+        return False
+    return _word_passphrase(value)
+
+
+# Words separated by spaces only after a colon right after `passphrase` (its whose or a
+# parenthetical between), and only when they run to the end of the line ("LUKS passphrase: glacier
+# orbit velvet thunder"); or in quotes after a word that only names a value ("the passphrase is
+# 'correct horse battery staple'"). Four to ten words of letters, none a word of prose: "Passphrase:
+# four random words like in the XKCD comic" and "passphrase: kept in the safe" stay.
+_SPACED_PASSPHRASE = _compile(
+    r"(?<![A-Za-z0-9])(?P<w>(?i:pass[ -]?phrase)s?)[*`]{0,3}(?:" + _PROSE_ASIDE + "|" + _PROSE_WHOSE + r")?" + _H
+    + r"{0,8}:[*`]{0,3}" + _H + r"{1,8}[*`]{0,3}(?P<v>[a-z]{2,12}(?:" + _H + r"[a-z]{2,12}){3,9})[*`]{0,3}" + _H
+    + r"{0,8}\.?" + _H + r"{0,8}(?=\n|\Z)")
+_QUOTED_PASSPHRASE = _compile(
+    r"(?<![A-Za-z0-9])(?P<w>(?i:pass(?:word|wort|phrase|code)|kennwort|psk|pre[ _-]?shared[ _-]?key|"
+    r"(?:wi-?fi|wlan|wpa2?|network)[ _-]?key)s?)[*`]{0,3}(?:" + _PROSE_ASIDE + "|" + _PROSE_WHOSE + r")?(?:"
+    + _PROSE_IS + "|" + _H + r"{0,8}:)?" + _H + r"{0,8}(?P<q>[\"'`])(?P<v>[A-Za-z]{2,12}(?: [A-Za-z]{2,12}){3,9})[\"'`]")
+
+_QUOTED_WORDS = re.compile(r"[\"'`][A-Za-z]{2,12} [A-Za-z]{2,12} [A-Za-z]{2,12} [A-Za-z]{2,12}")
+
+
+def _spaced_words(value: str) -> bool:
+    words = value.split()
+    return (4 <= len(words) <= 10 and (all(w.islower() for w in words) or all(w[:1].isupper() and w[1:].islower()
+                                                                            for w in words))
+            and not any(w.lower() in _PROSE_PARTS for w in words))
+
+
+def _spaced_passphrases(text: str) -> tuple[str, int]:
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        v = m.group("v")
+        if not _spaced_words(v):
+            return m.group(0)
+        if "q" in m.re.groupindex and m.string[m.end("v"):m.end("v") + 1] != m.group("q"):
+            return m.group(0)
+        n += 1
+        s, e = m.start("v") - m.start(0), m.end("v") - m.start(0)
+        return m.group(0)[:s] + marker("prose_secret") + m.group(0)[e:]
+
+    low = text.lower()
+    if "passphrase" in low or "pass phrase" in low or "pass-phrase" in low:
+        text = _SPACED_PASSPHRASE.sub(repl, text)
+    if _QUOTED_WORDS.search(text):   # four words in quotes are rare: a cheap look first
+        text = _QUOTED_PASSPHRASE.sub(repl, text)
+    return text, n
 
 
 def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
@@ -484,7 +657,7 @@ def _bare_credentials(pattern: re.Pattern, text: str) -> tuple[str, int]:
         nonlocal n
         raw = m.group("v")
         value = raw.rstrip(".,;:)]}>*")   # `*` closes Markdown bold
-        if not value or not (_bare_credential(value) or _quoted_credential(m, value)):
+        if not value or not (_bare_credential(value) or _quoted_credential(m, value) or _linked_passphrase(m, value)):
             return m.group(0)
         n += 1
         s, e = m.start("v") - m.start(0), m.end("v") - m.start(0)
@@ -583,7 +756,8 @@ _SECRET_WORD_ENDS = ("password", "passwd", "passphrase", "pwd", "pass", "pw", "s
 # `…_KEY` is a secret when the word before says so (API_KEY, SECRET_KEY, STRIPE_SECRET_KEY)
 _KEY_QUALIFIERS = {"api", "secret", "access", "private", "account", "master", "signing", "encryption", "client",
                    "app", "auth", "service", "webhook", "hmac", "shared", "session", "license", "sas", "storage",
-                   "deploy", "admin", "root", "crypt", "jwt", "cookie", "csrf"}
+                   "deploy", "admin", "root", "crypt", "jwt", "cookie", "csrf", "application", "decryption",
+                   "unseal", "recovery", "write", "ingest", "ingestion"}
 # words after the secret word that still name the value itself (SECRET_KEY_BASE, TOKEN_VALUE)
 _VALUE_SUFFIXES = {"base", "value", "b64", "base64", "hex", "raw", "str", "plain", "cleartext", "prod", "dev",
                    "staging", "test", "live", "1", "2", "old", "new", "current", "next", "previous", "rw", "ro"}
@@ -601,8 +775,8 @@ def _secret_name(name: str) -> bool:
         return len(words) > 1 and (words[-2] in _KEY_QUALIFIERS or words[-2].endswith(("secret", "api")))
     if last in ("max", "min", "num", "count"):
         return False
-    if last == "id":   # AWS_ACCESS_KEY_ID, S3_ACCESS_KEY_ID: the half of a key pair an attacker needs first
-        return words[-3:-1] == ["access", "key"]
+    if last == "id":   # AWS_ACCESS_KEY_ID, S3_ACCESS_KEY_ID, B2_APPLICATION_KEY_ID: the half of a pair needed first
+        return words[-3:-1] in (["access", "key"], ["application", "key"])
     return last.endswith(_SECRET_WORD_ENDS) and not last.endswith(("bypass", "compass", "passthrough", "oauth"))
 
 
@@ -673,6 +847,175 @@ def _k8s_env(text: str) -> tuple[str, int]:
     return _K8S_ENV.sub(repl, text), n
 
 
+# -- values by their place: a YAML list under a secret's name, a table column headed by one ---------
+# What a field's name says of the values under it: "value" for words that only name a value
+# (password, passphrase, PSK, …), "thing" for words that also name a thing (secret, token, api key:
+# a list of `secrets:` in a compose file holds their names), None for anything else.
+_VALUE_NAME_ENDS = ("password", "passwort", "kennwort", "passwd", "passphrase", "passcode", "pwd", "psk")
+_THING_NAME_ENDS = ("secret", "token", "credential", "apikey", "accesskey", "secretkey", "privatekey")
+
+
+def _field_kind(name: str) -> str | None:
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith("ss"):
+        words[-1] = words[-1][:-1]   # api_keys, passwords, tokens
+    while len(words) > 1 and words[-1] in _VALUE_SUFFIXES:
+        words.pop()
+    if not words:
+        return None
+    last = words[-1]
+    if last.endswith(_VALUE_NAME_ENDS) and not last.endswith(("bypass", "compass")):
+        return "value"
+    if last == "key" and len(words) > 1 and words[-2] in ("wifi", "fi", "wpa", "wpa2", "wlan", "network", "unseal", "recovery"):
+        return "value"
+    if last.endswith(_THING_NAME_ENDS) or (last == "key" and len(words) > 1 and (
+            words[-2] in _KEY_QUALIFIERS or words[-2].endswith(("secret", "api")))):
+        return "thing"
+    return None
+
+
+# where a secret is kept or how one logs in, not a secret: a password column may say so in one word
+_NOT_A_VALUE = {"1password", "bitwarden", "lastpass", "keepass", "keepassxc", "keychain", "vault", "sops", "ssm",
+                "doppler", "infisical", "dashlane", "keeper", "oauth", "oauth2", "oidc", "saml", "saml2", "sso", "ldap",
+                "kerberos", "mtls", "n/a"}
+_ENV_NAME = re.compile(r"(?<![A-Za-z0-9_${])\$?\{?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\}?")
+
+
+def _field_value(kind: str, value: str) -> bool:
+    """A value under a field named as a secret: for a word that only names a value, a secret's mix
+    (_secret_value) with a digit, a symbol or a case change inside a word, or words joined by `-`;
+    for a word that also names a thing, a credential's mix with both cases or a symbol and not made of
+    words (_bare_credential), or a long run with no separator (hex): `db_password_2` and a generated
+    name (`app-secrets-5h8t9k2m7c`) are names. Never words with spaces, a placeholder, a variable's
+    name, a store (`1Password`), a path."""
+    v = value.strip()
+    if (not v or any(c.isspace() for c in v) or v.lower() in _NOT_A_VALUE or _ENV_NAME.fullmatch(v)
+            or "://" in v or v.startswith(("[REDACTED:", "/", "~/", "./", "../"))):
+        return False
+    if kind == "value":
+        if _word_passphrase(v):
+            return True
+        return _secret_value(v) and (any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v)
+                                     or _prose_value(v, quoted=True))
+    return _bare_credential(v) or (len(v) >= 16 and v.isalnum() and _prose_value(v, quoted=True))
+
+
+# `api_keys:` then `- Mz9Kp2…` items (a block list at its indent or deeper), or `tokens: [a, b]` (flow)
+_YAML_LIST_KEY = re.compile(r"(?m)^(?P<ind>[ \t]{0,32}(?:-[ \t]{1,8})?)[\"']?(?P<k>[A-Za-z_][A-Za-z0-9_.-]{0,63})[\"']?"
+                            r"[ \t]{0,8}:[ \t]{0,8}(?:(?P<flow>\[[^\]\n]{1,1024}\])[ \t]{0,8})?(?:#[^\n]{0,256})?\r?$")
+_YAML_ITEM = re.compile(r"(?P<ind>[ \t]{0,64})-[ \t]{1,8}(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'"
+                        r"|(?P<v>[^\s\"'#][^\s#]{0,255}))[^\S\n]{0,16}(?:#[^\n]{0,256})?\Z")
+_YAML_LIST_HINT = re.compile(r":[ \t]{0,8}(?:\[|#|\r?\n|\Z)")
+_FLOW_ITEM = re.compile(r"[^,\[\]]{1,1024}")
+
+
+def _yaml_secret_lists(text: str) -> tuple[str, int]:
+    if not _YAML_LIST_HINT.search(text):   # a key that ends its line or opens a flow list: a literal first
+        return text, 0
+    n = 0
+    out: list[str] = []
+    pos = done = 0   # done: the end of the last list read (a key line inside it was read as an item)
+    for m in _YAML_LIST_KEY.finditer(text):
+        if m.start() < done:
+            continue
+        kind = _field_kind(m.group("k"))
+        if kind is None:
+            continue
+        if m.group("flow"):   # `tokens: [a, b]`: each item, quoted or not
+            flow, base = m.group("flow"), m.start("flow")
+            for it in _FLOW_ITEM.finditer(flow):
+                raw = it.group(0)
+                v = raw.strip().strip("\"'")
+                if v and _field_value(kind, v):
+                    s = base + it.start() + raw.index(v)
+                    quoted = text[s - 1:s] in ("\"", "'")
+                    out += [text[pos:s], marker("env_secret") if quoted else _yaml_quoted(marker("env_secret"))]
+                    pos, n = s + len(v), n + 1
+            continue
+        indent = len(m.group("ind").expandtabs())
+        at = m.end()
+        while at < len(text):
+            end = _line_end(text, at + 1)
+            line = text[at + 1:end]
+            if line.strip() and not line.lstrip().startswith("#"):
+                item = _YAML_ITEM.match(line)
+                if item is None or len(item.group("ind").expandtabs()) < indent:
+                    break
+                g = next(g for g in ("dq", "sq", "v") if item.group(g) is not None)
+                if _field_value(kind, item.group(g)):
+                    s = at + 1 + item.start(g)
+                    out += [text[pos:s], marker("env_secret")]
+                    pos, n = at + 1 + item.end(g), n + 1
+            at = end
+        done = at
+    out.append(text[pos:])
+    return "".join(out), n
+
+
+# A Markdown table: the cells of a column whose header names a secret ("| service | user | password |").
+_TABLE_DELIM = re.compile(r"(?<![^\n])[ \t]{0,3}\|?(?:[ \t]{0,8}:?-++:?[ \t]{0,8}\|){1,64}(?:[ \t]{0,8}:?-++:?[ \t]{0,8})?"
+                          r"\r?\Z")
+_TABLE_CELL = re.compile(r"(?:\\.|[^|\\])*+")
+_HEADER_NOISE = re.compile(r"\([^()]{0,80}\)|[*`_]")
+
+
+def _table_cells(line: str) -> list[tuple[int, int]]:
+    """The spans of a table row's cells (without the outer pipes; `\\|` is no separator)."""
+    spans, pos = [], 0
+    body_start = len(line) - len(line.lstrip())
+    if line.startswith("|", body_start):
+        pos = body_start + 1
+    while pos <= len(line):
+        m = _TABLE_CELL.match(line, pos)
+        spans.append((m.start(), m.end()))
+        pos = m.end() + 1
+    if spans and not line[spans[-1][0]:].strip():
+        spans.pop()   # after a closing pipe
+    return spans
+
+
+def _table_columns(text: str) -> tuple[str, int]:
+    """In a Markdown table, each cell of a column whose header names a secret (`password`, `API key`,
+    `token`, `PSK`, …: _field_kind) holding a value (_field_value); empty cells, placeholders, prose
+    ("in 1Password"), variable names stay."""
+    if "|" not in text or "-" not in text:
+        return text, 0
+    lines = text.split("\n")
+    n = 0
+    i = 1
+    while i < len(lines):
+        if "-" not in lines[i] or "|" not in lines[i] or not _TABLE_DELIM.match(lines[i]):
+            i += 1
+            continue
+        header = lines[i - 1]
+        kinds = {}
+        for c, (s, e) in enumerate(_table_cells(header)):
+            name = _HEADER_NOISE.sub("", header[s:e]).strip()
+            if name and len(name) <= 40:
+                kind = _field_kind(name)
+                if kind is not None:
+                    kinds[c] = kind
+        i += 1
+        while i < len(lines) and "|" in lines[i] and lines[i].strip():
+            if kinds:
+                row = lines[i]
+                cells = _table_cells(row)
+                for c in sorted(kinds, reverse=True):
+                    if c >= len(cells):
+                        continue
+                    s, e = cells[c]
+                    cell = row[s:e]
+                    inner = cell.strip().strip("`*\"'")
+                    if not inner or not _field_value(kinds[c], inner):
+                        continue
+                    at = s + cell.index(inner)
+                    row = row[:at] + marker("env_secret") + row[at + len(inner):]
+                    n += 1
+                lines[i] = row
+            i += 1
+    return ("\n".join(lines), n) if n else (text, 0)
+
+
 def _conf_lines(text: str) -> tuple[str, int]:
     """`requirepass X`, `HTTP_Passwd  X`, a `.netrc` `password X` line: a config line of name and value."""
     n = 0
@@ -698,13 +1041,21 @@ _CLI_PASSWORD = _compile(
     r"|(?:machine|login)" + _H + r"[^\n]{0,256}?(?<![A-Za-z0-9_-])password" + _H + r"+[\"']?"
     r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)\b[^\n]{0,64}?\blogin\b[^\n]{0,512}?(?<!\S)-p(?:" + _H
     + r"+|=)[\"']?"
+    # openssl's `-k PW` (enc) and `-pass pass:PW` / `-passin pass:PW` / `-passout pass:PW`
+    r"|openssl\b[^\n]{0,512}?(?<!\S)(?:-k" + _H + r"+[\"']?|-pass(?:in|out)?" + _H + r"+[\"']?pass:)"
     r")(?P<v>[^\s\"']{1,256})")
+# `htpasswd -b FILE USER PW` / `htpasswd -nb USER PW` (batch mode: the password on the command line);
+# the arguments are read in Python (_htpasswd_batch). `.htpasswd` (a file's name) is not the command.
+_HTPASSWD_CMD = _compile(r"(?<![A-Za-z0-9_.-])htpasswd(?P<args>(?:" + _H + r"{1,8}[^\s|;&<>]{1,256}){2,12})")
+_SHELL_ARG = re.compile(r"\"[^\"\s]{0,256}\"|'[^'\s]{0,256}'|[^\s]{1,256}")
 # A password piped to a login that reads it from stdin (`echo PW | docker login -u bob --password-stdin`,
 # also `printf '%s' PW | …`), or given as a here-string (`… --password-stdin <<< PW`).
 _STDIN_PASSWORD = _compile(
     r"(?<![A-Za-z0-9_-])(?:echo|printf)" + _H + r"{1,8}(?:-[neE]{1,3}" + _H + r"{1,8})?"
     r"(?:[\"']%s(?:\\n)?[\"']" + _H + r"{1,8})?[\"']?(?P<v>[^\s\"'|;&]{1,256})[\"']?" + _H + r"{0,8}\|"
-    r"[^\n]{0,256}?--password-stdin\b"
+    # a login's --password-stdin, or sudo's -S (it reads the password from stdin)
+    r"(?:[^\n]{0,256}?--password-stdin\b|" + _H + r"{0,8}sudo\b[^\n|]{0,64}?(?<!\S)"
+    r"(?:-[AbEeHiKklnPsVv]{0,8}S[AbEeHiKklnPsVv]{0,8}|--stdin)(?![^\s]))"   # -S among flags that take no value
     r"|--password-stdin" + _H + r"{0,8}<<<" + _H + r"{0,8}[\"']?(?P<h>[^\s\"']{1,256})")
 _AZURE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:Shared)?Access(?:Key)?|AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{16,256}={0,2})"
                     r"|(?<=[?&;])sig=(?P<s>[A-Za-z0-9%+/]{16,256}(?:=|%3[Dd]){0,2})")
@@ -712,8 +1063,8 @@ _PASSWORD_HASH = re.compile(r"\$(?:apr1|2[aby]|5|6|argon2(?:id|i|d))\$[./A-Za-z0
 
 
 def _stdin_passwords(text: str) -> tuple[str, int]:
-    """The password piped or given as a here-string to a `--password-stdin` login."""
-    if "--password-stdin" not in text:
+    """The password piped or given as a here-string to a `--password-stdin` login, or piped to `sudo -S`."""
+    if "--password-stdin" not in text and "sudo" not in text:
         return text, 0
     n = 0
 
@@ -727,6 +1078,80 @@ def _stdin_passwords(text: str) -> tuple[str, int]:
         return m.group(0)[:s] + marker("cli_password") + m.group(0)[s + len(m.group(g)):]
 
     return _STDIN_PASSWORD.sub(repl, text), n
+
+
+def _htpasswd_batch(text: str) -> tuple[str, int]:
+    """The password of `htpasswd -b[c…] FILE USER PW` and `htpasswd -nb USER PW`: its options come
+    first (`-C`/`-r` take a number), then the file (not with `-n`), the user and the password."""
+    if "htpasswd" not in text:
+        return text, 0
+    n = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal n
+        args = list(_SHELL_ARG.finditer(m.group("args")))
+        flags, i = "", 0
+        while i < len(args) and args[i].group(0).startswith("-") and len(args[i].group(0)) > 1:
+            flags += args[i].group(0)[1:]
+            i += 2 if args[i].group(0) in ("-C", "-r") else 1
+        if "b" not in flags or "D" in flags or "v" in flags:
+            return m.group(0)
+        at = i + (1 if "n" in flags else 2)
+        if at >= len(args):
+            return m.group(0)
+        a = args[at]
+        s, e = a.span()
+        if a.group(0)[:1] in "\"'":
+            s, e = s + 1, e - 1
+        value = m.group("args")[s:e]
+        if not _secret_value(value):
+            return m.group(0)
+        n += 1
+        off = m.start("args") - m.start(0)
+        return m.group(0)[:off + s] + marker("cli_password") + m.group(0)[off + e:]
+
+    return _HTPASSWD_CMD.sub(repl, text), n
+
+
+# A plain htpasswd line `user:password` (Apache accepts plain text on some systems), only where the
+# text says it is an htpasswd file: in a code block whose info string, whose line before it, or whose
+# earlier line (a comment, `cat .htpasswd`) names htpasswd. Anywhere else `name:value` is a host and
+# a port, a key and a value, a time.
+_FENCE = re.compile(r"[ \t]{0,3}(?P<f>`{3,}|~{3,})(?P<info>[^\n]{0,256})")
+_HTPASSWD_LINE = re.compile(r"[ \t]{0,16}[A-Za-z_][A-Za-z0-9._@-]{0,63}:(?P<v>[^\s:]{1,256})[^\S\n]{0,16}\Z")
+
+
+def _htpasswd_plain(text: str) -> tuple[str, int]:
+    if "htpasswd" not in text.lower():
+        return text, 0
+    lines = text.split("\n")
+    n = 0
+    fence = None       # the open fence's marker
+    evidence = False   # the open block is an htpasswd file
+    before = ""        # the last non-blank line outside a block
+    for i, line in enumerate(lines):
+        if "\x00" in line:   # a boundary between texts redacted together (ingest/conversation.py)
+            fence, evidence, before = None, False, ""
+            continue
+        f = _FENCE.match(line)
+        if fence is None:
+            if f is not None:
+                fence = f.group("f")
+                evidence = "htpasswd" in f.group("info").lower() or "htpasswd" in before.lower()
+            elif line.strip():
+                before = line
+            continue
+        if f is not None and f.group("f").startswith(fence) and not f.group("info").strip():
+            fence, evidence, before = None, False, ""
+            continue
+        if "htpasswd" in line.lower():
+            evidence = True
+            continue
+        m = _HTPASSWD_LINE.match(line) if evidence else None
+        if m is not None and not m.group("v").startswith(("[REDACTED:", "$")) and _secret_value(m.group("v")):
+            lines[i] = line[:m.start("v")] + marker("password_hash") + line[m.end("v"):]
+            n += 1
+    return ("\n".join(lines), n) if n else (text, 0)
 
 
 def _azure(text: str) -> tuple[str, int]:
@@ -743,6 +1168,26 @@ def _azure(text: str) -> tuple[str, int]:
     return _AZURE.sub(repl, text), n
 
 
+# A BitLocker recovery key: 48 digits in eight groups of six, joined by `-`.
+_BITLOCKER = re.compile(r"(?<![0-9-])[0-9]{6}(?:-[0-9]{6}){7}(?![0-9-])")
+_BITLOCKER_PART = re.compile(r"-[0-9]{6}-")
+# Substrings every _VENDOR match contains (the pattern is case-sensitive, so are they)
+_VENDOR_HINTS = ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
+                 "hvb.", "whsec_", "AGE-SECRET-KEY-", "GOOG1", "_srv_", "_server_", "_secret_", "_live_", "_prod_",
+                 "_pat_", "_sdk_")
+_vendor_prefixed = _sub(_VENDOR, "vendor_token", 0, lambda v: _looks_secret(v))
+_bitlocker = _sub(_BITLOCKER, "vendor_token")
+
+
+def _vendor(text: str) -> tuple[str, int]:
+    n = k = 0
+    if any(h in text for h in _VENDOR_HINTS):
+        text, n = _vendor_prefixed(text)
+    if _BITLOCKER_PART.search(text):   # a literal `-` first: far cheaper than the whole pattern
+        text, k = _bitlocker(text)
+    return text, n + k
+
+
 # Order matters: specific shapes first, so their labels win over the generic ones.
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
 _KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key", "accesskey", "access_key",
@@ -750,7 +1195,8 @@ _KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", 
               "auth_key", "auth-key", "auth key", "credential", "kennwort", "psk", "preshared", "pre_shared",
               "pre-shared")
 FAMILIES: tuple[_Family, ...] = (
-    _Family("private_key", "PEM/OpenSSH/PGP private-key blocks", _private_keys, ("PRIVATE KEY",)),
+    _Family("private_key", "PEM/OpenSSH/PGP private-key blocks, also in base64 (a kubeconfig's client-key-data)",
+            _multi(_private_keys, _b64_private_keys), ("PRIVATE KEY", _B64_PEM_START)),
     _Family("url_credentials", "the password in scheme://user:password@host",
             _sub(_URL_CREDS, "url_credentials", "pw", lambda v: not _placeholder(v)), ("://",)),
     _Family("github", "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)", _sub(_GITHUB, "github"),
@@ -762,10 +1208,9 @@ FAMILIES: tuple[_Family, ...] = (
             "40-char secret key standing alone", _aws),
     _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
-            "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, a product's own "
-            "prefixed keys (xyz_srv_…, xyz_live_…)", _sub(_VENDOR, "vendor_token", 0, lambda v: _looks_secret(v)),
-            ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
-             "hvb.", "whsec_", "AGE-SECRET-KEY-", "_srv_", "_server_", "_secret_", "_live_", "_prod_", "_pat_", "_sdk_")),
+            "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, Google Cloud "
+            "Storage HMAC access ids (GOOG1…), a product's own prefixed keys (xyz_srv_…, xyz_live_…), BitLocker "
+            "recovery keys (eight groups of six digits)", _vendor, _VENDOR_HINTS + ("-",)),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),
     _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _jwt, ("eyJ",)),
@@ -780,14 +1225,18 @@ FAMILIES: tuple[_Family, ...] = (
             ("accountkey=", "accesskey=", "sig=")),
     _Family("cli_password", "passwords on command lines: curl -u user:pw, mysql -pPW, sshpass -p, redis-cli -a, "
             "docker login -p PW, echo PW | docker login --password-stdin, .netrc password",
-            _multi(_sub(_CLI_PASSWORD, "cli_password", "v", _secret_value), _stdin_passwords),
-            ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password", "login")),
+            _multi(_sub(_CLI_PASSWORD, "cli_password", "v", _secret_value), _stdin_passwords, _htpasswd_batch),
+            ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password", "login", "openssl", "htpasswd", "sudo")),
     _Family("env_secret", "values of variables named as secrets (PGPASSWORD=, SECRET_KEY_BASE=, export API_KEY=, "
-            "DB_PASSWORD: …, requirepass …, a Kubernetes env entry, a .pgpass line)",
-            _multi(_env_secrets, _conf_lines, _k8s_env, _sub(_PGPASS, "env_secret", "v", _secret_value)),
-            ("pass", "pwd", "pw", "secret", "token", "key", "cred", "auth", "sig", ":")),
-    _Family("password_hash", "password hashes ($apr1$ htpasswd, bcrypt $2y$, crypt $6$, argon2, {SSHA})",
-            _sub(_PASSWORD_HASH, "password_hash"), ("$apr1$", "$2a$", "$2b$", "$2y$", "$5$", "$6$", "$argon2", "{SSHA}", "{SHA}")),
+            "DB_PASSWORD: …, requirepass …, a Kubernetes env entry, a .pgpass line), the items of a YAML list and the "
+            "cells of a Markdown table's column named so (api_keys:, | password |)",
+            _multi(_env_secrets, _conf_lines, _k8s_env, _sub(_PGPASS, "env_secret", "v", _secret_value),
+                   _yaml_secret_lists, _table_columns),
+            ("pass", "pwd", "pw", "psk", "secret", "token", "key", "cred", "auth", "sig", ":")),
+    _Family("password_hash", "password hashes ($apr1$ htpasswd, bcrypt $2y$, crypt $6$, argon2, {SSHA}) and a plain "
+            "password in a code block holding an htpasswd file",
+            _multi(_sub(_PASSWORD_HASH, "password_hash"), _htpasswd_plain),
+            ("$apr1$", "$2a$", "$2b$", "$2y$", "$5$", "$6$", "$argon2", "{SSHA}", "{SHA}", "htpasswd")),
     _Family("long_hex", "32+ hex digits after a secret-ish word (key, token, secret, password, Authorization) — "
             "not bare ids, not 40-digit git commit ids, not sha256:… digests", _long_hex),
     # last: a value every family before it recognises keeps that family's label
@@ -1067,14 +1516,16 @@ def removed_pieces(old: str, new: str) -> list[str]:
 
 def removed_secrets(before: str, after: str) -> set[str]:
     """The values redaction took out of `before` (as `after` shows it, line by line) that look like
-    secrets on their own (a `plotline:plotline` password must not take the project's name with it)."""
+    secrets on their own (a `plotline:plotline` password must not take the project's name with it),
+    or are a passphrase of words (`correct-horse-battery-staple`, `glacier orbit velvet thunder`)."""
     values: set[str] = set()
     for a, b in zip(before.split("\n"), after.split("\n")):
         if a != b and b.strip():
             for piece in removed_pieces(a, b):
                 # `NAME=value` taken out whole: the value is the secret, wherever else it stands alone
                 value = re.split(r"\s*[=:]\s*", piece, maxsplit=1)[-1].strip("\"'`")
-                values.update(v for v in (piece, value) if _looks_secret(v, PROPAGATED_CHARS))
+                values.update(v for v in (piece, value)
+                              if _looks_secret(v, PROPAGATED_CHARS) or _word_passphrase(v) or _spaced_words(v))
     return values
 
 
@@ -1100,7 +1551,10 @@ def _elsewhere(before: str, after: str, label: str) -> tuple[str, int]:
 # line starts, but must stay linear from any position.
 _FM_MARKER_SCALAR = re.compile(
     r"(?P<pre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8})(?P<key>\[REDACTED:[A-Za-z0-9_.-]{1,40}\][^:\n]{0,256}?)(?=:(?:[ \t]|$))"
-    r"|(?P<vpre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8}[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]{1,64})(?=\[REDACTED:)")
+    r"|(?P<vpre>[ \t]{0,64}(?:-[ \t]{1,8}){0,8}[^\s:#'\"\[{][^:\n]{0,256}?:[ \t]{1,64})(?=\[REDACTED:)"
+    # a list item (`api_keys:` then `- [REDACTED:env_secret]`), to a comment or the end of the line
+    r"|(?P<lpre>[ \t]{0,64}(?:-[ \t]{1,8}){1,8})(?=\[REDACTED:)")
+_FM_COMMENT = re.compile(r"(?<![ \t])[ \t]++#")
 
 
 def _yaml_quoted(scalar: str) -> str:
@@ -1122,6 +1576,11 @@ def _yaml_safe_front_matter(text: str) -> str:
             continue
         if m.group("key") is not None:
             lines[i] = m.group("pre") + _yaml_quoted(m.group("key")) + line[m.end("key"):]
+        elif m.group("lpre") is not None:
+            rest = line[m.end():]
+            c = _FM_COMMENT.search(rest)
+            cut = c.start() if c else len(rest.rstrip())
+            lines[i] = m.group("lpre") + _yaml_quoted(rest[:cut]) + rest[cut:]
         else:  # the value, to the end of the line
             lines[i] = m.group("vpre") + _yaml_quoted(line[m.end():].rstrip())
     return "\n".join(lines)

@@ -590,6 +590,11 @@ def test_memory_dev_decoys_stay_readable():
 
 # -- pattern families ---------------------------------------------------------------------------------
 
+# base64 of a PEM private key (a kubeconfig's client-key-data) and of an EC key's first line
+B64_KEY = ("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVBdGVzdGtleWRhdGFmb3JxYXRlc3RpbmdvbmNseWFi"
+           "Y2RlZmdoaWprbG1ub3AK")
+B64_EC_KEY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VFY0tleUZvclRlc3RzT25seQ=="
+
 @pytest.mark.parametrize("family,text,secret", [
     ("url_credentials", "DATABASE_URL=postgres://app:Hx7kLm2pQr9s@db1:5432/shop", "Hx7kLm2pQr9s"),
     ("url_credentials", "git clone https://deploy:gAbc123XyZ987@git.example.com/r.git", "gAbc123XyZ987"),
@@ -733,6 +738,62 @@ def test_memory_dev_decoys_stay_readable():
     ("key_value", "docker login -u bob --password=DockerLoginPw77q", "DockerLoginPw77q"),
     ("key_value", "PASS: Hb3wN7pLt44x", "Hb3wN7pLt44x"),         # a PASS key, not a go test's verdict
     ("env_secret", 'PASS: "TestPassw0rd7"', "TestPassw0rd7"),     # quoted: a value, not a test's name
+    # words joined by `-` after a word that only names a value, with a verb, a colon or quotes
+    ("prose_secret", "The office wifi passphrase is correct-horse-battery-staple and guests use the other SSID.",
+     "correct-horse-battery-staple"),
+    ("key_value", "WPA2 PSK: tangerine-walrus-echo-marble", "tangerine-walrus-echo-marble"),
+    ("prose_secret", "Disk encryption passphrase for the backup laptop: purple-monkey-dishwasher-galaxy",
+     "purple-monkey-dishwasher-galaxy"),
+    ("prose_secret", "Wi-Fi: SSID `acme-guest`, password `sunflower-meadow-river`.", "sunflower-meadow-river"),
+    ("prose_secret", "the guest network key was Lantern-Orchid-Pebble-42 until May", "Lantern-Orchid-Pebble-42"),
+    ("key_value", "**Passphrase:** tundra-saffron-kettle-mosaic", "tundra-saffron-kettle-mosaic"),
+    ("key_value", "wifi_password: 'quartz-falcon-ember-lagoon'", "quartz-falcon-ember-lagoon"),
+    # words separated by spaces: after `passphrase:` to the end of the line, or quoted after a value's word
+    ("prose_secret", "LUKS passphrase: glacier orbit velvet thunder", "glacier orbit velvet thunder"),
+    ("prose_secret", "- Backup passphrase (offsite disk): maple canyon ribbon falcon.", "maple canyon ribbon falcon"),
+    ("prose_secret", 'the vault passphrase is "correct horse battery staple" for now', "correct horse battery staple"),
+    # a value named earlier in the sentence: "Rotate db password: new one is X" (a commit message)
+    ("prose_secret", "Rotate db password: new one is Pr0dDbPw2031x", "Pr0dDbPw2031x"),
+    ("prose_secret", "Rotated the grafana API token, the new value: `Gt7xQm2LpR9vKw4z`", "Gt7xQm2LpR9vKw4z"),
+    ("prose_secret", "vault root token revoked, the old one was hvq8Rm2Lx7Kp3Wz", "hvq8Rm2Lx7Kp3Wz"),
+    # passwords on command lines: openssl, htpasswd in batch mode, a password piped to sudo -S
+    ("cli_password", "openssl enc -aes-256-cbc -k Qw3rtyPass99 -in x -out y", "Qw3rtyPass99"),
+    ("key_value", "openssl enc -d -aes256 -pass pass:Enc0dedPw77 -in b.enc", "Enc0dedPw77"),   # `pass:` is a key
+    ("cli_password", "openssl rsa -in k.pem -passin 'pass:Kp9x2Q' -out k2.pem", "Kp9x2Q"),
+    ("cli_password", "htpasswd -b /etc/nginx/.htpasswd admin N1ghtOwl2031", "N1ghtOwl2031"),
+    ("cli_password", "sudo htpasswd -bB -C 12 /etc/apache2/.htpasswd bob 'Sw0rdfish#9'", "Sw0rdfish#9"),
+    ("cli_password", "htpasswd -nb admin Gr4fanaWeb77 > auth", "Gr4fanaWeb77"),
+    ("cli_password", "echo 'Zq8Kp3Wn7Rt2Lm5Vx9Bc' | sudo -S apt update", "Zq8Kp3Wn7Rt2Lm5Vx9Bc"),
+    ("cli_password", "printf '%s\\n' Sud0Stdin42x | sudo -kS systemctl restart nginx", "Sud0Stdin42x"),
+    # a name whose last words are an application's key (and that key's id), a GCS HMAC access id
+    ("env_secret", "B2_APPLICATION_KEY=K002abcDEF123ghiJKL456mnoPQR789stu", "K002abcDEF123ghiJKL456mnoPQR789stu"),
+    ("env_secret", "B2_APPLICATION_KEY_ID=0025f3a1b2c3d4e0000000001", "0025f3a1b2c3d4e0000000001"),
+    ("env_secret", "export LARAVEL_APP_KEY=base64:Qm9ndXNBcHBLZXkxMjM0NTY3ODkwYWJj", "base64:Qm9ndXNBcHBLZXkxMjM0NTY3ODkwYWJj"),
+    ("env_secret", "applicationKey: 'K005xYz9Wq2Lm8Rt4Np7Vb3Hc6'", "K005xYz9Wq2Lm8Rt4Np7Vb3Hc6"),
+    ("env_secret", "UNSEAL_RECOVERY_KEY=Rk7Zq2Wx9Lm4Np8V", "Rk7Zq2Wx9Lm4Np8V"),
+    ("vendor_token", "GCS_HMAC_ID=GOOG1EABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ABCDEFGHIJKLMNOP",
+     "GOOG1EABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ABCDEFGHIJKLMNOP"),
+    # a PEM private key in base64: a kubeconfig's client-key-data, a Secret's tls.key
+    ("private_key", "    client-key-data: " + B64_KEY, B64_KEY),
+    ("private_key", 'data:\n  tls.key: "' + B64_EC_KEY + '"', B64_EC_KEY),
+    # a YAML list under a secret's name
+    ("env_secret", "api_keys:\n  - Mz9Kp2Lq7Wx4Rt8Vb3Nc\n", "Mz9Kp2Lq7Wx4Rt8Vb3Nc"),
+    ("env_secret", "  passwords:\n  - 'Hb3$wN7pLt44'   # old\n", "Hb3$wN7pLt44"),
+    ("env_secret", "tokens: [Qx8Lm2Np7Rt4Vw9Kz, $CI_TOKEN]", "Qx8Lm2Np7Rt4Vw9Kz"),
+    # the cells of a table column headed by a secret's word
+    ("env_secret", "| service | user | password | note |\n|---|---|---|---|\n| grafana | admin | Gr4fanaAdm1n | monthly |",
+     "Gr4fanaAdm1n"),
+    ("env_secret", "| host | PSK |\n| --- | --- |\n| edge1 | `otter-lantern-cobalt-fig` |", "otter-lantern-cobalt-fig"),
+    ("env_secret", "Name | API key (prod)\n:--|:--\nstripe | Kz8Lm3Nq9Pr2St7V", "Kz8Lm3Nq9Pr2St7V"),
+    ("env_secret", "| name | token |\n|---|---|\n| ci | 8f7e6d5c4b3a29180716253443526170 |", "8f7e6d5c4b3a29180716253443526170"),
+    ("env_secret", "| SSID | Wi-Fi key |\n|---|---|\n| office | Hy3uJi9Ol0xQ |", "Hy3uJi9Ol0xQ"),
+    # a plain htpasswd line, where the text says it is an htpasswd file
+    ("password_hash", "# htpasswd\n\n```\nbob:plainTextPw99\n```\n", "plainTextPw99"),
+    ("password_hash", "```htpasswd\nalice:$apr1$r31.Xy9Z$HqJZimcKQFAMYayBlzkrA/\nbob:Pl4inPw2031\n```", "Pl4inPw2031"),
+    ("password_hash", "```console\n$ cat /etc/nginx/.htpasswd\nops:Opsy2031pw\n```", "Opsy2031pw"),
+    # a BitLocker recovery key
+    ("vendor_token", "The BitLocker recovery key is 123456-234567-345678-456789-567890-678901-789012-890123.",
+     "123456-234567-345678-456789-567890-678901-789012-890123"),
 ])
 def test_family_catches_its_shape(family, text, secret):
     out, counts = redact(text)
@@ -825,6 +886,55 @@ def test_family_catches_its_shape(family, text, secret):
     "curl --cookie cookies.txt https://app.example.com/", "git checkout -b feature/login-2fa",
     "--- PASS: TestFoo2Bar3 (0.00s)", "    --- PASS: TestScheduler/adaptive_6h (0.01s)",   # go test's verdicts
     "--- PASS: BenchmarkParse2Items (1.20s)",
+    # words joined by `-` that are terms, compound modifiers or prose, after a value's word or not
+    "the password is case-sensitive", "the passphrase is one-time-use", "password: set-by-ansible",
+    "psk: auto-rotated-weekly", "the password is end-to-end-encrypted", "the password `reset-token-flow` docs",
+    "The wifi password is guest-network-open", "the PSK is rotated-quarterly-by-ops", "password: kebab-case-only",
+    "passphrase is pulled-from-keyring", "the API token is correct-horse-battery-staple",   # not a value's word
+    "use passphrase correct-horse-battery-staple",   # no verb, colon or quotes: prose goes on
+    "the password policy follows the correct-horse-battery-staple comic",
+    # words separated by spaces: prose after `passphrase:`, fewer than four words, not to the line's end
+    "Passphrase rules: four random words like in the XKCD comic.", "Passphrase: four random words like in the XKCD comic.",
+    "passphrase: kept in the safe", "Passphrase: ask security team lead", "passphrase: rotated every quarter",
+    "LUKS passphrase: printed inside the drawer", "passphrase: glacier orbit velvet thunder, or so the runbook says",
+    "the password is \"stored in the vault\"", "the passphrase is 'four random words'",
+    # "new one is" that is no credential, or no secret word before it
+    "Rotated the token; the new one is valid for 90 days", "password policy: the new one is documented in ADR-0042",
+    "the password changed and the new one is in 1Password", "Replaced the disk. The new one is Samsung990Pro",
+    "API key rotated, new one is OAuth2-based",
+    # openssl, htpasswd, sudo without a password on the line
+    "openssl enc -d -kfile pw.txt -in x", "openssl rsa -in k.pem -passin env:KEY_PW", "openssl s_client -connect h:443",
+    'openssl enc -k "$PASS" -in x', "htpasswd -c /etc/nginx/.htpasswd admin", "htpasswd -B -C 12 /etc/.htpasswd bob",
+    'htpasswd -nb admin "$PASSWORD"', "htpasswd -D /etc/nginx/.htpasswd bob", "cat /etc/nginx/.htpasswd admin N1ghtOwl2031",
+    "echo hello | sudo -S true", "echo $SUDO_PW | sudo -S apt update", "echo 1 | sudo tee /proc/sys/vm/drop_caches",
+    "echo 'Zq8Kp3Wn7Rt2Lm5Vx9Bc' | sudo -s", "echo Config2031x | sudo -uSteve tee /etc/app.conf", "echo deadbeef42 | sudo tee -a /etc/hosts",
+    # names that are not an application's key, ids of other keys, a certificate in base64
+    "B2_APPLICATION_KEY_FILE=/run/secrets/b2", "SSH_KEY_ID=abc123def456", "KMS_KEY_ID=1234abcd-12ab-34cd-56ef-1234567890ab",
+    "APPLICATION_ID=Ab12345678", "CACHE_KEY=user42abc", "SERVER_KEY=/etc/ssl/private/server.key", "GOOG1 is a prefix",
+    "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZB",
+    "client-key-data: DATA+OMITTED", "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
+    # lists under names that are not secrets, or of names, placeholders and mappings
+    "secrets:\n  - db_password_2\n  - tls-cert-v1\n", "tokens:\n  - GITHUB_TOKEN\n  - NPM_TOKEN\n",
+    "api_keys:\n  - name: stripe\n    env: STRIPE_KEY\n", "passwords:\n  - ${DB_PASSWORD}\n",
+    "ssh_keys:\n  - Ab3dE6gH9jK2Lm4N\n", "tags: [Mz9Kp2Lq7Wx4Rt8Vb3Nc]", "tokens: [GITHUB_TOKEN, NPM_TOKEN]",
+    # tables: columns that are not secrets, and a secret column's names, places, placeholders and prose
+    "| service | token count | note |\n|---|---|---|\n| api | 4096 | Ab3dE6gH9jK2 |",
+    "| Variable | Secret | Description |\n|---|---|---|\n| `DB_PASSWORD` | yes | the database's |",
+    "| Name | Token | Scope |\n|---|---|---|\n| ci | `GITHUB_TOKEN` | repo |",
+    "| service | password |\n|---|---|\n| grafana | in 1Password |\n| db | 1Password |\n| redis | (none) |\n"
+    "| api | `$API_PASSWORD` |\n| ldap | LDAP-synced |\n| web | OAuth2 |\n| x | — |\n| y | |",
+    "| Secret | Rotation |\n|---|---|\n| app-secrets-v2 | 90d |\n| db-creds | 30 days |\n| app-secrets-5h8t9k2m7c | 1d |",
+    "secrets:\n  - app-secrets-5h8t9k2m7c\n", "the password is upper-lower-digits-symbols",
+    "Rotated the API key; the new one is i3en.2xlarge",
+    "| Password policy | Value |\n|---|---|\n| min length | 12 |\n| history | Ab3dE6gH9jK2 |",
+    "| Password hash | User |\n|---|---|\n| Ab3dE6gH9jK2 | bob |", "| API key | Required |\n|---|---|\n| header | yes |",
+    "| Auth | Notes |\n|---|---|\n| OAuth2 | via Okta |",
+    # `name:value` lines with no word of htpasswd near them, and an htpasswd block's other lines
+    "```\nbob:plainTextPw99\n```", "```\nlocalhost:8080\nredis:6379\n```", "backend:Release2031\n",
+    "Create the htpasswd file:\n\n```sh\nhtpasswd -c /etc/nginx/.htpasswd admin\nlisten 10.0.0.1:8080;\n```",
+    "# htpasswd\n\n```\nbob:$WEB_PASSWORD\nlocalhost:8080\n```",
+    # six-digit groups that are not eight
+    "ids 123456-234567-345678 and 2031-05-06", "123456-234567-345678-456789-567890-678901-789012",
 ])
 def test_ordinary_text_is_left_alone(text):
     out, counts = redact(text)
@@ -838,6 +948,26 @@ def test_a_value_found_by_its_name_is_redacted_wherever_else_the_text_holds_it()
     out, counts = redact(text)
     assert "b7e3c1d4" not in out and counts["key_value"] == 2
     assert out.count("plotline") == 2   # user and database name: a word-shaped password is not chased through the text (the project's name)
+
+
+def test_a_passphrase_of_words_is_redacted_wherever_else_the_text_holds_it():
+    text = ("The office wifi passphrase is correct-horse-battery-staple.\n"
+            "LUKS passphrase: glacier orbit velvet thunder\n"
+            "Guests join with correct-horse-battery-staple; the disk opens with `glacier orbit velvet thunder`.\n")
+    out, counts = redact(text)
+    assert "horse" not in out and "velvet" not in out and counts == {"prose_secret": 4}
+    assert out.split("\n")[2] == "Guests join with [REDACTED:prose_secret]; the disk opens with `[REDACTED:prose_secret]`."
+
+
+def test_the_line_shaped_rules_read_a_crlf_file_as_well():
+    text = ("| service | password |\n|---|---|\n| grafana | Gr4fanaAdm1n |\n\n"
+            "api_keys:\n  - Mz9Kp2Lq7Wx4Rt8Vb3Nc\n\n"
+            "# htpasswd\n\n```\nbob:plainTextPw99\n```\n\n"
+            "LUKS passphrase: glacier orbit velvet thunder\n\n"
+            "tls.key: |\n" + "\n".join("  " + B64_KEY[i:i + 76] for i in range(0, len(B64_KEY), 76)) + "\nnext: 1\n")
+    out, counts = redact(text.replace("\n", "\r\n"))
+    assert out == redact(text)[0].replace("\n", "\r\n"), out
+    assert counts == {"private_key": 1, "env_secret": 2, "password_hash": 1, "prose_secret": 1}
 
 
 def test_a_cookie_header_keeps_its_names_and_attributes():
@@ -878,6 +1008,65 @@ def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_e
     engine.close()
 
 
+SECRET_LISTS_RECORD = """---
+name: payments-api
+type: component
+api_keys:
+  - Mz9Kp2Lq7Wx4Rt8Vb3Nc
+  - "Ab3dE6gH9jK2Lm4N"   # the old one
+tokens: [Qx8Lm2Np7Rt4Vw9Kz, $CI_TOKEN]
+secrets:
+  - app-secrets-v2
+aliases: [payments, pay-api]
+---
+
+# Payments API
+"""
+
+
+def test_a_secret_list_in_front_matter_is_redacted_and_stays_a_list():
+    """The items of a YAML list under a secret's name go; the front matter still parses, each item
+    a string (a bare marker would read as a flow sequence), and the other fields stay."""
+    from remembrancer.indexer.ingest.markdown import load_front_matter_yaml
+
+    out, counts = redact(SECRET_LISTS_RECORD)
+    assert counts == {"env_secret": 3}
+    assert not any(v in out for v in ("Mz9Kp2Lq7Wx4Rt8Vb3Nc", "Ab3dE6gH9jK2Lm4N", "Qx8Lm2Np7Rt4Vw9Kz"))
+    assert redact(out) == (out, {})
+    fm = load_front_matter_yaml(out.split("---\n")[1])
+    assert fm["api_keys"] == ["[REDACTED:env_secret]"] * 2
+    assert fm["tokens"] == ["[REDACTED:env_secret]", "$CI_TOKEN"]
+    assert fm["secrets"] == ["app-secrets-v2"] and fm["aliases"] == ["payments", "pay-api"]
+
+
+def test_a_table_keeps_its_layout_and_only_the_secret_columns_cells_go():
+    text = ("| service | user | password | note |\n"
+            "|---|---|---|---|\n"
+            "| grafana | admin | Gr4fanaAdm1n | rotated monthly |\n"
+            "| jenkins | ci | `J3nk1ns-ci-2031` | |\n"
+            "| sentry | ops | | in 1Password |\n"
+            "\n"
+            "| host | role |\n|---|---|\n| db1 | Ab3dE6gH9jK2 |\n")
+    out, counts = redact(text)
+    assert counts == {"env_secret": 2}
+    assert out.split("\n") == [
+        "| service | user | password | note |", "|---|---|---|---|",
+        "| grafana | admin | [REDACTED:env_secret] | rotated monthly |", "| jenkins | ci | `[REDACTED:env_secret]` | |",
+        "| sentry | ops | | in 1Password |", "", "| host | role |", "|---|---|", "| db1 | Ab3dE6gH9jK2 |", ""]
+
+
+def test_a_wrapped_base64_private_key_goes_whole_and_keeps_the_line_count():
+    import base64
+    import textwrap
+
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END PRIVATE KEY-----\n"
+    wrapped = textwrap.wrap(base64.b64encode(pem.encode()).decode(), 76)
+    text = "data:\n  tls.key: |\n" + "\n".join("    " + w for w in wrapped) + "\n  tls.crt: LS0tLS1CRUdJTiBDRVJU\n"
+    out, counts = redact(text)
+    assert counts == {"private_key": 1} and out.count("\n") == text.count("\n")
+    assert not any(w in out for w in wrapped) and "tls.crt: LS0tLS1CRUdJTiBDRVJU" in out
+
+
 def test_latest_echoes_a_hex_id_term_as_typed(corpus, env, tiny_embedder):
     engine = make_engine(corpus, tiny_embedder)
     engine.refresh()
@@ -893,7 +1082,11 @@ FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "
                 "A_PASSWORD=", "PASSWORD ", "key ", "curl -u a:", "mysql -p", "redis-cli -a ", "sshpass -p ",
                 "login a password ", "&sig=", "AccountKey=", "$apr1$", "- name: A_TOKEN\n", "a:1:a:a:", "a_srv_",
                 "whsec_", "AGE-SECRET-KEY-1", "-----BEGIN PRIVATE KEY-----", "eyJ", "sk-", "ghp_", "AKIA",
-                "password for a ", "token is ", "docker login -p ", "echo a | ", "--password-stdin <<< ", "aA0/+"]
+                "password for a ", "token is ", "docker login -p ", "echo a | ", "--password-stdin <<< ", "aA0/+",
+                "| password ", "|---", "| password |\n|---|\n", "| a1A2b3B4 ", "- tokens:\n", "api_keys:\n- aA1aA1aA1\n",
+                "LS0tLS1CRUdJTi", "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt\n", "```htpasswd\na:aA1aA1\n", "a:aA1aA1\n",
+                "htpasswd\n", "passphrase: abcd ", "passphrase is abcd-", "123456-", "htpasswd -b a a ",
+                "echo a | sudo -S ", "openssl -k ", "password: new one is ", "tokens: [a, "]
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)

@@ -132,6 +132,30 @@ def test_a_secret_in_a_tool_result_or_a_prompt_is_redacted_before_any_row_is_mad
     assert ex["uuid"] == s.uuids[0] and ex["timestamp"].startswith("2026-03-02T09:00")
 
 
+def test_secrets_named_by_their_place_are_redacted_in_prompts_replies_and_tool_calls(tmp_path):
+    """The phrasings the redactor knows in notes are known in a transcript's every string: a word
+    passphrase after `passphrase is`, a key after a parenthetical, words after `passphrase:`, a
+    password piped to sudo -S, htpasswd in batch mode, a table's password column."""
+    secrets = ["correct-horse-battery-staple", "9Pm3Xk7Qw2Lr5Tn8Vb4", "glacier orbit velvet thunder",
+               "Zq8Kp3Wn7Rt2Lm5Vx9Bc", "N1ghtOwl2031", "Gr4fanaAdm1n", "Pr0dDbPw2031x"]
+    s = Session(tmp_path)
+    s.prompt("the wifi passphrase is correct-horse-battery-staple, write it to the runbook")
+    s.says("Replication lag is 0. I used the unseal key (drill only): 9Pm3Xk7Qw2Lr5Tn8Vb4")
+    s.prompt("LUKS passphrase: glacier orbit velvet thunder")
+    s.tool("Bash", {"command": "echo 'Zq8Kp3Wn7Rt2Lm5Vx9Bc' | sudo -S apt update"}, "Reading package lists... Done")
+    s.tool("Bash", {"command": "htpasswd -b /etc/nginx/.htpasswd admin N1ghtOwl2031"}, "Updating password for user admin")
+    s.tool("Write", {"file_path": "/srv/notes/accounts.md",
+                     "content": "| service | password |\n|---|---|\n| grafana | Gr4fanaAdm1n |\n"}, "File created")
+    s.tool("Bash", {"command": "git log -1 --format=%s"}, "Rotate db password: new one is Pr0dDbPw2031x")
+    s.says("Done.")
+    rows = _prepared(tmp_path, s)
+    stored = json.dumps([rows.doc.front_matter, rows.doc.title,
+                         [(x.heading, x.content, x.body, x.passages, [c.text for c in x.chunks]) for x in rows.sections],
+                         list(rows.texts.values()), rows.warnings])
+    assert [v for v in secrets if v in stored] == []
+    assert "sudo -S apt update" in stored and "unseal key (drill only)" in stored
+
+
 def test_the_walk_of_a_conversations_root_takes_transcripts_and_claude_code_memory_files(tmp_path):
     s = Session(tmp_path)
     s.prompt("hello there, what is the plan?")

@@ -95,6 +95,37 @@ def test_a_secret_in_a_message_never_reaches_the_index(repo, history, open_engin
     assert oid in json.dumps(out) and "hunter2-tollgate-9f8e7d" not in json.dumps(out)
 
 
+def test_a_password_named_earlier_in_a_message_leaves_the_index_the_answer_and_the_query_log(
+        repo, open_engines, tmp_path):
+    """"Rotate db password: new one is X": the value is named by a word earlier in the subject; it is
+    redacted before the commit is stored, so the heading a search answers with — and the query log
+    keeps as the top result — never holds it."""
+    from remembrancer.indexer.redact_policy import RedactionPolicy, RedactorSource
+    from remembrancer.indexer.search.querylog import QueryLog
+
+    pw = "Pr0dDbPw2031x"
+    write(repo, "notes/db.md", "# DB\n\nThe database password was rotated.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"Rotate db password: new one is {pw}")
+    e = commits_engine(open_engines, repo)
+    e.refresh()
+    oid = git(repo, "rev-parse", "HEAD")[:12]
+    [section] = e.catalog.sections(oid)
+    assert pw not in section.heading + section.content and "[REDACTED:prose_secret]" in section.heading
+    params = {"query": "rotate db password", "corpus": "commits"}
+    out = api.read_across("search", params, reader(e), None, reader(e))
+    mine = [r for r in out["results"] if r["heading"].startswith("Rotate db password")]
+    assert mine and pw not in json.dumps(out)
+    log = QueryLog(tmp_path / "queries.jsonl", RedactorSource(RedactionPolicy()))
+    log.record("search", params, {**out, "results": mine}, 12.0, client="cli")
+    logged = json.loads((tmp_path / "queries.jsonl").read_text())
+    assert logged["top"].endswith("§ Rotate db password: new one is [REDACTED:prose_secret]")
+    # the log redacts what it stores itself, whatever an answer carried
+    log.record("search", {"query": f"db password: new one is {pw}"},
+               {"results": [{"path": oid, "heading": f"db password: new one is {pw}"}]})
+    assert pw not in (tmp_path / "queries.jsonl").read_text()
+
+
 def test_a_moved_head_reads_only_the_commits_it_gained_and_a_rewritten_history_drops_the_lost(
         repo, open_engines):
     e = commits_engine(open_engines, repo)
