@@ -521,7 +521,7 @@ def _main(args) -> int:
         from remembrancer.indexer.store.local.catalog import is_damage, store_fault
         from remembrancer.indexer.config import data_dir
 
-        from remembrancer.daemon.inotify import is_watch_limit, limit_fix, limit_message
+        from remembrancer.daemon.watch_limit import is_watch_limit, limit_fix, limit_message
 
         limit = is_watch_limit(e)   # inotify's ENOSPC is its watch limit, never a full disk
         fault = store_fault(e, data_dir()) if limit is None else UserError(
@@ -910,8 +910,8 @@ def cmd_status(args) -> int:
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
             if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
-                if c.unwatched:
-                    print(f"    not watched: {one_line(c.unwatched.get('message', ''))}")
+                if c.polled:
+                    print(f"    polled: {one_line(c.polled.get('message', ''))}")
                 for w in c.warnings or []:
                     print(f"    warning: {one_line(w)}")
     if st is None:   # no corpus named and no default one: the daemon's view only
@@ -939,15 +939,12 @@ def cmd_status(args) -> int:
     print(f"model: {m['name']} ({m['dim']} dims, {where})" if m else "model: none yet")
     if st.vectors_waiting:
         print(f"waiting: {st.vectors_waiting} passage texts have no vector yet (keyword search only for them)")
-    unwatched = d.unwatched if d else None
-    if unwatched:   # inotify's limit: the daemon watches what it can, rescans the rest
-        print(f"not watched: {one_line(unwatched.get('message', ''))}:")
-        folders = unwatched.get("folders") or []
-        for f in folders:
-            print(f"  {one_line(f)}")
-        if unwatched.get("count", 0) > len(folders):
-            print(f"  … and {unwatched['count'] - len(folders)} more")
-        print(f"  fix: {one_line(unwatched.get('fix', ''))}")
+    polled = d.polled if d else None
+    if polled:   # inotify's limit: the daemon polls the roots it cannot watch
+        print(f"polled: {one_line(polled.get('message', ''))}:")
+        for r in polled.get("roots") or []:
+            print(f"  {one_line(r)}")
+        print(f"  fix: {one_line(polled.get('fix', ''))}")
     for w in st.warnings:
         print(f"warning: {one_line(w)}")
     return EXIT_OK

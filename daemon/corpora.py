@@ -32,18 +32,17 @@ from .watch import ChangeQueue, Watcher
 
 log = logging.getLogger(__name__)
 
-RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
+RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and what no event reports
 WAITING_RETRY_S = 30.0  # passages left without vectors (an embedding server down) are tried again this often
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
 CORPUS_WARNINGS = 10    # a corpus's warnings in status's list of corpora (the one named has them all)
 RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after this, doubling each time …
 RETRY_MAX_S = 60.0      # … up to this: its changes stay queued, never left for the next rescan
-# Folders inotify's limit leaves unwatched (daemon/inotify.py) are walked this often (at most the
-# rescan's interval), and before every answer: a verdict is `fresh` only when they were walked
-# after the request came, or (a status listing every corpus) within UNWATCHED_FRESH_S.
-FALLBACK_RESCAN_S = 30.0
-UNWATCHED_FRESH_S = 1.0
+# A root inotify's limit leaves polled (daemon/watch.py) is also walked before every answer: a
+# verdict is `fresh` only when it was walked after the request came, or (a status listing every
+# corpus) within POLLED_FRESH_S.
+POLLED_FRESH_S = 1.0
 
 
 def corpus_key(paths, kind: str = NOTES) -> tuple[str, ...]:
@@ -168,11 +167,9 @@ class Corpus:
         self._retry_at: float | None = None
         self._waiting_at: float | None = None   # when passages waiting for vectors are tried again
         self._retry_s = RETRY_FIRST_S
-        self.fallback_s = min(FALLBACK_RESCAN_S, rescan_s)
-        self.watcher.rescan_s = self.fallback_s
-        self._unwatched_asked = 0     # walks of the unwatched folders asked for (check_unwatched) …
-        self._unwatched_covered = 0   # … and done
-        self._unwatched_walked: float | None = None   # when (monotonic) the last pass that walked them began
+        self._polled_asked = 0     # walks of the polled roots asked for (check_polled) …
+        self._polled_covered = 0   # … and done
+        self._polled_walked: float | None = None   # when (monotonic) the last pass that walked them began
 
     def start(self) -> None:
         self.watcher.start()
@@ -223,12 +220,10 @@ class Corpus:
         next_rescan = time.monotonic() + self.rescan_s
         root_check_s = min(ROOT_CHECK_S, self.rescan_s)
         next_root_check = time.monotonic() + root_check_s
-        next_fallback = time.monotonic() + self.fallback_s
         while not self.stopping.is_set():
             now = time.monotonic()
             wake = min(next_rescan, next_root_check, self.updates.save_due() or next_rescan,
-                       self._retry_at or next_rescan, self._waiting_at or next_rescan,
-                       next_fallback if self.watcher.unwatched() else next_rescan)
+                       self._retry_at or next_rescan, self._waiting_at or next_rescan)
             batch = self.queue.wait_batch(timeout=max(wake - now, 0.05))
             if self.stopping.is_set():
                 break
@@ -246,12 +241,6 @@ class Corpus:
             if now >= next_rescan:
                 self._apply()
                 next_rescan = now + self.rescan_s
-            elif now >= next_fallback:
-                if self.watcher.unwatched():   # what no watch reports: walked instead
-                    with self._passes:
-                        self._unwatched_asked += 1
-                    self._apply((), False)
-                next_fallback = now + self.fallback_s
             self.updates.when_quiet()
 
     def _apply(self, paths=(), full: bool = True) -> None:
@@ -268,17 +257,17 @@ class Corpus:
             covers = self._full_asked if full else None
             self._passes_started += 1
             mine = self._passes_started
-            unwatched_asked = self._unwatched_asked
+            polled_asked = self._polled_asked
         began = time.monotonic()
-        walks_unwatched = full or unwatched_asked > self._unwatched_covered
-        if walks_unwatched and not full:   # the folders no watch reports, walked as a change of each
-            paths = set(paths) | {str(f) for f in self.watcher.unwatched()}
+        walks_polled = full or polled_asked > self._polled_covered
+        if walks_polled and not full:   # the roots no inotify watch reports, walked as a change of each
+            paths = set(paths) | {str(r) for r in self.watcher.polled()}
         try:
             report = self.updates.apply(paths, full)
-            if walks_unwatched:
+            if walks_polled:
                 with self._passes:
-                    self._unwatched_walked = began
-                    self._unwatched_covered = max(self._unwatched_covered, unwatched_asked)
+                    self._polled_walked = began
+                    self._polled_covered = max(self._polled_covered, polled_asked)
                     self._passes.notify_all()
             self.last_ingest = {"at": time.time(), "report": report}
             self._waiting_at = time.monotonic() + WAITING_RETRY_S if report.waiting else None
@@ -329,18 +318,18 @@ class Corpus:
         if not (self.ingesting or self.queue.pending()[0]):   # else a pass is coming anyway (said so)
             self._read_head(timeout_s)
 
-    def check_unwatched(self, timeout_s: float) -> None:
-        """Before an answer: when some folders are not watched (inotify's limit), a pass that walks
-        them, begun after this call, waited for at most `timeout_s` — so the answer's verdict can be
-        `fresh` (freshness(since=…)); concurrent requests share one pass."""
-        if not self.watcher.unwatched():
+    def check_polled(self, timeout_s: float) -> None:
+        """Before an answer: when a root is polled (inotify's limit), a pass that walks it, begun
+        after this call, waited for at most `timeout_s` — so the answer's verdict can be `fresh`
+        (freshness(since=…)) without waiting for the poller; concurrent requests share one pass."""
+        if not self.watcher.polled():
             return
         with self._passes:
-            self._unwatched_asked += 1
-            mine = self._unwatched_asked
+            self._polled_asked += 1
+            mine = self._polled_asked
         self.queue.put()
         with self._passes:
-            self._passes.wait_for(lambda: self._unwatched_covered >= mine or self.stopping.is_set(), timeout=timeout_s)
+            self._passes.wait_for(lambda: self._polled_covered >= mine or self.stopping.is_set(), timeout=timeout_s)
 
     def _read_head(self, timeout_s: float) -> None:
         """If HEAD is not the indexed one, a pass that starts after this call, waited for."""
@@ -392,9 +381,9 @@ class Corpus:
                   observed: tuple[int, float | None, bool, IndexStatus] | None = None,
                   since: float | None = None) -> Freshness:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
-        `observed` (observe()) when given, so a status shows the verdict of its own figures. With
-        folders no watch reports, `fresh` needs a walk of them begun at `since` (time.monotonic()
-        when the request came; default: UNWATCHED_FRESH_S ago) or later."""
+        `observed` (observe()) when given, so a status shows the verdict of its own figures. With a
+        polled root, `fresh` needs a walk of it begun at `since` (time.monotonic() when the request
+        came; default: POLLED_FRESH_S ago) or later."""
         queued, behind, ingesting, st = observed or self.observe(view)
         if self.retired:
             return Freshness.judged(st, "stale", reason=self.retired)
@@ -417,16 +406,16 @@ class Corpus:
             return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0].name} moved")
         git = any(r.head_current for r in st.roots)   # a plain folder has no HEAD to be at
         detail = "at HEAD and on-disk state" if git else "at the on-disk state"
-        unwatched = self.watcher.unwatched()
-        if unwatched:
-            since = time.monotonic() - UNWATCHED_FRESH_S if since is None else since
-            walked = self._unwatched_walked
+        polled = self.watcher.polled()
+        if polled:
+            since = time.monotonic() - POLLED_FRESH_S if since is None else since
+            walked = self._polled_walked
             if walked is None or walked < since:
                 ago = "has not run yet" if walked is None else f"ran {time.monotonic() - walked:.0f} s ago"
                 return Freshness.judged(st, "stale", reason=(
-                    f"{self.watcher.problem(self.fallback_s)['message']}; the last rescan {ago}, and a change "
+                    f"{self.watcher.problem()['message']}; the last walk for an answer {ago}, and a change "
                     "there since then may be missing"))
-            detail += f" ({len(unwatched)} unwatched folders rescanned just now)"
+            detail += f" ({len(polled)} polled root{'s' if len(polled) != 1 else ''} walked just now)"
         return Freshness.judged(st, "fresh", detail=detail)
 
     def summary(self, view: ReadView | None = None) -> CorpusLine:
@@ -444,7 +433,7 @@ class Corpus:
             fr = Freshness(verdict="stale", reason=f"{type(e).__name__}: {e}")
         return CorpusLine(roots=list(self.key), index_dir=str(self.config.index_dir()), state="open",
                           idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr, warnings=warnings,
-                          unwatched=self.watcher.problem(self.fallback_s))
+                          polled=self.watcher.problem())
 
 
 class Corpora:

@@ -207,8 +207,8 @@ def _watched_roots(cfg) -> list[Path]:
 def _inotify_checks(cfg) -> list[dict]:
     """The effective watch limit (fs.inotify.max_user_watches, and a user namespace's own
     /proc/sys/user/max_inotify_watches when lower) against the folders the roots need, less what
-    this user's other processes hold; and the folders a running daemon reports it cannot watch."""
-    from .inotify import limits, watches_in_use
+    this user's other processes hold; and the roots a running daemon reports it polls instead."""
+    from .watch_limit import POLL_S, limits, watches_in_use
 
     lim = limits()
     if lim is None:
@@ -235,19 +235,15 @@ def _inotify_checks(cfg) -> list[dict]:
     else:
         status = "OK"
     fix = "" if status == "OK" else (
-        lim.fix(needed) + "; until then the daemon watches what it can and rescans the rest every 30 s and "
-                          "before each answer")
+        lim.fix(needed) + f"; until then the daemon polls each root it cannot watch (a stat walk every "
+                          f"{POLL_S:.0f} s and before each answer)")
     out = [_check("inotify", status, detail, fix)]
     for c in (daemon or {}).get("corpora") or []:
-        problem = c.get("unwatched")
-        if not problem:
-            continue
-        folders = (problem.get("folders") or [])[:10]
-        shown = ", ".join(folders)
-        more = problem.get("count", 0) - len(folders)
-        out.append(_check(f"watching {', '.join(c.get('roots') or [])}", "WARN",
-                          f"{problem.get('message')}: {shown}" + (f", … ({more} more)" if more > 0 else ""),
-                          problem.get("fix", "")))
+        problem = c.get("polled")
+        if problem:
+            out.append(_check(f"watching {', '.join(c.get('roots') or [])}", "WARN",
+                              f"{problem.get('message')}: {', '.join(problem.get('roots') or [])}",
+                              problem.get("fix", "")))
     return out
 
 

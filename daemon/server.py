@@ -550,7 +550,7 @@ class Daemon:
             if method == "status":
                 scope = params.get("scope") or ()
                 since = time.monotonic()
-                corpus.check_unwatched(HEAD_WAIT_S)   # its verdict, as an answer's, after walking what no watch reports
+                corpus.check_polled(HEAD_WAIT_S)   # its verdict, as an answer's, after walking a polled root
                 with corpus.engine.view(scope) as view:
                     st = self.status(corpus, view, since=since)
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
@@ -573,10 +573,10 @@ class Daemon:
 
     def _read(self, corpus: Corpus, method: str, params: dict) -> dict:
         """A read method on one acquired corpus, its writer giving way meanwhile; released after.
-        Folders no watch reports (inotify's limit) are walked first: the verdict may then be fresh."""
+        A root no inotify watch reports (polled: inotify's limit) is walked first: the verdict may then be fresh."""
         try:
             since = time.monotonic()
-            corpus.check_unwatched(HEAD_WAIT_S)
+            corpus.check_polled(HEAD_WAIT_S)
             self._touched_engines().add(corpus.engine)
             with corpus.engine.store.priority.request():
                 return api.dispatch_read(corpus.engine, method, params,
@@ -746,5 +746,5 @@ class Daemon:
         return StatusAnswer(index=st, freshness=freshness,
                             daemon=daemon(queued_changes=queued, seconds_behind=behind, ingesting=ingesting,
                                           last_error=corpus.last_error, last_ingest=corpus.last_run(view),
-                                          unwatched=corpus.watcher.problem(corpus.fallback_s)),
+                                          polled=corpus.watcher.problem()),
                             corpora=self.corpora.summaries(self._touched_engines()))

@@ -19,10 +19,12 @@ from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
+from watchdog.observers.polling import PollingObserverVFS
 
 from remembrancer.indexer.ingest.corpus import MARKDOWN_SUFFIXES
 
-from .inotify import LIMIT_ERRNOS, PartialWatch, is_watch_limit, limit_fix, limit_message
+from .watch_limit import POLL_S, is_watch_limit, limit_fix, limit_message
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +116,6 @@ class ChangeQueue:
                     self._cond.wait()
 
 
-def route(queue: ChangeQueue, p: str, is_dir: bool, suffixes: tuple[str, ...]) -> None:
-    """One changed path into the queue, as the corpus sees it (watchdog's events and PartialWatch's)."""
-    if p.endswith(os.sep + REPO_EXCLUDE):
-        queue.put(full=True)   # the repository's own ignore list: a walk re-judges every file
-    elif not is_dir and Path(p).name in IGNORE_FILES:
-        if relevant(os.path.dirname(p), True):
-            queue.put(os.path.dirname(p))   # its folder is walked again: files it now ignores leave
-    elif relevant(p, is_dir, suffixes):
-        queue.put(p)
-
-
 class _Handler(FileSystemEventHandler):
     def __init__(self, queue: ChangeQueue, suffixes: tuple[str, ...]):
         self.queue = queue
@@ -139,27 +130,35 @@ class _Handler(FileSystemEventHandler):
         if getattr(event, "dest_path", None):
             paths.append(event.dest_path)  # an atomic save is a move onto the target
         for p in paths:
-            route(self.queue, p.decode() if isinstance(p, bytes) else p, event.is_directory, self.suffixes)
+            p = p.decode() if isinstance(p, bytes) else p
+            if p.endswith(os.sep + REPO_EXCLUDE):
+                self.queue.put(full=True)   # the repository's own ignore list: a walk re-judges every file
+            elif not event.is_directory and Path(p).name in IGNORE_FILES:
+                if relevant(os.path.dirname(p), True):
+                    self.queue.put(os.path.dirname(p))   # its folder is walked again: files it now ignores leave
+            elif relevant(p, event.is_directory, self.suffixes):
+                self.queue.put(p)
 
 
 class Watcher:
-    """One recursive watch per root; a root that vanishes is re-watched when it comes back.
+    """One recursive inotify watch per root; a root that vanishes is re-watched when it comes back.
 
-    A root whose recursive watch meets inotify's limit (more folders than watches left) is watched
-    by a PartialWatch instead: as many of its folders as the limit allows, the rest listed by
-    `unwatched()` — the corpus rescans those (daemon/corpora.py); the daemon keeps serving."""
+    A root inotify cannot watch whole (more folders than watches left: ENOSPC) is polled instead —
+    watchdog's PollingObserverVFS, a stat walk of the root every POLL_S — and listed by `polled()`:
+    the corpus walks those roots before each answer too (daemon/corpora.py), and the daemon keeps
+    serving. Every ensure() (each 30 s) tries inotify again, so a raised limit needs no restart."""
 
     def __init__(self, roots: list[Path], queue: ChangeQueue, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES):
         self.roots = roots
         self.queue = queue
-        self.suffixes = suffixes
         self.observer = Observer()
-        self.watched: dict[Path, object] = {}
-        self.partial: dict[Path, PartialWatch] = {}
+        self.poller: PollingObserverVFS | None = None   # started when a root first needs it
+        self.watched: dict[Path, ObservedWatch] = {}
+        self.polling: dict[Path, ObservedWatch] = {}
         self.handler = _Handler(queue, suffixes)
-        self._lost: dict[Path, set[str]] = {}   # folders watchdog could not watch after the start (its log)
+        self._why: OSError | None = None   # the limit error that made the last root polled
+        self._lost: set[Path] = set()      # roots with a folder inotify could not watch after the start (its log)
         self._lock = threading.Lock()
-        self.rescan_s: float | None = None   # how often the corpus walks the unwatched folders (said in messages)
 
     def start(self) -> None:
         # The observer first, the roots after: a root that cannot be watched fails its own
@@ -169,122 +168,135 @@ class Watcher:
         self.ensure()
 
     def ensure(self) -> list[Path]:
-        """(Re)arm watches for roots that exist; returns the roots that are missing."""
+        """(Re)arm watches for roots that exist, inotify's where it can; returns the roots that are missing."""
         missing = []
         for root in self.roots:
             if not root.is_dir():
-                if root in self.watched:
-                    self._unschedule(root)
-                if root in self.partial:
-                    self.partial.pop(root).stop()
+                self._unschedule(root, self.observer, self.watched)
+                self._unschedule(root, self.poller, self.polling)
+                with self._lock:
+                    self._lost.discard(root)
                 missing.append(root)
                 continue
-            if root in self.partial:
-                pw = self.partial[root]
-                if pw.unwatched():
-                    pw.retry()   # the limit may have been raised meanwhile
-                    if not pw.unwatched():
-                        log.warning("every folder of %s is watched now", root)
-                continue
+            with self._lock:
+                lost = root in self._lost
             if root in self.watched:
-                if not self._lost.get(root) and self._emitter_alive(root):
+                if lost:   # inotify could not watch part of it: polled from now on
+                    self._poll(root, None)
                     continue
-                self._unschedule(root)   # watchdog could not watch part of it: folder by folder instead
-                self._watch_partially(root, None)
-                continue
+                if _alive(self.observer, self.watched[root]):
+                    continue
+                self._unschedule(root, self.observer, self.watched)
+            if root in self.polling:
+                if _alive(self.poller, self.polling[root]):
+                    self._try_inotify(root)   # the limit may allow it now; else polled on
+                    continue
+                self._unschedule(root, self.poller, self.polling)   # it went and came back
             try:
                 self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
                 self.queue.put(full=True)  # it (re)appeared: check everything once
             except OSError as e:
-                if e.errno in LIMIT_ERRNOS and sys.platform.startswith("linux"):
-                    self._watch_partially(root, e)
+                if is_watch_limit(e) is not None and sys.platform.startswith("linux"):
+                    self._poll(root, e)
                     continue
                 log.warning("cannot watch %s: %s (the periodic rescan still covers it)", root, e)
                 missing.append(root)
         return missing
 
-    def _watch_partially(self, root: Path, error: OSError | None) -> None:
-        pw = PartialWatch(root, lambda p, is_dir: route(self.queue, p, is_dir, self.suffixes),
-                          lambda: self.queue.put(full=True), skip=frozenset(IGNORED_DIRS))
-        with self._lock:
-            self._lost.pop(root, None)
-        self.partial[root] = pw
-        self.queue.put(full=True)   # whatever changed before the watches were in place
-        gone = pw.unwatched()
-        if gone:
-            log.warning("%s", self.describe(root))
-        else:
-            log.warning("watching %s folder by folder: %s at its first try (%d folders watched)", root,
-                        limit_message(error), pw.watched())
-
-    def _unschedule(self, root: Path) -> None:
+    def _try_inotify(self, root: Path) -> bool:
+        """A polled root back to inotify, when the limit allows now (the poller stops after)."""
         try:
-            self.observer.unschedule(self.watched.pop(root))
-        except (KeyError, ValueError):
-            pass
-
-    def _emitter_alive(self, root: Path) -> bool:
-        """Whether watchdog's emitter of this root still runs (an older watchdog's ends on an error)."""
-        watch = self.watched.get(root)
-        for emitter in list(getattr(self.observer, "emitters", ())):
-            if getattr(emitter, "watch", None) == watch:
-                return emitter.is_alive()
+            self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
+        except OSError:
+            return False   # a failed recursive watch takes back the watches it added (watchdog)
+        self._unschedule(root, self.poller, self.polling)
+        with self._lock:
+            self._lost.discard(root)
+        self.queue.put(str(root))   # what changed since the poller's last walk: the root walked once
+        log.warning("watching %s with inotify again: the watch limit allows it now", root)
         return True
 
+    def _poll(self, root: Path, error: OSError | None) -> None:
+        if self.poller is None:
+            self.poller = PollingObserverVFS(os.stat, _listdir, polling_interval=POLL_S)
+            self.poller.start()
+        # the poller's first snapshot is taken in schedule(): no gap before inotify's watch goes
+        try:
+            self.polling[root] = self.poller.schedule(self.handler, str(root), recursive=True)
+        except OSError as e:   # gone meanwhile: the next check looks again
+            log.warning("cannot poll %s: %s (the periodic rescan still covers it)", root, e)
+            return
+        self._unschedule(root, self.observer, self.watched)
+        with self._lock:
+            self._lost.discard(root)
+            self._why = error or self._why
+        self.queue.put(str(root))   # whatever changed before: the root walked once
+        log.warning("%s", self.describe())
+
+    @staticmethod
+    def _unschedule(root: Path, observer, watches: dict) -> None:
+        if root in watches and observer is not None:
+            try:
+                observer.unschedule(watches.pop(root))
+            except (KeyError, ValueError):
+                pass
+
     def lost(self, folder: str) -> None:
-        """watchdog could not watch `folder` (a new one, at the limit): it counts as unwatched now,
-        and its root is watched folder by folder at the next ensure()."""
+        """inotify could not watch `folder` (a new one, at the limit): its root counts as polled at
+        once (walked before each answer) and is polled at the next ensure()."""
         for root in self.roots:
-            if root in self.partial:
-                continue   # its own watcher records what it cannot watch
-            if folder == str(root) or folder.startswith(str(root).rstrip(os.sep) + os.sep):
+            if root in self.watched and (folder == str(root) or folder.startswith(str(root).rstrip(os.sep) + os.sep)):
                 with self._lock:
-                    self._lost.setdefault(root, set()).add(folder)
+                    self._lost.add(root)
                 self.queue.put(folder)
 
-    def unwatched(self) -> list[Path]:
-        """The folders whose changes no watch reports (each with all it holds)."""
-        out = set()
-        for pw in list(self.partial.values()):
-            out.update(pw.unwatched())
+    def polled(self) -> list[Path]:
+        """The roots no inotify watch reports whole: polled, or about to be."""
         with self._lock:
-            for folders in self._lost.values():
-                out.update(folders)
-        return [Path(p) for p in sorted(out)]
+            return sorted(set(self.polling) | self._lost)
 
-    def problem(self, rescan_s: float | None = None) -> dict | None:
-        """What status and doctor say about folders that are not watched: None when all are."""
-        rescan_s = rescan_s or self.rescan_s
-        folders = self.unwatched()
-        if not folders:
+    def problem(self) -> dict | None:
+        """What the log, status and doctor say about polled roots: None when inotify watches all."""
+        roots = self.polled()
+        if not roots:
             return None
-        errors = [pw.error for pw in self.partial.values() if pw.error is not None]
-        err = errors[0] if errors else None
-        every = f"every {rescan_s:.0f} s and " if rescan_s else ""
-        n = len(folders)
-        return {"count": n, "folders": [str(f) for f in folders[:UNWATCHED_SHOWN]],
-                "reason": limit_message(err),
-                "message": f"{n} folder{'s are' if n != 1 else ' is'} not watched, as {limit_message(err)}: "
-                           f"changes there are found by a rescan {every}before each answer instead",
+        err = self._why
+        n = len(roots)
+        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": limit_message(err),
+                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {limit_message(err)}: "
+                           f"a stat walk every {POLL_S:.0f} s and before each answer finds changes there",
                 "fix": limit_fix(err)}
 
-    def describe(self, root: Path | None = None) -> str:
-        pr = self.problem(self.rescan_s)
+    def describe(self) -> str:
+        pr = self.problem()
         if pr is None:
-            return "every folder is watched"
-        shown = ", ".join(pr["folders"][:5]) + (f", … ({pr['count'] - 5} more)" if pr["count"] > 5 else "")
-        return f"{pr['message']}: {shown} — {pr['fix']}"
+            return "every root is watched"
+        return f"{pr['message']}: {', '.join(pr['roots'])} — {pr['fix']}"
 
     def stop(self) -> None:
         _LIMIT_LOG.watchers.discard(self)
-        for pw in self.partial.values():
-            pw.stop()
-        self.partial.clear()
-        self.observer.stop()
-        self.observer.join(timeout=5)
+        for obs in (self.observer, self.poller):
+            if obs is not None:
+                obs.stop()
+                obs.join(timeout=5)
 
 
-UNWATCHED_SHOWN = 20   # folders named in status (the count says how many there are)
+def _listdir(path: str) -> list[os.DirEntry]:
+    """A folder's entries as the poller walks them: not the ignored folders (node_modules, …), and
+    of .git only its info folder (a repository's own ignore list)."""
+    with os.scandir(path) as it:
+        entries = list(it)
+    if os.path.basename(path) == ".git":
+        return [e for e in entries if e.name == "info"]
+    return [e for e in entries if e.name == ".git" or e.name not in IGNORED_DIRS]
+
+
+def _alive(observer, watch) -> bool:
+    """Whether the emitter of `watch` still runs (a poller's ends when its root goes)."""
+    for emitter in list(getattr(observer, "emitters", ())):
+        if getattr(emitter, "watch", None) == watch:
+            return emitter.is_alive()
+    return True
 
 
 class _LimitLog(logging.Filter):

@@ -1,30 +1,31 @@
-"""inotify's watch limit reached: the daemon keeps serving, watches what it can, says which
-folders it does not watch and which limit to raise, rescans those folders (periodically, and before
-every answer, so no answer is called fresh over a change it could not see) — and inotify's ENOSPC
-("No space left on device") is never reported as a full disk.
+"""inotify's watch limit reached: the daemon keeps serving, polls the root it cannot watch
+(watchdog's polling observer), says which root it polls and which limit to raise, walks that root
+before every answer (so no answer is called fresh over a change it could not see), goes back to
+inotify when the limit allows — and inotify's ENOSPC ("No space left on device") is never reported
+as a full disk.
 
 The daemon test lowers the limit for real: `serve` runs in a user namespace of its own
 (`unshare -Ur`) whose /proc/sys/user/max_inotify_watches it sets below the corpus's folder count;
 the kernel then refuses inotify_add_watch with ENOSPC exactly as on a machine whose
 fs.inotify.max_user_watches is too small. Where user namespaces are not allowed it is skipped, and
-says why."""
+says why. The watcher tests inject the limit where watchdog calls inotify_add_watch(2)."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
-import glob
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from remembrancer.daemon import inotify
-from remembrancer.daemon.inotify import PartialWatch, WatchLimit, is_watch_limit
+from remembrancer.daemon import watch
+from remembrancer.daemon.watch import ChangeQueue, Watcher
+from remembrancer.daemon.watch_limit import is_watch_limit
 from remembrancer.indexer.store.local.catalog import store_fault
 from tests.support.cli import run_cli
 from tests.support.corpus import write
@@ -57,11 +58,12 @@ def in_namespace(limit: int, argv: list[str]) -> list[str]:
 
 # -- the words ------------------------------------------------------------------------------------
 def test_inotify_enospc_is_never_called_a_full_disk(tmp_path):
-    """inotify_add_watch's ENOSPC (watchdog words it "inotify watch limit reached"; our own watcher
-    raises WatchLimit) is its watch limit: store_fault, which words every "disk is full" the CLI and
-    the daemon print, must not take it for a disk — `serve` exited 2 telling the user to free disk
-    space. A real ENOSPC from a write still is one."""
-    for limit in (OSError(errno.ENOSPC, "inotify watch limit reached"), WatchLimit(errno.ENOSPC, str(tmp_path))):
+    """inotify_add_watch's ENOSPC (watchdog words it "inotify watch limit reached"; EMFILE "inotify
+    instance limit reached") is its limit: store_fault, which words every "disk is full" the CLI
+    and the daemon print, must not take it for a disk — `serve` exited 2 telling the user to free
+    disk space. A real ENOSPC from a write still is one."""
+    for limit in (OSError(errno.ENOSPC, "inotify watch limit reached"),
+                  OSError(errno.EMFILE, "inotify instance limit reached")):
         assert is_watch_limit(limit) is limit
         assert store_fault(limit, tmp_path) is None
         try:
@@ -77,61 +79,118 @@ def test_inotify_enospc_is_never_called_a_full_disk(tmp_path):
 
 
 # -- the watcher of a root past the limit -------------------------------------------------------
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
-def test_a_partial_watch_watches_what_the_limit_allows_and_names_the_rest(tmp_path, monkeypatch):
-    """Real inotify; the limit is injected at the one seam every watch goes through
-    (inotify.add_watch, which calls inotify_add_watch(2)): past `budget` watches it raises the
-    kernel's ENOSPC, as a lowered fs.inotify.max_user_watches would. The folders nearest the root
-    are watched (breadth first), the rest are named top-most; a folder created in a watched one is
-    watched; ignored folders cost no watch; raising the limit watches the rest at the next retry."""
-    root = tmp_path / "notes"
-    for i in range(6):
-        write(root, f"d{i}/sub/n.md", f"# Note {i}\n")
-    write(root, "node_modules/x/readme.md", "# Not a note\n")
-    (root / ".git" / "info").mkdir(parents=True)
-    (root / ".git" / "objects" / "ab").mkdir(parents=True)
-    real, budget, added = inotify.add_watch, {"left": 6}, []
+@pytest.fixture
+def limited_inotify(monkeypatch):
+    """A watch budget: past it, watchdog's inotify_add_watch(2) call fails with the kernel's ENOSPC,
+    as a lowered fs.inotify.max_user_watches makes it (real inotify below the budget). Injected at
+    watchdog's ctypes binding, the one call every watch it adds goes through. The poller walks
+    every 0.2 s here (10 s in the daemon), so a test need not wait for it."""
+    inotify_c = pytest.importorskip("watchdog.observers.inotify_c")
+    if not hasattr(inotify_c, "inotify_add_watch"):
+        pytest.skip("this watchdog calls inotify_add_watch elsewhere")
+    real, budget = inotify_c.inotify_add_watch, {"left": 1_000}
 
-    def limited(fd, path, mask=inotify.MASK):
+    def limited(fd, path, mask):
         if budget["left"] <= 0:
-            raise WatchLimit(errno.ENOSPC, path)
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
         budget["left"] -= 1
-        added.append(path)
         return real(fd, path, mask)
 
-    monkeypatch.setattr(inotify, "add_watch", limited)
-    seen: list[tuple[str, bool]] = []
-    overflows = []
-    pw = PartialWatch(root, lambda p, is_dir: seen.append((p, is_dir)), lambda: overflows.append(1),
-                      skip=frozenset({"node_modules", ".git"}))
+    monkeypatch.setattr(inotify_c, "inotify_add_watch", limited)
+    monkeypatch.setattr(watch, "POLL_S", 0.2)
+    return budget
+
+
+def _watches_held() -> int:
+    """The inotify watches this process holds now (its fdinfo)."""
+    held = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify":
+                with open(f"/proc/self/fdinfo/{fd}") as f:
+                    held += sum(1 for line in f if line.startswith("inotify wd:"))
+        except OSError:
+            continue
+    return held
+
+
+def _drain(queue: ChangeQueue) -> None:
+    while queue.wait_batch(timeout=0.5) is not None:
+        pass
+
+
+def _changed(queue: ChangeQueue, path: Path) -> bool:
+    batch = queue.wait_batch(timeout=0.3)
+    return batch is not None and str(path) in batch[0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_root_past_the_limit_is_polled_then_watched_again_when_the_limit_allows(tmp_path, limited_inotify):
+    """ENOSPC (injected: see limited_inotify) before the root's recursive watch is complete: the root
+    is polled instead, named with the limit and its fix; an edit there is reported by the poller;
+    an ignored folder's is not (the poller does not walk it). A retry still past the limit keeps it
+    polled and holds no watch it added; once the budget allows, the next check moves the root back
+    to inotify and stops polling it."""
+    root = tmp_path / "notes"
+    for i in range(4):
+        write(root, f"d{i}/sub/n.md", f"# Note {i}\n")
+    write(root, "node_modules/x/readme.md", "# Not a note\n")
+    limited_inotify["left"] = 3   # the root and two folders: then the limit
+    queue = ChangeQueue()
+    w = Watcher([root], queue)
+    w.start()
     try:
-        # root, .git/info, d0..d3 — then the limit: d4, d5 and every sub/ are left, each named once
-        assert added == [str(root), str(root / ".git" / "info"), *(str(root / f"d{i}") for i in range(4))]
-        assert pw.unwatched() == sorted([str(root / "d4"), str(root / "d5"), *(str(root / f"d{i}" / "sub") for i in range(4))])
-        assert pw.error is not None and pw.error.errno == errno.ENOSPC
-        assert not any("node_modules" in p or "objects" in p for p in added)
+        assert root in w.polling and root not in w.watched and w.polled() == [root]
+        pr = w.problem()
+        assert pr["count"] == 1 and pr["roots"] == [str(root)] and pr["poll_s"] == 0.2
+        assert "inotify watch limit is reached" in pr["reason"] and "polled, not watched" in pr["message"]
+        assert "sudo sysctl fs.inotify.max_user_watches=" in pr["fix"]
+        _drain(queue)
+        write(root, "d3/sub/edited.md", "# Edited\n")                      # found by the poller
+        wait_for(lambda: _changed(queue, root / "d3" / "sub" / "edited.md"), 5)
+        write(root, "node_modules/x/other.md", "# Not a note either\n")   # not walked at all
+        assert queue.wait_batch(timeout=1.0) is None
 
-        write(root, "d1/edited.md", "# Edited\n")            # a watched folder: its event arrives
-        wait_for(lambda: (str(root / "d1" / "edited.md"), False) in seen, 5)
-        write(root, "d5/sub/unseen.md", "# Unseen\n")        # an unwatched one: no event (the rescan's job)
-        time.sleep(0.3)
-        assert not any("unseen" in p for p, _ in seen)
+        held = _watches_held()
+        limited_inotify["left"] = 3   # still past the limit: polled on, the partial watches given back
+        w.ensure()
+        assert root in w.polling and root not in w.watched and _watches_held() == held
 
-        budget["left"] = 1
-        (root / "d2" / "new").mkdir()                        # created in a watched folder: watched at once
-        wait_for(lambda: (str(root / "d2" / "new"), True) in seen, 5)
-        wait_for(lambda: str(root / "d2" / "new") in added, 5)
-        write(root, "d2/new/n.md", "# New\n")
-        wait_for(lambda: (str(root / "d2" / "new" / "n.md"), False) in seen, 5)
-
-        budget["left"] = 100                                 # the limit raised: the retry watches the rest
-        pw.retry()
-        assert pw.unwatched() == [] and pw.error is None
-        write(root, "d5/sub/seen.md", "# Seen\n")
-        wait_for(lambda: (str(root / "d5" / "sub" / "seen.md"), False) in seen, 5)
-        assert not overflows
+        limited_inotify["left"] = 1_000   # the limit raised: the next check watches it with inotify
+        w.ensure()
+        assert root in w.watched and not w.polling and w.polled() == [] and w.problem() is None
+        _drain(queue)
+        write(root, "d2/sub/later.md", "# Later\n")
+        wait_for(lambda: _changed(queue, root / "d2" / "sub" / "later.md"), 5)
     finally:
-        pw.stop()
+        w.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_folder_inotify_cannot_watch_after_the_start_makes_its_root_polled(tmp_path, limited_inotify):
+    """The limit reached after the start (injected: see limited_inotify, the budget emptied once
+    the root is watched): watchdog logs that it cannot watch a new folder and goes on, which would
+    leave that folder's changes unseen. The watcher hears it (watchdog's log) and counts the root
+    as polled at once — answers walk it, so none is called fresh over them — and its next check
+    polls the root; a change in the new folder is then reported."""
+    root = tmp_path / "notes"
+    write(root, "a/n.md", "# A\n")
+    queue = ChangeQueue()
+    w = Watcher([root], queue)
+    w.start()
+    try:
+        assert root in w.watched and w.polled() == []
+        limited_inotify["left"] = 0
+        (root / "b").mkdir()
+        wait_for(lambda: w.polled() == [root], 5)   # named at once: the verdict stops being fresh
+        w.ensure()                                   # its next check: polled
+        assert root in w.polling and root not in w.watched and w.polled() == [root]
+        _drain(queue)
+        write(root, "b/n.md", "# B\n")
+        wait_for(lambda: _changed(queue, root / "b" / "n.md"), 5)
+    finally:
+        w.stop()
 
 
 # -- the daemon, for real ---------------------------------------------------------------------------
@@ -144,7 +203,7 @@ def _documents(index_dir: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_daemon_past_the_watch_limit_keeps_serving_and_says_which_folders_it_rescans(tmp_path, tiny_model_dir):
+def test_a_daemon_past_the_watch_limit_keeps_serving_and_says_which_root_it_polls(tmp_path, tiny_model_dir):
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
@@ -158,91 +217,39 @@ def test_a_daemon_past_the_watch_limit_keeps_serving_and_says_which_folders_it_r
         d.start()   # it used to exit 2: "the index cannot be written: the disk holding … is full"
         log = d.log.read_text()
         assert "is full" not in log and "free some space" not in log
-        assert "not watched, as the inotify watch limit is reached" in log
+        assert "polled, not watched, as the inotify watch limit is reached" in log
         assert f"{NS_LIMIT_FILE} = {limit}" in log and "fs.inotify.max_user_watches" in log
 
         st = d.call("status")
-        unwatched = st["daemon"]["unwatched"]
-        # breadth first: the root and the first d… folders are watched; the rest are named top-most
-        # (d11 … d29, and the sub/ of each watched one: 30 with these 12 watches)
-        assert 61 - limit - 31 <= unwatched["count"] <= 61 - limit
-        listed = [Path(f) for f in unwatched["folders"]]
-        assert not any(a != b and a.is_relative_to(b) for a in listed for b in listed)
-        assert f"{NS_LIMIT_FILE} = {limit}" in unwatched["reason"]
-        assert "sudo sysctl fs.inotify.max_user_watches=" in unwatched["fix"] and NS_LIMIT_FILE in unwatched["fix"]
-        assert st["freshness"]["verdict"] == "fresh"   # its unwatched folders were walked for this answer
-        assert str(notes / "d29") in unwatched["folders"] or unwatched["count"] > len(unwatched["folders"])
-        assert [c["unwatched"]["count"] for c in st["corpora"]] == [unwatched["count"]]
+        polled = st["daemon"]["polled"]
+        assert polled["count"] == 1 and polled["roots"] == [str(notes)]
+        assert f"{NS_LIMIT_FILE} = {limit}" in polled["reason"]
+        assert "sudo sysctl fs.inotify.max_user_watches=" in polled["fix"] and NS_LIMIT_FILE in polled["fix"]
+        assert st["freshness"]["verdict"] == "fresh"   # the polled root was walked for this answer
+        assert [c["polled"]["roots"] for c in st["corpora"]] == [[str(notes)]]
 
-        # a change in an unwatched folder is in the very next answer, and that answer is fresh
-        folder = Path(unwatched["folders"][-1])
-        write(folder, "wombat.md", "# Wombat\n\nThe wombat-zebra runbook says restart twice.\n")
+        # a change deep in the polled root is in the very next answer, and that answer is fresh
+        write(notes / "d29" / "sub", "wombat.md", "# Wombat\n\nThe wombat-zebra runbook says restart twice.\n")
         got = d.search("wombat-zebra", exact=True)
         assert got["results"] and got["results"][0]["path"].endswith("wombat.md"), got
-        assert got["index"]["verdict"] == "fresh" and "unwatched folders rescanned" in got["index"]["detail"]
+        assert got["index"]["verdict"] == "fresh" and "polled root walked just now" in got["index"]["detail"]
 
-        # the watched part still reports its changes by itself (no request made meanwhile)
-        write(notes, "top.md", "# Top\n\nThe echidna-spine note.\n")
-        wait_for(lambda: "top.md" in _documents(st["index_dir"]), 10)
+        # the poller reports a change by itself (no request made meanwhile): one walk every 10 s
+        write(notes, "d00/top.md", "# Top\n\nThe echidna-spine note.\n")
+        wait_for(lambda: "d00/top.md" in _documents(st["index_dir"]), 30)
 
-        # status says which folders and which limit; doctor, in the same kind of namespace, compares
+        # status says which root and which limit; doctor, in the same kind of namespace, compares
         # the limit with the folders needed and names the namespace's own limit
         out = run_cli("status", "--root", str(notes), env=d.env)
         assert out.returncode == 0, out.stderr
-        assert "not watched: " in out.stdout and str(folder) in out.stdout and "fix: raise the inotify" in out.stdout
+        assert "polled: 1 root is polled" in out.stdout and f"  {notes}\n" in out.stdout
+        assert "fix: raise the inotify" in out.stdout
         doc = subprocess.run(in_namespace(limit, [sys.executable, "-m", "remembrancer", "doctor", "--root", str(notes)]),
                              env=d.env, capture_output=True, text=True, timeout=120)
         said = doc.stdout + doc.stderr
         assert "[FAIL] inotify: " in said and f"{NS_LIMIT_FILE} = {limit}" in said, said
-        assert "the roots need 61" in said, said
-        assert "[WARN] watching " in said and "not watched" in said, said
+        assert "the roots need 61" in said and "polls each root it cannot watch" in said, said
+        assert "[WARN] watching " in said and "polled, not watched" in said, said
         outside = run_cli("doctor", "--root", str(notes), env=d.env)   # the machine's limit is enough here
         assert "[  OK] inotify: " in outside.stdout + outside.stderr
         assert d.proc.poll() is None
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
-def test_a_folder_watchdog_cannot_watch_after_the_start_is_rescanned_then_watched_folder_by_folder(tmp_path, monkeypatch):
-    """The limit reached after the start: watchdog logs that it cannot watch a new folder and goes
-    on, which would leave that folder's changes unseen. The watcher hears it (watchdog's log), counts
-    the folder as unwatched at once, and at its next check watches the root folder by folder.
-    The limit is injected where watchdog calls inotify_add_watch(2) (its ctypes binding): ENOSPC
-    past a budget, as the kernel returns it."""
-    import ctypes
-
-    inotify_c = pytest.importorskip("watchdog.observers.inotify_c")
-    if not hasattr(inotify_c, "inotify_add_watch"):
-        pytest.skip("this watchdog calls inotify_add_watch elsewhere")
-    from remembrancer.daemon.watch import ChangeQueue, Watcher
-
-    root = tmp_path / "notes"
-    write(root, "a/n.md", "# A\n")
-    real, budget = inotify_c.inotify_add_watch, {"left": 1_000}
-
-    def limited(fd, path, mask):
-        if budget["left"] <= 0:
-            ctypes.set_errno(errno.ENOSPC)
-            return -1
-        budget["left"] -= 1
-        return real(fd, path, mask)
-
-    monkeypatch.setattr(inotify_c, "inotify_add_watch", limited)
-    queue = ChangeQueue()
-    w = Watcher([root], queue)
-    w.start()
-    try:
-        assert root in w.watched and w.unwatched() == []
-        budget["left"] = 0
-        (root / "b").mkdir()
-        new = str(root / "b")
-        wait_for(lambda: w.unwatched() == [Path(new)], 5)   # named at once: the verdict stops being fresh
-        budget["left"] = 1_000
-        w.ensure()                                             # its next check: folder by folder
-        assert root in w.partial and root not in w.watched and w.unwatched() == []
-        while queue.wait_batch(timeout=0.3) is not None:
-            pass
-        write(root, "b/n.md", "# B\n")
-        batch = wait_for(lambda: queue.wait_batch(timeout=0.3), 5)
-        assert str(root / "b" / "n.md") in batch[0]
-    finally:
-        w.stop()

@@ -85,7 +85,7 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
         chain.append(x)
         x = x.__cause__ or x.__context__
     # inotify_add_watch's ENOSPC ("No space left on device") is its watch limit, not a disk: never
-    # said to be one (the daemon watches what it can and says which limit to raise: daemon/inotify.py)
+    # said to be one (the daemon polls what it cannot watch and says which limit to raise: daemon/watch_limit.py)
     chain = [x for x in chain if not _inotify_limit(x)]
     if not chain:
         return None
@@ -111,10 +111,8 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
 
 
 def _inotify_limit(exc: BaseException) -> bool:
-    """An OSError that is inotify out of watches or instances (watchdog words it so; daemon/inotify.py
-    raises its WatchLimit)."""
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE) and (
-        "inotify" in str(exc).lower() or type(exc).__name__ == "WatchLimit")
+    """An OSError that is inotify out of watches or instances (watchdog words it so)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE) and "inotify" in str(exc).lower()
 
 
 class CatalogDamaged(UserError):
