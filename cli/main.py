@@ -521,8 +521,12 @@ def _main(args) -> int:
         from remembrancer.indexer.store.local.catalog import is_damage, store_fault
         from remembrancer.indexer.config import data_dir
 
-        fault = store_fault(e, data_dir())   # a full or read-only disk under the index: the user's to fix
-        if fault is not None and not args.debug:
+        from remembrancer.daemon.watch_limit import is_watch_limit, limit_fix, limit_message
+
+        limit = is_watch_limit(e)   # inotify's ENOSPC is its watch limit, never a full disk
+        fault = store_fault(e, data_dir()) if limit is None else UserError(
+            f"cannot watch the notes' folders: {limit_message(limit)}", code="watch_limit", hint=limit_fix(limit))
+        if fault is not None and not args.debug:   # a full or read-only disk, or the watch limit: the user's to fix
             _error(args, fault)
             return EXIT_USER
         if is_damage(e):  # found mid-run (the open-time probe passed): the documented exit code
@@ -639,9 +643,37 @@ def served_roots(backend) -> list:
     return [Root(r["name"], Path(r["path"])) for r in listed if isinstance(r, dict) and r.get("path")]
 
 
+PLAIN_PROGRESS_EVERY_S = 10.0   # without a terminal: one progress line this often
+
+
+class _PlainProgress:
+    """Progress for a log, a pipe, CI or `nohup` (stderr is not a terminal): one plain line on stderr
+    every PLAIN_PROGRESS_EVERY_S — files done of all, passages embedded, rate, time left. A run
+    shorter than that prints none; stdout keeps only the command's answer."""
+
+    def __init__(self):
+        self.t0 = self.last = time.monotonic()
+        self.report = None   # the run's IndexReport, set by the writer (its passages so far)
+
+    def __call__(self, done: int, total: int, path: str) -> None:
+        now = time.monotonic()
+        if now - self.last < PLAIN_PROGRESS_EVERY_S or done > total:
+            return
+        self.last = now
+        rate = done / max(now - self.t0, 1e-6)
+        left = (total - done) / rate if rate > 0 else 0
+        passages = f", {self.report.embedded:,} passages embedded" if self.report is not None else ""
+        eta = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        print(f"indexing: {done:,} of {total:,} files ({100 * done // max(total, 1)}%){passages}, "
+              f"{rate:.1f} files/s, about {eta} left", file=sys.stderr, flush=True)
+
+
 def _progress_bar():
     """A rich progress bar on stderr that appears only when there is real work (> ~1 s); rich is
-    imported then (a daemon's answer needs no bar)."""
+    imported then (a daemon's answer needs no bar). Without a terminal, plain lines instead
+    (_PlainProgress): a bar drawn into a log is nothing but escapes, and rich draws none there."""
+    if not sys.stderr.isatty():
+        return _PlainProgress()
     state: dict = {"bar": None, "t0": time.monotonic()}
 
     def update(done: int, total: int, path: str) -> None:
@@ -878,6 +910,8 @@ def cmd_status(args) -> int:
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
             if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
+                if c.polled:
+                    print(f"    polled: {one_line(c.polled.get('message', ''))}")
                 for w in c.warnings or []:
                     print(f"    warning: {one_line(w)}")
     if st is None:   # no corpus named and no default one: the daemon's view only
@@ -905,6 +939,12 @@ def cmd_status(args) -> int:
     print(f"model: {m['name']} ({m['dim']} dims, {where})" if m else "model: none yet")
     if st.vectors_waiting:
         print(f"waiting: {st.vectors_waiting} passage texts have no vector yet (keyword search only for them)")
+    polled = d.polled if d else None
+    if polled:   # inotify's limit: the daemon polls the roots it cannot watch
+        print(f"polled: {one_line(polled.get('message', ''))}:")
+        for r in polled.get("roots") or []:
+            print(f"  {one_line(r)}")
+        print(f"  fix: {one_line(polled.get('fix', ''))}")
     for w in st.warnings:
         print(f"warning: {one_line(w)}")
     return EXIT_OK

@@ -32,13 +32,17 @@ from .watch import ChangeQueue, Watcher
 
 log = logging.getLogger(__name__)
 
-RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and unwatched subtrees
+RESCAN_S = 600.0        # slow periodic rescan: catches inotify overflow and what no event reports
 WAITING_RETRY_S = 30.0  # passages left without vectors (an embedding server down) are tried again this often
 ROOT_CHECK_S = 30.0     # how often a vanished root is looked for again
 CORPUS_IDLE_S = 900.0   # a corpus without requests this long releases its memory
 CORPUS_WARNINGS = 10    # a corpus's warnings in status's list of corpora (the one named has them all)
 RETRY_FIRST_S = 1.0     # a failed ingest (a full disk, …) is retried after this, doubling each time …
 RETRY_MAX_S = 60.0      # … up to this: its changes stay queued, never left for the next rescan
+# A root inotify's limit leaves polled (daemon/watch.py) is also walked before every answer: a
+# verdict is `fresh` only when it was walked after the request came, or (a status listing every
+# corpus) within POLLED_FRESH_S.
+POLLED_FRESH_S = 1.0
 
 
 def corpus_key(paths, kind: str = NOTES) -> tuple[str, ...]:
@@ -163,6 +167,9 @@ class Corpus:
         self._retry_at: float | None = None
         self._waiting_at: float | None = None   # when passages waiting for vectors are tried again
         self._retry_s = RETRY_FIRST_S
+        self._polled_asked = 0     # walks of the polled roots asked for (check_polled) …
+        self._polled_covered = 0   # … and done
+        self._polled_walked: float | None = None   # when (monotonic) the last pass that walked them began
 
     def start(self) -> None:
         self.watcher.start()
@@ -250,8 +257,18 @@ class Corpus:
             covers = self._full_asked if full else None
             self._passes_started += 1
             mine = self._passes_started
+            polled_asked = self._polled_asked
+        began = time.monotonic()
+        walks_polled = full or polled_asked > self._polled_covered
+        if walks_polled and not full:   # the roots no inotify watch reports, walked as a change of each
+            paths = set(paths) | {str(r) for r in self.watcher.polled()}
         try:
             report = self.updates.apply(paths, full)
+            if walks_polled:
+                with self._passes:
+                    self._polled_walked = began
+                    self._polled_covered = max(self._polled_covered, polled_asked)
+                    self._passes.notify_all()
             self.last_ingest = {"at": time.time(), "report": report}
             self._waiting_at = time.monotonic() + WAITING_RETRY_S if report.waiting else None
             self.last_error = None
@@ -301,6 +318,19 @@ class Corpus:
         if not (self.ingesting or self.queue.pending()[0]):   # else a pass is coming anyway (said so)
             self._read_head(timeout_s)
 
+    def check_polled(self, timeout_s: float) -> None:
+        """Before an answer: when a root is polled (inotify's limit), a pass that walks it, begun
+        after this call, waited for at most `timeout_s` — so the answer's verdict can be `fresh`
+        (freshness(since=…)) without waiting for the poller; concurrent requests share one pass."""
+        if not self.watcher.polled():
+            return
+        with self._passes:
+            self._polled_asked += 1
+            mine = self._polled_asked
+        self.queue.put()
+        with self._passes:
+            self._passes.wait_for(lambda: self._polled_covered >= mine or self.stopping.is_set(), timeout=timeout_s)
+
     def _read_head(self, timeout_s: float) -> None:
         """If HEAD is not the indexed one, a pass that starts after this call, waited for."""
         with self.engine.view() as view:
@@ -348,9 +378,12 @@ class Corpus:
         return queued, behind, ingesting, (view or self.engine.view()).status()
 
     def freshness(self, view: ReadView | None = None,
-                  observed: tuple[int, float | None, bool, IndexStatus] | None = None) -> Freshness:
+                  observed: tuple[int, float | None, bool, IndexStatus] | None = None,
+                  since: float | None = None) -> Freshness:
         """One verdict for every answer: fresh, catching up, or STALE with the reason — judged on
-        `observed` (observe()) when given, so a status shows the verdict of its own figures."""
+        `observed` (observe()) when given, so a status shows the verdict of its own figures. With a
+        polled root, `fresh` needs a walk of it begun at `since` (time.monotonic() when the request
+        came; default: POLLED_FRESH_S ago) or later."""
         queued, behind, ingesting, st = observed or self.observe(view)
         if self.retired:
             return Freshness.judged(st, "stale", reason=self.retired)
@@ -372,7 +405,18 @@ class Corpus:
         if heads:
             return Freshness.judged(st, "catching_up", reason=f"HEAD of {heads[0].name} moved")
         git = any(r.head_current for r in st.roots)   # a plain folder has no HEAD to be at
-        return Freshness.judged(st, "fresh", detail="at HEAD and on-disk state" if git else "at the on-disk state")
+        detail = "at HEAD and on-disk state" if git else "at the on-disk state"
+        polled = self.watcher.polled()
+        if polled:
+            since = time.monotonic() - POLLED_FRESH_S if since is None else since
+            walked = self._polled_walked
+            if walked is None or walked < since:
+                ago = "has not run yet" if walked is None else f"ran {time.monotonic() - walked:.0f} s ago"
+                return Freshness.judged(st, "stale", reason=(
+                    f"{self.watcher.problem()['message']}; the last walk for an answer {ago}, and a change "
+                    "there since then may be missing"))
+            detail += f" ({len(polled)} polled root{'s' if len(polled) != 1 else ''} walked just now)"
+        return Freshness.judged(st, "fresh", detail=detail)
 
     def summary(self, view: ReadView | None = None) -> CorpusLine:
         """One line of `status`'s corpus list; with a scoped `view`, as that scope sees it (its
@@ -388,7 +432,8 @@ class Corpus:
         except Exception as e:  # a broken index still gets its line
             fr = Freshness(verdict="stale", reason=f"{type(e).__name__}: {e}")
         return CorpusLine(roots=list(self.key), index_dir=str(self.config.index_dir()), state="open",
-                          idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr, warnings=warnings)
+                          idle_s=round(time.monotonic() - self.last_used, 1), freshness=fr, warnings=warnings,
+                          polled=self.watcher.problem())
 
 
 class Corpora:

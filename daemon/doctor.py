@@ -47,7 +47,7 @@ def run_checks(root_args: list[str] | None, store_reader: bool = False) -> list[
     if cfg is not None:
         out.extend(_hooks_checks(cfg))
     out.extend(_service_checks())
-    out.append(_inotify_check())
+    out.extend(_inotify_checks(cfg))
     return out
 
 
@@ -174,11 +174,83 @@ def _hooks_checks(cfg) -> list[dict]:
     return out
 
 
-def _inotify_check() -> dict:
-    p = Path("/proc/sys/fs/inotify/max_user_watches")
-    if not p.exists():
-        return _check("inotify", "OK", "not Linux: FSEvents/kqueue")
-    n = int(p.read_text().strip())
-    status = "OK" if n >= 65536 else "WARN"
-    return _check("inotify", status, f"max_user_watches = {n:,} (one per watched folder)",
-                  "" if status == "OK" else "sudo sysctl fs.inotify.max_user_watches=524288")
+COUNT_FOR_S = 5.0   # the folders under the roots are counted for at most this long
+
+
+def _folders(roots: list[Path]) -> tuple[int, bool]:
+    """(folders, whole?): the folders a recursive watch of these roots needs, one watch each (every
+    folder, .git's included), counted for at most COUNT_FOR_S."""
+    import time
+
+    deadline, n = time.monotonic() + COUNT_FOR_S, 0
+    for root in roots:
+        if not root.is_dir():
+            continue
+        n += 1
+        for _, dirs, _ in os.walk(root):
+            n += len(dirs)
+            if time.monotonic() > deadline:
+                return n, False
+    return n, True
+
+
+def _watched_roots(cfg) -> list[Path]:
+    if cfg is None:
+        return []
+    out = [r.path for r in cfg.roots]
+    for other in (cfg.conversation_config(), cfg.code_config()):
+        if other is not None:
+            out += [r.path for r in other.roots]
+    return list(dict.fromkeys(out))
+
+
+def _inotify_checks(cfg) -> list[dict]:
+    """The effective watch limit (fs.inotify.max_user_watches, and a user namespace's own
+    /proc/sys/user/max_inotify_watches when lower) against the folders the roots need, less what
+    this user's other processes hold; and the roots a running daemon reports it polls instead."""
+    from .watch_limit import POLL_S, limits, watches_in_use
+
+    lim = limits()
+    if lim is None:
+        return [_check("inotify", "OK", "not Linux: FSEvents/kqueue")]
+    limit = lim.effective
+    roots = _watched_roots(cfg)
+    needed, whole = _folders(roots)
+    daemon = _daemon_status()
+    daemon_pid = ((daemon or {}).get("daemon") or {}).get("pid")
+    used = watches_in_use({daemon_pid} if daemon_pid else set())
+    detail = lim.describe()
+    if roots:
+        detail += (f"; the roots need {'' if whole else 'at least '}{needed:,} (one per folder, "
+                   f"{len(roots)} root{'s' if len(roots) != 1 else ''})")
+    if used is not None:
+        detail += f"; this user's other processes hold {used[0]:,}"
+    others = used[0] if used else 0
+    if limit is None:
+        status = "WARN"
+    elif roots and needed > limit:
+        status = "FAIL"
+    elif roots and needed + others > limit:
+        status = "WARN"
+    else:
+        status = "OK"
+    fix = "" if status == "OK" else (
+        lim.fix(needed) + f"; until then the daemon polls each root it cannot watch (a stat walk every "
+                          f"{POLL_S:.0f} s and before each answer)")
+    out = [_check("inotify", status, detail, fix)]
+    for c in (daemon or {}).get("corpora") or []:
+        problem = c.get("polled")
+        if problem:
+            out.append(_check(f"watching {', '.join(c.get('roots') or [])}", "WARN",
+                              f"{problem.get('message')}: {', '.join(problem.get('roots') or [])}",
+                              problem.get("fix", "")))
+    return out
+
+
+def _daemon_status() -> dict | None:
+    try:
+        sock = socket_path()
+        check_socket_owner(sock)
+    except (UserError, DaemonUnavailable):
+        return None
+    return ping(sock)

@@ -549,8 +549,10 @@ class Daemon:
             self._touched_engines().add(corpus.engine)
             if method == "status":
                 scope = params.get("scope") or ()
+                since = time.monotonic()
+                corpus.check_polled(HEAD_WAIT_S)   # its verdict, as an answer's, after walking a polled root
                 with corpus.engine.view(scope) as view:
-                    st = self.status(corpus, view)
+                    st = self.status(corpus, view, since=since)
                     if scope:  # a scoped client sees its own corpus only, as the scope sees it
                         st.corpora = [corpus.summary(view)]
                 return st.to_json()
@@ -570,11 +572,15 @@ class Daemon:
             self.corpora.release(corpus)
 
     def _read(self, corpus: Corpus, method: str, params: dict) -> dict:
-        """A read method on one acquired corpus, its writer giving way meanwhile; released after."""
+        """A read method on one acquired corpus, its writer giving way meanwhile; released after.
+        A root no inotify watch reports (polled: inotify's limit) is walked first: the verdict may then be fresh."""
         try:
+            since = time.monotonic()
+            corpus.check_polled(HEAD_WAIT_S)
             self._touched_engines().add(corpus.engine)
             with corpus.engine.store.priority.request():
-                return api.dispatch_read(corpus.engine, method, params, corpus.freshness)
+                return api.dispatch_read(corpus.engine, method, params,
+                                         lambda view: corpus.freshness(view, since=since))
         finally:
             self.corpora.release(corpus)
 
@@ -720,7 +726,7 @@ class Daemon:
                               else f"no corpus of this daemon holds {path}")
         return out
 
-    def status(self, corpus: Corpus | None, view: ReadView | None = None) -> StatusAnswer:
+    def status(self, corpus: Corpus | None, view: ReadView | None = None, since: float | None = None) -> StatusAnswer:
         """The daemon, every corpus with its freshness, and (when one is addressed) that corpus in full."""
         def daemon(**writer) -> DaemonState:
             return DaemonState(pid=os.getpid(), socket=str(self.sock_path), started_at=self.started_at,
@@ -734,10 +740,11 @@ class Daemon:
                                               last_error=None, last_ingest=None))
         observed = corpus.observe(view)   # one reading: the verdict is that of the figures beside it
         queued, behind, ingesting, st = observed
-        freshness = corpus.freshness(view, observed)
+        freshness = corpus.freshness(view, observed, since=since)
         if self._config_error is not None:   # nothing but status is answered until the file is fixed
             freshness = Freshness.judged(st, "stale", reason=self._config_error.message)
         return StatusAnswer(index=st, freshness=freshness,
                             daemon=daemon(queued_changes=queued, seconds_behind=behind, ingesting=ingesting,
-                                          last_error=corpus.last_error, last_ingest=corpus.last_run(view)),
+                                          last_error=corpus.last_error, last_ingest=corpus.last_run(view),
+                                          polled=corpus.watcher.problem()),
                             corpora=self.corpora.summaries(self._touched_engines()))

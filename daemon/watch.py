@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
+from watchdog.observers.polling import PollingObserverVFS
 
 from remembrancer.indexer.ingest.corpus import MARKDOWN_SUFFIXES
+
+from .watch_limit import POLL_S, is_watch_limit, limit_fix, limit_message
 
 log = logging.getLogger(__name__)
 
@@ -135,40 +141,191 @@ class _Handler(FileSystemEventHandler):
 
 
 class Watcher:
-    """One recursive watch per root; a root that vanishes is re-watched when it comes back."""
+    """One recursive inotify watch per root; a root that vanishes is re-watched when it comes back.
+
+    A root inotify cannot watch whole (more folders than watches left: ENOSPC) is polled instead —
+    watchdog's PollingObserverVFS, a stat walk of the root every POLL_S — and listed by `polled()`:
+    the corpus walks those roots before each answer too (daemon/corpora.py), and the daemon keeps
+    serving. Every ensure() (each 30 s) tries inotify again, so a raised limit needs no restart."""
 
     def __init__(self, roots: list[Path], queue: ChangeQueue, suffixes: tuple[str, ...] = MARKDOWN_SUFFIXES):
         self.roots = roots
         self.queue = queue
         self.observer = Observer()
-        self.watched: dict[Path, object] = {}
+        self.poller: PollingObserverVFS | None = None   # started when a root first needs it
+        self.watched: dict[Path, ObservedWatch] = {}
+        self.polling: dict[Path, ObservedWatch] = {}
         self.handler = _Handler(queue, suffixes)
+        self._why: OSError | None = None   # the limit error that made the last root polled
+        self._lost: set[Path] = set()      # roots with a folder inotify could not watch after the start (its log)
+        self._lock = threading.Lock()
 
     def start(self) -> None:
-        self.ensure()
+        # The observer first, the roots after: a root that cannot be watched fails its own
+        # schedule() (ensure() handles it), not the observer's start with every root in it.
         self.observer.start()
+        _LIMIT_LOG.watchers.add(self)
+        self.ensure()
 
     def ensure(self) -> list[Path]:
-        """(Re)arm watches for roots that exist; returns the roots that are missing."""
+        """(Re)arm watches for roots that exist, inotify's where it can; returns the roots that are missing."""
         missing = []
         for root in self.roots:
             if not root.is_dir():
-                if root in self.watched:
-                    try:
-                        self.observer.unschedule(self.watched.pop(root))
-                    except (KeyError, ValueError):
-                        pass
+                self._unschedule(root, self.observer, self.watched)
+                self._unschedule(root, self.poller, self.polling)
+                with self._lock:
+                    self._lost.discard(root)
                 missing.append(root)
                 continue
-            if root not in self.watched:
-                try:
-                    self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
-                    self.queue.put(full=True)  # it (re)appeared: check everything once
-                except OSError as e:
-                    log.warning("cannot watch %s: %s (the periodic rescan still covers it)", root, e)
-                    missing.append(root)
+            with self._lock:
+                lost = root in self._lost
+            if root in self.watched:
+                if lost:   # inotify could not watch part of it: polled from now on
+                    self._poll(root, None)
+                    continue
+                if _alive(self.observer, self.watched[root]):
+                    continue
+                self._unschedule(root, self.observer, self.watched)
+            if root in self.polling:
+                if _alive(self.poller, self.polling[root]):
+                    self._try_inotify(root)   # the limit may allow it now; else polled on
+                    continue
+                self._unschedule(root, self.poller, self.polling)   # it went and came back
+            try:
+                self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
+                self.queue.put(full=True)  # it (re)appeared: check everything once
+            except OSError as e:
+                if is_watch_limit(e) is not None and sys.platform.startswith("linux"):
+                    self._poll(root, e)
+                    continue
+                log.warning("cannot watch %s: %s (the periodic rescan still covers it)", root, e)
+                missing.append(root)
         return missing
 
+    def _try_inotify(self, root: Path) -> bool:
+        """A polled root back to inotify, when the limit allows now (the poller stops after)."""
+        try:
+            self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
+        except OSError:
+            return False   # a failed recursive watch takes back the watches it added (watchdog)
+        self._unschedule(root, self.poller, self.polling)
+        with self._lock:
+            self._lost.discard(root)
+        self.queue.put(str(root))   # what changed since the poller's last walk: the root walked once
+        log.warning("watching %s with inotify again: the watch limit allows it now", root)
+        return True
+
+    def _poll(self, root: Path, error: OSError | None) -> None:
+        if self.poller is None:
+            self.poller = PollingObserverVFS(os.stat, _listdir, polling_interval=POLL_S)
+            self.poller.start()
+        # the poller's first snapshot is taken in schedule(): no gap before inotify's watch goes
+        try:
+            self.polling[root] = self.poller.schedule(self.handler, str(root), recursive=True)
+        except OSError as e:   # gone meanwhile: the next check looks again
+            log.warning("cannot poll %s: %s (the periodic rescan still covers it)", root, e)
+            return
+        self._unschedule(root, self.observer, self.watched)
+        with self._lock:
+            self._lost.discard(root)
+            self._why = error or self._why
+        self.queue.put(str(root))   # whatever changed before: the root walked once
+        log.warning("%s", self.describe())
+
+    @staticmethod
+    def _unschedule(root: Path, observer, watches: dict) -> None:
+        if root in watches and observer is not None:
+            try:
+                observer.unschedule(watches.pop(root))
+            except (KeyError, ValueError):
+                pass
+
+    def lost(self, folder: str) -> None:
+        """inotify could not watch `folder` (a new one, at the limit): its root counts as polled at
+        once (walked before each answer) and is polled at the next ensure()."""
+        for root in self.roots:
+            if root in self.watched and (folder == str(root) or folder.startswith(str(root).rstrip(os.sep) + os.sep)):
+                with self._lock:
+                    self._lost.add(root)
+                self.queue.put(folder)
+
+    def polled(self) -> list[Path]:
+        """The roots no inotify watch reports whole: polled, or about to be."""
+        with self._lock:
+            return sorted(set(self.polling) | self._lost)
+
+    def problem(self) -> dict | None:
+        """What the log, status and doctor say about polled roots: None when inotify watches all."""
+        roots = self.polled()
+        if not roots:
+            return None
+        err = self._why
+        n = len(roots)
+        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": limit_message(err),
+                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {limit_message(err)}: "
+                           f"a stat walk every {POLL_S:.0f} s and before each answer finds changes there",
+                "fix": limit_fix(err)}
+
+    def describe(self) -> str:
+        pr = self.problem()
+        if pr is None:
+            return "every root is watched"
+        return f"{pr['message']}: {', '.join(pr['roots'])} — {pr['fix']}"
+
     def stop(self) -> None:
-        self.observer.stop()
-        self.observer.join(timeout=5)
+        _LIMIT_LOG.watchers.discard(self)
+        for obs in (self.observer, self.poller):
+            if obs is not None:
+                obs.stop()
+                obs.join(timeout=5)
+
+
+def _listdir(path: str) -> list[os.DirEntry]:
+    """A folder's entries as the poller walks them: not the ignored folders (node_modules, …), and
+    of .git only its info folder (a repository's own ignore list)."""
+    with os.scandir(path) as it:
+        entries = list(it)
+    if os.path.basename(path) == ".git":
+        return [e for e in entries if e.name == "info"]
+    return [e for e in entries if e.name == ".git" or e.name not in IGNORED_DIRS]
+
+
+def _alive(observer, watch) -> bool:
+    """Whether the emitter of `watch` still runs (a poller's ends when its root goes)."""
+    for emitter in list(getattr(observer, "emitters", ())):
+        if getattr(emitter, "watch", None) == watch:
+            return emitter.is_alive()
+    return True
+
+
+class _LimitLog(logging.Filter):
+    """watchdog logs, and goes on, when a folder created after the start cannot be watched (the
+    limit reached meanwhile): that folder's changes would be missed silently. The watcher whose
+    root holds it is told (Watcher.lost)."""
+
+    def __init__(self):
+        super().__init__()
+        self.watchers: weakref.WeakSet[Watcher] = weakref.WeakSet()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            args = record.args if isinstance(record.args, tuple) else ()
+            err = next((a for a in args if isinstance(a, OSError)), None) or (
+                record.exc_info[1] if record.exc_info else None)
+            if err is not None and is_watch_limit(err) is not None:
+                path = next((a for a in args if isinstance(a, (bytes, str))), None)
+                folder = os.fsdecode(path) if path is not None else None
+                for w in list(self.watchers):
+                    if folder is not None:
+                        w.lost(folder)
+                    else:
+                        for root in w.roots:
+                            w.lost(str(root))
+        except Exception:   # never break watchdog's logging
+            pass
+        return True
+
+
+_LIMIT_LOG = _LimitLog()
+logging.getLogger("watchdog.observers.inotify").addFilter(_LIMIT_LOG)

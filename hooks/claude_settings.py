@@ -105,6 +105,18 @@ def install(path: Path | None = None) -> dict:
             "result": "installed" if any(changed for _, _, changed in plans) else "already installed"}
 
 
+def installed(path: Path | None = None) -> list[tuple[Path, list[str]]]:
+    """(settings file, events) for each file of `path` / settings_paths() that holds our hooks
+    (a file that cannot be read raises, as uninstall would)."""
+    out = []
+    for each in [path] if path else settings_paths():
+        hooks = read_json(each, "hooks", "settings").get("hooks") or {}
+        events = [e for e in EVENTS if isinstance(hooks.get(e), list) and _without_ours(hooks[e]) != hooks[e]]
+        if events:
+            out.append((each, events))
+    return out
+
+
 def uninstall(path: Path | None = None) -> dict:
     """Our hooks out of `path`, else out of every settings file of settings_paths()."""
     plans, removed = [], []

@@ -157,6 +157,12 @@ def uninstall_hooks(path: str | Path) -> dict:
     return {"hooks_dir": str(hdir), "hooks": report}
 
 
+def installed_hooks(path: str | Path) -> list[str]:
+    """The hooks of ours in the repository at `path` (what uninstall_hooks would remove)."""
+    hdir = hooks_dir(path)
+    return [name for name in HOOK_NAMES if _is_ours(hdir / name) or _exists(hdir / (name + CHAINED_SUFFIX))]
+
+
 def _exists(p: Path) -> bool:
     return p.exists() or p.is_symlink()
 

@@ -658,9 +658,13 @@ class DaemonState(_Wire):
     ingesting: bool
     last_error: str | None
     last_ingest: dict | None               # the last run's report, as the scope sees it
+    polled: dict | None = None             # roots inotify's limit leaves polled (daemon/watch.py problem())
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if out["polled"] is None:   # sent only when there are some
+            del out["polled"]
+        return out
 
 
 @dataclass
@@ -674,6 +678,7 @@ class CorpusLine(_Wire):
     closed_at: float | None = None
     detail: str | None = None
     warnings: list[str] | None = None   # its index runs' warnings (a file left out, a transcript's bad line)
+    polled: dict | None = None          # roots inotify's limit leaves polled (daemon/watch.py problem())
     NESTED = {"freshness": Freshness}
 
 

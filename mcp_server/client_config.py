@@ -82,6 +82,12 @@ def install_desktop(args: list[str], path: Path | None = None) -> dict:
     return {"config": str(path), "result": result}
 
 
+def desktop_installed(path: Path | None = None) -> bool:
+    """Whether Claude Desktop's config names our server (a file that cannot be read raises)."""
+    path = path or desktop_config_path()
+    return path.exists() and SERVER in (read_json(path, "mcpServers", "config").get("mcpServers") or {})
+
+
 def uninstall_desktop(path: Path | None = None) -> dict:
     """Take our server out of Claude Desktop's config: other servers and settings are kept."""
     path = path or desktop_config_path()

@@ -387,6 +387,8 @@ class Writer:
         return known is None or known[2] != f.size or known[3] != f.stamp or not f.stamp
 
     def _ingest(self, files, known, report: IndexReport, progress: ProgressFn | None) -> None:
+        if progress is not None and hasattr(progress, "report"):   # a reporter that also counts passages
+            progress.report = report
         matcher = self._matcher(self.catalog.entities())
         redactor = self.core.redaction.current()
         # The fallback date of an undated file, new or edited (a dated filename needs none).

@@ -42,6 +42,8 @@ def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, note
 
     settings = home / ".claude" / "settings.json"
     settings.write_text(json.dumps({"model": "opus"}))
+    # what `claude mcp add --scope user remembrancer …` leaves (`claude` itself is not on PATH here)
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"remembrancer": {"command": "remembrancer"}}}))
     cli("hooks", "install", str(notes))
     cli("claude-hooks", "install")
     cli("mcp", "config", "--root", str(notes), "--install")
@@ -55,6 +57,10 @@ def test_uninstall_removes_what_was_installed_and_never_the_notes(tmp_path, note
 
     dry = cli("uninstall", "--dry-run", "--purge").stdout
     assert "would remove the Claude Code hooks" in dry and "would remove every index" in dry
+    for there in ("the Claude Code MCP server", "the Claude Desktop MCP server", f"the running daemon (pid {d.proc.pid})",
+                  f"the git hooks of {notes}"):
+        assert f"would remove {there}" in dry, dry
+    assert "would remove the service" not in dry and "not present (nothing to do): service" in dry
     assert "remembrancer" in settings.read_text() and d.proc.poll() is None and all(p.exists() for p in index_dirs)
 
     out = cli("uninstall", "--purge").stdout
@@ -102,3 +108,43 @@ def test_purge_deletes_the_query_log_and_plain_uninstall_keeps_it(tmp_path):
     assert f"query log: deleted ({files[0]})" in purged.stdout
     assert not any(f.exists() for f in files)
     assert "query log: none" in run_cli("uninstall", "--purge", env=env).stdout
+
+
+def test_a_dry_run_lists_only_what_is_there(tmp_path, notes):
+    """`uninstall --dry-run` on a machine with only the Claude Code hooks and a repository's git
+    hooks: it names those two, and no Claude Desktop entry, service, MCP registration or daemon,
+    none of which exists (it used to list every step whatever was there); the real run then says
+    of each absent one that there was nothing, never that it removed it."""
+    git_init(notes)
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    bin_dir = tmp_path / "bin"   # git and sh, not claude
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=tmp_path / "run" / "d.sock",
+                           home=home, XDG_CONFIG_HOME=str(home / ".config"), PATH=str(bin_dir))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    for args in (("hooks", "install", str(notes)), ("claude-hooks", "install")):
+        p = run_cli(*args, env=env)
+        assert p.returncode == 0, p.stderr
+
+    dry = run_cli("uninstall", "--dry-run", "--root", str(notes), env=env)
+    assert dry.returncode == 0, dry.stderr
+    would = [line for line in dry.stdout.splitlines() if line.startswith("would remove")]
+    assert len(would) == 2, dry.stdout
+    assert would[0].startswith(f"would remove the Claude Code hooks in {home / '.claude' / 'settings.json'}")
+    assert would[1] == f"would remove the git hooks of {notes} (post-commit, post-merge, post-checkout, post-rewrite)"
+    for absent in ("Claude Desktop", "service", "daemon", "MCP server"):
+        assert not any(absent in line for line in would), dry.stdout
+    assert ("not present (nothing to do): Claude Code MCP server, Claude Desktop MCP server, service, running daemon"
+            in dry.stdout)
+
+    out = run_cli("uninstall", "--root", str(notes), env=env)
+    assert out.returncode == 0, out.stderr
+    for said in ("Claude Code hooks: removed", "Claude Code MCP server: not registered",
+                 "Claude Desktop MCP server: no config file", "service: no service installed", "daemon: none running"):
+        assert said in out.stdout, out.stdout
+    assert "removed" in out.stdout.split("git hooks: ")[1].splitlines()[0]
+    again = run_cli("uninstall", "--dry-run", "--root", str(notes), env=env)
+    assert "would remove" not in again.stdout and "nothing to remove" in again.stdout

@@ -84,6 +84,11 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
     while x is not None and len(chain) < 8:
         chain.append(x)
         x = x.__cause__ or x.__context__
+    # inotify_add_watch's ENOSPC ("No space left on device") is its watch limit, not a disk: never
+    # said to be one (the daemon polls what it cannot watch and says which limit to raise: daemon/watch_limit.py)
+    chain = [x for x in chain if not _inotify_limit(x)]
+    if not chain:
+        return None
     errnos = {x.errno for x in chain if isinstance(x, OSError)}
     text = " ".join(str(x) for x in chain).lower()
     probe = Path(where)
@@ -103,6 +108,11 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
                          hint=f"free some space on it, or set REMEMBRANCER_DATA_DIR to a folder on a disk "
                               f"with room, then run `remembrancer index` again; {after}")
     return None
+
+
+def _inotify_limit(exc: BaseException) -> bool:
+    """An OSError that is inotify out of watches or instances (watchdog words it so)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE) and "inotify" in str(exc).lower()
 
 
 class CatalogDamaged(UserError):
