@@ -46,7 +46,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 12
+REDACTOR_VERSION = 13
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -600,7 +600,21 @@ def _linked_passphrase(m: re.Match, value: str) -> bool:
     between = m.string[m.end("w"):m.start("v")]
     if m.re is _PROSE_DIRECT and ":" not in between:
         return False
-    return _word_passphrase(value)
+    return _word_passphrase(value) or _word_and_number(value)
+
+
+_TITLED_WORD = re.compile(r"[A-Z][a-z]{3,}")
+
+
+def _word_and_number(value: str) -> bool:
+    """A capitalised word and a number of three digits or more joined by `-`, `_` or `.` (the
+    password an office hands round: `Tillage-2291`, `Summer_2024`): after "the password is" a
+    credential, though no letter and digit alternate in it. `AES-256`, `SHA256-hashed` and
+    `v2-2024` hold no capitalised word."""
+    v = value.rstrip(".,;:!?)]}>")
+    parts = re.split(r"[-_.]", v)
+    return (len(v) >= 8 and len(parts) >= 2 and all(p.isalnum() for p in parts)
+            and any(_TITLED_WORD.fullmatch(p) for p in parts) and any(p.isdigit() and len(p) >= 3 for p in parts))
 
 
 # Words separated by spaces only after a colon right after `passphrase` (its whose or a

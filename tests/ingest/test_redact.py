@@ -671,6 +671,8 @@ B64_EC_KEY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VFY0tleU
     ("prose_secret", "the client secret that was in the first MR was `ll-sandbox-7d2e1c90x`", "ll-sandbox-7d2e1c90x"),
     # in quotes after a word that only names a value: words and a year are a passphrase
     ("prose_secret", "SSID `petrel-lab`, psk `wren-sensors-4ever-2045` (not the guest net)", "wren-sensors-4ever-2045"),
+    # a capitalised word and a number, after a value's word and a verb or a colon
+    ("prose_secret", "labelbench login plotmark-shared, password is Tillage-2291 — not in slack", "Tillage-2291"),
     ("prose_secret", 'the disk passphrase was "correct-horse-battery-9"', "correct-horse-battery-9"),
     # case changing inside a word, with digits, right after pw
     ("prose_secret", "user 'reviewer'. pw mArshTit-0419. then deploy", "mArshTit-0419"),
@@ -875,6 +877,8 @@ def test_family_catches_its_shape(family, text, secret):
     "the password is &lt;Secret9x&gt;", "Passwort: siehe Tresor", "Das Passwort ist im Tresor",
     "PSK: see Strongroom", "psk: ${WIFI_PSK}", "ipsec psk rotation runbook",
     # quoted names after words that also name a thing, or no value's word; a quoted word or flag
+    "the password is AES-256 encrypted", "the password is SHA256-hashed now", "pass the Python-3110 test",
+    "the password was Version-2 of it", "the password is in Vault-2024 (the new one)",
     "all tests pass `test_io2` now", "the secret `db-creds-v2` holds it", "the password `reset` flow",
     "the token `GITHUB_TOKEN` is injected", "use the password `--password-stdin` flag", "the psk `$WIFI_PSK`",
     "the password (see 1Password) is rotated monthly", "the token that CI uses is refreshed hourly",
