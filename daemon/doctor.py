@@ -224,8 +224,8 @@ def _inotify_checks(cfg) -> list[dict]:
         detail += (f"; the roots need {'' if whole else 'at least '}{needed:,} (one per folder, "
                    f"{len(roots)} root{'s' if len(roots) != 1 else ''})")
     if used is not None:
-        detail += f"; this user's other processes hold {used[0]:,}"
-    others = used[0] if used else 0
+        detail += f"; this user's other processes hold {used:,}"
+    others = used or 0
     if limit is None:
         status = "WARN"
     elif roots and needed > limit:

@@ -212,8 +212,7 @@ def unit_exec_path(text: str) -> str | None:
 
 def installed_service_files() -> list[Path]:
     """The unit files (or launchd agents) of remembrancer's services present on this machine."""
-    return [u.plist_path() if sys.platform == "darwin" else u.unit_path() for u in _installed_units()
-            if (u.plist_path() if sys.platform == "darwin" else u.unit_path()).exists()]
+    return [u.path() for u in _installed_units() if u.path().exists()]
 
 
 def uninstall_service() -> list[str]:

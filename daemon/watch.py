@@ -203,18 +203,17 @@ class Watcher:
                 missing.append(root)
         return missing
 
-    def _try_inotify(self, root: Path) -> bool:
+    def _try_inotify(self, root: Path) -> None:
         """A polled root back to inotify, when the limit allows now (the poller stops after)."""
         try:
             self.watched[root] = self.observer.schedule(self.handler, str(root), recursive=True)
         except OSError:
-            return False   # a failed recursive watch takes back the watches it added (watchdog)
+            return   # a failed recursive watch takes back the watches it added (watchdog)
         self._unschedule(root, self.poller, self.polling)
         with self._lock:
             self._lost.discard(root)
         self.queue.put(str(root))   # what changed since the poller's last walk: the root walked once
         log.warning("watching %s with inotify again: the watch limit allows it now", root)
-        return True
 
     def _poll(self, root: Path, error: OSError | None) -> None:
         if self.poller is None:
@@ -262,8 +261,9 @@ class Watcher:
             return None
         err = self._why
         n = len(roots)
-        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": limit_message(err),
-                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {limit_message(err)}: "
+        reason = limit_message(err)   # reads /proc: once
+        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": reason,
+                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {reason}: "
                            f"a stat walk every {POLL_S:.0f} s and before each answer finds changes there",
                 "fix": limit_fix(err)}
 

@@ -16,13 +16,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from remembrancer.indexer.store.local.catalog import is_inotify_limit
+
 WATCHES_SYSCTL = "fs.inotify.max_user_watches"
 WATCHES_FILE = "/proc/sys/fs/inotify/max_user_watches"
 USERNS_WATCHES_FILE = "/proc/sys/user/max_inotify_watches"   # this user namespace's own limit
 INSTANCES_SYSCTL = "fs.inotify.max_user_instances"
 INSTANCES_FILE = "/proc/sys/fs/inotify/max_user_instances"
 SUGGESTED_WATCHES = 524288
-LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)   # out of watches; out of inotify instances
 # A root past the limit is polled (daemon/watch.py): a stat walk of it this often, ~40 ms of CPU per
 # 3,000 files (docs/limits.md), 0.4 % of a core. Answers do not wait for it: they walk the root first.
 POLL_S = 10.0
@@ -81,7 +82,7 @@ def is_watch_limit(exc: BaseException | None) -> OSError | None:
     words them "inotify watch limit reached" / "inotify instance limit reached"), or None."""
     seen = 0
     while exc is not None and seen < 8:
-        if isinstance(exc, OSError) and exc.errno in LIMIT_ERRNOS and "inotify" in str(exc).lower():
+        if is_inotify_limit(exc):
             return exc
         exc = exc.__cause__ or exc.__context__
         seen += 1
@@ -104,10 +105,10 @@ def limit_fix(err: OSError | None = None, needed: int | None = None) -> str:
     return lim.fix(needed) if lim else f"raise {WATCHES_SYSCTL}"
 
 
-def watches_in_use(skip_pids: set[int] = frozenset()) -> tuple[int, int] | None:
-    """(watches, processes): the inotify watches this user's processes hold now (their fdinfo), but
-    those of `skip_pids`; None when /proc cannot tell."""
-    uid, total, procs = os.getuid(), 0, 0
+def watches_in_use(skip_pids: set[int] = frozenset()) -> int | None:
+    """The inotify watches this user's processes hold now (their fdinfo), but those of `skip_pids`;
+    None when /proc cannot tell."""
+    uid, total = os.getuid(), 0
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
@@ -131,6 +132,5 @@ def watches_in_use(skip_pids: set[int] = frozenset()) -> tuple[int, int] | None:
                     held += sum(1 for line in f if line.startswith("inotify wd:"))
             except OSError:
                 continue
-        if held:
-            total, procs = total + held, procs + 1
-    return total, procs
+        total += held
+    return total

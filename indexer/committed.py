@@ -53,7 +53,8 @@ REPOSITORY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """git run for the writer, in `cwd`'s own repository, with its hooks and fsmonitor off."""
     env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_ENV}
     env["GIT_OPTIONAL_LOCKS"] = "0"   # `git status` never writes the checkout's index back
     return subprocess.run(["git", *SAFE, *args], cwd=cwd, env=env, capture_output=True, text=True,
@@ -63,7 +64,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 def _toplevel(path: Path) -> Path | None:
     """The work tree holding `path`, or None (a plain folder, a bare repository, no git)."""
     try:
-        out = _git(path, "rev-parse", "--show-toplevel")
+        out = git(path, "rev-parse", "--show-toplevel")
     except (OSError, subprocess.SubprocessError):
         return None
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
@@ -72,7 +73,7 @@ def _toplevel(path: Path) -> Path | None:
 def _git_path(top: Path, name: str) -> Path | None:
     """The checkout's repository's `name` (objects, shallow, info/exclude), absolute: in its common
     dir for a linked worktree."""
-    got = _git(top, "rev-parse", "--git-path", name)
+    got = git(top, "rev-parse", "--git-path", name)
     if got.returncode != 0 or not got.stdout.strip():
         return None
     return (top / got.stdout.strip()).resolve()
@@ -155,7 +156,7 @@ class CommittedTrees:
 
     @staticmethod
     def _head(top: Path) -> str | None:
-        got = _git(top, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
+        got = git(top, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
         return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else None
 
     def _move(self, t: Tree, head: str | None) -> str | None:
@@ -181,7 +182,7 @@ class CommittedTrees:
             self._borrow_files(t)
             # HEAD moves only when every file is written: until then the tree names the commit it was at
             for args in (("checkout", "--quiet", "--force", "--detach", head), ("clean", "--quiet", "-ffdx")):
-                done = _git(t.tree, *args)
+                done = git(t.tree, *args)
                 if done.returncode != 0:
                     return (f"root {t.root.name}: cannot move the indexed tree to {head[:7]}: "
                             f"{done.stderr.strip()[:300]}")
@@ -194,13 +195,13 @@ class CommittedTrees:
         a problem, else None."""
         self._remove(t)
         t.tree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fmt = _git(t.top, "rev-parse", "--show-object-format").stdout.strip() or "sha1"
-        made = _git(t.tree.parent, "init", "--quiet", f"--object-format={fmt}", str(t.tree))
+        fmt = git(t.top, "rev-parse", "--show-object-format").stdout.strip() or "sha1"
+        made = git(t.tree.parent, "init", "--quiet", f"--object-format={fmt}", str(t.tree))
         if made.returncode != 0:
             self._remove(t)
             return f"root {t.root.name}: cannot make the indexed tree: {made.stderr.strip()[:300]}"
         for key, value in OWN_CONFIG:
-            _git(t.tree, "config", key, value)
+            git(t.tree, "config", key, value)
         (t.tree / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
         (t.tree / ".git" / "objects" / "info" / "alternates").write_text(f"{objects}\n")
         return None
@@ -235,9 +236,9 @@ class CommittedTrees:
             return None
         if _toplevel(t.tree) != t.tree.resolve():
             return None
-        got = _git(t.tree, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
+        got = git(t.tree, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
         head = got.stdout.strip() if got.returncode == 0 else ""
-        if not head or _git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
+        if not head or git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
             return None
         return head
 
@@ -252,7 +253,7 @@ class CommittedTrees:
     def _uncommitted(t: Tree) -> list[str]:
         """The root's files (those it takes) that differ from HEAD in the checkout: edited, added,
         deleted or new and untracked — paths relative to the root. Read only (GIT_OPTIONAL_LOCKS=0)."""
-        got = _git(t.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+        got = git(t.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
                    "--ignore-submodules=all", "--", t.sub or ".")
         if got.returncode != 0:
             return []

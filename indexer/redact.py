@@ -46,7 +46,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 13
+REDACTOR_VERSION = 14
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -353,8 +353,6 @@ def _kv_value(value: str) -> bool:
     return _looks_secret(value.rstrip(".,;:)]}"))
 
 
-# a key that only ever names a value (`psk:`, `wifi_passphrase:`): words joined by `-` are a passphrase there
-_VALUE_KEY_END = re.compile(r"(?i)(?:pass(?:word|wort|wd|phrase|code)|kennwort|pwd|psk|pre[_ -]?shared[_ -]?key)s?\Z")
 _GO_TEST_NAME = re.compile(r"(?:Test|Benchmark|Example|Fuzz)[A-Za-z0-9_/.-]*")
 
 
@@ -373,7 +371,7 @@ def _key_value(text: str) -> tuple[str, int]:
         nonlocal n
         raw = m.group("v")
         value = raw.rstrip(".,;:)]}>")  # keep closing punctuation: it is not the secret
-        if not (_looks_secret(value) or (_VALUE_KEY_END.search(m.group("k")) and _word_passphrase(value))) \
+        if not (_looks_secret(value) or (_field_kind(m.group("k")) == "value" and _word_passphrase(value))) \
                 or _test_verdict(m, "v"):
             return m.group(0)
         n += 1
@@ -777,11 +775,21 @@ _VALUE_SUFFIXES = {"base", "value", "b64", "base64", "hex", "raw", "str", "plain
                    "staging", "test", "live", "1", "2", "old", "new", "current", "next", "previous", "rw", "ro"}
 
 
-def _secret_name(name: str) -> bool:
-    """A variable name that says its value is a secret (not TOKEN_EXPIRY, PASSWORD_FILE, max_tokens)."""
+def _name_words(name: str, plural: bool = False) -> list[str]:
+    """A name's words, lower-cased, without the words after the secret word that still name the
+    value (SECRET_KEY_BASE, TOKEN_VALUE); `plural`: a last word in the plural made singular
+    (api_keys, passwords: a list's or a column's name)."""
     words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    if plural and words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith("ss"):
+        words[-1] = words[-1][:-1]
     while len(words) > 1 and words[-1] in _VALUE_SUFFIXES:
         words.pop()
+    return words
+
+
+def _secret_name(name: str) -> bool:
+    """A variable name that says its value is a secret (not TOKEN_EXPIRY, PASSWORD_FILE, max_tokens)."""
+    words = _name_words(name)
     if not words:
         return False
     last = words[-1]
@@ -870,17 +878,17 @@ _THING_NAME_ENDS = ("secret", "token", "credential", "apikey", "accesskey", "sec
 
 
 def _field_kind(name: str) -> str | None:
-    words = [w.lower() for w in _NAME_WORDS.findall(name)]
-    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith("ss"):
-        words[-1] = words[-1][:-1]   # api_keys, passwords, tokens
-    while len(words) > 1 and words[-1] in _VALUE_SUFFIXES:
-        words.pop()
+    """What a key's, a list's or a column's name says its values are: "value" when the name only
+    ever names a secret's value (password, passphrase, psk, a wifi or pre-shared key: words joined by
+    `-` are a passphrase there), "thing" when it names a secret that may also be a name (secret,
+    token, api key), None when it names no secret."""
+    words = _name_words(name, plural=True)
     if not words:
         return None
     last = words[-1]
     if last.endswith(_VALUE_NAME_ENDS) and not last.endswith(("bypass", "compass")):
         return "value"
-    if last == "key" and len(words) > 1 and words[-2] in ("wifi", "fi", "wpa", "wpa2", "wlan", "network", "unseal", "recovery"):
+    if last == "key" and len(words) > 1 and words[-2] in ("wifi", "fi", "wpa", "wpa2", "wlan", "network", "unseal", "recovery", "shared"):
         return "value"
     if last.endswith(_THING_NAME_ENDS) or (last == "key" and len(words) > 1 and (
             words[-2] in _KEY_QUALIFIERS or words[-2].endswith(("secret", "api")))):

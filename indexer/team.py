@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from remembrancer.indexer import api
+from remembrancer.indexer import committed
 from remembrancer.indexer.committed import CommittedTrees, Synced, compare_checkout
 from remembrancer.indexer.answers import Freshness, IndexCounts
 from remembrancer.indexer.ingest import corpus
@@ -226,7 +227,7 @@ def pull(path: Path) -> str | None:
     """`git fetch` + fast-forward of a checkout with an upstream (a bare mirror: `git fetch` only).
     Returns a warning, or None. Never merges or rewrites: a diverged checkout is reported."""
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=300)
+        return committed.git(path, *args)
 
     if git("rev-parse", "--git-dir").returncode != 0:
         return None   # a plain folder: indexed as it is

@@ -415,6 +415,21 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     return Hybrid(cands, notes, rows, evidence[0].probes_found, tuple(evidence[1:]), it)
 
 
+def _ranked(cands: dict[int, "Candidate"]) -> list[int]:
+    """The candidates' ids best first (ties by section id, as the answer orders them)."""
+    return sorted(cands, key=lambda sid: (-cands[sid].score, sid))
+
+
+def _lift(cands: dict[int, "Candidate"], rows: dict, sid: int, row, above: float, why: str) -> None:
+    """Put section `sid` (a candidate or not: `row` is its row) right above the score `above`,
+    saying why — the rules below that name the section that answers in place of the one matched."""
+    c = cands.get(sid) or cands.setdefault(sid, Candidate(sid))
+    rows.setdefault(sid, row)
+    if c.score <= above:
+        c.why.append(f"{why} +{above - c.score + 1e-6:.3f}")
+        c.score = above + 1e-6
+
+
 def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
     """"The latest X", "X as it stands now", when the best match is the document that lists the
     X's — a decision log, a notebook, an estimate redone over the months — is its newest entry, not
@@ -426,9 +441,8 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
     top = rows.get(best)
     if top is None:
         return
-    inside = [sid for sid in shared.sections_of(top.path)
-              if shared.allowed is None or sid in shared.allowed]
-    entries = {sid: s for sid, s in view.catalog.section_heads_by_id(inside).items() if rank.encloses(top, s)}
+    entries = {sid: s for sid, s in view.catalog.section_heads_by_id(shared.visible_sections_of(top.path)).items()
+               if rank.encloses(top, s)}
     if len(entries) < 2 or len(entries) > NEWEST_ENTRY_READ:
         return
     # an entry its heading dates needs no text; the others are read for the days they write
@@ -438,12 +452,8 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
     if len(set(when.values())) < 2:
         return
     newest = max(when, key=lambda sid: (when[sid], entries[sid].start_line))
-    c = cands.get(newest) or cands.setdefault(newest, Candidate(newest))
-    rows.setdefault(newest, entries[newest])
-    if c.score <= cands[best].score:
-        c.why.append(f"the newest entry of {top.heading or top.path}, the best match, for a question about "
-                     f"the latest +{cands[best].score - c.score + 1e-6:.3f}")
-        c.score = cands[best].score + 1e-6
+    _lift(cands, rows, newest, entries[newest], cands[best].score,
+          f"the newest entry of {top.heading or top.path}, the best match, for a question about the latest")
 
 
 def _template_lines_back(view, cands: dict[int, Candidate], rows: dict) -> None:
@@ -454,7 +464,7 @@ def _template_lines_back(view, cands: dict[int, Candidate], rows: dict) -> None:
     TEMPLATE_COPIES documents or more are read; those whose text is the same in as many documents
     step back (×TEMPLATE_FACTOR). Only those are read: a question that meets no such heading pays
     nothing."""
-    top = sorted(cands, key=lambda sid: (-cands[sid].score, sid))[:TEMPLATE_LOOK]
+    top = _ranked(cands)[:TEMPLATE_LOOK]
     by_heading: dict[str, list[int]] = {}
     for sid in top:
         s = rows.get(sid)
@@ -480,13 +490,14 @@ def _successor_first(view, cands: dict[int, Candidate], rows: dict, shared: Look
     in. A superseded document among the first SUCCESSOR_LOOK results that names its successor —
     "Superseded by ADR-0007", "superseded by [D-010](decisions.md#d-010)" (rank.successor_named) —
     puts the successor right above it: its section of the same heading ("Decision") or its title for
-    a title, else its best match, else its opening. Not for a question about the past: the superseded decision is its answer."""
-    for sid in sorted(cands, key=lambda sid: (-cands[sid].score, sid))[:SUCCESSOR_LOOK]:
+    a title, else its best match, else its opening. Not for a question about the past: the superseded
+    decision is its answer."""
+    for sid in _ranked(cands)[:SUCCESSOR_LOOK]:
         s = rows.get(sid)
         if s is None or not (s.stale or s.doc_stale):
             continue
         path = _successor_of(view, shared, s)
-        theirs = [x for x in shared.sections_of(path) if shared.allowed is None or x in shared.allowed] if path else []
+        theirs = shared.visible_sections_of(path) if path else []
         if not theirs:
             continue
         heads = view.catalog.section_heads_by_id(theirs)
@@ -495,11 +506,7 @@ def _successor_first(view, cands: dict[int, Candidate], rows: dict, shared: Look
                                                     (" > " not in s.heading and heads[x].heading and " > " not in heads[x].heading))]
         matched = sorted((x for x in theirs if x in cands), key=lambda x: (-cands[x].score, x))
         target = (same or matched or theirs)[0]
-        c = cands.get(target) or cands.setdefault(target, Candidate(target))
-        rows.setdefault(target, view.catalog.sections_by_id([target])[target])
-        if c.score <= cands[sid].score:
-            c.why.append(f"supersedes {s.path}, which ranked here +{cands[sid].score - c.score + 1e-6:.3f}")
-            c.score = cands[sid].score + 1e-6
+        _lift(cands, rows, target, heads[target], cands[sid].score, f"supersedes {s.path}, which ranked here")
         return
 
 
@@ -527,7 +534,7 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
     one occurrence a line, in words of its own, and ranks far below. Of the first
     RECORD_LOG_DOCUMENTS documents of the ranking, the first that keeps a log puts it first when its
     lines write a day (of several logs, the one that writes the newest)."""
-    ranked = sorted(cands, key=lambda sid: (-cands[sid].score, sid))
+    ranked = _ranked(cands)
     if not ranked:
         return
     best = cands[ranked[0]].score
@@ -540,8 +547,8 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         paths.append(s.path)
         if len(paths) > RECORD_LOG_DOCUMENTS:
             return
-        inside = [x for x in shared.sections_of(s.path) if shared.allowed is None or x in shared.allowed]
-        logs = [x for x, h in view.catalog.section_heads_by_id(inside).items() if rank.is_log(h)]
+        logs = [x for x, h in view.catalog.section_heads_by_id(shared.visible_sections_of(s.path)).items()
+                if rank.is_log(h)]
         if not logs:
             continue
         texts = view.catalog.sections_by_id(logs)
@@ -549,11 +556,7 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         if not written:
             return   # the first record that keeps a log does not date it: another record's log is of another thing
         log = max(written)[1]
-        c = cands.get(log) or cands.setdefault(log, Candidate(log))
-        rows.setdefault(log, texts[log])
-        if c.score <= best:
-            c.why.append(f"the log of {s.path}, for a question about the last time +{best - c.score + 1e-6:.3f}")
-            c.score = best + 1e-6
+        _lift(cands, rows, log, texts[log], best, f"the log of {s.path}, for a question about the last time")
         return
 
 
@@ -674,6 +677,10 @@ class Lookups:
         if path not in self._sections:
             self._sections[path] = self.view.catalog.section_ids_of([path])
         return self._sections[path]
+
+    def visible_sections_of(self, path: str) -> list[int]:
+        """The section ids of a document that the request's filters let through."""
+        return [sid for sid in self.sections_of(path) if self.allowed is None or sid in self.allowed]
 
     def section_of(self, path: str, anchor: str | None) -> int | None:
         """The section a link lands on: the one its anchor names, else the document's first."""

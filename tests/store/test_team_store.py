@@ -429,14 +429,14 @@ def test_a_writer_whose_indexed_tree_is_gone_makes_it_again_and_never_empties_th
         assert (tree / "notes/a.md").is_file()
         assert_untouched(shared, before)
         shutil.rmtree(tree)
-        real = committed._git
-        monkeypatch.setattr(committed, "_git", lambda cwd, *args: real(cwd, *(
+        real = committed.git
+        monkeypatch.setattr(committed, "git", lambda cwd, *args: real(cwd, *(
             ("init", "--no-such-option") if args[:1] == ("init",) else args)))
         with pytest.raises(UserError) as err:
             writer.pass_once()
         assert err.value.code == "writer_tree" and "cannot make the indexed tree" in err.value.message
         assert writer.engine.catalog.counts()["documents"] == 1
-        monkeypatch.setattr(committed, "_git", real)
+        monkeypatch.setattr(committed, "git", real)
         rep = writer.pass_once()
         assert (rep.added, rep.removed) == (0, 0) and (tree / "notes/a.md").is_file()
         assert writer.engine.catalog.counts()["documents"] == 1

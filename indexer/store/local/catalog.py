@@ -86,7 +86,7 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
         x = x.__cause__ or x.__context__
     # inotify_add_watch's ENOSPC ("No space left on device") is its watch limit, not a disk: never
     # said to be one (the daemon polls what it cannot watch and says which limit to raise: daemon/watch_limit.py)
-    chain = [x for x in chain if not _inotify_limit(x)]
+    chain = [x for x in chain if not is_inotify_limit(x)]
     if not chain:
         return None
     errnos = {x.errno for x in chain if isinstance(x, OSError)}
@@ -110,8 +110,9 @@ def store_fault(exc: BaseException, where: Path) -> UserError | None:
     return None
 
 
-def _inotify_limit(exc: BaseException) -> bool:
-    """An OSError that is inotify out of watches or instances (watchdog words it so)."""
+def is_inotify_limit(exc: BaseException) -> bool:
+    """An OSError that is inotify out of watches or instances (watchdog words it so): its ENOSPC is no
+    full disk. The one test of it (daemon/watch_limit.is_watch_limit reads an exception's chain with it)."""
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE) and "inotify" in str(exc).lower()
 
 
