@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from remembrancer.indexer.config import CODE
+from remembrancer.indexer.config import CODE, NOTES
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
 from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.store.local import fulltext
@@ -91,6 +91,7 @@ SUCCESSOR_FIRST = True     # a superseded document among the first: the one it n
 SUCCESSOR_LOOK = 3         # how many of the first results are looked at for one
 RECORD_LOG = True          # "when did X last …" landing on a record that keeps a log of X: the log (off only to measure it)
 RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
+REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
@@ -409,6 +410,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _successor_first(view, cands, rows, shared)
     if RECORD_LOG and view.config.ranking.enabled and it.latest and view.config.kind != CODE:
         _record_log_first(view, cands, rows, shared)
+    if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
+        _reason_first(view, cands, rows, shared)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
@@ -558,6 +561,24 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         log = max(written)[1]
         _lift(cands, rows, log, texts[log], best, f"the log of {s.path}, for a question about the last time")
         return
+
+
+def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"Why did the dashboard show too many active shoppers in March?" matches the postmortem's
+    summary, which tells the story in the question's words; its "Root cause" says why in words of
+    its own and ranks far below. When the best match is not itself a reason and its document keeps
+    a part headed as one ("Why two points", "Root cause", "Rationale": rank.is_reason), that part
+    goes first (of several, the best-scored). The best match's document only: another document's
+    reason is another thing's."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or rank.is_reason(top):
+        return
+    heads = view.catalog.section_heads_by_id(shared.visible_sections_of(top.path))
+    parts = [x for x, h in heads.items() if rank.is_reason(h)]
+    if parts:
+        part = min(parts, key=lambda x: (-cands[x].score if x in cands else 0.0, heads[x].start_line))
+        _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the reason {top.path} gives, for a why question")
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:

@@ -84,6 +84,9 @@ LATEST_RE = re.compile(
 # "Who is Benedikt?" asks who a person is. People keep no host or service record: the note that
 # introduces one is as often the journal entry of the day they came up as a page of people.
 WHO_IS_RE = re.compile(r"^\W*(?i:who)(?:['’]s|\s+is|\s+was)\s+[A-Z]")
+# A reason or a cause asked for: "why …", "how come …", "what caused …", "the root cause of …".
+WHY_RE = re.compile(r"\bwhy\b|\bhow come\b|\bwhat (?:was |were |is )?(?:the )?(?:root )?causes?\b|\bwhat caused\b|"
+                    r"\breasons? (?:for|why|behind)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
 FACT_RE = re.compile(r"\b(what|what's|which|where|who|how (many|much|big|long|often|are|is|does|do)|"
@@ -210,6 +213,7 @@ class Intent:
     latest: bool = False   # the newest occurrence of something that recurs ("when did X last …?")
     current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
     person: bool = False   # who someone named is (WHO_IS_RE)
+    why: bool = False      # a reason or a cause (WHY_RE)
     of_record: bool = False  # it names a thing the notes keep a record of (a host's, a service's)
 
 
@@ -233,7 +237,8 @@ def intent(query: str, latest: bool = True) -> Intent:
     fact = not (howto or outcome or past or newest) and bool(CURRENT_RE.search(query) or FACT_RE.search(query))
     current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
     person = fact and bool(WHO_IS_RE.match(query))
-    return Intent(howto, outcome, past, fact, history, newest, current, person=person)
+    why = not howto and bool(WHY_RE.search(query))
+    return Intent(howto, outcome, past, fact, history, newest, current, person=person, why=why)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)
@@ -353,6 +358,17 @@ def encloses(outer, inner) -> bool:
 # A part headed "Overview" or "Summary" is the document's introduction under another name: not the
 # detail that answers, which _detail_before_summary puts before the section that encloses it.
 SUMMARY_HEADING_RE = re.compile(r"^\W*(overview|summary|introduction|intro|about|tl;?dr)\W*$", re.IGNORECASE)
+
+
+# A part that says why: "Why two points", "Root cause", "Causes", "Rationale". "Why use it" (or
+# "Why choose uv?") is a pitch for the thing, not the reason for something that happened.
+REASON_HEADING_RE = re.compile(r"^\W*(?:why\b(?!\W+(?:use|choose|pick|adopt)\b)|(?:root )?causes?\b|reasons?\b|"
+                               r"rationale\b|motivation\b|because\b)", re.IGNORECASE)
+
+
+def is_reason(s) -> bool:
+    """Is section `s` a part headed as the reason or cause of something?"""
+    return bool(REASON_HEADING_RE.match(own_heading(s)))
 
 
 def own_heading(s) -> str:

@@ -578,6 +578,61 @@ def test_the_last_time_something_happened_is_in_the_log_its_record_keeps(tmp_pat
     assert first("When did the DB root credentials last get rotated?") == "Key rotation > Procedure: DB root credentials"
 
 
+def test_a_why_question_gets_the_reason_the_best_document_gives(tmp_path, tiny_engine, monkeypatch):
+    """"Why did the dashboard overcount members in March?" matches the postmortem's summary, which
+    tells the story in the question's words; its "Root cause" answers. Another document's reason, a
+    pitch headed "Why use it" and a question that does not ask why are left to relevance. The fusion
+    is fixed by a spy on the real `_fuse` (the tiny test model's vectors are random): the summary
+    scores best, then the other document's reason."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "pm-02.md": "# PM-02 Member count overstated\n\n## Summary\n\nThe dashboard overcounted members in "
+                    "March.\n\n## Root cause\n\nThe release wrote every sign-up twice.\n\n## Action items\n\n"
+                    "- Add a uniqueness test.\n",
+        "uv.md": "# The uv backend\n\n## Summary\n\nInstall with uv.\n\n## Why use it\n\nIt is fast.\n",
+        "pm-01.md": "# PM-01 Late files\n\n## Cause\n\nThe SFTP key expired.\n"}))
+    view = e.view()
+    real = answer._fuse
+    best = {"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5}
+
+    def summary_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            c.score = c.fused = best.get(heads[sid].heading, 0.1)
+
+    monkeypatch.setattr(answer, "_fuse", summary_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Root cause"
+    assert first("what caused the member count in March to be overstated") == "PM-02 Member count overstated > Root cause"
+    assert first("what did the dashboard show in March?") == "PM-02 Member count overstated > Summary"
+    best.clear()
+    best.update({"The uv backend > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
+    # a pitch is no reason, and another document's cause is another thing's
+    assert first("why does the uv backend install things?") == "The uv backend > Summary"
+    best.clear()
+    best.update({"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
+    monkeypatch.setattr(answer, "REASON_FIRST", False)
+    assert first("Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Summary"
+
+
+def test_a_reason_is_a_part_headed_as_one():
+    from types import SimpleNamespace as S
+    assert rank.is_reason(S(heading="PM-02 > Root cause"))
+    assert rank.is_reason(S(heading="Calibrating the humidity sensor > Why two points"))
+    assert rank.is_reason(S(heading="EXP-007 > Why abandoned"))
+    assert not rank.is_reason(S(heading="Use the uv backend > Why use it"))
+    assert not rank.is_reason(S(heading="Service > Causeway bridge"))
+    assert rank.intent("Our numbers dropped in November. Why?").why
+    assert rank.intent("What was the root cause of the outage?").why
+    assert not rank.intent("how do I restore it, and why does it fail?").why   # a how-to asks for steps
+
+
 def test_a_log_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_log(S(heading="Key rotation > Rotation log"))
