@@ -34,6 +34,11 @@ know tell find show see use used using make made way need ok okay
 """.split())
 
 
+# A log's severity, written in capitals by the line a user pastes ("… ERROR push-gateway apns: 403"):
+# the line's level, never what the question is about, so no name the notes should hold.
+LOG_LEVELS = frozenset("trace debug info notice warn warning error err fatal critical crit alert emerg severe panic".split())
+
+
 # Scripts written without spaces between words — Chinese, Japanese (kana and kanji), and Korean's
 # syllables — make one token of a whole run for tantivy's tokenizer, so a word inside a run never
 # matched ("备份" inside "数据库备份策略"). The keyword leg indexes and asks such runs as
@@ -144,11 +149,12 @@ _SENTENCE_START_RE = re.compile(r"(?:^\s*|[.!?]\s+|\n\s*)(?:[-*+]\s+)?[\"'(]*$")
 
 
 def name_words(query: str) -> list[str]:
-    """Words used as names: Capitalised where no sentence begins, or ALL-CAPS (`Okta`, `SLA`)."""
+    """Words used as names: Capitalised where no sentence begins, or ALL-CAPS (`Okta`, `SLA`; not a
+    log line's `ERROR`)."""
     out = []
     for m in re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]+(?![A-Za-z0-9_])", query):
         w = m.group(0)
-        if w.lower() in STOPWORDS:
+        if w.lower() in STOPWORDS or (w.isupper() and w.lower() in LOG_LEVELS):
             continue
         # (a few characters back: `^` is the text's start, not the window's; `$` is the word's)
         starts = _SENTENCE_START_RE.search(query, max(0, m.start() - 8), m.start()) is not None

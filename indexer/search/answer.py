@@ -1132,14 +1132,14 @@ def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     front matter is not text); call names and expressions are not asked about on their own, an
     ordinal ("the 16th", "a 3rd replica") or a number hyphened to words ("the 16-GPUs-per-group
     rule") is English the notes may write another way, a product's name in mixed case ("JavaScript")
-    is judged as a name (the notes may say "JS"), and a moment
+    is judged as a name (the notes may say "JS"), a log line's level (`ERROR`) is its severity, and a moment
     (`10:00`, a pasted log line's `2031-06-04T10:00:12Z`) is when, not what: a day the notes lack
     is judged as a day (Lookups.unheld_days)."""
     by_name = view.entities()[0].by_name
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
             and not terms.NUMBER_COMPOUND_RE.match(p) and not terms.BRAND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
-            and p not in probes_found and p.lower() not in by_name]
+            and p.lower() not in terms.LOG_LEVELS and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(view) -> frozenset[str] | None:

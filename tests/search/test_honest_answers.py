@@ -109,6 +109,23 @@ def test_an_everyday_word_in_capitals_is_not_a_name():
     assert terms.name_words("what uptime SLA did we promise Brightwell?") == ["SLA", "Brightwell"]
 
 
+def test_a_log_level_in_capitals_is_not_a_name(tmp_path, tiny_engine):
+    """A pasted log line's `ERROR` or `FATAL` is its severity, not what the question is about: as an
+    absent name it withheld the runbook that answers ("not in the corpus: ERROR", no results), and
+    the Claude Code hook injected nothing for any prompt holding a log line."""
+    assert terms.name_words("push-gateway logs ERROR InvalidProviderToken, how do I rotate the APNs key?") == [
+        "InvalidProviderToken", "APNs"]
+    assert terms.name_words("2026-12-07T10:00:00Z FATAL sync-api: WARN retries exhausted") == []
+    assert terms.name_words("what does the Error Budget policy say?") == ["Error", "Budget"]   # a name, capitalised
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "runbooks/rotate-apns-key.md": "# Rotate the APNs key\n\nWhen push-gateway gets InvalidProviderToken from "
+                                       "Apple, the APNs key was revoked.\n\n## Steps\n\n1. Make a new key.\n"}))
+    for level in ("ERROR", "FATAL", "WARN"):
+        out = do_search(e.view(), {"query": f"push-gateway logs {level} InvalidProviderToken, how do I rotate the APNs key?"})
+        assert not out["no_strong_match"], (level, [(k, v) for k, v in out.items() if k != "results"])
+        assert out["results"][0]["path"] == "runbooks/rotate-apns-key.md"
+
+
 def test_a_capital_that_begins_a_sentence_is_not_a_name():
     """A user's second sentence is no name: "Colleagues" counted as an absent name, raised the
     semantic bar, and a right answer ranked first was withheld."""
