@@ -91,6 +91,8 @@ SUCCESSOR_FIRST = True     # a superseded document among the first: the one it n
 SUCCESSOR_LOOK = 3         # how many of the first results are looked at for one
 RECORD_LOG = True          # "when did X last …" landing on a record that keeps a log of X: the log (off only to measure it)
 RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
+FRONT_MATTER_FIRST = True  # a question naming a key of the best document's front matter ("who owns …": owner): its preamble
+FRONT_MATTER_REACH = 0.3   # when the preamble scores within this share of the best
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
@@ -412,6 +414,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _record_log_first(view, cands, rows, shared)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
+    if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not it.howto:
+        _front_matter_first(view, cands, rows, shared, query)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
     _named_day_first(view, cands, shared.dated(evidence[0].days))
@@ -579,6 +583,40 @@ def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups
     if parts:
         part = min(parts, key=lambda x: (-cands[x].score if x in cands else 0.0, heads[x].start_line))
         _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the reason {top.path} gives, for a why question")
+
+
+# A front matter's `key: value` lines, as the preamble's text holds them; the keys that name, type or
+# date the note itself say what it is, not a fact about its subject.
+_FRONT_MATTER_KEY_RE = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*:\s*\S", re.MULTILINE)
+_NOTE_KEYS = frozenset("name title aka alias aliases description summary type kind tags tag id slug date created "
+                       "updated layout category categories".split())
+
+
+def _front_matter_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups, query: str) -> None:
+    """"Who owns the push gateway?", "What port does push-gateway listen on?", "When does the
+    RevenueCat contract renew?": the record keeps the answer in its front matter (`owner:`, `port:`,
+    `contract_renewal:`), its preamble's text; the record's opening names the thing in the
+    question's words and wins, and the detail rule puts it above the preamble that encloses it.
+    When the best match's document has a front matter with a key the question names (a word of the
+    key, by its base forms: "owns" names `owner`, "account owner" `account_owner`) and its preamble
+    scores within FRONT_MATTER_REACH of the best, the preamble goes first. Keys about the note
+    itself (`name`, `type`, `tags`, `updated` …) name no fact."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or top.heading == "":
+        return
+    best = cands[ranked[0]].score
+    heads = view.catalog.section_heads_by_id(shared.visible_sections_of(top.path))
+    pre = next((x for x, h in heads.items() if h.heading == ""), None)
+    if pre is None or pre not in cands or cands[pre].score < best * (1 - FRONT_MATTER_REACH):
+        return
+    asked = {f for w in terms.content_words(query) if len(w) >= 3 for f in terms.base_forms(w)}
+    keys = [k for k in _FRONT_MATTER_KEY_RE.findall(view.catalog.sections_by_id([pre])[pre].content or "")
+            if k.lower() not in _NOTE_KEYS]
+    named = next((k for k in keys if any(f in asked for part in re.split(r"[._-]", k.lower()) if len(part) >= 3
+                                         for f in terms.base_forms(part))), None)
+    if named:
+        _lift(cands, rows, pre, heads[pre], best, f"its front matter's {named}, which the question names")
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:

@@ -621,6 +621,46 @@ def test_a_why_question_gets_the_reason_the_best_document_gives(tmp_path, tiny_e
     assert first("Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Summary"
 
 
+def test_a_question_naming_a_front_matter_key_gets_the_preamble_that_holds_it(tmp_path, tiny_engine, monkeypatch):
+    """"Who owns the push gateway?": the record's front matter says `owner: Priya Raman`; its opening
+    names the thing in the question's words and scored best. A key the question names puts the
+    preamble first — when it is near the best (FRONT_MATTER_REACH); a key about the note itself
+    (`name`, `type`) names no fact, and a question naming no key is left to relevance. The fusion is
+    fixed by a spy on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "records/push-gateway.md": "---\nname: push-gateway\ntype: service\nowner: Priya Raman\nport: 8443\n"
+                                   "contract_renewal: 2027-02-15\n---\n# push-gateway\n\nSends reminder notifications "
+                                   "through APNs.\n\n## Dependencies\n\n- Redis for the schedule queue.\n"}))
+    view = e.view()
+    real = answer._fuse
+    scores = {"push-gateway": 1.0, "": 0.85}
+
+    def opening_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            c.score = c.fused = scores.get(heads[sid].heading, 0.1)
+
+    monkeypatch.setattr(answer, "_fuse", opening_first)
+
+    def first(query: str) -> str:
+        out = api.do_search(view, {"query": query, "limit": 3})
+        return (out["results"] or out["best_weak"])[0]["heading"]
+
+    assert first("who owns the push gateway?") == ""
+    assert first("what port does push-gateway listen on?") == ""
+    assert first("when does the push-gateway contract renew?") == ""
+    assert first("what does push-gateway do?") == "push-gateway"
+    assert first("what type of thing is push-gateway and what is its name?") == "push-gateway"   # the note's own keys
+    scores[""] = 0.6   # too far below the best
+    assert first("who owns the push gateway?") == "push-gateway"
+    scores[""] = 0.85
+    monkeypatch.setattr(answer, "FRONT_MATTER_FIRST", False)
+    assert first("who owns the push gateway?") == "push-gateway"
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
