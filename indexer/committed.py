@@ -16,7 +16,8 @@ dir) that borrows the checkout's objects through `objects/info/alternates`, a fi
 own `.git` naming the checkout's object store, which git and pygit2 only read. Its HEAD (detached),
 index and config are its own; the checkout's `.git` gets no worktree entry, no ref, no index
 write, no lock. `git checkout --force --detach <commit>` in it writes only the files that changed
-and removes the ones the commit deleted; `git clean` removes anything else. When the commit the tree was at is gone from the
+and removes the ones the commit deleted; `git clean` removes anything else; a pass that finds the tree
+at the commit already, and clean (one read-only `git status`), runs neither. When the commit the tree was at is gone from the
 checkout's objects (a force-push, a rebase, then a gc) the tree is made again from nothing. The
 git run on the checkout only reads (rev-parse, status with GIT_OPTIONAL_LOCKS=0: no index
 refresh written back; no fsmonitor daemon started). A submodule is an empty folder in the tree
@@ -70,13 +71,10 @@ def _toplevel(path: Path) -> Path | None:
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _git_path(top: Path, name: str) -> Path | None:
-    """The checkout's repository's `name` (objects, shallow, info/exclude), absolute: in its common
-    dir for a linked worktree."""
-    got = git(top, "rev-parse", "--git-path", name)
-    if got.returncode != 0 or not got.stdout.strip():
-        return None
-    return (top / got.stdout.strip()).resolve()
+def _head(path: Path) -> str | None:
+    """The commit the repository at `path` is at (its HEAD), or None (no commit yet, no repository)."""
+    got = git(path, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
+    return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else None
 
 
 @dataclasses.dataclass
@@ -87,6 +85,18 @@ class Tree:
     top: Path | None = None       # the checkout's work tree (None: a plain folder, indexed as it is)
     tree: Path | None = None      # the writer's tree of it, in the data dir (a repository of its own)
     sub: str = ""                 # the root's folder inside the work tree ("" for the work tree itself)
+    git_paths: dict[str, Path] = dataclasses.field(default_factory=dict, repr=False)   # git_path's answers
+
+    def git_path(self, name: str) -> Path | None:
+        """The checkout's repository's `name` (objects, shallow, info/exclude), absolute: in its
+        common dir for a linked worktree. Asked of git once per tree (where a repository keeps its
+        files does not move while the writer runs); a failure is not kept, so it is asked again."""
+        if name not in self.git_paths:
+            got = git(self.top, "rev-parse", "--git-path", name)
+            if got.returncode != 0 or not got.stdout.strip():
+                return None
+            self.git_paths[name] = (self.top / got.stdout.strip()).resolve()
+        return self.git_paths[name]
 
 
 @dataclasses.dataclass
@@ -129,7 +139,7 @@ class CommittedTrees:
         for t in self.trees:
             if t.top is None:
                 continue
-            head, problem = self._head(t.top), None
+            head, problem = _head(t.top), None
             if t.tree not in moved:   # two roots of one repository share its tree
                 moved.add(t.tree)
                 problem = self._move(t, head)
@@ -154,11 +164,6 @@ class CommittedTrees:
                 out.examples[t.root.name] = changed[:5]
         return out
 
-    @staticmethod
-    def _head(top: Path) -> str | None:
-        got = git(top, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
-        return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else None
-
     def _move(self, t: Tree, head: str | None) -> str | None:
         """The tree at the checkout's HEAD (made when missing, not one of this checkout's, or at a
         commit its objects no longer hold); a problem to warn about, else None. A failed move
@@ -170,16 +175,19 @@ class CommittedTrees:
                     self._remove(t)
                 t.tree.mkdir(parents=True, exist_ok=True, mode=0o700)
                 return None
-            objects = _git_path(t.top, "objects")
+            objects = t.git_path("objects")
             if objects is None:
                 return f"root {t.root.name}: cannot read the repository of {t.top}"
-            if self._at(t, objects) is None:   # first pass, data dir cleaned, old commit gone: from nothing
+            at = self._at(t)
+            if at is None:   # first pass, data dir cleaned, old commit gone: from nothing
                 made = self._make(t, objects)
                 if made:
                     return made
                 log.info("root %s: indexing the commits of %s in a tree of its own, %s", t.root.name, t.top,
                          t.tree)
             self._borrow_files(t)
+            if at == head and self._clean(t):   # nothing to write or remove: the usual pass
+                return None
             # HEAD moves only when every file is written: until then the tree names the commit it was at
             for args in (("checkout", "--quiet", "--force", "--detach", head), ("clean", "--quiet", "-ffdx")):
                 done = git(t.tree, *args)
@@ -211,7 +219,7 @@ class CommittedTrees:
         clone's boundary (without it the history walk stops at a missing parent) and info/exclude."""
         for name in ("shallow", "info/exclude"):
             mine = t.tree / ".git" / name
-            theirs = _git_path(t.top, name)
+            theirs = t.git_path(name)
             text = theirs.read_bytes() if theirs is not None and theirs.is_file() else None
             if text is None:
                 if name == "shallow":
@@ -221,14 +229,14 @@ class CommittedTrees:
                 mine.write_bytes(text)
 
     @staticmethod
-    def _at(t: Tree, objects: Path | None = None) -> str | None:
+    def _at(t: Tree) -> str | None:
         """The commit the tree is at, when it is one of this checkout's trees (a repository of its
         own at its top, borrowing the checkout's objects) and the checkout's objects still hold
         that commit; else None."""
         own = t.tree / ".git"
         if not own.is_dir() or t.tree.is_symlink():
             return None
-        objects = objects or _git_path(t.top, "objects")
+        objects = t.git_path("objects")
         try:
             if objects is None or (own / "objects" / "info" / "alternates").read_text().strip() != str(objects):
                 return None
@@ -236,11 +244,18 @@ class CommittedTrees:
             return None
         if _toplevel(t.tree) != t.tree.resolve():
             return None
-        got = git(t.tree, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
-        head = got.stdout.strip() if got.returncode == 0 else ""
-        if not head or git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
+        head = _head(t.tree)
+        if head is None or git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
             return None
         return head
+
+    @staticmethod
+    def _clean(t: Tree) -> bool:
+        """Whether the tree's files are its HEAD's and nothing else: no file changed, deleted, new
+        or ignored (what `checkout --force` and `clean -ffdx` would undo). One read-only `git
+        status` (it compares contents where a file's stat cannot tell); a failure says not clean."""
+        got = git(t.tree, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored")
+        return got.returncode == 0 and not got.stdout
 
     @staticmethod
     def _remove(t: Tree) -> None:
