@@ -28,6 +28,7 @@ indexed.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import logging
 import os
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 FOLDER = "team-writer"       # under the data dir: one tree per checkout and store
 GIT_TIMEOUT_S = 600
+EXAMPLES = 3                 # uncommitted files the writer's log names per root
 # every git run: hooks never run (the checkout's post-checkout notify, a global hooksPath), no
 # fsmonitor daemon is started for the checkout, submodules are never recursed into
 SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false")
@@ -105,7 +107,7 @@ class Synced:
     warnings: list[str] = dataclasses.field(default_factory=list)
     broken: list[str] = dataclasses.field(default_factory=list)   # roots with no tree to index: no pass now
     uncommitted: dict[str, int] = dataclasses.field(default_factory=dict)   # root name → files
-    examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)   # root name → a few of them
+    examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)   # root name → EXAMPLES of them
 
 
 class CommittedTrees:
@@ -161,7 +163,7 @@ class CommittedTrees:
             changed = self._uncommitted(t)
             if changed:
                 out.uncommitted[t.root.name] = len(changed)
-                out.examples[t.root.name] = changed[:5]
+                out.examples[t.root.name] = changed[:EXAMPLES]
         return out
 
     def _move(self, t: Tree, head: str | None) -> str | None:
@@ -283,28 +285,69 @@ class CommittedTrees:
         return sorted(out)
 
 
-def compare_checkout(path: Path, indexed: str, head: str | None = None) -> tuple[str, bool]:
-    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit:
-    (sentence, same?)."""
+class Standing(enum.Enum):
+    """How a reader's checkout stands against the indexed commit."""
+    NO_CHECKOUT = "no_checkout"   # not a git checkout: nothing to compare
+    SAME = "same"
+    NOT_FETCHED = "not_fetched"   # the indexed commit is not in the reader's clone
+    AHEAD = "ahead"
+    BEHIND = "behind"
+    DIVERGED = "diverged"
+
+
+# what each standing means for the answers (a standing not here says nothing more)
+_MEANS = {Standing.AHEAD: "results may miss what those commits changed",
+          Standing.BEHIND: "results may show changes you have not pulled",
+          Standing.DIVERGED: "results may differ from your files"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """A reader's checkout against the indexed commit: the kind, for code to decide on, and the
+    numbers its wording needs (freshness lines and `read`'s errors word it from these alone)."""
+    kind: Standing
+    mine: str = ""     # the checkout's commit
+    ahead: int = 0
+    behind: int = 0
+
+    @property
+    def same(self) -> bool:
+        """Whether the checkout is at the indexed commit (a folder with no commit counts as the same)."""
+        return self.kind in (Standing.NO_CHECKOUT, Standing.SAME)
+
+    def state(self) -> str:
+        """Where the checkout is, in words ("" when there is no checkout to compare)."""
+        def commits(n: int) -> str:
+            return f"{n} commit{'s' * (n != 1)}"
+        return {Standing.NO_CHECKOUT: "",
+                Standing.SAME: "your checkout is at the indexed commit",
+                Standing.NOT_FETCHED: (f"your checkout is at {self.mine[:7]}; the indexed commit is not in it "
+                                       "(git fetch, then compare)"),
+                Standing.AHEAD: f"your checkout is {commits(self.ahead)} ahead",
+                Standing.BEHIND: f"your checkout is {commits(self.behind)} behind the index",
+                Standing.DIVERGED: (f"your checkout and the index have diverged ({self.ahead} ahead, "
+                                    f"{self.behind} behind)")}[self.kind]
+
+    def sentence(self) -> str:
+        """Where the checkout is and what that means for the answers ("" for no checkout)."""
+        means = _MEANS.get(self.kind)
+        return f"{self.state()}: {means}" if means else self.state()
+
+
+def compare_checkout(path: Path, indexed: str, head: str | None = None) -> Comparison:
+    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit."""
     try:
         repo = corpus.open_repo(path)
     except Exception:  # noqa: BLE001 — not a git checkout: nothing to compare
         repo = None
     mine = (head or corpus.head_id(repo)) if repo is not None else None
     if mine is None:
-        return "", True
+        return Comparison(Standing.NO_CHECKOUT)
     if mine == indexed:
-        return "your checkout is at the indexed commit", True
+        return Comparison(Standing.SAME, mine)
     try:
         ahead, behind = repo.ahead_behind(mine, indexed)
     except Exception:  # noqa: BLE001 — the indexed commit is not in this clone
-        return (f"your checkout is at {mine[:7]}; the indexed commit is not in it "
-                "(git fetch, then compare)"), False
-    if behind == 0:
-        return (f"your checkout is {ahead} commit{'s' * (ahead != 1)} ahead: results may miss what "
-                f"those commits changed"), False
-    if ahead == 0:
-        return (f"your checkout is {behind} commit{'s' * (behind != 1)} behind the index: results may "
-                "show changes you have not pulled"), False
-    return (f"your checkout and the index have diverged ({ahead} ahead, {behind} behind): results "
-            "may differ from your files"), False
+        return Comparison(Standing.NOT_FETCHED, mine)
+    kind = Standing.AHEAD if behind == 0 else Standing.BEHIND if ahead == 0 else Standing.DIVERGED
+    return Comparison(kind, mine, ahead, behind)

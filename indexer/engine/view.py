@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from remembrancer.indexer import terms
 from remembrancer.indexer.answers import IndexStatus, RootHeads
@@ -25,6 +25,9 @@ from remembrancer.indexer.store.local import fulltext
 from .core import Core
 from .report import IndexReport
 from .writer import link_resolver
+
+if TYPE_CHECKING:
+    from remembrancer.indexer.search.reader import Copy
 
 
 class Pointer(NamedTuple):
@@ -64,6 +67,7 @@ class ReadView:
         self.wall = scope.Wall((), {})           # the scope as a predicate on paths (set on entering)
         self._last_report = last_report
         self._stack: ExitStack | None = None
+        self.copies: dict[str, Copy] = {}   # path asked → the file this request read of it (search/reader.py read_copy)
 
     def __enter__(self) -> "ReadView":
         """Limit this thread's catalog connection to the scope; for the team store this is also
