@@ -16,9 +16,10 @@ dir) that borrows the checkout's objects through `objects/info/alternates`, a fi
 own `.git` naming the checkout's object store, which git and pygit2 only read. Its HEAD (detached),
 index and config are its own; the checkout's `.git` gets no worktree entry, no ref, no index
 write, no lock. `git checkout --force --detach <commit>` in it writes only the files that changed
-and removes the ones the commit deleted; `git clean` removes anything else; a pass that finds the tree
-at the commit already, and clean (one read-only `git status`), runs neither. When the commit the tree was at is gone from the
-checkout's objects (a force-push, a rebase, then a gc) the tree is made again from nothing. The
+and removes the ones the commit deleted; `git clean` removes anything else; a pass that finds the
+tree at the commit already, and clean (one read-only `git status`), runs neither. When the commit
+the tree was at is gone from the checkout's objects (a force-push, a rebase, then a gc) the tree is
+made again from nothing. The
 git run on the checkout only reads (rev-parse, status with GIT_OPTIONAL_LOCKS=0: no index
 refresh written back; no fsmonitor daemon started). A submodule is an empty folder in the tree
 (its objects are in its own repository, which the tree does not borrow): its files are not
