@@ -7,7 +7,6 @@ answer is the current text.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 import re
@@ -26,7 +25,7 @@ from remembrancer.indexer.ingest.document import Skip, decode, decode_lines, red
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 from remembrancer.indexer.answers import Outline, OutlineSection, Page
-from remembrancer.indexer.engine.view import ReadView
+from remembrancer.indexer.engine.view import Copy, ReadView
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
@@ -160,14 +159,6 @@ def skip_reasons(view: ReadView, path: str) -> list[str]:
     """Why the last index run left `path` out (binary, unreadable, too large, `secret: true`): its
     stored warnings, as the view's scope sees them (the same ones `status` lists)."""
     return [w.removeprefix(f"{path}: ") for w in view.warnings(path)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Copy:
-    """The reader's file of an indexed document as one request read it: `read` serves these bytes
-    and a team reader's freshness compares the same ones with the indexed text (indexer/team.py)."""
-    doc: dict    # its catalog row
-    blob: str    # the git blob id of the bytes read: the indexed text when it is doc["content_hash"]
 
 
 def read_copy(view: ReadView, path: str, redactor=None) -> tuple[Copy, bytes]:
