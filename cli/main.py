@@ -521,11 +521,14 @@ def _main(args) -> int:
         from remembrancer.indexer.store.local.catalog import is_damage, store_fault
         from remembrancer.indexer.config import data_dir
 
-        from remembrancer.daemon.watch_limit import is_watch_limit, limit_fix, limit_message
+        from remembrancer.daemon.watch_limit import is_watch_limit, limit_report
 
         limit = is_watch_limit(e)   # inotify's ENOSPC is its watch limit, never a full disk
-        fault = store_fault(e, data_dir()) if limit is None else UserError(
-            f"cannot watch the notes' folders: {limit_message(limit)}", code="watch_limit", hint=limit_fix(limit))
+        if limit is None:
+            fault = store_fault(e, data_dir())
+        else:
+            said = limit_report(limit)
+            fault = UserError(f"cannot watch the notes' folders: {said.message}", code="watch_limit", hint=said.fix)
         if fault is not None and not args.debug:   # a full or read-only disk, or the watch limit: the user's to fix
             _error(args, fault)
             return EXIT_USER

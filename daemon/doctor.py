@@ -43,11 +43,12 @@ def run_checks(root_args: list[str] | None, store_reader: bool = False) -> list[
     out.append(_data_dir_check())
     if store_reader:
         return out
-    out.append(_socket_check())
+    socket_check, daemon = _socket_check()
+    out.append(socket_check)
     if cfg is not None:
         out.extend(_hooks_checks(cfg))
     out.extend(_service_checks())
-    out.extend(_inotify_checks(cfg))
+    out.extend(_inotify_checks(cfg, daemon))
     return out
 
 
@@ -129,25 +130,27 @@ def _data_dir_check() -> dict:
         return _check("data dir", "FAIL", e.message, e.hint)
 
 
-def _socket_check() -> dict:
+def _socket_check() -> tuple[dict, dict | None]:
+    """The socket's and the daemon's check, and the daemon's status (None: no daemon answered):
+    the daemon is asked once, and the inotify checks read its polled roots from that answer."""
     try:
         sock = socket_path()
     except UserError as e:
-        return _check("socket", "FAIL", e.message, e.hint)
+        return _check("socket", "FAIL", e.message, e.hint), None
     try:
         check_socket_owner(sock)
     except DaemonUnavailable as e:
         if "belongs to uid" in str(e):
-            return _check("socket", "FAIL", str(e), f"remove {sock} or set REMEMBRANCER_SOCKET")
-        return _check("daemon", "WARN", f"not running ({sock})", "remembrancer serve --root DIR, or the service")
+            return _check("socket", "FAIL", str(e), f"remove {sock} or set REMEMBRANCER_SOCKET"), None
+        return _check("daemon", "WARN", f"not running ({sock})", "remembrancer serve --root DIR, or the service"), None
     st = ping(sock)
     if st is None:
-        return _check("daemon", "WARN", f"stale socket {sock}", "it is replaced when a daemon starts")
+        return _check("daemon", "WARN", f"stale socket {sock}", "it is replaced when a daemon starts"), None
     mode = oct(os.stat(sock).st_mode & 0o777)
     d = st.get("daemon") or {}
     fresh = (st.get("freshness") or {}).get("verdict")
     return _check("daemon", "OK" if mode == "0o600" else "WARN",
-                  f"pid {d.get('pid')}, socket mode {mode}, freshness {fresh}, last error {d.get('last_error')}")
+                  f"pid {d.get('pid')}, socket mode {mode}, freshness {fresh}, last error {d.get('last_error')}"), st
 
 
 def _hooks_checks(cfg) -> list[dict]:
@@ -204,10 +207,11 @@ def _watched_roots(cfg) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def _inotify_checks(cfg) -> list[dict]:
+def _inotify_checks(cfg, daemon: dict | None) -> list[dict]:
     """The effective watch limit (fs.inotify.max_user_watches, and a user namespace's own
     /proc/sys/user/max_inotify_watches when lower) against the folders the roots need, less what
-    this user's other processes hold; and the roots a running daemon reports it polls instead."""
+    this user's other processes hold; and the roots a running daemon (`daemon`: its status, the
+    socket check's answer) reports it polls instead."""
     from .watch_limit import POLL_S, limits, watches_in_use
 
     lim = limits()
@@ -216,7 +220,6 @@ def _inotify_checks(cfg) -> list[dict]:
     limit = lim.effective
     roots = _watched_roots(cfg)
     needed, whole = _folders(roots)
-    daemon = _daemon_status()
     daemon_pid = ((daemon or {}).get("daemon") or {}).get("pid")
     used = watches_in_use({daemon_pid} if daemon_pid else set())
     detail = lim.describe()
@@ -245,12 +248,3 @@ def _inotify_checks(cfg) -> list[dict]:
                               f"{problem.get('message')}: {', '.join(problem.get('roots') or [])}",
                               problem.get("fix", "")))
     return out
-
-
-def _daemon_status() -> dict | None:
-    try:
-        sock = socket_path()
-        check_socket_owner(sock)
-    except (UserError, DaemonUnavailable):
-        return None
-    return ping(sock)

@@ -24,7 +24,7 @@ from watchdog.observers.polling import PollingObserverVFS
 
 from remembrancer.indexer.ingest.corpus import MARKDOWN_SUFFIXES
 
-from .watch_limit import POLL_S, is_watch_limit, limit_fix, limit_message
+from .watch_limit import POLL_S, is_watch_limit, limit_report
 
 log = logging.getLogger(__name__)
 
@@ -259,13 +259,12 @@ class Watcher:
         roots = self.polled()
         if not roots:
             return None
-        err = self._why
         n = len(roots)
-        reason = limit_message(err)   # reads /proc: once
-        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": reason,
-                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {reason}: "
+        limit = limit_report(self._why)   # reads /proc: once
+        return {"count": n, "roots": [str(r) for r in roots], "poll_s": POLL_S, "reason": limit.message,
+                "message": f"{n} root{'s are' if n != 1 else ' is'} polled, not watched, as {limit.message}: "
                            f"a stat walk every {POLL_S:.0f} s and before each answer finds changes there",
-                "fix": limit_fix(err)}
+                "fix": limit.fix}
 
     def describe(self) -> str:
         pr = self.problem()

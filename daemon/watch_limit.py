@@ -89,20 +89,23 @@ def is_watch_limit(exc: BaseException | None) -> OSError | None:
     return None
 
 
-def limit_message(err: OSError | None = None) -> str:
-    """What ran out, and the limit's current value(s)."""
-    lim = limits()
-    if err is not None and err.errno == errno.EMFILE:
-        n = lim.instances if lim else None
-        return f"the inotify instance limit is reached ({INSTANCES_SYSCTL} = {n if n is not None else '?'})"
-    return "the inotify watch limit is reached" + (f" ({lim.describe()})" if lim else "")
+@dataclass(frozen=True)
+class LimitReport:
+    """An inotify limit that ran out, as the log, status, doctor and the CLI's error say it."""
+    message: str   # what ran out, and the limit's current value(s)
+    fix: str       # how to raise it
 
 
-def limit_fix(err: OSError | None = None, needed: int | None = None) -> str:
-    if err is not None and err.errno == errno.EMFILE:
-        return f"raise it: sudo sysctl {INSTANCES_SYSCTL}=1024"
+def limit_report(err: OSError | None = None) -> LimitReport:
+    """What ran out (`err`: EMFILE for instances, else watches) and its fix, from one reading of the
+    limits (/proc), so the value named and the value the fix raises are the same reading."""
     lim = limits()
-    return lim.fix(needed) if lim else f"raise {WATCHES_SYSCTL}"
+    if err is not None and err.errno == errno.EMFILE:
+        n = lim.instances if lim and lim.instances is not None else "?"
+        return LimitReport(f"the inotify instance limit is reached ({INSTANCES_SYSCTL} = {n})",
+                           f"raise it: sudo sysctl {INSTANCES_SYSCTL}=1024")
+    return LimitReport("the inotify watch limit is reached" + (f" ({lim.describe()})" if lim else ""),
+                       lim.fix() if lim else f"raise {WATCHES_SYSCTL}")
 
 
 def watches_in_use(skip_pids: set[int] = frozenset()) -> int | None:

@@ -16,8 +16,10 @@ dir) that borrows the checkout's objects through `objects/info/alternates`, a fi
 own `.git` naming the checkout's object store, which git and pygit2 only read. Its HEAD (detached),
 index and config are its own; the checkout's `.git` gets no worktree entry, no ref, no index
 write, no lock. `git checkout --force --detach <commit>` in it writes only the files that changed
-and removes the ones the commit deleted; `git clean` removes anything else. When the commit the tree was at is gone from the
-checkout's objects (a force-push, a rebase, then a gc) the tree is made again from nothing. The
+and removes the ones the commit deleted; `git clean` removes anything else; a pass that finds the
+tree at the commit already, and clean (one read-only `git status`), runs neither. When the commit
+the tree was at is gone from the checkout's objects (a force-push, a rebase, then a gc) the tree is
+made again from nothing. The
 git run on the checkout only reads (rev-parse, status with GIT_OPTIONAL_LOCKS=0: no index
 refresh written back; no fsmonitor daemon started). A submodule is an empty folder in the tree
 (its objects are in its own repository, which the tree does not borrow): its files are not
@@ -27,6 +29,7 @@ indexed.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import logging
 import os
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 
 FOLDER = "team-writer"       # under the data dir: one tree per checkout and store
 GIT_TIMEOUT_S = 600
+EXAMPLES = 3                 # uncommitted files the writer's log names per root
 # every git run: hooks never run (the checkout's post-checkout notify, a global hooksPath), no
 # fsmonitor daemon is started for the checkout, submodules are never recursed into
 SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false")
@@ -70,13 +74,10 @@ def _toplevel(path: Path) -> Path | None:
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _git_path(top: Path, name: str) -> Path | None:
-    """The checkout's repository's `name` (objects, shallow, info/exclude), absolute: in its common
-    dir for a linked worktree."""
-    got = git(top, "rev-parse", "--git-path", name)
-    if got.returncode != 0 or not got.stdout.strip():
-        return None
-    return (top / got.stdout.strip()).resolve()
+def _head(path: Path) -> str | None:
+    """The commit the repository at `path` is at (its HEAD), or None (no commit yet, no repository)."""
+    got = git(path, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
+    return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else None
 
 
 @dataclasses.dataclass
@@ -87,6 +88,18 @@ class Tree:
     top: Path | None = None       # the checkout's work tree (None: a plain folder, indexed as it is)
     tree: Path | None = None      # the writer's tree of it, in the data dir (a repository of its own)
     sub: str = ""                 # the root's folder inside the work tree ("" for the work tree itself)
+    git_paths: dict[str, Path] = dataclasses.field(default_factory=dict, repr=False)   # git_path's answers
+
+    def git_path(self, name: str) -> Path | None:
+        """The checkout's repository's `name` (objects, shallow, info/exclude), absolute: in its
+        common dir for a linked worktree. Asked of git once per tree (where a repository keeps its
+        files does not move while the writer runs); a failure is not kept, so it is asked again."""
+        if name not in self.git_paths:
+            got = git(self.top, "rev-parse", "--git-path", name)
+            if got.returncode != 0 or not got.stdout.strip():
+                return None
+            self.git_paths[name] = (self.top / got.stdout.strip()).resolve()
+        return self.git_paths[name]
 
 
 @dataclasses.dataclass
@@ -95,7 +108,7 @@ class Synced:
     warnings: list[str] = dataclasses.field(default_factory=list)
     broken: list[str] = dataclasses.field(default_factory=list)   # roots with no tree to index: no pass now
     uncommitted: dict[str, int] = dataclasses.field(default_factory=dict)   # root name → files
-    examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)   # root name → a few of them
+    examples: dict[str, list[str]] = dataclasses.field(default_factory=dict)   # root name → EXAMPLES of them
 
 
 class CommittedTrees:
@@ -129,7 +142,7 @@ class CommittedTrees:
         for t in self.trees:
             if t.top is None:
                 continue
-            head, problem = self._head(t.top), None
+            head, problem = _head(t.top), None
             if t.tree not in moved:   # two roots of one repository share its tree
                 moved.add(t.tree)
                 problem = self._move(t, head)
@@ -151,13 +164,8 @@ class CommittedTrees:
             changed = self._uncommitted(t)
             if changed:
                 out.uncommitted[t.root.name] = len(changed)
-                out.examples[t.root.name] = changed[:5]
+                out.examples[t.root.name] = changed[:EXAMPLES]
         return out
-
-    @staticmethod
-    def _head(top: Path) -> str | None:
-        got = git(top, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
-        return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else None
 
     def _move(self, t: Tree, head: str | None) -> str | None:
         """The tree at the checkout's HEAD (made when missing, not one of this checkout's, or at a
@@ -170,16 +178,19 @@ class CommittedTrees:
                     self._remove(t)
                 t.tree.mkdir(parents=True, exist_ok=True, mode=0o700)
                 return None
-            objects = _git_path(t.top, "objects")
+            objects = t.git_path("objects")
             if objects is None:
                 return f"root {t.root.name}: cannot read the repository of {t.top}"
-            if self._at(t, objects) is None:   # first pass, data dir cleaned, old commit gone: from nothing
+            at = self._at(t)
+            if at is None:   # first pass, data dir cleaned, old commit gone: from nothing
                 made = self._make(t, objects)
                 if made:
                     return made
                 log.info("root %s: indexing the commits of %s in a tree of its own, %s", t.root.name, t.top,
                          t.tree)
             self._borrow_files(t)
+            if at == head and self._clean(t):   # nothing to write or remove: the usual pass
+                return None
             # HEAD moves only when every file is written: until then the tree names the commit it was at
             for args in (("checkout", "--quiet", "--force", "--detach", head), ("clean", "--quiet", "-ffdx")):
                 done = git(t.tree, *args)
@@ -211,7 +222,7 @@ class CommittedTrees:
         clone's boundary (without it the history walk stops at a missing parent) and info/exclude."""
         for name in ("shallow", "info/exclude"):
             mine = t.tree / ".git" / name
-            theirs = _git_path(t.top, name)
+            theirs = t.git_path(name)
             text = theirs.read_bytes() if theirs is not None and theirs.is_file() else None
             if text is None:
                 if name == "shallow":
@@ -221,14 +232,14 @@ class CommittedTrees:
                 mine.write_bytes(text)
 
     @staticmethod
-    def _at(t: Tree, objects: Path | None = None) -> str | None:
+    def _at(t: Tree) -> str | None:
         """The commit the tree is at, when it is one of this checkout's trees (a repository of its
         own at its top, borrowing the checkout's objects) and the checkout's objects still hold
         that commit; else None."""
         own = t.tree / ".git"
         if not own.is_dir() or t.tree.is_symlink():
             return None
-        objects = objects or _git_path(t.top, "objects")
+        objects = t.git_path("objects")
         try:
             if objects is None or (own / "objects" / "info" / "alternates").read_text().strip() != str(objects):
                 return None
@@ -236,11 +247,18 @@ class CommittedTrees:
             return None
         if _toplevel(t.tree) != t.tree.resolve():
             return None
-        got = git(t.tree, "rev-parse", "--quiet", "--verify", "HEAD^{commit}")
-        head = got.stdout.strip() if got.returncode == 0 else ""
-        if not head or git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
+        head = _head(t.tree)
+        if head is None or git(t.tree, "cat-file", "-e", f"{head}^{{tree}}").returncode != 0:
             return None
         return head
+
+    @staticmethod
+    def _clean(t: Tree) -> bool:
+        """Whether the tree's files are its HEAD's and nothing else: no file changed, deleted, new
+        or ignored (what `checkout --force` and `clean -ffdx` would undo). One read-only `git
+        status` (it compares contents where a file's stat cannot tell); a failure says not clean."""
+        got = git(t.tree, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored")
+        return got.returncode == 0 and not got.stdout
 
     @staticmethod
     def _remove(t: Tree) -> None:
@@ -268,28 +286,69 @@ class CommittedTrees:
         return sorted(out)
 
 
-def compare_checkout(path: Path, indexed: str, head: str | None = None) -> tuple[str, bool]:
-    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit:
-    (sentence, same?)."""
+class Standing(enum.Enum):
+    """How a reader's checkout stands against the indexed commit."""
+    NO_CHECKOUT = "no_checkout"   # not a git checkout: nothing to compare
+    SAME = "same"
+    NOT_FETCHED = "not_fetched"   # the indexed commit is not in the reader's clone
+    AHEAD = "ahead"
+    BEHIND = "behind"
+    DIVERGED = "diverged"
+
+
+# what each standing means for the answers (a standing not here says nothing more)
+_MEANS = {Standing.AHEAD: "results may miss what those commits changed",
+          Standing.BEHIND: "results may show changes you have not pulled",
+          Standing.DIVERGED: "results may differ from your files"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """A reader's checkout against the indexed commit: the kind, for code to decide on, and the
+    numbers its wording needs (freshness lines and `read`'s errors word it from these alone)."""
+    kind: Standing
+    mine: str = ""     # the checkout's commit
+    ahead: int = 0
+    behind: int = 0
+
+    @property
+    def same(self) -> bool:
+        """Whether the checkout is at the indexed commit (a folder with no commit counts as the same)."""
+        return self.kind in (Standing.NO_CHECKOUT, Standing.SAME)
+
+    def state(self) -> str:
+        """Where the checkout is, in words ("" when there is no checkout to compare)."""
+        def commits(n: int) -> str:
+            return f"{n} commit{'s' * (n != 1)}"
+        return {Standing.NO_CHECKOUT: "",
+                Standing.SAME: "your checkout is at the indexed commit",
+                Standing.NOT_FETCHED: (f"your checkout is at {self.mine[:7]}; the indexed commit is not in it "
+                                       "(git fetch, then compare)"),
+                Standing.AHEAD: f"your checkout is {commits(self.ahead)} ahead",
+                Standing.BEHIND: f"your checkout is {commits(self.behind)} behind the index",
+                Standing.DIVERGED: (f"your checkout and the index have diverged ({self.ahead} ahead, "
+                                    f"{self.behind} behind)")}[self.kind]
+
+    def sentence(self) -> str:
+        """Where the checkout is and what that means for the answers ("" for no checkout)."""
+        means = _MEANS.get(self.kind)
+        return f"{self.state()}: {means}" if means else self.state()
+
+
+def compare_checkout(path: Path, indexed: str, head: str | None = None) -> Comparison:
+    """How the checkout at `path` (at `head`, default its HEAD) stands against the indexed commit."""
     try:
         repo = corpus.open_repo(path)
     except Exception:  # noqa: BLE001 — not a git checkout: nothing to compare
         repo = None
     mine = (head or corpus.head_id(repo)) if repo is not None else None
     if mine is None:
-        return "", True
+        return Comparison(Standing.NO_CHECKOUT)
     if mine == indexed:
-        return "your checkout is at the indexed commit", True
+        return Comparison(Standing.SAME, mine)
     try:
         ahead, behind = repo.ahead_behind(mine, indexed)
     except Exception:  # noqa: BLE001 — the indexed commit is not in this clone
-        return (f"your checkout is at {mine[:7]}; the indexed commit is not in it "
-                "(git fetch, then compare)"), False
-    if behind == 0:
-        return (f"your checkout is {ahead} commit{'s' * (ahead != 1)} ahead: results may miss what "
-                f"those commits changed"), False
-    if ahead == 0:
-        return (f"your checkout is {behind} commit{'s' * (behind != 1)} behind the index: results may "
-                "show changes you have not pulled"), False
-    return (f"your checkout and the index have diverged ({ahead} ahead, {behind} behind): results "
-            "may differ from your files"), False
+        return Comparison(Standing.NOT_FETCHED, mine)
+    kind = Standing.AHEAD if behind == 0 else Standing.BEHIND if ahead == 0 else Standing.DIVERGED
+    return Comparison(kind, mine, ahead, behind)

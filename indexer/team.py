@@ -92,7 +92,7 @@ class TeamReader:
         if last is None:
             return Freshness.judged(base, "stale", **store, reason="the writer has not finished a first pass yet")
         age = _ago(time.time() - float(last))
-        parts, same = [], True
+        parts, at_indexed = [], {}   # root name → whether this reader's checkout is at its indexed commit
         for root in self.config.roots:
             indexed = heads.get(root.name)
             if not indexed:
@@ -103,13 +103,14 @@ class TeamReader:
                 mine = corpus.head_id(repo) if repo is not None else None
                 if mine and view.scoped_head(root, mine) == indexed:   # the scope has not moved since
                     mine = indexed
-                cmp_, ok = compare_checkout(root.path, indexed, mine)
-                same = same and ok
-                line += f"; {cmp_}" if cmp_ else ""
+                cmp_ = compare_checkout(root.path, indexed, mine)
+                at_indexed[root.name] = cmp_.same
+                line += f"; {cmp_.sentence()}" if cmp_.sentence() else ""
             parts.append(line)
         if not parts:
             parts.append(f"indexed {age} (not a git checkout)")
-        differs = self._copy_differs(view, path, same) if path and self.checkout else None
+        same = all(at_indexed.values())
+        differs = self._copy_differs(view, path, at_indexed) if path and self.checkout else None
         if differs:
             parts.append(differs)
             same = False
@@ -125,20 +126,22 @@ class TeamReader:
         return Freshness.judged(base, "stale", **store, detail=detail, writer_running=writer, reason=detail)
 
     @staticmethod
-    def _copy_differs(view: ReadView, path: str, at_indexed: bool) -> str | None:
+    def _copy_differs(view: ReadView, path: str, at_indexed: dict[str, bool]) -> str | None:
         """Why the reader's file at `path` is not the indexed text, or None: `read` shows the
-        reader's own file, search the indexed one — never under a "fresh" verdict."""
+        reader's own file, search the indexed one — never under a "fresh" verdict. The file is
+        the one the request read (reader.copy_of); why it differs is its own root's standing
+        (`at_indexed`: root name → at the indexed commit), not another root's."""
         from remembrancer.indexer.search import reader as reading
 
         try:
-            doc, real, root = reading.resolve(view, path)
-            data = corpus.read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True,
-                                            inside=str(root))
+            copy = reading.copy_of(view, path)
         except (UserError, OSError, corpus.Unreadable):   # the read itself says what is wrong
             return None
-        if corpus.blob_id(data) == doc["content_hash"]:
+        doc = copy.doc
+        if copy.blob == doc["content_hash"]:
             return None
-        why = "uncommitted changes in your checkout" if at_indexed else "your checkout is at another commit"
+        why = ("uncommitted changes in your checkout" if at_indexed.get(doc["root"], True)
+               else "your checkout is at another commit")
         return (f"your copy of {doc['path']} differs from the indexed text ({why}): this answer shows your copy, "
                 "search the indexed text")
 
@@ -346,7 +349,7 @@ class Writer:
         if left_out != self._said_left_out:   # said when it changes, not every pass
             if left_out:
                 log.warning("%s (e.g. %s): commit and push them, or discard them", left_out, ", ".join(
-                    redactor.redact_path(p)[0] for name in sorted(synced.examples) for p in synced.examples[name][:3]))
+                    redactor.redact_path(p)[0] for name in sorted(synced.examples) for p in synced.examples[name]))
             self._said_left_out = left_out
         if synced.broken:   # fail closed: an index of no tree would remove every document of the root
             raise UserError(f"no commit of {', '.join(synced.broken)} to index: {'; '.join(synced.warnings)}",
@@ -356,13 +359,13 @@ class Writer:
         report.warnings[:0] = problems + synced.warnings + ([left_out] if left_out else [])
         return report
 
-    def _record_pull(self, problems: list[str], synced: Synced | None = None) -> PullState:
+    def _record_pull(self, problems: list[str], synced: Synced) -> PullState:
         """The last fetch, in the store for every reader: when it last worked, and since when and
         why it fails (`problems` come redacted); what the checkouts hold that no commit does."""
         cat = self.engine.catalog
         before = PullState.parse(cat.get_meta(WRITER_PULL_KEY))
         now = time.time()
-        found = {"uncommitted": synced.uncommitted or None, "tree_problems": synced.warnings or None} if synced else {}
+        found = {"uncommitted": synced.uncommitted or None, "tree_problems": synced.warnings or None}
         if problems:
             error = "; ".join(problems)[:600]
             state = PullState(ok_at=before.ok_at, error=error, failing_since=before.failing_since or now, **found)

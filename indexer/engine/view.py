@@ -10,6 +10,7 @@ in one ReadCache the engine's views share."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from contextlib import ExitStack
 from typing import Callable, NamedTuple
@@ -53,6 +54,15 @@ class ReadCache:
         self.waiting: tuple[tuple, int] = ((), 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class Copy:
+    """The reader's file of an indexed document as one request read it (search/reader.py
+    read_copy): `read` serves these bytes and a team reader's freshness compares the same ones
+    with the indexed text (indexer/team.py)."""
+    doc: dict    # its catalog row
+    blob: str    # the git blob id of the bytes read: the indexed text when it is doc["content_hash"]
+
+
 class ReadView:
     """One request's reads of one corpus, as if only the files under `scope` existed."""
 
@@ -64,6 +74,7 @@ class ReadView:
         self.wall = scope.Wall((), {})           # the scope as a predicate on paths (set on entering)
         self._last_report = last_report
         self._stack: ExitStack | None = None
+        self.copies: dict[str, Copy] = {}   # path asked → the file this request read of it (reader.read_copy)
 
     def __enter__(self) -> "ReadView":
         """Limit this thread's catalog connection to the scope; for the team store this is also

@@ -25,7 +25,7 @@ from remembrancer.indexer.ingest.document import Skip, decode, decode_lines, red
 from remembrancer.indexer.ingest.markdown import PLAIN_PART_MARK
 from remembrancer.indexer.requests import DEFAULT_PAGE_CHARS
 from remembrancer.indexer.answers import Outline, OutlineSection, Page
-from remembrancer.indexer.engine.view import ReadView
+from remembrancer.indexer.engine.view import Copy, ReadView
 from remembrancer.indexer.ingest.transcripts import DOC_TYPES as CONVERSATION_TYPES
 
 _REPEAT_SUFFIX = re.compile(r" \[\d+\]$")   # a breadcrumb used twice gets " [2]", " [3]" (indexer/ingest/markdown.py)
@@ -73,22 +73,22 @@ def resolve(view: ReadView, path: str) -> tuple[dict, Path, Path]:
 def not_in_checkout(view: ReadView, root, doc) -> UserError:
     """A team reader's `read` of an indexed file its own checkout does not have: why, from how the
     checkout stands against the indexed commit (the store holds commits, the reader reads its clone)."""
-    from remembrancer.indexer.committed import compare_checkout
+    from remembrancer.indexer.committed import Standing, compare_checkout
 
     indexed = json.loads(view.catalog.get_meta("heads") or "{}").get(root.name)
     where = f"{doc['path']} is in the index" + (f" (commit {indexed[:7]})" if indexed else "")
     if indexed:
-        how, same = compare_checkout(root.path, indexed)
-        if not how:   # not a git checkout: no commit to compare with
+        cmp_ = compare_checkout(root.path, indexed)
+        if cmp_.kind is Standing.NO_CHECKOUT:   # no commit to compare with
             why = "your folder is no git checkout to compare with"
             hint = "check your --root: it must be your clone of the notes"
-        elif same:
-            why, hint = ("your checkout is at the indexed commit, so the file is deleted or moved in your working "
-                         "tree (uncommitted)"), "`git status` in your checkout shows it; `git restore` brings it back"
+        elif cmp_.kind is Standing.SAME:
+            why, hint = (f"{cmp_.state()}, so the file is deleted or moved in your working tree (uncommitted)",
+                         "`git status` in your checkout shows it; `git restore` brings it back")
         else:
-            why = how.split(": ", 1)[0]
+            why = cmp_.state()
             hint = ("your commits since the indexed one moved or deleted it; the index has them once they are pushed "
-                    "and the writer pulls them" if " ahead" in why and "behind" not in why
+                    "and the writer pulls them" if cmp_.kind is Standing.AHEAD
                     else "`git pull` (or `git fetch`), then read it again")
     else:
         why, hint = "the store names no commit for it", "check your --root: it must be your clone of the notes"
@@ -161,16 +161,32 @@ def skip_reasons(view: ReadView, path: str) -> list[str]:
     return [w.removeprefix(f"{path}: ") for w in view.warnings(path)]
 
 
+def read_copy(view: ReadView, path: str, redactor=None) -> tuple[Copy, bytes]:
+    """`path`'s file, read by the indexer's own checks (a regular file: a FIFO never blocks; under the
+    size cap; still in its root) — with `redactor`, a document it denies is not found before its file
+    is opened. Kept on the view (`copies`, by the path asked), so the request's freshness compares
+    the bytes it served rather than reading and hashing the file again."""
+    doc, real, root = resolve(view, path)
+    if redactor is not None and redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if not indexed
+        raise UserError(f"no indexed document {echo(repr(path))}", param="path", code="not_found")
+    data = read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True, inside=str(root))
+    copy = view.copies[path] = Copy(doc, blob_id(data))
+    return copy, data
+
+
+def copy_of(view: ReadView, path: str) -> Copy:
+    """The request's copy of `path`: the one `read` took, else read now (raises as read_copy does)."""
+    return view.copies.get(path) or read_copy(view, path)[0]
+
+
 def _load(view, path: str):
     redactor = view.redaction.current()  # fail closed (indexer/redact.py): RedactionError if the policy is broken
-    doc, real, root = resolve(view, path)
-    if redactor.denied(doc["path"], doc["rel"]):  # [redact] deny: as if it were not indexed
-        raise UserError(f"no indexed document {echo(repr(path))}", param="path", code="not_found")
-    try:  # the indexer's own checks: a regular file (a FIFO never blocks), under the size cap, still in its root
-        data = read_regular_file(real, doc["path"], view.config.max_file_bytes, nofollow=True, inside=str(root))
+    try:
+        copy, data = read_copy(view, path, redactor)
     except Unreadable as e:
         raise UserError(str(e), param="path", code="unreadable") from None
-    key = (str(view.dir), doc["path"], blob_id(data), redactor.policy_fingerprint())
+    doc = copy.doc
+    key = (str(view.dir), doc["path"], copy.blob, redactor.policy_fingerprint())
     cached = _PARSED.get(key)
     if cached is None:
         try:   # a transcript is read line by line, as it was indexed: a bad line spoils itself only

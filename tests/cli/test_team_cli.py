@@ -314,24 +314,29 @@ def test_readers_see_the_writer_again_as_soon_as_the_server_is_back(tmp_path, ti
                                str(w["shared"]), "--pull-every", "3600"], env=w["env"], cwd=str(PROJECT),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def running() -> bool:
+    def lock_pid() -> int | None:
+        """The pid of the writer's session holding the store's lock, once a first pass is done."""
         try:
             led = PgStore(pg_url, readonly=True).open_ledger(readonly=True)
         except Exception:   # noqa: BLE001 — not there yet
-            return False
+            return None
         try:
-            return led.writer_running() and led.get_meta("last_indexed_at") is not None
+            holder = led.writer_lock_holder()
+            done = led.get_meta("last_indexed_at") is not None
+            return holder.pid if holder is not None and holder.owns_store and done else None
         finally:
             led.close()
     try:
-        assert _wait(running, 90), "the writer never finished its first pass"
+        old = _wait(lock_pid, 90)
+        assert old, "the writer never finished its first pass"
         with psycopg.connect(pg_url, autocommit=True) as admin:
             ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name"
                                   " LIKE 'remembrancer-writer%%' AND datname = current_database()").fetchone()[0]
         assert ended >= 2   # its ledger (holding the lock) and its NOTIFY listener
-        t0 = time.monotonic()
-        assert poll_until(running, 20, 0.1), "readers were told no writer is running until the writer's next pass"
-        took = time.monotonic() - t0
+        # the lock taken again by a new session: not the old one seen on its way out, and (the deadline
+        # being generous but far below the hour to the next pass) because the writer noticed at once
+        assert poll_until(lambda: lock_pid() not in (None, old), 120, 0.1), \
+            "readers were told no writer is running until the writer's next pass"
         reader = TeamReader(pg_url, Config(roots=make_roots([w["mine"]])), embedder=tiny_embedder)
         try:
             out = reader.call("search", query="restart the ledger service")
@@ -344,7 +349,6 @@ def test_readers_see_the_writer_again_as_soon_as_the_server_is_back(tmp_path, ti
         _stop(writer)
     err = writer.stderr.read()
     assert "lost the store" in err and "connected to the store" in err and "Traceback" not in err, err[-2000:]
-    assert took < 10, took
 
 
 @pytest.mark.slow

@@ -253,3 +253,33 @@ def test_a_daemon_past_the_watch_limit_keeps_serving_and_says_which_root_it_poll
         outside = run_cli("doctor", "--root", str(notes), env=d.env)   # the machine's limit is enough here
         assert "[  OK] inotify: " in outside.stdout + outside.stderr
         assert d.proc.poll() is None
+
+
+def test_doctor_asks_the_daemon_once_and_reads_the_limits_once_per_report(tmp_path, data_env, monkeypatch):
+    """`doctor` pings the daemon once: its socket check and its polled-roots check read one answer.
+    A polled-roots report reads the limits (/proc) once: its reason and its fix name one reading."""
+    from remembrancer.daemon import doctor, watch_limit
+
+    monkeypatch.setenv("REMEMBRANCER_CONFIG", str(tmp_path / "config.toml"))   # none: the defaults
+    polled = {"message": "1 root is polled, not watched", "roots": [str(tmp_path)], "fix": "raise it"}
+    pings = []
+    monkeypatch.setattr(doctor, "socket_path", lambda: tmp_path / "sock")
+    monkeypatch.setattr(doctor, "check_socket_owner", lambda sock: None)
+    monkeypatch.setattr(doctor, "ping", lambda sock: pings.append(sock) or {
+        "daemon": {"pid": 1}, "corpora": [{"roots": [str(tmp_path)], "polled": polled}]})
+    (tmp_path / "sock").touch(mode=0o600)
+    monkeypatch.setattr(doctor, "_model_check", lambda cfg, err: doctor._check("model", "OK", "not loaded here"))
+    checks = {c["check"]: c for c in doctor.run_checks([str(tmp_path)])}
+    assert len(pings) == 1, pings
+    assert checks["daemon"]["status"] == "OK" and "pid 1" in checks["daemon"]["detail"]
+    if sys.platform.startswith("linux"):
+        assert checks[f"watching {tmp_path}"]["status"] == "WARN"
+
+    reads = []
+    real = watch_limit.limits
+    monkeypatch.setattr(watch_limit, "limits", lambda: reads.append(1) or real())
+    w = Watcher([tmp_path], ChangeQueue())
+    w.polling[tmp_path] = None   # as a root past the limit is held (no observer started here)
+    pr = w.problem()
+    assert pr["roots"] == [str(tmp_path)] and "inotify watch limit is reached" in pr["reason"]
+    assert len(reads) == 1, reads

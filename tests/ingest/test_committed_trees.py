@@ -54,6 +54,32 @@ def test_the_tree_follows_the_commits_and_the_checkout_is_never_written(tmp_path
     now = (tree / "keep.md").stat()   # only what changed was written
     assert (now.st_ino, now.st_mtime_ns) == (kept.st_ino, kept.st_mtime_ns)
 
+    # a pass at the same commit over a clean tree writes nothing, not even the tree's index
+    index = (tree / ".git" / "index").stat()
+    calls = []
+    real_git = committed.git
+    committed.git = lambda cwd, *args: (calls.append(args), real_git(cwd, *args))[1]
+    try:
+        assert not trees.sync().warnings
+        asked = {a for args in calls for a in args}   # where the checkout keeps its objects: asked once, before
+        assert not asked & {"checkout", "clean", "--git-path"}
+        after = (tree / ".git" / "index").stat()
+        assert (after.st_ino, after.st_mtime_ns) == (index.st_ino, index.st_mtime_ns)
+        # … and a tree someone changed is put back: an edit, a deletion, a new file, an ignored one
+        (tree / "a.md").write_text("# A\n\nedited in the tree\n")
+        (tree / "keep.md").unlink()
+        write(tree, "stray/new.md", "# New\n\nnot in any commit\n")
+        write(repo, ".git/info/exclude", "*.tmp\n")   # the tree borrows the checkout's excludes
+        write(tree, "x.tmp", "ignored\n")
+        calls.clear()
+        assert not trees.sync().warnings
+        assert {"checkout", "clean"} <= {args[0] for args in calls}
+    finally:
+        committed.git = real_git
+    assert corpus.head_id(corpus.open_repo(tree)) == second
+    assert sorted(p.name for p in tree.iterdir()) == [".git", "a.md", "keep.md"]
+    assert (tree / "a.md").read_text() == "# A\n\ntwo\n"
+
     # a rebase and a force-push: the commit the tree was at is gone from the checkout's objects
     git(repo, "reset", "-q", "--hard", first)
     write(repo, "b.md", "# B\n\nrewritten history\n")

@@ -406,6 +406,49 @@ def test_the_writer_indexes_the_commit_it_names_never_its_uncommitted_changes(tm
         writer.close()
 
 
+def test_a_read_is_judged_by_its_own_root_and_on_the_bytes_it_served(tmp_path, data_env, tiny_embedder, pg_url,
+                                                                      monkeypatch):
+    """Two roots, the reader's checkout of one behind the index: its own edit to a file of the other
+    root is an uncommitted change of a checkout at the indexed commit, not "another commit"; and
+    the freshness of a `read` compares the file that read took, not a second reading of it."""
+    from remembrancer.indexer.ingest import corpus
+    from remembrancer.indexer.search import reader as reading
+
+    for name in ("alpha", "beta"):
+        git_init(tmp_path / "origin" / name)
+        write(tmp_path / "origin" / name, "notes/a.md", f"# {name}\n\nThe {name} service restarts nightly.\n")
+        git(tmp_path / "origin" / name, "add", "-A")
+        git(tmp_path / "origin" / name, "commit", "-q", "-m", "one")
+        for side in ("shared", "mine"):
+            (tmp_path / side).mkdir(exist_ok=True)
+            git(tmp_path, "clone", "-q", str(tmp_path / "origin" / name), str(tmp_path / side / name))
+    shared = [tmp_path / "shared" / n for n in ("alpha", "beta")]
+    mine = [tmp_path / "mine" / n for n in ("alpha", "beta")]
+    write(tmp_path / "origin" / "beta", "notes/b.md", "# B\n\nlater\n")
+    git(tmp_path / "origin" / "beta", "add", "-A")
+    git(tmp_path / "origin" / "beta", "commit", "-q", "-m", "two")
+    writer = Writer(Config(roots=make_roots(shared)), pg_url, embedder=tiny_embedder)
+    reader = TeamReader(pg_url, Config(roots=make_roots(mine)), embedder=tiny_embedder)
+    try:
+        writer.pass_once()   # beta pulled to "two"; the reader's beta is still at "one"
+        path = next(d["path"] for d in reader.call("list")["documents"] if d["path"].startswith("alpha"))
+        (mine[0] / "notes/a.md").write_text("# alpha\n\nThe alpha service restarts weekly now.\n")
+        reads = []
+        real = corpus.read_regular_file
+        counted = lambda *a, **k: (reads.append(a[1]), real(*a, **k))[1]   # noqa: E731
+        monkeypatch.setattr(corpus, "read_regular_file", counted)
+        monkeypatch.setattr(reading, "read_regular_file", counted)
+        page = reader.call("read", path=path)
+        assert "weekly" in page["content"] and page["index"]["verdict"] == "stale", page["index"]
+        reason = page["index"]["reason"]
+        assert "the indexed commit is not in it" in reason, reason   # beta's line: not fetched
+        assert f"your copy of {path} differs from the indexed text (uncommitted changes in your checkout)" in reason
+        assert reads == [path], reads   # read once: served and compared
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_a_writer_whose_indexed_tree_is_gone_makes_it_again_and_never_empties_the_store(tmp_path, data_env,
                                                                                         tiny_embedder, pg_url,
                                                                                         monkeypatch):
