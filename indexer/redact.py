@@ -46,7 +46,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 14
+REDACTOR_VERSION = 15
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -234,7 +234,10 @@ def _compile(pattern: str, flags: int = 0) -> re.Pattern:
 # rest of a long `a-a-a-…` line from every word start (quadratic: 5 MB kept `index` busy for hours).
 # The user may be empty (`redis://:pw@host`); the password may hold `@` (it ends at the last `@`
 # before the host, where the greedy repeat stops; it backtracks at most 256 characters).
-_URL_CREDS = _compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@'\"<>]{0,256}:(?P<pw>[^\s/?#'\"<>]{1,256})@")
+# A redaction marker is never read as `user:password@` (`https://[REDACTED:long_hex]@host`: its `:` is the
+# marker's): the user holds no `[`/`]` unless it is a whole marker (a user the hash file listed).
+_URL_CREDS = _compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:\[REDACTED:[A-Za-z0-9_.-]{1,40}\]|[^\s:/?#@'\"<>\[\]]{0,256})"
+                      r":(?P<pw>[^\s/?#'\"<>]{1,256})@")
 # `deploy_ghp_…`: `_` is a word character, so a token glued after one has no \b before it; its
 # prefix is distinctive enough to be its own boundary (no letter or digit before it).
 _GITHUB = _compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")
@@ -288,8 +291,26 @@ def _jwt(text: str) -> tuple[str, int]:
 
     return _JWT_RUNS.sub(repl, text), n
 _BEARER = _compile(r"(?i)\bbearer" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{16,})")
-_AUTH_HEADER = _compile(r"(?i)\b(?:proxy-)?authorization[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?"
+# The header and its value: `Authorization: Basic …`, `"Authorization": "Token …"`, and with no colon when the
+# value is quoted after a space (nginx `proxy_set_header Authorization "Basic …";`).
+_AUTH_HEADER = _compile(r"(?i)\b(?:proxy-)?authorization(?:[\"']?" + _H + r"*[:=]" + _H + r"*[\"']?|" + _H + r"{1,8}[\"'])"
                           r"(?:basic|token|digest|negotiate|apikey)" + _H + r"+(?P<v>[A-Za-z0-9._~+/=-]{8,})")
+# `Basic <base64>` with no header before it (a question, a log line): a credential when the base64 decodes
+# to `user:password` (_basic_credentials); "Basic Authentication" and other words do not.
+_BASIC = _compile(r"\b(?i:basic)" + _H + r"{1,8}(?P<v>[A-Za-z0-9+/]{8,1024}+={0,2}+)(?![A-Za-z0-9+/=])")
+
+
+def _basic_credentials(value: str) -> bool:
+    """base64 of `user:password` (either may be empty, not both): printable text holding a colon."""
+    if len(value) % 4:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except ValueError:
+        return False
+    user, colon, password = decoded.partition(":")
+    return (bool(colon) and bool(user or password) and decoded.isprintable()
+            and not any(c.isspace() for c in decoded))
 # Cookies: a session cookie is a credential. `Cookie: a=v; b=w` (every value), `Set-Cookie: a=v; Path=/;
 # HttpOnly` (the first pair's value; the attributes after it stay), curl's `-b`/`--cookie 'a=v'`.
 # The names stay readable; a value is redacted when it could be a session (_cookie_value).
@@ -491,9 +512,12 @@ def _prose_value(value: str, quoted: bool = False) -> bool:
 
 
 # "Rotate db password: new one is Pr0dDbPw2031x" (a commit message): the secret word earlier in the
-# sentence, then "(the) new one is X" / "old value: X". The gap is short and stops at a clause's end (`.`, `;`).
+# sentence, then "(the) new one is X" / "old value: X". The gap is short and stops at a sentence's end (`.`,
+# `!`, `?`); a `;` may stand in it ("Rotated the admin token; the new one is X"), and the value after one is
+# judged harder (_prose_secrets): "the token; the new one is valid for 90 days" and "the API key; the new one
+# is i3en.2xlarge" stay.
 _PROSE_NEW_ONE = _compile(
-    r"(?i)(?<![A-Za-z0-9])(?P<w>" + _PROSE_WORD + r")s?[^\n.!?;]{0,40}?(?<![A-Za-z0-9])"
+    r"(?i)(?<![A-Za-z0-9])(?P<w>" + _PROSE_WORD + r")s?[^\n.!?]{0,40}?(?<![A-Za-z0-9])"
     r"(?:new|old|current|previous|temporary|temp|initial|next|replacement)" + _H + r"{1,8}(?:one|value)"
     r"(?:" + _PROSE_IS + "|" + _H + r"{0,8}[:=])[\"'`*]{0,3}" + _H + r"{0,8}[\"'`*]{0,3}(?P<v>[^\s\"'`*|]{1,256})")
 
@@ -508,7 +532,12 @@ def _prose_secrets(text: str) -> tuple[str, int]:
         raw = m.group("v")
         quoted = m.string[m.end("v"):m.end("v") + 1] in ("\"", "'", "`", "*")   # its end is the quote's
         value = raw if quoted and raw else raw.rstrip(".,;:!?)]}>")
-        if not (_prose_value(value, quoted) or _quoted_credential(m, value) or _linked_passphrase(m, value)):
+        if m.re is _PROSE_NEW_ONE and ";" in m.string[m.end("w"):m.start("v")]:
+            # another clause: the value may be another thing's ("the API key; the new one is i3en.2xlarge"),
+            # so it is judged as one right after a secret word is (both cases or a symbol, not words)
+            if not _bare_credential(value.rstrip("*")):
+                return m.group(0)
+        elif not (_prose_value(value, quoted) or _quoted_credential(m, value) or _linked_passphrase(m, value)):
             return m.group(0)
         n += 1
         s = m.start("v") - m.start(0)
@@ -517,7 +546,7 @@ def _prose_secrets(text: str) -> tuple[str, int]:
     text = _PROSE_SECRET.sub(repl, text)
     if _NEW_ONE.search(text.lower()):   # a cheap look for the rare anchor before the costly pattern
         text = _PROSE_NEW_ONE.sub(repl, text)
-    for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _PROSE_LOGIN_PAIR, _JSON_VALUE):
+    for pattern in (_PROSE_DIRECT, _PROSE_LOGIN, _PROSE_LOGIN_PAIR, _ADMIN_PAIR, _JSON_VALUE):
         text, k = _bare_credentials(pattern, text)
         n += k
     text, k = _spaced_passphrases(text)
@@ -699,6 +728,9 @@ _PROSE_LOGIN = _compile(_LOGIN_WORD + r"(?:" + _PROSE_WHOSE + r"(?:" + _PROSE_IS
                         + r"|:)?" + _H + r"{1,8}" + _LOGIN_USER + _H + r"{1,8}/" + _H + r"{1,8}" + _LOGIN_PASS)
 _PROSE_LOGIN_PAIR = _compile(_LOGIN_WORD + r"(?:" + _PROSE_WHOSE + r")?(?:" + _PROSE_IS + "|" + _H + r"{0,8}:)" + _H
                              + r"{1,8}" + _LOGIN_USER + r":" + _LOGIN_PASS)
+# An administrator's user and a password after a spaced slash with no login word before them ("admin /
+# Ad9mZx4Qp7Lw" in a question, a table cell): the password judged as right after a secret word.
+_ADMIN_PAIR = _compile(r"(?<![A-Za-z0-9._@/-])(?i:admin|administrator|root)" + _H + r"{1,8}/" + _H + r"{1,8}" + _LOGIN_PASS)
 # A JSON "value" (a tool call's input: `{"path": "kv/app", "value": "Gr33nT34!Kettle#77"}`, an ECS or
 # Kubernetes `{"name": "DB_PASSWORD", "value": "…"}`) holding a credential-shaped string.
 _JSON_VALUE = re.compile(r"\"(?:value|secret_?value|secretValue)\"" + _H + r"{0,8}:" + _H + r"{0,8}\"(?P<v>[^\s\"]{1,256})\"")
@@ -1017,9 +1049,10 @@ def _table_columns(text: str) -> tuple[str, int]:
                 kind = _field_kind(name)
                 if kind is not None:
                     kinds[c] = kind
+        pairs = len(_table_cells(header)) == 2   # a key/value table: each row's label names its value
         i += 1
         while i < len(lines) and "|" in lines[i] and lines[i].strip():
-            if kinds:
+            if kinds or pairs:
                 row = lines[i]
                 cells = _table_cells(row)
                 for c in sorted(kinds, reverse=True):
@@ -1033,9 +1066,41 @@ def _table_columns(text: str) -> tuple[str, int]:
                     at = s + cell.index(inner)
                     row = row[:at] + marker("env_secret") + row[at + len(inner):]
                     n += 1
+                cells = _table_cells(row)
+                if pairs and len(cells) == 2:
+                    (ls, le), (s, e) = cells
+                    cell = row[s:e]
+                    inner = cell.strip().strip("`*\"'")
+                    if inner and _row_value(row[ls:le], inner):
+                        at = s + cell.index(inner)
+                        row = row[:at] + marker("env_secret") + row[at + len(inner):]
+                        n += 1
                 lines[i] = row
             i += 1
     return ("\n".join(lines), n) if n else (text, 0)
+
+
+_LABEL_NOISE = re.compile(r"\([^()]{0,80}\)|[*`]")
+# a variable's name, not a word: `DB_PASSWORD`, `PGPASSWORD`, `clientSecret`, `smtp.pass` (`secret` and
+# `Pass` alone are words: judged as a column's header is)
+_VARIABLE = re.compile(r"(?=[^\n]{0,63}(?:[_.-]|[a-z][A-Z])|[A-Z0-9]{3,64}\Z)[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+# not a value but a type or a call (`VARCHAR(64)`, `Optional[str]`) or a reference to one (`secrets.DB_PASSWORD`)
+_TYPE_OR_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}(?:\([^()]{0,64}\)|\[[^\[\]]{0,64}\])|(?:[A-Za-z_][A-Za-z0-9_]{0,63}\.){1,8}"
+                          r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
+def _row_value(label: str, value: str) -> bool:
+    """In a two-column table (`| name | value |`, `| Setting | Value |`), the value of a row whose label
+    names a secret — the same as `KEY=value`. A variable's name that says it holds a secret
+    (`REDIS_PASSWORD`, `SMTP_PASS`, `API_TOKEN`: _secret_name) names a value; words (`admin password`,
+    `Wi-Fi key`, `API key (prod)`) are read as a column's header (_field_kind). The value is judged as
+    under such a field (_field_value): never words with spaces, a placeholder, a variable's name, a
+    store (`1Password`), a path, a provider's name (`| GITHUB_TOKEN | GitHub |`), a type or a reference."""
+    name = _LABEL_NOISE.sub("", label).strip()
+    if not name or len(name) > 64:
+        return False
+    kind = "value" if _VARIABLE.fullmatch(name) and _secret_name(name) else _field_kind(name)
+    return kind is not None and not _TYPE_OR_REF.fullmatch(value.strip()) and _field_value(kind, value)
 
 
 def _conf_lines(text: str) -> tuple[str, int]:
@@ -1236,9 +1301,10 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),
     _Family("jwt", "JSON Web Tokens (eyJ….eyJ….…)", _jwt, ("eyJ",)),
-    _Family("bearer", "Authorization: Bearer/Basic/Token credentials",
+    _Family("bearer", "Authorization: Bearer/Basic/Token credentials; Basic <base64 of user:password> anywhere",
             _multi(_sub(_BEARER, "bearer", "v", lambda v: _looks_secret(v, 16)),
-                   _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v))), ("bearer", "authorization")),
+                   _sub(_AUTH_HEADER, "bearer", "v", lambda v: not _placeholder(v)),
+                   _sub(_BASIC, "bearer", "v", _basic_credentials)), ("bearer", "authorization", "basic")),
     _Family("cookie", "session cookies: the values of Cookie: / Set-Cookie: headers and of curl -b / --cookie "
             "(names and attributes stay)", _cookies, ("ookie", "curl")),
     _Family("key_value", "values of password/secret/token/api_key keys (key=value, key: value, --token v)",
@@ -1251,7 +1317,8 @@ FAMILIES: tuple[_Family, ...] = (
             ("curl", "mysql", "mariadb", "sshpass", "redis-cli", "password", "login", "openssl", "htpasswd", "sudo")),
     _Family("env_secret", "values of variables named as secrets (PGPASSWORD=, SECRET_KEY_BASE=, export API_KEY=, "
             "DB_PASSWORD: …, requirepass …, a Kubernetes env entry, a .pgpass line), the items of a YAML list and the "
-            "cells of a Markdown table's column named so (api_keys:, | password |)",
+            "cells of a Markdown table's column named so (api_keys:, | password |) and the value of a two-column table's row "
+            "named so (| REDIS_PASSWORD | … |)",
             _multi(_env_secrets, _conf_lines, _k8s_env, _sub(_PGPASS, "env_secret", "v", _secret_value),
                    _yaml_secret_lists, _table_columns),
             ("pass", "pwd", "pw", "psk", "secret", "token", "key", "cred", "auth", "sig", ":")),
@@ -1266,7 +1333,7 @@ FAMILIES: tuple[_Family, ...] = (
             "account: X\", \"the root password on edge3 is still X\", \"the login for cache2 is admin / X\" — when X "
             "has a credential's character mix",
             _prose_secrets, ("pass", "pwd", "pw", "PW", "secret", "token", "cred", "key", "psk", "kennwort", "value",
-                             "Value", "log", "user")),
+                             "Value", "log", "user", "admin", "root")),
 )
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 

@@ -1467,3 +1467,162 @@ def test_served_strings_are_redacted_every_time_they_are_served(monkeypatch):
     assert len(r._served) <= 3
     other = Redactor(families=tuple(n for n in FAMILY_NAMES if n not in ("key_value", "env_secret")))
     assert other.redact_obj(secret) == secret != r.redact_obj(secret)
+
+
+# -- key/value table rows, Basic credentials, `admin / X`, "…; the new one is X", markers ----------------
+
+KV_SECRETS = {"redis": "Rd5pQw8Zx2Lm", "admin": "Ad9mZx4Qp7Lw", "smtp": "Sm7tPq3Xz9Kw", "db": "Dp4xQz8Lm2Vw",
+              "keystore": "Hk4#pL9qZx2W", "basic": "YWRtaW46SHVudGVyMjAyNiE=", "rotated": "Qm7rT2xV9kLp4Zs8"}
+KV_NOTE = f"""# Staging secrets inventory
+
+| name | value |
+|---|---|
+| REDIS_PASSWORD | {KV_SECRETS["redis"]} |
+| admin login | admin / {KV_SECRETS["admin"]} |
+
+| Setting | Value |
+|---|---|
+| `SMTP_PASS` | {KV_SECRETS["smtp"]} |
+| timeout | 30s |
+| owner | Priya |
+| password policy | 12 characters minimum |
+
+| Variable | Value |
+|---|---|
+| DB_PASSWORD | {KV_SECRETS["db"]} |
+
+## Basic auth header
+
+and in an nginx config: `proxy_set_header Authorization "Basic {KV_SECRETS["basic"]}";`
+
+- Rotated the admin token; the new one is {KV_SECRETS["rotated"]} for now.
+"""
+
+
+def test_a_key_value_tables_row_named_as_a_secret_loses_its_value():
+    out, counts = redact(KV_NOTE)
+    assert [v for v in KV_SECRETS.values() if v in out] == []
+    assert "| REDIS_PASSWORD | [REDACTED:env_secret] |" in out
+    assert "| admin login | admin / [REDACTED:prose_secret] |" in out
+    assert "| `SMTP_PASS` | `[REDACTED:env_secret]` |" not in out and "| `SMTP_PASS` | [REDACTED:env_secret] |" in out
+    assert "| DB_PASSWORD | [REDACTED:env_secret] |" in out
+    # the rows that name no secret, and a secret's row holding prose, keep their values
+    for row in ("| timeout | 30s |", "| owner | Priya |", "| password policy | 12 characters minimum |"):
+        assert row in out
+    assert counts["env_secret"] == 3
+    # the same table in a transcript's tool result (a JSON string), under `| secret | value |`
+    result = ("> Keystore was tampered with, or password was incorrect\n| secret | value |\n|---|---|\n"
+              f"| KEYSTORE_PASSWORD | {KV_SECRETS['keystore']} |\n| SLACK_WEBHOOK | https://hooks.slack.com/services/"
+              "T0AAAAAAA/B0BBBBBBB/XyZ123abcDEF456ghiJKL789 |\n")
+    out = redact(result)[0]
+    assert "| KEYSTORE_PASSWORD | [REDACTED:env_secret] |" in out and "XyZ123abc" not in out
+
+
+def test_a_key_value_tables_rows_that_are_no_secret_stay():
+    text = ("| Setting | Value |\n|---|---|\n| timeout | 30s |\n| owner | Priya |\n"
+            "| password policy | 12 characters minimum |\n| max_tokens | 4096 |\n| TOKEN_EXPIRY | 2031-05-06T11:05:00Z |\n"
+            "| PASSWORD_FILE | /run/secrets/db_pw |\n| DB_PASSWORD | postgres |\n| REDIS_PASSWORD | (none) |\n"
+            "| API_TOKEN | required |\n| auth_token | VARCHAR(64) |\n| GITHUB_TOKEN | secrets.GITHUB_TOKEN |\n"
+            "| GITHUB_TOKEN | `${{ secrets.GITHUB_TOKEN }}` |\n| DB_PASSWORD | `$DB_PASSWORD` |\n| password | str |\n"
+            "| api_key | SecretStr |\n| password | 1Password |\n| token | see below |\n| secret | db-creds-v2 |\n"
+            "| Pass | TestFoo2Bar |\n| password | ******** |\n| GITHUB_TOKEN | GitHub |\n| OPENAI_API_KEY | OpenAI |\n"
+            "| DB_PASSWORD | `Optional[str]` |\n| `--password` | The password to use |\n| AUTH_TOKEN | auto-generated |\n"
+            "| DB_PASSWORD | 5432 |\n"
+            # three columns: not a key/value table (a column's header decides there)
+            "\n| name | value | note |\n|---|---|---|\n| DB_PASSWORD | svc_account1 | the service's login |\n")
+    assert redact(text) == (text, {})
+    # words naming a value, a variable's name naming one: judged as a column's header and as `KEY=value`
+    words = ("| name | value |\n|---|---|\n| Wi-Fi key | Hy3#kT9pLm |\n| API key (prod) | Kz8mQ2xLp9Rt4Vw7 |\n"
+             "| WIFI_PSK | tangerine-walrus-echo-marble |\n| PGPASSWORD | hunter22 |\n| clientSecret | c1i3nt-s3cr3t |\n")
+    out, counts = redact(words)
+    assert counts == {"env_secret": 5} and out.count("[REDACTED:env_secret] |") == 5
+
+
+def test_basic_credentials_with_no_colon_after_the_header_or_no_header():
+    nginx = 'proxy_set_header Authorization "Basic YWRtaW46SHVudGVyMjAyNiE=";'
+    assert redact(nginx) == ('proxy_set_header Authorization "Basic [REDACTED:bearer]";', {"bearer": 1})
+    question = "login fails with Basic YWRtaW46SHVudGVyMjAyNiE= header, admin / Ad9mZx4Qp7Lw"
+    assert redact(question)[0] == "login fails with Basic [REDACTED:bearer] header, admin / [REDACTED:prose_secret]"
+    assert redact("add_header Authorization 'Token Tk8mQ2xLp9Rt4Vw7';")[0] == \
+        "add_header Authorization 'Token [REDACTED:bearer]';"
+    for kept in ("Use Basic Authentication with the Authorization header", "the authorization token expires daily",
+                 "Basic abcdefgh12345678 is not base64 of a pair", "Authorization basic authentication is off",
+                 "Basic auth over TLS only"):
+        assert redact(kept) == (kept, {}), kept
+
+
+def test_an_admin_user_and_a_password_after_a_spaced_slash():
+    assert redact("root / Xc5$kQ2mZr")[0] == "root / [REDACTED:prose_secret]"
+    assert redact("Administrator / Pq9&eT4gXw63")[0] == "Administrator / [REDACTED:prose_secret]"
+    for kept in ("admin / ReadOnly", "admin / see 1Password", "admin / admin", "/srv/admin / Ab3dE6gH9jK2",
+                 "admin / user roles", "root / home2dir"):
+        assert redact(kept) == (kept, {}), kept
+
+
+def test_the_new_one_is_across_a_semicolon():
+    assert redact("- Rotated the admin token; the new one is Qm7rT2xV9kLp4Zs8 for now.")[0] == \
+        "- Rotated the admin token; the new one is [REDACTED:prose_secret] for now."
+    for kept in ("Rotated the token; the new one is valid for 90 days", "the password changed; the new one is in 1Password",
+                 "We rotated the token; the old one is revoked.", "Token refresh failed; the new one is OAuth2-based",
+                 "The secret moved; it is now in Vault. The new one is Qm7rT2xV9kLp4Zs8",
+                 "Restarted the worker; the new one is up and healthy.", "Rotated the API key; the new one is i3en.2xlarge"):
+        assert redact(kept) == (kept, {}), kept
+
+
+def test_a_redaction_marker_is_never_redacted_again():
+    stored = "- Sentry DSN key: https://[REDACTED:long_hex]@o123.ingest.sentry.io/456"
+    assert redact("- Sentry DSN key: https://a1b2c3d4e5f60718293a4b5c6d7e8f90@o123.ingest.sentry.io/456")[0] == stored
+    assert redact(stored) == (stored, {})
+    assert DEFAULT_REDACTOR.redact_obj({"snippet": stored}) == {"snippet": stored}
+    # a hash-listed user keeps the password after it redacted
+    assert redact("https://[REDACTED:ops_user]:Sup3rPw9x@h/")[0] == "https://[REDACTED:ops_user]:[REDACTED:url_credentials]@h/"
+    contexts = ["https://{m}@host/x", "https://u:{m}@host", "password: {m}", "DB_PASSWORD={m}", "Authorization: Basic {m}",
+                "Bearer {m}", "the password is {m}", "admin / {m}", "Cookie: a={m}", "{m}:{m}@host", "scheme://{m}:{m}@h",
+                "Basic {m}", "the new one is {m}", "| name | value |\n|---|---|\n| DB_PASSWORD | {m} |"]
+    for label in (*FAMILY_NAMES, "query", "redis_password"):
+        for c in contexts:
+            text = c.format(m=f"[REDACTED:{label}]")
+            assert redact(text) == (text, {}), text
+
+
+def test_the_query_log_redacts_a_question_as_a_document(tmp_path):
+    from remembrancer.indexer.redact_policy import RedactorSource
+    from remembrancer.indexer.search.querylog import QueryLog
+
+    log = QueryLog(tmp_path / "queries.jsonl", RedactorSource(RedactionPolicy()))
+    question = "login fails with Basic YWRtaW46SHVudGVyMjAyNiE= header, admin / Ad9mZx4Qp7Lw"
+    log.record("search", {"query": question}, {"results": []}, 3.0, client="cli")
+    log.record("search", {"query": "Rotated the admin token; the new one is Qm7rT2xV9kLp4Zs8"}, {"results": []})
+    logged = (tmp_path / "queries.jsonl").read_text()
+    assert "YWRtaW46SHVudGVyMjAyNiE=" not in logged and "Ad9mZx4Qp7Lw" not in logged and "Qm7rT2xV9kLp4Zs8" not in logged
+    first = json.loads(logged.splitlines()[0])
+    assert first["query"] == "login fails with Basic [REDACTED:bearer] header, admin / [REDACTED:prose_secret]"
+
+
+def test_a_key_value_table_never_reaches_the_index_or_an_answer(env, tiny_embedder):
+    root = write_tree(env / "notes", {"ops/kv-table.md": KV_NOTE,
+                                      "ops/dsn.md": "# DSN\n\n- Sentry DSN key: https://a1b2c3d4e5f60718293a4b5c6d7e8f90"
+                                                    "@o123.ingest.sentry.io/456\n"})
+    engine = make_engine(root, tiny_embedder)
+    engine.refresh()
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
+    outs = []
+    for q in ("redis password staging", "admin login", "smtp pass", "Basic auth header", "rotated admin token",
+              "Sentry DSN key"):
+        for exact in (False, True):
+            out = api.dispatch_read(engine, "search", {"query": q, "limit": 10, "exact": exact}, fresh)
+            outs += [json.dumps(out), render.search_text(SearchAnswer.parse(out))]
+    for path in ("ops/kv-table.md", "ops/dsn.md"):
+        out = api.dispatch_read(engine, "read", {"path": path}, fresh)
+        outs += [json.dumps(out), render.read_text(Page.parse(out))]
+    joined = "\n".join(outs)
+    assert [k for k, v in KV_SECRETS.items() if v in joined] == []
+    assert "| REDIS_PASSWORD | [REDACTED:env_secret] |" in joined and "| timeout | 30s |" in joined
+    assert "| password policy | 12 characters minimum |" in joined
+    assert "https://[REDACTED:long_hex]@o123.ingest.sentry.io/456" in joined
+    assert "[REDACTED:[REDACTED:" not in joined
+    data_dir = env / "data"
+    assert list(data_dir.rglob("catalog.sqlite3")), "the index was written where we look"
+    assert leaks_in_dir(data_dir, KV_SECRETS) == []
+    assert leaks_in_terms(engine, KV_SECRETS) == []
+    engine.close()
