@@ -8,13 +8,14 @@ records the figures behind every constant.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import posixpath
 import re
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from remembrancer.indexer.config import CODE, NOTES
 from remembrancer.indexer.answers import CARRY_SECTION_TOKENS, CARRY_TOKENS, FilterCheck, Result, Scores, SearchAnswer
@@ -22,7 +23,7 @@ from remembrancer.indexer.store import filters as flt
 from remembrancer.indexer.store.local import fulltext
 from remembrancer.indexer.search import answer_types, commit_results, conversations, definitions, rank
 from remembrancer.indexer import dates, terms
-from remembrancer.indexer.ingest import links
+from remembrancer.indexer.ingest import links, meta
 from remembrancer.indexer.ingest.chunks import estimate_tokens, whole_lines
 from remembrancer.indexer.errors import UserError
 from remembrancer.indexer.requests import MAX_ALTERNATE_CHARS, MAX_ALTERNATES, TOO_LONG_HINTS
@@ -1043,8 +1044,28 @@ def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     texts = [sid for sid, s in rows.items() if s.content is None and rank.reads_text(s, it, cfg)]
     if texts:
         rows.update(view.catalog.sections_by_id(texts))
-    rank.rerank(cands, rows, it, cfg, read_texts=(lambda ids: _with_text(view, ids, rows)) if DAYS_WRITTEN else None)
+    rank.rerank(cands, rows, it, cfg, read_texts=(lambda ids: _with_text(view, ids, rows)) if DAYS_WRITTEN else None,
+                own_date=_own_date(view))
     return rows
+
+
+def _own_date(view) -> Callable:
+    """A section's date as the notes give it — a journal's file name, the front matter's `updated:`,
+    a dated heading — or None when its only date is its file's last commit (ingest's fallback for an
+    undated file in git, kept for `since`, `latest` and the listing). Each document is looked up once."""
+    docs: dict[str, tuple[str | None, bool]] = {}
+
+    def own(s) -> str | None:
+        if s.date is None:
+            return None
+        if s.path not in docs:
+            doc = view.catalog.document(s.path)
+            fm = json.loads(doc["front_matter"] or "{}") if doc else {}
+            docs[s.path] = (doc["date"] if doc else None, bool(doc and meta.document_date(doc["rel"], fm)))
+        doc_date, dated = docs[s.path]
+        return s.date if dated or s.date != doc_date or meta.heading_dates(s.heading.split(" > "), s.path) else None
+
+    return own
 
 
 def _with_text(view, ids: list[int], rows: dict) -> list:

@@ -107,6 +107,7 @@ HISTORY_HEADING_RE = re.compile(r"^\W*(known issues|issues|history|incidents?|ch
 HISTORY_Q_RE = re.compile(r"\b(issues?|history|incidents?|problems?|changed?)\b", re.IGNORECASE)
 RECORD_TYPES = ("host", "service")
 ReadTexts = Callable[[list[int]], list]   # section ids → their rows with text (a rule reads a few)
+OwnDate = Callable[[object], "str | None"]   # a section row → the day the notes themselves date it, or None
 # Conversations: the newest exchange this near the best settles "is it still / what is it now"
 # (docs/conversations.md: 0.1 → 0.25 with the recap stepped back, on two held-out sets and the dev set).
 CONVERSATION_OUTCOME_MARGIN = 0.25
@@ -294,9 +295,11 @@ def date_value(date: str | None) -> int | None:
         return None
 
 
-def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: ReadTexts | None = None) -> None:
+def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: ReadTexts | None = None,
+           own_date: OwnDate | None = None) -> None:
     """Adjust candidate scores in place. `rows` maps section id → SectionRow (its text may be left
-    out); `read_texts(ids)` gives a few sections' rows with their text, for a rule that reads it."""
+    out); `read_texts(ids)` gives a few sections' rows with their text, for a rule that reads it;
+    `own_date(row)` the day the notes date a section (not a commit's: answer._own_date)."""
     if not cfg.enabled or not cands:
         return
     swing = cfg.rule_swing * max(c.score for c in cands.values())
@@ -345,7 +348,7 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
     if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts)
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts, own_date)
 
 
 def encloses(outer, inner) -> bool:
@@ -418,15 +421,18 @@ def _procedure_first(cands: dict, rows: dict, it: Intent, reach: float) -> None:
         c.score = best + 1e-6
 
 
-def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts: ReadTexts | None = None) -> None:
+def _newest_of_near_ties(cands: dict, rows: dict, margin: float, read_texts: ReadTexts | None = None,
+                         own_date: OwnDate | None = None) -> None:
     """Whether something happened is settled by the newest account of it: among the sections
     within `margin` of the best score, the newest dated one goes first (the rest keep their order).
     On the same day, an entry written that day goes before a section dated by its file's `updated:`
     (written_that_day). With `read_texts`, a section is as new as the newest day its text writes
-    (_days_written): the newest occurrence of something is often a line of a log."""
+    (_days_written): the newest occurrence of something is often a line of a log. With `own_date`,
+    a section is dated only as the notes date it: a commit's day is when a file was last edited or
+    imported, no account of anything."""
     best = max(c.score for c in cands.values())
     near = [sid for sid, c in cands.items() if c.score >= best * (1 - margin) and sid in rows]
-    when = {sid: date_value(rows[sid].date) for sid in near}
+    when = {sid: date_value(own_date(rows[sid]) if own_date else rows[sid].date) for sid in near}
     if read_texts is not None:
         when = _days_written(when, rows, read_texts)
     near = [sid for sid in near if when[sid] is not None]

@@ -661,6 +661,38 @@ def test_a_question_naming_a_front_matter_key_gets_the_preamble_that_holds_it(tm
     assert first("who owns the push gateway?") == "push-gateway"
 
 
+def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, monkeypatch):
+    """Notes kept in git: an undated runbook is dated by its last commit (for `since`, `latest` and
+    the listing), which is the day it was last edited or imported, not a day it was used. "When did
+    we last reset the staging database?" got the runbook, committed after every journal entry, as the
+    newest of the near ties; the newest entry that says so answers. Made with the git CLI at fixed
+    dates; the fusion is fixed by a spy on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+    from tests.support.memory import commit, git
+
+    notes = write_tree(tmp_path / "notes", {
+        "runbooks/reset-staging-db.md": "# Reset the staging database\n\n1. Announce it.\n2. Restore the snapshot.\n",
+        "journal/2031-03-01.md": "# 2031-03-01\n\nReset the staging database again after the bad migration.\n",
+        "journal/2031-04-02.md": "# 2031-04-02\n\nStaging database reset: the seed data was stale.\n"})
+    git(notes, "init", "-q", "-b", "main")
+    commit(notes, "notes", "2031-05-01T12:00:00Z")
+    e = tiny_engine(notes)
+    view = e.view()
+    real = answer._fuse
+    scores = {"Reset the staging database": 1.0, "2031-03-01": 0.95, "2031-04-02": 0.9}
+
+    def runbook_first(cs, *args, **kwargs):
+        real(cs, *args, **kwargs)
+        heads = view.catalog.section_heads_by_id(list(cs))
+        for sid, c in cs.items():
+            c.score = c.fused = scores.get(heads[sid].heading, 0.1)
+
+    monkeypatch.setattr(answer, "_fuse", runbook_first)
+    out = api.do_search(view, {"query": "when did we last reset the staging database?", "limit": 3})
+    assert out["results"][0]["path"] == "journal/2031-04-02.md"
+    assert {r["path"]: r.get("date") for r in out["results"]}["runbooks/reset-staging-db.md"] == "2031-05-01"   # still dated
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
