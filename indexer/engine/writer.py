@@ -47,7 +47,13 @@ KEYWORD_DEAD_SHARE = 0.2
 # Deleted vectors the vector graph may hold, as a share of all it holds, before it is made again from
 # the catalog's vectors (nothing is embedded again). hnswlib only marks a deleted item: an editor that
 # saves as you type re-embeds the paragraph at every save, and a daemon's graph grew without bound.
-VECTOR_DEAD_SHARE = 0.5
+# An edit's new vectors take deleted ones' slots (store/local/vectors.py): what stays deleted is what
+# notes removed and large documents left; past a third the file would hold 1.5× its live vectors.
+VECTOR_DEAD_SHARE = 1 / 3
+# Space deleted rows hold in the catalog, as a share, before it is compacted (Catalog.dead_share,
+# Catalog.compact): SQLite and its FTS5 literal index reuse little of it, and an edited catalog grew
+# past twice a fresh one's size. A compaction writes the file again (~0.1 s per 10 MB).
+CATALOG_DEAD_SHARE = 0.3
 EMBED_GROUP = 1024  # new texts gathered across documents before one embedding call (length-sorted batches:
                     # on mm-v2, 256 padded 3.6 % of the tokens, 1024 1.1 %; vectors do not depend on it)
 SAVE_EVERY_S = 10.0  # the full-text index is committed at least this often during a long run
@@ -706,6 +712,10 @@ class Writer:
         if settled and self.core.vectors is not None and self.core.vectors.dead_share() > VECTOR_DEAD_SHARE:
             labels, vecs = self.catalog.passage_vectors()
             self.core.vectors.rebuild(labels, vecs, gen)   # saved: a settled commit
+        if settled and self.catalog.dead_share() > CATALOG_DEAD_SHARE:
+            problem = self.catalog.compact()
+            if problem:
+                log.warning("catalog not compacted (%s); it is tried again after the next change", problem)
         if self.core.vectors is not None:
             if save_vectors and self.core.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
                 self.core.vectors.save(gen)

@@ -52,4 +52,7 @@ def test_an_edit_below_the_bound_costs_what_it_touched(notes, tmp_path, tiny_emb
     _save(notes, 2)   # its two draft paragraphs embedded anew, the old two deleted: held, not purged
     e.refresh()
     assert _held(e) == before + 2 and 0.0 < e.core.vectors.dead_share() < writer.VECTOR_DEAD_SHARE
+    _save(notes, 3)   # the next two take the slots the last save freed
+    e.refresh()
+    assert _held(e) == before + 2 and 0.0 < e.core.vectors.dead_share() < writer.VECTOR_DEAD_SHARE
     e.close()

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 IN_BATCH = 500   # values bound per `IN (...)` query (SQLite's old default limit is 999 parameters)
 KEPT_ROWS = 50_000   # rows of a kind kept in memory between searches (Catalog._kept_rows)
 WRITE_SLICE = 4   # sections written between two chances for requests to go first (indexer/store/priority.py)
+WAL_KEPT = 4 * 1024 * 1024   # bytes of WAL file kept after a checkpoint (SQLite keeps its largest size otherwise)
+DROPPED = "dropped_passages"   # meta key: passages deleted since the last compaction (Catalog.dead_share)
 
 
 
@@ -240,6 +242,7 @@ class Catalog(SqlLedger):
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA journal_size_limit={WAL_KEPT}")
         _probe(self.db)
         migrations.migrate(self.db)
         migrations.fill_section_types(self.db)
@@ -349,6 +352,7 @@ class Catalog(SqlLedger):
         sids = [r[0] for r in self.db.execute("SELECT id FROM sections WHERE doc_id = ? AND ord >= ?",
                                                (doc_id, first_ord))]
         self.db.execute("DELETE FROM sections WHERE doc_id = ? AND ord >= ?", (doc_id, first_ord))
+        self._count_dropped(len(rows))
         self._maybe_orphaned.update(r[1] for r in rows)
         for pid, sha in rows:
             self._reusable.setdefault(sha, []).append(pid)
@@ -363,12 +367,34 @@ class Catalog(SqlLedger):
             "SELECT p.id, p.text_sha FROM passages p JOIN sections s ON s.id = p.section_id WHERE s.doc_id=?",
             (row[0],)).fetchall()
         self.db.execute("DELETE FROM documents WHERE id=?", (row[0],))
+        self._count_dropped(len(rows))
         self._maybe_orphaned.update(r[1] for r in rows)
         # A rewrite gives unchanged text its passage id back (_insert_sections): the vector file
         # then keeps its entry instead of inserting it again (a grown transcript's old exchanges).
         for pid, sha in rows:
             self._reusable.setdefault(sha, []).append(pid)
         return [r[0] for r in rows]
+
+    def _count_dropped(self, n: int) -> None:
+        """Count deleted passages (in the write's transaction) toward the next compaction."""
+        if n:
+            self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                            " SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)", (DROPPED, str(n)))
+
+    def dead_share(self) -> float:
+        """How much of the file is space deleted rows left, estimated: passages deleted since the
+        last compaction (each took its section's, chunk's, embedding's and literal-index rows
+        with it), of those plus the live ones — or SQLite's free pages, of all pages, if more.
+        SQLite reuses a free page but not the unused part of a half-emptied one, and FTS5 keeps a
+        deleted row's entries until its segments merge: an edited catalog grew past twice a fresh
+        one's size. `compact` gives the space back."""
+        dropped = int(self.get_meta(DROPPED) or 0)
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        free = self.db.execute("PRAGMA freelist_count").fetchone()[0] / pages if pages else 0.0
+        if not dropped:
+            return free
+        live = self.db.execute("SELECT count(*) FROM passages").fetchone()[0]
+        return max(free, dropped / (dropped + live))
 
     def _drop_orphan_embeddings(self) -> None:
         """Drop the embeddings of removed passages that no passage uses any more."""
@@ -585,9 +611,15 @@ class Catalog(SqlLedger):
             raise
 
     def compact(self) -> str | None:
-        """Empty free pages and the WAL (no old text may survive a redaction-policy change);
-        returns why it could not, or None."""
+        """Give back the space deleted rows left and empty the WAL (no old text may survive a
+        redaction-policy change): the literal index's segments merged into one (FTS5 `optimize`
+        drops deleted rows' entries), then the file written again (VACUUM: no free page, pages
+        full). Each step is one SQLite transaction: a crash leaves the catalog as it was before
+        or after it. Returns why it could not, or None."""
         try:
+            if self.has_literal_index:
+                self.db.execute("INSERT INTO sections_literal(sections_literal) VALUES ('optimize')")
+            self.set_meta(DROPPED, "0")
             self.db.execute("VACUUM")
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.OperationalError as e:

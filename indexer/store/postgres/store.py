@@ -645,6 +645,9 @@ class PgLedger(SqlLedger):
             self._q("DELETE FROM meta WHERE key = 'model_contract'")
             self.read_all_again()
 
+    def dead_share(self) -> float:
+        return 0.0   # deleted rows' space is autovacuum's to reclaim
+
     def compact(self) -> str | None:
         """Old text of re-redacted rows: VACUUM reclaims dead tuples (it cannot run in a transaction)."""
         try:
