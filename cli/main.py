@@ -914,18 +914,19 @@ def cmd_status(args) -> int:
     st, d = out.index, out.daemon
     if other is not None:
         od = other.get("daemon") or {}
-        print(f"daemon: pid {od.get('pid')} on {od.get('socket')} runs remembrancer {build.describe(od.get('build'))}, "
-              f"NOT this remembrancer's {build.describe(this_build())}: not used"
+        print(f"daemon: pid {od.get('pid')} on {od.get('socket')} runs {build.named(od.get('build'))}, "
+              f"NOT this {build.named(this_build())}: not used"
               + (" (answered in-process, read-only)" if other is not raw else ""))
         print(f"  fix: {restart_hint(od)}")
-        d = None if other is raw else d
+        if other is raw:   # the rest is that daemon's own view, by the old build's rules: not shown
+            return EXIT_OK
     elif d:
         print(f"daemon: up, pid {d.pid} on {d.socket}; {d.clients} clients, {d.requests} requests, "
               f"model loaded {d.model_loads}x; queue {d.queued_changes}"
               + (f"; last error: {d.last_error}" if d.last_error else ""))
-        print(f"daemon build: remembrancer {build.describe(d.build)}"
+        print(f"daemon build: {build.named(d.build)}"
               + ("" if (d.build or {}).get("fingerprint") == build.fingerprint() else
-                 f", NOT this remembrancer's {build.describe(this_build())}"))
+                 f", NOT this {build.named(this_build())}"))
     elif st is not None and st.store.get("kind") == "postgresql":
         print("daemon: none (a reader of the team store)")
     else:

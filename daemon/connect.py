@@ -65,8 +65,8 @@ def restart_hint(daemon: dict) -> str:
     way = RESTART_SERVICE.get(daemon.get("supervisor") or "")
     if way:
         return f"restart the service: {way}"
-    return ("stop it with `remembrancer stop` (it was started by `remembrancer serve`: start that again; "
-            f"a service: {RESTART_SERVICE['launchd' if sys.platform == 'darwin' else 'systemd']} instead)")
+    return ("`remembrancer stop` (then `remembrancer serve` again, if you ran it), or for the service: "
+            + RESTART_SERVICE["launchd" if sys.platform == "darwin" else "systemd"])
 
 
 def of_this_build(sock: Path, status: dict) -> tuple[Path, dict]:
@@ -89,26 +89,25 @@ def of_this_build(sock: Path, status: dict) -> tuple[Path, dict]:
         return sock, status
     d = status.get("daemon") or {}
     pid = d.get("pid", "?")
-    theirs, ours = build.describe(d.get("build")), build.describe(this_build())
+    theirs, ours = build.named(d.get("build")), build.named(this_build())
     fp = (d.get("build") or {}).get("fingerprint")
     if fp and fp == build.on_disk():
-        raise OtherBuild(sock, status, f"this remembrancer process is {ours}, but the installed remembrancer is "
-                         f"{theirs}, which the running daemon (pid {pid}) runs: it was upgraded after this process "
-                         "started", hint="restart this process (an MCP server: reconnect it from your MCP client, "
-                                         "or start a new session)")
+        raise OtherBuild(sock, status, f"this process runs {ours}, but the installed one is {theirs}, which the "
+                         f"running daemon (pid {pid}) runs: remembrancer was upgraded after this process started",
+                         hint="restart this process (an MCP server: reconnect it from your MCP client, or start "
+                              "a new session)")
     if d.get("idle_exit_s") is None:
-        raise OtherBuild(sock, status, f"the running daemon (pid {pid}) is remembrancer {theirs}, not this "
-                         f"remembrancer's {ours}: it was started before the upgrade and answers with the old code; "
-                         "it serves until stopped, so it is left running and not used",
-                         hint=restart_hint(d) + "; a daemon of this build then serves")
-    print(f"remembrancer: the daemon (pid {pid}) on {sock} was remembrancer {theirs}, not this remembrancer's "
-          f"{ours}: stopping it and starting one of this build in its place", file=sys.stderr)
+        raise OtherBuild(sock, status, f"the running daemon (pid {pid}) runs {theirs}, not this {ours} (an upgrade "
+                         "since it started); it serves until stopped, so it is left running, and not used",
+                         hint=restart_hint(d))
+    print(f"remembrancer: the daemon (pid {pid}) on {sock} ran {theirs}, not this {ours}: stopping it and "
+          "starting one of this build in its place", file=sys.stderr)
     _stop(sock, pid)
     sock, status = _spawn(list(d.get("default_roots") or []), sock, d.get("idle_exit_s"))
     if not same_build(status):   # `python -m remembrancer` here is not the code of this process
         d = status.get("daemon") or {}
-        raise OtherBuild(sock, status, f"the daemon started now (pid {d.get('pid', '?')}) is remembrancer "
-                         f"{build.describe(d.get('build'))}, not this process's {ours}: {sys.executable} "
+        raise OtherBuild(sock, status, f"the daemon started now (pid {d.get('pid', '?')}) runs "
+                         f"{build.named(d.get('build'))}, not this process's {ours}: {sys.executable} "
                          "-m remembrancer runs other code than this process", hint="restart this process")
     return sock, status
 
@@ -496,10 +495,10 @@ def _beside_other_build(config: Config, e: OtherBuild) -> "LocalBackend":
     in-process, read-only, from the last index (this build's redaction applied again as it serves),
     each answer's verdict saying why; said on stderr once. `other_daemon`: the daemon's status."""
     try:
-        local = LocalBackend(config, readonly=True, reason=f"{e.message}; answering in-process, read-only, from "
-                             f"the last index — {e.hint}")
+        local = LocalBackend(config, readonly=True, reason=f"{e.message}; answered in-process, read-only, from "
+                             f"the last index — fix: {e.hint}")
     except UserError:
         raise e from None
-    print(f"remembrancer: {e.message}; answering in-process, read-only ({e.hint})", file=sys.stderr)
+    print(f"remembrancer: {e.message}; answering in-process, read-only — fix: {e.hint}", file=sys.stderr)
     local.other_daemon = e.status
     return local

@@ -153,8 +153,8 @@ def _socket_check() -> dict:
     from remembrancer.daemon.connect import restart_hint, same_build, this_build
 
     if not same_build(st):   # an upgrade since it started: it answers with the old code
-        return _check("daemon", "FAIL", f"pid {d.get('pid')} runs remembrancer {build.describe(d.get('build'))}, not "
-                      f"this remembrancer's {build.describe(this_build())}: clients do not use it",
+        return _check("daemon", "FAIL", f"pid {d.get('pid')} runs {build.named(d.get('build'))}, not this "
+                      f"{build.named(this_build())}: clients do not use it",
                       restart_hint(d) if d.get("idle_exit_s") is None else
                       "it was started on demand: the next client replaces it (or `remembrancer stop` now)")
     return _check("daemon", "OK" if mode == "0o600" else "WARN",

@@ -717,8 +717,8 @@ class Daemon:
         if asked == self.build["fingerprint"]:
             return
         raise UserError(
-            f"the running daemon (pid {os.getpid()}) is remembrancer {build.describe(self.build)}, another build "
-            f"than this client's (build {asked}); it does not answer another build's requests", code="build_mismatch",
+            f"the running daemon (pid {os.getpid()}) runs {build.named(self.build)}, not the client's build {asked}: "
+            "it does not answer another build's requests", code="build_mismatch",
             hint="restart the daemon with the installed code: `remembrancer stop` (a daemon of the client's build "
                  "starts on demand), or for the service: " + RESTART_SERVICE)
 

@@ -56,12 +56,12 @@ def identity() -> dict:
     return {"version": version(), "fingerprint": fingerprint()}
 
 
-def describe(build: dict | None) -> str:
-    """A build as a person reads it: "0.1.0 (build 1a2b3c4d5e6f)"; a daemon that reports none is older
-    than build identities."""
+def named(build: dict | None) -> str:
+    """A build as a person reads it: "remembrancer 0.1.0 (build 1a2b3c4d5e6f)"; a daemon that reports
+    none is older than build identities."""
     if not build or not build.get("fingerprint"):
-        return "an older build (it reports no build identity)"
-    return f"{build.get('version') or '?'} (build {build['fingerprint']})"
+        return "an older remembrancer (it reports no build)"
+    return f"remembrancer {build.get('version') or '?'} (build {build['fingerprint']})"
 
 
 def on_disk() -> str:

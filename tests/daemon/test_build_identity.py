@@ -64,8 +64,8 @@ def test_a_daemon_started_on_demand_of_another_build_is_replaced_and_the_cli_say
         try:
             r = run_cli("search", "restore the database", "--root", str(d.notes), env=d.env)
             assert r.returncode == 0, r.stderr
-            assert (f"the daemon (pid {old_pid}) on {d.sock} was remembrancer {build.version()} (build {OLD}), not "
-                    f"this remembrancer's {build.version()} (build {build.fingerprint()}): stopping it and starting "
+            assert (f"the daemon (pid {old_pid}) on {d.sock} ran remembrancer {build.version()} (build {OLD}), not "
+                    f"this remembrancer {build.version()} (build {build.fingerprint()}): stopping it and starting "
                     "one of this build in its place") in r.stderr
             assert d.proc.wait(30) == 0   # asked to stop, it stopped cleanly
             st = ping(d.sock)
@@ -86,27 +86,28 @@ def test_a_served_daemon_of_another_build_is_left_running_and_every_client_says_
     with old_daemon(tmp_path, tiny_model_dir) as d:   # `serve` without --idle-exit: serves until stopped
         r = run_cli("search", "restore the database", "--root", str(d.notes), "--json", env=d.env)
         assert r.returncode == 0, r.stderr
-        assert (f"the running daemon (pid {d.proc.pid}) is remembrancer {build.version()} (build {OLD}), not this "
-                f"remembrancer's {build.version()} (build {build.fingerprint()})") in r.stderr
-        assert "left running and not used" in r.stderr and "`remembrancer stop`" in r.stderr
+        assert (f"the running daemon (pid {d.proc.pid}) runs remembrancer {build.version()} (build {OLD}), not this "
+                f"remembrancer {build.version()} (build {build.fingerprint()})") in r.stderr
+        assert "left running, and not used" in r.stderr and "fix: `remembrancer stop`" in r.stderr
         out = json.loads(r.stdout)
         assert out["results"]   # answered in-process, by this build's code
         assert out["index"]["verdict"] == "stale" and f"(build {OLD})" in out["index"]["reason"]
-        assert "answering in-process, read-only" in out["index"]["reason"]
+        assert "answered in-process, read-only" in out["index"]["reason"]
         assert d.proc.poll() is None and ping(d.sock)["daemon"]["build"]["fingerprint"] == OLD
 
         status = run_cli("status", "--root", str(d.notes), env=d.env)
         assert status.returncode == 0, status.stderr
         assert (f"daemon: pid {d.proc.pid} on {d.sock} runs remembrancer {build.version()} (build {OLD}), NOT this "
-                f"remembrancer's {build.version()} (build {build.fingerprint()}): not used (answered in-process, "
-                "read-only)\n  fix: stop it with `remembrancer stop`") in status.stdout
+                f"remembrancer {build.version()} (build {build.fingerprint()}): not used (answered in-process, "
+                "read-only)\n  fix: `remembrancer stop`") in status.stdout
         raw = json.loads(run_cli("status", "--root", str(d.notes), "--json", env=d.env).stdout)
         assert raw["client_build"]["fingerprint"] == build.fingerprint()
         assert raw["other_build_daemon"]["build"]["fingerprint"] == OLD and raw["other_build_daemon"]["pid"] == d.proc.pid
 
         # no roots: nothing to answer from in-process; status still shows the daemon, flagged
         bare = run_cli("status", env=d.env)
-        assert bare.returncode == 0 and "NOT this remembrancer's" in bare.stdout, bare.stdout + bare.stderr
+        assert bare.returncode == 0 and "NOT this remembrancer" in bare.stdout, bare.stdout + bare.stderr
+        assert "freshness" not in bare.stdout   # the old daemon's verdicts are not passed off
 
         doctor = run_cli("doctor", "--json", env=d.env)
         checks = {c["check"]: c for c in json.loads(doctor.stdout)}
@@ -131,8 +132,8 @@ def test_a_client_older_than_the_installed_code_does_not_replace_the_daemon_of_t
             r = run_cli("search", "restore the database", "--root", str(notes), "--json",
                         env={**d.env, build.TEST_FINGERPRINT_ENV: OLD})
             assert r.returncode == 0, r.stderr
-            assert (f"this remembrancer process is {build.version()} (build {OLD}), but the installed remembrancer is "
-                    f"{build.version()} (build {build.fingerprint()})") in r.stderr
+            assert (f"this process runs remembrancer {build.version()} (build {OLD}), but the installed one is "
+                    f"remembrancer {build.version()} (build {build.fingerprint()})") in r.stderr
             assert "restart this process" in json.loads(r.stdout)["index"]["reason"]
             assert d.proc.poll() is None   # not replaced
         finally:
