@@ -664,8 +664,9 @@ class DaemonState(_Wire):
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
-        if out["polled"] is None:   # sent only when there are some
-            del out["polled"]
+        for key in ("polled", "build", "supervisor"):   # sent only when there are some (an older daemon: no build)
+            if out[key] is None:
+                del out[key]
         return out
 
 
