@@ -151,20 +151,22 @@ def without_typed_secrets(obj):
 
 
 class _Version(argparse.Action):
-    """`--version`, read from the installed metadata only when asked: importlib.metadata costs
-    ~35 ms, which every command would pay."""
+    """`--version`: the version and the build fingerprint of the installed code (remembrancer/build.py;
+    the version alone is the same for every build of a release), read only when asked:
+    importlib.metadata costs ~35 ms, which every command would pay."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show program's version number and exit"):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help="show the version and build, and exit"):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from remembrancer import __version__
+        from remembrancer import build
 
-        print(f"remembrancer {__version__}")
+        print(f"remembrancer {build.version()} (build {build.fingerprint()})")
         parser.exit()
 
 
 JSON_HELP = "print the result as JSON instead of text"
+LIST_LIMIT = 200   # `list`'s page (the socket's default)
 
 
 def _add_mcp_options(p: argparse.ArgumentParser) -> None:
@@ -266,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_other_corpora(p, corpus="one")
     p.add_argument("--path", help="path prefix")
     p.add_argument("--type", action="append", default=[], help="doc type (repeatable: any of them)")
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N documents (paging)")
+    p.add_argument("--limit", type=int, default=LIST_LIMIT, metavar="N",
+                   help=f"at most N documents (default {LIST_LIMIT}, at most 5000)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("serve", help="run the daemon in the foreground (the service runs this)")
@@ -891,16 +896,40 @@ def cmd_status(args) -> int:
     from remembrancer.indexer.answers import StatusAnswer
     from remembrancer.indexer.config import shown_root
 
-    raw = _backend(args, missing="status").call("status")
+    from remembrancer import build
+    from remembrancer.daemon.connect import OtherBuild, restart_hint, this_build
+
+    try:
+        backend = _backend(args, missing="status")
+        raw = backend.call("status")
+        other = getattr(backend, "other_daemon", None)   # a daemon of another build, left running (connect)
+    except OtherBuild as e:   # nothing to answer from in-process: the daemon's own status, flagged
+        backend, raw = None, e.status
+        other = raw
     if args.json:
+        if getattr(backend, "kind", None) != "team":
+            raw = {**raw, "client_build": this_build()}
+            if other is not None:
+                raw["other_build_daemon"] = {**(other.get("daemon") or {}), "fix": restart_hint(other.get("daemon") or {})}
         print(json.dumps(raw, indent=2, ensure_ascii=False))
         return EXIT_OK
     out = StatusAnswer.parse(raw)
     st, d = out.index, out.daemon
-    if d:
+    if other is not None:
+        od = other.get("daemon") or {}
+        print(f"daemon: pid {od.get('pid')} on {od.get('socket')} runs {build.named(od.get('build'))}, "
+              f"NOT this {build.named(this_build())}: not used"
+              + (" (answered in-process, read-only)" if other is not raw else ""))
+        print(f"  fix: {restart_hint(od)}")
+        if other is raw:   # the rest is that daemon's own view, by the old build's rules: not shown
+            return EXIT_OK
+    elif d:
         print(f"daemon: up, pid {d.pid} on {d.socket}; {d.clients} clients, {d.requests} requests, "
               f"model loaded {d.model_loads}x; queue {d.queued_changes}"
               + (f"; last error: {d.last_error}" if d.last_error else ""))
+        print(f"daemon build: {build.named(d.build)}"
+              + ("" if (d.build or {}).get("fingerprint") == build.fingerprint() else
+                 f", NOT this {build.named(this_build())}"))
     elif st is not None and st.store.get("kind") == "postgresql":
         print("daemon: none (a reader of the team store)")
     else:
@@ -1085,15 +1114,38 @@ def cmd_report(args) -> int:
 
 
 def cmd_list(args) -> int:
-    out = _backend(args, missing="error").call("list", path=args.path, type=args.type, corpus=args.corpus)
+    out = _backend(args, missing="error").call("list", path=args.path, type=args.type, corpus=args.corpus,
+                                               offset=args.offset, limit=args.limit)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         from remembrancer.indexer.answers import DocumentList
         from remembrancer.mcp_server.render import list_terminal_text
 
-        print(list_terminal_text(DocumentList.parse(out)))
+        page = DocumentList.parse(out)
+        print(list_terminal_text(page))
+        if page.documents and (page.truncated or page.offset):
+            first = (page.offset or 0) + 1
+            print(f"shown: documents {first}-{first + len(page.documents) - 1} of {page.total}"
+                  + (f"; the next ones: {_list_again(page.next_offset)}" if page.truncated else ""))
     return EXIT_OK
+
+
+def _list_again(offset: int) -> str:
+    """This `list` command line again, from `offset` (shell-quoted)."""
+    import shlex
+
+    words, skip = ["remembrancer"], False
+    for w in _ARGV:
+        if skip:
+            skip = False
+            continue
+        if w == "--offset":
+            skip = True
+            continue
+        if not w.startswith("--offset="):
+            words.append(w)
+    return shlex.join(words + ["--offset", str(offset)])
 
 
 def cmd_serve(args) -> int:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from remembrancer import build
 from remembrancer.indexer import writelock
 from remembrancer.indexer.answers import Freshness
 from remembrancer.indexer.config import CODE, COMMITS, CONVERSATIONS, NOTES, Config, data_dir, ensure_data_dir, private_data_dir, socket_path
@@ -31,6 +32,99 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 DEFAULT_IDLE_EXIT_S = 600.0
 INITIAL_INDEX_WAIT_S = 20.0   # a daemon just opened a never-indexed corpus: wait this long for its first pass
+STOP_WAIT_S = 30.0   # a daemon of another build, asked to stop, is waited for this long (it closes its corpora)
+RESTART_SERVICE = {"systemd": "`systemctl --user restart remembrancer.service`",
+                   "launchd": "`launchctl kickstart -k gui/$(id -u)/dev.remembrancer.daemon`"}
+
+
+class OtherBuild(UserError):
+    """A daemon of another build that this client does not use, and does not replace: one that
+    serves until stopped (`remembrancer serve`, a service), or one of the installed build when this
+    process is the old one. `status` is its status answer (status and doctor show it)."""
+
+    def __init__(self, sock: Path, status: dict, message: str, hint: str):
+        super().__init__(message, hint=hint, code="daemon_other_build")
+        self.sock, self.status = sock, status
+
+
+def this_build() -> dict:
+    return {"version": build.version(), "fingerprint": build.fingerprint()}
+
+
+def daemon_build(status: dict) -> dict | None:
+    """The build a daemon's status reports (None: a daemon older than build identities)."""
+    return (status.get("daemon") or {}).get("build")
+
+
+def same_build(status: dict) -> bool:
+    return (daemon_build(status) or {}).get("fingerprint") == build.fingerprint()
+
+
+def restart_hint(daemon: dict) -> str:
+    """How the user restarts a daemon that serves until stopped, with the installed code."""
+    way = RESTART_SERVICE.get(daemon.get("supervisor") or "")
+    if way:
+        return f"restart the service: {way}"
+    return ("`remembrancer stop` (then `remembrancer serve` again, if you ran it), or for the service: "
+            + RESTART_SERVICE["launchd" if sys.platform == "darwin" else "systemd"])
+
+
+def of_this_build(sock: Path, status: dict) -> tuple[Path, dict]:
+    """(socket, status) of a daemon of this process's build (remembrancer/build.py) at `sock`.
+
+    A daemon of another build answers with that build's code: another redaction, other freshness
+    rules — after an upgrade, the old code. So:
+
+    * one that exits by itself when idle (every daemon a client starts on demand) is stopped and a
+      new one of this build started in its place, on the same socket with the same default roots,
+      said on stderr: its clients lose nothing but a reconnect;
+    * one that serves until stopped (`remembrancer serve` in a terminal, a service) is somebody's
+      choice to run: it is not stopped behind their back (a service stopped cleanly would not be
+      started again by its manager). OtherBuild, naming the command that restarts it; `connect`
+      then answers in-process, read-only, every answer saying why;
+    * when the daemon runs the code installed now and this process does not, this process is the
+      old build (an MCP server started before the upgrade): OtherBuild, telling it to restart — a
+      daemon of the right build is never replaced by an older one."""
+    if same_build(status):
+        return sock, status
+    d = status.get("daemon") or {}
+    pid = d.get("pid", "?")
+    theirs, ours = build.named(d.get("build")), build.named(this_build())
+    fp = (d.get("build") or {}).get("fingerprint")
+    if fp and fp == build.on_disk():
+        raise OtherBuild(sock, status, f"this process runs {ours}, but the installed one is {theirs}, which the "
+                         f"running daemon (pid {pid}) runs: remembrancer was upgraded after this process started",
+                         hint="restart this process (an MCP server: reconnect it from your MCP client, or start "
+                              "a new session)")
+    if d.get("idle_exit_s") is None:
+        raise OtherBuild(sock, status, f"the running daemon (pid {pid}) runs {theirs}, not this {ours} (an upgrade "
+                         "since it started); it serves until stopped, so it is left running, and not used",
+                         hint=restart_hint(d))
+    print(f"remembrancer: the daemon (pid {pid}) on {sock} ran {theirs}, not this {ours}: stopping it and "
+          "starting one of this build in its place", file=sys.stderr)
+    _stop(sock, pid)
+    sock, status = _spawn(list(d.get("default_roots") or []), sock, d.get("idle_exit_s"))
+    if not same_build(status):   # `python -m remembrancer` here is not the code of this process
+        d = status.get("daemon") or {}
+        raise OtherBuild(sock, status, f"the daemon started now (pid {d.get('pid', '?')}) runs "
+                         f"{build.named(d.get('build'))}, not this process's {ours}: {sys.executable} "
+                         "-m remembrancer runs other code than this process", hint="restart this process")
+    return sock, status
+
+
+def _stop(sock: Path, pid) -> None:
+    """Ask the daemon on `sock` to stop and wait until its process is gone (its locks with it)."""
+    try:
+        with Client(sock, timeout=5.0) as c:
+            c.call("stop")
+    except (DaemonUnavailable, DaemonError):
+        pass   # gone already, or going
+    deadline = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < deadline:
+        if not (isinstance(pid, int) and process_alive(pid)) and ping(sock, timeout=0.5) is None:
+            return
+        time.sleep(0.1)
+    raise DaemonUnavailable(f"the daemon of another build (pid {pid}) did not stop within {STOP_WAIT_S:.0f}s")
 
 
 class DaemonBackend:
@@ -57,13 +151,21 @@ class DaemonBackend:
             params = {**params, "code": self.code}
         if method not in ("notify", "stop", "forget"):   # answered under these settings, or refused (wire)
             params = {**params, "config": config_identity()}
+            if method != "status":
+                params["build"] = build.fingerprint()   # answered by this build's code, or refused (wire)
         try:
-            return self.client.call(method, **params)
+            out = self.client.call(method, **params)
         except DaemonError as e:
             err = e.error
             raise UserError(err.get("message", "daemon error"), param=err.get("param"),
                             options=err.get("valid_options"), hint=err.get("hint", ""),
                             code=err.get("code", "daemon_error"), index=err.get("index")) from None
+        if method not in ("notify", "stop", "forget") and self.client.build != build.fingerprint():
+            # another daemon took the socket since this one was checked (an older one sends no build)
+            raise UserError(f"the daemon on {self.sock} is now another build ({self.client.build or 'an older one'}) "
+                            f"than this client's ({build.fingerprint()})", code="build_mismatch",
+                            hint="run it again: a client checks the daemon's build when it connects")
+        return out
 
     def close(self) -> None:
         self.client.close()
@@ -89,6 +191,7 @@ class LocalBackend:
             self.engine = Engine(config, readonly=True, embedder=embedder)
         self.progress = progress
         self.last_report = None
+        self.other_daemon: dict | None = None   # the status of a daemon of another build left running (connect)
         self._beside: dict[str, LocalBackend] = {}   # the engines of the corpora beside the notes (_other)
         self._log_config: Config | bool | None = None   # its corpus (_commit_config); False: no repository
 
@@ -235,11 +338,12 @@ def running_daemon(sock: Path | None = None) -> tuple[Path, dict] | None:
 
 
 def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | None:
-    """The running daemon if it serves this corpus."""
+    """The running daemon if it serves this corpus — of this build: one of another build is
+    replaced, or OtherBuild (of_this_build)."""
     found = running_daemon(sock)
     if found is None:
         return None
-    sock, st = found
+    sock, st = of_this_build(*found)
     if not serves(st, config):
         log.info("daemon on %s is an older one serving other roots; not using it", sock)
         return None
@@ -248,12 +352,23 @@ def find_daemon(config: Config, sock: Path | None = None) -> DaemonBackend | Non
 
 def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = DEFAULT_IDLE_EXIT_S) -> DaemonBackend:
     """Start a daemon in the background for this corpus (it exits after `idle_exit_s` without clients)."""
-    sock = Path(sock or socket_path())
+    sock, st = _spawn([str(r.path) for r in config.roots], Path(sock or socket_path()), idle_exit_s)
+    if not serves(st, config):
+        raise DaemonUnavailable(f"an older daemon for other roots already serves {sock}")
+    sock, st = of_this_build(sock, st)   # another client of another build may have won the race
+    return backend_for(sock, st, config)
+
+
+def _spawn(roots: list[str], sock: Path, idle_exit_s: float | None) -> tuple[Path, dict]:
+    """Start `remembrancer serve` in the background and wait until a daemon answers: (socket, status)
+    — of the one started, or of the one another client started first."""
     log_dir = ensure_data_dir()   # UserError naming REMEMBRANCER_DATA_DIR, not a silent fallback
     # -P: the client's folder (the project an agent works in) must not lend the daemon a `remembrancer` package
-    cmd = [sys.executable, "-P", "-m", "remembrancer", "serve", "--idle-exit", str(idle_exit_s)]
-    for r in config.roots:
-        cmd += ["--root", str(r.path)]
+    cmd = [sys.executable, "-P", "-m", "remembrancer", "serve"]
+    if idle_exit_s is not None:
+        cmd += ["--idle-exit", str(idle_exit_s)]
+    for r in roots:
+        cmd += ["--root", r]
     env = {**os.environ, "REMEMBRANCER_SOCKET": str(sock)}
     with open(os.open(log_dir / "daemon.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as logf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
@@ -264,9 +379,7 @@ def start_daemon(config: Config, sock: Path | None = None, idle_exit_s: float = 
         if st is None and proc.poll() == 2:   # refused: a daemon on another socket holds the data dir
             sock, st = data_dir_daemon() or (sock, None)
         if st is not None:
-            if not serves(st, config):
-                raise DaemonUnavailable(f"an older daemon for other roots already serves {sock}")
-            return backend_for(sock, st, config)
+            return sock, st
         # Exit code 2 with a daemon starting elsewhere: another client won the race; wait for it.
         if proc.poll() is not None and not (proc.returncode == 2 and (_lock_held(sock) or _data_dir_held())):
             raise DaemonUnavailable(f"daemon exited with code {proc.returncode}; see {log_dir / 'daemon.log'}")
@@ -350,12 +463,16 @@ def connect(config: Config | None, *, start: bool, readonly_fallback: bool, stor
     if not config.roots:
         found = running_daemon(sock)
         if found is not None:
+            found = of_this_build(*found)   # no roots: no index to answer from in-process
             return backend_for(*found, config) if config.conversations else DaemonBackend(*found)
         if config.conversations and start:   # conversations alone: they need the daemon
             return start_daemon(config, sock, idle_exit_s)
         raise UserError("no corpus roots given and no daemon running",
                         hint="pass --root DIR, or set roots = [\"~/notes\"] in the config file")
-    found = find_daemon(config, sock)
+    try:
+        found = find_daemon(config, sock)
+    except OtherBuild as e:
+        return _beside_other_build(config, e)
     if found is not None:
         return found
     if start:
@@ -371,3 +488,17 @@ def connect(config: Config | None, *, start: bool, readonly_fallback: bool, stor
         return LocalBackend(config, readonly=readonly_fallback, progress=progress)
     except writelock.Busy as e:   # `remembrancer index` is writing it: answer from the last index meanwhile
         return LocalBackend(config, readonly=True, reason=f"{e.message}; answering read-only from the last index")
+
+
+def _beside_other_build(config: Config, e: OtherBuild) -> "LocalBackend":
+    """A daemon of another build runs and is not ours to replace: this build's engine answers
+    in-process, read-only, from the last index (this build's redaction applied again as it serves),
+    each answer's verdict saying why; said on stderr once. `other_daemon`: the daemon's status."""
+    try:
+        local = LocalBackend(config, readonly=True, reason=f"{e.message}; answered in-process, read-only, from "
+                             f"the last index — fix: {e.hint}")
+    except UserError:
+        raise e from None
+    print(f"remembrancer: {e.message}; answering in-process, read-only — fix: {e.hint}", file=sys.stderr)
+    local.other_daemon = e.status
+    return local

@@ -20,8 +20,11 @@ def _check(name: str, status: str, detail: str, fix: str = "") -> dict:
 def run_checks(root_args: list[str] | None, store_reader: bool = False) -> list[dict]:
     """Every check of this machine; for a reader of a team store (`store_reader`), not those of a
     local index's daemon, service, hooks and watches, which such a reader does not use."""
+    from remembrancer import build
+
     out = [_check("python", "OK" if sys.version_info >= (3, 11) else "FAIL", sys.version.split()[0],
-                  "" if sys.version_info >= (3, 11) else "use Python 3.11 or newer")]
+                  "" if sys.version_info >= (3, 11) else "use Python 3.11 or newer"),
+           _check("remembrancer", "OK", f"{build.version()} (build {build.fingerprint()}) in {sys.prefix}")]
     for mod in ("tantivy", "hnswlib", "onnxruntime", "tokenizers", "pygit2", "watchdog", "mcp"):
         try:
             __import__(mod)
@@ -149,8 +152,17 @@ def _socket_check() -> tuple[dict, dict | None]:
     mode = oct(os.stat(sock).st_mode & 0o777)
     d = st.get("daemon") or {}
     fresh = (st.get("freshness") or {}).get("verdict")
+    from remembrancer import build
+    from remembrancer.daemon.connect import restart_hint, same_build, this_build
+
+    if not same_build(st):   # an upgrade since it started: it answers with the old code
+        return _check("daemon", "FAIL", f"pid {d.get('pid')} runs {build.named(d.get('build'))}, not this "
+                      f"{build.named(this_build())}: clients do not use it",
+                      restart_hint(d) if d.get("idle_exit_s") is None else
+                      "it was started on demand: the next client replaces it (or `remembrancer stop` now)"), st
     return _check("daemon", "OK" if mode == "0o600" else "WARN",
-                  f"pid {d.get('pid')}, socket mode {mode}, freshness {fresh}, last error {d.get('last_error')}"), st
+                  f"pid {d.get('pid')}, build {(d.get('build') or {}).get('fingerprint')}, socket mode {mode}, "
+                  f"freshness {fresh}, last error {d.get('last_error')}"), st
 
 
 def _hooks_checks(cfg) -> list[dict]:

@@ -22,12 +22,13 @@ import signal
 import socket
 import socketserver
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-from remembrancer import wire
+from remembrancer import build, wire
 from remembrancer.indexer import api
 from remembrancer.indexer.wake import Waker
 from remembrancer.indexer import writelock
@@ -64,6 +65,23 @@ SOCKET_CHECK_S = 2.0
 # leaves an empty file that looks settled.
 CONFIG_QUIET_S = 0.2
 CONFIG_VERDICTS = 64   # clients' settings compared with the daemon's, remembered (each a read of their file)
+
+
+RESTART_SERVICE = ("`systemctl --user restart remembrancer.service`" if sys.platform != "darwin"
+                   else "`launchctl kickstart -k gui/$(id -u)/dev.remembrancer.daemon`")
+
+
+def _supervisor() -> str | None:
+    """The service manager that runs this daemon ("systemd", "launchd"), else None: the parent
+    process is the user's service manager. A client names the right way to restart it."""
+    ppid = os.getppid()
+    if sys.platform == "darwin":
+        return "launchd" if ppid == 1 else None
+    try:
+        with open(f"/proc/{ppid}/comm") as f:
+            return "systemd" if f.read().strip() == "systemd" else None
+    except OSError:
+        return None
 
 
 class AlreadyRunning(UserError):
@@ -117,6 +135,8 @@ class Daemon:
         self.client_timeout_s = client_timeout_s    # a connection idle this long is closed
         self.request_timeout_s = request_timeout_s  # a request line slower than this is dropped
         self.started_at = time.time()
+        self.build = build.identity()   # the code it loaded, compared by every client (daemon/connect.py)
+        self.supervisor = _supervisor()
         self.stopping = threading.Event()
         self._wake = Waker()
         self._signalled = False   # SIGTERM/SIGINT arrived: the main loop stops (signal handlers take no lock)
@@ -462,14 +482,16 @@ class Daemon:
             with self._lock:
                 self.requests += 1
                 self.last_activity = time.monotonic()
-            return {"id": rid, "ok": True, "result": self.dispatch(method, params)}
+            out = {"id": rid, "ok": True, "result": self.dispatch(method, params)}
         except wire.ProtocolError as e:
-            return {"id": rid, "ok": False, "error": {"code": e.code, "message": e.message}}
+            out = {"id": rid, "ok": False, "error": {"code": e.code, "message": e.message}}
         except UserError as e:
-            return {"id": rid, "ok": False, "error": e.to_dict()}
+            out = {"id": rid, "ok": False, "error": e.to_dict()}
         except Exception as e:  # a bug must not kill the daemon or leak a traceback to a client
             log.exception("request failed")
-            return {"id": rid, "ok": False, "error": {"code": "internal", "message": f"{type(e).__name__}: {e}"}}
+            out = {"id": rid, "ok": False, "error": {"code": "internal", "message": f"{type(e).__name__}: {e}"}}
+        out["build"] = self.build["fingerprint"]   # every answer says which build gave it (wire.Client.build)
+        return out
 
     def dispatch(self, method: str, params: dict) -> dict:
         params = dict(params)
@@ -479,6 +501,7 @@ class Daemon:
         code = code_param(params)
         without_notes = params.pop("without_notes", False) is True   # a session of conversations alone
         asked = params.pop("config", None)   # the client's settings (wire.config_identity)
+        asked_build = params.pop("build", None)   # the client's build fingerprint (remembrancer/build.py)
         if method == "notify":
             return self._notify(params)
         if method == "stop":
@@ -489,6 +512,8 @@ class Daemon:
         except UserError:
             if method not in ("status", "notify", "forget"):   # status says it (stale); `stop` asks it the pid
                 raise
+        if asked_build is not None and method not in ("status", "forget"):
+            self._same_build(asked_build)
         if asked is not None and method != "forget":
             self._same_config(asked)
         if method == "forget":   # `remembrancer corpora forget`: this daemon may be serving it
@@ -685,6 +710,18 @@ class Daemon:
                  f"client with the daemon's: REMEMBRANCER_CONFIG={ours[0]}; or give it a daemon of its own "
                  "(REMEMBRANCER_SOCKET and REMEMBRANCER_DATA_DIR of its own)")
 
+    def _same_build(self, asked: object) -> None:
+        """Refuse a client of another build: this daemon's code would answer it as if it were its
+        own (another redaction, other freshness rules). `status` is still answered: it says which
+        build this is, and clients act on it (daemon/connect.py)."""
+        if asked == self.build["fingerprint"]:
+            return
+        raise UserError(
+            f"the running daemon (pid {os.getpid()}) runs {build.named(self.build)}, not the client's build {asked}: "
+            "it does not answer another build's requests", code="build_mismatch",
+            hint="restart the daemon with the installed code: `remembrancer stop` (a daemon of the client's build "
+                 "starts on demand), or for the service: " + RESTART_SERVICE)
+
     def _config_differences(self, path: Path, their_hashes: str | None, our_hashes: str | None) -> list[str]:
         """The settings (named as in the file) in which a client's config file differs from this
         daemon's; a file that cannot be read or is invalid differs in all of them, said so."""
@@ -733,7 +770,8 @@ class Daemon:
                                clients=self.clients, requests=self.requests, idle_exit_s=self.idle_exit_s,
                                corpus_idle_s=self.corpora.idle_s, model_loads=self.corpora.model_loads(),
                                notifications=self.notifications, last_notification=self.last_notification,
-                               multi_corpus=True, default_roots=list(self.default_key or ()), **writer)
+                               multi_corpus=True, default_roots=list(self.default_key or ()),
+                               build=self.build, supervisor=self.supervisor, **writer)
         if corpus is None:
             return StatusAnswer(index=None, corpora=self.corpora.summaries(self._touched_engines()),
                                 daemon=daemon(queued_changes=0, seconds_behind=None, ingesting=False,

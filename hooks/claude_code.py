@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from remembrancer import wire
+from remembrancer import build, wire
 
 DEADLINE_S = 0.25          # the whole exchange; with interpreter start-up, under ~300 ms
 # What a strong match puts in front of the model: the best section and the short runners-up the
@@ -44,9 +44,13 @@ STRONG_DENSE = 0.45
 def ask(method: str, params: dict, deadline: float, path: str | None = None) -> dict | None:
     """One request to the daemon, answered before `deadline` (time.monotonic()), else None."""
     try:   # another user's socket is refused by wire.Client: it would learn our prompts
+        ours = build.fingerprint()
         with wire.Client(path or wire.socket_path(), deadline=deadline) as client:
-            out = client.call(method, **params, config=wire.config_identity())   # never another config's answer
-    except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError, ImportError):
+            # never another config's answer, nor another build's (a daemon older than the install)
+            out = client.call(method, **params, config=wire.config_identity(), build=ours)
+            if client.build != ours:   # a daemon older than build identities ignores the parameter
+                return None
+    except (wire.DaemonUnavailable, wire.DaemonError, ValueError, KeyError, ImportError, OSError):
         return None   # ValueError: a socket path too long to bind, or an answer that is not JSON
     return out
 

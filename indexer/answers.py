@@ -659,11 +659,14 @@ class DaemonState(_Wire):
     last_error: str | None
     last_ingest: dict | None               # the last run's report, as the scope sees it
     polled: dict | None = None             # roots inotify's limit leaves polled (daemon/watch.py problem())
+    build: dict | None = None              # its version and code fingerprint (remembrancer/build.py); None: an older daemon
+    supervisor: str | None = None          # the service manager running it ("systemd", "launchd"), else None
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
-        if out["polled"] is None:   # sent only when there are some
-            del out["polled"]
+        for key in ("polled", "build", "supervisor"):   # sent only when there are some (an older daemon: no build)
+            if out[key] is None:
+                del out[key]
         return out
 
 

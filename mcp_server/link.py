@@ -113,8 +113,8 @@ class Link:
         while time.monotonic() < deadline and _alive(pid):
             st = ping(sock, timeout=1.0)
             if st is not None:
-                if not dconnect.serves(st, self.config):
-                    return None
+                if not dconnect.serves(st, self.config) or not dconnect.same_build(st):
+                    return None   # another build's: connect() replaces it or answers beside it
                 return dconnect.backend_for(sock, st, self.config)
             time.sleep(0.2)
         return None
@@ -122,12 +122,15 @@ class Link:
     def _retry_daemon(self) -> None:
         """From a read-only fallback, switch to a daemon again when one can be had."""
         now = time.monotonic()
-        found = dconnect.find_daemon(self.config)
+        try:
+            found = dconnect.find_daemon(self.config)
+        except dconnect.OtherBuild:   # still there, still not ours to replace: read-only meanwhile
+            return
         if found is None and now - self._last_attempt >= RETRY_S:
             self._last_attempt = now
             try:
                 found = dconnect.start_daemon(self.config, idle_exit_s=self.idle_exit_s)
-            except (DaemonUnavailable, OSError) as e:
+            except (DaemonUnavailable, OSError, UserError) as e:
                 log.info("daemon still unavailable: %s", e)
         if found is not None:
             log.info("daemon back on %s; leaving the read-only fallback", found.sock)
@@ -193,6 +196,14 @@ class Link:
                 return self._send(method, params)
             except DaemonUnavailable as e:
                 lost = e
+            except UserError as e:
+                if e.code != "build_mismatch":
+                    raise
+                # a daemon of another build took the socket: connect() replaces it or answers beside it
+                log.warning("%s; connecting again", e.message)
+                self._drop()
+                self._connect()
+                return self._send(method, params)
             self._drop()
             again = self._reattach()
             if again is not None:
@@ -214,7 +225,7 @@ class Link:
         """The same daemon on a new connection, if it still answers for this corpus."""
         sock = Path(socket_path())
         st = ping(sock)
-        if st is None or (self.config.roots and not dconnect.serves(st, self.config)):
+        if st is None or (self.config.roots and not dconnect.serves(st, self.config)) or not dconnect.same_build(st):
             return None
         return dconnect.backend_for(sock, st, self.config)
 

@@ -246,6 +246,7 @@ def status_text(out: StatusAnswer) -> str:
     if d:
         lines.append(f"Daemon: pid {d.pid} on {d.socket}; {d.clients} clients, {d.requests} requests, "
                      f"model loaded {d.model_loads}x, {d.queued_changes} changes queued"
+                     + (f"; build {d.build.get('fingerprint')}" if d.build else "")
                      + (f"; last error: {d.last_error}" if d.last_error else ""))
     else:
         lines.append("Daemon: none — answered by the engine inside the MCP server (read-only).")

@@ -33,6 +33,12 @@ CLI, the MCP server, the Claude Code hook): the settings the client would answer
 refuses a request whose settings differ from its own (`config_mismatch`) rather than answer it under
 another redaction policy; a request without it (an older client) is answered under the daemon's.
 
+Every method but notify, stop, status and forget may carry `"build": <fingerprint>` (remembrancer/build.py),
+the code the client runs: the daemon refuses another build's request (`build_mismatch`), and every
+answer, refusals included, carries the daemon's own fingerprint beside "id" (`"build": "1a2b…"`), so a
+client can tell an answer from a daemon of another build (one older than build identities sends none).
+`status` is answered whatever the client's build, and reports the daemon's (`daemon.build`).
+
 Every method but notify, stop and forget may name its corpus: `"roots": [folders]` (opened on first use),
 or `"within": folder` (the open corpus whose root holds that folder, else the open conversations of
 the folder's project; a folder that merely holds corpora selects none; never opens one). Without either,
@@ -290,6 +296,7 @@ class Client:
         self._sock: socket.socket | None = None
         self._buf = b""
         self._reused = False
+        self.build: str | None = None   # the build fingerprint the last answer carried (None: an older daemon)
 
     def _op_timeout(self) -> float | None:
         if self.deadline is None:
@@ -355,6 +362,7 @@ class Client:
             self.close()
             raise DaemonUnavailable(f"daemon did not answer {method} ({e})") from None
         resp = json.loads(self._read_line(method))
+        self.build = resp.get("build")
         if not resp.get("ok"):
             raise DaemonError(resp.get("error") or {})
         return resp["result"]

@@ -180,3 +180,24 @@ def test_index_refuses_a_model_folder_that_cannot_be_loaded(tmp_path, tiny_model
     error = json.loads(p.stdout)["error"]
     assert p.returncode == 2 and error["code"] == "bad_model" and error["param"] == "model.path"
     assert str(config) in error["hint"]
+
+
+def test_list_pages_with_offset_and_limit_and_says_how_to_see_the_rest(cli):
+    """A cut listing says so, with the command that shows the next page; --offset shows it."""
+    root = str(cli.notes)
+    assert cli("index", "--root", root).returncode == 0
+    every = json.loads(cli("list", "--root", root, "--json").stdout)
+    total = every["total"]
+    assert total > 4 and not every.get("truncated")
+    r = cli("list", "--root", root, "--limit", "3")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-2] == f"{total} documents"
+    assert lines[-1] == (f"shown: documents 1-3 of {total}; the next ones: "
+                         f"remembrancer list --root {root} --limit 3 --offset 3")
+    page = json.loads(cli("list", "--root", root, "--limit", "3", "--offset", "3", "--json").stdout)
+    assert page["offset"] == 3 and [d["path"] for d in page["documents"]] == [d["path"] for d in every["documents"][3:6]]
+    last = cli("list", "--root", root, "--offset", str(total - 1))
+    assert last.stdout.splitlines()[-1] == f"shown: documents {total}-{total} of {total}"
+    bad = cli("list", "--root", root, "--offset", "-1")
+    assert bad.returncode != 0 and "offset" in bad.stderr

@@ -12,9 +12,9 @@ The rule:
 3. **Inside `indexer`**: the building blocks — `indexer.store`, `indexer.ingest`, `indexer.models` —
    never import what is built on them: `indexer.search`, `indexer.memory`, `indexer.engine`,
    `indexer.api`, `indexer.team`.
-4. **The hook scripts stay light**: `remembrancer.wire` and the scripts git and Claude Code run on
-   every commit and prompt (`hooks.notify`, `hooks.claude_code`) import only the standard library
-   and the wire module — each other included. Two lazy exceptions, named in LAZY_EXCEPTIONS: wire
+4. **The hook scripts stay light**: `remembrancer.wire`, `remembrancer.build` (the build fingerprint
+   the Claude Code hook sends) and the scripts git and Claude Code run on every commit and prompt
+   (`hooks.notify`, `hooks.claude_code`) import only the standard library and each other. Two lazy exceptions, named in LAZY_EXCEPTIONS: wire
    imports platformdirs only without XDG_RUNTIME_DIR, and the git hook loads the team store's
    NOTIFY only when a store is configured.
 """
@@ -33,7 +33,7 @@ LAYERS = ("remembrancer.wire", "remembrancer.indexer", "remembrancer.hooks", "re
 BUILDING_BLOCKS = ("remembrancer.indexer.store", "remembrancer.indexer.ingest", "remembrancer.indexer.models")
 BUILT_ON_THEM = ("remembrancer.indexer.search", "remembrancer.indexer.memory", "remembrancer.indexer.engine",
                  "remembrancer.indexer.api", "remembrancer.indexer.team")
-LIGHT = ("remembrancer.wire", "remembrancer.hooks.notify", "remembrancer.hooks.claude_code")
+LIGHT = ("remembrancer.wire", "remembrancer.build", "remembrancer.hooks.notify", "remembrancer.hooks.claude_code")
 LAZY_EXCEPTIONS = {("remembrancer.wire", "platformdirs"),
                    ("remembrancer.hooks.notify", "remembrancer.indexer.store.postgres.notify")}
 
