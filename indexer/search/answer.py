@@ -1045,7 +1045,7 @@ def _rerank(view, it: rank.Intent, cands: dict[int, Candidate]) -> dict:
     if texts:
         rows.update(view.catalog.sections_by_id(texts))
     rank.rerank(cands, rows, it, cfg, read_texts=(lambda ids: _with_text(view, ids, rows)) if DAYS_WRITTEN else None,
-                own_date=_own_date(view))
+                own_date=_own_date(view) if view.config.kind == NOTES else None)   # a commit's, an exchange's date is its own
     return rows
 
 

@@ -37,6 +37,7 @@ def _sizes(engine) -> dict[str, int]:
             "catalog": sum(p.stat().st_size for p in d.glob("catalog.sqlite3*") if p.name != "catalog.sqlite3-shm")}
 
 
+@pytest.mark.slow   # ~40–60 s: 300 real index passes
 def test_churn_keeps_the_index_near_a_fresh_ones_size_and_search_exact(tmp_path, monkeypatch, tiny_embedder):
     rng = random.Random(5)
     root = tmp_path / "notes"
