@@ -15,7 +15,7 @@ from remembrancer.indexer.engine import Engine
 from remembrancer.indexer.search.answer import Candidate, SearchRequest, search
 from tests.support.corpus import write, write_tree
 from tests.support.paths import EXAMPLES
-from tests.support.ranking import ranked, row
+from tests.support.ranking import first_heading, fused_by_heading, ranked, row
 
 
 def test_questions_about_now_prefer_records_and_questions_about_events_are_left_to_relevance():
@@ -593,32 +593,20 @@ def test_a_why_question_gets_the_reason_the_best_document_gives(tmp_path, tiny_e
         "uv.md": "# The uv backend\n\n## Summary\n\nInstall with uv.\n\n## Why use it\n\nIt is fast.\n",
         "pm-01.md": "# PM-01 Late files\n\n## Cause\n\nThe SFTP key expired.\n"}))
     view = e.view()
-    real = answer._fuse
     best = {"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5}
+    fused_by_heading(monkeypatch, view, best)
 
-    def summary_first(cs, *args, **kwargs):
-        real(cs, *args, **kwargs)
-        heads = view.catalog.section_heads_by_id(list(cs))
-        for sid, c in cs.items():
-            c.score = c.fused = best.get(heads[sid].heading, 0.1)
-
-    monkeypatch.setattr(answer, "_fuse", summary_first)
-
-    def first(query: str) -> str:
-        out = api.do_search(view, {"query": query, "limit": 3})
-        return (out["results"] or out["best_weak"])[0]["heading"]
-
-    assert first("Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Root cause"
-    assert first("what caused the member count in March to be overstated") == "PM-02 Member count overstated > Root cause"
-    assert first("what did the dashboard show in March?") == "PM-02 Member count overstated > Summary"
+    assert first_heading(view, "Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Root cause"
+    assert first_heading(view, "what caused the member count in March to be overstated") == "PM-02 Member count overstated > Root cause"
+    assert first_heading(view, "what did the dashboard show in March?") == "PM-02 Member count overstated > Summary"
     best.clear()
     best.update({"The uv backend > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
     # a pitch is no reason, and another document's cause is another thing's
-    assert first("why does the uv backend install things?") == "The uv backend > Summary"
+    assert first_heading(view, "why does the uv backend install things?") == "The uv backend > Summary"
     best.clear()
     best.update({"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
     monkeypatch.setattr(answer, "REASON_FIRST", False)
-    assert first("Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Summary"
+    assert first_heading(view, "Why did the dashboard overcount members in March?") == "PM-02 Member count overstated > Summary"
 
 
 def test_a_question_naming_a_front_matter_key_gets_the_preamble_that_holds_it(tmp_path, tiny_engine, monkeypatch):
@@ -634,31 +622,19 @@ def test_a_question_naming_a_front_matter_key_gets_the_preamble_that_holds_it(tm
                                    "contract_renewal: 2027-02-15\n---\n# push-gateway\n\nSends reminder notifications "
                                    "through APNs.\n\n## Dependencies\n\n- Redis for the schedule queue.\n"}))
     view = e.view()
-    real = answer._fuse
     scores = {"push-gateway": 1.0, "": 0.85}
+    fused_by_heading(monkeypatch, view, scores)
 
-    def opening_first(cs, *args, **kwargs):
-        real(cs, *args, **kwargs)
-        heads = view.catalog.section_heads_by_id(list(cs))
-        for sid, c in cs.items():
-            c.score = c.fused = scores.get(heads[sid].heading, 0.1)
-
-    monkeypatch.setattr(answer, "_fuse", opening_first)
-
-    def first(query: str) -> str:
-        out = api.do_search(view, {"query": query, "limit": 3})
-        return (out["results"] or out["best_weak"])[0]["heading"]
-
-    assert first("who owns the push gateway?") == ""
-    assert first("what port does push-gateway listen on?") == ""
-    assert first("when does the push-gateway contract renew?") == ""
-    assert first("what does push-gateway do?") == "push-gateway"
-    assert first("what type of thing is push-gateway and what is its name?") == "push-gateway"   # the note's own keys
+    assert first_heading(view, "who owns the push gateway?") == ""
+    assert first_heading(view, "what port does push-gateway listen on?") == ""
+    assert first_heading(view, "when does the push-gateway contract renew?") == ""
+    assert first_heading(view, "what does push-gateway do?") == "push-gateway"
+    assert first_heading(view, "what type of thing is push-gateway and what is its name?") == "push-gateway"   # the note's own keys
     scores[""] = 0.6   # too far below the best
-    assert first("who owns the push gateway?") == "push-gateway"
+    assert first_heading(view, "who owns the push gateway?") == "push-gateway"
     scores[""] = 0.85
     monkeypatch.setattr(answer, "FRONT_MATTER_FIRST", False)
-    assert first("who owns the push gateway?") == "push-gateway"
+    assert first_heading(view, "who owns the push gateway?") == "push-gateway"
 
 
 def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, monkeypatch):
@@ -667,7 +643,6 @@ def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, mon
     we last reset the staging database?" got the runbook, committed after every journal entry, as the
     newest of the near ties; the newest entry that says so answers. Made with the git CLI at fixed
     dates; the fusion is fixed by a spy on the real `_fuse` (the tiny test model's vectors are random)."""
-    from remembrancer.indexer.search import answer
     from tests.support.memory import commit, git
 
     notes = write_tree(tmp_path / "notes", {
@@ -678,16 +653,7 @@ def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, mon
     commit(notes, "notes", "2031-05-01T12:00:00Z")
     e = tiny_engine(notes)
     view = e.view()
-    real = answer._fuse
-    scores = {"Reset the staging database": 1.0, "2031-03-01": 0.95, "2031-04-02": 0.9}
-
-    def runbook_first(cs, *args, **kwargs):
-        real(cs, *args, **kwargs)
-        heads = view.catalog.section_heads_by_id(list(cs))
-        for sid, c in cs.items():
-            c.score = c.fused = scores.get(heads[sid].heading, 0.1)
-
-    monkeypatch.setattr(answer, "_fuse", runbook_first)
+    fused_by_heading(monkeypatch, view, {"Reset the staging database": 1.0, "2031-03-01": 0.95, "2031-04-02": 0.9})
     out = api.do_search(view, {"query": "when did we last reset the staging database?", "limit": 3})
     assert out["results"][0]["path"] == "journal/2031-04-02.md"
     assert {r["path"]: r.get("date") for r in out["results"]}["runbooks/reset-staging-db.md"] == "2031-05-01"   # still dated
