@@ -275,14 +275,19 @@ def context_gaps(name: str, s: dict) -> str:
             f" whole though not right first: {', '.join(c['whole_not_right_first']) or '-'}")
 
 
-def open_session(name: str, eval_dir: str) -> EvalSession:
+def open_session(name: str, eval_dir: str, in_git: str | None = None) -> EvalSession:
     """A set's open, refreshed index: a dev set of `eval_dir`, or COMMITS_SET — the commits corpus
     of a git history made for it (tests/support/commit_history.py: its questions, labelled by
-    commit), built in a temporary folder with the git CLI; or CODE_SET, this checkout as a code corpus."""
+    commit), built in a temporary folder with the git CLI; or CODE_SET, this checkout as a code corpus.
+    With `in_git` (a day), a plain-folder set is read as notes kept in git: a copy committed on that
+    day (in_git_copy)."""
     if name == CODE_SET:   # this checkout's own source, as `remembrancer eval --corpus code` reads it
         return EvalSession(str(ROOT / "tests" / "data" / "code" / "questions.jsonl"), [str(ROOT)], corpus="code")
     if name != COMMITS_SET:
-        return EvalSession(str(Path(eval_dir) / "queries" / f"{name}.jsonl"), None)
+        queries = Path(eval_dir) / "queries" / f"{name}.jsonl"
+        if in_git is None:
+            return EvalSession(str(queries), None)
+        return EvalSession(str(queries), [str(in_git_copy(queries, in_git))])
     from tests.support.commit_history import build, cases
 
     where = Path(tempfile.mkdtemp(prefix="eval-commits-"))
@@ -290,6 +295,24 @@ def open_session(name: str, eval_dir: str) -> EvalSession:
     queries = where / "commits.jsonl"
     queries.write_text("".join(json.dumps(c) + "\n" for c in cases(build(where / "tollgate"))))
     return EvalSession(str(queries), [str(where / "tollgate")], corpus="commits")
+
+
+def in_git_copy(queries: Path, day: str) -> Path:
+    """The set's corpus as notes kept in git: copied (once) beside the index cache's data and
+    committed with the git CLI on `day`, so an undated file is dated by that commit as a user's
+    would be. The dev and lab corpora are plain folders dated years ahead: a commit after their
+    newest note is what a user's repository holds, and the rules must not read it as an account."""
+    from tests.support.memory import commit, git
+
+    with queries.open() as rows:
+        source = queries.parent.parent / json.loads(next(line for line in rows if line.strip()))["corpus"]
+    where = Path(os.environ["REMEMBRANCER_DATA_DIR"]) / "in-git" / f"{source.name}-{day}"
+    if not (where / ".git").is_dir():
+        shutil.rmtree(where, ignore_errors=True)
+        shutil.copytree(source, where, ignore=shutil.ignore_patterns(".git"))
+        git(where, "init", "-q", "-b", "main")
+        commit(where, "notes", f"{day}T12:00:00Z")
+    return where
 
 
 def main() -> int:
@@ -304,6 +327,8 @@ def main() -> int:
     ap.add_argument("--data-dir", default=str(ROOT / "bench" / "results" / "index-cache"),
                     help="where the indexes are kept between runs")
     ap.add_argument("--fresh", action="store_true", help="index into a new temporary folder (determinism check)")
+    ap.add_argument("--in-git", metavar="YYYY-MM-DD",
+                    help="read each notes set as notes kept in git: a copy committed on that day (after its newest note)")
     ap.add_argument("--json")
     ap.add_argument("--markdown", action="store_true", help="also print the tables as Markdown (docs/ranking.md)")
     ap.add_argument("--ranking", action="append", default=[], metavar="KEY=VALUE",
@@ -388,7 +413,7 @@ def main() -> int:
             if args.alternates:
                 f = Path(args.alternates) / f"{name}.json"
                 alts = json.loads(f.read_text()) if f.exists() else None
-            with open_session(name, args.eval_dir) as session:
+            with open_session(name, args.eval_dir, args.in_git) as session:
                 built = time.perf_counter() - t0
                 res = results[name] = {}
                 for cname in ("shipped", "plain"):
