@@ -265,8 +265,10 @@ def test_doctor_asks_the_daemon_once_and_reads_the_limits_once_per_report(tmp_pa
     pings = []
     monkeypatch.setattr(doctor, "socket_path", lambda: tmp_path / "sock")
     monkeypatch.setattr(doctor, "check_socket_owner", lambda sock: None)
+    from remembrancer.daemon.connect import this_build
+
     monkeypatch.setattr(doctor, "ping", lambda sock: pings.append(sock) or {
-        "daemon": {"pid": 1}, "corpora": [{"roots": [str(tmp_path)], "polled": polled}]})
+        "daemon": {"pid": 1, "build": this_build()}, "corpora": [{"roots": [str(tmp_path)], "polled": polled}]})
     (tmp_path / "sock").touch(mode=0o600)
     monkeypatch.setattr(doctor, "_model_check", lambda cfg, err: doctor._check("model", "OK", "not loaded here"))
     checks = {c["check"]: c for c in doctor.run_checks([str(tmp_path)])}

@@ -73,9 +73,10 @@ def test_only_one_top_level_name_in_site_packages(installed):
 def test_the_installed_cli_indexes_searches_and_installs(installed):
     venv, env, work = installed
     exe = str(venv / "bin" / "remembrancer")
-    from remembrancer import __version__
+    from remembrancer import __version__, build
 
-    assert run([exe, "--version"], cwd=work, env=env).stdout.strip() == f"remembrancer {__version__}"
+    # the wheel's code is this checkout's: the same build fingerprint
+    assert run([exe, "--version"], cwd=work, env=env).stdout.strip() == f"remembrancer {__version__} (build {build.on_disk()})"
     notes = work / "notes"
     shutil.copytree(EXAMPLES, notes)
     assert "added" in run([exe, "index", "--root", str(notes)], cwd=work, env=env).stdout
