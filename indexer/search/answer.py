@@ -95,6 +95,7 @@ RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the r
 FRONT_MATTER_FIRST = True  # a question naming a key of the best document's front matter ("who owns …": owner): its preamble
 FRONT_MATTER_REACH = 0.3   # when the preamble scores within this share of the best
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
+REASON_REACH = 0.3         # a part headed by what it explains ("Why nobody noticed"): only this near the best
 # Among the near ties the newest account settles, a section is as new as the newest day its text
 # writes (rank._days_written). Off only to measure it.
 DAYS_WRITTEN = True
@@ -415,7 +416,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _record_log_first(view, cands, rows, shared)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
-    if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not it.howto:
+    if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
         _front_matter_first(view, cands, rows, shared, query)
     if IDENTIFIERS_FIRST:
         _identifiers_first(cands, query, evidence[0].probes_found)
@@ -574,16 +575,20 @@ def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups
     its own and ranks far below. When the best match is not itself a reason and its document keeps
     a part headed as one ("Why two points", "Root cause", "Rationale": rank.is_reason), that part
     goes first (of several, the best-scored). The best match's document only: another document's
-    reason is another thing's."""
+    reason is another thing's. A part headed by what it explains ("Why nobody noticed for 9 hours")
+    may explain another thing than the question asks ("why did someone have to run indexer:reset?"):
+    it goes first only when it scores within REASON_REACH of the best."""
     ranked = _ranked(cands)
     top = rows.get(ranked[0]) if ranked else None
     if top is None or rank.is_reason(top):
         return
     heads = view.catalog.section_heads_by_id(shared.visible_sections_of(top.path))
     parts = [x for x, h in heads.items() if rank.is_reason(h)]
+    best = cands[ranked[0]].score
+    parts = [x for x in parts if not rank.names_its_reason(heads[x]) or (x in cands and cands[x].score >= best * (1 - REASON_REACH))]
     if parts:
         part = min(parts, key=lambda x: (-cands[x].score if x in cands else 0.0, heads[x].start_line))
-        _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the reason {top.path} gives, for a why question")
+        _lift(cands, rows, part, heads[part], best, f"the reason {top.path} gives, for a why question")
 
 
 # A front matter's `key: value` lines, as the preamble's text holds them; the keys that name, type or

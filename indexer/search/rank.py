@@ -348,7 +348,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
     if cfg.detail_margin:
         _detail_before_summary(cands, rows, cfg.detail_margin)
     if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
-        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts, own_date)
+        # the last time something happened is an account's day; a thing as it is now may be told by the
+        # record edited last, whose commit says when (answer._own_date)
+        _newest_of_near_ties(cands, rows, cfg.outcome_tie_margin, read_texts, own_date if it.latest else None)
 
 
 def encloses(outer, inner) -> bool:
@@ -372,6 +374,13 @@ REASON_HEADING_RE = re.compile(r"^\W*(?:why\b(?!\W+(?:use|choose|pick|adopt)\b)|
 def is_reason(s) -> bool:
     """Is section `s` a part headed as the reason or cause of something?"""
     return bool(REASON_HEADING_RE.match(own_heading(s)))
+
+
+def names_its_reason(s) -> bool:
+    """A reason part headed by what it explains ("Why nobody noticed for 9 hours", "Why two
+    points"), not by the word alone ("Root cause", "Why?"): of a document's topic it may explain
+    another thing than the question asks about."""
+    return bool(re.match(r"^\W*why\W+\w", own_heading(s), re.IGNORECASE))
 
 
 def own_heading(s) -> str:

@@ -591,7 +591,9 @@ def test_a_why_question_gets_the_reason_the_best_document_gives(tmp_path, tiny_e
                     "March.\n\n## Root cause\n\nThe release wrote every sign-up twice.\n\n## Action items\n\n"
                     "- Add a uniqueness test.\n",
         "uv.md": "# The uv backend\n\n## Summary\n\nInstall with uv.\n\n## Why use it\n\nIt is fast.\n",
-        "pm-01.md": "# PM-01 Late files\n\n## Cause\n\nThe SFTP key expired.\n"}))
+        "pm-01.md": "# PM-01 Late files\n\n## Cause\n\nThe SFTP key expired.\n",
+        "pm-03.md": "# PM-03 Old prices\n\n## What happened\n\nThe price indexer hung; we reset it.\n\n"
+                    "## Why nobody noticed for 9 hours\n\nThe alert watched errors only.\n"}))
     view = e.view()
     best = {"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5}
     fused_by_heading(monkeypatch, view, best)
@@ -603,6 +605,14 @@ def test_a_why_question_gets_the_reason_the_best_document_gives(tmp_path, tiny_e
     best.update({"The uv backend > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
     # a pitch is no reason, and another document's cause is another thing's
     assert first_heading(view, "why does the uv backend install things?") == "The uv backend > Summary"
+    best.clear()
+    best.update({"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
+    # a part headed by what it explains may explain another thing: first only when near the best
+    best.clear()
+    best.update({"PM-03 Old prices > What happened": 2.0, "PM-03 Old prices > Why nobody noticed for 9 hours": 1.0})
+    assert first_heading(view, "why did someone have to reset the price indexer?") == "PM-03 Old prices > What happened"
+    best["PM-03 Old prices > Why nobody noticed for 9 hours"] = 1.8
+    assert first_heading(view, "why did the alert stay quiet?") == "PM-03 Old prices > Why nobody noticed for 9 hours"
     best.clear()
     best.update({"PM-02 Member count overstated > Summary": 2.0, "PM-01 Late files > Cause": 1.5})
     monkeypatch.setattr(answer, "REASON_FIRST", False)
@@ -630,6 +640,8 @@ def test_a_question_naming_a_front_matter_key_gets_the_preamble_that_holds_it(tm
     assert first_heading(view, "when does the push-gateway contract renew?") == ""
     assert first_heading(view, "what does push-gateway do?") == "push-gateway"
     assert first_heading(view, "what type of thing is push-gateway and what is its name?") == "push-gateway"   # the note's own keys
+    # the last time something happened is an occurrence, not the state the front matter keeps
+    assert first_heading(view, "when did the push-gateway owner last change?") == "push-gateway"
     scores[""] = 0.6   # too far below the best
     assert first_heading(view, "who owns the push gateway?") == "push-gateway"
     scores[""] = 0.85
@@ -666,6 +678,8 @@ def test_a_reason_is_a_part_headed_as_one():
     assert rank.is_reason(S(heading="EXP-007 > Why abandoned"))
     assert not rank.is_reason(S(heading="Use the uv backend > Why use it"))
     assert not rank.is_reason(S(heading="Service > Causeway bridge"))
+    assert rank.names_its_reason(S(heading="PM-03 > Why nobody noticed for 9 hours"))
+    assert not rank.names_its_reason(S(heading="PM-02 > Root cause")) and not rank.names_its_reason(S(heading="FAQ > Why?"))
     assert rank.intent("Our numbers dropped in November. Why?").why
     assert rank.intent("What was the root cause of the outage?").why
     assert not rank.intent("how do I restore it, and why does it fail?").why   # a how-to asks for steps
