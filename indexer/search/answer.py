@@ -1212,7 +1212,7 @@ def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
             and not terms.NUMBER_COMPOUND_RE.match(p) and not terms.BRAND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
-            and p.lower() not in terms.LOG_LEVELS and p not in probes_found and p.lower() not in by_name]
+            and not terms.is_log_level(p) and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(view) -> frozenset[str] | None:
