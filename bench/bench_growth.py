@@ -3,6 +3,7 @@ against a fresh index of the same final files. On demand, never in CI.
 
     .venv/bin/python bench/bench_growth.py [--notes 300] [--ops 500,1000,2000] [--seed 7] [--real-model]
                                            [--old-stores] [--keep]
+    .venv/bin/python bench/bench_growth.py --slot-cost [--vectors 5000] [--dim 384]
 
 Writes `--notes` notes (10 folders; each note a marker line, 2–6 paragraphs and a Details
 section), indexes them in-process, then applies churn as a daemon sees it: each operation — an
@@ -161,6 +162,37 @@ def mb(n: int) -> str:
     return f"{n / 1e6:.2f}"
 
 
+def slot_cost(n: int, dim: int, k: int = 200) -> None:
+    """What a new vector costs when it takes a deleted one's slot against when it is appended
+    (store/local/vectors.py's REPLACE_AT_MOST rests on it): hnswlib, `n` random unit vectors of
+    `dim`, `k` of them deleted, then `k` new ones added each way; ms per vector, fastest of three."""
+    import hnswlib
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+
+    def unit(m: int) -> np.ndarray:
+        v = rng.standard_normal((m, dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    base, new = unit(n), unit(k)
+    best = {"append": float("inf"), "take a deleted slot": float("inf")}
+    for _ in range(3):
+        for way in best:
+            index = hnswlib.Index(space="ip", dim=dim)
+            index.init_index(max_elements=n + k, ef_construction=200, M=16, allow_replace_deleted=True)
+            index.set_num_threads(1)
+            index.add_items(base, np.arange(n))
+            for label in range(k):
+                index.mark_deleted(label)
+            t0 = time.perf_counter()
+            index.add_items(new, np.arange(n, n + k), replace_deleted=(way != "append"))
+            best[way] = min(best[way], (time.perf_counter() - t0) * 1000 / k)
+    for way, ms in best.items():
+        print(f"{n} vectors of {dim}: {way:<20} {ms:6.2f} ms a vector")
+    print(f"ratio {best['take a deleted slot'] / best['append']:.1f}×")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--notes", type=int, default=300)
@@ -171,7 +203,14 @@ def main() -> int:
     ap.add_argument("--old-stores", action="store_true",
                     help="as the stores were before space was reused: vectors appended (deleted ones purged "
                          "past half), the catalog never compacted (the figures to compare with)")
+    ap.add_argument("--slot-cost", action="store_true",
+                    help="only the cost of a new vector taking a deleted slot against an append (hnswlib alone)")
+    ap.add_argument("--vectors", type=int, default=5000)
+    ap.add_argument("--dim", type=int, default=384)
     args = ap.parse_args()
+    if args.slot_cost:
+        slot_cost(args.vectors, args.dim)
+        return 0
     checkpoints = sorted(int(x) for x in args.ops.split(","))
 
     tmp = Path(tempfile.mkdtemp(prefix="remembrancer-growth-"))

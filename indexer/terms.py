@@ -39,6 +39,11 @@ know tell find show see use used using make made way need ok okay
 LOG_LEVELS = frozenset("trace debug info notice warn warning error err fatal critical crit alert emerg severe panic".split())
 
 
+def is_log_level(word: str) -> bool:
+    """`ERROR`, `WARN`: a log line's level in capitals (not "Error Budget", a name)."""
+    return word.isupper() and word.lower() in LOG_LEVELS
+
+
 # Scripts written without spaces between words — Chinese, Japanese (kana and kanji), and Korean's
 # syllables — make one token of a whole run for tantivy's tokenizer, so a word inside a run never
 # matched ("备份" inside "数据库备份策略"). The keyword leg indexes and asks such runs as
@@ -154,7 +159,7 @@ def name_words(query: str) -> list[str]:
     out = []
     for m in re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]+(?![A-Za-z0-9_])", query):
         w = m.group(0)
-        if w.lower() in STOPWORDS or (w.isupper() and w.lower() in LOG_LEVELS):
+        if w.lower() in STOPWORDS or is_log_level(w):
             continue
         # (a few characters back: `^` is the text's start, not the window's; `$` is the word's)
         starts = _SENTENCE_START_RE.search(query, max(0, m.start() - 8), m.start()) is not None

@@ -450,7 +450,7 @@ def _newest_entry_first(view, cands: dict[int, Candidate], rows: dict, shared: L
     top = rows.get(best)
     if top is None:
         return
-    entries = {sid: s for sid, s in view.catalog.section_heads_by_id(shared.visible_sections_of(top.path)).items()
+    entries = {sid: s for sid, s in shared.visible_heads_of(top.path).items()
                if rank.encloses(top, s)}
     if len(entries) < 2 or len(entries) > NEWEST_ENTRY_READ:
         return
@@ -509,7 +509,7 @@ def _successor_first(view, cands: dict[int, Candidate], rows: dict, shared: Look
         theirs = shared.visible_sections_of(path) if path else []
         if not theirs:
             continue
-        heads = view.catalog.section_heads_by_id(theirs)
+        heads = shared.visible_heads_of(path)
         # the same part ("Decision"), or, for the title, the title
         same = [x for x in theirs if s.heading and (rank.own_heading(heads[x]) == rank.own_heading(s) or
                                                     (" > " not in s.heading and heads[x].heading and " > " not in heads[x].heading))]
@@ -556,7 +556,7 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         paths.append(s.path)
         if len(paths) > RECORD_LOG_DOCUMENTS:
             return
-        logs = [x for x, h in view.catalog.section_heads_by_id(shared.visible_sections_of(s.path)).items()
+        logs = [x for x, h in shared.visible_heads_of(s.path).items()
                 if rank.is_log(h)]
         if not logs:
             continue
@@ -582,7 +582,7 @@ def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups
     top = rows.get(ranked[0]) if ranked else None
     if top is None or rank.is_reason(top):
         return
-    heads = view.catalog.section_heads_by_id(shared.visible_sections_of(top.path))
+    heads = shared.visible_heads_of(top.path)
     parts = [x for x, h in heads.items() if rank.is_reason(h)]
     best = cands[ranked[0]].score
     parts = [x for x in parts if not rank.names_its_reason(heads[x]) or (x in cands and cands[x].score >= best * (1 - REASON_REACH))]
@@ -612,17 +612,18 @@ def _front_matter_first(view, cands: dict[int, Candidate], rows: dict, shared: L
     if top is None or top.heading == "":
         return
     best = cands[ranked[0]].score
-    heads = view.catalog.section_heads_by_id(shared.visible_sections_of(top.path))
-    pre = next((x for x, h in heads.items() if h.heading == ""), None)
-    if pre is None or pre not in cands or cands[pre].score < best * (1 - FRONT_MATTER_REACH):
+    # the preamble must be a candidate near the best: found among the candidates' rows, read already
+    pre = next((x for x in ranked if rows.get(x) is not None and rows[x].doc_id == top.doc_id and rows[x].heading == ""
+                and cands[x].score >= best * (1 - FRONT_MATTER_REACH)), None)
+    if pre is None:
         return
     asked = {f for w in terms.content_words(query) if len(w) >= 3 for f in terms.base_forms(w)}
-    keys = [k for k in _FRONT_MATTER_KEY_RE.findall(view.catalog.sections_by_id([pre])[pre].content or "")
+    keys = [k for k in _FRONT_MATTER_KEY_RE.findall(_with_text(view, [pre], rows)[0].content or "")
             if k.lower() not in _NOTE_KEYS]
     named = next((k for k in keys if any(f in asked for part in re.split(r"[._-]", k.lower()) if len(part) >= 3
                                          for f in terms.base_forms(part))), None)
     if named:
-        _lift(cands, rows, pre, heads[pre], best, f"its front matter's {named}, which the question names")
+        _lift(cands, rows, pre, rows[pre], best, f"its front matter's {named}, which the question names")
 
 
 def _identifiers_first(cands: dict[int, Candidate], query: str, probes_found: set[str]) -> None:
@@ -713,6 +714,7 @@ class Lookups:
         self._pointers: dict[int, Pointer | None] = {}
         self._landing: dict[tuple[str, str | None], int | None] = {}
         self._sections: dict[str, list[int]] = {}
+        self._heads: dict[str, dict] = {}
         self._days: dict[str, list[int]] = {}
         self._titled: dict[str, set[int]] = {}
         self._newest: tuple[int | None] | None = None
@@ -746,6 +748,13 @@ class Lookups:
     def visible_sections_of(self, path: str) -> list[int]:
         """The section ids of a document that the request's filters let through."""
         return [sid for sid in self.sections_of(path) if self.allowed is None or sid in self.allowed]
+
+    def visible_heads_of(self, path: str) -> dict:
+        """Those sections' rows without their text, by id, read once per request: the rules that
+        look inside the best document (its entries, its log, its reason, its successor's parts) share them."""
+        if path not in self._heads:
+            self._heads[path] = self.view.catalog.section_heads_by_id(self.visible_sections_of(path))
+        return self._heads[path]
 
     def section_of(self, path: str, anchor: str | None) -> int | None:
         """The section a link lands on: the one its anchor names, else the document's first."""
@@ -1203,7 +1212,7 @@ def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     return [p for p in terms.literal_probes(query)
             if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
             and not terms.NUMBER_COMPOUND_RE.match(p) and not terms.BRAND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
-            and p.lower() not in terms.LOG_LEVELS and p not in probes_found and p.lower() not in by_name]
+            and not terms.is_log_level(p) and p not in probes_found and p.lower() not in by_name]
 
 
 def _common_words(view) -> frozenset[str] | None:

@@ -376,11 +376,14 @@ def is_reason(s) -> bool:
     return bool(REASON_HEADING_RE.match(own_heading(s)))
 
 
+_WHY_SOMETHING_RE = re.compile(r"^\W*why\W+\w", re.IGNORECASE)
+
+
 def names_its_reason(s) -> bool:
     """A reason part headed by what it explains ("Why nobody noticed for 9 hours", "Why two
     points"), not by the word alone ("Root cause", "Why?"): of a document's topic it may explain
     another thing than the question asks about."""
-    return bool(re.match(r"^\W*why\W+\w", own_heading(s), re.IGNORECASE))
+    return bool(_WHY_SOMETHING_RE.match(own_heading(s)))
 
 
 def own_heading(s) -> str:

@@ -7,8 +7,9 @@ update of at most REPLACE_AT_MOST new labels adds them with `replace_deleted=Tru
 new vectors fill the slots earlier edits freed and the file stays the size of the most vectors
 live at once (a file written without the flag loads the same way: hnswlib finds its deleted
 slots from their marks). A larger update appends: a vector that takes a slot costs about ten
-added ones (hnswlib repairs the old item's neighbours: 12 ms against 1.2 ms at 5,000 384-d
-vectors), which an edit's few pay and a 5,000-passage document should not. What is left deleted
+added ones (hnswlib repairs the old item's neighbours: 3.6 ms against 0.39 ms a vector at 5,000
+384-d vectors, `bench/bench_growth.py --slot-cost`), which an edit's few pay and a 5,000-passage
+document should not. What is left deleted
 (notes removed, large documents edited) is purged by a rebuild past VECTOR_DEAD_SHARE
 (indexer/engine/writer.py). hnswlib's `save_index` writes in place, so saves go to a
 temp file, fsync, rename, fsync the folder: a crash leaves the previous file whole. Its `ef`
