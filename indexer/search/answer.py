@@ -94,6 +94,8 @@ RECORD_LOG = True          # "when did X last …" landing on a record that keep
 RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
 FRONT_MATTER_FIRST = True  # a question naming a key of the best document's front matter ("who owns …": owner): its preamble
 FRONT_MATTER_REACH = 0.3   # when the preamble scores within this share of the best
+LAST_ACCOUNT_FIRST = True  # "when did we last …" landing on a section that writes no day: the newest account of it
+LAST_ACCOUNT_REACH = 0.35  # among the accounts scoring within this share of the best account
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
 REASON_REACH = 0.3         # a part headed by what it explains ("Why nobody noticed"): only this near the best
 # Among the near ties the newest account settles, a section is as new as the newest day its text
@@ -414,6 +416,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _successor_first(view, cands, rows, shared)
     if RECORD_LOG and view.config.ranking.enabled and it.latest and view.config.kind != CODE:
         _record_log_first(view, cands, rows, shared)
+    if LAST_ACCOUNT_FIRST and view.config.ranking.enabled and it.last_time and view.config.kind == NOTES:
+        _last_account_first(view, cands, rows)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
     if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
@@ -567,6 +571,34 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         log = max(written)[1]
         _lift(cands, rows, log, texts[log], best, f"the log of {s.path}, for a question about the last time")
         return
+
+
+def _last_account_first(view, cands: dict[int, Candidate], rows: dict) -> None:
+    """"When did we last replay webhooks for a customer?" matches the runbook and the product page
+    that say how, in the question's words; neither writes a day, so neither can say when. The day's
+    account of doing it ("2026-11-04 — Parcelhop replay") tells it in words of its own and ranks far
+    below. When the first result is dated by no heading of its own and writes no day (a section that
+    does, a record's "rotation log: - 2026-11-12 …", is left to the rules above), the newest of the
+    accounts — sections dated by their heading or a daily note's name (rank.written_that_day) — that
+    score within LAST_ACCOUNT_REACH of the best account goes first. A day still to come is a plan's,
+    not an account's (when the notes are not dated wholly ahead of the clock)."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or rank.written_that_day(top):
+        return
+    if rank.newest_day_written(_with_text(view, [top.id], rows)[0], rank.present_day(rows.values())) is not None:
+        return
+    accounts = [sid for sid in cands if (s := rows.get(sid)) is not None and s.date and rank.written_that_day(s)]
+    today = rank.date_value(dates.today().isoformat())
+    if any(rank.date_value(rows[sid].date) <= today for sid in accounts):
+        accounts = [sid for sid in accounts if rank.date_value(rows[sid].date) <= today]
+    if not accounts:
+        return
+    near = max(cands[sid].score for sid in accounts) * (1 - LAST_ACCOUNT_REACH)
+    newest = max((sid for sid in accounts if cands[sid].score >= near),
+                 key=lambda sid: (rank.date_value(rows[sid].date), cands[sid].score))
+    _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score,
+          "the newest account of it, for a question about the last time")
 
 
 def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
@@ -782,16 +814,22 @@ class Lookups:
         named = sorted(dates.named_days(query), key=lambda d: d.year is None)
         return list(dict.fromkeys(d for d in map(self._held, named) if d))
 
-    def unheld_days(self, query: str) -> list[str]:
+    def unheld_days(self, query: str, near: Callable[[], list[str]] = list) -> list[str]:
         """The words of each day the question names that no visible section is dated and no text
-        writes (dates.written_forms): the notes have nothing of that day. A pasted log line's
-        timestamp is not the day the question is about: what it logged may be anywhere."""
+        writes (dates.written_forms), nor falls in a span of days one of the `near()` texts (the best
+        sections') writes ("From 2026-12-18 to 2027-01-04 main is frozen"): the notes have nothing of
+        that day. A pasted log line's timestamp is not the day the question is about: what it logged
+        may be anywhere."""
         out = []
+        spans = None
         for day in dates.named_days(query):
             if day.stamped or self._held(day):
                 continue
             forms = dates.written_forms(day)
-            if not any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
+            if any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
+                continue
+            spans = [sp for text in near() for sp in dates.spans_in(text)] if spans is None else spans
+            if not any(dates.within(day, *sp) for sp in spans):
                 out.append(day.words)
         return out
 
@@ -1151,7 +1189,9 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
     # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
     # is what the question is about, and absent, like an identifier.
     covered = lookups.held_days(query)
-    unheld = lookups.unheld_days(query) if days else []   # `days`: a day the notes lack counts (_abstains)
+    best = [c.section_id for c in ranked[:ABSTAIN_POOL]]
+    unheld = lookups.unheld_days(query, lambda: [s.content or "" for s in view.catalog.sections_by_id(best).values()]
+                                 ) if days else []   # `days`: a day the notes lack counts (_abstains)
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:

@@ -671,6 +671,37 @@ def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, mon
     assert {r["path"]: r.get("date") for r in out["results"]}["runbooks/reset-staging-db.md"] == "2031-05-01"   # still dated
 
 
+def test_the_last_time_is_the_newest_account_of_it(tmp_path, tiny_engine, monkeypatch):
+    """"When did we last replay webhooks for a customer?" matches the runbook that says how, and it
+    writes no day, so it cannot say when; the newest account of a replay near the best account
+    answers — not one far below it, not a day still to come (a plan), and not when the best match
+    writes a day of its own. The fusion is fixed by a spy
+    on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "runbooks/replay.md": "# Replaying webhooks\n\n## Steps\n\n1. Find the endpoint.\n2. Run the replay.\n",
+        "records/replay-tool.md": "# Replay tool\n\n## Notes\n\nLast replay with it: 2020-06-02, for Acme.\n",
+        "journal/2020-03.md": "# March 2020\n\n## 2020-03-02 — Meridian replay\n\nReplayed 40 events.\n\n"
+                              "## 2020-03-20 — Parcelhop replay\n\nReplayed the missed payouts.\n\n"
+                              "## 2020-03-28 — lunch\n\nPizza.\n",
+        "plans/next.md": "# Next\n\n## 2099-01-15 — replay tool v2\n\nPlanned.\n"}))
+    view = e.view()
+    scores = {"Replaying webhooks > Steps": 1.0, "March 2020 > 2020-03-02 — Meridian replay": 0.6,
+              "March 2020 > 2020-03-20 — Parcelhop replay": 0.45, "March 2020 > 2020-03-28 — lunch": 0.2,
+              "Next > 2099-01-15 — replay tool v2": 0.6}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "March 2020 > 2020-03-20 — Parcelhop replay"
+    assert first_heading(view, "when was the last time we ran a replay?") == "March 2020 > 2020-03-20 — Parcelhop replay"
+    assert first_heading(view, "how do we replay webhooks?") == "Replaying webhooks > Steps"   # not about the last time
+    scores["Replay tool > Notes"] = 1.2   # the best match writes a day of its own
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "Replay tool > Notes"
+    del scores["Replay tool > Notes"]
+    monkeypatch.setattr(answer, "LAST_ACCOUNT_FIRST", False)
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "Replaying webhooks > Steps"
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
@@ -683,6 +714,7 @@ def test_a_reason_is_a_part_headed_as_one():
     assert rank.intent("Our numbers dropped in November. Why?").why
     assert rank.intent("What was the root cause of the outage?").why
     assert not rank.intent("how do I restore it, and why does it fail?").why   # a how-to asks for steps
+    assert rank.intent("What went wrong with our timed flag changes in the autumn?").why
 
 
 def test_a_log_is_a_part_headed_as_one():
