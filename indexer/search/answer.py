@@ -94,6 +94,9 @@ RECORD_LOG = True          # "when did X last …" landing on a record that keep
 RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
 FRONT_MATTER_FIRST = True  # a question naming a key of the best document's front matter ("who owns …": owner): its preamble
 FRONT_MATTER_REACH = 0.3   # when the preamble scores within this share of the best
+NEWEST_OF_KIND = True      # "the latest release", "the agent's latest session": the newest of that kind of note
+KIND_REACH = 0.35          # among the kind's candidates scoring within this share of its best
+KIND_UNITS = 3             # a kind: a folder, or a one-word heading, of this many dated documents or more
 LAST_ACCOUNT_FIRST = True  # "when did we last …" landing on a section that writes no day: the newest account of it
 LAST_ACCOUNT_REACH = 0.35  # among the accounts scoring within this share of the best account
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
@@ -418,6 +421,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _record_log_first(view, cands, rows, shared)
     if LAST_ACCOUNT_FIRST and view.config.ranking.enabled and it.last_time and view.config.kind == NOTES:
         _last_account_first(view, cands, rows)
+    if NEWEST_OF_KIND and view.config.ranking.enabled and it.latest and not it.last_time and view.config.kind == NOTES:
+        _newest_of_kind_first(view, cands, rows, query)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
     if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
@@ -599,6 +604,52 @@ def _last_account_first(view, cands: dict[int, Candidate], rows: dict) -> None:
                  key=lambda sid: (rank.date_value(rows[sid].date), cands[sid].score))
     _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score,
           "the newest account of it, for a question about the last time")
+
+
+def _newest_of_kind_first(view, cands: dict[int, Candidate], rows: dict, query: str) -> None:
+    """"What did we triage most recently?", "What did the agent work on in its latest session?": the
+    question names a kind of note the notes keep many of, dated — a folder (`triage/`, `releases/`,
+    `escalations/`) or a one-word heading repeated in dated notes (each daily note's "## Agent") — and
+    the newest of them answers, though an older one, or a page about the kind, matches the question's
+    words as well or better. Of the candidates of the kind the question's words name (by base forms;
+    KIND_UNITS dated documents or more, dated as the notes date them: answer._own_date), the newest of
+    those within KIND_REACH of the kind's best goes first; of two kinds, the one with the better
+    match."""
+    asked = {f for w in terms.content_words(query) if len(w) >= 4 for f in terms.base_forms(w)}
+    own = _own_date(view)
+
+    def kind_of(s) -> str | None:
+        folder = posixpath.basename(posixpath.dirname(s.path))
+        if folder and terms.base_forms(folder) & asked:
+            return "folder " + folder
+        title = rank.own_heading(s)
+        if title and " " not in title.strip() and terms.base_forms(title.strip()) & asked:
+            return "heading " + title.strip().lower()
+        return None
+
+    units: dict[str, list[int]] = {}
+    for sid in cands:
+        s = rows.get(sid)
+        if s is not None and (k := kind_of(s)) is not None:
+            units.setdefault(k, []).append(sid)
+    best_kind = None
+    for k, sids in units.items():
+        dated = {sid: d for sid in sids if (d := own(rows[sid])) is not None}
+        docs = {rows[sid].path for sid in dated}
+        if len(docs) < KIND_UNITS:
+            continue
+        top = max(cands[sid].score for sid in dated)
+        if best_kind is None or top > best_kind[0]:
+            best_kind = (top, k, dated)
+    if best_kind is None:
+        return
+    top, kind, dated = best_kind
+    near = [sid for sid in dated if cands[sid].score >= top * (1 - KIND_REACH)]
+    newest = max(near, key=lambda sid: (rank.date_value(dated[sid]), cands[sid].score))
+    ranked = _ranked(cands)
+    if ranked[0] == newest:
+        return
+    _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score, f"the newest of its kind ({kind}), for a question about the latest")
 
 
 def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:

@@ -702,6 +702,37 @@ def test_the_last_time_is_the_newest_account_of_it(tmp_path, tiny_engine, monkey
     assert first_heading(view, "When did we last replay webhooks for a customer?") == "Replaying webhooks > Steps"
 
 
+def test_the_latest_of_a_kind_of_note_is_the_newest_of_them(tmp_path, tiny_engine, monkeypatch):
+    """"What did we triage most recently?": the notes keep a folder of triage notes, each dated; an
+    older one and the page about how to triage match the question's words better. The newest of the
+    kind's candidates near its best answers — a folder's, or a one-word heading's repeated in dated
+    notes ("## Agent" in each daily note). Not one far below the kind's best, and not for a question
+    that names no kind. The fusion is fixed by a spy on the real `_fuse` (the tiny test model's vectors
+    are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "process/how-we-triage.md": "# How we triage\n\nLabel, reproduce, close.\n",
+        "triage/2031-01.md": "---\ndate: 2031-01-31\n---\n# Triage January\n\nClosed #12.\n",
+        "triage/2031-02.md": "---\ndate: 2031-02-28\n---\n# Triage February\n\nClosed #20.\n",
+        "triage/2031-03.md": "---\ndate: 2031-03-31\n---\n# Triage March\n\nClosed #31.\n",
+        "daily/2031-03-01.md": "# 2031-03-01\n\n## Agent\n\nFixed the parser.\n",
+        "daily/2031-03-02.md": "# 2031-03-02\n\n## Agent\n\nWrote the migration.\n",
+        "daily/2031-03-03.md": "# 2031-03-03\n\n## Agent\n\nReviewed the release.\n"}))
+    view = e.view()
+    scores = {"How we triage": 1.0, "Triage January": 0.8, "Triage February": 0.6, "Triage March": 0.4,
+              "2031-03-01 > Agent": 0.9, "2031-03-02 > Agent": 0.75, "2031-03-03 > Agent": 0.7}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "what did we triage most recently?") == "Triage February"   # March is too far below
+    scores["Triage March"] = 0.55
+    assert first_heading(view, "what did we triage most recently?") == "Triage March"
+    assert first_heading(view, "what did the agent work on in its latest session?") == "2031-03-03 > Agent"
+    assert first_heading(view, "how do we triage?") == "How we triage"   # not about the latest
+    monkeypatch.setattr(answer, "NEWEST_OF_KIND", False)
+    assert first_heading(view, "what did we triage most recently?") != "Triage March"
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
