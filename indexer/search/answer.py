@@ -99,6 +99,7 @@ KIND_REACH = 0.35          # among the kind's candidates scoring within this sha
 KIND_UNITS = 3             # a kind: a folder, or a one-word heading, of this many dated documents or more
 LAST_ACCOUNT_FIRST = True  # "when did we last …" landing on a section that writes no day: the newest account of it
 LAST_ACCOUNT_REACH = 0.35  # among the accounts scoring within this share of the best account
+DECISION_FIRST = True      # a decision record's Context matched best: its Decision part (not for a why question)
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
 REASON_REACH = 0.3         # a part headed by what it explains ("Why nobody noticed"): only this near the best
 # Among the near ties the newest account settles, a section is as new as the newest day its text
@@ -423,6 +424,8 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _last_account_first(view, cands, rows)
     if NEWEST_OF_KIND and view.config.ranking.enabled and it.latest and not it.last_time and view.config.kind == NOTES:
         _newest_of_kind_first(view, cands, rows, query)
+    if DECISION_FIRST and view.config.ranking.enabled and not it.why and view.config.kind == NOTES:
+        _decision_first(view, cands, rows, shared)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
     if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
@@ -650,6 +653,29 @@ def _newest_of_kind_first(view, cands: dict[int, Candidate], rows: dict, query: 
     if ranked[0] == newest:
         return
     _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score, f"the newest of its kind ({kind}), for a question about the latest")
+
+
+# A decision record's parts (ADR, MADR): the context it was taken in, and the decision itself.
+_CONTEXT_HEADING_RE = re.compile(r"^\W*(?:context|background|problem(?: statement)?|context and problem statement)\W*$", re.I)
+_DECISION_HEADING_RE = re.compile(r"^\W*(?:the )?decision(?: outcome)?s?\W*$", re.I)
+
+
+def _decision_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"What's our rule for adding a new secrets backend?", "How do we decide which users fall inside
+    a percentage rollout?": a decision record's Context tells the problem in the question's words and
+    matches best; its Decision says what was decided, the rule the question asks for, in words of its
+    own. When the first result is a part headed "Context", "Background" or "Problem" and its document
+    keeps a part headed "Decision" (or "Decision outcome"), that part goes first. Not for a why
+    question: the context is why."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or not _CONTEXT_HEADING_RE.match(rank.own_heading(top)):
+        return
+    heads = shared.visible_heads_of(top.path)
+    parts = [x for x, h in heads.items() if _DECISION_HEADING_RE.match(rank.own_heading(h))]
+    if parts:
+        part = min(parts, key=lambda x: heads[x].start_line)
+        _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the decision {top.path} records, over its context")
 
 
 def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:

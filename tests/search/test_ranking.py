@@ -733,6 +733,33 @@ def test_the_latest_of_a_kind_of_note_is_the_newest_of_them(tmp_path, tiny_engin
     assert first_heading(view, "what did we triage most recently?") != "Triage March"
 
 
+def test_a_decision_records_decision_goes_before_its_context(tmp_path, tiny_engine, monkeypatch):
+    """"What's our rule for adding a new secrets backend?" matches the decision record's Context (the
+    problem, in the question's words) best; its Decision is the rule. A why question keeps the
+    context, and a document that records no decision is left to relevance. The fusion is fixed by a
+    spy on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "decisions/0011-secrets.md": "# 0011 Secrets backends\n\n## Context\n\nUsers ask for a built-in backend "
+                                     "for every password manager.\n\n## Decision\n\nage is built in; everything else "
+                                     "goes through the command backend.\n\n## Consequences\n\nFewer dependencies.\n",
+        "notes/keepass.md": "# KeePassXC\n\n## Context\n\nA user asked for it.\n\n## Links\n\n- the issue\n"}))
+    view = e.view()
+    scores = {"0011 Secrets backends > Context": 1.0, "0011 Secrets backends > Decision": 0.6}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "What's our rule for adding a new secrets backend?") == "0011 Secrets backends > Decision"
+    assert first_heading(view, "why did we stop adding secrets backends?") == "0011 Secrets backends > Context"
+    scores.clear()
+    scores.update({"KeePassXC > Context": 1.0, "0011 Secrets backends > Decision": 0.6})
+    assert first_heading(view, "What's our rule for a KeePassXC backend?") == "KeePassXC > Context"   # it records no decision
+    scores.clear()
+    scores.update({"0011 Secrets backends > Context": 1.0, "0011 Secrets backends > Decision": 0.6})
+    monkeypatch.setattr(answer, "DECISION_FIRST", False)
+    assert first_heading(view, "What's our rule for adding a new secrets backend?") == "0011 Secrets backends > Context"
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
