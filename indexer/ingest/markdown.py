@@ -494,9 +494,13 @@ class _Heading:
 
 
 def _headings(parsed: _Parsed, body_start: int) -> Iterator[_Heading]:
+    """The document's headings: those at the top level, and a heading that opens a list item — an
+    outliner's heading block (Logseq writes a page's "Steps" as `- ## Steps`, its lines the bullets
+    under it): the section runs to the next heading, as any other does."""
     tokens = parsed.tokens
     for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.level == 0 and token.map:
+        if token.type == "heading_open" and token.map and (
+                token.level == 0 or (OUTLINE_HEADINGS and index and tokens[index - 1].type == "list_item_open")):
             inline = tokens[index + 1] if index + 1 < len(tokens) else None
             children = _title_tokens(inline.content) if inline is not None and inline.content else []
             yield _Heading(
@@ -614,6 +618,7 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
     return sections
 
 
+OUTLINE_HEADINGS = True   # a heading that opens a list item is a heading (off only to measure it)
 FRONT_MATTER_PREAMBLE = True   # for measurement only: bench/eval_all.py --ingest FRONT_MATTER_PREAMBLE=False --fresh
 
 

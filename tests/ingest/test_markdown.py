@@ -1331,3 +1331,20 @@ def test_section_is_frozen() -> None:
     assert isinstance(section, Section)
     with pytest.raises(AttributeError):
         section.heading = "B"  # type: ignore[misc]
+
+
+def test_a_heading_that_opens_a_list_item_is_a_heading(monkeypatch) -> None:
+    """An outliner writes a heading as a bullet (Logseq's `- ## Steps`), its lines the bullets under
+    it: it is a heading, its section running to the next heading as any other's. A heading later in
+    an item, or a `#` in a bullet's text, is not."""
+    text = ("- alias:: Agents\n- How the build agents are kept.\n- ## Steps\n\t- Drain the agent.\n\t- Reimage it.\n"
+            "- ## Notes\n\t- ### Disk\n\t\t- Keep 200 GB free.\n- Closing bullet, still Notes > Disk.\n"
+            "- A bullet with text first\n\n  ## Not a heading of its own\n- Tag #release in a bullet\n")
+    doc = parse_markdown(text, "pages/Build agents.md")
+    got = [(s.heading, s.level, s.start_line, s.end_line) for s in doc.sections]
+    assert got == [("", 0, 1, 2), ("Steps", 2, 3, 5), ("Notes", 2, 6, 6), ("Notes > Disk", 3, 7, 13)]
+    assert_tiling(doc)
+    from remembrancer.indexer.ingest import markdown
+
+    monkeypatch.setattr(markdown, "OUTLINE_HEADINGS", False)
+    assert [s.heading for s in parse_markdown(text, "pages/Build agents.md").sections] == [""]
