@@ -470,6 +470,19 @@ def _warn_store_password(args, argv: list[str]) -> None:
               "in `ps`; keep it in ~/.pgpass (or $PGPASSWORD) and leave it out of the URL", file=sys.stderr)
 
 
+def _check_store(args) -> None:
+    """A --store given (or $REMEMBRANCER_STORE) is a PostgreSQL URL that parses, checked before a
+    command acts on it: an empty one would otherwise mean "no store" and index locally, and a
+    malformed one fail deep inside. The stdio MCP server says it in its answers instead (its client
+    must get an `initialize` answer to show anything): mcp_server/server.py."""
+    url = getattr(args, "store", None)
+    if url is None or (args.command == "mcp" and getattr(args, "action", None) != "config"):
+        return
+    from remembrancer.indexer.store.postgres.store import check_url
+
+    check_url(url)
+
+
 def _warn_root_after_dashes(argv: list[str]) -> None:
     """After `--` every word is a term: `latest -- --flag --root X` searches for "--root" and "X"."""
     if "--" in argv:
@@ -513,6 +526,7 @@ def _main(args) -> int:
 
     writelock.identify(by=args.command)   # an index this run writes names it to whoever waits (`serve`: the daemon)
     try:
+        _check_store(args)
         return COMMANDS[args.command](args)
     except UserError as e:
         _error(args, e)

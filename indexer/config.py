@@ -478,9 +478,14 @@ def _endpoint(table: dict, where: str, path: Path) -> Endpoint:
     from urllib.parse import urlsplit
 
     url = table.get("url")
-    parts = urlsplit(url) if isinstance(url, str) else None
+    why = ""
+    try:   # an unclosed IPv6 bracket or a port that is not one: urlsplit (or .port) raises ValueError
+        parts = urlsplit(url) if isinstance(url, str) else None
+        parts is not None and parts.port
+    except ValueError as e:
+        parts, why = None, f" ({e})"
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"invalid config {path}: [{where}] url must be an http:// or https:// URL, got {url!r}",
+        raise UserError(f"invalid config {path}: [{where}] url must be an http:// or https:// URL, got {url!r}{why}",
                         param=f"{where}.url", hint=SERVER_PRESET_HINT)
     if parts.username or parts.password:
         raise UserError(f"invalid config {path}: [{where}] url holds credentials; put the key in an environment "
