@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-# 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
+# 17: a front matter YAML refuses is read leniently (a Claude Code description holding ": "), and one not read at all
+# is the preamble's text; 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
 # 14: a heading or a daily note's name that is a day in figures (`14.05.2031`, `2031/05/14`, `05/14/2031`)
 # dates it; 13: a CLAUDE.md import ends where a word would; 12: a daily note named by its day in words
 # (`14 May 2031.md`) is a day; 11: a CLAUDE.md's `@path` imports are links, and a list item holding
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 # has no title of its own, its sections' headers beginning with it; 8: a document titled a plan or
 # a roadmap is a plan; 7: a superseded document is stale (meta.document_is_stale), passages carry
 # the description
-PARSE_VERSION = 16
+PARSE_VERSION = 17
 # Deleted documents the keyword index may keep, as a share of all it holds, before it is rebuilt
 # (tantivy counts them in BM25's document frequencies; a search engine's merge policy would purge
 # them from about a fifth on).
