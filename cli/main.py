@@ -956,6 +956,8 @@ def cmd_status(args) -> int:
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
             if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
+                if fr and fr.verdict == "stale" and fr.reason:   # e.g. its root moved, or is a link to elsewhere now
+                    print(f"    stale: {one_line(fr.reason)}")
                 if c.polled:
                     print(f"    polled: {one_line(c.polled.get('message', ''))}")
                 for w in c.warnings or []:
@@ -1293,6 +1295,8 @@ def cmd_corpora(args) -> int:
         print(f"{r['name']}  {docs}  {_size(r['bytes'])}  last used {when}  {daemon}")
         print("    " + (one_line(", ".join(r["roots"])) if r["roots"] else "(roots not recorded: indexed by an older version)")
               + (f"  [missing: {', '.join(r['missing_roots'])}]" if r.get("missing_roots") else "")
+              + "".join(f"  [{root} now resolves to {real}: not the folder indexed]"
+                        for root, real in (r.get("relinked_roots") or {}).items())
               + (f"  [{r['problem']}]" if r.get("problem") else ""))
     return EXIT_OK
 
