@@ -920,7 +920,12 @@ def cmd_status(args) -> int:
     except OtherBuild as e:   # nothing to answer from in-process: the daemon's own status, flagged
         backend, raw = None, e.status
         other = raw
+    query_log = _query_log_problem(args)
+    if query_log and not args.json:
+        print(f"remembrancer: warning: {query_log}", file=sys.stderr)
     if args.json:
+        if query_log:
+            raw = {**raw, "query_log_problem": query_log}
         if getattr(backend, "kind", None) != "team":
             raw = {**raw, "client_build": this_build()}
             if other is not None:
@@ -1025,7 +1030,9 @@ def _memory_call(args, tool: str, **params) -> dict:
     from remembrancer.indexer.search.querylog import QueryLog
 
     backend = _backend(args, missing="build")
-    qlog = QueryLog.for_config(_load(args))
+    settings = _load(args)
+    qlog = QueryLog.for_config(settings)
+    _warn_query_log(settings)
     t0 = time.perf_counter()
     try:
         out = backend.call(tool, **params)
@@ -1038,6 +1045,26 @@ def _memory_call(args, tool: str, **params) -> dict:
     if qlog is not None:
         qlog.record(tool, params, out, (time.perf_counter() - t0) * 1000, client="cli")
     return out
+
+
+def _warn_query_log(settings) -> None:
+    """A query log that cannot be written is said (once: one command, one warning), not skipped silently."""
+    from remembrancer.indexer.config import query_log_problem
+
+    problem = query_log_problem(settings)
+    if problem:
+        print(f"remembrancer: warning: {problem}", file=sys.stderr)
+
+
+def _query_log_problem(args) -> str | None:
+    """What `status` says of the query log: why it cannot be written, or None (a config that does
+    not load is its own error, said by the commands that need it)."""
+    from remembrancer.indexer.config import query_log_problem
+
+    try:
+        return query_log_problem(_load(args))
+    except UserError:
+        return None
 
 
 # The memory tools' text is written for an agent calling MCP tools; on a terminal it names commands.

@@ -807,6 +807,58 @@ def _memory_tool_settings(cfg: Config, raw: dict, path: Path) -> None:
         cfg.metrics_textfile = a_path(metrics_t["textfile"], "[metrics] textfile")
 
 
+def file_unwritable(path: Path) -> str | None:
+    """Why a file at `path` could not be appended to (the query log at `[log] path`), or None —
+    tried for real, so a folder no one may create (under /proc, below a file, on a read-only mount)
+    is said whoever runs it; nothing is left behind: a probe file beside it and the folders made
+    for it are removed again."""
+    import tempfile
+
+    path = Path(path)
+    made: list[Path] = []
+    try:
+        if path.is_dir():
+            return "it is a folder"
+        if path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            return None
+        missing, folder = [], path.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for d in reversed(missing):
+            os.mkdir(d, 0o700)
+            made.append(d)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+        return None
+    except OSError as e:
+        return f"{e.strerror or type(e).__name__}: {e.filename or path}"
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+
+def query_log_problem(cfg: "Config | None") -> str | None:
+    """Why the query log this config asks for cannot be written (then no question is logged), said
+    where config problems are: a warning on stderr, `status`, `doctor`. None when it is off."""
+    if cfg is None or not cfg.log_queries:
+        return None
+    from remembrancer.indexer.search.querylog import path_for
+
+    path = path_for(cfg)
+    why = file_unwritable(path)
+    if why is None:
+        return None
+    where = "[log] path" if cfg.query_log else "the query log"
+    return f"{where} {path} cannot be written ({why}): questions are not logged"
+
+
+QUERY_LOG_HINT = 'set [log] path to a file in a folder you can write, or [log] queries = false to turn the log off'
+
+
 def _parse_layout(layout: object, path: Path) -> tuple[tuple[str, str], ...]:
     """`[[layout]] glob = "notes/**"  type = "doc"` rules; first match wins; a catch-all is kept last."""
     if not isinstance(layout, list):

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from typing import Annotated, Any
 
@@ -423,11 +424,25 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                             instructions=server_instructions, version=_version(), token_verifier=token_verifier,
                             auth=auth)
     server.link = link
+    log_checked = threading.Event()
+
+    def check_log() -> None:
+        """A query log that cannot be written is said once, at the first question it would hold."""
+        if log_checked.is_set():
+            return
+        log_checked.set()
+        from remembrancer.indexer.config import file_unwritable
+
+        why = file_unwritable(querylog.path)
+        if why:
+            log.warning("remembrancer MCP: the query log %s cannot be written (%s): questions are not logged",
+                        querylog.path, why)
 
     def call(tool: str, method: str, **params) -> dict:
         """link.call, timed and written to the query log (answers and errors alike)."""
         if querylog is None or tool not in LOGGED_TOOLS:
             return link.call(method, **params)
+        check_log()
         t0 = time.perf_counter()
         try:
             out = link.call(method, **params)
