@@ -104,3 +104,16 @@ def test_a_malformed_root_uri_from_an_mcp_client_is_skipped_not_fatal():
     from remembrancer.mcp_server.choose import paths_from_uris
 
     assert paths_from_uris(["file://[::1/x", Path("/tmp/notes").as_uri()]) == ["/tmp/notes"]
+
+
+@pytest.mark.parametrize("url,said", [
+    ("postgresql://alice@db-host/memory?bogus=1", 'invalid URI query parameter: "bogus"'),
+    (f"postgresql://alice:{PASSWORD}%ZZ@db-host/memory", 'invalid percent-encoded token: "***"'),
+])
+def test_a_url_libpq_refuses_to_parse_is_a_bad_input_not_an_internal_error(world, url, said):
+    r = run_cli("search", "restart", "--store", url, "--root", str(world["notes"]), "--json", env=world["env"],
+                timeout=60)
+    assert r.returncode == 2 and "internal error" not in r.stderr, (r.returncode, r.stderr)
+    err = json.loads(r.stdout)["error"]
+    assert err["code"] == "bad_input" and said in err["message"], err
+    assert PASSWORD not in r.stdout + r.stderr

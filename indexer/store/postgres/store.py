@@ -207,9 +207,22 @@ def check_url(url: str) -> str:
     if not url.startswith(("postgresql://", "postgres://")):
         raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
     try:
-        urlsplit(url)
+        parts = urlsplit(url)
     except ValueError as e:   # libpq's own reading of it would only be less clear
         raise UserError(f"--store is not a valid URL ({e}): {safe_url(url)!r}", param="store",
+                        hint=STORE_URL_HINT) from None
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:   # no psycopg: the store itself says what to install
+        return url
+    try:
+        conninfo_to_dict(url)   # libpq's own parse: an unknown ?parameter, a bad %-escape
+    except Exception as e:  # noqa: BLE001 — psycopg.ProgrammingError, said as the bad input it is
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        userinfo = parts.netloc.rpartition("@")[0]
+        if userinfo:   # libpq quotes the token it refused: never a piece of the password
+            said = re.sub(r'"([^"]*)"', lambda m: '"***"' if m.group(1) and m.group(1) in userinfo else m.group(0), said)
+        raise UserError(f"--store is not a valid PostgreSQL URL ({said}): {safe_url(url)!r}", param="store",
                         hint=STORE_URL_HINT) from None
     return url
 
