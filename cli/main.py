@@ -1049,7 +1049,7 @@ def _memory_call(args, tool: str, **params) -> dict:
 
 def _warn_query_log(settings) -> None:
     """A query log that cannot be written is said (once: one command, one warning), not skipped silently."""
-    from remembrancer.indexer.config import query_log_problem
+    from remembrancer.indexer.query_log_check import query_log_problem
 
     problem = query_log_problem(settings)
     if problem:
@@ -1059,7 +1059,7 @@ def _warn_query_log(settings) -> None:
 def _query_log_problem(args) -> str | None:
     """What `status` says of the query log: why it cannot be written, or None (a config that does
     not load is its own error, said by the commands that need it)."""
-    from remembrancer.indexer.config import query_log_problem
+    from remembrancer.indexer.query_log_check import query_log_problem
 
     try:
         return query_log_problem(_load(args))

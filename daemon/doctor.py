@@ -137,7 +137,7 @@ def _data_dir_check() -> dict:
 
 def _query_log_check(cfg) -> dict:
     """The local query log: off, writable, or why no question is logged."""
-    from remembrancer.indexer.config import QUERY_LOG_HINT, query_log_problem
+    from remembrancer.indexer.query_log_check import QUERY_LOG_HINT, query_log_problem
     from remembrancer.indexer.search.querylog import path_for
 
     if not cfg.log_queries:

@@ -841,24 +841,6 @@ def file_unwritable(path: Path) -> str | None:
                 os.rmdir(d)
 
 
-def query_log_problem(cfg: "Config | None") -> str | None:
-    """Why the query log this config asks for cannot be written (then no question is logged), said
-    where config problems are: a warning on stderr, `status`, `doctor`. None when it is off."""
-    if cfg is None or not cfg.log_queries:
-        return None
-    from remembrancer.indexer.search.querylog import path_for
-
-    path = path_for(cfg)
-    why = file_unwritable(path)
-    if why is None:
-        return None
-    where = "[log] path" if cfg.query_log else "the query log"
-    return f"{where} {path} cannot be written ({why}): questions are not logged"
-
-
-QUERY_LOG_HINT = 'set [log] path to a file in a folder you can write, or [log] queries = false to turn the log off'
-
-
 def _parse_layout(layout: object, path: Path) -> tuple[tuple[str, str], ...]:
     """`[[layout]] glob = "notes/**"  type = "doc"` rules; first match wins; a catch-all is kept last."""
     if not isinstance(layout, list):
