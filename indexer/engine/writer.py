@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
 # 18: a heading that opens a list item (an outliner's `- ## Steps`) is a heading; 17: a front matter YAML
-# refuses is read leniently; 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
+# refuses is read leniently (a Claude Code description holding ": "), and one not read at all is the
+# preamble's text; 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
 # 14: a heading or a daily note's name that is a day in figures (`14.05.2031`, `2031/05/14`, `05/14/2031`)
 # dates it; 13: a CLAUDE.md import ends where a word would; 12: a daily note named by its day in words
 # (`14 May 2031.md`) is a day; 11: a CLAUDE.md's `@path` imports are links, and a list item holding
