@@ -84,8 +84,11 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     each exchange counting what was taken out of it; and the secret values found in it."""
     tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
     pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
+    marks: list[list[str] | None] = []   # an output is read without the marks the rendering put before its lines
     for ex in tr.exchanges:
-        pieces += [ex.prompt, ex.branch or "", *ex.parts]
+        outputs = [transcripts.strip_marks(p) for p in ex.parts]
+        marks += [m for m, _ in outputs]
+        pieces += [ex.prompt, ex.branch or "", *(body for _, body in outputs)]
     # what the text leaves out (a Write's file, a Read's result) is read with it, never kept: a secret
     # given away by its context there is redacted where the text repeats it, and remembered
     hidden = [h for ex in tr.exchanges for h in ex.hidden]
@@ -99,7 +102,9 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     for ex in tr.exchanges:
         n = 2 + len(ex.parts)
         before, after = pieces[i:i + n], done[i:i + n]
-        ex.prompt, ex.branch, ex.parts = after[0], after[1] or None, after[2:]
+        ex.prompt, ex.branch = after[0], after[1] or None
+        ex.parts = [transcripts.restore_marks(m, a) for m, a in zip(marks[:n - 2], after[2:])]
+        del marks[:n - 2]
         ex.redacted = {}
         for b, a in zip(before, after):
             for k, v in _labels(b, a).items():

@@ -301,6 +301,42 @@ def test_a_secret_found_in_an_earlier_exchange_is_redacted_where_a_later_one_rep
     assert "[REDACTED:repeated_secret]" in e.catalog.sections(s.rel)[-1].content
 
 
+def test_a_shape_known_by_its_place_on_a_line_is_found_on_a_tool_outputs_first_line(projects, talks):
+    """An exchange shows a tool's output after a mark (`[output] `, `[error] `, `[command output] `),
+    on the output's first line, and the results of one message a line apart, each with its own mark.
+    A `.pgpass` line, a `requirepass` line or a table of passwords is known by where it stands on its
+    lines: it is redacted there as in a note, in what is stored and what `read` serves, and the marks
+    stay. An ordinary output beside them is kept as it is."""
+    secrets = ["Qa6PgpassPw-91kQ", "Rd7sPw-Xq2mK9", "Rp4Lw-8nZq2Tx", "Bk9Qz-3mW7pL", "Tb6Wq-2mZx9"]
+    s = Session(projects)
+    s.prompt("why can't the reporting job log in to the orders database? check the pgpass file")
+    s.tool("Bash", {"command": "cat ~/.pgpass"}, f"db-orders-1:5432:orders:orders_app:{secrets[0]}")
+    s.tool("Bash", {"command": "redis-cli -h cache1 ping; grep requirepass /etc/redis/redis.conf"},
+           f"requirepass {secrets[1]}\nNOAUTH Authentication required.", is_error=True)
+    one, two = "toolu_" + "1" * 24, "toolu_" + "2" * 24   # two calls answered in one message
+    s._assistant({"type": "tool_use", "id": one, "name": "Bash", "input": {"command": "date"}})
+    s._assistant({"type": "tool_use", "id": two, "name": "Bash", "input": {"command": "cat /root/.pgpass"}})
+    s._line("user", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": one, "content": "Tue 03 Mar 2026 10:30:00 UTC"},
+        {"type": "tool_result", "tool_use_id": two, "content": f"replica.internal:5432:*:repl:{secrets[2]}"}]})
+    s._line("user", {"role": "user", "content": "<local-command-stdout>backup.internal:5432:*:backup:"
+                     f"{secrets[3]}</local-command-stdout>"})
+    s.tool("Bash", {"command": "cat docs/accounts.md"}, f"| user | password |\n|---|---|\n| app | {secrets[4]} |")
+    s.says("The pgpass entry targets db-orders-1, but the job connects to db-orders-2, so libpq finds no password.")
+    e = talks()
+    e.refresh()
+    stored = e.catalog.sections(s.rel)[0].content
+    page = json.dumps(api.dispatch_read(e, "read", {"path": s.rel, "uuid": s.uuids[0]}, FRESH))
+    served = json.dumps(api.dispatch_read(e, "search", {"query": "why can't the reporting job log in, pgpass"}, FRESH))
+    for text in (stored, page, served):
+        assert [v for v in secrets if v in text] == []
+    assert "[output] db-orders-1:5432:orders:orders_app:[REDACTED:env_secret]" in stored
+    assert "[error] requirepass [REDACTED:env_secret]\nNOAUTH Authentication required." in stored
+    assert "[output] Tue 03 Mar 2026 10:30:00 UTC\n[output] replica.internal:5432:*:repl:[REDACTED:env_secret]" in stored
+    assert "[command output] backup.internal:5432:*:backup:[REDACTED:env_secret]" in stored
+    assert "[output] | user | password |" in stored and "| app | [REDACTED:env_secret] |" in stored
+
+
 def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_whole(projects, talks, monkeypatch,
                                                                                       tiny_embedder):
     from remembrancer.indexer.ingest import conversation
