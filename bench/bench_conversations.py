@@ -4,12 +4,15 @@ notes in the same run (the default model, in-process: the daemon's ingest path m
 debounce; tests/daemon/test_conversations_daemon.py shows the daemon doing it live).
 
     .venv/bin/python bench/bench_conversations.py [--eval-dir ../shared/eval] [--sessions 1000]
-        [--sizes 10 100 1000] [--appends 10]
+        [--sizes 10 100 1000] [--appends 10] [--only append secret_append …]
 
 1. append: a session of N exchanges (made from the dev transcripts' lines with fresh uuids and a
    unique word per exchange, so nothing is shared with the index), indexed; then `--appends`
    times one new exchange (a prompt and an answer) is appended and `refresh_paths` is timed until
    it returns — p50 / p95 per N, and the ratio to the smallest N (growth with session size).
+1b. secret_append: the same, when the new exchange gives a new value away as a secret: held by no
+   earlier exchange ("tail"), or shown bare by the first one ("first": the session is read whole and
+   written again from there, its old words purged from the index files).
 2. no-change pass: `--sessions` session files (the dev set's copied under new session ids),
    indexed once; then a full `refresh` that finds nothing changed is timed (best of 3).
 3. throughput: the dev transcripts and a notes corpus (memory-dev) each indexed from scratch;
@@ -105,6 +108,57 @@ def bench_append(tmp: Path, embedder, sizes: list[int], appends: int) -> list[di
     base = out[0]["append_p50_ms"] or 1
     for row in out:
         row["vs_smallest"] = round(row["append_p50_ms"] / base, 2)
+    return out
+
+
+def bench_secret_append(tmp: Path, embedder, sizes: list[int], appends: int) -> list[dict]:
+    """An appended exchange that gives a new value away as a secret (`export PARTNER_API_KEY=v`), as
+    bench_append times one: `where` "tail" — no earlier exchange holds the value (the file's bytes
+    before the tail are looked at, not parsed) — and "first" — the session's first exchange shows it
+    bare, so the session is read whole and every exchange from the first on is written again (the
+    worst case), the keyword index purges the session's old words and the catalog is compacted."""
+    import random
+    import string
+
+    rng = random.Random(11)
+    out = []
+    for n in sizes:
+        for where in ("tail", "first"):
+            folder = tmp / f"secret-{where}-{n}" / "-home-dev-app"
+            folder.mkdir(parents=True)
+            sid = str(uuidlib.uuid4())
+            path = folder / f"{sid}.jsonl"
+            values = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(19)) + "7aZ"
+                      for _ in range(appends)]
+            lines, parent, t = [], None, 1.77e9
+            for i in range(n):
+                ex = _exchange(sid, i, t + 10 * i, parent)
+                if i == 0 and where == "first":
+                    ex[-1]["message"]["content"][0]["text"] += " The partner keys it sent: " + ", ".join(values) + "."
+                parent = ex[-1]["uuid"]
+                lines += ex
+            path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+            engine = _engine("conversations", folder.parent, embedder)
+            engine.refresh()
+            held = "".join(x.content for x in engine.catalog.sections(f"-home-dev-app/{sid}.jsonl"))
+            assert all(v in held for v in values) == (where == "first"), "no secret until an append gives it away"
+            took = []
+            for k in range(appends):
+                ex = _exchange(sid, n + k, t + 10 * (n + k), parent)
+                ex[0]["message"]["content"] = f"Rotate it: export PARTNER_API_KEY={values[k]} && ./check.sh"
+                parent = ex[-1]["uuid"]
+                with path.open("a") as fh:
+                    fh.write("".join(json.dumps(x) + "\n" for x in ex))
+                os.utime(path, ns=(time.time_ns() - 5_000_000_000,) * 2)
+                t0 = time.perf_counter()
+                engine.refresh_paths([str(path)])
+                took.append(time.perf_counter() - t0)
+            stored = "".join(x.content for x in engine.catalog.sections(f"-home-dev-app/{sid}.jsonl"))
+            assert not any(v in stored for v in values), "a value given away is still stored"
+            engine.close()
+            took.sort()
+            out.append({"exchanges": n, "where": where, "append_p50_ms": round(statistics.median(took) * 1000, 1),
+                        "append_p95_ms": round(took[max(int(len(took) * 0.95) - 1, 0)] * 1000, 1)})
     return out
 
 
@@ -238,7 +292,8 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     ap.add_argument("--appends", type=int, default=10)
-    ap.add_argument("--only", nargs="+", choices=["append", "no_change", "throughput", "beside", "daemon"],
+    ap.add_argument("--only", nargs="+", choices=["append", "secret_append", "no_change", "throughput", "beside",
+                                                  "daemon"],
                     help="these parts only")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-conv-"))
@@ -250,6 +305,7 @@ def main() -> int:
     eval_dir = Path(args.eval_dir)
     dev = eval_dir / "corpora" / "transcripts-dev"
     parts = {"append": lambda: bench_append(tmp, embedder, args.sizes, args.appends),
+             "secret_append": lambda: bench_secret_append(tmp, embedder, args.sizes, args.appends),
              "no_change": lambda: bench_no_change(tmp, embedder, dev, args.sessions),
              "throughput": lambda: bench_throughput(tmp, embedder, dev, eval_dir / "corpora" / "memory-dev"),
              "beside": lambda: bench_notes_beside(tmp, embedder, dev, eval_dir),

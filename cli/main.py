@@ -470,6 +470,19 @@ def _warn_store_password(args, argv: list[str]) -> None:
               "in `ps`; keep it in ~/.pgpass (or $PGPASSWORD) and leave it out of the URL", file=sys.stderr)
 
 
+def _check_store(args) -> None:
+    """A --store given (or $REMEMBRANCER_STORE) is a PostgreSQL URL that parses, checked before a
+    command acts on it: an empty one would otherwise mean "no store" and index locally, and a
+    malformed one fail deep inside. The stdio MCP server says it in its answers instead (its client
+    must get an `initialize` answer to show anything): mcp_server/server.py."""
+    url = getattr(args, "store", None)
+    if url is None or (args.command == "mcp" and getattr(args, "action", None) != "config"):
+        return
+    from remembrancer.indexer.store.postgres.store import check_url
+
+    check_url(url)
+
+
 def _warn_root_after_dashes(argv: list[str]) -> None:
     """After `--` every word is a term: `latest -- --flag --root X` searches for "--root" and "X"."""
     if "--" in argv:
@@ -513,6 +526,7 @@ def _main(args) -> int:
 
     writelock.identify(by=args.command)   # an index this run writes names it to whoever waits (`serve`: the daemon)
     try:
+        _check_store(args)
         return COMMANDS[args.command](args)
     except UserError as e:
         _error(args, e)
@@ -906,7 +920,12 @@ def cmd_status(args) -> int:
     except OtherBuild as e:   # nothing to answer from in-process: the daemon's own status, flagged
         backend, raw = None, e.status
         other = raw
+    query_log = _query_log_problem(args)
+    if query_log and not args.json:
+        print(f"remembrancer: warning: {query_log}", file=sys.stderr)
     if args.json:
+        if query_log:
+            raw = {**raw, "query_log_problem": query_log}
         if getattr(backend, "kind", None) != "team":
             raw = {**raw, "client_build": this_build()}
             if other is not None:
@@ -942,6 +961,8 @@ def cmd_status(args) -> int:
             print(f"  {one_line(', '.join(c.roots))}: {(fr and fr.verdict) or '?'}, "
                   f"{fr.documents if fr and fr.documents is not None else '?'} documents{state}")
             if st is None or c.index_dir != st.index_dir:   # the one named is listed in full below
+                if fr and fr.verdict == "stale" and fr.reason:   # e.g. its root moved, or is a link to elsewhere now
+                    print(f"    stale: {one_line(fr.reason)}")
                 if c.polled:
                     print(f"    polled: {one_line(c.polled.get('message', ''))}")
                 for w in c.warnings or []:
@@ -1009,7 +1030,9 @@ def _memory_call(args, tool: str, **params) -> dict:
     from remembrancer.indexer.search.querylog import QueryLog
 
     backend = _backend(args, missing="build")
-    qlog = QueryLog.for_config(_load(args))
+    settings = _load(args)
+    qlog = QueryLog.for_config(settings)
+    _warn_query_log(settings)
     t0 = time.perf_counter()
     try:
         out = backend.call(tool, **params)
@@ -1022,6 +1045,26 @@ def _memory_call(args, tool: str, **params) -> dict:
     if qlog is not None:
         qlog.record(tool, params, out, (time.perf_counter() - t0) * 1000, client="cli")
     return out
+
+
+def _warn_query_log(settings) -> None:
+    """A query log that cannot be written is said (once: one command, one warning), not skipped silently."""
+    from remembrancer.indexer.query_log_check import query_log_problem
+
+    problem = query_log_problem(settings)
+    if problem:
+        print(f"remembrancer: warning: {problem}", file=sys.stderr)
+
+
+def _query_log_problem(args) -> str | None:
+    """What `status` says of the query log: why it cannot be written, or None (a config that does
+    not load is its own error, said by the commands that need it)."""
+    from remembrancer.indexer.query_log_check import query_log_problem
+
+    try:
+        return query_log_problem(_load(args))
+    except UserError:
+        return None
 
 
 # The memory tools' text is written for an agent calling MCP tools; on a terminal it names commands.
@@ -1279,6 +1322,8 @@ def cmd_corpora(args) -> int:
         print(f"{r['name']}  {docs}  {_size(r['bytes'])}  last used {when}  {daemon}")
         print("    " + (one_line(", ".join(r["roots"])) if r["roots"] else "(roots not recorded: indexed by an older version)")
               + (f"  [missing: {', '.join(r['missing_roots'])}]" if r.get("missing_roots") else "")
+              + "".join(f"  [{root} now resolves to {real}: not the folder indexed]"
+                        for root, real in (r.get("relinked_roots") or {}).items())
               + (f"  [{r['problem']}]" if r.get("problem") else ""))
     return EXIT_OK
 

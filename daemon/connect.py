@@ -454,8 +454,11 @@ def connect(config: Config | None, *, start: bool, readonly_fallback: bool, stor
       engine in-process (read-only when `readonly_fallback`).
 
     With no roots given or configured, whatever daemon runs is the answer."""
-    if store:
+    if store is not None:   # an empty or malformed URL is said as such (check_url), never a local index
+        from remembrancer.indexer.store.postgres.store import check_url
         from remembrancer.indexer.team import TeamReader, reader_config   # the engine and psycopg: only for a store
+
+        check_url(store)
 
         team_config, checkout = reader_config(store, root_args)
         return TeamReader(store, team_config, checkout=checkout)

@@ -44,6 +44,8 @@ def run_checks(root_args: list[str] | None, store_reader: bool = False) -> list[
         out.append(_rerank_check(cfg))
     out.append(config_check)
     out.append(_data_dir_check())
+    if cfg is not None:
+        out.append(_query_log_check(cfg))
     if store_reader:
         return out
     socket_check, daemon = _socket_check()
@@ -131,6 +133,19 @@ def _data_dir_check() -> dict:
         return _check("data dir", "OK", str(ensure_data_dir()))
     except UserError as e:
         return _check("data dir", "FAIL", e.message, e.hint)
+
+
+def _query_log_check(cfg) -> dict:
+    """The local query log: off, writable, or why no question is logged."""
+    from remembrancer.indexer.query_log_check import QUERY_LOG_HINT, query_log_problem
+    from remembrancer.indexer.search.querylog import path_for
+
+    if not cfg.log_queries:
+        return _check("query log", "OK", "off ([log] queries = false)")
+    problem = query_log_problem(cfg)
+    if problem:
+        return _check("query log", "WARN", problem, QUERY_LOG_HINT)
+    return _check("query log", "OK", str(path_for(cfg)))
 
 
 def _socket_check() -> tuple[dict, dict | None]:

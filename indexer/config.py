@@ -478,9 +478,14 @@ def _endpoint(table: dict, where: str, path: Path) -> Endpoint:
     from urllib.parse import urlsplit
 
     url = table.get("url")
-    parts = urlsplit(url) if isinstance(url, str) else None
+    why = ""
+    try:   # an unclosed IPv6 bracket or a port that is not one: urlsplit (or .port) raises ValueError
+        parts = urlsplit(url) if isinstance(url, str) else None
+        parts is not None and parts.port
+    except ValueError as e:
+        parts, why = None, f" ({e})"
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"invalid config {path}: [{where}] url must be an http:// or https:// URL, got {url!r}",
+        raise UserError(f"invalid config {path}: [{where}] url must be an http:// or https:// URL, got {url!r}{why}",
                         param=f"{where}.url", hint=SERVER_PRESET_HINT)
     if parts.username or parts.password:
         raise UserError(f"invalid config {path}: [{where}] url holds credentials; put the key in an environment "
@@ -800,6 +805,40 @@ def _memory_tool_settings(cfg: Config, raw: dict, path: Path) -> None:
     metrics_t = table("metrics")
     if "textfile" in metrics_t:
         cfg.metrics_textfile = a_path(metrics_t["textfile"], "[metrics] textfile")
+
+
+def file_unwritable(path: Path) -> str | None:
+    """Why a file at `path` could not be appended to (the query log at `[log] path`), or None —
+    tried for real, so a folder no one may create (under /proc, below a file, on a read-only mount)
+    is said whoever runs it; nothing is left behind: a probe file beside it and the folders made
+    for it are removed again."""
+    import tempfile
+
+    path = Path(path)
+    made: list[Path] = []
+    try:
+        if path.is_dir():
+            return "it is a folder"
+        if path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            return None
+        missing, folder = [], path.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for d in reversed(missing):
+            os.mkdir(d, 0o700)
+            made.append(d)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+        return None
+    except OSError as e:
+        return f"{e.strerror or type(e).__name__}: {e.filename or path}"
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
 
 
 def _parse_layout(layout: object, path: Path) -> tuple[tuple[str, str], ...]:

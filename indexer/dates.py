@@ -129,6 +129,9 @@ def without_days(text: str, days: Iterable[str]) -> str:
 
 
 _BOUND_BEFORE_RE = re.compile(r"\b(since|after|before|until|till|by|through)\s+(the\s+)?$", re.IGNORECASE)
+# "API version 2025-06-01": an API that names its versions by the day each was cut (Stripe's and others')
+# names a version, not a day the question is about.
+_VERSION_BEFORE_RE = re.compile(r"\bversions?\s+$", re.IGNORECASE)
 
 
 def _word_day(m: re.Match) -> tuple[int | None, int, int] | None:
@@ -166,9 +169,11 @@ TIMESTAMP_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[T_]\d{1,2}:\d{2}(?::\d{2}(?
 
 def named_days(text: str) -> list[NamedDay]:
     """Every day the text places itself on — not a day it measures from or to ("since 2024-01-05",
-    "before 5 January 2024") — that a calendar has (in some year, when written without one)."""
+    "before 5 January 2024"), nor a version named by its day ("API version 2025-06-01") — that a
+    calendar has (in some year, when written without one)."""
     def on(m: re.Match) -> bool:
-        return _BOUND_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()) is None
+        before = text[max(0, m.start() - 16):m.start()]
+        return _BOUND_BEFORE_RE.search(before) is None and _VERSION_BEFORE_RE.search(before) is None
 
     def stamped(m: re.Match) -> bool:
         return _TIME_AFTER_RE.match(text, m.end()) is not None
@@ -180,6 +185,35 @@ def named_days(text: str) -> list[NamedDay]:
     found += [NamedDay(m.group(0), d.year, d.month, d.day, stamped(m)) for m in filter(on, _RELATIVE_RE.finditer(text))
               for d in [_relative_day(m)]]
     return [d for d in found if iso_day(2000 if d.year is None else d.year, d.month, d.day)]
+
+
+# What joins the two ends of a span of days: "2026-12-18 to 2027-01-04", "Dec 18 – Jan 4", "3–9 May" is
+# not read (its first end is no day of its own).
+_SPAN_JOIN_RE = re.compile(r"\s{0,3}(?:to|until|till|through|thru|and|–|—|-{1,2}|→|->)\s{0,3}", re.IGNORECASE)
+
+
+def spans_in(text: str) -> list[tuple[tuple[int | None, int, int], tuple[int | None, int, int]]]:
+    """The spans of days the text writes ("From 2026-12-18 to 2027-01-04 main is frozen", "Dec 18 – Jan
+    4", "between 3 May and 9 May 2031"), each as its first and last day, (year or None, month, day)."""
+    found = [(m.start(), m.end(), (int(m.group(1)), int(m.group(2)), int(m.group(3)))) for m in _DAY_ISO_RE.finditer(text)]
+    found += [(m.start(), m.end(), w) for m in _DAY_WORDS_RE.finditer(text) if (w := _word_day(m)) is not None]
+    found.sort()
+    return [(a[2], b[2]) for a, b in zip(found, found[1:]) if _SPAN_JOIN_RE.fullmatch(text, a[1], b[0])]
+
+
+def within(day: NamedDay, first: tuple[int | None, int, int], last: tuple[int | None, int, int]) -> bool:
+    """Whether the day falls in the span from `first` to `last`. An end written without its year has
+    the other end's (a span that runs past New Year, "Dec 18 – Jan 4", wraps); a day named without
+    its year is looked for in the span's years."""
+    (y1, m1, d1), (y2, m2, d2) = first, last
+    if y1 is None and y2 is None:   # on the calendar of any year
+        a, b, md = (m1, d1), (m2, d2), (day.month, day.day)
+        return a <= md <= b if a <= b else (md >= a or md <= b)
+    if y1 is None or y2 is None:
+        y1, y2 = (y2 - ((m1, d1) > (m2, d2)), y2) if y1 is None else (y1, y1 + ((m1, d1) > (m2, d2)))
+    start, end = iso_day(y1, m1, d1), iso_day(y2, m2, d2)
+    years = [day.year] if day.year is not None else list(range(y1, y2 + 1))
+    return bool(start and end) and any(start <= (iso_day(y, day.month, day.day) or "") <= end for y in years)
 
 
 def written_forms(day: NamedDay) -> list[str]:

@@ -136,6 +136,9 @@ def describe(index: Index) -> dict:
                  "last_indexed_at": None, "last_used_at": None}
     if index.roots is not None:
         row["missing_roots"] = [str(r) for r in index.roots if not r.is_dir()]
+        # a root is its resolved path: one that resolves elsewhere now is a link put in the folder's place
+        row["relinked_roots"] = {str(r): real for r in index.roots if r.is_dir()
+                                 for real in [os.path.realpath(r)] if real != os.path.abspath(r)}
     try:
         row["last_used_at"] = (index.dir / RECORD).stat().st_mtime
     except OSError:

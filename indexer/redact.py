@@ -6,7 +6,7 @@ Two mechanisms, both replacing what they find with ``[REDACTED:<label>]``:
   keys, GitHub/Slack/AWS/Telegram and other vendor tokens, JWTs, bearer headers, cookies, ``key=value``
   / ``password: …`` secrets, variables named as secrets (``PGPASSWORD=``, ``SECRET_KEY_BASE=``),
   passwords on command lines and registry logins, Azure keys, password hashes, hex after a
-  secret-ish word, a credential named in prose: "the root password is …"). A value
+  secret-ish word, a Kubernetes Secret's data, a credential named in prose: "the root password is …"). A value
   a family found by its context is redacted wherever else the same text holds it. Each family can be disabled in the config
   (``[redact] disable = ["long_hex"]``); an unknown name is refused (indexer/redact_policy.py).
 * **A secret-hash file** naming live secrets without containing them::
@@ -46,7 +46,7 @@ from typing import Callable
 from remembrancer.indexer.ingest.meta import _glob_regex
 
 # Bump when a pattern changes what it redacts: the fingerprint changes and the corpus is re-read.
-REDACTOR_VERSION = 15
+REDACTOR_VERSION = 16
 MIN_SECRET_CHARS = 6      # shorter values would match ordinary words (and are brute-forced from a hash)
 
 
@@ -266,6 +266,7 @@ _VENDOR = _compile(
     r"|whsec_[A-Za-z0-9+/=]{24,}"                         # Stripe webhook signing secret
     r"|AGE-SECRET-KEY-1[0-9A-Z]{58}"                      # age secret key
     r"|GOOG1[0-9A-Z]{40,80}"                              # Google Cloud Storage HMAC access id
+    r"|rmb_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"            # remembrancer's own HTTP token (team token create)
     r"|[a-z]{2,8}_(?:srv|server|secret|live|prod|pat|sdk)_[A-Za-z0-9]{24,}"  # a product's own key (sbx_srv_…)
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
@@ -1255,12 +1256,133 @@ def _azure(text: str) -> tuple[str, int]:
     return _AZURE.sub(repl, text), n
 
 
+# -- a Kubernetes Secret's values -----------------------------------------------------------------
+# The values under `data:` (base64) and `stringData:` of a manifest whose `kind` is `Secret`, in the
+# same mapping: `kubectl get secret -o yaml` writes `data:` before `kind:`, `kubectl get secrets -o
+# yaml` lists them as the items of `items:`. A certificate (`tls.crt`, `ca.crt`) stays, and so do
+# placeholders and templates (`{{ .Values.password | b64enc }}`, `<base64>`, `${DB_PASSWORD}`).
+_YAML_LINE = re.compile(r"(?P<ind>[ \t]{0,64})(?P<item>-[ \t]{1,8})?")
+_KIND_SECRET = re.compile(r"kind:[ \t]{0,8}(?P<q>[\"']?)Secret(?P=q)[ \t]{0,8}(?:#[^\n]{0,256})?")
+_SECRET_DATA_KEY = re.compile(r"(?:data|stringData):[ \t]{0,8}(?:#[^\n]{0,256})?")
+_DATA_ENTRY = re.compile(r"(?P<k>\"[^\"\n]{1,253}\"|'[^'\n]{1,253}'|[A-Za-z0-9._-]{1,253}):(?:[ \t]+(?P<v>[^\n]*))?")
+_BLOCK_SCALAR = re.compile(r"[|>][-+0-9]{0,2}[ \t]{0,8}(?:#[^\n]{0,256})?")
+_B64_CERT = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"   # base64 of "-----BEGIN CERTIFICATE-----"
+
+
+def _yaml_shape(line: str) -> tuple[int, bool, int]:
+    """(the column its key starts at, whether it starts a list item, where its text starts)."""
+    m = _YAML_LINE.match(line)
+    return m.end(), m.group("item") is not None, m.end()
+
+
+def _yaml_edge(line: str) -> bool:
+    """A line no mapping goes on over: a document marker, a code fence, a boundary between texts
+    redacted together (ingest/conversation.py)."""
+    s = line.strip()
+    return s in ("---", "...") or s.startswith(("```", "~~~")) or "\x00" in line
+
+
+def _yaml_skip(line: str) -> bool:
+    s = line.strip()
+    return not s or s.startswith("#")
+
+
+def _secret_data_value(value: str) -> bool:
+    v = value.strip("\"'")
+    return (len(v) >= 4 and not _placeholder(value) and not _PLACEHOLDER_RE.search(v) and not v.startswith(_B64_CERT)
+            and v.lower() not in _ENV_WORDS)
+
+
+def _k8s_secret_values(lines: list[str], start: int, end: int, parent: int) -> tuple[int, int]:
+    """Redact the entries of the `data:`/`stringData:` mapping whose lines begin at `start` (its key
+    at column `parent`); returns where it ends and how many values were replaced."""
+    n, k, col = 0, start, None
+    while k <= end:
+        line = lines[k]
+        if _yaml_skip(line):
+            k += 1
+            continue
+        ind, item, at = _yaml_shape(line)
+        if ind <= parent or _yaml_edge(line):
+            break
+        col = ind if col is None else col
+        m = _DATA_ENTRY.fullmatch(line, at) if ind == col and not item else None
+        k += 1
+        if m is None:
+            continue
+        raw = (m.group("v") or "").split(" #", 1)[0].rstrip()
+        if _BLOCK_SCALAR.fullmatch(raw):   # the value is the lines below, more indented
+            body = []
+            while k <= end and (not lines[k].strip() or _yaml_shape(lines[k])[0] > col) and not _yaml_edge(lines[k]):
+                if lines[k].strip():
+                    body.append(k)
+                k += 1
+            first = lines[body[0]].strip() if body else ""
+            if not body or first.startswith(("-----BEGIN CERTIFICATE", "[REDACTED:", _B64_CERT)) \
+                    or all("{{" in lines[b] for b in body):   # a certificate, done already, a template
+                continue
+            for b in body:
+                bat = len(lines[b]) - len(lines[b].lstrip())
+                lines[b] = lines[b][:bat] + marker("k8s_secret")
+            n += 1
+        elif raw and _secret_data_value(raw):
+            s = m.start("v")
+            if raw[0] in "\"'" and raw[-1] == raw[0] and len(raw) > 1:
+                s, raw = s + 1, raw[1:-1]
+            lines[k - 1] = line[:s] + marker("k8s_secret") + line[s + len(raw):]
+            n += 1
+    return k, n
+
+
+def _k8s_secrets(text: str) -> tuple[str, int]:
+    if "Secret" not in text or "ata:" not in text:
+        return text, 0
+    lines = text.split("\n")
+    n = 0
+    done: dict[int, int] = {}   # a key column → the last line of the last mapping read at it (each is read once)
+    for i, line in enumerate(lines):
+        if "Secret" not in line:
+            continue
+        col, item, at = _yaml_shape(line)
+        if _KIND_SECRET.fullmatch(line, at) is None or done.get(col, -1) >= i:
+            continue
+        lo = hi = i   # the mapping holding `kind: Secret`: its lines at that column or deeper
+        j = i - 1
+        while not item and j >= 0 and not _yaml_edge(lines[j]):
+            if not _yaml_skip(lines[j]):
+                jcol, jitem, _ = _yaml_shape(lines[j])
+                if jcol < col:
+                    break
+                lo = j
+                if jcol == col and jitem:   # the list item it is in starts here
+                    break
+            j -= 1
+        j = i + 1
+        while j < len(lines) and not _yaml_edge(lines[j]):
+            if not _yaml_skip(lines[j]):
+                jcol, jitem, _ = _yaml_shape(lines[j])
+                if jcol < col or (jcol == col and jitem):
+                    break
+                hi = j
+            j += 1
+        done[col] = hi
+        k = lo
+        while k <= hi:
+            kcol, _, kat = _yaml_shape(lines[k])
+            if kcol == col and _SECRET_DATA_KEY.fullmatch(lines[k], kat):
+                k, m = _k8s_secret_values(lines, k + 1, hi, col)
+                n += m
+            else:
+                k += 1
+    return ("\n".join(lines), n) if n else (text, 0)
+
+
 # A BitLocker recovery key: 48 digits in eight groups of six, joined by `-`.
 _BITLOCKER = re.compile(r"(?<![0-9-])[0-9]{6}(?:-[0-9]{6}){7}(?![0-9-])")
 _BITLOCKER_PART = re.compile(r"-[0-9]{6}-")
 # Substrings every _VENDOR match contains (the pattern is case-sensitive, so are they)
 _VENDOR_HINTS = ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
-                 "hvb.", "whsec_", "AGE-SECRET-KEY-", "GOOG1", "_srv_", "_server_", "_secret_", "_live_", "_prod_",
+                 "hvb.", "whsec_", "AGE-SECRET-KEY-", "GOOG1", "rmb_", "_srv_", "_server_", "_secret_", "_live_", "_prod_",
                  "_pat_", "_sdk_")
 _vendor_prefixed = _sub(_VENDOR, "vendor_token", 0, lambda v: _looks_secret(v))
 _bitlocker = _sub(_BITLOCKER, "vendor_token")
@@ -1284,6 +1406,8 @@ _KEY_WORDS = ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", 
 FAMILIES: tuple[_Family, ...] = (
     _Family("private_key", "PEM/OpenSSH/PGP private-key blocks, also in base64 (a kubeconfig's client-key-data)",
             _multi(_private_keys, _b64_private_keys), ("PRIVATE KEY", _B64_PEM_START)),
+    _Family("k8s_secret", "the values under data: and stringData: of a Kubernetes Secret (kind: Secret; "
+            "kubectl get secret -o yaml), certificates kept", _k8s_secrets, ("Secret",)),
     _Family("url_credentials", "the password in scheme://user:password@host",
             _sub(_URL_CREDS, "url_credentials", "pw", lambda v: not _placeholder(v)), ("://",)),
     _Family("github", "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)", _sub(_GITHUB, "github"),
@@ -1296,7 +1420,7 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
             "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, Google Cloud "
-            "Storage HMAC access ids (GOOG1…), a product's own prefixed keys (xyz_srv_…, xyz_live_…), BitLocker "
+            "Storage HMAC access ids (GOOG1…), remembrancer's own HTTP tokens (rmb_…), a product's own prefixed keys (xyz_srv_…, xyz_live_…), BitLocker "
             "recovery keys (eight groups of six digits)", _vendor, _VENDOR_HINTS + ("-",)),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),

@@ -35,7 +35,10 @@ def paths_from_uris(uris) -> list[str]:
     """Local folders from `file://` root URIs (others are not ours to index)."""
     out = []
     for uri in uris:
-        u = urlparse(str(uri))
+        try:
+            u = urlparse(str(uri))
+        except ValueError:   # a malformed URI (an unclosed IPv6 bracket) names no folder; the others still count
+            continue
         if u.scheme == "file" and u.netloc in ("", "localhost"):
             out.append(unquote(u.path))
     return out

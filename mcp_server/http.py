@@ -118,7 +118,7 @@ def run(root_args: list[str] | None, store: str | None, *, host: str = "127.0.0.
         raise UserError(f"--path must start with /, got {path!r}", param="path")
     _ensure_stderr_logging()
     logging.getLogger(__name__).setLevel(logging.INFO)   # the per-token request log
-    if store:
+    if store is not None:
         link = Link(None, idle_exit_s, store=store, root_args=root_args)
         open_link(link, fail_closed=True)
         settings = link.config

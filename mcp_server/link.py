@@ -74,7 +74,7 @@ class Link:
                                        root_args=self.root_args, idle_exit_s=self.idle_exit_s)
         except UserError as e:
             backend, error = None, e
-        if self.store:
+        if self.store is not None:
             if backend is None:
                 raise error
             self.config, self.backend = backend.config, backend
@@ -151,7 +151,7 @@ class Link:
         it has started the MCP servers: a session whose conversation folders are found by themselves
         (Config.finds_conversations) looks for them again before each request that may read them —
         a few `stat`s — and from then on every request names them."""
-        if self.store:
+        if self.store is not None:
             return
         waiting = self.awaiting_conversations
         if self.config is None and waiting is not None:   # nothing to serve yet but them

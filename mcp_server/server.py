@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from typing import Annotated, Any
 
@@ -352,7 +353,7 @@ def commit_repositories(link: Link, config) -> list:
     store (it holds the notes only), in a scoped session (refused them: indexer/search/across.py),
     or when the description says nothing of the corpus."""
     if config is None or not config.roots or not getattr(link, "describes_corpus", True) \
-            or getattr(link, "store", None) or getattr(link, "scope", None):
+            or getattr(link, "store", None) is not None or getattr(link, "scope", None):
         return []
     from remembrancer.indexer.ingest.commit_log import commits_config
 
@@ -423,11 +424,25 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
                             instructions=server_instructions, version=_version(), token_verifier=token_verifier,
                             auth=auth)
     server.link = link
+    log_checked = threading.Event()
+
+    def check_log() -> None:
+        """A query log that cannot be written is said once, at the first question it would hold."""
+        if log_checked.is_set():
+            return
+        log_checked.set()
+        from remembrancer.indexer.config import file_unwritable
+
+        why = file_unwritable(querylog.path)
+        if why:
+            log.warning("remembrancer MCP: the query log %s cannot be written (%s): questions are not logged",
+                        querylog.path, why)
 
     def call(tool: str, method: str, **params) -> dict:
         """link.call, timed and written to the query log (answers and errors alike)."""
         if querylog is None or tool not in LOGGED_TOOLS:
             return link.call(method, **params)
+        check_log()
         t0 = time.perf_counter()
         try:
             out = link.call(method, **params)
@@ -582,16 +597,16 @@ def run(root_args: list[str] | None, idle_exit_s: float = 600.0, instructions: s
         except UserError as e:
             print(f"remembrancer mcp: {e}", file=sys.stderr)
             return 2
-        link = Link(config, idle_exit_s, config_error=None if store else config_error, scope=scope, store=store,
+        link = Link(config, idle_exit_s, config_error=None if store is not None else config_error, scope=scope, store=store,
                     root_args=root_args)   # a store reads its own config (indexer/team.py reader_config)
-        if store:   # a reader of the team store: no daemon, no local index; it fails closed
+        if store is not None:   # a reader of the team store (an empty URL too): no daemon, no local index; it fails closed
             open_link(link, fail_closed=True)
             settings = link.config or settings
         server = build_server(link, instructions, settings.doc_types if settings else DOC_TYPES,
                               querylog=QueryLog.for_config(settings))
-        if not root_args and not store and config_error is None:
+        if not root_args and store is None and config_error is None:
             server.corpus_chooser = lambda roots: choose_later(server, link, roots, settings)
-        if not store:
+        if store is None:
             server.connector = lambda: connect_at_first_call(link)
     try:
         server.run("stdio")

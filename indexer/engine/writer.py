@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 
 # Bump when what is read from a document changes (links, stale markers, dates, passages): every document is
 # read again on the next refresh, and nothing whose text is unchanged is re-embedded.
-# 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
+# 18: a heading that opens a list item (an outliner's `- ## Steps`) is a heading; 17: a front matter YAML
+# refuses is read leniently (a Claude Code description holding ": "), and one not read at all is the
+# preamble's text; 16: a how-to folder names no kind; 15: a note's kind from its tags or folder (`tags: [howto]`, `Tools/`), and aliases alone make no record;
 # 14: a heading or a daily note's name that is a day in figures (`14.05.2031`, `2031/05/14`, `05/14/2031`)
 # dates it; 13: a CLAUDE.md import ends where a word would; 12: a daily note named by its day in words
 # (`14 May 2031.md`) is a day; 11: a CLAUDE.md's `@path` imports are links, and a list item holding
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 # has no title of its own, its sections' headers beginning with it; 8: a document titled a plan or
 # a roadmap is a plan; 7: a superseded document is stale (meta.document_is_stale), passages carry
 # the description
-PARSE_VERSION = 16
+PARSE_VERSION = 18
 # Deleted documents the keyword index may keep, as a share of all it holds, before it is rebuilt
 # (tantivy counts them in BM25's document frequencies; a search engine's merge policy would purge
 # them from about a fifth on).
@@ -120,6 +122,7 @@ class Writer:
         # Known to leave no passage without a vector: a targeted run (each file change) need not
         # count them (an anti-join over every passage, ~0.5 µs each) until one is written without.
         self._none_waiting = False
+        self._purged = False   # a document's old text was purged (Prepared.purge): compact the catalog once settled
 
     @property
     def catalog(self) -> Ledger:
@@ -483,15 +486,21 @@ class Writer:
         slow), and past it without its text."""
         stored = self._stored_session(f.path)
         tail = (stored or {}).get("tail") or {}
-        if len(data) - tail.get("offset", 0) < sandbox.LARGE_BYTES:
-            return conversation.prepare(f, data, redactor, stored)
         try:
-            return self._sandbox.call("prepare_conversation", (f, data, redactor, stored),
-                                      stop=self.core.stop_requested)
+            if len(data) - tail.get("offset", 0) < sandbox.LARGE_BYTES:
+                try:
+                    return conversation.prepare(f, data, redactor, stored, whole_limit=sandbox.LARGE_BYTES)
+                except conversation.ReadWhole as whole:   # a secret the tail gave away is in earlier exchanges
+                    args = (f, data, redactor, None, whole.keep)
+            else:
+                args = (f, data, redactor, stored)
+            return self._sandbox.call("prepare_conversation", args, stop=self.core.stop_requested)
         except sandbox.OverBudget:
-            return ingest.without_sections(f, data, self.core.layout, (
+            bare = ingest.without_sections(f, data, self.core.layout, (
                 f"{f.path}: indexed without its text: reading the transcript went over the per-document "
                 f"budget ({sandbox.BUDGET_S:.0f} CPU-s, {sandbox.MEMORY_BYTES / 1e9:g} GB)"))
+            bare.purge = stored is not None   # its stored text may hold a value the new tail gave away
+            return bare
 
     def _stored_session(self, path: str) -> dict | None:
         """The session facts stored for a transcript, when its stored sections are the ones its
@@ -560,6 +569,10 @@ class Writer:
             for lk in p.links:
                 lk.resolved = resolver.resolve(lk.target, lk.kind, p.doc.path)
             own = {sha: new_vectors[sha] for sha in p.texts if sha in new_vectors}   # not the whole batch's, per document
+            if p.purge:   # its stored text held a secret: the index files lose its old words, not only its rows
+                self._purged = True
+                if not self.core.store.indexes_in_ledger:
+                    self.core.fulltext.delete_document(p.doc.path)
             grown = None if p.keep_sections is None else \
                 self.catalog.append_sections(p.doc, p.keep_sections, p.sections, own)
             if grown is None and p.keep_sections is not None:   # _stored_session checked it: a bug
@@ -712,10 +725,13 @@ class Writer:
         if settled and self.core.vectors is not None and self.core.vectors.dead_share() > VECTOR_DEAD_SHARE:
             labels, vecs = self.catalog.passage_vectors()
             self.core.vectors.rebuild(labels, vecs, gen)   # saved: a settled commit
-        if settled and self.catalog.dead_share() > CATALOG_DEAD_SHARE:
+        if settled and (self._purged or self.catalog.dead_share() > CATALOG_DEAD_SHARE):
+            # a purged document's old text stays in SQLite's free pages, its literal index and the WAL
+            # until the catalog is written again
             problem = self.catalog.compact()
             if problem:
                 log.warning("catalog not compacted (%s); it is tried again after the next change", problem)
+            self._purged = bool(problem) and self._purged
         if self.core.vectors is not None:
             if save_vectors and self.core.vectors.saved_generation != gen:   # a rescan that changed nothing writes nothing
                 self.core.vectors.save(gen)

@@ -54,7 +54,7 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
         if not rel:
             out.need_full(f"root {root.name} itself changed")
             continue
-        if not root.path.is_dir():
+        if not root.path.is_dir() or corpus.root_unavailable(root.path):   # moved, or a link to elsewhere now
             out.need_full(f"root {root.name} cannot be read")
             continue
         ignorer = ignorers.get(root.name)

@@ -12,12 +12,15 @@ line, its byte offset, a hash of every byte before it, and the redaction policy 
 read with): when the file still begins with those bytes, only the lines from the last exchange on
 are read again, and the store replaces the document's sections from that exchange on
 (store/ledger.py `append_sections`). A file rewritten, truncated or read under another policy is
-read whole.
+read whole. So is a file whose new tail gives away a secret value that the earlier exchanges hold
+(a session is redacted as one text): the store then replaces its sections from the first exchange
+holding it, and the old text is purged from the index files (Prepared.purge, engine/writer.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +87,11 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     each exchange counting what was taken out of it; and the secret values found in it."""
     tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
     pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
+    marks: list[list[str] | None] = []   # an output is read without the marks the rendering put before its lines
     for ex in tr.exchanges:
-        pieces += [ex.prompt, ex.branch or "", *ex.parts]
+        outputs = [transcripts.strip_marks(p) for p in ex.parts]
+        marks += [m for m, _ in outputs]
+        pieces += [ex.prompt, ex.branch or "", *(body for _, body in outputs)]
     # what the text leaves out (a Write's file, a Read's result) is read with it, never kept: a secret
     # given away by its context there is redacted where the text repeats it, and remembered
     hidden = [h for ex in tr.exchanges for h in ex.hidden]
@@ -99,7 +105,9 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     for ex in tr.exchanges:
         n = 2 + len(ex.parts)
         before, after = pieces[i:i + n], done[i:i + n]
-        ex.prompt, ex.branch, ex.parts = after[0], after[1] or None, after[2:]
+        ex.prompt, ex.branch = after[0], after[1] or None
+        ex.parts = [transcripts.restore_marks(m, a) for m, a in zip(marks[:n - 2], after[2:])]
+        del marks[:n - 2]
         ex.redacted = {}
         for b, a in zip(before, after):
             for k, v in _labels(b, a).items():
@@ -187,17 +195,61 @@ def _add(*counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored: dict | None = None) -> Prepared:
+class ReadWhole(Exception):
+    """The new tail gave away a value the earlier exchanges hold, and the file is larger than the
+    caller reads in its own process: read it whole with `prepare(…, keep=self.keep)` where large
+    documents are read (the sandbox)."""
+
+    def __init__(self, keep: int):
+        super().__init__(keep)
+        self.keep = keep
+
+
+def _encodings(value: str) -> set[bytes]:
+    """How a value may stand in a JSONL file's bytes: as it is, and JSON-escaped (with `\\uXXXX` for
+    what is not ASCII, or not; with `/` escaped, or not)."""
+    out = {value.encode("utf-8")}
+    for ascii_only in (True, False):
+        inner = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        out |= {inner.encode("utf-8"), inner.replace("/", "\\/").encode("utf-8")}
+    return out
+
+
+def _first_holding(f: CorpusFile, head: bytes, values: set[str]) -> int | None:
+    """The index of the first exchange in `head` (the file's bytes before its stored tail) whose
+    stored text holds one of `values` whole, as redaction would replace it; the number of its
+    exchanges when only the session's title, folder or branch does; None when nothing stored does.
+    The bytes are looked at first: a value they do not hold costs no parse."""
+    if not any(e in head for v in values for e in _encodings(v)):
+        return None
+    text, _ = decode_lines(f.path, head, 1)
+    tr = transcripts.parse(text, f.path, subagent=is_subagent(f.rel))
+
+    def holds(*texts: str | None) -> bool:
+        return any(redact_values(t, values, REPEATED)[1] for t in texts if t)
+    for i, ex in enumerate(tr.exchanges):
+        if holds(ex.prompt, ex.branch, *ex.parts):
+            return i
+    return len(tr.exchanges) if holds(tr.title, tr.cwd, tr.branch) else None
+
+
+def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored: dict | None = None,
+            keep: int | None = None, whole_limit: int | None = None) -> Prepared:
     """The rows of one transcript: redacted, one section per exchange, the session in front matter.
 
     `stored`: the front matter the index holds for this file. When it still describes the file's
     beginning, only the lines from its last exchange on are read, and the Prepared says how many
-    stored sections stay (`keep_sections`)."""
+    stored sections stay (`keep_sections`). When that tail gives away a secret value that is new
+    to the session (`export PARTNER_API_KEY=v`) and an earlier exchange holds it (a tool printed
+    `v`), the file is read whole instead — a session is redacted as one text — and only the
+    sections from the first exchange holding it are replaced (`keep`: read whole, the stored
+    sections before this many stay); the Prepared asks for the old text to be purged
+    (`purge`). A file of `whole_limit` bytes or more raises ReadWhole for that instead."""
     redactor = redactor or DEFAULT_REDACTOR
     policy = redactor.policy_fingerprint()
     prefix = _prefix_hasher()
-    tail = _usable_tail(stored, data, policy, prefix)
-    start, first_line, keep = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
+    tail = None if keep is not None else _usable_tail(stored, data, policy, prefix)
+    start, first_line, kept = (tail["offset"], tail["line"], tail["keep"]) if tail else (0, 1, 0)
     if tail is None:
         prefix = _prefix_hasher()   # it may have been fed a beginning that no longer matches
     text, warnings = decode_lines(f.path, data[start:], first_line)
@@ -205,9 +257,17 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     digests = dict.fromkeys((tail or {}).get("seen") or [], REPEATED)
     seen = SecretHashes(Path(f.path), bytes.fromhex(salt), digests, "") if digests else None
     tr, found = parse_redacted(text, f.path, f.rel, redactor, first_line, seen)
+    if tail is not None:
+        new = {v for v in found if salted_sha256(bytes.fromhex(salt), v) not in digests}
+        back = _first_holding(f, data[:start], new) if new else None
+        if back is not None:   # an earlier exchange holds a value only this tail shows to be a secret
+            back = min(back, kept)
+            if whole_limit is not None and len(data) >= whole_limit:
+                raise ReadWhole(back)
+            return prepare(f, data, redactor, keep=back)
     doc_type = SUBAGENT if is_subagent(f.rel) else CONVERSATION
     texts: dict[str, str] = {}
-    sections = [_section(doc_type, ex, texts) for ex in tr.exchanges]
+    sections = [_section(doc_type, ex, texts) for ex in tr.exchanges[keep or 0:]]
     before = stored if tail else {}
     exchanges = {k: v for k, v in (before.get("exchanges") or {}).items() if int(k) < first_line}
     for ex in tr.exchanges:
@@ -221,7 +281,7 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
         settled = tr.exchanges[:-1]
         bad_settled = [n for n in tr.bad_lines if n < last.start_line]
         new_tail = {
-            "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": keep + len(settled),
+            "version": TAIL_VERSION, "policy": policy, "line": last.start_line, "keep": kept + len(settled),
             "offset": _line_offset(data, start, first_line, last.start_line),
             "redacted": _add(prior["redacted"], tr.redacted, *(ex.redacted for ex in settled)),
             "bad_lines": (prior["bad_lines"] + bad_settled)[:3], "bad_count": prior["bad_count"] + len(bad_settled),
@@ -245,11 +305,14 @@ def prepare(f: CorpusFile, data: bytes, redactor: Redactor | None = None, stored
     session["title"] = tr.title or before.get("title")
     session["exchanges"] = exchanges
     session["tail"] = new_tail
-    first = before.get("first_heading") or (tr.exchanges[0].heading if tr.exchanges else None)
+    # the first exchange's heading as read now when it is read again (a value it shows may be a secret now)
+    first = (before.get("first_heading") if kept else None) or (tr.exchanges[0].heading if tr.exchanges else None)
     session["first_heading"] = first
     title = session["title"] or first or f.rel.rsplit("/", 1)[-1]
     doc = DocumentRecord(
         path=f.path, root=f.root.name, rel=f.rel, content_hash=blob_id(data), size=f.size, mtime_ns=f.stamp,
         doc_type=doc_type, date=(session["started"] or "")[:10] or None, title=title, front_matter=session,
         tags=[], warnings=warnings, stale=False, line_count=tr.line_count)
-    return Prepared(doc, sections, None, texts=texts, warnings=warnings, keep_sections=keep if tail else None)
+    if keep is not None:   # read whole to take a secret out of stored exchanges: from the first holding it on
+        return Prepared(doc, sections, None, texts=texts, warnings=warnings, keep_sections=keep, purge=True)
+    return Prepared(doc, sections, None, texts=texts, warnings=warnings, keep_sections=kept if tail else None)

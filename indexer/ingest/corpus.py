@@ -235,13 +235,23 @@ class _Ignorer:
 
 def root_unavailable(path: Path) -> str | None:
     """Why a root folder cannot be walked now — gone (moved or deleted), not a folder any more, not
-    readable — or None. A team reader's name-only root has no folder here to miss."""
+    readable, or now another folder through a link — or None. A team reader's name-only root has no
+    folder here to miss.
+
+    A root is its resolved path (config.make_roots): the folder it names is the index's identity.
+    When that path resolves elsewhere now (the folder renamed and a symlink put in its place), the
+    folder this index was made of is not there any more: `--root PATH` now means the link's target,
+    a corpus with an index of its own, and this one keeps what it last read."""
     if not has_checkout(path):
         return None
     if not os.path.lexists(path):
         return "is missing (moved or deleted)"
     if not os.path.isdir(path):
         return "is not a folder any more"
+    real = os.path.realpath(path)
+    if real != os.path.abspath(path):
+        return (f"now resolves to {real} (a link replaced the folder indexed here; `--root {path}` is now "
+                f"that folder's corpus, with an index of its own)")
     if not os.access(path, os.R_OK | os.X_OK):
         return "cannot be read (permission denied)"
     return None

@@ -39,6 +39,9 @@ class Prepared:
     # A grown transcript (ingest/conversation.py): the stored sections before this many stay, and
     # `sections` replace the rest. None: `sections` are the whole document.
     keep_sections: int | None = None
+    # The stored text held a secret found since (a grown transcript's new tail gave it away): the
+    # index files must lose its old words, not only its rows (engine/writer.py).
+    purge: bool = False
 
 
 class Skip(Exception):

@@ -15,6 +15,7 @@ Line numbers are always those of the normalised input (1-based), whatever repair
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
@@ -163,6 +164,9 @@ _ADMONITIONS = frozenset(
 FRONT_MATTER_MAX_BYTES = 64 * 1024
 
 
+ALIASES_REFUSED = "aliases (*name) are not allowed"
+
+
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses aliases (``*name``, ``<<: *name``): alias expansion is what turns a
     300-byte "billion laughs" into gigabytes, and metadata never needs it. Anchors alone are
@@ -171,8 +175,7 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed",
-                                              event.start_mark)
+            raise yaml.composer.ComposerError(None, None, ALIASES_REFUSED, event.start_mark)
         return super().compose_node(parent, index)
 
 
@@ -214,11 +217,123 @@ def _read_front_matter(lines: list[str], path: str, warnings: list[str]) -> tupl
     try:
         data = load_front_matter_yaml("\n".join(block))
     except Exception as exc:  # YAMLError, but also RecursionError on pathological nesting
-        warnings.append(f"{path}: invalid YAML front matter{_yaml_error_detail(exc)}; ignored")
-        return {}, close + 2
+        # an alias is refused, not misread: such a block is not read leniently either (its lines are text)
+        data = {} if getattr(exc, "problem", None) == ALIASES_REFUSED else _lenient_front_matter(block, exc)
+        if data:
+            warnings.append(f"{path}: invalid YAML front matter{_yaml_error_detail(exc)}; read leniently, each "
+                            "`key: value` line's value taken as the rest of the line (quote a value that holds "
+                            "\": \" to make it YAML)")
+        else:
+            warnings.append(f"{path}: invalid YAML front matter{_yaml_error_detail(exc)}; not read as metadata "
+                            "(its lines are indexed as text)")
+        return data, close + 2
     if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
         return {}, 1  # e.g. "2024: review" between two rules is prose, not metadata
     return data, close + 2
+
+
+# A front matter that is not YAML is read leniently (_lenient_front_matter): Claude Code writes
+# `description: Rollback rule: use helm rollback` unquoted, which YAML refuses ("mapping values are
+# not allowed here"), and would otherwise lose the note's name, description and type together.
+REPAIR_MAX_BYTES = 8 * 1024   # a block this small is re-parsed after each repaired line
+REPAIR_MAX_LINES = 10         # lines quoted before giving the block to the line-by-line reading
+_KEY_END = re.compile(r":(?:[ \t]|\Z)")   # where a plain key ends: its first colon before a blank or the end
+_BROKEN_STRUCTURE = tuple("[{&*!%@`")   # a value meant as YAML structure (or an alias): not text to take
+_BLOCK_SCALAR = re.compile(r"[|>][-+]?\d?\Z")
+LENIENT_SKIPPED_KEYS = frozenset({"secret"})   # redact.is_secret_document reads it from the lines, failing closed
+
+
+def _lenient_front_matter(block: list[str], exc: Exception) -> dict:
+    """A front matter YAML refused, read as well as it can be: first PyYAML again, with each line it
+    points at (a top-level `key: value` whose plain value holds ": ") given its value quoted; else
+    line by line, flat (`_flat_front_matter`). {} when neither finds a key. `secret` is never taken
+    from a lenient reading: is_secret_document reads that key from the lines themselves."""
+    data = _repaired_front_matter(block, exc)
+    if data is None:
+        data = _flat_front_matter(block)
+    return {k: v for k, v in data.items() if k.lower() not in LENIENT_SKIPPED_KEYS}
+
+
+def _repaired_front_matter(block: list[str], exc: Exception) -> dict | None:
+    if len("\n".join(block)) > REPAIR_MAX_BYTES:
+        return None
+    block = list(block)
+    for _ in range(REPAIR_MAX_LINES):
+        mark = getattr(exc, "problem_mark", None)
+        line = block[mark.line] if mark is not None and 0 <= mark.line < len(block) else ""
+        written, value = _key_line(line) or ("", "")
+        if not value or value.startswith(("'", '"', *_BROKEN_STRUCTURE)):
+            return None   # not a plain value YAML misread: the line-by-line reading decides
+        block[mark.line] = f"{written}: {json.dumps(value.replace(chr(0), chr(0xFFFD)), ensure_ascii=False)}"
+        try:
+            data = load_front_matter_yaml("\n".join(block))
+        except Exception as again:  # noqa: BLE001 — the next line it points at, if any
+            exc = again
+            continue
+        if isinstance(data, dict) and all(isinstance(key, str) for key in data):
+            return data
+        return None
+    return None
+
+
+def _flat_front_matter(block: list[str]) -> dict:
+    """Flat top-level `key: value` lines, each value the rest of its line (a matching pair of quotes
+    around it dropped); `- item` lines under a key without a value are its list, indented lines
+    continue the value above them (a `|` or `>` block's lines too). A value written as broken YAML
+    structure (`[a, b` unclosed, an alias) is left out: its line stays in the preamble's text."""
+    data: dict[str, Any] = {}
+    key: str | None = None
+    for line in block:
+        if not line.strip() or line.startswith("#"):
+            continue
+        found = _key_line(line)
+        if found:
+            key, value = _unquoted(found[0]), found[1].replace("\0", "\ufffd")
+            if value.startswith(_BROKEN_STRUCTURE) and not _closed_flow_list(value):
+                key = None
+            elif _BLOCK_SCALAR.match(value) or not value:
+                data[key] = None
+            else:
+                data[key] = _closed_flow_list(value) or _unquoted(value)
+            continue
+        item = line.strip()
+        if key is None:
+            continue
+        if item.startswith("- ") and (data[key] is None or isinstance(data[key], list)):
+            data[key] = [*(data[key] or []), _unquoted(item[2:].strip().replace("\0", "\ufffd"))]
+        elif line[0] in " \t" and not isinstance(data[key], list):
+            data[key] = f"{data[key]} {item}".strip() if data[key] else item.replace("\0", "\ufffd")
+    return {k: v for k, v in data.items() if v not in (None, "", [])}
+
+
+def _key_line(line: str) -> tuple[str, str] | None:
+    """(key as written, value stripped) of a top-level `key: value` line (a plain or quoted key),
+    else None. By str scans and one linear search: no pattern here can backtrack on a long line."""
+    if not line or line[0] in " \t#?:-[]{}":
+        return None
+    if line[0] in "'\"":
+        end = line.find(line[0], 1)
+        rest = line[end + 1:].lstrip(" \t") if end > 0 else ""
+        if not rest.startswith(":") or rest[1:2] not in ("", " ", "\t"):
+            return None
+        return line[:end + 1], rest[1:].strip()
+    m = _KEY_END.search(line)
+    if m is None:
+        return None
+    return line[:m.start()].rstrip(" \t"), line[m.end():].strip()
+
+
+def _unquoted(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _closed_flow_list(value: str) -> list[str] | None:
+    """`[a, "b c"]` → ["a", "b c"]: a one-line list of plain items (nested structure is not read)."""
+    if not (value.startswith("[") and value.endswith("]")) or any(c in value[1:-1] for c in "[]{}"):
+        return None
+    return [_unquoted(item.strip()) for item in value[1:-1].split(",") if item.strip()]
 
 
 # Logseq keeps a page's properties as its first lines, `key:: value` (and Obsidian's Dataview reads
@@ -494,9 +609,13 @@ class _Heading:
 
 
 def _headings(parsed: _Parsed, body_start: int) -> Iterator[_Heading]:
+    """The document's headings: those at the top level, and a heading that opens a list item — an
+    outliner's heading block (Logseq writes a page's "Steps" as `- ## Steps`, its lines the bullets
+    under it): the section runs to the next heading, as any other does."""
     tokens = parsed.tokens
     for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.level == 0 and token.map:
+        if token.type == "heading_open" and token.map and (
+                token.level == 0 or (OUTLINE_HEADINGS and index and tokens[index - 1].type == "list_item_open")):
             inline = tokens[index + 1] if index + 1 < len(tokens) else None
             children = _title_tokens(inline.content) if inline is not None and inline.content else []
             yield _Heading(
@@ -614,6 +733,7 @@ def _build_sections(lines: list[str], body_start: int, headings: list[_Heading],
     return sections
 
 
+OUTLINE_HEADINGS = True   # a heading that opens a list item is a heading (off only to measure it)
 FRONT_MATTER_PREAMBLE = True   # for measurement only: bench/eval_all.py --ingest FRONT_MATTER_PREAMBLE=False --fresh
 
 
@@ -622,8 +742,11 @@ def with_front_matter_preamble(doc: ParsedDocument) -> ParsedDocument:
     aliases, a Claude Code memory file's `description`) belongs to the document's preamble, so the
     preamble (heading "") starts at line 1 and holds the front matter's lines — the keyword leg finds
     them, `read` shows them, and ingest/document.py embeds them with the header. The parse itself
-    (parse_markdown) keeps CommonMark's sections, which tile the body after the front matter."""
-    if not FRONT_MATTER_PREAMBLE or not front_matter_text(doc.front_matter):
+    (parse_markdown) keeps CommonMark's sections, which tile the body after the front matter.
+    A front matter block that could not be read at all (no key found in it, or over
+    FRONT_MATTER_MAX_BYTES: `{}` with the body after it) joins the preamble too: its text is never lost."""
+    unread = not doc.front_matter and doc.body_start_line > 1
+    if not FRONT_MATTER_PREAMBLE or not (front_matter_text(doc.front_matter) or unread):
         return doc
     own = doc.sections[0] if doc.sections and doc.sections[0].level == 0 else None
     rest = doc.sections[1:] if own else doc.sections

@@ -47,6 +47,10 @@ ECHO_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "N
                         "Glob", "LS"})
 ERROR_MARK = "[error] "
 RESULT_MARKS = ("[output] ", ERROR_MARK)
+# What the rendering puts before an output's first line (a tool's, a local command's, an API
+# error's). Redaction reads the output without it (ingest/conversation.py): a shape known by its
+# place on a line (a `.pgpass` line, `requirepass …`, a table's header) starts the output's line.
+OUTPUT_MARKS = (*RESULT_MARKS, "[command output] ", "[system] ")
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
@@ -205,6 +209,28 @@ def _tool_result(block: dict, tool: str | None, hidden: list[str] | None = None)
     if not text:
         return None
     return ("[error] " if error else "[output] ") + text
+
+
+def strip_marks(part: str) -> tuple[list[str] | None, str]:
+    """An output part without its marks: (the mark each line started with, "" for none; the text),
+    or (None, part) for a part that is not an output. A line may carry one: the results of one
+    message are joined a line apart, each with its own."""
+    if not part.startswith(OUTPUT_MARKS):
+        return None, part
+    marks, lines = [], []
+    for line in part.split("\n"):
+        mark = next((m for m in OUTPUT_MARKS if line.startswith(m)), "")
+        marks.append(mark)
+        lines.append(line[len(mark):])
+    return marks, "\n".join(lines)
+
+
+def restore_marks(marks: list[str] | None, text: str) -> str:
+    """`text` (strip_marks's, redacted: its lines are the same lines) with each line's mark back."""
+    if marks is None:
+        return text
+    lines = text.split("\n")
+    return "\n".join((marks[i] if i < len(marks) else "") + line for i, line in enumerate(lines))
 
 
 def split_lines(data: str) -> list[str]:

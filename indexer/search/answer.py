@@ -94,6 +94,12 @@ RECORD_LOG = True          # "when did X last …" landing on a record that keep
 RECORD_LOG_DOCUMENTS = 3   # the records looked at: the first documents of the ranking
 FRONT_MATTER_FIRST = True  # a question naming a key of the best document's front matter ("who owns …": owner): its preamble
 FRONT_MATTER_REACH = 0.3   # when the preamble scores within this share of the best
+NEWEST_OF_KIND = True      # "the latest release", "the agent's latest session": the newest of that kind of note
+KIND_REACH = 0.35          # among the kind's candidates scoring within this share of its best
+KIND_UNITS = 3             # a kind: a folder, or a one-word heading, of this many dated documents or more
+LAST_ACCOUNT_FIRST = True  # "when did we last …" landing on a section that writes no day: the newest account of it
+LAST_ACCOUNT_REACH = 0.35  # among the accounts scoring within this share of the best account
+DECISION_FIRST = True      # a decision record's Context matched best: its Decision part (not for a why question)
 REASON_FIRST = True        # a why question landing on a document that says why in a part of its own: that part
 REASON_REACH = 0.3         # a part headed by what it explains ("Why nobody noticed"): only this near the best
 # Among the near ties the newest account settles, a section is as new as the newest day its text
@@ -414,6 +420,12 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
         _successor_first(view, cands, rows, shared)
     if RECORD_LOG and view.config.ranking.enabled and it.latest and view.config.kind != CODE:
         _record_log_first(view, cands, rows, shared)
+    if LAST_ACCOUNT_FIRST and view.config.ranking.enabled and it.last_time and view.config.kind == NOTES:
+        _last_account_first(view, cands, rows)
+    if NEWEST_OF_KIND and view.config.ranking.enabled and it.latest and not it.last_time and view.config.kind == NOTES:
+        _newest_of_kind_first(view, cands, rows, query)
+    if DECISION_FIRST and view.config.ranking.enabled and not it.why and view.config.kind == NOTES:
+        _decision_first(view, cands, rows, shared)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
     if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
@@ -567,6 +579,103 @@ def _record_log_first(view, cands: dict[int, Candidate], rows: dict, shared: Loo
         log = max(written)[1]
         _lift(cands, rows, log, texts[log], best, f"the log of {s.path}, for a question about the last time")
         return
+
+
+def _last_account_first(view, cands: dict[int, Candidate], rows: dict) -> None:
+    """"When did we last replay webhooks for a customer?" matches the runbook and the product page
+    that say how, in the question's words; neither writes a day, so neither can say when. The day's
+    account of doing it ("2026-11-04 — Parcelhop replay") tells it in words of its own and ranks far
+    below. When the first result is dated by no heading of its own and writes no day (a section that
+    does, a record's "rotation log: - 2026-11-12 …", is left to the rules above), the newest of the
+    accounts — sections dated by their heading or a daily note's name (rank.written_that_day) — that
+    score within LAST_ACCOUNT_REACH of the best account goes first. A day still to come is a plan's,
+    not an account's (when the notes are not dated wholly ahead of the clock)."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or rank.written_that_day(top):
+        return
+    if rank.newest_day_written(_with_text(view, [top.id], rows)[0], rank.present_day(rows.values())) is not None:
+        return
+    accounts = [sid for sid in cands if (s := rows.get(sid)) is not None and s.date and rank.written_that_day(s)]
+    today = rank.date_value(dates.today().isoformat())
+    if any(rank.date_value(rows[sid].date) <= today for sid in accounts):
+        accounts = [sid for sid in accounts if rank.date_value(rows[sid].date) <= today]
+    if not accounts:
+        return
+    near = max(cands[sid].score for sid in accounts) * (1 - LAST_ACCOUNT_REACH)
+    newest = max((sid for sid in accounts if cands[sid].score >= near),
+                 key=lambda sid: (rank.date_value(rows[sid].date), cands[sid].score))
+    _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score,
+          "the newest account of it, for a question about the last time")
+
+
+def _newest_of_kind_first(view, cands: dict[int, Candidate], rows: dict, query: str) -> None:
+    """"What did we triage most recently?", "What did the agent work on in its latest session?": the
+    question names a kind of note the notes keep many of, dated — a folder (`triage/`, `releases/`,
+    `escalations/`) or a one-word heading repeated in dated notes (each daily note's "## Agent") — and
+    the newest of them answers, though an older one, or a page about the kind, matches the question's
+    words as well or better. Of the candidates of the kind the question's words name (by base forms;
+    KIND_UNITS dated documents or more, dated as the notes date them: answer._own_date), the newest of
+    those within KIND_REACH of the kind's best goes first; of two kinds, the one with the better
+    match."""
+    asked = {f for w in terms.content_words(query) if len(w) >= 4 for f in terms.base_forms(w)}
+    own = _own_date(view)
+
+    def kind_of(s) -> str | None:
+        folder = posixpath.basename(posixpath.dirname(s.path))
+        if folder and terms.base_forms(folder) & asked:
+            return "folder " + folder
+        title = rank.own_heading(s)
+        if title and " " not in title.strip() and terms.base_forms(title.strip()) & asked:
+            return "heading " + title.strip().lower()
+        return None
+
+    units: dict[str, list[int]] = {}
+    for sid in cands:
+        s = rows.get(sid)
+        if s is not None and (k := kind_of(s)) is not None:
+            units.setdefault(k, []).append(sid)
+    best_kind = None
+    for k, sids in units.items():
+        dated = {sid: d for sid in sids if (d := own(rows[sid])) is not None}
+        docs = {rows[sid].path for sid in dated}
+        if len(docs) < KIND_UNITS:
+            continue
+        top = max(cands[sid].score for sid in dated)
+        if best_kind is None or top > best_kind[0]:
+            best_kind = (top, k, dated)
+    if best_kind is None:
+        return
+    top, kind, dated = best_kind
+    near = [sid for sid in dated if cands[sid].score >= top * (1 - KIND_REACH)]
+    newest = max(near, key=lambda sid: (rank.date_value(dated[sid]), cands[sid].score))
+    ranked = _ranked(cands)
+    if ranked[0] == newest:
+        return
+    _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score, f"the newest of its kind ({kind}), for a question about the latest")
+
+
+# A decision record's parts (ADR, MADR): the context it was taken in, and the decision itself.
+_CONTEXT_HEADING_RE = re.compile(r"^\W*(?:context|background|problem(?: statement)?|context and problem statement)\W*$", re.I)
+_DECISION_HEADING_RE = re.compile(r"^\W*(?:the )?decision(?: outcome)?s?\W*$", re.I)
+
+
+def _decision_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+    """"What's our rule for adding a new secrets backend?", "How do we decide which users fall inside
+    a percentage rollout?": a decision record's Context tells the problem in the question's words and
+    matches best; its Decision says what was decided, the rule the question asks for, in words of its
+    own. When the first result is a part headed "Context", "Background" or "Problem" and its document
+    keeps a part headed "Decision" (or "Decision outcome"), that part goes first. Not for a why
+    question: the context is why."""
+    ranked = _ranked(cands)
+    top = rows.get(ranked[0]) if ranked else None
+    if top is None or not _CONTEXT_HEADING_RE.match(rank.own_heading(top)):
+        return
+    heads = shared.visible_heads_of(top.path)
+    parts = [x for x, h in heads.items() if _DECISION_HEADING_RE.match(rank.own_heading(h))]
+    if parts:
+        part = min(parts, key=lambda x: heads[x].start_line)
+        _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the decision {top.path} records, over its context")
 
 
 def _reason_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
@@ -782,16 +891,22 @@ class Lookups:
         named = sorted(dates.named_days(query), key=lambda d: d.year is None)
         return list(dict.fromkeys(d for d in map(self._held, named) if d))
 
-    def unheld_days(self, query: str) -> list[str]:
+    def unheld_days(self, query: str, near: Callable[[], list[str]] = list) -> list[str]:
         """The words of each day the question names that no visible section is dated and no text
-        writes (dates.written_forms): the notes have nothing of that day. A pasted log line's
-        timestamp is not the day the question is about: what it logged may be anywhere."""
+        writes (dates.written_forms), nor falls in a span of days one of the `near()` texts (the best
+        sections') writes ("From 2026-12-18 to 2027-01-04 main is frozen"): the notes have nothing of
+        that day. A pasted log line's timestamp is not the day the question is about: what it logged
+        may be anywhere."""
         out = []
+        spans = None
         for day in dates.named_days(query):
             if day.stamped or self._held(day):
                 continue
             forms = dates.written_forms(day)
-            if not any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
+            if any(f in text for _, _, text, _ in self.view.literal_rows(forms) for f in forms):
+                continue
+            spans = [sp for text in near() for sp in dates.spans_in(text)] if spans is None else spans
+            if not any(dates.within(day, *sp) for sp in spans):
                 out.append(day.words)
         return out
 
@@ -1151,7 +1266,9 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
     # name. A day they have nothing of ("the week of 9 January 2034" in notes that end in December)
     # is what the question is about, and absent, like an identifier.
     covered = lookups.held_days(query)
-    unheld = lookups.unheld_days(query) if days else []   # `days`: a day the notes lack counts (_abstains)
+    best = [c.section_id for c in ranked[:ABSTAIN_POOL]]
+    unheld = lookups.unheld_days(query, lambda: [s.content or "" for s in view.catalog.sections_by_id(best).values()]
+                                 ) if days else []   # `days`: a day the notes lack counts (_abstains)
     if unheld:
         reasons.append("no note of " + _listed(view, unheld))
     if covered:

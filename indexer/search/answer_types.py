@@ -20,6 +20,7 @@ class AnswerType:
     asks: re.Pattern      # the question asks for one
     value: re.Pattern     # a value of the kind, written in a section's text
     accept: Callable[[str], bool] = lambda found: True   # what no pattern says of a match
+    unless: re.Pattern | None = None   # the question asks for another thing in the same words
 
 
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -44,7 +45,12 @@ MONEY = AnswerType(
     # ("29/year", "400 per month").
     value=re.compile(r"[$€£¥]\s?\d|\d[\d.,]{0,15}\s?(?:[kKmM]\b)?\s?(?:[$€£¥]|\b" + _CURRENCY + r"\b)|"
                      r"\b" + _CURRENCY + r"\s?\d|(?<![\d.])\d{1,7}\.\d{2}(?![\d.])|"
-                     r"\d[\d.,]{0,15}\s?(?:/|per |an? )(?:month|mo|year|yr|seat|user)\b", re.IGNORECASE))
+                     r"\d[\d.,]{0,15}\s?(?:/|per |an? )(?:month|mo|year|yr|seat|user)\b", re.IGNORECASE),
+    # A budget of something measured ("the bundle size budget", "our latency budget", "the error
+    # budget") is a limit in its own units, not money.
+    unless=re.compile(r"\b(?:size|latency|error|performance|perf|time|timing|memory|ram|cpu|token|context|bundle|"
+                      r"render|frame|page|request|retry|storage|disk|battery|power|bandwidth|complexity)s?\s+budgets?\b",
+                      re.IGNORECASE))
 PHONE = AnswerType(
     "a phone number",
     asks=re.compile(r"\b(?:phone|telephone) (?:number|line)s?\b|\bhotline\b", re.IGNORECASE),
@@ -75,7 +81,7 @@ TYPES = (MONEY, PHONE, IP_ADDRESS, PORT)
 
 def asked(query: str) -> AnswerType | None:
     """The kind of value the question asks for, or None."""
-    return next((t for t in TYPES if t.asks.search(query)), None)
+    return next((t for t in TYPES if t.asks.search(query) and not (t.unless and t.unless.search(query))), None)
 
 
 def holds(kind: AnswerType, text: str) -> bool:

@@ -81,11 +81,15 @@ LATEST_RE = re.compile(
     r"(?<!\bat )\blast\b(?!\s+(?:(?:week|month|year|quarter|night|sprint|weekend|summer|winter|spring|autumn|"
     r"fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|day|days|step|steps|resort|few|one|"
     r"two|three|four|five)\b|\d))", re.IGNORECASE)
+# "When did we last replay …? When was the last time …?" asks when something that recurs last
+# happened: an account of the day it did answers, not the procedure for doing it.
+LAST_TIME_RE = re.compile(r"\bwhen\b[^?.;]*\blast\b|\blast time\b", re.IGNORECASE)
 # "Who is Benedikt?" asks who a person is. People keep no host or service record: the note that
 # introduces one is as often the journal entry of the day they came up as a page of people.
 WHO_IS_RE = re.compile(r"^\W*(?i:who)(?:['’]s|\s+is|\s+was)\s+[A-Z]")
-# A reason or a cause asked for: "why …", "how come …", "what caused …", "the root cause of …".
+# A reason or a cause asked for: "why …", "how come …", "what caused …", "what went wrong …", "the root cause of …".
 WHY_RE = re.compile(r"\bwhy\b|\bhow come\b|\bwhat (?:was |were |is )?(?:the )?(?:root )?causes?\b|\bwhat caused\b|"
+                    r"\bwhat (?:went|goes|was|is) wrong\b|"
                     r"\breasons? (?:for|why|behind)\b", re.IGNORECASE)
 # A question in the present tense ("which port does …", "what's the retention …") asks for a fact
 # as it stands.
@@ -215,6 +219,7 @@ class Intent:
     current: bool = False  # a value as it stands now, asked for in so many words (ASKS_RE, CURRENT_RE)
     person: bool = False   # who someone named is (WHO_IS_RE)
     why: bool = False      # a reason or a cause (WHY_RE)
+    last_time: bool = False  # when something last happened (LAST_TIME_RE), a kind of `latest`
     of_record: bool = False  # it names a thing the notes keep a record of (a host's, a service's)
 
 
@@ -239,7 +244,8 @@ def intent(query: str, latest: bool = True) -> Intent:
     current = fact and bool(ASKS_RE.match(query) and CURRENT_RE.search(query))
     person = fact and bool(WHO_IS_RE.match(query))
     why = not howto and bool(WHY_RE.search(query))
-    return Intent(howto, outcome, past, fact, history, newest, current, person=person, why=why)
+    last_time = newest and bool(LAST_TIME_RE.search(query))
+    return Intent(howto, outcome, past, fact, history, newest, current, person=person, why=why, last_time=last_time)
 
 
 _FENCED_RE = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1", re.MULTILINE | re.DOTALL)

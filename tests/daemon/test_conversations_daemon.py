@@ -4,6 +4,7 @@ a real `remembrancer mcp --root NOTES --conversations DIR` answers `search` with
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -64,6 +65,39 @@ def test_an_appended_exchange_is_searchable_moments_later(world, tiny_model_dir)
         both = _search(d, world, query="restore the database from a backup", corpus="all")
         assert {r.get("corpus") for r in both["results"]} <= {"notes", "conversations"}
         assert both["index"]["verdict"] and both["conversations_index"]["verdict"]
+    finally:
+        d.stop()
+
+
+@pytest.mark.slow
+def test_a_value_an_appended_exchange_gives_away_leaves_the_earlier_exchanges(world, tiny_model_dir):
+    """The daemon reads a grown transcript by its tail; when the new exchange gives a value away as a
+    secret (`export PARTNER_API_KEY=…`), the earlier exchange that showed it bare loses it too: in
+    search answers, an exact search, and every file under the data dir."""
+    value = "Pv5Nq2Xr8Tz4Lk7Wm3"
+    d = DaemonProc(world["tmp"], [world["notes"]], tiny_model_dir,
+                   extra=("--conversations", str(world["projects"]))).start()
+    try:
+        s = world["session"]
+        s.prompt("the partner api keeps answering 401, can you check what key the client sends")
+        s.tool("Bash", {"command": "grep -rn partner config/"}, f"config/partner.yml:3:  header_value: {value}")
+        s.says(f"The client sends {value} in the X-Partner header.")
+        s.prompt("unrelated: bump the eslint version")
+        s.says("eslint bumped.")
+        wait_for(lambda: _search(d, world, query=value, exact=True, corpus="conversations")["results"], timeout=10)
+        s.prompt("ok, rotate it: the portal gave us a new key")
+        s.tool("Bash", {"command": f"export PARTNER_API_KEY={value} && ./scripts/check-partner.sh"}, "new key active")
+        s.says("Rotated the partner key.")
+        wait_for(lambda: not _search(d, world, query=value, exact=True, corpus="conversations")["results"],
+                 timeout=10, step=0.05)
+        out = _search(d, world, query="partner api 401 which key does the client send", corpus="conversations")
+        hit = next(r for r in out["results"] if "X-Partner" in (r.get("content") or ""))
+        assert "The client sends [REDACTED:" in hit["content"] and value not in json.dumps(out)
+
+        def no_file_holds_it():   # the catalog is compacted after the write that answers already
+            blob = b"".join(p.read_bytes() for p in (world["tmp"] / "data").rglob("*") if p.is_file())
+            return value.encode() not in blob and value.lower().encode() not in blob
+        wait_for(no_file_holds_it, timeout=10)
     finally:
         d.stop()
 

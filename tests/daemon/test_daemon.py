@@ -295,6 +295,34 @@ def test_a_root_moved_away_is_unavailable_and_never_fresh(daemon, notes, tmp_pat
     assert "fresh," not in p.stdout
 
 
+def test_a_root_replaced_by_a_link_to_another_folder_is_not_listed_fresh(daemon, notes, tmp_path):
+    """The served folder renamed and a symlink to another folder put in its place: `--root PATH`
+    now means the other folder (a root is its resolved path) and is answered from its own index,
+    while the daemon's corpus of the old folder said "fresh, 9 documents" in `status` and
+    `corpora`. It says the path resolves elsewhere now, and is never fresh."""
+    from tests.support.cli import run_cli
+
+    other = tmp_path / "other"
+    write(other, "o1.md", "# Other\n\nThe wombat shed is behind the garage.\n")
+    notes.rename(tmp_path / "notes.real")
+    notes.symlink_to(other)
+    out = json.loads(run_cli("search", "wombat shed", "--root", str(notes), "--json", env=daemon.env,
+                             cwd=tmp_path).stdout)
+    assert out["results"][0]["path"] == "o1.md" and out["index"]["verdict"] == "fresh"   # the link is followed
+    st = daemon.call("status")   # the daemon's own root, named by its path, follows the link as well
+    assert [r["path"] for r in st["roots"]] == [str(other)] and not st["roots"][0].get("unavailable"), st["roots"]
+    corpora = {tuple(c["roots"]): c["freshness"] for c in st["corpora"]}
+    assert corpora[(str(notes),)]["verdict"] == "stale" and "now resolves to" in corpora[(str(notes),)]["reason"]
+    assert corpora[(str(other),)]["verdict"] == "fresh" and corpora[(str(other),)]["documents"] == 1
+    p = run_cli("status", env=daemon.env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.startswith(f"  {notes}:"))
+    assert "fresh" not in line and line.startswith(f"  {notes}: stale"), p.stdout
+    assert f"now resolves to {other}" in p.stdout
+    listed = run_cli("corpora", env=daemon.env, cwd=tmp_path).stdout
+    assert f"[{notes} now resolves to {other}: not the folder indexed]" in listed, listed
+
+
 def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_path, data_env, tiny_embedder):
     """The engine in the client's process (no daemon): it re-read the files before the answer, found
     the root gone, kept the documents — and called them fresh."""
@@ -310,6 +338,32 @@ def test_in_process_answers_over_a_root_that_vanished_are_not_fresh(notes, tmp_p
         assert "root notes" in out["index"]["reason"] and "missing" in out["index"]["reason"]
         st = b.call("status")
         assert st["freshness"]["verdict"] == "stale" and st["roots"][0]["unavailable"]
+    finally:
+        b.close()
+
+
+def test_an_index_whose_root_became_a_link_keeps_what_it_read_and_is_not_fresh(notes, tmp_path, data_env,
+                                                                               tiny_embedder):
+    """An engine open over a folder that a link to another folder then replaced: a re-read would have
+    walked the link and filled this index with the other folder's files under the old folder's name.
+    It keeps the documents it read and says why it is stale."""
+    from remembrancer.daemon.connect import LocalBackend
+    from remembrancer.indexer.config import Config, make_roots
+
+    other = tmp_path / "other"
+    write(other, "o1.md", "# Other\n\nThe wombat shed is behind the garage.\n")
+    b = LocalBackend(Config(roots=make_roots([notes])), readonly=False, embedder=tiny_embedder)
+    try:
+        assert b.call("search", query="restore the database")["index"]["verdict"] == "fresh"
+        before = b.call("status")["documents"]
+        notes.rename(tmp_path / "notes.real")
+        notes.symlink_to(other)
+        out = b.call("search", query="restore the database")
+        assert out["results"] and out["index"]["verdict"] == "stale", out["index"]
+        assert f"now resolves to {other}" in out["index"]["reason"]
+        st = b.call("status")
+        found = b.call("search", query="wombat shed")
+        assert st["documents"] == before and "o1.md" not in {r["path"] for r in found["results"] + found.get("best_weak", [])}
     finally:
         b.close()
 

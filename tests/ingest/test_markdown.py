@@ -23,6 +23,7 @@ from remembrancer.indexer.ingest.markdown import (
     Section,
     parse_markdown,
     parse_plain,
+    with_front_matter_preamble,
 )
 from tests.support.markdown import assert_tiling, markdownish
 from tests.support.paths import TEST_DATA
@@ -1129,12 +1130,14 @@ def test_front_matter_may_end_with_dots() -> None:
 
 def test_invalid_yaml_front_matter_warns_with_the_path_and_keeps_the_body() -> None:
     doc = parse_markdown("---\ntitle: T\ntags: [a, b\n---\n# Heading\n\ntext\n", "notes/a.md")
-    assert doc.front_matter == {}
+    assert doc.front_matter == {"title": "T"}   # read leniently; the broken list is left out
     assert doc.body_start_line == 5  # skipped, so it cannot become a setext heading
     assert _paths(doc) == ["Heading"]
     assert len(doc.warnings) == 1
     assert doc.warnings[0].startswith("notes/a.md: invalid YAML front matter at line ")
-    assert doc.warnings[0].endswith("; ignored")
+    assert "read leniently" in doc.warnings[0]
+    kept = with_front_matter_preamble(doc)
+    assert kept.sections[0].heading == "" and "tags: [a, b" in kept.sections[0].text   # its text stays searchable
 
 
 def test_front_matter_title_is_the_fallback_title() -> None:
@@ -1270,7 +1273,7 @@ def test_nul_bytes() -> None:
 
 def test_nul_bytes_in_front_matter_are_not_fatal() -> None:
     doc = parse_markdown("---\ntitle: a\x00b\n---\n# H\n", "nul.md")
-    assert doc.front_matter == {}
+    assert doc.front_matter == {"title": "a\ufffdb"}   # read leniently, the NUL replaced (no store keeps one)
     assert _paths(doc) == ["H"]
     assert doc.warnings and doc.warnings[0].startswith("nul.md: invalid YAML front matter")
 
@@ -1331,3 +1334,20 @@ def test_section_is_frozen() -> None:
     assert isinstance(section, Section)
     with pytest.raises(AttributeError):
         section.heading = "B"  # type: ignore[misc]
+
+
+def test_a_heading_that_opens_a_list_item_is_a_heading(monkeypatch) -> None:
+    """An outliner writes a heading as a bullet (Logseq's `- ## Steps`), its lines the bullets under
+    it: it is a heading, its section running to the next heading as any other's. A heading later in
+    an item, or a `#` in a bullet's text, is not."""
+    text = ("- alias:: Agents\n- How the build agents are kept.\n- ## Steps\n\t- Drain the agent.\n\t- Reimage it.\n"
+            "- ## Notes\n\t- ### Disk\n\t\t- Keep 200 GB free.\n- Closing bullet, still Notes > Disk.\n"
+            "- A bullet with text first\n\n  ## Not a heading of its own\n- Tag #release in a bullet\n")
+    doc = parse_markdown(text, "pages/Build agents.md")
+    got = [(s.heading, s.level, s.start_line, s.end_line) for s in doc.sections]
+    assert got == [("", 0, 1, 2), ("Steps", 2, 3, 5), ("Notes", 2, 6, 6), ("Notes > Disk", 3, 7, 13)]
+    assert_tiling(doc)
+    from remembrancer.indexer.ingest import markdown
+
+    monkeypatch.setattr(markdown, "OUTLINE_HEADINGS", False)
+    assert [s.heading for s in parse_markdown(text, "pages/Build agents.md").sections] == [""]

@@ -796,6 +796,11 @@ B64_EC_KEY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VFY0tleU
     # a BitLocker recovery key
     ("vendor_token", "The BitLocker recovery key is 123456-234567-345678-456789-567890-678901-789012-890123.",
      "123456-234567-345678-456789-567890-678901-789012-890123"),
+    # remembrancer's own HTTP token, alone on a line as `team token create` prints it
+    ("vendor_token", "rmb_Q7vN2kLp9XzR4tW8mY3cH6bJ1dF5gS0aE-uT_iOq2Lw", "rmb_Q7vN2kLp9XzR4tW8mY3cH6bJ1dF5gS0aE-uT_iOq2Lw"),
+    # a Kubernetes Secret's data, as `kubectl get secret -o yaml` writes it (`kind:` after `data:`)
+    ("k8s_secret", "apiVersion: v1\ndata:\n  api-key: SGVsbG9Xb3JsZDEyMw==\nkind: Secret\nmetadata:\n  name: partner\n",
+     "SGVsbG9Xb3JsZDEyMw=="),
 ])
 def test_family_catches_its_shape(family, text, secret):
     out, counts = redact(text)
@@ -1012,6 +1017,125 @@ def test_a_secret_front_matter_key_leaves_the_front_matter_parseable(env, tiny_e
     engine.close()
 
 
+def test_remembrancers_own_http_tokens_are_secrets(env, tiny_embedder):
+    """`team token create` prints a bearer token (`rmb_` and 43 characters) alone on a line: pasted into
+    a note, it is a `vendor_token` there as in its `Authorization: Bearer` line, and no search, read or
+    index file gives it back. Words that begin the same way stay."""
+    from remembrancer.mcp_server import tokens
+
+    made = [tokens.create(f"laptop-{i}", [])[0] for i in range(20)]   # real tokens: random, some with `-` or `_`
+    root = env / "notes"
+    write(root, "ops/http-memory.md", "# HTTP memory access\n\n```\n$ remembrancer team token create laptop-0\n"
+          f"{made[0]}\n```\n\nThe contractor's laptop uses {made[1]}.\n\n"
+          f"curl -H 'Authorization: Bearer {made[2]}' https://memory.example.com/mcp\n\n"
+          + "".join(f"- {t}\n" for t in made[3:]) + "\nTokens start with rmb_ and are shown once (rmb_not-a-token).\n")
+    engine = make_engine(root, tiny_embedder)
+    engine.refresh()
+    secrets = {f"token{i}": t for i, t in enumerate(made)}
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
+    for t in made[:3]:   # the index does not hold it to match
+        assert not api.dispatch_read(engine, "search", {"query": t, "exact": True}, fresh)["results"]
+    served = json.dumps([api.dispatch_read(engine, "search", {"query": "contractor laptop token"}, fresh),
+                         api.dispatch_read(engine, "read", {"path": "ops/http-memory.md"}, fresh)])
+    assert leaks_in_text(served, secrets) == [] and leaks_in_dir(env / "data", secrets) == []
+    assert leaks_in_terms(engine, secrets) == []
+    assert served.count("[REDACTED:vendor_token]") >= len(made)
+    assert "Tokens start with rmb_ and are shown once (rmb_not-a-token)." in served
+    engine.close()
+
+
+KUBECTL_SECRETS = """```console
+$ kubectl get secret db-creds -o yaml
+apiVersion: v1
+data:
+  password: SjdxUHoyeFc5bUw0dlI=
+  username: cmVwb3J0aW5n
+  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENCK3dJSkFM
+kind: Secret
+metadata:
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: |
+      {"apiVersion":"v1","data":{"password":"SjdxUHoyeFc5bUw0dlI="},"kind":"Secret"}
+  name: db-creds
+  namespace: shop
+type: Opaque
+```
+
+```yaml
+apiVersion: v1
+items:
+- apiVersion: v1
+  data:
+    config: bm90IGEgc2VjcmV0IGF0IGFsbA==
+  kind: ConfigMap
+  metadata:
+    name: app-config
+- apiVersion: v1
+  data:
+    token: VGs4bVEyeFc3dkw5clA0
+  kind: Secret
+  metadata:
+    name: ci-token
+kind: List
+```
+
+```yaml
+apiVersion: v1
+kind: Secret
+metadata:
+  name: app
+stringData:
+  DATABASE_URL: "postgresql://app:Hx9vQ2mLp7RtZ4@db:5432/app"
+  settings.json: |
+    {"signing": "Mn3Bv8Cx1Zq6Wp"}
+  password: "{{ .Values.password | b64enc }}"
+  api-key: <base64 of the key>
+  empty: ""
+---
+apiVersion: bitnami.com/v1alpha1
+kind: SealedSecret
+spec:
+  encryptedData:
+    db-url: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq
+---
+apiVersion: v1
+kind: ConfigMap
+data:
+  LOG_LEVEL: debug
+  REGION: eu-west-1
+```
+"""
+
+
+def test_a_kubernetes_secrets_values_are_redacted_and_what_is_not_one_stays(env, tiny_embedder):
+    """The values under `data:` and `stringData:` of a manifest whose kind is Secret — `kubectl get
+    secret -o yaml` (its `kind:` after `data:`, the value repeated in the last-applied annotation), a
+    Secret among the items of a List, a manifest's `stringData:` (a value on its line, a block) —
+    are secrets by their place; a certificate, templates and placeholders, a ConfigMap's data and a
+    SealedSecret's (encrypted) data stay. Indexed, none of the values is in an answer or a file."""
+    secrets = {"password": "SjdxUHoyeFc5bUw0dlI=", "username": "cmVwb3J0aW5n", "token": "VGs4bVEyeFc3dkw5clA0",
+               "url": "Hx9vQ2mLp7RtZ4", "signing": "Mn3Bv8Cx1Zq6Wp"}
+    out, counts = redact(KUBECTL_SECRETS)
+    assert [k for k, v in secrets.items() if v in out] == [] and counts == {"k8s_secret": 6}   # and the annotation's
+    for kept in ("tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENCK3dJSkFM", "name: db-creds",
+                 "config: bm90IGEgc2VjcmV0IGF0IGFsbA==", 'password: "{{ .Values.password | b64enc }}"',
+                 "api-key: <base64 of the key>", 'empty: ""', "db-url: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq",
+                 "LOG_LEVEL: debug", "REGION: eu-west-1", "type: Opaque"):
+        assert kept in out, kept
+    assert "  settings.json: |\n    [REDACTED:k8s_secret]\n" in out and out.count("\n") == KUBECTL_SECRETS.count("\n")
+    assert redact(out) == (out, {})
+    root = env / "notes"
+    write(root, "ops/k8s-secrets.md", "# Kubernetes secrets of the shop\n\n" + KUBECTL_SECRETS)
+    engine = make_engine(root, tiny_embedder)
+    engine.refresh()
+    fresh = lambda view: Freshness("fresh")  # noqa: E731
+    served = json.dumps([api.dispatch_read(engine, "search", {"query": "db-creds secret password"}, fresh),
+                         api.dispatch_read(engine, "read", {"path": "ops/k8s-secrets.md"}, fresh)])
+    assert leaks_in_text(served, secrets) == [] and leaks_in_dir(env / "data", secrets) == []
+    assert "[REDACTED:k8s_secret]" in served
+    engine.close()
+
+
 SECRET_LISTS_RECORD = """---
 name: payments-api
 type: component
@@ -1090,7 +1214,8 @@ FAMILY_UNITS = ["a", "A", "1", "0f", "a-", "a_", " ", "=", ":", "@", "/", '"', "
                 "| password ", "|---", "| password |\n|---|\n", "| a1A2b3B4 ", "- tokens:\n", "api_keys:\n- aA1aA1aA1\n",
                 "LS0tLS1CRUdJTi", "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt\n", "```htpasswd\na:aA1aA1\n", "a:aA1aA1\n",
                 "htpasswd\n", "passphrase: abcd ", "passphrase is abcd-", "123456-", "htpasswd -b a a ",
-                "echo a | sudo -S ", "openssl -k ", "password: new one is ", "tokens: [a, "]
+                "echo a | sudo -S ", "openssl -k ", "password: new one is ", "tokens: [a, ", "rmb_",
+                "kind: Secret\n", "data:\n  a: ", "- kind: Secret\n  data:\n    a: aA1aA1\n", "  a: |\n"]
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)

@@ -31,6 +31,11 @@ from tests.support.corpus import write_tree
     ("What's listening on port 55432 on my machine?", None),   # it names the port
     ("which port the app to Go first?", None),
     ("kgo: unable to dial: x509: certificate signed by unknown authority", None),
+    ("what is the marketing budget for Q3?", types.MONEY),
+    # a budget of something measured is a limit in its own units
+    ("what is the bundle size budget", None),
+    ("what is the latency budget for the API", None),
+    ("What's our error budget this quarter?", None),
 ])
 def test_the_kind_of_value_a_question_asks_for(query, kind):
     assert types.asked(query) is kind

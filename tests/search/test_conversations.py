@@ -301,6 +301,203 @@ def test_a_secret_found_in_an_earlier_exchange_is_redacted_where_a_later_one_rep
     assert "[REDACTED:repeated_secret]" in e.catalog.sections(s.rel)[-1].content
 
 
+def test_a_shape_known_by_its_place_on_a_line_is_found_on_a_tool_outputs_first_line(projects, talks):
+    """An exchange shows a tool's output after a mark (`[output] `, `[error] `, `[command output] `),
+    on the output's first line, and the results of one message a line apart, each with its own mark.
+    A `.pgpass` line, a `requirepass` line or a table of passwords is known by where it stands on its
+    lines: it is redacted there as in a note, in what is stored and what `read` serves, and the marks
+    stay. An ordinary output beside them is kept as it is."""
+    secrets = ["Qa6PgpassPw-91kQ", "Rd7sPw-Xq2mK9", "Rp4Lw-8nZq2Tx", "Bk9Qz-3mW7pL", "Tb6Wq-2mZx9"]
+    s = Session(projects)
+    s.prompt("why can't the reporting job log in to the orders database? check the pgpass file")
+    s.tool("Bash", {"command": "cat ~/.pgpass"}, f"db-orders-1:5432:orders:orders_app:{secrets[0]}")
+    s.tool("Bash", {"command": "redis-cli -h cache1 ping; grep requirepass /etc/redis/redis.conf"},
+           f"requirepass {secrets[1]}\nNOAUTH Authentication required.", is_error=True)
+    one, two = "toolu_" + "1" * 24, "toolu_" + "2" * 24   # two calls answered in one message
+    s._assistant({"type": "tool_use", "id": one, "name": "Bash", "input": {"command": "date"}})
+    s._assistant({"type": "tool_use", "id": two, "name": "Bash", "input": {"command": "cat /root/.pgpass"}})
+    s._line("user", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": one, "content": "Tue 03 Mar 2026 10:30:00 UTC"},
+        {"type": "tool_result", "tool_use_id": two, "content": f"replica.internal:5432:*:repl:{secrets[2]}"}]})
+    s._line("user", {"role": "user", "content": "<local-command-stdout>backup.internal:5432:*:backup:"
+                     f"{secrets[3]}</local-command-stdout>"})
+    s.tool("Bash", {"command": "cat docs/accounts.md"}, f"| user | password |\n|---|---|\n| app | {secrets[4]} |")
+    s.says("The pgpass entry targets db-orders-1, but the job connects to db-orders-2, so libpq finds no password.")
+    e = talks()
+    e.refresh()
+    stored = e.catalog.sections(s.rel)[0].content
+    page = json.dumps(api.dispatch_read(e, "read", {"path": s.rel, "uuid": s.uuids[0]}, FRESH))
+    served = json.dumps(api.dispatch_read(e, "search", {"query": "why can't the reporting job log in, pgpass"}, FRESH))
+    for text in (stored, page, served):
+        assert [v for v in secrets if v in text] == []
+    assert "[output] db-orders-1:5432:orders:orders_app:[REDACTED:env_secret]" in stored
+    assert "[error] requirepass [REDACTED:env_secret]\nNOAUTH Authentication required." in stored
+    assert "[output] Tue 03 Mar 2026 10:30:00 UTC\n[output] replica.internal:5432:*:repl:[REDACTED:env_secret]" in stored
+    assert "[command output] backup.internal:5432:*:backup:[REDACTED:env_secret]" in stored
+    assert "[output] | user | password |" in stored and "| app | [REDACTED:env_secret] |" in stored
+
+
+def _keyword_sections(engine, word: str) -> list[int]:
+    """The sections whose chunks the keyword index finds by this word of their body."""
+    import tantivy
+
+    fx = engine.core.fulltext
+    searcher = fx.index.searcher()
+    hits = searcher.search(tantivy.Query.term_query(fx.schema, "body", word), 100).hits
+    return sorted(searcher.doc(addr).get_first("section_id") for _, addr in hits)
+
+
+def _data_bytes(data_dir) -> bytes:
+    return b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
+
+
+def _keyword_terms(engine) -> set[str]:
+    """Every term the keyword index holds, a deleted document's too until its segment is gone (the
+    term dictionary is compressed on disk: its bytes need not hold a term whole)."""
+    searcher = engine.core.fulltext.index.searcher()
+    return {t for field in ("heading", "body", "stem", "ident") for t, _ in searcher.terms_with_prefix(field, "")}
+
+
+def test_a_value_a_later_exchange_gives_away_as_a_secret_leaves_the_earlier_exchanges(projects, talks, data_env,
+                                                                                     tmp_path, monkeypatch):
+    """The other way round: an exchange shows a value bare (a tool prints it, the answer repeats it);
+    a later one, read by the transcript's tail, gives it away by its context (`export
+    PARTNER_API_KEY=…`). A session is redacted as one text, so the earlier exchange loses it too — in
+    the catalog, the keyword index, an exact search and every file under the data dir — the exchange
+    before it, which does not hold it, is not rewritten, and the index is the one a whole read makes."""
+    value = "Wq4Zt8Lm2Xp7Rk9Vn3"
+    other = Session(projects)   # the index holds more than this session: its old words are not rebuilt away
+    for k in range(30):
+        other.prompt(f"Question {k} about the nightly export?")
+        other.says(f"The nightly export step {k} finished.")
+    s = Session(projects)
+    opened = s.prompt("What does the partner client send as its header?")
+    s.says("An X-Partner header, read from config/partner.yml by the quokkaloader.")
+    s.prompt("the partner api keeps answering 401, can you check what key the client sends")
+    s.tool("Bash", {"command": "grep -rn partner config/"}, f"config/partner.yml:3:  header_value: {value}")
+    s.says(f"The client sends {value} in the X-Partner header.")
+    s.prompt("unrelated: bump the eslint version")
+    s.tool("Bash", {"command": "npm i -D eslint@9.14.0"}, "added 3 packages")
+    s.says("eslint bumped.")
+    e = talks()
+    e.refresh()
+    first = e.catalog.sections(s.rel)
+    assert value in first[1].content and value.lower() in _keyword_terms(e)   # nothing said yet that it is a secret
+    s.prompt("ok, rotate it: the portal gave us a new key")
+    s.tool("Bash", {"command": f"export PARTNER_API_KEY={value} && ./scripts/check-partner.sh"},
+           "old key revoked; new key active")
+    s.says("Rotated the partner key.")
+    assert e.refresh().updated == 1
+    rows = e.catalog.sections(s.rel)
+    doc = e.catalog.document(s.rel)
+    assert value not in json.dumps([[r.content for r in rows], doc["front_matter"], doc["warnings"]])
+    assert "header_value: [REDACTED:" in rows[1].content and "The client sends [REDACTED:" in rows[1].content
+    assert rows[0].id == first[0].id and rows[1].id != first[1].id   # rewritten from the first exchange holding it
+    assert not api.dispatch_read(e, "search", {"query": value, "exact": True}, FRESH)["results"]
+    served = json.dumps(api.dispatch_read(e, "search", {"query": "partner api 401 which key does the client send"},
+                                          FRESH))
+    assert "The client sends [REDACTED:" in served and value not in served
+    blob = _data_bytes(data_env / "data")   # the catalog's free pages and WAL, the keyword index's old segments
+    assert value.encode() not in blob and value.lower().encode() not in blob
+    assert not [t for t in _keyword_terms(e) if value.lower() in t]
+    # the keyword index still holds every exchange of it: the one kept, the ones written again
+    assert _keyword_sections(e, "quokkaloader") == [rows[0].id] and _keyword_sections(e, "eslint") == [rows[2].id]
+    # what a whole read of the same file makes
+    monkeypatch.setenv("REMEMBRANCER_DATA_DIR", str(tmp_path / "whole"))
+    whole = talks()
+    whole.refresh()
+    again, fresh_doc = whole.catalog.sections(s.rel), whole.catalog.document(s.rel)
+    assert [(r.heading, r.start_line, r.end_line, r.content) for r in rows] == \
+        [(r.heading, r.start_line, r.end_line, r.content) for r in again]
+    assert doc["warnings"] == fresh_doc["warnings"]
+    grown, read_whole = json.loads(doc["front_matter"]), json.loads(fresh_doc["front_matter"])
+    for fm in (grown, read_whole):   # salted per index: their number must agree
+        fm["tail"]["seen"] = len(fm["tail"]["seen"])
+        del fm["tail"]["salt"]
+    assert grown == read_whole
+
+
+def test_a_large_transcript_whose_tail_gives_a_value_away_is_read_whole_in_the_sandbox(projects, talks, monkeypatch):
+    """A transcript of 256 KB or more is read whole where large documents are read (a child process
+    under a CPU budget), also when a small tail asks for it: the tail's read in-process hands it on."""
+    from remembrancer.indexer.ingest import conversation, sandbox
+
+    value = "Xc3Vb8Nm1Qw6Er9Ty2"
+    s = Session(projects)
+    s.prompt("what does the partner client send?")
+    s.tool("Bash", {"command": "grep -rn partner config/"}, f"config/partner.yml:3:  header_value: {value}")
+    s.says(f"It sends {value}.")
+    for k in range(40):   # a long session: the file is past the size read in a child
+        s.prompt(f"step {k}: run the export")
+        s.tool("Bash", {"command": "./export.sh"}, "\n".join(f"row {k}-{i} exported" for i in range(400)))
+        s.says("Exported.")
+    assert s.path.stat().st_size >= sandbox.LARGE_BYTES
+    e = talks()
+    e.refresh()
+    handed = []
+    real = conversation.prepare
+
+    def watched(*a, **k):
+        try:
+            return real(*a, **k)
+        except conversation.ReadWhole as whole:
+            handed.append(whole.keep)
+            raise
+    monkeypatch.setattr(conversation, "prepare", watched)
+    s.prompt("ok, rotate it")
+    s.tool("Bash", {"command": f"export PARTNER_API_KEY={value} && ./scripts/check-partner.sh"}, "ok")
+    s.says("Rotated.")
+    e.refresh()
+    rows = e.catalog.sections(s.rel)
+    assert handed == [0] and len(rows) == 42
+    assert value not in json.dumps([[r.content for r in rows], e.catalog.document(s.rel)["front_matter"]])
+    assert not api.dispatch_read(e, "search", {"query": value, "exact": True}, FRESH)["results"]
+
+
+def test_a_first_exchange_read_again_by_the_tail_gives_the_session_its_redacted_heading(projects, talks):
+    """A session of one exchange is read again from that exchange when it grows: its heading, the
+    session's title when it has none, is the one read now — a value its prompt shows bare and a
+    later line of the same exchange gives away is not kept in the title."""
+    value = "Jm5Rt8Wq2Zx7Kp4Vn9"
+    s = Session(projects)
+    s.prompt(f"is {value} still the partner key we send?")
+    s.says("Let me check.")
+    e = talks()
+    e.refresh()
+    assert value in e.catalog.document(s.rel)["title"]   # nothing said yet that it is a secret
+    s.tool("Bash", {"command": f"export PARTNER_API_KEY={value} && ./scripts/check-partner.sh"}, "ok")
+    s.says("Yes, it is.")
+    e.refresh()
+    doc = e.catalog.document(s.rel)
+    assert value not in json.dumps([doc["title"], doc["front_matter"], [x.content for x in e.catalog.sections(s.rel)]])
+    assert doc["title"].startswith("is [REDACTED:")
+    listed = json.dumps(api.dispatch_read(e, "list", {}, FRESH))
+    assert value not in listed
+
+
+def test_a_new_secret_only_the_tail_holds_keeps_the_append_to_the_tail(projects, talks, monkeypatch):
+    """A new secret the earlier exchanges do not hold costs no more than any append: the earlier
+    exchanges are not read again (their bytes are looked at for the value, and do not hold it)."""
+    from remembrancer.indexer.ingest import conversation
+
+    s = _session(projects)
+    e = talks()
+    e.refresh()
+    ids = [x.id for x in e.catalog.sections(s.rel)]
+    parsed = []
+    real = conversation.transcripts.parse
+    monkeypatch.setattr(conversation.transcripts, "parse", lambda text, *a, **k: parsed.append(k.get("first_line", 1))
+                        or real(text, *a, **k))
+    s.prompt("Set the partner key for the staging run.")
+    s.tool("Bash", {"command": "export PARTNER_API_KEY=Hy6Tn2Qc9Wm4Rz7Kb5 && ./check.sh"}, "ok")
+    s.says("Set.")
+    e.refresh()
+    rows = e.catalog.sections(s.rel)
+    assert [r.id for r in rows[:1]] == ids[:1] and len(rows) == 3
+    assert "Hy6Tn2Qc9Wm4Rz7Kb5" not in rows[-1].content
+    assert parsed and 1 not in parsed   # the tail only: the file's beginning was not parsed again
+
+
 def test_a_rewritten_beginning_or_another_redaction_policy_reads_the_transcript_whole(projects, talks, monkeypatch,
                                                                                       tiny_embedder):
     from remembrancer.indexer.ingest import conversation

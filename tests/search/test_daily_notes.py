@@ -121,6 +121,8 @@ def test_a_day_the_question_names_finds_the_notes_dated_that_day(tmp_path, tiny_
     ("the 12 servers of 2024, version 1.2 2024", []),   # numbers, not days
     ("what changed since 2024-01-05, before 6 January 2024?", []),   # bounds, not the day to look in
     ("my notes from January 5th, 2024", ["2024-01-05"]),
+    ("Is API version 2025-06-01 still going to be sunset?", []),   # a version named by its day
+    ("which customers are still pinned to version 2024-11-01?", []),
 ])
 def test_the_days_a_question_names(text, days):
     from remembrancer.indexer import dates
@@ -144,3 +146,20 @@ def test_a_busy_day_nominates_a_bounded_number_of_sections(tmp_path, tiny_engine
     assert 0 < len(by_the_day_alone) <= 5, len(by_the_day_alone)
     out = search(engine.view(), SearchRequest("what happened on 2024-01-05?", limit=5)).to_json()
     assert out["results"] and out["results"][0]["path"] == "journal/2024-01-05.md"
+
+
+@pytest.mark.parametrize("day, spanned", [
+    ("is main frozen on 2026-12-20?", True),
+    ("can I merge on December 20?", True),      # no year: on the calendar of the span's years
+    ("can I merge on 2 January?", True),        # past New Year
+    ("is main frozen on 2027-01-05?", False),
+    ("what about 2026-12-17?", False),
+    ("and on 5 May 2031?", True),
+])
+def test_a_day_within_a_span_the_text_writes(day, spanned):
+    from remembrancer.indexer import dates
+
+    text = "From 2026-12-18 to 2027-01-04 main is frozen. Between 3 May and 9 May 2031 the lab is shut."
+    (named,) = dates.named_days(day)
+    assert any(dates.within(named, *span) for span in dates.spans_in(text)) is spanned
+    assert dates.spans_in("released 2026-01-04. Since 2026-02-01 we pin it") == []   # two days, no span

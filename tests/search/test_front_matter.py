@@ -6,6 +6,8 @@ that answers (rank._detail_before_summary)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from remembrancer.indexer import api
@@ -321,3 +323,80 @@ def test_a_page_property_line_is_read_in_linear_time():
     g = growth_of(lambda line: _read_page_properties([line], "p.md", []),
                   lambda n: "k:: x" + " \t" * n + "y", small=500, repeats=3)
     assert g <= SUPERLINEAR, g
+
+
+# Claude Code writes a memory topic file's description unquoted, `: ` and all: not YAML.
+ROLLBACKS = ("---\nname: Rollbacks\ndescription: Rollback rule: use helm rollback, never kubectl delete\n"
+             "type: feedback\n---\n\nDo it with the previous revision number, then watch the pods.\n")
+
+
+def test_a_memory_files_front_matter_that_yaml_refuses_is_read_leniently_and_found(tmp_path, tiny_engine):
+    """`description: Rollback rule: use …` is invalid YAML ("mapping values are not allowed
+    here"); the front matter is still read — name, description and type — the warning says how,
+    and the description's words find the note (keyword, exact) and head its passages."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {"memory/rollbacks.md": ROLLBACKS,
+                                                    "other.md": "# Other\n\nThe coffee machine is on floor 2.\n"}))
+    view = e.view()
+    doc = e.catalog.document("memory/rollbacks.md")
+    assert meta.stored_front_matter(doc) == {"name": "Rollbacks", "type": "feedback",
+                                             "description": "Rollback rule: use helm rollback, never kubectl delete"}
+    said = json.loads(e.catalog.get_meta("last_warnings") or "[]")
+    assert any("invalid YAML front matter at line 3" in w and "read leniently" in w for w in said), said
+    assert _keyword(e, "helm rollback")[0] == ("memory/rollbacks.md", "")
+    exact = api.do_search(view, {"query": "helm rollback", "exact": True})["results"]
+    assert [(r["path"], r["heading"]) for r in exact] == [("memory/rollbacks.md", "")]
+    header = chunks.context_header("lesson", "rollbacks.md", "")
+    later = [t for (t,) in e.catalog.db.execute(
+        "SELECT p.text FROM passages p JOIN sections s ON s.id = p.section_id JOIN documents d ON d.id = s.doc_id"
+        " WHERE d.rel = 'memory/rollbacks.md' AND p.ord > 0")]
+    assert later and all(t.startswith(f"{header} — Rollback rule: use helm rollback") for t in later), later
+
+
+def test_a_front_matter_nothing_can_read_keeps_its_lines_searchable(tmp_path, tiny_engine):
+    """No key read from it (every value broken structure): not metadata, but its lines are the
+    preamble's text, so what it says is still found and read back."""
+    broken = "---\nowners: [Wilhelmina Oxtoby, ops\nrunbook: *restore\n---\n# Restore\n\nRun the restore job.\n"
+    parsed = parse_markdown(broken, "runbooks/restore.md")
+    assert parsed.front_matter == {} and "not read as metadata" in parsed.warnings[0]
+    e = tiny_engine(write_tree(tmp_path / "notes", {"runbooks/restore.md": broken}))
+    exact = api.do_search(e.view(), {"query": "Wilhelmina Oxtoby", "exact": True})["results"]
+    assert [(r["path"], r["heading"]) for r in exact] == [("runbooks/restore.md", "")]
+    page = api.do_read(e.view(), {"path": "runbooks/restore.md", "heading": ""})
+    assert "Wilhelmina Oxtoby" in page["content"] and page["lines"][0] == 1
+    from remembrancer.indexer.ingest.markdown import FRONT_MATTER_MAX_BYTES
+    from tests.support.adversarial import billion_laughs, huge_front_matter
+
+    for text in (billion_laughs(), huge_front_matter(2 * FRONT_MATTER_MAX_BYTES)):   # refused, and still text
+        first = with_front_matter_preamble(parse_markdown(text)).sections[0]
+        assert (first.heading, first.start_line) == ("", 1) and "\n---\n" in first.text
+
+
+def test_lenient_front_matter_keeps_lists_and_quoted_values_and_never_reads_secret_from_it():
+    text = ("---\nname: 'Deploys'\ndescription: Deploy rule: tag first\n  then push\ntags:\n  - ops\n  - deploy\n"
+            "aliases: [ship, release]\nsecret: false # not a real switch here\n---\nbody\n")
+    fm = parse_markdown(text).front_matter
+    assert fm == {"name": "Deploys", "description": "Deploy rule: tag first then push", "tags": ["ops", "deploy"],
+                  "aliases": ["ship", "release"]}
+    from remembrancer.indexer.redact import is_secret_document
+
+    hidden = "---\nsecret: true # keep out\ndescription: Vault rule: never paste tokens\n---\nbody\n"
+    parsed = parse_markdown(hidden)
+    assert "secret" not in parsed.front_matter and parsed.front_matter["description"].startswith("Vault rule")
+    assert is_secret_document(parsed.front_matter, hidden)   # still fails closed, from the lines
+
+
+def test_a_claude_code_memory_file_with_a_colon_in_its_description_is_found_by_the_cli(tmp_path, tiny_model_dir):
+    """The real command line: `index` warns that it read the front matter leniently, and
+    `search --exact` finds the description's words in the note."""
+    from tests.support.cli import run_cli
+    from tests.support.env import remembrancer_env
+
+    notes = write_tree(tmp_path / "notes", {"memory/rollbacks.md": ROLLBACKS,
+                                            "other.md": "# Other\n\nThe coffee machine is on floor 2.\n"})
+    (tmp_path / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "config.toml", socket=tmp_path / "no.sock")
+    r = run_cli("index", "--root", str(notes), env=env)
+    assert r.returncode == 0 and "read leniently" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = run_cli("search", "helm rollback", "--exact", "--root", str(notes), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert [x["path"] for x in json.loads(r.stdout)["results"]] == ["memory/rollbacks.md"]

@@ -248,6 +248,22 @@ def test_a_day_the_notes_have_nothing_of_is_no_strong_match(monthly, query):
         assert any(why.startswith("no note of ") for why in out["why_no_strong_match"]), out
 
 
+def test_a_day_within_a_span_the_best_sections_write_is_held(tmp_path, tiny_engine):
+    """"Is main frozen on 2026-12-20?": no section is dated that day and no text writes it, but the
+    freeze note writes the span it falls in ("From 2026-12-18 to 2027-01-04"). Before, the question
+    abstained ("no note of 2026-12-20") over the note that answers it; a day outside every span the
+    best sections write still has no note."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "process/freeze.md": "# Holiday code freeze\n\nFrom 2026-12-18 to 2027-01-04 main is frozen: merges need "
+                             "an approval from the release owner.\n",
+        "process/reviews.md": "# Code review\n\nTwo approvals for anything touching billing.\n"}))
+    out = search(e.view(), SearchRequest("is main frozen on 2026-12-20?", limit=3)).to_json()
+    assert not any(why.startswith("no note of ") for why in out.get("why_no_strong_match") or []), out
+    assert (out["results"] or out["best_weak"])[0]["path"] == "process/freeze.md"
+    outside = search(e.view(), SearchRequest("is main frozen on 2027-02-20?", limit=3)).to_json()
+    assert any(why.startswith("no note of ") for why in outside["why_no_strong_match"]), outside
+
+
 @pytest.mark.parametrize("query", ["How can I get back a file I deleted from my home directory yesterday?",
                                    "how do I restore the WAL archive I broke on 15 May?"])
 def test_how_to_do_a_thing_does_not_hang_on_the_day_it_is_needed(monkeypatch, monthly, query):

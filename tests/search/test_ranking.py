@@ -671,6 +671,95 @@ def test_a_commit_date_is_no_account_of_the_last_time(tmp_path, tiny_engine, mon
     assert {r["path"]: r.get("date") for r in out["results"]}["runbooks/reset-staging-db.md"] == "2031-05-01"   # still dated
 
 
+def test_the_last_time_is_the_newest_account_of_it(tmp_path, tiny_engine, monkeypatch):
+    """"When did we last replay webhooks for a customer?" matches the runbook that says how, and it
+    writes no day, so it cannot say when; the newest account of a replay near the best account
+    answers — not one far below it, not a day still to come (a plan), and not when the best match
+    writes a day of its own. The fusion is fixed by a spy
+    on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "runbooks/replay.md": "# Replaying webhooks\n\n## Steps\n\n1. Find the endpoint.\n2. Run the replay.\n",
+        "records/replay-tool.md": "# Replay tool\n\n## Notes\n\nLast replay with it: 2020-06-02, for Acme.\n",
+        "journal/2020-03.md": "# March 2020\n\n## 2020-03-02 — Meridian replay\n\nReplayed 40 events.\n\n"
+                              "## 2020-03-20 — Parcelhop replay\n\nReplayed the missed payouts.\n\n"
+                              "## 2020-03-28 — lunch\n\nPizza.\n",
+        "plans/next.md": "# Next\n\n## 2099-01-15 — replay tool v2\n\nPlanned.\n"}))
+    view = e.view()
+    scores = {"Replaying webhooks > Steps": 1.0, "March 2020 > 2020-03-02 — Meridian replay": 0.6,
+              "March 2020 > 2020-03-20 — Parcelhop replay": 0.45, "March 2020 > 2020-03-28 — lunch": 0.2,
+              "Next > 2099-01-15 — replay tool v2": 0.6}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "March 2020 > 2020-03-20 — Parcelhop replay"
+    assert first_heading(view, "when was the last time we ran a replay?") == "March 2020 > 2020-03-20 — Parcelhop replay"
+    assert first_heading(view, "how do we replay webhooks?") == "Replaying webhooks > Steps"   # not about the last time
+    scores["Replay tool > Notes"] = 1.2   # the best match writes a day of its own
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "Replay tool > Notes"
+    del scores["Replay tool > Notes"]
+    monkeypatch.setattr(answer, "LAST_ACCOUNT_FIRST", False)
+    assert first_heading(view, "When did we last replay webhooks for a customer?") == "Replaying webhooks > Steps"
+
+
+def test_the_latest_of_a_kind_of_note_is_the_newest_of_them(tmp_path, tiny_engine, monkeypatch):
+    """"What did we triage most recently?": the notes keep a folder of triage notes, each dated; an
+    older one and the page about how to triage match the question's words better. The newest of the
+    kind's candidates near its best answers — a folder's, or a one-word heading's repeated in dated
+    notes ("## Agent" in each daily note). Not one far below the kind's best, and not for a question
+    that names no kind. The fusion is fixed by a spy on the real `_fuse` (the tiny test model's vectors
+    are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "process/how-we-triage.md": "# How we triage\n\nLabel, reproduce, close.\n",
+        "triage/2031-01.md": "---\ndate: 2031-01-31\n---\n# Triage January\n\nClosed #12.\n",
+        "triage/2031-02.md": "---\ndate: 2031-02-28\n---\n# Triage February\n\nClosed #20.\n",
+        "triage/2031-03.md": "---\ndate: 2031-03-31\n---\n# Triage March\n\nClosed #31.\n",
+        "daily/2031-03-01.md": "# 2031-03-01\n\n## Agent\n\nFixed the parser.\n",
+        "daily/2031-03-02.md": "# 2031-03-02\n\n## Agent\n\nWrote the migration.\n",
+        "daily/2031-03-03.md": "# 2031-03-03\n\n## Agent\n\nReviewed the release.\n"}))
+    view = e.view()
+    scores = {"How we triage": 1.0, "Triage January": 0.8, "Triage February": 0.6, "Triage March": 0.4,
+              "2031-03-01 > Agent": 0.9, "2031-03-02 > Agent": 0.75, "2031-03-03 > Agent": 0.7}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "what did we triage most recently?") == "Triage February"   # March is too far below
+    scores["Triage March"] = 0.55
+    assert first_heading(view, "what did we triage most recently?") == "Triage March"
+    assert first_heading(view, "what did the agent work on in its latest session?") == "2031-03-03 > Agent"
+    assert first_heading(view, "how do we triage?") == "How we triage"   # not about the latest
+    monkeypatch.setattr(answer, "NEWEST_OF_KIND", False)
+    assert first_heading(view, "what did we triage most recently?") != "Triage March"
+
+
+def test_a_decision_records_decision_goes_before_its_context(tmp_path, tiny_engine, monkeypatch):
+    """"What's our rule for adding a new secrets backend?" matches the decision record's Context (the
+    problem, in the question's words) best; its Decision is the rule. A why question keeps the
+    context, and a document that records no decision is left to relevance. The fusion is fixed by a
+    spy on the real `_fuse` (the tiny test model's vectors are random)."""
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "decisions/0011-secrets.md": "# 0011 Secrets backends\n\n## Context\n\nUsers ask for a built-in backend "
+                                     "for every password manager.\n\n## Decision\n\nage is built in; everything else "
+                                     "goes through the command backend.\n\n## Consequences\n\nFewer dependencies.\n",
+        "notes/keepass.md": "# KeePassXC\n\n## Context\n\nA user asked for it.\n\n## Links\n\n- the issue\n"}))
+    view = e.view()
+    scores = {"0011 Secrets backends > Context": 1.0, "0011 Secrets backends > Decision": 0.6}
+    fused_by_heading(monkeypatch, view, scores)
+
+    assert first_heading(view, "What's our rule for adding a new secrets backend?") == "0011 Secrets backends > Decision"
+    assert first_heading(view, "why did we stop adding secrets backends?") == "0011 Secrets backends > Context"
+    scores.clear()
+    scores.update({"KeePassXC > Context": 1.0, "0011 Secrets backends > Decision": 0.6})
+    assert first_heading(view, "What's our rule for a KeePassXC backend?") == "KeePassXC > Context"   # it records no decision
+    scores.clear()
+    scores.update({"0011 Secrets backends > Context": 1.0, "0011 Secrets backends > Decision": 0.6})
+    monkeypatch.setattr(answer, "DECISION_FIRST", False)
+    assert first_heading(view, "What's our rule for adding a new secrets backend?") == "0011 Secrets backends > Context"
+
+
 def test_a_reason_is_a_part_headed_as_one():
     from types import SimpleNamespace as S
     assert rank.is_reason(S(heading="PM-02 > Root cause"))
@@ -683,6 +772,7 @@ def test_a_reason_is_a_part_headed_as_one():
     assert rank.intent("Our numbers dropped in November. Why?").why
     assert rank.intent("What was the root cause of the outage?").why
     assert not rank.intent("how do I restore it, and why does it fail?").why   # a how-to asks for steps
+    assert rank.intent("What went wrong with our timed flag changes in the autumn?").why
 
 
 def test_a_log_is_a_part_headed_as_one():

@@ -114,10 +114,13 @@ def writer_lock_taken(where: str, holder: "pg_schema.LockHolder | None") -> User
 def safe_url(url: str) -> str:
     """The store's address without its password (for status, logs, errors and answers), in each
     form libpq takes one: `user:pw@` in a URL, `?password=` in its query, `password=` in a
-    key=value string."""
+    key=value string. Never raises: an address too malformed to parse is masked by its shape."""
     if "://" not in url:
         return _DSN_PASSWORD.sub(r"\1***", url)
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:   # e.g. an unclosed IPv6 bracket: still said, never with its password
+        return _masked_by_shape(url)
     if parts.query:
         query = "&".join(f"{k}=***" if k.lower() == "password" and v else (f"{k}={v}" if v or "=" in pair else k)
                          for pair in parts.query.split("&") for k, _, v in [pair.partition("=")])
@@ -127,6 +130,17 @@ def safe_url(url: str) -> str:
         netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
     return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
             + (f"#{parts.fragment}" if parts.fragment else ""))   # urlunsplit drops an empty host's "//"
+
+
+def _masked_by_shape(url: str) -> str:
+    """A URL urlsplit refuses, masked without parsing it: whatever stands between the user's name
+    and the last `@` (a password may hold `@` or `/`), and any `password=` value. It masks more
+    than it must rather than less."""
+    scheme, _, rest = url.partition("://")
+    at = rest.rfind("@")
+    if at >= 0 and ":" in rest[:at]:
+        rest = f"{rest[:at].split(':', 1)[0]}:***{rest[at:]}"
+    return f"{scheme}://" + _DSN_PASSWORD.sub(r"\1***", rest)
 
 
 def has_password(url: str) -> bool:
@@ -180,10 +194,36 @@ def _create_vector_index(conn, dim: int) -> None:
                      f" ((embedding::vector({dim})) vector_cosine_ops)")
 
 
+STORE_URL_HINT = "give it as postgresql://USER@HOST[:PORT]/DATABASE (the password in ~/.pgpass); see docs/team.md"
+
+
 def check_url(url: str) -> str:
-    """A store's address is a PostgreSQL URL (said before anything connects, or a unit is written)."""
+    """A store's address is a PostgreSQL URL that parses (said before anything connects, or a unit
+    is written): an empty --store, another scheme or a malformed URL (an unclosed IPv6 bracket)
+    is a bad input by name, never a traceback or a silent fall back to the local index."""
+    if not isinstance(url, str) or not url.strip():
+        raise UserError("--store is empty", param="store", hint="give the team store's postgresql:// URL, or leave --store out "
+                                                        "to use this machine's index")
     if not url.startswith(("postgresql://", "postgres://")):
         raise UserError(f"--store must be a postgresql:// URL, got {safe_url(url)!r}", param="store")
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:   # libpq's own reading of it would only be less clear
+        raise UserError(f"--store is not a valid URL ({e}): {safe_url(url)!r}", param="store",
+                        hint=STORE_URL_HINT) from None
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:   # no psycopg: the store itself says what to install
+        return url
+    try:
+        conninfo_to_dict(url)   # libpq's own parse: an unknown ?parameter, a bad %-escape
+    except Exception as e:  # noqa: BLE001 — psycopg.ProgrammingError, said as the bad input it is
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        userinfo = parts.netloc.rpartition("@")[0]
+        if userinfo:   # libpq quotes the token it refused: never a piece of the password
+            said = re.sub(r'"([^"]*)"', lambda m: '"***"' if m.group(1) and m.group(1) in userinfo else m.group(0), said)
+        raise UserError(f"--store is not a valid PostgreSQL URL ({said}): {safe_url(url)!r}", param="store",
+                        hint=STORE_URL_HINT) from None
     return url
 
 

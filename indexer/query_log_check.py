@@ -1,0 +1,23 @@
+"""Whether the local query log (indexer/search/querylog.py) can be written: a log that cannot be
+never fails a question, but it is said where config problems are — a warning on stderr from each
+command that would log, `status`, `doctor`, and once per MCP session (mcp_server/server.py)."""
+
+from __future__ import annotations
+
+from remembrancer.indexer.config import Config, file_unwritable
+from remembrancer.indexer.search.querylog import path_for
+
+QUERY_LOG_HINT = "set [log] path to a file in a folder you can write, or [log] queries = false to turn the log off"
+
+
+def query_log_problem(cfg: Config | None) -> str | None:
+    """Why the query log this config asks for cannot be written (then no question is logged), or
+    None (it can, or it is off)."""
+    if cfg is None or not cfg.log_queries:
+        return None
+    path = path_for(cfg)
+    why = file_unwritable(path)
+    if why is None:
+        return None
+    where = "[log] path" if cfg.query_log else "the query log"
+    return f"{where} {path} cannot be written ({why}): questions are not logged"
