@@ -267,6 +267,7 @@ _VENDOR = _compile(
     r"|AGE-SECRET-KEY-1[0-9A-Z]{58}"                      # age secret key
     r"|GOOG1[0-9A-Z]{40,80}"                              # Google Cloud Storage HMAC access id
     r"|rmb_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"            # remembrancer's own HTTP token (team token create)
+    r"|cio[A-Za-z0-9]{32}(?![A-Za-z0-9_-])"               # crates.io API token
     r"|[a-z]{2,8}_(?:srv|server|secret|live|prod|pat|sdk)_[A-Za-z0-9]{24,}"  # a product's own key (sbx_srv_…)
     r")")
 _SK = re.compile(r"(?<![A-Za-z0-9_-])(?:sk|rk)[-_](?:live[-_]|test[-_]|proj-|ant-(?:api\d\d-)?|svcacct-)?"
@@ -1382,7 +1383,7 @@ _BITLOCKER = re.compile(r"(?<![0-9-])[0-9]{6}(?:-[0-9]{6}){7}(?![0-9-])")
 _BITLOCKER_PART = re.compile(r"-[0-9]{6}-")
 # Substrings every _VENDOR match contains (the pattern is case-sensitive, so are they)
 _VENDOR_HINTS = ("glsa_", "glc_", "glpat-", "AIza", "npm_", "pypi-", "hf_", "_v1_", "SG.", "shp", "dckr_pat_", "hvs.",
-                 "hvb.", "whsec_", "AGE-SECRET-KEY-", "GOOG1", "rmb_", "_srv_", "_server_", "_secret_", "_live_", "_prod_",
+                 "hvb.", "whsec_", "AGE-SECRET-KEY-", "GOOG1", "rmb_", "cio", "_srv_", "_server_", "_secret_", "_live_", "_prod_",
                  "_pat_", "_sdk_")
 _vendor_prefixed = _sub(_VENDOR, "vendor_token", 0, lambda v: _looks_secret(v))
 _bitlocker = _sub(_BITLOCKER, "vendor_token")

@@ -798,6 +798,8 @@ B64_EC_KEY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VFY0tleU
      "123456-234567-345678-456789-567890-678901-789012-890123"),
     # remembrancer's own HTTP token, alone on a line as `team token create` prints it
     ("vendor_token", "rmb_Q7vN2kLp9XzR4tW8mY3cH6bJ1dF5gS0aE-uT_iOq2Lw", "rmb_Q7vN2kLp9XzR4tW8mY3cH6bJ1dF5gS0aE-uT_iOq2Lw"),
+    # a crates.io API token pasted in a journal entry
+    ("vendor_token", "Leaked `cioZ7a8Xr2LmQ7Tb4wz3Vn9KpT4wYdQ0e1k` in the CI log; revoked it.", "cioZ7a8Xr2LmQ7Tb4wz3Vn9KpT4wYdQ0e1k"),
     # a Kubernetes Secret's data, as `kubectl get secret -o yaml` writes it (`kind:` after `data:`)
     ("k8s_secret", "apiVersion: v1\ndata:\n  api-key: SGVsbG9Xb3JsZDEyMw==\nkind: Secret\nmetadata:\n  name: partner\n",
      "SGVsbG9Xb3JsZDEyMw=="),
