@@ -1377,9 +1377,10 @@ def _team_token(args) -> int:
             print(json.dumps({**record.shown(), "token": token}))
         else:
             where = ", ".join(record.scopes) if record.scopes else "everything"
+            # the token on stdout alone: stderr goes to logs (a service's journal), which keep no secret
             print(f"token {record.name} (reads {where}); shown once, keep it in a secret store:\n{token}")
             print(f"register it: claude mcp add --transport http memory https://HOST/mcp --header "
-                  f"\"Authorization: Bearer {token}\"", file=sys.stderr)
+                  f"\"Authorization: Bearer {token}\"")
         return EXIT_OK
     if args.token_action == "revoke":
         record = tokens.revoke(args.name)

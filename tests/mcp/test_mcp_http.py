@@ -174,6 +174,9 @@ def test_a_token_file_that_cannot_be_written_is_a_clear_error_and_loses_nothing(
     env = {**world["env"], "REMEMBRANCER_DATA_DIR": str(tmp_path / "data")}
     r = run_cli("team", "token", "create", "first", env=env, cwd=PROJECT)
     assert r.returncode == 0, r.stderr
+    token = r.stdout.splitlines()[1]
+    # shown on stdout alone: stderr goes to logs, which keep no secret
+    assert token.startswith("rmb_") and token not in r.stderr and f"Bearer {token}" in r.stdout
     path = tmp_path / "data" / "http-tokens.json"
     before = path.read_text()
     (tmp_path / "data" / "http-tokens.tmp").mkdir()
