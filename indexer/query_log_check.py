@@ -15,9 +15,10 @@ def query_log_problem(cfg: Config | None) -> str | None:
     None (it can, or it is off)."""
     if cfg is None or not cfg.log_queries:
         return None
-    path = path_for(cfg)
+    return log_unwritable(path_for(cfg), "[log] path" if cfg.query_log else "the query log")
+
+
+def log_unwritable(path, where: str = "the query log") -> str | None:
+    """Why the query log at `path` cannot be written, said as every command says it, or None."""
     why = file_unwritable(path)
-    if why is None:
-        return None
-    where = "[log] path" if cfg.query_log else "the query log"
-    return f"{where} {path} cannot be written ({why}): questions are not logged"
+    return None if why is None else f"{where} {path} cannot be written ({why}): questions are not logged"

@@ -1270,10 +1270,10 @@ _BLOCK_SCALAR = re.compile(r"[|>][-+0-9]{0,2}[ \t]{0,8}(?:#[^\n]{0,256})?")
 _B64_CERT = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"   # base64 of "-----BEGIN CERTIFICATE-----"
 
 
-def _yaml_shape(line: str) -> tuple[int, bool, int]:
-    """(the column its key starts at, whether it starts a list item, where its text starts)."""
+def _yaml_shape(line: str) -> tuple[int, bool]:
+    """(the column its key, its text, starts at; whether it starts a list item)."""
     m = _YAML_LINE.match(line)
-    return m.end(), m.group("item") is not None, m.end()
+    return m.end(), m.group("item") is not None
 
 
 def _yaml_edge(line: str) -> bool:
@@ -1303,11 +1303,11 @@ def _k8s_secret_values(lines: list[str], start: int, end: int, parent: int) -> t
         if _yaml_skip(line):
             k += 1
             continue
-        ind, item, at = _yaml_shape(line)
+        ind, item = _yaml_shape(line)
         if ind <= parent or _yaml_edge(line):
             break
         col = ind if col is None else col
-        m = _DATA_ENTRY.fullmatch(line, at) if ind == col and not item else None
+        m = _DATA_ENTRY.fullmatch(line, ind) if ind == col and not item else None
         k += 1
         if m is None:
             continue
@@ -1344,14 +1344,14 @@ def _k8s_secrets(text: str) -> tuple[str, int]:
     for i, line in enumerate(lines):
         if "Secret" not in line:
             continue
-        col, item, at = _yaml_shape(line)
-        if _KIND_SECRET.fullmatch(line, at) is None or done.get(col, -1) >= i:
+        col, item = _yaml_shape(line)
+        if _KIND_SECRET.fullmatch(line, col) is None or done.get(col, -1) >= i:
             continue
         lo = hi = i   # the mapping holding `kind: Secret`: its lines at that column or deeper
         j = i - 1
         while not item and j >= 0 and not _yaml_edge(lines[j]):
             if not _yaml_skip(lines[j]):
-                jcol, jitem, _ = _yaml_shape(lines[j])
+                jcol, jitem = _yaml_shape(lines[j])
                 if jcol < col:
                     break
                 lo = j
@@ -1361,7 +1361,7 @@ def _k8s_secrets(text: str) -> tuple[str, int]:
         j = i + 1
         while j < len(lines) and not _yaml_edge(lines[j]):
             if not _yaml_skip(lines[j]):
-                jcol, jitem, _ = _yaml_shape(lines[j])
+                jcol, jitem = _yaml_shape(lines[j])
                 if jcol < col or (jcol == col and jitem):
                     break
                 hi = j
@@ -1369,8 +1369,8 @@ def _k8s_secrets(text: str) -> tuple[str, int]:
         done[col] = hi
         k = lo
         while k <= hi:
-            kcol, _, kat = _yaml_shape(lines[k])
-            if kcol == col and _SECRET_DATA_KEY.fullmatch(lines[k], kat):
+            kcol, _ = _yaml_shape(lines[k])
+            if kcol == col and _SECRET_DATA_KEY.fullmatch(lines[k], kcol):
                 k, m = _k8s_secret_values(lines, k + 1, hi, col)
                 n += m
             else:
@@ -1421,7 +1421,7 @@ FAMILIES: tuple[_Family, ...] = (
     _Family("telegram", "Telegram bot tokens (123456789:AA…)", _sub(_TELEGRAM, "telegram"), (":",)),
     _Family("vendor_token", "Grafana, GitLab, Google, npm, PyPI, Hugging Face, DigitalOcean, SendGrid, "
             "Shopify, Docker Hub, Vault tokens, Stripe webhook secrets (whsec_), age secret keys, Google Cloud "
-            "Storage HMAC access ids (GOOG1…), remembrancer's own HTTP tokens (rmb_…), a product's own prefixed keys (xyz_srv_…, xyz_live_…), BitLocker "
+            "Storage HMAC access ids (GOOG1…), remembrancer's own HTTP tokens (rmb_…), crates.io tokens (cio…), a product's own prefixed keys (xyz_srv_…, xyz_live_…), BitLocker "
             "recovery keys (eight groups of six digits)", _vendor, _VENDOR_HINTS + ("-",)),
     _Family("sk_key", "sk-… / sk_live_… / rk_… API keys (OpenAI, Anthropic, Stripe)",
             _sub(_SK, "sk_key", 0, lambda v: any(c.isdigit() for c in v)), ("sk-", "sk_", "rk-", "rk_")),

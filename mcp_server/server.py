@@ -431,12 +431,11 @@ def build_server(link: Link, instructions: str = "", doc_types: tuple[str, ...] 
         if log_checked.is_set():
             return
         log_checked.set()
-        from remembrancer.indexer.config import file_unwritable
+        from remembrancer.indexer.query_log_check import log_unwritable
 
-        why = file_unwritable(querylog.path)
-        if why:
-            log.warning("remembrancer MCP: the query log %s cannot be written (%s): questions are not logged",
-                        querylog.path, why)
+        problem = log_unwritable(querylog.path)
+        if problem:
+            log.warning("remembrancer MCP: %s", problem)
 
     def call(tool: str, method: str, **params) -> dict:
         """link.call, timed and written to the query log (answers and errors alike)."""

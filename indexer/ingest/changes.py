@@ -46,6 +46,7 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
     out = Touched()
     multi = len(roots) > 1
     ignorers: dict[str, corpus._Ignorer] = {}
+    unreadable: dict[str, bool] = {}   # each root looked at once a batch (moved, or a link to elsewhere now)
     for raw in sorted(set(paths)):
         found = _root_of(roots, str(raw))
         if found is None:
@@ -54,7 +55,9 @@ def resolve(roots: list[Root], paths, excludes: tuple[str, ...], max_file_bytes:
         if not rel:
             out.need_full(f"root {root.name} itself changed")
             continue
-        if not root.path.is_dir() or corpus.root_unavailable(root.path):   # moved, or a link to elsewhere now
+        if root.name not in unreadable:
+            unreadable[root.name] = not root.path.is_dir() or bool(corpus.root_unavailable(root.path))
+        if unreadable[root.name]:
             out.need_full(f"root {root.name} cannot be read")
             continue
         ignorer = ignorers.get(root.name)

@@ -425,7 +425,7 @@ def _hybrid(view, query: str, allowed: set[int] | None, alternates: list[str] = 
     if NEWEST_OF_KIND and view.config.ranking.enabled and it.latest and not it.last_time and view.config.kind == NOTES:
         _newest_of_kind_first(view, cands, rows, query)
     if DECISION_FIRST and view.config.ranking.enabled and not it.why and view.config.kind == NOTES:
-        _decision_first(view, cands, rows, shared)
+        _decision_first(cands, rows, shared)
     if REASON_FIRST and view.config.ranking.enabled and it.why and view.config.kind == NOTES:
         _reason_first(view, cands, rows, shared)
     if FRONT_MATTER_FIRST and view.config.ranking.enabled and view.config.kind == NOTES and not (it.howto or it.latest):
@@ -602,11 +602,17 @@ def _last_account_first(view, cands: dict[int, Candidate], rows: dict) -> None:
         accounts = [sid for sid in accounts if rank.date_value(rows[sid].date) <= today]
     if not accounts:
         return
-    near = max(cands[sid].score for sid in accounts) * (1 - LAST_ACCOUNT_REACH)
-    newest = max((sid for sid in accounts if cands[sid].score >= near),
-                 key=lambda sid: (rank.date_value(rows[sid].date), cands[sid].score))
+    newest = _newest_within(cands, {sid: rows[sid].date for sid in accounts}, LAST_ACCOUNT_REACH)
     _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score,
           "the newest account of it, for a question about the last time")
+
+
+def _newest_within(cands: dict[int, Candidate], dated: dict[int, str], reach: float) -> int:
+    """The newest of the `dated` candidates (id → day) that score within `reach` of the best of them;
+    of one day, the better scored."""
+    near = max(cands[sid].score for sid in dated) * (1 - reach)
+    return max((sid for sid in dated if cands[sid].score >= near),
+               key=lambda sid: (rank.date_value(dated[sid]), cands[sid].score))
 
 
 def _newest_of_kind_first(view, cands: dict[int, Candidate], rows: dict, query: str) -> None:
@@ -646,21 +652,15 @@ def _newest_of_kind_first(view, cands: dict[int, Candidate], rows: dict, query: 
             best_kind = (top, k, dated)
     if best_kind is None:
         return
-    top, kind, dated = best_kind
-    near = [sid for sid in dated if cands[sid].score >= top * (1 - KIND_REACH)]
-    newest = max(near, key=lambda sid: (rank.date_value(dated[sid]), cands[sid].score))
+    _, kind, dated = best_kind
+    newest = _newest_within(cands, dated, KIND_REACH)
     ranked = _ranked(cands)
     if ranked[0] == newest:
         return
     _lift(cands, rows, newest, rows[newest], cands[ranked[0]].score, f"the newest of its kind ({kind}), for a question about the latest")
 
 
-# A decision record's parts (ADR, MADR): the context it was taken in, and the decision itself.
-_CONTEXT_HEADING_RE = re.compile(r"^\W*(?:context|background|problem(?: statement)?|context and problem statement)\W*$", re.I)
-_DECISION_HEADING_RE = re.compile(r"^\W*(?:the )?decision(?: outcome)?s?\W*$", re.I)
-
-
-def _decision_first(view, cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
+def _decision_first(cands: dict[int, Candidate], rows: dict, shared: Lookups) -> None:
     """"What's our rule for adding a new secrets backend?", "How do we decide which users fall inside
     a percentage rollout?": a decision record's Context tells the problem in the question's words and
     matches best; its Decision says what was decided, the rule the question asks for, in words of its
@@ -669,10 +669,10 @@ def _decision_first(view, cands: dict[int, Candidate], rows: dict, shared: Looku
     question: the context is why."""
     ranked = _ranked(cands)
     top = rows.get(ranked[0]) if ranked else None
-    if top is None or not _CONTEXT_HEADING_RE.match(rank.own_heading(top)):
+    if top is None or not rank.is_context(top):
         return
     heads = shared.visible_heads_of(top.path)
-    parts = [x for x, h in heads.items() if _DECISION_HEADING_RE.match(rank.own_heading(h))]
+    parts = [x for x, h in heads.items() if rank.is_decision(h)]
     if parts:
         part = min(parts, key=lambda x: heads[x].start_line)
         _lift(cands, rows, part, heads[part], cands[ranked[0]].score, f"the decision {top.path} records, over its context")

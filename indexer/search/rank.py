@@ -382,6 +382,22 @@ def is_reason(s) -> bool:
     return bool(REASON_HEADING_RE.match(own_heading(s)))
 
 
+# A decision record's parts (ADR, MADR): the context it was taken in, and the decision itself.
+CONTEXT_HEADING_RE = re.compile(r"^\W*(?:context|background|problem(?: statement)?|context and problem statement)\W*$",
+                                re.IGNORECASE)
+DECISION_HEADING_RE = re.compile(r"^\W*(?:the )?decision(?: outcome)?s?\W*$", re.IGNORECASE)
+
+
+def is_context(s) -> bool:
+    """Is section `s` a decision record's context (a part headed "Context", "Background", "Problem")?"""
+    return bool(CONTEXT_HEADING_RE.match(own_heading(s)))
+
+
+def is_decision(s) -> bool:
+    """Is section `s` a decision record's decision (a part headed "Decision", "Decision outcome")?"""
+    return bool(DECISION_HEADING_RE.match(own_heading(s)))
+
+
 _WHY_SOMETHING_RE = re.compile(r"^\W*why\W+\w", re.IGNORECASE)
 
 
