@@ -906,6 +906,17 @@ def cmd_outline(args) -> int:
     return EXIT_OK
 
 
+def _nothing_named(args) -> bool:
+    """Whether a command was given no corpus to work on: no --root, none configured, no --store,
+    no conversations, and no daemon running to answer for whatever it serves."""
+    from remembrancer.daemon.connect import running_daemon
+
+    if getattr(args, "store", None):
+        return False
+    config = _load(args)
+    return not config.roots and not config.conversations and running_daemon() is None
+
+
 def cmd_status(args) -> int:
     from remembrancer.indexer.answers import StatusAnswer
     from remembrancer.indexer.config import shown_root
@@ -913,6 +924,11 @@ def cmd_status(args) -> int:
     from remembrancer import build
     from remembrancer.daemon.connect import OtherBuild, restart_hint, this_build
 
+    if _nothing_named(args):   # no root, no store, no daemon: what there is to ask about
+        if not args.json:
+            print("no corpus given and no daemon running (`remembrancer status --root PATH` tells a corpus's "
+                  "freshness); the indexes here:")
+        return _print_corpora(args, None)
     try:
         backend = _backend(args, missing="status")
         raw = backend.call("status")
@@ -1269,7 +1285,6 @@ def cmd_corpora(args) -> int:
     serving it closes it and deletes it itself, so no request reopens it half-deleted)."""
     from remembrancer.daemon.connect import DaemonBackend, running_daemon
     from remembrancer.indexer import indexes
-    from remembrancer.indexer.config import data_dir
 
     if args.action == "list" and args.corpus:
         raise UserError(f"`corpora` lists them all; got {args.corpus!r}", param="corpus",
@@ -1297,6 +1312,14 @@ def cmd_corpora(args) -> int:
             print(f"forgot {index.name} ({roots}): its index ({_size(out['bytes'])}) is deleted; the notes are "
                   "untouched" + (" — the daemon stopped serving it" if out["daemon_closed"] else ""))
         return EXIT_OK
+    return _print_corpora(args, st)
+
+
+def _print_corpora(args, st: dict | None) -> int:
+    """Every index under the data dir, a line each (or JSON), beside what the daemon `st` serves."""
+    from remembrancer.indexer import indexes
+    from remembrancer.indexer.config import data_dir
+
     served = {}
     for c in (st or {}).get("corpora") or []:
         served[c.get("index_dir")] = c
@@ -1313,7 +1336,7 @@ def cmd_corpora(args) -> int:
                           "corpora": rows}, indent=2))
         return EXIT_OK
     if not rows:
-        print(f"no indexed corpora in {data_dir()}")
+        print(f"no indexed corpora in {data_dir()} (index a folder: remembrancer index --root DIR)")
         return EXIT_OK
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last_used_at"])) if r["last_used_at"] else "?"

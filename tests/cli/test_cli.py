@@ -108,9 +108,21 @@ def test_an_unknown_dash_argument_gets_the_hint_of_its_own_command():
         assert p.returncode == 2 and hint in p.stderr, p.stderr
 
 
-def test_no_roots_no_daemon(cli):
-    p = cli("status")
+def test_no_roots_no_daemon(cli, tmp_path):
+    """A command that needs a corpus refuses without one; bare `status` lists the indexes there are
+    (none yet, then the one built) and how to ask about one, instead of refusing."""
+    env = remembrancer_env(data=tmp_path / "data", config=tmp_path / "absent.toml", socket=tmp_path / "no.sock")
+    p = run_cli("search", "anything", env=env)
     assert p.returncode == 2 and "no corpus roots given" in p.stderr
+    empty = run_cli("status", env=env)
+    assert empty.returncode == 0 and "no indexed corpora in" in empty.stdout, empty.stdout + empty.stderr
+    assert run_cli("index", "--root", str(cli.notes), env=cli.env).returncode == 0
+    indexed = {**env, "REMEMBRANCER_DATA_DIR": cli.env["REMEMBRANCER_DATA_DIR"]}   # the data dir with an index
+    listed = run_cli("status", env=indexed)
+    assert listed.returncode == 0 and "status --root PATH" in listed.stdout, listed.stdout + listed.stderr
+    assert str(cli.notes) in listed.stdout
+    rows = json.loads(run_cli("status", "--json", env=indexed).stdout)
+    assert [r["roots"] for r in rows["corpora"]] == [[str(cli.notes)]]
 
 
 def test_a_question_longer_than_the_cap_is_refused_and_one_word_at_it_answered(cli):
