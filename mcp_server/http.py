@@ -100,7 +100,7 @@ def serve(link, *, host: str, port: int, path: str, public_url: str | None, sett
     server = build_server(TokenScopedLink(link), instructions, settings.doc_types if settings else DOC_TYPES,
                           querylog=QueryLog.for_config(settings), token_verifier=TokenVerifier(book), auth=auth,
                           client=_client)
-    log.warning("remembrancer MCP over HTTP on http://%s:%d%s (%d tokens)", host, port, path, book.count())
+    log.info("remembrancer MCP over HTTP on http://%s:%d%s (%d tokens)", host, port, path, book.count())
     server.run("streamable-http", host=host, port=port, streamable_http_path=path)
     return 0
 

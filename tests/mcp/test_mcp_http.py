@@ -106,6 +106,8 @@ def test_http_answers_equal_stdio_answers_for_every_tool(http):
     # token", asked before any request), and nothing of the corpus a scoped token may not see
     assert not any("the index cannot be read" in (t.description or "") for t in tools.tools)
     assert "the index cannot be read" not in http["log"].read_text()
+    started = [line for line in http["log"].read_text().splitlines() if "MCP over HTTP on" in line]
+    assert len(started) == 1 and "WARNING" not in started[0] and "INFO" in started[0], started   # news, not a warning
 
 
 def test_a_scoped_token_sees_what_a_scoped_session_sees_and_nothing_else(http):
