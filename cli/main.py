@@ -24,6 +24,7 @@ EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
 FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
+STOP_WAIT_S = 30.0   # `stop` waits this long for the daemon's process to end
 
 log = logging.getLogger("remembrancer")
 RAW_STDOUT = ("mcp",)   # stdout is a protocol stream there, not a terminal
@@ -1230,7 +1231,7 @@ def cmd_serve(args) -> int:
 
 def cmd_stop(args) -> int:
     from remembrancer.wire import Client, DaemonUnavailable
-    from remembrancer.daemon.connect import running_daemon
+    from remembrancer.daemon.connect import process_alive, running_daemon
     from remembrancer.indexer.config import socket_path
 
     found = running_daemon()   # the data dir's daemon, also when it listens on another socket
@@ -1242,10 +1243,15 @@ def cmd_stop(args) -> int:
     except DaemonUnavailable:
         print(f"no daemon running on {sock}")
         return EXIT_OK
-    for _ in range(100):
-        if not sock.exists():
-            break
-        time.sleep(0.1)
+    # done when the process is gone, not when its socket is: it still closes its indexes after that,
+    # and a `stop && serve` must not find the old one holding them
+    deadline = time.monotonic() + STOP_WAIT_S
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_alive(pid):
+        print(f"remembrancer: asked daemon pid {pid} to stop; it is still running after {STOP_WAIT_S:.0f} s "
+              f"(finishing a write?): `kill {pid}` ends it, the index survives", file=sys.stderr)
+        return EXIT_NOTHING
     print(f"stopped daemon pid {pid}")
     return EXIT_OK
 
