@@ -148,8 +148,10 @@ def _is_blank(lines: Iterable[str]) -> bool:
 _FRONT_MATTER_OPEN = re.compile(r"---[ \t]*\Z")
 _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*\Z")
 # A top-level YAML mapping key: quoted, or plain text up to a colon followed by a space/EOL.
-# (\A: used with match(); anchored, a search could not rescan the line from every position either.)
-_YAML_KEY_LINE = re.compile(r"""\A(?:"[^"]*"|'[^']*'|[^\s#'"?:\-][^:]*?)[ \t]*:(?:[ \t]|\Z)""")
+# (\A: used with match(); anchored, a search could not rescan the line from every position either.
+# The plain key ends on a non-blank, greedily: a lazy key before `[ \t]*:` rescanned a run of blanks
+# from each of its positions, quadratic on a long one.)
+_YAML_KEY_LINE = re.compile(r"""\A(?:"[^"]*"|'[^']*'|[^\s#'"?:\-](?:[^:]*[^: \t])?)[ \t]*:(?:[ \t]|\Z)""")
 # Other lines a front-matter block may hold: indented, comment, list item.
 _YAML_OTHER_LINE = re.compile(r"[ \t]|#|-(?:[ \t]|\Z)")
 # One "Note: ..." line between two rules is an admonition rendered as a setext heading.

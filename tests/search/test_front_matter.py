@@ -325,6 +325,17 @@ def test_a_page_property_line_is_read_in_linear_time():
     assert g <= SUPERLINEAR, g
 
 
+def test_a_front_matter_key_line_is_read_in_linear_time():
+    """A front-matter line of a word, a long run of blanks and no colon was tried as a key by a
+    lazy pattern that rescanned the run from each of its positions; keys with blanks still read."""
+    from remembrancer.indexer.ingest.markdown import _looks_like_yaml
+    from tests.support.adversarial import SUPERLINEAR, growth_of
+
+    assert _looks_like_yaml(["owner: ana", "two words :  x", "k:"]) and not _looks_like_yaml(["a" + " " * 50 + "b"])
+    g = growth_of(lambda line: _looks_like_yaml([line]), lambda n: "a" + " \t" * n + "b", small=500, repeats=3)
+    assert g <= SUPERLINEAR, g
+
+
 # Claude Code writes a memory topic file's description unquoted, `: ` and all: not YAML.
 ROLLBACKS = ("---\nname: Rollbacks\ndescription: Rollback rule: use helm rollback, never kubectl delete\n"
              "type: feedback\n---\n\nDo it with the previous revision number, then watch the pods.\n")
