@@ -168,7 +168,8 @@ def search_terminal_text(out: SearchAnswer) -> str:
         loc = f"{one_line(r.path)}:{r.lines[0]}-{r.lines[1]}"
         flags = " [stale]" if r.stale else ""
         lines.append(f"\n{i + 1}. {_head(r.heading)}{flags}\n   {loc}  {r.type}  {r.date or ''}  "
-                     f"score {r.score:.3f} ({r.provenance})  ~{r.tokens} tokens")
+                     f"{_weak_score(r) if out.no_strong_match else f'score {r.score:.3f}'} ({r.provenance})  "
+                     f"~{r.tokens} tokens")
         if r.session_id:
             lines.append(f"   session {r.session_id}  uuid {r.uuid or '?'}  {r.timestamp or ''}"
                          + (f"  branch {r.branch}" if r.branch else "") + (f"  ({r.corpus})" if r.corpus else ""))
@@ -189,6 +190,14 @@ def search_terminal_text(out: SearchAnswer) -> str:
         lines.append("\nMore sections match the filters (newest first): raise --limit, or narrow the filters.")
     lines += [f"(left out: {one_line(note)})" for note in out.left_out or []]
     return "\n".join(lines)
+
+
+def _weak_score(r) -> str:
+    """A weak candidate's own similarity to the question, not its score: scores are relative to the
+    other results, and a 0.78 beside "no strong match" reads as a good one."""
+    if r.scores is None or r.scores.dense is None:
+        return "weak"
+    return f"similarity {r.scores.dense:.2f}" + (f", keyword {r.scores.bm25:.1f}" if r.scores.bm25 else "")
 
 
 def read_text(out: Page) -> str:

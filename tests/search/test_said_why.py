@@ -34,6 +34,20 @@ def test_a_search_that_finds_nothing_is_no_strong_match_in_every_mode(notes_engi
     assert found["results"] and found["no_strong_match"] is False
 
 
+def test_weak_candidates_show_their_own_similarity_not_a_relative_score(notes_engine):
+    """Scores are relative to the other results: a weak candidate's 0.78 under "no strong match"
+    read as a good answer. The terminal shows its similarity to the question instead."""
+    found = api.do_search(notes_engine.view(), {"query": "pgBackRest restore"})
+    # the tiny test model's similarities decide nothing: the same candidates, said weak as the engine says them
+    out = {**found, "results": [], "no_strong_match": True, "best_weak": found["results"],
+           "why_no_strong_match": ["best semantic match 0.12 < 0.3"]}
+    terminal = render.search_terminal_text(SearchAnswer.parse(out))
+    first = out["best_weak"][0]
+    assert f"similarity {first['scores']['dense']:.2f}" in terminal and " score 0." not in terminal, terminal
+    strong = render.search_terminal_text(SearchAnswer.parse(found))
+    assert " score " in strong and "similarity" not in strong, strong
+
+
 def test_an_exact_miss_does_not_suggest_the_exact_search_it_was(notes_engine):
     out = SearchAnswer.parse(api.do_search(notes_engine.view(), {"query": "zzqqxx", "exact": True}))
     assert "try exact=true" not in render.search_text(out) and "without exact" in render.search_text(out)
