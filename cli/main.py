@@ -24,7 +24,8 @@ EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
 FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
-STOP_WAIT_S = 30.0   # `stop` waits this long for the daemon's process to end
+STOP_WAIT_S = 30.0
+CONVERSATIONS_DAEMON_IDLE_S = 600.0   # a daemon a command started for conversations alone exits this idle   # `stop` waits this long for the daemon's process to end
 
 log = logging.getLogger("remembrancer")
 RAW_STDOUT = ("mcp",)   # stdout is a protocol stream there, not a terminal
@@ -586,6 +587,8 @@ def _backend(args, missing: str = "ok"):
     if getattr(args, "store", None):   # a reader of the team store: no local index
         return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
     config = _load(args)
+    if not config.roots and config.conversations and missing in ("build", "error"):
+        return _conversations_daemon(config)
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
         backend = connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
         if missing in ("build", "error") and backend.kind == "local" and not backend.readonly \
@@ -614,6 +617,18 @@ def _backend(args, missing: str = "ok"):
           file=sys.stderr)
     wait_for_first_index(daemon, timeout_s=FIRST_INDEX_WAIT_S)
     return daemon
+
+
+def _conversations_daemon(config):
+    """Conversations alone (no notes folder) are indexed and answered by the daemon only, as for an
+    MCP session: the one running, else one started now that exits when idle, said on stderr."""
+    from remembrancer.daemon.connect import connect, running_daemon
+
+    if running_daemon() is None:
+        print("remembrancer: conversations alone are answered by the daemon: starting one now (it exits after "
+              f"{CONVERSATIONS_DAEMON_IDLE_S / 60:.0f} minutes without clients; `remembrancer serve` or the service "
+              "keeps one running)", file=sys.stderr)
+    return connect(config, start=True, readonly_fallback=False, idle_exit_s=CONVERSATIONS_DAEMON_IDLE_S)
 
 
 def _daemon_holds(daemon, config) -> bool:

@@ -167,6 +167,31 @@ def test_mcp_with_conversations_alone_serves_them(world, tiny_model_dir):
     assert "we enabled chrony" in read.structured_content["content"]
 
 
+@pytest.mark.slow
+def test_the_command_line_with_conversations_alone_starts_the_daemon_and_answers(world, tiny_model_dir):
+    """`remembrancer search --conversations DIR --corpus conversations` with no notes folder and no
+    daemon refused with "no corpus roots given … pass --root": it starts the daemon (as an MCP session
+    does), says so on stderr, answers, and a second search uses the same daemon."""
+    from tests.support.cli import run_cli
+
+    tmp = world["tmp"]
+    sock = tmp / "r3" / "d.sock"
+    (tmp / "config.toml").write_text(f'[model]\npath = "{tiny_model_dir}"\n')
+    env = remembrancer_env(data=tmp / "data3", socket=sock, config=tmp / "config.toml")
+    ask = ("search", "SignatureDoesNotMatch chrony", "--conversations", str(world["projects"]),
+           "--corpus", "conversations", "--json")
+    try:
+        first = run_cli(*ask, env=env, cwd=tmp, timeout=120)
+        again = run_cli(*ask, env=env, cwd=tmp, timeout=120)
+    finally:
+        stop_daemon_at(sock)
+    assert first.returncode == 0, first.stderr
+    assert "starting one now" in first.stderr and "starting one now" not in again.stderr, again.stderr
+    for p in (first, again):
+        best = json.loads(p.stdout)["results"][0]
+        assert best["session_id"] == world["session"].session_id and "chrony" in best["content"]
+
+
 def test_a_nul_line_in_a_watched_transcript_keeps_the_session_and_is_a_status_warning(world, tiny_model_dir):
     """A line of NUL bytes and garbage appended to a transcript the daemon watches (a crash's
     torn tail): the session stays searchable and readable, and `status` — over the socket, on the
