@@ -218,7 +218,8 @@ def within(day: NamedDay, first: tuple[int | None, int, int], last: tuple[int | 
 
 def written_forms(day: NamedDay) -> list[str]:
     """How notes may write the day, lower-cased (what a literal search looks for): `2024-01-05`
-    (`-01-05` in any year, for a day named without one), "5 january", "january 5", "5 jan", "jan 5",
+    (`-01-05` in any year, for a day named without one), `01-05` (terse notes drop the year: "freeze
+    05-19 → 05-21"), "5 january", "january 5", "5 jan", "jan 5",
     "jan. 5", "5th january", "5th of january", and in figures either way round: `05.01.2024`,
     `5/1/2024`, `1/5/2024`, `2024/01/05` (without its year `05.01.`, `5/1/`, `1/5/`). A form matching
     more than the day only keeps the notes from being said to lack it."""
@@ -232,7 +233,7 @@ def written_forms(day: NamedDay) -> list[str]:
                for form in (f"{d}.{m}.{y}", f"{d}/{m}/{y}", f"{m}/{d}/{y}")}
     if y:
         figures |= {f"{y}/{day.month:02d}/{day.day:02d}", f"{y}.{day.month:02d}.{day.day:02d}"}
-    return [f"{y}{iso}" if y else iso,
+    return [f"{y}{iso}" if y else iso, iso[1:],
             *(f"{a} {b}" for m in (full, short) for a, b in ((n, m), (m, n), (th, m))), f"{short}. {n}",
             f"{th} of {full}", *sorted(figures)]
 

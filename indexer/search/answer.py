@@ -51,6 +51,7 @@ SNIPPET_WINDOW = 16 * SNIPPET_CHARS   # past this a section's snippet is cut fro
 HEADING_PASSAGE_WEIGHT = 0.88
 ABSTAIN_DENSE = 0.45         # one absent name (see _no_strong_match and docs/ranking.md)
 ABSTAIN_DENSE_STRONG = 0.5   # several absent words, or an absent word about an entity the corpus knows
+ABSTAIN_DENSE_RARE_NAME = 0.6  # an absent name that is a term of art too (`Traefik`, `Ceph`; not `April`, `Intel`)
 ABSTAIN_DENSE_TERM = 0.3    # an absent term of art, no name: below every answerable dev row with one
 ABSTAIN_DENSE_NO_WORD = 0.2  # no word of the question occurs: below the one answerable dev row so (0.24)
 ABSTAIN_ALTERNATE_MARGIN = 0.1  # a rephrasing overturns an abstention only this far above the bar
@@ -1278,6 +1279,7 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
         reasons.append("not in the corpus: " + _listed(view, missing))
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
     absent = [w for w in names if not _word_occurs(view, w)]
+    absent_names = list(absent)
     entity_named = bool(view.entities()[0].mentions(query))
     if absent or entity_named:
         # A question about an absent name counts its other absent words too; one about a known
@@ -1288,6 +1290,11 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
         absent += [w for w in dict.fromkeys(terms.content_words(query))
                    if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(view, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
+    if any(terms.is_rare(w, _common_words(view)) for w in absent_names):
+        # A name that is no everyday word either (`Traefik`, `Datadog`; not `April`, `European`,
+        # `Intel`) is what the question is about, and the notes never write it: a question about
+        # something else the notes do cover matches them closely all the same.
+        bar = max(bar, ABSTAIN_DENSE_RARE_NAME)
     top_dense = max((c.dense for c in ranked[:ABSTAIN_POOL]), default=0.0)
     if not absent and not entity_named and not missing:
         # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")

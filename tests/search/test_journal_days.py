@@ -264,6 +264,18 @@ def test_a_day_within_a_span_the_best_sections_write_is_held(tmp_path, tiny_engi
     assert any(why.startswith("no note of ") for why in outside["why_no_strong_match"]), outside
 
 
+def test_a_day_the_notes_write_without_its_year_is_held(tmp_path, tiny_engine):
+    """Terse notes write a day as `05-21` ("freeze 05-19 → 05-21"): "is the freeze still on for
+    19–21 May?" abstained ("no note of 21 May") over the handoff that answers it."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "handoffs/2033-05-03.md": "# Handoff 2033-05-03\n\n- Ostmark go-live freeze 05-19 → 05-21 is on the calendar.\n",
+        "policies/reviews.md": "# Code review\n\nTwo approvals for anything touching billing.\n"}))
+    out = search(e.view(), SearchRequest("Is the Ostmark go-live freeze still on for 19–21 May?", limit=3)).to_json()
+    assert not any(why.startswith("no note of ") for why in out.get("why_no_strong_match") or []), out
+    other = search(e.view(), SearchRequest("Is the Ostmark go-live freeze still on for 22 May?", limit=3)).to_json()
+    assert any(why.startswith("no note of ") for why in other["why_no_strong_match"]), other
+
+
 @pytest.mark.parametrize("query", ["How can I get back a file I deleted from my home directory yesterday?",
                                    "how do I restore the WAL archive I broke on 15 May?"])
 def test_how_to_do_a_thing_does_not_hang_on_the_day_it_is_needed(monkeypatch, monthly, query):
