@@ -381,6 +381,18 @@ def test_e2e_plain_english_about_something_the_notes_never_cover_abstains(real, 
     assert "not in the corpus" in out["why_no_strong_match"][0]
 
 
+def test_e2e_an_absent_name_that_is_a_term_of_art_is_judged_against_a_higher_bar(real):
+    """"The Traefik middleware in front of PgBouncer on db1": the notes never write Traefik, yet the
+    rest of the question matches them (0.51, over the 0.5 bar a known host's question met): it was
+    answered with db1's record. A name that is no everyday word is what the question is about: the
+    bar is ABSTAIN_DENSE_RARE_NAME. An absent everyday name (Microsoft) keeps the lower bar."""
+    out, _ = top(real, "how is the Traefik middleware set up in front of PgBouncer on db1?")
+    assert out["no_strong_match"] and "Traefik" in out["why_no_strong_match"][0], out
+    assert "< 0.6" in out["why_no_strong_match"][0], out
+    common, _ = top(real, "what did Microsoft say about the db1 PgBouncer port?")
+    assert not common["no_strong_match"], common
+
+
 @pytest.mark.parametrize("query", ["how should I water my tomatoes", "best hiking trails nearby"])
 def test_e2e_no_word_of_the_question_in_the_notes_and_next_to_no_meaning_abstains(real, query):
     """Everyday words only, none of them in the notes, and a semantic match near the floor: nothing
