@@ -235,6 +235,15 @@ def base_forms(word: str) -> set[str]:
     return out
 
 
+def inflected_from(word: str) -> set[str]:
+    """The plain words `word` may be an inflection of by its suffix alone ("pruning" → "prune",
+    "prun"), stems of four letters or more: no prefix is taken off ("undo" is not "do")."""
+    w = word.lower()
+    if not w.isalpha():
+        return set()
+    return {w[: -len(suffix)] + repl for suffix, repl in _SUFFIXES if w.endswith(suffix) and len(w) - len(suffix) >= 4} - {w}
+
+
 def is_rare(word: str, common: frozenset[str] | None) -> bool:
     """A term of art rather than everyday English: neither it nor a base form is a whole word of
     `common` (the embedding model's vocabulary — general text, not this corpus). Its absence from

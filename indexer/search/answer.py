@@ -1008,6 +1008,11 @@ def _phrasing(view, query: str, qvec, shared: Lookups, it: rank.Intent) -> Phras
     for sid, weight in sorted(literal.items(), key=lambda kv: (-kv[1], kv[0]))[:LITERAL_CANDIDATES]:
         cand(sid).literal = weight
     credited: set[int] = set()
+    if it.howto:
+        # A record states what the thing is, not how to do something with it: the procedure is
+        # wherever it is written down (a runbook, a how-to, an alert's mitigation), and the record's
+        # every section credited alike outweighed it ("how do I force caddy to get a fresh certificate?").
+        own = frozenset()
     if own:
         credited = {sid for sid in view.catalog.section_ids_of(sorted(own)) if allowed is None or sid in allowed}
         for sid in credited:
@@ -1366,9 +1371,11 @@ def _any_word_in(view, phrasings: list[str], allowed: set[int] | None) -> bool:
 
 
 def _word_occurs(view, word: str) -> bool:
-    """The word, whole, in some visible section (or an entity's name), or written as two words: the
-    notes' "fail over" or "roll-back" is the question's "failover" or "rollback" (SPLIT_WORDS)."""
-    return _whole_word_occurs(view, word) or (SPLIT_WORDS and _split_form_occurs(view, word.lower()))
+    """The word, whole, in some visible section (or an entity's name), or a word it is inflected
+    from (the notes' "prune" is the question's "pruning"), or written as two words: the notes' "fail
+    over" or "roll-back" is the question's "failover" or "rollback" (SPLIT_WORDS)."""
+    return (_whole_word_occurs(view, word) or any(_whole_word_occurs(view, f) for f in terms.inflected_from(word))
+            or (SPLIT_WORDS and _split_form_occurs(view, word.lower())))
 
 
 def _split_form_occurs(view, w: str) -> bool:

@@ -351,7 +351,9 @@ def rerank(cands: dict, rows: dict, it: Intent, cfg: RankingConfig, read_texts: 
     # The detail before its summary within a document, then the newest of the near ties across
     # them: in the other order the detail rule undid the newest pick, putting an older part of the
     # chosen document (its superseded procedure, say) above the account that settles the question.
-    if cfg.detail_margin:
+    # Not for "is it still so? did it happen?": a record's opening states what holds now ("LAN + wg0
+    # only"), and its parts that name the thing as well are no detail of that answer.
+    if cfg.detail_margin and not it.outcome:
         _detail_before_summary(cands, rows, cfg.detail_margin)
     if (it.outcome or it.current or it.latest) and cfg.outcome_tie_margin:
         # the last time something happened is an account's day; a thing as it is now may be told by the

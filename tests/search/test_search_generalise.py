@@ -151,27 +151,21 @@ PROCEDURES = {
 }
 
 
-def test_a_how_to_question_about_an_entity_gets_the_runbooks_steps_not_the_records_facts(tmp_path, tiny_engine,
-                                                                                     monkeypatch):
+def test_a_how_to_question_about_an_entity_gets_the_runbooks_steps_not_the_records_facts(tmp_path, tiny_engine):
     """A host's record holds its facts, a runbook titled with the host ("Fail over PostgreSQL from
-    db1 to db2") its procedure. The literal leg credits the record for the name (not the runbook),
-    and the record's "Replication" says what happens when db1 dies in the question's words; the
-    runbook is near enough, so its steps go first (`rank._procedure_first`): without that rule the
-    record's facts lead."""
-    from remembrancer.indexer.search import rank
-
+    db1 to db2") its procedure, and the record's "Replication" says what happens when db1 dies in
+    the question's words. A how-to question credits no record for the name (a record states what the
+    thing is, not how to do something with it: its every section credited alike outweighed the
+    procedure written elsewhere); the runbook is near enough, so its steps go first
+    (`rank._procedure_first`)."""
     engine = tiny_engine(corpus(tmp_path / "notes", PROCEDURES))
     q = "how do I promote the replica when db1 dies?"
-
-    def top():
-        out = search(engine.view(), SearchRequest(q, limit=10)).to_json()
-        return [(r["path"], r["heading"], r["scores"]["literal"]) for r in out["results"] or out["best_weak"]]
-
-    first, *rest = top()
+    out = search(engine.view(), SearchRequest(q, limit=10)).to_json()
+    first, *rest = [(r["path"], r["heading"], r["scores"]["literal"]) for r in out["results"] or out["best_weak"]]
     assert first[:2] == ("runbooks/failover.md", "Fail over PostgreSQL from db1 to db2 > Steps"), [first, *rest]
-    assert first[2] == 0 and any(path == "hosts/db1.md" and lit >= 1.0 for path, _, lit in rest), [first, *rest]
-    monkeypatch.setattr(rank, "_procedure_first", lambda *a: None)
-    assert top()[0][0] == "hosts/db1.md"
+    assert all(lit < 1.0 for path, _, lit in [first, *rest] if path == "hosts/db1.md"), [first, *rest]
+    fact = _literal_by_section(engine, "what happens to the replica when db1 dies?")   # not a how-to: credited
+    assert min(v for (path, _), v in fact.items() if path == "hosts/db1.md") >= 1.0, fact
 
 
 EVENTS = {
@@ -195,7 +189,7 @@ def test_an_event_question_credits_the_sections_whose_heading_names_the_entity(t
     """The record's credit made its sections win a question about what happened on the strength of
     the name alone. For an event or an outcome, a section whose heading names the entity — by its
     name or an alias, as a whole word (not `clickhouse-exporter`) — is credited as the record is:
-    the journal entry that wrote it down. A fact or a how-to question credits the record only."""
+    the journal entry that wrote it down. A fact question credits the record only, a how-to neither."""
     from remembrancer.indexer.search import answer
 
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", EVENTS)), query)
@@ -204,7 +198,7 @@ def test_an_event_question_credits_the_sections_whose_heading_names_the_entity(t
     assert {h for path, h in lit if path == journal} >= titled | {"2030-05-26 > 16:00 lunch",
                                                                  "2030-05-26 > 17:00 clickhouse-exporter upgraded"}, lit
     record = [v for (path, _), v in lit.items() if path == "services/clickhouse.md"]
-    assert record and min(record) >= 1.0, lit
+    assert record and (min(record) >= 1.0) == (not query.startswith("how do I")), lit   # a how-to credits no record
     got = {h for (path, h), v in lit.items() if path == journal and v >= 1.0}
     assert got == (titled if credited else set()), lit
     assert all(v < 1.0 for (path, h), v in lit.items() if path == journal and h not in titled), lit
@@ -223,6 +217,33 @@ def test_a_records_facts_before_its_first_subheading_answer_for_the_record():
             row(3, "notes/disks.md", "Disks", level=1), row(4, "notes/disks.md", "Disks > Sizes")]
     assert ranked(rows, {1: 0.80, 2: 0.70, 3: 0.78, 4: 0.10}, "what is the disk size of db1?")[0] == 1
     assert ranked(rows, {1: 0.80, 2: 0.77, 3: 0.78, 4: 0.10}, "what is the disk size of db1?")[0] == 2
+
+
+def test_is_it_still_so_keeps_the_records_opening_over_a_detail_near_it():
+    """"Is vaultwarden still reachable from the public internet?": the record's opening says what
+    holds now ("LAN + wg0 only"); its "config" names the service as well and came within
+    `detail_margin` — and went first, as the detail of a summary. For "is it still so? did it
+    happen?" the detail rule stands aside; for a question about a fact it still applies."""
+    rows = [row(1, "services/vaultwarden.md", "vaultwarden", doc_type="service", level=1,
+                content="url: https://vault.example.net, LAN + wg0 only."),
+            row(2, "services/vaultwarden.md", "vaultwarden > config", doc_type="service",
+                content="SIGNUPS_ALLOWED=false, invites only.")]
+    assert ranked(rows, {1: 0.80, 2: 0.76}, "is vaultwarden still reachable from the public internet?")[0] == 1
+    assert ranked(rows, {1: 0.80, 2: 0.76}, "what is vaultwarden's signup setting?")[0] == 2
+
+
+def test_a_word_the_notes_write_in_another_inflection_occurs(tmp_path, tiny_engine):
+    """"…pruning and the integrity check?" abstained ("not in the corpus: pruning") over notes that
+    write "forget + prune": an inflection of a word the notes use is no absent term. Suffixes only:
+    "undo" is not "do"."""
+    from remembrancer.indexer import terms
+    from remembrancer.indexer.search import answer
+
+    e = tiny_engine(corpus(tmp_path / "notes", {"services/restic.md": "# restic\n\n## schedule\n\n"
+                                                                    "forget + prune on sundays, check after.\n"}))
+    assert answer._word_occurs(e.view(), "pruning") and answer._word_occurs(e.view(), "pruned")
+    assert not answer._word_occurs(e.view(), "defragmenting")
+    assert "do" not in terms.inflected_from("undo") and terms.inflected_from("pruning") >= {"prune"}
 
 
 @pytest.mark.parametrize("query", ["did the db1 migration finally happen?", "is db1 still on the old disks?"])
@@ -289,14 +310,14 @@ def _literal_by_section(engine, query):
 ])
 def test_the_named_entitys_record_is_credited_whatever_the_question_asks(tmp_path, tiny_engine, query):
     """The literal leg credits every section of the named entity's own record (its front matter
-    defines the name), whatever kind of answer the question wants: giving it only for a question
-    about the entity's facts helped one dev corpus and was removed (docs/ranking.md). Other
-    documents that mention the name get no such credit — but for an event or an outcome, every
+    defines the name), whatever kind of answer the question wants but a procedure: giving it only
+    for a question about the entity's facts helped one dev corpus and was removed (docs/ranking.md).
+    Other documents that mention the name get no such credit — but for an event or an outcome, every
     section whose heading names the entity (the runbook "Fail over db1") is about it and is credited
-    too. A how-to question gets the runbook's steps by the how-to rule, not by a credit."""
+    too. A how-to question credits no record: the runbook's steps come by the how-to rule."""
     lit = _literal_by_section(tiny_engine(corpus(tmp_path / "notes", FAILOVER)), query)
     record = [v for (path, _), v in lit.items() if path == "hosts/db1.md"]
-    assert record and min(record) >= 1.0, lit
+    assert record and (min(record) >= 1.0) == (not query.startswith("how do I")), lit
     titled = query.startswith(("what happened", "did "))
     credited = {"hosts/db1.md"} | ({"runbooks/postgres/failover.md"} if titled else set())
     # (an event's credit goes to the sections headed with the name: not the runbook's front matter)
