@@ -41,10 +41,11 @@ MONEY = AnswerType(
         r"\bwhat(?:'s| is| are| was| were| did)? (?:the |our |their |its )?(?:[\w-]+ ){0,4}(?:price|prices|cost|fee|fees|"
         r"quote|budget)\b|\bin (?:" + _CURRENCY + r"|(?:absolute )?money)\b",
         re.IGNORECASE),
-    # A currency sign or name beside a figure, a price's two decimals (`3.99`), or a figure a period
-    # ("29/year", "400 per month").
+    # A currency sign or name beside a figure, a price's two decimals (`3.99`; not a fraction, `0.05`:
+    # a sample rate or a ratio far more often than a price without its currency), or a figure a
+    # period ("29/year", "400 per month").
     value=re.compile(r"[$€£¥]\s?\d|\d[\d.,]{0,15}\s?(?:[kKmM]\b)?\s?(?:[$€£¥]|\b" + _CURRENCY + r"\b)|"
-                     r"\b" + _CURRENCY + r"\s?\d|(?<![\d.])\d{1,7}\.\d{2}(?![\d.])|"
+                     r"\b" + _CURRENCY + r"\s?\d|(?<![\d.])(?!0\.)\d{1,7}\.\d{2}(?![\d.])|"
                      r"\d[\d.,]{0,15}\s?(?:/|per |an? )(?:month|mo|year|yr|seat|user)\b", re.IGNORECASE),
     # A budget of something measured ("the bundle size budget", "our latency budget", "the error
     # budget") is a limit in its own units, not money.

@@ -57,6 +57,8 @@ def test_the_kind_of_value_a_question_asks_for(query, kind):
     (types.MONEY, "Pro: 3.99 / 29.99", True),
     (types.MONEY, "a 1.2k€ quote", True),
     (types.MONEY, "1,650 credits a day", False),
+    (types.MONEY, "Sentry: traces 0.05 since 04-25", False),   # a fraction is a rate, not a price
+    (types.MONEY, "the plan went from 0.99 to $1.49", True),
     (types.IP_ADDRESS, "listens on 10.40.1.12:5432", True),
     (types.IP_ADDRESS, "at 10:30:00 the host rebooted", False),
 ])
