@@ -581,14 +581,18 @@ def _backend(args, missing: str = "ok"):
     nothing to read), "status" too unless the daemon already holds that corpus (its first pass is
     under way): status creates nothing, with a daemon or without one; "ok" goes on.
     An index whose last pass did not finish is finished first, in-process, saying so."""
-    from remembrancer.daemon.connect import connect, find_daemon, wait_for_first_index
-    from remembrancer.indexer.config import load_config
+    from remembrancer.daemon.connect import connect, find_daemon, running_daemon, wait_for_first_index
 
     if getattr(args, "store", None):   # a reader of the team store: no local index
         return connect(None, store=args.store, root_args=args.root, start=False, readonly_fallback=False)
     config = _load(args)
-    if not config.roots and config.conversations and missing in ("build", "error"):
-        return _conversations_daemon(config)
+    if not config.roots and config.conversations:
+        if missing in ("build", "error"):
+            return _conversations_daemon(config)
+        if missing == "status" and running_daemon() is None:
+            raise UserError("no daemon running: conversations alone are indexed and served by the daemon",
+                            code="no_index", hint="a search starts one (remembrancer search --conversations DIR "
+                                                  "--corpus conversations WORDS), or run `remembrancer serve`")
     if missing == "ok" or not config.roots or (config.index_dir() / "catalog.sqlite3").exists():
         backend = connect(config, start=False, readonly_fallback=False, progress=_progress_bar())
         if missing in ("build", "error") and backend.kind == "local" and not backend.readonly \

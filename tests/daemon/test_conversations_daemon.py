@@ -180,6 +180,11 @@ def test_the_command_line_with_conversations_alone_starts_the_daemon_and_answers
     env = remembrancer_env(data=tmp / "data3", socket=sock, config=tmp / "config.toml")
     ask = ("search", "SignatureDoesNotMatch chrony", "--conversations", str(world["projects"]),
            "--corpus", "conversations", "--json")
+    configured = tmp / "with-conversations.toml"   # conversations from the config file: `status` names no daemon
+    configured.write_text(f'[model]\npath = "{tiny_model_dir}"\n[conversations]\nroots = ["{world["projects"]}"]\n')
+    status = run_cli("status", env={**env, "REMEMBRANCER_CONFIG": str(configured)}, cwd=tmp)
+    assert status.returncode == 3 and "conversations alone are indexed and served by the daemon" in status.stderr, \
+        status.stderr
     try:
         first = run_cli(*ask, env=env, cwd=tmp, timeout=120)
         again = run_cli(*ask, env=env, cwd=tmp, timeout=120)
