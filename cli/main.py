@@ -24,8 +24,8 @@ EXIT_OK, EXIT_NOTHING, EXIT_USER, EXIT_INDEX, EXIT_BUG = 0, 1, 2, 3, 70
 # The engine names its parameters in backticks; on the command line they are these flags.
 FLAG_OF = {"`alternates`": "--also", "`exact`": "--exact"}
 FIRST_INDEX_WAIT_S = 900.0   # a search waits this long for a daemon building a corpus's first index
-STOP_WAIT_S = 30.0
-CONVERSATIONS_DAEMON_IDLE_S = 600.0   # a daemon a command started for conversations alone exits this idle   # `stop` waits this long for the daemon's process to end
+STOP_WAIT_S = 30.0   # `stop` waits this long for the daemon's process to end
+CONVERSATIONS_DAEMON_IDLE_S = 600.0   # a daemon a command started for conversations alone exits this idle
 
 log = logging.getLogger("remembrancer")
 RAW_STDOUT = ("mcp",)   # stdout is a protocol stream there, not a terminal
