@@ -1336,12 +1336,22 @@ def _missing_identifiers(view, query: str, probes_found: set[str]) -> list[str]:
     rule") is English the notes may write another way, a product's name in mixed case ("JavaScript")
     is judged as a name (the notes may say "JS"), a log line's level (`ERROR`) is its severity, and a moment
     (`10:00`, a pasted log line's `2031-06-04T10:00:12Z`) is when, not what: a day the notes lack
-    is judged as a day (Lookups.unheld_days)."""
+    is judged as a day (Lookups.unheld_days). Nor is what the question asks a counterpart of ("is
+    there an equivalent of requests' `response.ok`?"): another tool's name for the thing, which
+    these notes, about their own, need not write."""
     by_name = view.entities()[0].by_name
+    elsewhere = {p for m in _COUNTERPART_RE.finditer(query) for p in terms.literal_probes(m.group(1) or m.group(2))}
     return [p for p in terms.literal_probes(query)
-            if terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
+            if p not in elsewhere and terms.is_identifier(p) and not any(c in p for c in "([ ") and not terms.ORDINAL_RE.match(p)
             and not terms.NUMBER_COMPOUND_RE.match(p) and not terms.BRAND_RE.match(p) and not dates.TIMESTAMP_RE.match(p)
             and not terms.is_log_level(p) and p not in probes_found and p.lower() not in by_name]
+
+
+# "an equivalent of X", "an alternative to X", "a replacement for X", "instead of X": X (up to the
+# next few words) is another thing's name, asked about for its counterpart here.
+_COUNTERPART_RE = re.compile(r"\b(?:equivalents?|alternatives?|replacements?|substitutes?|counterparts?|analogues?)"
+                             r"\s+(?:of|to|for)\s+((?:\S+\s+){0,3}\S+)|\binstead of\s+((?:\S+\s+){0,3}\S+)",
+                             re.IGNORECASE)
 
 
 def _common_words(view) -> frozenset[str] | None:

@@ -58,6 +58,19 @@ def test_a_pasted_string_cut_with_an_ellipsis_is_looked_for_up_to_the_cut(engine
     assert out["results"][0]["path"] == "notes/lessons.md"
 
 
+def test_an_identifier_asked_for_its_counterpart_need_not_occur(tmp_path, tiny_engine):
+    """"Is there an equivalent of requests' `response.ok` property?" asks for this library's name for
+    it: the notes write `response.is_success`, never `response.ok`, and the question abstained ("not
+    in the corpus: response.ok"). Asked about on its own, the identifier must still occur."""
+    e = tiny_engine(write_tree(tmp_path / "notes", {
+        "docs/compatibility.md": "# Compatibility\n\n## Checking for success\n\nWe provide the "
+                                 "`response.is_success` property to check for a 2xx response.\n"}))
+    out = do_search(e.view(), {"query": "is there an equivalent of requests' response.ok property?", "limit": 3})
+    assert not any("response.ok" in why for why in out.get("why_no_strong_match") or []), out
+    alone = do_search(e.view(), {"query": "what does response.ok return?", "limit": 3})
+    assert alone["no_strong_match"] and "not in the corpus: response.ok" in alone["why_no_strong_match"][0], alone
+
+
 def test_a_word_the_notes_write_as_two_occurs(tmp_path, tiny_engine):
     """The notes write "fail over", "roll-back"; the asker writes "failover", "rollback". Written so,
     the word occurs, and its absence is no reason to abstain ("how do I check the failover worked?"
