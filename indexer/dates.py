@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 
 # A calendar day as questions name it: `2024-01-05`, "5 January 2024", "January 5th, 2024", "the 3rd
@@ -167,6 +167,16 @@ TIMESTAMP_RE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?:[T_]\d{1,2}:\d{2}(?::\d{2}(?
                           r"|T?\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)(?:Z|[+-]\d{2}:?\d{2})?$")
 
 
+def _written_days(text: str) -> Iterator[tuple[re.Match, tuple[int | None, int, int]]]:
+    """Each day the text writes, in figures (`2024-01-05`) and then in words ("5 January"): its match
+    and (year or None, month, day)."""
+    for m in _DAY_ISO_RE.finditer(text):
+        yield m, (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    for m in _DAY_WORDS_RE.finditer(text):
+        if (day := _word_day(m)) is not None:
+            yield m, day
+
+
 def named_days(text: str) -> list[NamedDay]:
     """Every day the text places itself on — not a day it measures from or to ("since 2024-01-05",
     "before 5 January 2024"), nor a version named by its day ("API version 2025-06-01") — that a
@@ -178,10 +188,7 @@ def named_days(text: str) -> list[NamedDay]:
     def stamped(m: re.Match) -> bool:
         return _TIME_AFTER_RE.match(text, m.end()) is not None
 
-    found = [NamedDay(m.group(0), int(m.group(1)), int(m.group(2)), int(m.group(3)), stamped(m))
-             for m in _DAY_ISO_RE.finditer(text) if on(m)]
-    found += [NamedDay(m.group(0).strip(), *w, stamped(m)) for m in filter(on, _DAY_WORDS_RE.finditer(text))
-              if (w := _word_day(m)) is not None]
+    found = [NamedDay(m.group(0).strip(), *day, stamped(m)) for m, day in _written_days(text) if on(m)]
     found += [NamedDay(m.group(0), d.year, d.month, d.day, stamped(m)) for m in filter(on, _RELATIVE_RE.finditer(text))
               for d in [_relative_day(m)]]
     return [d for d in found if iso_day(2000 if d.year is None else d.year, d.month, d.day)]
@@ -195,9 +202,7 @@ _SPAN_JOIN_RE = re.compile(r"\s{0,3}(?:to|until|till|through|thru|and|–|—|-{
 def spans_in(text: str) -> list[tuple[tuple[int | None, int, int], tuple[int | None, int, int]]]:
     """The spans of days the text writes ("From 2026-12-18 to 2027-01-04 main is frozen", "Dec 18 – Jan
     4", "between 3 May and 9 May 2031"), each as its first and last day, (year or None, month, day)."""
-    found = [(m.start(), m.end(), (int(m.group(1)), int(m.group(2)), int(m.group(3)))) for m in _DAY_ISO_RE.finditer(text)]
-    found += [(m.start(), m.end(), w) for m in _DAY_WORDS_RE.finditer(text) if (w := _word_day(m)) is not None]
-    found.sort()
+    found = sorted((m.start(), m.end(), day) for m, day in _written_days(text))
     return [(a[2], b[2]) for a, b in zip(found, found[1:]) if _SPAN_JOIN_RE.fullmatch(text, a[1], b[0])]
 
 

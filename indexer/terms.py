@@ -220,16 +220,21 @@ _SUFFIXES = (("ations", "e"), ("ation", "e"), ("ation", ""), ("ings", ""), ("ing
 _PREFIXES = ("re", "un", "pre", "de", "non", "over", "under", "mis")
 
 
+def _stems(w: str, shortest: int) -> list[tuple[str, str]]:
+    """(stem, the form it was inflected from) for each suffix `w` may carry, the stem `shortest`
+    letters or more."""
+    return [(w[: -len(suffix)], w[: -len(suffix)] + repl) for suffix, repl in _SUFFIXES
+            if w.endswith(suffix) and len(w) - len(suffix) >= shortest]
+
+
 def base_forms(word: str) -> set[str]:
     """The word and the forms it may be inflected from (suffixes, a doubled consonant, a prefix)."""
     w = word.lower()
     out = {w}
-    for suffix, repl in _SUFFIXES:
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            stem = w[: -len(suffix)]
-            out.add(stem + repl)
-            if len(stem) >= 4 and stem[-1] == stem[-2]:
-                out.add(stem[:-1])
+    for stem, form in _stems(w, 3):
+        out.add(form)
+        if len(stem) >= 4 and stem[-1] == stem[-2]:
+            out.add(stem[:-1])
     for prefix in _PREFIXES:
         out |= {f[len(prefix):] for f in list(out) if f.startswith(prefix) and len(f) - len(prefix) >= 4}
     return out
@@ -239,9 +244,7 @@ def inflected_from(word: str) -> set[str]:
     """The plain words `word` may be an inflection of by its suffix alone ("pruning" → "prune",
     "prun"), stems of four letters or more: no prefix is taken off ("undo" is not "do")."""
     w = word.lower()
-    if not w.isalpha():
-        return set()
-    return {w[: -len(suffix)] + repl for suffix, repl in _SUFFIXES if w.endswith(suffix) and len(w) - len(suffix) >= 4} - {w}
+    return {form for _, form in _stems(w, 4)} - {w} if w.isalpha() else set()
 
 
 def is_rare(word: str, common: frozenset[str] | None) -> bool:

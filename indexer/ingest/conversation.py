@@ -87,10 +87,11 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     each exchange counting what was taken out of it; and the secret values found in it."""
     tr = transcripts.parse(text, path, subagent=is_subagent(rel), first_line=first_line)
     pieces = [tr.title or "", tr.cwd or "", tr.branch or ""]
-    marks: list[list[str] | None] = []   # an output is read without the marks the rendering put before its lines
+    # an output is read without the marks the rendering put before its lines: each exchange's parts' marks
+    marks: list[list[list[str] | None]] = []
     for ex in tr.exchanges:
         outputs = [transcripts.strip_marks(p) for p in ex.parts]
-        marks += [m for m, _ in outputs]
+        marks.append([m for m, _ in outputs])
         pieces += [ex.prompt, ex.branch or "", *(body for _, body in outputs)]
     # what the text leaves out (a Write's file, a Read's result) is read with it, never kept: a secret
     # given away by its context there is redacted where the text repeats it, and remembered
@@ -102,12 +103,11 @@ def parse_redacted(text: str, path: str, rel: str, redactor: Redactor, first_lin
     tr.redacted = _add(*(_labels(b, a) for b, a in zip(pieces[:3], done[:3])))
     tr.title, tr.cwd, tr.branch = (None if old is None else new for old, new in zip((tr.title, tr.cwd, tr.branch), done))
     i = 3
-    for ex in tr.exchanges:
+    for ex, ex_marks in zip(tr.exchanges, marks):
         n = 2 + len(ex.parts)
         before, after = pieces[i:i + n], done[i:i + n]
         ex.prompt, ex.branch = after[0], after[1] or None
-        ex.parts = [transcripts.restore_marks(m, a) for m, a in zip(marks[:n - 2], after[2:])]
-        del marks[:n - 2]
+        ex.parts = [transcripts.restore_marks(m, a) for m, a in zip(ex_marks, after[2:])]
         ex.redacted = {}
         for b, a in zip(before, after):
             for k, v in _labels(b, a).items():

@@ -599,8 +599,7 @@ def _last_account_first(view, cands: dict[int, Candidate], rows: dict) -> None:
         return
     accounts = [sid for sid in cands if (s := rows.get(sid)) is not None and s.date and rank.written_that_day(s)]
     today = rank.date_value(dates.today().isoformat())
-    if any(rank.date_value(rows[sid].date) <= today for sid in accounts):
-        accounts = [sid for sid in accounts if rank.date_value(rows[sid].date) <= today]
+    accounts = [sid for sid in accounts if rank.date_value(rows[sid].date) <= today] or accounts
     if not accounts:
         return
     newest = _newest_within(cands, {sid: rows[sid].date for sid in accounts}, LAST_ACCOUNT_REACH)
@@ -1285,17 +1284,18 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
     names = [w for w in terms.name_words(query) if w.lower() not in {m.lower() for m in missing}]
     absent = [w for w in names if not _word_occurs(view, w)]
     absent_names = list(absent)
+    vocabulary = _common_words(view)   # the model's everyday words (read from the catalog: once)
     entity_named = bool(view.entities()[0].mentions(query))
     if absent or entity_named:
         # A question about an absent name counts its other absent words too; one about a known
         # entity only its absent terms of art: an everyday word a small corpus lacks ("towards",
         # "serve") says nothing about whether the entity's record answers.
-        common = _common_words(view) if not absent else None
+        common = vocabulary if not absent else None
         seen = {w.lower() for w in absent} | {m.lower() for m in missing}
         absent += [w for w in dict.fromkeys(terms.content_words(query))
                    if len(w) >= 4 and w not in seen and terms.is_rare(w, common) and not _word_occurs(view, w)]
     bar = ABSTAIN_DENSE_STRONG if len(absent) >= 2 or (entity_named and absent) else ABSTAIN_DENSE
-    if any(terms.is_rare(w, _common_words(view)) for w in absent_names):
+    if any(terms.is_rare(w, vocabulary) for w in absent_names):
         # A name that is no everyday word either (`Traefik`, `Datadog`; not `April`, `European`,
         # `Intel`) is what the question is about, and the notes never write it: a question about
         # something else the notes do cover matches them closely all the same.
@@ -1305,9 +1305,8 @@ def _no_strong_match(view, lookups: Lookups, query: str, ranked: list[Candidate]
         # Plain English with no name: a term of art the corpus never uses ("kubernetes", "terraform")
         # is evidence whatever the corpus's size; an everyday word's absence is not. Weaker evidence
         # than a name, so the semantic bar is lower.
-        common = _common_words(view)
         absent = [w for w in dict.fromkeys(terms.content_words(query))
-                  if len(w) >= 4 and terms.is_rare(w, common) and not _word_occurs(view, w)]
+                  if len(w) >= 4 and terms.is_rare(w, vocabulary) and not _word_occurs(view, w)]
         bar = ABSTAIN_DENSE_TERM
     if absent and top_dense < bar:
         reasons.append(f"not in the corpus: {_listed(view, absent)}; best semantic match {top_dense:.2f} < {bar}")
