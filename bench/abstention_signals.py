@@ -21,6 +21,10 @@ answerable and no-answer questions alike (docs/ranking.md, "Measured, not kept",
 Signals 3 and 4 are counted on the rows the shipped search answers (not abstained): a signal that
 flags many answerable rows would withhold right answers.
 
+5. *Absent names by kind*: each question using a name the notes never write (answer._no_strong_match's
+   notion), the name a term of art or an everyday word (terms.is_rare against the model's vocabulary),
+   with the best semantic match of the five sections shown: where `ABSTAIN_DENSE_RARE_NAME` comes from.
+
 Searches go through the MCP `search` path (api.do_search), the index of bench/eval_all.py's cache.
 """
 
@@ -109,6 +113,7 @@ def main() -> int:
     flagged = {True: [0, 0], False: [0, 0]}   # answerable? → [flagged, all]
     rows = []
     answered: list[tuple[bool, int | None, float]] = []   # (answerable, agreement, lacking share)
+    named: list[tuple] = []   # (answerable, a term of art among them, best dense, set, absent names, query)
     for name in args.sets:
         alts_file = Path(args.alternates or "", f"{name}.json")
         alts = json.loads(alts_file.read_text()) if args.alternates and alts_file.exists() else {}
@@ -131,6 +136,13 @@ def main() -> int:
                 compounds = absent_compounds(case.query, text)
                 flagged[case.answerable][0] += bool(compounds)
                 flagged[case.answerable][1] += 1
+                names = [w for w in terms.name_words(case.query) if not search._word_occurs(view, w)]
+                if names:
+                    shown = shown_of(do_search(view, {"query": case.query, "limit": 5}))[:5]
+                    best = max((r.get("scores", {}).get("dense", 0.0) for r in shown), default=0.0)
+                    vocabulary = search._common_words(view)
+                    named.append((case.answerable, any(terms.is_rare(w, vocabulary) for w in names), best, name,
+                                  names, case.query))
                 absent = key_terms(view, case.query)
                 if absent:
                     out = do_search(view, {"query": case.query, "limit": 5})
@@ -151,6 +163,12 @@ def main() -> int:
                   for a in (False, True)}
         print(f"  {label}: no-answer {counts[False][0]} of {counts[False][1]}, "
               f"answerable {counts[True][0]} of {counts[True][1]}")
+    print("\nabsent names, by kind, with the best semantic match of the five shown sections:")
+    for rare in (True, False):
+        print(f"  {'a term of art' if rare else 'everyday words only'}:")
+        for answerable, _, best, name, names, query in sorted((r for r in named if r[1] == rare), key=lambda r: r[2]):
+            print(f"    {best:.3f}  {'answerable' if answerable else 'no-answer '}  {name:<13} {names}  "
+                  f"{terms.elide(query, 60)}")
     print("\nabsent key terms, their best cosine against the shown sections (no-answer rows first):")
     for answerable, name, query, scores in sorted(rows, key=lambda r: (r[0], min(r[3].values()))):
         print(f"  {'answerable' if answerable else 'no-answer '}  {name:<13} {scores}  {terms.elide(query, 70)}")

@@ -64,6 +64,9 @@ def _line(session_id: str, kind: str, content, parent: str | None, t: float) -> 
             "uuid": u, "timestamp": ts}
 
 
+T0 = 1.77e9   # the made-up sessions' first timestamp
+
+
 def _exchange(session_id: str, n: int, t: float, parent: str | None) -> list[dict]:
     word = f"marker{n}x{uuidlib.uuid4().hex[:6]}"
     p = _line(session_id, "user", f"Exchange {n}: why does the {word} job retry after a timeout?", parent, t)
@@ -73,38 +76,57 @@ def _exchange(session_id: str, n: int, t: float, parent: str | None) -> list[dic
     return [p, a]
 
 
+def _session(folder: Path, n: int, first_extra: str = "") -> tuple[str, Path, str | None]:
+    """A session of `n` exchanges written to `folder` (`first_extra` added to the first answer): its
+    id, its file, the last line's uuid."""
+    folder.mkdir(parents=True)
+    sid = str(uuidlib.uuid4())
+    path = folder / f"{sid}.jsonl"
+    lines, parent = [], None
+    for i in range(n):
+        ex = _exchange(sid, i, T0 + 10 * i, parent)
+        if i == 0 and first_extra:
+            ex[-1]["message"]["content"][0]["text"] += first_extra
+        parent = ex[-1]["uuid"]
+        lines += ex
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return sid, path, parent
+
+
+def _timed_appends(engine, sid: str, path: Path, n: int, parent: str | None, prompts: list[str | None]) -> list[float]:
+    """Append one exchange per prompt (None: the made-up one) to the session of `n` exchanges and time
+    `refresh_paths` until it returns, each; sorted."""
+    took = []
+    for k, prompt in enumerate(prompts):
+        ex = _exchange(sid, n + k, T0 + 10 * (n + k), parent)
+        if prompt is not None:
+            ex[0]["message"]["content"] = prompt
+        parent = ex[-1]["uuid"]
+        with path.open("a") as fh:
+            fh.write("".join(json.dumps(x) + "\n" for x in ex))
+        os.utime(path, ns=(time.time_ns() - 5_000_000_000,) * 2)   # past the racy window, as a real file soon is
+        t0 = time.perf_counter()
+        engine.refresh_paths([str(path)])
+        took.append(time.perf_counter() - t0)
+    return sorted(took)
+
+
+def _p50_p95_ms(took: list[float]) -> dict:
+    return {"append_p50_ms": round(statistics.median(took) * 1000, 1),
+            "append_p95_ms": round(took[max(int(len(took) * 0.95) - 1, 0)] * 1000, 1)}
+
+
 def bench_append(tmp: Path, embedder, sizes: list[int], appends: int) -> list[dict]:
     out = []
     for n in sizes:
-        folder = tmp / f"append-{n}" / "-home-dev-app"
-        folder.mkdir(parents=True)
-        sid = str(uuidlib.uuid4())
-        path = folder / f"{sid}.jsonl"
-        lines, parent, t = [], None, 1.77e9
-        for i in range(n):
-            ex = _exchange(sid, i, t + 10 * i, parent)
-            parent = ex[-1]["uuid"]
-            lines += ex
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        engine = _engine("conversations", folder.parent, embedder)
+        sid, path, parent = _session(tmp / f"append-{n}" / "-home-dev-app", n)
+        engine = _engine("conversations", path.parent.parent, embedder)
         t0 = time.perf_counter()
         engine.refresh()
         first = time.perf_counter() - t0
-        took = []
-        for k in range(appends):
-            ex = _exchange(sid, n + k, t + 10 * (n + k), parent)
-            parent = ex[-1]["uuid"]
-            with path.open("a") as fh:
-                fh.write("".join(json.dumps(x) + "\n" for x in ex))
-            os.utime(path, ns=(time.time_ns() - 5_000_000_000,) * 2)   # past the racy window, as a real file soon is
-            t0 = time.perf_counter()
-            engine.refresh_paths([str(path)])
-            took.append(time.perf_counter() - t0)
+        took = _timed_appends(engine, sid, path, n, parent, [None] * appends)
         engine.close()
-        took.sort()
-        out.append({"exchanges": n, "lines": len(lines), "first_index_s": round(first, 2),
-                    "append_p50_ms": round(statistics.median(took) * 1000, 1),
-                    "append_p95_ms": round(took[max(int(len(took) * 0.95) - 1, 0)] * 1000, 1)})
+        out.append({"exchanges": n, "lines": 2 * n, "first_index_s": round(first, 2), **_p50_p95_ms(took)})
     base = out[0]["append_p50_ms"] or 1
     for row in out:
         row["vs_smallest"] = round(row["append_p50_ms"] / base, 2)
@@ -124,41 +146,20 @@ def bench_secret_append(tmp: Path, embedder, sizes: list[int], appends: int) -> 
     out = []
     for n in sizes:
         for where in ("tail", "first"):
-            folder = tmp / f"secret-{where}-{n}" / "-home-dev-app"
-            folder.mkdir(parents=True)
-            sid = str(uuidlib.uuid4())
-            path = folder / f"{sid}.jsonl"
             values = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(19)) + "7aZ"
                       for _ in range(appends)]
-            lines, parent, t = [], None, 1.77e9
-            for i in range(n):
-                ex = _exchange(sid, i, t + 10 * i, parent)
-                if i == 0 and where == "first":
-                    ex[-1]["message"]["content"][0]["text"] += " The partner keys it sent: " + ", ".join(values) + "."
-                parent = ex[-1]["uuid"]
-                lines += ex
-            path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-            engine = _engine("conversations", folder.parent, embedder)
+            shown = " The partner keys it sent: " + ", ".join(values) + "." if where == "first" else ""
+            sid, path, parent = _session(tmp / f"secret-{where}-{n}" / "-home-dev-app", n, shown)
+            engine = _engine("conversations", path.parent.parent, embedder)
             engine.refresh()
             held = "".join(x.content for x in engine.catalog.sections(f"-home-dev-app/{sid}.jsonl"))
             assert all(v in held for v in values) == (where == "first"), "no secret until an append gives it away"
-            took = []
-            for k in range(appends):
-                ex = _exchange(sid, n + k, t + 10 * (n + k), parent)
-                ex[0]["message"]["content"] = f"Rotate it: export PARTNER_API_KEY={values[k]} && ./check.sh"
-                parent = ex[-1]["uuid"]
-                with path.open("a") as fh:
-                    fh.write("".join(json.dumps(x) + "\n" for x in ex))
-                os.utime(path, ns=(time.time_ns() - 5_000_000_000,) * 2)
-                t0 = time.perf_counter()
-                engine.refresh_paths([str(path)])
-                took.append(time.perf_counter() - t0)
+            took = _timed_appends(engine, sid, path, n, parent,
+                                  [f"Rotate it: export PARTNER_API_KEY={v} && ./check.sh" for v in values])
             stored = "".join(x.content for x in engine.catalog.sections(f"-home-dev-app/{sid}.jsonl"))
             assert not any(v in stored for v in values), "a value given away is still stored"
             engine.close()
-            took.sort()
-            out.append({"exchanges": n, "where": where, "append_p50_ms": round(statistics.median(took) * 1000, 1),
-                        "append_p95_ms": round(took[max(int(len(took) * 0.95) - 1, 0)] * 1000, 1)})
+            out.append({"exchanges": n, "where": where, **_p50_p95_ms(took)})
     return out
 
 
